@@ -1,0 +1,18 @@
+"""symjit: a JIT compiler for MXNet-style symbolic graphs, with the MXNet 1.x Python API.
+
+`import symjit as mx` runs MXNet 1.x programs. See DESIGN.md for the layers:
+frontends (ndarray, symbol, gluon, module, autograd) -> ops -> ir -> passes -> codegen -> runtime.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from . import base  # noqa: F401
+from .base import MXNetError  # noqa: F401
+from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus  # noqa: F401
+from . import ops  # noqa: F401
+from . import ndarray  # noqa: F401
+from . import ndarray as nd  # noqa: F401
+from . import autograd  # noqa: F401
+from . import random  # noqa: F401
+from . import test_utils  # noqa: F401

@@ -1,0 +1,315 @@
+"""symjit.autograd: MXNet 1.x imperative automatic differentiation.
+
+While `record()` is active, every op applied through `ndarray.invoke` to an array
+that needs gradients appends a `Node` to the tape: the op, its parsed attributes,
+its input and output arrays. `backward`/`grad` walk the nodes reachable from the
+heads in reverse topological order and run each op's gradient rule through the
+eager emitter, so gradient rules are the same registered-op code that the IR
+autodiff pass uses. With `create_graph=True` the backward computation is itself
+recorded, giving higher-order gradients.
+
+Invariants: a node's saved arrays are the arrays the op read and wrote (in-place
+writes to recorded arrays are refused while recording); a graph is freed after a
+backward unless `retain_graph=True`, and using a freed graph raises MXNetError.
+"""
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from typing import Sequence
+
+from .base import MXNetError
+
+__all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
+           "set_recording", "set_training", "mark_variables", "backward", "grad", "Function",
+           "get_symbol"]
+
+
+class _State(threading.local):
+    def __init__(self):
+        self.recording = False
+        self.training = False
+
+
+_STATE = _State()
+
+
+def is_recording() -> bool:
+    return _STATE.recording
+
+
+def is_training() -> bool:
+    return _STATE.training
+
+
+def set_recording(is_recording: bool) -> bool:  # noqa: F811
+    prev, _STATE.recording = _STATE.recording, bool(is_recording)
+    return prev
+
+
+def set_training(train_mode: bool) -> bool:  # noqa: F811
+    prev, _STATE.training = _STATE.training, bool(train_mode)
+    return prev
+
+
+@contextmanager
+def _scope(recording: bool | None, training: bool | None):
+    prev_r, prev_t = _STATE.recording, _STATE.training
+    if recording is not None:
+        _STATE.recording = recording
+    if training is not None:
+        _STATE.training = training
+    try:
+        yield
+    finally:
+        _STATE.recording, _STATE.training = prev_r, prev_t
+
+
+def record(train_mode: bool = True):  # noqa: F811
+    """Record operations for differentiation (and run them in training mode by default)."""
+    return _scope(True, train_mode)
+
+
+def pause(train_mode: bool = False):  # noqa: F811
+    """Stop recording inside a `record()` block."""
+    return _scope(False, train_mode)
+
+
+def train_mode():  # noqa: F811
+    return _scope(None, True)
+
+
+def predict_mode():
+    return _scope(None, False)
+
+
+# --------------------------------------------------------------------------------------------
+# The tape
+# --------------------------------------------------------------------------------------------
+
+class Node:
+    """One recorded op application (or a variable, when `op` is None)."""
+    __slots__ = ("op", "attrs", "inputs", "outputs", "backward_fn", "freed", "variable", "__weakref__")
+
+    def __init__(self, op, attrs, inputs, outputs, backward_fn=None, variable=None):
+        self.op = op
+        self.attrs = attrs
+        self.inputs = inputs            # list of NDArray (as read by the op)
+        self.outputs = outputs          # list of NDArray (as written by the op)
+        self.backward_fn = backward_fn  # custom Function backward, else op.grad
+        self.freed = False
+        self.variable = variable        # the NDArray whose .grad receives the gradient
+
+
+class Entry:
+    """An array's position in the tape: output `index` of `node`."""
+    __slots__ = ("node", "index")
+
+    def __init__(self, node: Node, index: int):
+        self.node = node
+        self.index = index
+
+
+def mark_variables(variables, gradients, grad_reqs="write") -> None:
+    """Mark arrays as variables whose gradients are written into `gradients` (grad_req write/add/null)."""
+    from .ndarray import NDArray
+    if isinstance(variables, NDArray):
+        variables, gradients = [variables], [gradients]
+    reqs = [grad_reqs] * len(variables) if isinstance(grad_reqs, str) else list(grad_reqs)
+    if len(gradients) != len(variables) or len(reqs) != len(variables):
+        raise MXNetError("mark_variables: variables, gradients and grad_reqs must have the same length")
+    for v, g, req in zip(variables, gradients, reqs):
+        if req not in ("write", "add", "null"):
+            raise MXNetError(f"mark_variables: grad_req must be 'write', 'add' or 'null', got {req!r}")
+        if g.shape != v.shape:
+            raise MXNetError(f"mark_variables: gradient shape {g.shape} does not match variable {v.shape}")
+        v._grad = g
+        v._grad_req = req
+        v._ag = Entry(Node(None, None, [], [v], variable=v), 0)
+
+
+def _needs_grad(x) -> bool:
+    return x._ag is not None and not x._ag.node.freed
+
+
+def record_op(op, attrs, inputs, outputs) -> None:
+    """Called by `ndarray.invoke` while recording: append a node if any input needs gradients."""
+    if not any(_needs_grad(x) for x in inputs):
+        return
+    if not op.differentiable:
+        return
+    node = Node(op, attrs, list(inputs), list(outputs))
+    for i, o in enumerate(outputs):
+        o._ag = Entry(node, i)
+
+
+def _topo_nodes(heads) -> list[Node]:
+    order: list[Node] = []
+    seen: set[int] = set()
+    stack = [(h._ag.node, False) for h in heads if h._ag is not None]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for x in node.inputs:
+            if x._ag is not None and id(x._ag.node) not in seen:
+                stack.append((x._ag.node, False))
+    return order  # inputs before users
+
+
+def _compute_grads(heads, head_grads, variables, retain_graph: bool, create_graph: bool,
+                   train_mode: bool):
+    """Return {id(variable node): gradient NDArray} for every variable reachable from heads."""
+    from .ndarray import NDArray, eager_emitter, ones
+    heads = list(heads)
+    for h in heads:
+        if h._ag is None:
+            raise MXNetError("cannot differentiate with respect to an array that is not in a recorded "
+                             "graph; call attach_grad() and compute it inside autograd.record()")
+        if h._ag.node.freed:
+            raise MXNetError("the graph has already been freed by a previous backward; pass "
+                             "retain_graph=True to backward twice")
+    if head_grads is None:
+        head_grads = [None] * len(heads)
+    if len(head_grads) != len(heads):
+        raise MXNetError(f"backward: got {len(head_grads)} head gradients for {len(heads)} heads")
+    grads: dict[tuple[int, int], NDArray] = {}
+
+    def accumulate(entry: Entry, g):
+        key = (id(entry.node), entry.index)
+        grads[key] = g if key not in grads else grads[key] + g
+
+    with _scope(create_graph, train_mode):
+        for h, hg in zip(heads, head_grads):
+            if hg is None:
+                hg = ones(h.shape, h.context, h._data.dtype)
+            elif not isinstance(hg, NDArray):
+                raise MXNetError("head gradients must be NDArrays")
+            elif hg.shape != h.shape:
+                raise MXNetError(f"head gradient shape {hg.shape} does not match head shape {h.shape}")
+            accumulate(h._ag, hg)
+        F = eager_emitter()
+        order = _topo_nodes(heads)
+        for node in reversed(order):
+            if node.op is None and node.backward_fn is None:
+                continue
+            ograds = [grads.get((id(node), i)) for i in range(len(node.outputs))]
+            if all(g is None for g in ograds):
+                continue
+            ograds = [g if g is not None else o.zeros_like() for g, o in zip(ograds, node.outputs)]
+            if node.backward_fn is not None:
+                in_grads = node.backward_fn(ograds)
+            else:
+                in_grads = node.op.grad(F, node.attrs, node.inputs, node.outputs, ograds)
+            for x, g in zip(node.inputs, in_grads):
+                if g is not None and x._ag is not None:
+                    accumulate(x._ag, g)
+    if not retain_graph:
+        for node in _topo_nodes(heads):
+            if node.op is not None or node.backward_fn is not None:
+                node.freed = True
+    return {key[0]: g for key, g in grads.items()}
+
+
+def backward(heads, head_grads=None, retain_graph: bool = False, train_mode: bool = True) -> None:
+    """Compute gradients of heads w.r.t. marked variables, written per their grad_req."""
+    from .ndarray import NDArray
+    if isinstance(heads, NDArray):
+        heads = [heads]
+        if head_grads is not None and isinstance(head_grads, NDArray):
+            head_grads = [head_grads]
+    order = _topo_nodes(heads)
+    grads = _compute_grads(heads, head_grads, None, retain_graph, False, train_mode)
+    for node in order:
+        var = node.variable
+        if var is None or var._grad_req == "null":
+            continue
+        g = grads.get(id(node))
+        if g is None:
+            if var._grad_req == "write":
+                var._grad._data[...] = 0
+            continue
+        if var._grad_req == "add":
+            var._grad._data[...] += g._data
+        else:
+            var._grad._data[...] = g._data
+
+
+def grad(heads, variables, head_grads=None, retain_graph=None, create_graph: bool = False,
+         train_mode: bool = True):
+    """Return gradients of heads w.r.t. `variables` as new arrays (no .grad buffers touched)."""
+    from .ndarray import NDArray
+    single = isinstance(variables, NDArray)
+    if isinstance(heads, NDArray):
+        heads = [heads]
+        if isinstance(head_grads, NDArray):
+            head_grads = [head_grads]
+    variables = [variables] if single else list(variables)
+    for v in variables:
+        if v._ag is None:
+            raise MXNetError("grad: every variable must be marked with attach_grad() or mark_variables()")
+    if retain_graph is None:
+        retain_graph = create_graph
+    grads = _compute_grads(heads, head_grads, variables, retain_graph, create_graph, train_mode)
+    out = []
+    for v in variables:
+        g = grads.get(id(v._ag.node))
+        if g is None:
+            from .ndarray import zeros
+            g = zeros(v.shape, v.context, v._data.dtype)
+        out.append(g)
+    return out[0] if single else out
+
+
+class Function:
+    """A user-defined differentiable function (`forward` and `backward` on NDArrays)."""
+
+    def __init__(self):
+        self._saved = ()
+
+    def save_for_backward(self, *args) -> None:
+        self._saved = args
+
+    @property
+    def saved_tensors(self):
+        return self._saved
+
+    def __call__(self, *inputs):
+        from .ndarray import NDArray
+        with pause(train_mode=is_training()):
+            outputs = self.forward(*inputs)
+        single = isinstance(outputs, NDArray)
+        outs = [outputs] if single else list(outputs)
+        if is_recording() and any(_needs_grad(x) for x in inputs if isinstance(x, NDArray)):
+            arrays = [x for x in inputs if isinstance(x, NDArray)]
+
+            def backward_fn(ograds):
+                with pause(train_mode=is_training()):
+                    res = self.backward(*ograds)
+                res = [res] if isinstance(res, NDArray) else list(res)
+                if len(res) != len(arrays):
+                    raise MXNetError(f"{type(self).__name__}.backward returned {len(res)} gradients "
+                                     f"for {len(arrays)} inputs")
+                return res
+            node = Node(None, None, arrays, outs, backward_fn=backward_fn)
+            for i, o in enumerate(outs):
+                o._ag = Entry(node, i)
+        return outputs
+
+    def forward(self, *inputs):
+        raise MXNetError(f"{type(self).__name__} must define forward()")
+
+    def backward(self, *output_grads):
+        raise MXNetError(f"{type(self).__name__} must define backward()")
+
+
+def get_symbol(x):
+    """The recorded computation that produced `x`, as a Symbol (inputs become variables)."""
+    from .symbol.tape import symbol_from_tape
+    return symbol_from_tape(x)
+

@@ -1,0 +1,63 @@
+"""Shared foundations: the exception family and dtype helpers used by every layer.
+
+Every error symjit raises on bad user input is an `MXNetError` (importable as
+`symjit.MXNetError` and `symjit.base.MXNetError`, as in MXNet 1.x), with the op
+name, the argument and expected-versus-actual values in its message.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["MXNetError", "mx_real_t", "numeric_types", "integer_types", "string_types",
+           "canonical_dtype", "dtype_name", "DTYPE_NAMES"]
+
+
+class MXNetError(RuntimeError):
+    """The single exception family of symjit (MXNet's name, for compatibility)."""
+
+
+mx_real_t = np.float32
+numeric_types = (float, int, np.generic)
+integer_types = (int, np.integer)
+string_types = (str,)
+
+#: dtypes symjit stores and computes with; names as MXNet spells them.
+DTYPE_NAMES = {
+    "float32": np.float32, "float64": np.float64, "float16": np.float16,
+    "uint8": np.uint8, "int8": np.int8, "int32": np.int32, "int64": np.int64,
+    "bool": np.bool_, "uint16": np.uint16, "int16": np.int16, "uint32": np.uint32,
+    "uint64": np.uint64,
+}
+
+
+def canonical_dtype(dtype) -> type:
+    """Return the numpy scalar type (e.g. `np.float32`) for any dtype spelling.
+
+    Accepts numpy types and dtypes, MXNet names ('float32', 'uint8', ...) and
+    Python `float`/`int`/`bool`. Raises MXNetError for anything else.
+    """
+    if dtype is None:
+        return mx_real_t
+    if isinstance(dtype, str):
+        key = dtype.strip().strip("'\"")
+        if key in DTYPE_NAMES:
+            return DTYPE_NAMES[key]
+        raise MXNetError(f"unknown dtype {dtype!r}; expected one of {sorted(DTYPE_NAMES)}")
+    if dtype is float:
+        return np.float64
+    if dtype is int:
+        return np.int64
+    if dtype is bool:
+        return np.bool_
+    try:
+        t = np.dtype(dtype).type
+    except TypeError as e:
+        raise MXNetError(f"unknown dtype {dtype!r}") from e
+    if np.dtype(t).name not in DTYPE_NAMES:
+        raise MXNetError(f"unsupported dtype {np.dtype(t).name!r}; expected one of {sorted(DTYPE_NAMES)}")
+    return t
+
+
+def dtype_name(dtype) -> str:
+    """MXNet's name for a dtype ('float32', 'int64', ...)."""
+    return np.dtype(canonical_dtype(dtype)).name

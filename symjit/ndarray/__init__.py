@@ -1,0 +1,120 @@
+"""symjit.ndarray (`mx.nd`): MXNet 1.x NDArray API over the op registry.
+
+Every registered operator is callable as `nd.OPNAME(*inputs, **attrs)` with MXNet's
+argument names: positional arguments fill the op's inputs first, then its attributes
+in schema order; `out=` writes into existing arrays.
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Callable
+
+import numpy as np
+
+from ..base import MXNetError
+from ..ops.registry import get_op, list_ops
+from .ndarray import (NDArray, arange, array, concatenate, eager_emitter, empty, eye,  # noqa: F401
+                      from_numpy, full, invoke, linspace, ones, waitall, zeros)
+
+_FRONTEND_KWARGS = ("name", "attr", "ctx")
+
+
+def _op_function(op_name: str) -> Callable:
+    """Build `nd.OPNAME`: map MXNet-style arguments onto inputs and attributes, then invoke."""
+    op = get_op(op_name)
+    param_order = list(op.params)
+
+    def fn(*args, out=None, **kwargs):
+        ctx = kwargs.pop("ctx", None)
+        for k in _FRONTEND_KWARGS:
+            kwargs.pop(k, None)
+        positional_inputs = []
+        rest = list(args)
+        while rest and isinstance(rest[0], NDArray):
+            positional_inputs.append(rest.pop(0))
+        named_inputs = {k: kwargs.pop(k) for k in list(kwargs)
+                        if isinstance(kwargs[k], NDArray) and k not in op.params}
+        for key in param_order:
+            if not rest:
+                break
+            if key in ("num_args",) or key in kwargs:
+                continue
+            kwargs[key] = rest.pop(0)
+        if rest:
+            raise MXNetError(f"{op.name}: too many positional arguments: {rest!r}")
+        if "num_args" in op.params and "num_args" not in kwargs:
+            kwargs["num_args"] = len(positional_inputs) + len(named_inputs)
+        attrs = {k: v for k, v in kwargs.items() if v is not None or k in op.params}
+        parsed = op.parse(attrs)
+        names = op.input_names(parsed)
+        inputs = list(positional_inputs)
+        for nm in names[len(inputs):]:
+            if nm in named_inputs:
+                inputs.append(named_inputs.pop(nm))
+            else:
+                raise MXNetError(f"{op.name}: missing input {nm!r} (inputs are {names})")
+        if named_inputs:
+            raise MXNetError(f"{op.name}: unexpected inputs {sorted(named_inputs)} (inputs are {names})")
+        return invoke(op.name, inputs, attrs, out=out, ctx=ctx)
+
+    fn.__name__ = op_name
+    fn.__doc__ = op.doc or type(op).__doc__
+    return fn
+
+
+def _ufunc(array_op: str, scalar_op: str, rscalar_op: str, pyfn: Callable) -> Callable:
+    """MXNet's scalar/array dispatch for nd.add, nd.power, nd.maximum, ..."""
+    def fn(lhs, rhs, out=None):
+        if isinstance(lhs, numbers.Number) and isinstance(rhs, numbers.Number):
+            return pyfn(lhs, rhs)
+        if isinstance(lhs, NDArray) and isinstance(rhs, NDArray):
+            return invoke(array_op, [lhs, rhs], {}, out=out)
+        if isinstance(lhs, NDArray):
+            return invoke(scalar_op, [lhs], {"scalar": float(rhs)}, out=out)
+        if isinstance(rhs, NDArray):
+            return invoke(rscalar_op, [rhs], {"scalar": float(lhs)}, out=out)
+        raise TypeError(f"{array_op}: unsupported operand types {type(lhs).__name__}, {type(rhs).__name__}")
+    fn.__name__ = array_op.replace("broadcast_", "")
+    return fn
+
+
+_UFUNCS = {
+    "add": ("broadcast_add", "_plus_scalar", "_plus_scalar", lambda a, b: a + b),
+    "subtract": ("broadcast_sub", "_minus_scalar", "_rminus_scalar", lambda a, b: a - b),
+    "multiply": ("broadcast_mul", "_mul_scalar", "_mul_scalar", lambda a, b: a * b),
+    "divide": ("broadcast_div", "_div_scalar", "_rdiv_scalar", lambda a, b: a / b),
+    "true_divide": ("broadcast_div", "_div_scalar", "_rdiv_scalar", lambda a, b: a / b),
+    "modulo": ("broadcast_mod", "_mod_scalar", "_rmod_scalar", lambda a, b: a % b),
+    "power": ("broadcast_power", "_power_scalar", "_rpower_scalar", lambda a, b: a ** b),
+    "maximum": ("broadcast_maximum", "_maximum_scalar", "_maximum_scalar", max),
+    "minimum": ("broadcast_minimum", "_minimum_scalar", "_minimum_scalar", min),
+    "hypot": ("broadcast_hypot", "_hypot_scalar", "_hypot_scalar", lambda a, b: float(np.hypot(a, b))),
+    "equal": ("broadcast_equal", "_equal_scalar", "_equal_scalar", lambda a, b: float(a == b)),
+    "not_equal": ("broadcast_not_equal", "_not_equal_scalar", "_not_equal_scalar",
+                  lambda a, b: float(a != b)),
+    "greater": ("broadcast_greater", "_greater_scalar", "_lesser_scalar", lambda a, b: float(a > b)),
+    "greater_equal": ("broadcast_greater_equal", "_greater_equal_scalar", "_lesser_equal_scalar",
+                      lambda a, b: float(a >= b)),
+    "lesser": ("broadcast_lesser", "_lesser_scalar", "_greater_scalar", lambda a, b: float(a < b)),
+    "lesser_equal": ("broadcast_lesser_equal", "_lesser_equal_scalar", "_greater_equal_scalar",
+                     lambda a, b: float(a <= b)),
+    "logical_and": ("broadcast_logical_and", "_logical_and_scalar", "_logical_and_scalar",
+                    lambda a, b: float(bool(a) and bool(b))),
+    "logical_or": ("broadcast_logical_or", "_logical_or_scalar", "_logical_or_scalar",
+                   lambda a, b: float(bool(a) or bool(b))),
+    "logical_xor": ("broadcast_logical_xor", "_logical_xor_scalar", "_logical_xor_scalar",
+                    lambda a, b: float(bool(a) != bool(b))),
+}
+
+
+def _populate() -> None:
+    g = globals()
+    for name in list_ops():
+        if name not in g:
+            g[name] = _op_function(name)
+    for name, spec in _UFUNCS.items():
+        g[name] = _ufunc(*spec)
+
+
+_populate()
+

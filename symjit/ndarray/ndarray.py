@@ -1,0 +1,456 @@
+"""NDArray: MXNet 1.x dense arrays, executed eagerly on numpy through the op registry.
+
+Invariants
+  * `_data` is a numpy array owned by (or, for views, shared with) this NDArray; in-place
+    writes (`x[:] = v`, `+=`, `out=`) modify that buffer and keep the Python object.
+  * Every computation goes through `invoke`, which parses attributes with the op's
+    schema, runs the op's reference implementation, writes `out=` if given, and records
+    an autograd node when recording.
+  * NDArrays are never 0-d (MXNet 1.x): scalar results have shape (1,).
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..base import MXNetError, canonical_dtype, mx_real_t
+from ..context import Context, current_context
+from ..ops.registry import ComputeContext, Emitter, get_op
+
+__all__ = ["NDArray", "invoke", "array", "empty", "zeros", "ones", "full", "arange", "linspace", "eye",
+           "concatenate", "waitall", "from_numpy", "eager_emitter"]
+
+
+def _check_ctx(ctx: Context) -> Context:
+    ctx = current_context() if ctx is None else Context(ctx) if isinstance(ctx, str) else ctx
+    if not isinstance(ctx, Context):
+        raise MXNetError(f"expected a Context such as mx.cpu(), got {ctx!r}")
+    if ctx.device_type == "gpu":
+        from ..context import num_gpus
+        if num_gpus() == 0:
+            raise MXNetError(f"GPU is not enabled: {ctx} needs CuPy and a CUDA device")
+        raise MXNetError(f"eager NDArray storage on {ctx} is not available in this build; "
+                         "compile the graph for the GPU target instead")
+    return ctx
+
+
+class NDArray:
+    """An n-dimensional array on a device context, with MXNet 1.x semantics."""
+
+    __slots__ = ("_data", "_ctx", "_grad", "_grad_req", "_ag", "__weakref__")
+    __array_priority__ = 1000.0
+
+    def __init__(self, data: np.ndarray, ctx: Context | None = None):
+        self._data = data
+        self._ctx = ctx if ctx is not None else current_context()
+        self._grad = None
+        self._grad_req = "null"
+        self._ag = None  # autograd entry (symjit.autograd.Entry) when part of a recorded graph
+
+    # ---- attributes ---------------------------------------------------------------
+    @property
+    def shape(self) -> tuple:
+        return tuple(self._data.shape)
+
+    @property
+    def size(self) -> int:
+        return int(self._data.size)
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    @property
+    def dtype(self) -> type:
+        return self._data.dtype.type
+
+    @property
+    def context(self) -> Context:
+        return self._ctx
+
+    ctx = context
+
+    @property
+    def stype(self) -> str:
+        return "default"
+
+    @property
+    def handle(self):
+        return self._data
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @property
+    def T(self) -> "NDArray":
+        if self.ndim > 2:
+            raise MXNetError(f"T only supports arrays with at most 2 dimensions, got shape {self.shape}")
+        return invoke("transpose", [self], {})
+
+    # ---- conversion ---------------------------------------------------------------
+    def asnumpy(self) -> np.ndarray:
+        return np.array(self._data, copy=True)
+
+    def asscalar(self):
+        if self.size != 1:
+            raise MXNetError(f"asscalar: the array must have exactly one element, got shape {self.shape}")
+        return self._data.reshape(-1)[0]
+
+    def astype(self, dtype, copy: bool = True) -> "NDArray":
+        dt = canonical_dtype(dtype)
+        if not copy and self._data.dtype == dt:
+            return self
+        return invoke("Cast", [self], {"dtype": np.dtype(dt).name})
+
+    def copy(self) -> "NDArray":
+        return self.copyto(self._ctx)
+
+    def copyto(self, other):
+        if isinstance(other, NDArray):
+            if other is self:
+                return self
+            if other.shape != self.shape:
+                raise MXNetError(f"copyto: shape mismatch: source {self.shape}, target {other.shape}")
+            other._data[...] = self._data
+            return other
+        if isinstance(other, Context):
+            return invoke("_copy", [self], {}, ctx=_check_ctx(other))
+        raise MXNetError(f"copyto: expected an NDArray or a Context, got {type(other).__name__}")
+
+    def as_in_context(self, ctx: Context) -> "NDArray":
+        return self if ctx == self._ctx else self.copyto(ctx)
+
+    as_in_ctx = as_in_context
+
+    def wait_to_read(self):
+        """Eager execution completes every op before returning, so data is always ready."""
+
+    def wait_to_write(self):
+        """See `wait_to_read`."""
+
+    def tostype(self, stype: str) -> "NDArray":
+        if stype != "default":
+            raise MXNetError(f"tostype: storage type {stype!r} is not supported (only 'default')")
+        return self
+
+    def __repr__(self) -> str:
+        shape_info = "x".join(str(d) for d in self.shape)
+        return f"\n{self._data}\n<{type(self).__name__} {shape_info} @{self._ctx}>"
+
+    __str__ = __repr__
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __iter__(self):
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    def __bool__(self) -> bool:
+        if self.size == 1:
+            return bool(self._data.reshape(-1)[0])
+        if self.size == 0:
+            return False
+        raise ValueError("The truth value of an NDArray with multiple elements is ambiguous.")
+
+    __hash__ = object.__hash__
+
+    def __reduce__(self):
+        return (_rebuild, (self.asnumpy(), str(self._ctx)))
+
+    # ---- autograd -------------------------------------------------------------------
+    def attach_grad(self, grad_req: str = "write", stype=None) -> None:
+        """Allocate a gradient buffer and mark this array as a variable for autograd."""
+        from .. import autograd
+        autograd.mark_variables([self], [zeros(self.shape, self._ctx, self._data.dtype)], grad_req)
+
+    def detach(self) -> "NDArray":
+        out = NDArray(self._data, self._ctx)
+        return out
+
+    def backward(self, out_grad=None, retain_graph: bool = False, train_mode: bool = True) -> None:
+        from .. import autograd
+        autograd.backward([self], None if out_grad is None else [out_grad], retain_graph, train_mode)
+
+    # ---- shape views ------------------------------------------------------------------
+    def reshape(self, *shape, **kwargs) -> "NDArray":
+        """Reshape with MXNet's special codes (0, -1, -2, -3, -4); shares memory unless recording."""
+        if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+            shape = tuple(shape[0])
+        if "shape" in kwargs:
+            shape = kwargs.pop("shape")
+        attrs = {"shape": tuple(shape), "reverse": kwargs.pop("reverse", False)}
+        if kwargs:
+            raise MXNetError(f"reshape: unexpected arguments {sorted(kwargs)}")
+        from .. import autograd
+        if autograd.is_recording() and self._ag is not None:
+            return invoke("Reshape", [self], attrs)
+        op = get_op("Reshape")
+        _, (new_shape,) = op.infer_shape(op.parse(attrs), [self.shape])
+        return NDArray(self._data.reshape(new_shape), self._ctx)
+
+    def reshape_like(self, other: "NDArray") -> "NDArray":
+        return self.reshape(other.shape)
+
+    # ---- indexing -----------------------------------------------------------------------
+    def __getitem__(self, key) -> "NDArray":
+        from .indexing import getitem
+        return getitem(self, key)
+
+    def __setitem__(self, key, value) -> None:
+        from .indexing import setitem
+        setitem(self, key, value)
+
+    # ---- arithmetic -----------------------------------------------------------------------
+    def __add__(self, o): return _binary(self, o, "broadcast_add", "_plus_scalar")
+    def __radd__(self, o): return _binary(self, o, "broadcast_add", "_plus_scalar")
+    def __sub__(self, o): return _binary(self, o, "broadcast_sub", "_minus_scalar")
+    def __rsub__(self, o): return _binary(self, o, "broadcast_sub", "_rminus_scalar", reverse=True)
+    def __mul__(self, o): return _binary(self, o, "broadcast_mul", "_mul_scalar")
+    def __rmul__(self, o): return _binary(self, o, "broadcast_mul", "_mul_scalar")
+    def __truediv__(self, o): return _binary(self, o, "broadcast_div", "_div_scalar")
+    def __rtruediv__(self, o): return _binary(self, o, "broadcast_div", "_rdiv_scalar", reverse=True)
+    def __mod__(self, o): return _binary(self, o, "broadcast_mod", "_mod_scalar")
+    def __rmod__(self, o): return _binary(self, o, "broadcast_mod", "_rmod_scalar", reverse=True)
+    def __pow__(self, o): return _binary(self, o, "broadcast_power", "_power_scalar")
+    def __rpow__(self, o): return _binary(self, o, "broadcast_power", "_rpower_scalar", reverse=True)
+    def __neg__(self): return invoke("_mul_scalar", [self], {"scalar": -1.0})
+    def __abs__(self): return invoke("abs", [self], {})
+    def __eq__(self, o): return _binary(self, o, "broadcast_equal", "_equal_scalar")
+    def __ne__(self, o): return _binary(self, o, "broadcast_not_equal", "_not_equal_scalar")
+    def __gt__(self, o): return _binary(self, o, "broadcast_greater", "_greater_scalar")
+    def __ge__(self, o): return _binary(self, o, "broadcast_greater_equal", "_greater_equal_scalar")
+    def __lt__(self, o): return _binary(self, o, "broadcast_lesser", "_lesser_scalar")
+    def __le__(self, o): return _binary(self, o, "broadcast_lesser_equal", "_lesser_equal_scalar")
+    __div__ = __truediv__
+    __rdiv__ = __rtruediv__
+
+    def __iadd__(self, o): return _binary(self, o, "broadcast_add", "_plus_scalar", out=self)
+    def __isub__(self, o): return _binary(self, o, "broadcast_sub", "_minus_scalar", out=self)
+    def __imul__(self, o): return _binary(self, o, "broadcast_mul", "_mul_scalar", out=self)
+    def __itruediv__(self, o): return _binary(self, o, "broadcast_div", "_div_scalar", out=self)
+    def __imod__(self, o): return _binary(self, o, "broadcast_mod", "_mod_scalar", out=self)
+    __idiv__ = __itruediv__
+
+    # ---- fluent methods: x.sum(axis=1) == nd.sum(x, axis=1) ---------------------------------
+    def __getattr__(self, name: str):
+        if name.startswith("_") or name not in FLUENT_METHODS:
+            raise AttributeError(f"'NDArray' object has no attribute {name!r}")
+        op_name = FLUENT_METHODS[name]
+
+        def method(*args, **kwargs):
+            from . import _op_function
+            return _op_function(op_name)(self, *args, **kwargs)
+        method.__name__ = name
+        return method
+
+    def zeros_like(self):
+        return zeros(self.shape, self._ctx, self._data.dtype)
+
+    def ones_like(self):
+        return ones(self.shape, self._ctx, self._data.dtype)
+
+
+#: NDArray methods that apply an op to `self` (MXNet's fluent interface)
+FLUENT_METHODS = {n: n for n in (
+    "abs", "sign", "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "square", "cbrt",
+    "rcbrt", "reciprocal", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
+    "arcsinh", "arccosh", "arctanh", "degrees", "radians", "floor", "ceil", "round", "rint", "trunc",
+    "fix", "relu", "sigmoid", "softsign", "clip", "sum", "mean", "prod", "max", "min", "nansum",
+    "nanprod", "argmax", "argmin", "norm", "transpose", "expand_dims", "squeeze", "flip", "tile",
+    "repeat", "pad", "split", "slice", "slice_axis", "slice_like", "take", "pick", "one_hot",
+    "broadcast_to", "broadcast_like", "softmax", "log_softmax", "topk", "sort", "argsort", "flatten",
+    "diag", "swapaxes", "depth_to_space", "space_to_depth", "zeros_like", "ones_like", "argmax_channel",
+    "shape_array", "size_array", "erf", "gamma", "gammaln", "negative")}
+FLUENT_METHODS.update({"flatten": "Flatten", "swapaxes": "SwapAxis", "split": "SliceChannel",
+                       "softmin": "softmin"})
+
+
+def _rebuild(data, ctx):
+    return NDArray(data, Context(ctx.split("(")[0], int(ctx.split("(")[1][:-1])))
+
+
+def _is_scalar(x) -> bool:
+    return isinstance(x, numbers.Number) or (isinstance(x, np.generic) and x.size == 1)
+
+
+def _binary(lhs: NDArray, rhs, array_op: str, scalar_op: str, reverse: bool = False, out=None):
+    if isinstance(rhs, NDArray):
+        args = [rhs, lhs] if reverse else [lhs, rhs]
+        return invoke(array_op, args, {}, out=out)
+    if _is_scalar(rhs):
+        return invoke(scalar_op, [lhs], {"scalar": float(rhs), "is_int": isinstance(rhs, numbers.Integral)},
+                      out=out)
+    if isinstance(rhs, np.ndarray):
+        return _binary(lhs, array(rhs, lhs.context, rhs.dtype), array_op, scalar_op, reverse, out)
+    raise TypeError(f"type {type(rhs).__name__} not supported for NDArray arithmetic")
+
+
+# --------------------------------------------------------------------------------------------
+# Invocation: the one path from the frontend into the op registry
+# --------------------------------------------------------------------------------------------
+
+def invoke(op_name: str, inputs: Sequence[NDArray], attrs: Mapping[str, Any], out=None,
+           ctx: Context | None = None, all_outputs: bool = False):
+    """Apply a registered op eagerly.
+
+    Returns one NDArray for single-output ops and a list otherwise (all outputs with
+    `all_outputs`). With `out=` the results are written into the given arrays (same
+    objects returned). Records an autograd node when recording and an input needs
+    gradients. Aux-state inputs of ops that update them in training are updated in place.
+    """
+    from .. import autograd
+    op = get_op(op_name)
+    parsed = op.parse(attrs)
+    names = op.input_names(parsed)
+    if len(inputs) != len(names):
+        raise MXNetError(f"{op.name}: expected {len(names)} inputs {names}, got {len(inputs)}")
+    for name, x in zip(names, inputs):
+        if not isinstance(x, NDArray):
+            raise MXNetError(f"{op.name}: input {name!r} must be an NDArray, got {type(x).__name__}")
+    if inputs:
+        dev = inputs[0]._ctx
+        for name, x in zip(names, inputs):
+            if x._ctx != dev:
+                raise MXNetError(f"{op.name}: input {name!r} is on {x._ctx} but {names[0]!r} is on {dev}; "
+                                 "all inputs must be on the same context")
+        ctx = ctx or dev
+    ctx = _check_ctx(ctx)
+    cctx = ComputeContext(is_train=autograd.is_training())
+    results = op.compute(parsed, [x._data for x in inputs], cctx)
+    n_out = op.num_outputs(parsed)
+    if op.updates_aux and len(results) > n_out:
+        aux_idx = [names.index(a) for a in op.aux_names if a in names]
+        for i, new in zip(aux_idx, results[n_out:]):
+            inputs[i]._data[...] = new
+        results = results[:n_out]
+    outputs = _wrap_outputs(op.name, results, ctx, out)
+    if autograd.is_recording():
+        autograd.record_op(op, parsed, list(inputs), outputs)
+    if all_outputs:
+        return outputs
+    nvis = op.num_visible_outputs(parsed)
+    return outputs[0] if nvis == 1 else outputs[:nvis]
+
+
+def _wrap_outputs(op_name: str, results: list, ctx: Context, out) -> list:
+    if out is None:
+        return [NDArray(np.asarray(r), ctx) for r in results]
+    outs = [out] if isinstance(out, NDArray) else list(out)
+    if len(outs) > len(results):
+        raise MXNetError(f"{op_name}: got {len(outs)} out= arrays for {len(results)} outputs")
+    wrapped = []
+    for i, r in enumerate(results):
+        if i < len(outs):
+            o = outs[i]
+            if not isinstance(o, NDArray):
+                raise MXNetError(f"{op_name}: out= must be NDArray, got {type(o).__name__}")
+            if o.shape != tuple(r.shape):
+                raise MXNetError(f"{op_name}: out= has shape {o.shape}, expected {tuple(r.shape)}")
+            from .. import autograd
+            if autograd.is_recording() and o._ag is not None:
+                raise MXNetError(f"{op_name}: in-place writes to an array that is part of a recorded "
+                                 "graph are not supported while recording")
+            o._data[...] = r
+            wrapped.append(o)
+        else:
+            wrapped.append(NDArray(np.asarray(r), ctx))
+    return wrapped
+
+
+def eager_emitter() -> Emitter:
+    """Emitter over NDArrays (used by autograd to run gradient rules eagerly)."""
+    return Emitter(lambda name, ins, attrs: invoke(name, ins, attrs, all_outputs=True))
+
+
+# --------------------------------------------------------------------------------------------
+# Creation
+# --------------------------------------------------------------------------------------------
+
+def from_numpy(a: np.ndarray, zero_copy: bool = False, ctx: Context | None = None) -> NDArray:
+    data = a if zero_copy else np.array(a, copy=True)
+    return NDArray(np.ascontiguousarray(data), _check_ctx(ctx))
+
+
+def array(source_array, ctx: Context | None = None, dtype=None) -> NDArray:
+    """An NDArray copied from an NDArray, numpy array or nested list; default dtype float32
+    (an NDArray source keeps its dtype)."""
+    ctx = _check_ctx(ctx)
+    if isinstance(source_array, NDArray):
+        dt = source_array._data.dtype if dtype is None else canonical_dtype(dtype)
+        data = source_array._data
+    else:
+        dt = mx_real_t if dtype is None else canonical_dtype(dtype)
+        try:
+            data = np.asarray(source_array)
+        except (ValueError, TypeError) as e:
+            raise MXNetError(f"array: cannot convert {type(source_array).__name__} to an array: {e}") from None
+        if data.dtype == object:
+            raise MXNetError("array: source must be a rectangular nested sequence of numbers")
+    data = np.array(data, dtype=dt, copy=True)
+    if data.ndim == 0:
+        data = data.reshape(1)
+    return NDArray(np.ascontiguousarray(data), ctx)
+
+
+def _shape(shape) -> tuple:
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    try:
+        out = tuple(int(d) for d in shape)
+    except TypeError:
+        raise MXNetError(f"invalid shape {shape!r}") from None
+    if any(d < 0 for d in out):
+        raise MXNetError(f"invalid shape {shape!r}: dimensions must be >= 0")
+    return out
+
+
+def empty(shape, ctx: Context | None = None, dtype=None, stype=None) -> NDArray:
+    return NDArray(np.empty(_shape(shape), dtype=canonical_dtype(dtype)), _check_ctx(ctx))
+
+
+def zeros(shape, ctx: Context | None = None, dtype=None, stype=None, **kwargs) -> NDArray:
+    if stype not in (None, "default"):
+        raise MXNetError(f"zeros: storage type {stype!r} is not supported (only 'default')")
+    return NDArray(np.zeros(_shape(shape), dtype=canonical_dtype(dtype)), _check_ctx(ctx))
+
+
+def ones(shape, ctx: Context | None = None, dtype=None, **kwargs) -> NDArray:
+    return NDArray(np.ones(_shape(shape), dtype=canonical_dtype(dtype)), _check_ctx(ctx))
+
+
+def full(shape, val, ctx: Context | None = None, dtype=None, out=None) -> NDArray:
+    data = np.full(_shape(shape), val, dtype=canonical_dtype(dtype))
+    if out is not None:
+        out._data[...] = data
+        return out
+    return NDArray(data, _check_ctx(ctx))
+
+
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None) -> NDArray:
+    if stop is None:
+        start, stop = 0, start
+    data = np.arange(start, stop, step, dtype=np.float64)
+    if repeat > 1:
+        data = np.repeat(data, int(repeat))
+    return NDArray(data.astype(canonical_dtype(dtype)), _check_ctx(ctx))
+
+
+def linspace(start, stop, num, endpoint=True, ctx=None, dtype=None) -> NDArray:
+    data = np.linspace(start, stop, int(num), endpoint=endpoint)
+    return NDArray(data.astype(canonical_dtype(dtype)), _check_ctx(ctx))
+
+
+def eye(N, M=0, k=0, ctx=None, dtype=None) -> NDArray:
+    return NDArray(np.eye(int(N), int(M) or None, int(k), dtype=canonical_dtype(dtype)), _check_ctx(ctx))
+
+
+def concatenate(arrays: Sequence[NDArray], axis: int = 0, always_copy: bool = True) -> NDArray:
+    return invoke("Concat", list(arrays), {"dim": axis, "num_args": len(arrays)})
+
+
+def waitall() -> None:
+    """Wait for all pending computation; eager execution has none pending."""

@@ -1,0 +1,384 @@
+"""Elementwise operators: unary math, binary (same shape and broadcasting), scalar forms.
+
+Each op is its scalar expression (`symjit.ops.scalar`). Gradients need no per-op
+rule: `Elementwise.grad` differentiates the expression symbolically and emits one
+`_elemwise_expr` node per input (summed back over broadcast axes with
+`_broadcast_backward`), so backward graphs are elementwise too and fuse like the
+forward ones, and second-order gradients come for free.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..base import MXNetError
+from . import scalar as S
+from .attrs import Any_, Bool, Dtype, Enum, Float, Int, Param
+from .registry import Elementwise, Op, merge_shape, register
+
+
+def _expr_grad(op: Elementwise, F, attrs, inputs, outputs, ograds, expr: S.Expr | None = None):
+    """Gradient of an elementwise op from its scalar expression (see module docstring)."""
+    expr = op.full_expr(attrs) if expr is None else expr
+    n = len(inputs)
+    dy = S.Input(n)
+    grads = []
+    for i, x in enumerate(inputs):
+        d = S.diff(expr, i)
+        if d.op == "const" and d.value == 0.0:
+            grads.append(F.zeros_like(x))
+            continue
+        g_expr = dy * d if not (d.op == "const" and d.value == 1.0) else dy
+        used = sorted(S.inputs_of(g_expr))
+        remap = {old: S.Input(new) for new, old in enumerate(used)}
+        args = [inputs[j] if j < n else ograds[0] for j in used]
+        if g_expr == dy:
+            g = ograds[0]
+        else:
+            g = F.apply("_elemwise_expr", args, expr=S.substitute(g_expr, remap), num_args=len(args))[0]
+        if op.broadcast and not _same_known_shape(outputs[0], x):
+            g = F._broadcast_backward(g, x)
+        grads.append(g)
+    return grads
+
+
+def _same_known_shape(a, b) -> bool:
+    """True when both values have the same fully known shape (no reduction needed)."""
+    sa, sb = getattr(a, "shape", None), getattr(b, "shape", None)
+    return sa is not None and sb is not None and tuple(sa) == tuple(sb) and all(d > 0 for d in sa)
+
+
+Elementwise.grad = _expr_grad  # every Elementwise op differentiates through its expression
+
+
+# --------------------------------------------------------------------------------------
+# The generic expression op (fusion groups and gradients) and broadcast reduction
+# --------------------------------------------------------------------------------------
+
+@register("_elemwise_expr")
+class ElemwiseExpr(Elementwise):
+    """out = expr(arg0, ..., argN-1), inputs broadcast together (fused elementwise kernel)."""
+    params = {"expr": Param(Any_), "num_args": Param(Int)}
+    broadcast = True
+    hidden = True
+
+    def input_names(self, attrs):
+        return [f"arg{i}" for i in range(attrs["num_args"])]
+
+    def expr(self, attrs, *xs):
+        return S.substitute(attrs["expr"], {i: x for i, x in enumerate(xs)})
+
+
+@register("_broadcast_backward")
+class BroadcastBackward(Op):
+    """Sum `data` over the axes along which `like` was broadcast, giving `like`'s shape."""
+    inputs = ("data", "like")
+    kernel = "reduce"
+    hidden = True
+
+    def infer_shape(self, attrs, in_shapes):
+        return list(in_shapes), [in_shapes[1]]
+
+    def infer_type(self, attrs, in_types):
+        return list(in_types), [in_types[0]]
+
+    def compute(self, attrs, inputs, ctx):
+        return [sum_to_shape(inputs[0], inputs[1].shape)]
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        return [F.broadcast_like(ograds[0], inputs[0]), F.zeros_like(inputs[1])]
+
+
+def sum_to_shape(x: np.ndarray, shape: tuple) -> np.ndarray:
+    """Sum `x` down to `shape` (the reverse of numpy broadcasting)."""
+    lead = x.ndim - len(shape)
+    if lead < 0:
+        raise MXNetError(f"_broadcast_backward: cannot reduce shape {x.shape} to {shape}")
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape)
+                                      if d == 1 and x.shape[lead + i] != 1)
+    out = x.sum(axis=axes, keepdims=True) if axes else x
+    return np.ascontiguousarray(out.reshape(shape)).astype(x.dtype, copy=False)
+
+
+# --------------------------------------------------------------------------------------
+# Unary math
+# --------------------------------------------------------------------------------------
+
+def _unary(name: str, fn: Callable[[S.Expr], S.Expr], aliases=(), doc: str = "") -> None:
+    cls = type(name.strip("_").capitalize() + "Op", (Elementwise,), {
+        "expr": lambda self, attrs, x: fn(x), "doc": doc or f"y = {name}(x), elementwise."})
+    register(name, aliases)(cls)
+
+
+_UNARY_TABLE: dict[str, tuple[Callable[[S.Expr], S.Expr], tuple]] = {
+    "abs": (lambda x: S.call("abs", x), ()),
+    "sign": (lambda x: S.call("sign", x), ()),
+    "exp": (lambda x: S.call("exp", x), ()),
+    "expm1": (lambda x: S.call("expm1", x), ()),
+    "log": (lambda x: S.call("log", x), ()),
+    "log1p": (lambda x: S.call("log1p", x), ()),
+    "log2": (lambda x: S.call("log2", x), ()),
+    "log10": (lambda x: S.call("log10", x), ()),
+    "sqrt": (lambda x: S.call("sqrt", x), ()),
+    "rsqrt": (lambda x: 1.0 / S.call("sqrt", x), ()),
+    "square": (lambda x: x * x, ()),
+    "cbrt": (lambda x: S.call("cbrt", x), ()),
+    "rcbrt": (lambda x: 1.0 / S.call("cbrt", x), ()),
+    "reciprocal": (lambda x: 1.0 / x, ()),
+    "sin": (lambda x: S.call("sin", x), ()),
+    "cos": (lambda x: S.call("cos", x), ()),
+    "tan": (lambda x: S.call("tan", x), ()),
+    "arcsin": (lambda x: S.call("asin", x), ()),
+    "arccos": (lambda x: S.call("acos", x), ()),
+    "arctan": (lambda x: S.call("atan", x), ()),
+    "sinh": (lambda x: S.call("sinh", x), ()),
+    "cosh": (lambda x: S.call("cosh", x), ()),
+    "tanh": (lambda x: S.call("tanh", x), ()),
+    "arcsinh": (lambda x: S.call("asinh", x), ()),
+    "arccosh": (lambda x: S.call("acosh", x), ()),
+    "arctanh": (lambda x: S.call("atanh", x), ()),
+    "degrees": (lambda x: x * float(180.0 / np.pi), ()),
+    "radians": (lambda x: x * float(np.pi / 180.0), ()),
+    "floor": (lambda x: S.call("floor", x), ()),
+    "ceil": (lambda x: S.call("ceil", x), ()),
+    "round": (lambda x: S.call("round", x), ()),
+    "rint": (lambda x: S.call("rint", x), ()),
+    "trunc": (lambda x: S.call("trunc", x), ()),
+    "fix": (lambda x: S.call("trunc", x), ()),
+    "relu": (lambda x: S.select(x > 0.0, x, 0.0), ()),
+    "sigmoid": (lambda x: 1.0 / (1.0 + S.call("exp", -x)), ()),
+    "softsign": (lambda x: x / (1.0 + S.call("abs", x)), ()),
+    "erf": (lambda x: S.call("erf", x), ()),
+    "erfinv": (lambda x: S.call("erfinv", x), ()),
+    "gamma": (lambda x: S.call("tgamma", x), ()),
+    "gammaln": (lambda x: S.call("lgamma", x), ()),
+    "negative": (lambda x: -x, ()),
+    "logical_not": (lambda x: S.logical_not(x), ()),
+    "_copy": (lambda x: x, ("identity",)),
+}
+
+for _name, (_fn, _aliases) in _UNARY_TABLE.items():
+    _unary(_name, _fn, _aliases)
+
+
+@register("BlockGrad", aliases=("stop_gradient",))
+class BlockGrad(Elementwise):
+    """Identity forward; no gradient flows to the input."""
+    def expr(self, attrs, x):
+        return x
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        return [F.zeros_like(inputs[0])]
+
+
+@register("zeros_like")
+class ZerosLike(Elementwise):
+    """An array of zeros with the input's shape and dtype."""
+    def expr(self, attrs, x):
+        return S.Const(0.0)
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        return [F.zeros_like(inputs[0])]
+
+    def compute(self, attrs, inputs, ctx):
+        return [np.zeros_like(inputs[0])]
+
+
+@register("ones_like")
+class OnesLike(Elementwise):
+    """An array of ones with the input's shape and dtype."""
+    def expr(self, attrs, x):
+        return S.Const(1.0)
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        return [F.zeros_like(inputs[0])]
+
+    def compute(self, attrs, inputs, ctx):
+        return [np.ones_like(inputs[0])]
+
+
+@register("Cast", aliases=("cast",))
+class Cast(Elementwise):
+    """Convert to `dtype` with C conversion semantics (float -> uint8 wraps as MXNet's CPU)."""
+    params = {"dtype": Param(Dtype)}
+
+    def expr(self, attrs, x):
+        return S.cast(x, attrs["dtype"])
+
+    def out_dtype(self, attrs, in_dtype):
+        return attrs["dtype"]
+
+    def infer_type(self, attrs, in_types):
+        return list(in_types), [attrs["dtype"]]
+
+    def compute(self, attrs, inputs, ctx):
+        return [np.ascontiguousarray(S.evaluate(S.cast(S.Input(0), attrs["dtype"]), inputs,
+                                                inputs[0].dtype))]
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        return [F.Cast(ograds[0], dtype=np.dtype(inputs[0].dtype).name)]
+
+
+@register("clip")
+class Clip(Elementwise):
+    """y = min(max(x, a_min), a_max); the gradient passes where a_min <= x <= a_max."""
+    params = {"a_min": Param(Float), "a_max": Param(Float)}
+
+    def expr(self, attrs, x):
+        return S.minimum(S.maximum(x, attrs["a_min"]), attrs["a_max"])
+
+
+_ACT = {
+    "relu": lambda x: S.select(x > 0.0, x, 0.0),
+    "sigmoid": lambda x: 1.0 / (1.0 + S.call("exp", -x)),
+    "tanh": lambda x: S.call("tanh", x),
+    "softrelu": lambda x: S.select(x > 20.0, x, S.call("log1p", S.call("exp", x))),
+    "softsign": lambda x: x / (1.0 + S.call("abs", x)),
+}
+
+
+@register("Activation")
+class Activation(Elementwise):
+    """Activation function chosen by `act_type` (relu, sigmoid, tanh, softrelu, softsign)."""
+    params = {"act_type": Param(Enum(*_ACT))}
+
+    def expr(self, attrs, x):
+        return _ACT[attrs["act_type"]](x)
+
+
+# --------------------------------------------------------------------------------------
+# Binary: same-shape (elemwise_*), broadcasting (broadcast_*) and with a scalar
+# --------------------------------------------------------------------------------------
+
+_BINARY: dict[str, Callable[[S.Expr, S.Expr], S.Expr]] = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "mod": lambda a, b: S.call("mod", a, b),
+    "power": lambda a, b: S.pow_(a, b),
+    "maximum": S.maximum,
+    "minimum": S.minimum,
+    "hypot": lambda a, b: S.call("hypot", a, b),
+    "equal": S.eq,
+    "not_equal": S.ne,
+    "greater": lambda a, b: a > b,
+    "greater_equal": lambda a, b: a >= b,
+    "lesser": lambda a, b: a < b,
+    "lesser_equal": lambda a, b: a <= b,
+    "logical_and": S.logical_and,
+    "logical_or": S.logical_or,
+    "logical_xor": S.logical_xor,
+}
+
+#: same-shape op names (MXNet registers these under several spellings)
+_ELEMWISE_NAMES = {
+    "add": ("elemwise_add", ("_plus", "_add", "_Plus")),
+    "sub": ("elemwise_sub", ("_minus", "_sub", "_Minus")),
+    "mul": ("elemwise_mul", ("_mul", "_Mul")),
+    "div": ("elemwise_div", ("_div", "_Div")),
+    "mod": ("_mod", ("_Mod",)),
+    "power": ("_power", ("_Power", "elemwise_pow")),
+    "maximum": ("_maximum", ("_Maximum",)),
+    "minimum": ("_minimum", ("_Minimum",)),
+    "hypot": ("_hypot", ("_Hypot",)),
+    "equal": ("_equal", ()),
+    "not_equal": ("_not_equal", ()),
+    "greater": ("_greater", ()),
+    "greater_equal": ("_greater_equal", ()),
+    "lesser": ("_lesser", ()),
+    "lesser_equal": ("_lesser_equal", ()),
+    "logical_and": ("_logical_and", ()),
+    "logical_or": ("_logical_or", ()),
+    "logical_xor": ("_logical_xor", ()),
+}
+
+_BROADCAST_ALIASES = {"add": ("broadcast_plus",), "sub": ("broadcast_minus",)}
+
+#: scalar forms: (name, reversed?) — reversed means `scalar OP x`
+_SCALAR_NAMES = {
+    "add": [("_plus_scalar", False, ("_PlusScalar",))],
+    "sub": [("_minus_scalar", False, ("_MinusScalar",)), ("_rminus_scalar", True, ("_RMinusScalar",))],
+    "mul": [("_mul_scalar", False, ("_MulScalar",))],
+    "div": [("_div_scalar", False, ("_DivScalar",)), ("_rdiv_scalar", True, ("_RDivScalar",))],
+    "mod": [("_mod_scalar", False, ("_ModScalar",)), ("_rmod_scalar", True, ("_RModScalar",))],
+    "power": [("_power_scalar", False, ("_PowerScalar",)), ("_rpower_scalar", True, ("_RPowerScalar",))],
+    "maximum": [("_maximum_scalar", False, ("_MaximumScalar",))],
+    "minimum": [("_minimum_scalar", False, ("_MinimumScalar",))],
+    "hypot": [("_hypot_scalar", False, ("_HypotScalar",))],
+    "equal": [("_equal_scalar", False, ("_EqualScalar",))],
+    "not_equal": [("_not_equal_scalar", False, ("_NotEqualScalar",))],
+    "greater": [("_greater_scalar", False, ("_GreaterScalar",))],
+    "greater_equal": [("_greater_equal_scalar", False, ("_GreaterEqualScalar",))],
+    "lesser": [("_lesser_scalar", False, ("_LesserScalar",))],
+    "lesser_equal": [("_lesser_equal_scalar", False, ("_LesserEqualScalar",))],
+    "logical_and": [("_logical_and_scalar", False, ())],
+    "logical_or": [("_logical_or_scalar", False, ())],
+    "logical_xor": [("_logical_xor_scalar", False, ())],
+}
+
+_SCALAR_PARAMS = {"scalar": Param(Float), "is_int": Param(Bool, True)}
+
+
+def _binary_class(fn, broadcast: bool, doc: str) -> type:
+    return type("BinaryOp", (Elementwise,), {
+        "inputs": ("lhs", "rhs"), "broadcast": broadcast, "doc": doc,
+        "expr": lambda self, attrs, a, b: fn(a, b)})
+
+
+def _scalar_class(fn, reverse: bool, doc: str) -> type:
+    def expr(self, attrs, x):
+        c = S.Const(attrs["scalar"])
+        return fn(c, x) if reverse else fn(x, c)
+    return type("ScalarOp", (Elementwise,), {"params": _SCALAR_PARAMS, "expr": expr, "doc": doc})
+
+
+for _key, _fn in _BINARY.items():
+    _ename, _ealiases = _ELEMWISE_NAMES[_key]
+    register(_ename, _ealiases)(_binary_class(_fn, False, f"Elementwise {_key} of same-shaped arrays."))
+    register(f"broadcast_{_key}", _BROADCAST_ALIASES.get(_key, ()))(
+        _binary_class(_fn, True, f"Elementwise {_key} with MXNet broadcasting."))
+    for _sname, _rev, _saliases in _SCALAR_NAMES[_key]:
+        register(_sname, _saliases)(_scalar_class(_fn, _rev, f"Elementwise {_key} with a scalar."))
+
+
+@register("where")
+class Where(Op):
+    """out = x where condition != 0 else y. `condition` has x's shape, or shape (x.shape[0],)
+    to pick whole rows (MXNet semantics)."""
+    inputs = ("condition", "x", "y")
+
+    def infer_shape(self, attrs, in_shapes):
+        c, x, y = in_shapes
+        xy = merge_shape(self.name, "input 'y'", x, y)
+        if c is not None and xy is not None and len(c) != 1 and len(c) != len(xy):
+            raise MXNetError(f"where: condition shape {c} must equal x's shape {xy} or be "
+                             f"({xy[0]},)")
+        if c is not None and xy is not None and len(c) == len(xy):
+            c = merge_shape(self.name, "input 'condition'", c, xy)
+            xy = merge_shape(self.name, "input 'x'", xy, c)
+        return [c, xy, xy], [xy]
+
+    def infer_type(self, attrs, in_types):
+        c, x, y = in_types
+        t = x or y
+        return [c or t, t, t], [t]
+
+    def compute(self, attrs, inputs, ctx):
+        c, x, y = inputs
+        if x.shape != y.shape:
+            raise MXNetError(f"where: shape mismatch between x {x.shape} and y {y.shape}")
+        if c.shape != x.shape:
+            if c.ndim != 1 or c.shape[0] != x.shape[0]:
+                raise MXNetError(f"where: condition shape {c.shape} must equal x's shape {x.shape} "
+                                 f"or be ({x.shape[0]},)")
+            c = c.reshape((-1,) + (1,) * (x.ndim - 1))
+        return [np.ascontiguousarray(np.where(c != 0, x, y))]
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        c, x, y = inputs
+        dy = ograds[0]
+        zeros = F.zeros_like(dy)
+        return [F.zeros_like(c), F.where(c, dy, zeros), F.where(c, zeros, dy)]
+

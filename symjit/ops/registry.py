@@ -1,0 +1,295 @@
+"""The operator registry: every operator is defined once, here-shaped, and read by every layer.
+
+An operator is a subclass of `Op` registered with `@register(name, aliases=...)`.
+It carries:
+  * `params`      — attribute schema (`attrs.Param`), parsing MXNet string attributes;
+  * `input_names` — argument names (`data`, `weight`, ...), aux states listed in `aux_names`;
+  * `infer_shape` / `infer_type` — partial inference: unknown shapes are `None`,
+                    unknown dims are 0 (MXNet 1.x convention); may fill input shapes;
+  * `compute`     — the numpy reference implementation;
+  * `grad`        — the gradient rule, written with registered ops through an `Emitter`
+                    so that the same rule builds eager NDArray code or IR graph nodes;
+  * lowering info — `expr` (elementwise scalar expression) or `kernel` (library family),
+                    and `inplace` ({output index: input index} that may share a buffer).
+
+Invariants: op names and aliases are unique; `compute` never mutates its inputs;
+`grad` returns one entry per input (None where no gradient flows).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Mapping, Sequence
+
+import numpy as np
+
+from ..base import MXNetError
+from . import scalar as S
+from .attrs import Param, parse_attrs
+
+__all__ = ["Op", "register", "get_op", "find_op", "list_ops", "Emitter", "ComputeContext", "apply_numpy", "numpy_emitter",
+           "Shape", "shape_known", "merge_shape", "OPS"]
+
+Shape = tuple  # tuple of ints; 0 marks an unknown dim, None an unknown shape
+
+#: name or alias -> Op instance (aliases share the instance)
+OPS: dict[str, "Op"] = {}
+
+#: attribute keys that frontends may attach to nodes and that no op schema declares
+FRONTEND_ATTRS = frozenset({"name", "ctx", "out", "attr", "__layout__"})
+
+
+@dataclass
+class ComputeContext:
+    """What an op's reference implementation may read beyond its inputs."""
+    is_train: bool = False
+    rng: np.random.Generator | None = None
+
+    def random(self) -> np.random.Generator:
+        if self.rng is None:
+            from .. import random as _random
+            return _random.generator()
+        return self.rng
+
+
+def shape_known(shape) -> bool:
+    """True if `shape` is fully known (not None, no 0 dims)."""
+    return shape is not None and all(int(d) > 0 for d in shape)
+
+
+def merge_shape(op: str, what: str, a, b):
+    """Unify two partial shapes; raises MXNetError naming the op on a conflict."""
+    if a is None:
+        return None if b is None else tuple(b)
+    if b is None:
+        return tuple(a)
+    if len(a) != len(b):
+        raise MXNetError(f"{op}: shape mismatch for {what}: expected {tuple(a)}, got {tuple(b)}")
+    out = []
+    for x, y in zip(a, b):
+        if x and y and x != y:
+            raise MXNetError(f"{op}: shape mismatch for {what}: expected {tuple(a)}, got {tuple(b)}")
+        out.append(x or y)
+    return tuple(out)
+
+
+class Op:
+    """Base class of operator definitions. Subclasses override class attributes and methods."""
+
+    name: ClassVar[str] = ""
+    aliases: ClassVar[tuple] = ()
+    params: ClassVar[Mapping[str, Param]] = {}
+    inputs: ClassVar[tuple] = ("data",)
+    aux_names: ClassVar[tuple] = ()          # subset of inputs that are auxiliary states
+    outputs: ClassVar[tuple] = ("output",)
+    kernel: ClassVar[str | None] = None       # library kernel family for codegen (e.g. "gemm")
+    inplace: ClassVar[Mapping[int, int]] = {}  # output index -> input index that may share its buffer
+    is_random: ClassVar[bool] = False         # never merged by CSE, never constant-folded
+    updates_aux: ClassVar[bool] = False       # compute returns new aux values after the outputs in training
+    hidden: ClassVar[bool] = False            # internal op (e.g. `_backward_*`) not needing a frontend doc
+    doc: ClassVar[str] = ""
+
+    # ---- attributes --------------------------------------------------------------
+    def parse(self, raw: Mapping[str, Any]) -> dict:
+        """Parse raw attributes (Python values or MXNet strings) into canonical values."""
+        return parse_attrs(self.name, self.params, raw, FRONTEND_ATTRS)
+
+    # ---- signature ---------------------------------------------------------------
+    def input_names(self, attrs: Mapping) -> list[str]:
+        """Names of the inputs for these attributes (e.g. no `bias` when no_bias)."""
+        return list(self.inputs)
+
+    def num_outputs(self, attrs: Mapping) -> int:
+        return len(self.outputs)
+
+    def num_visible_outputs(self, attrs: Mapping) -> int:
+        return self.num_outputs(attrs)
+
+    def output_names(self, attrs: Mapping) -> list[str]:
+        n = self.num_outputs(attrs)
+        names = list(self.outputs)
+        return names[:n] if len(names) >= n else [f"output{i}" for i in range(n)]
+
+    # ---- inference ---------------------------------------------------------------
+    def infer_shape(self, attrs: Mapping, in_shapes: list) -> tuple[list, list]:
+        """Return (input shapes, output shapes), filling what can be deduced."""
+        raise MXNetError(f"{self.name}: shape inference is not defined")
+
+    def infer_type(self, attrs: Mapping, in_types: list) -> tuple[list, list]:
+        """Default: every input and output shares the first known dtype."""
+        known = next((t for t in in_types if t is not None), None)
+        if known is not None:
+            for i, t in enumerate(in_types):
+                if t is not None and t != known:
+                    raise MXNetError(f"{self.name}: dtype mismatch for input "
+                                     f"{self.input_names(attrs)[i]!r}: expected {known}, got {t}")
+        return [known] * len(in_types), [known] * self.num_outputs(attrs)
+
+    # ---- execution ---------------------------------------------------------------
+    def compute(self, attrs: Mapping, inputs: Sequence[np.ndarray], ctx: ComputeContext) -> list:
+        raise MXNetError(f"{self.name}: no reference implementation")
+
+    def grad(self, F: "Emitter", attrs: Mapping, inputs: Sequence, outputs: Sequence,
+             ograds: Sequence) -> list:
+        """Gradients w.r.t. each input, built with registered ops through `F`."""
+        raise MXNetError(f"{self.name}: operator is not differentiable")
+
+    differentiable: ClassVar[bool] = True
+
+    def __repr__(self):
+        return f"<Op {self.name}>"
+
+
+def register(name: str, aliases: Sequence[str] = ()) -> Callable[[type], type]:
+    """Class decorator: instantiate the op definition and register it under its names."""
+    def deco(cls: type) -> type:
+        cls.name = name
+        cls.aliases = tuple(aliases)
+        inst = cls()
+        for n in (name, *aliases):
+            if n in OPS:
+                raise RuntimeError(f"operator {n!r} registered twice")
+            OPS[n] = inst
+        return cls
+    return deco
+
+
+def get_op(name: str) -> Op:
+    """The op registered under `name` (or an alias). Unknown names raise MXNetError."""
+    _ensure_loaded()
+    op = OPS.get(name)
+    if op is None:
+        raise MXNetError(f"unknown operator {name!r}")
+    return op
+
+
+def find_op(name: str) -> Op | None:
+    _ensure_loaded()
+    return OPS.get(name)
+
+
+def list_ops() -> list[str]:
+    """All registered names, aliases included, sorted."""
+    _ensure_loaded()
+    return sorted(OPS)
+
+
+def _ensure_loaded():
+    from . import _load_all  # noqa: F401  (importing the package registers every op module)
+
+
+class Emitter:
+    """How gradient rules (and other op-level code) call registered ops.
+
+    A backend supplies `apply(op_name, inputs, attrs) -> list of outputs`; the eager
+    backend applies ops to NDArrays, the IR backend emits graph nodes. Rules write
+    `F.elemwise_mul(dy, y)` or `F.apply('_plus_scalar', [x], scalar=1.0)`; single-output
+    ops return one value, multi-output ops a list.
+    """
+
+    def __init__(self, apply: Callable[[str, list, dict], list]):
+        self._apply = apply
+
+    def apply(self, op_name: str, inputs: Sequence, **attrs) -> list:
+        return self._apply(op_name, list(inputs), attrs)
+
+    def __getattr__(self, op_name: str):
+        if op_name.startswith("__"):
+            raise AttributeError(op_name)
+        op = get_op(op_name)
+
+        def call(*inputs, **attrs):
+            outs = self._apply(op_name, list(inputs), attrs)
+            return outs[0] if op.num_visible_outputs(op.parse(attrs)) == 1 else outs
+        return call
+
+
+# --------------------------------------------------------------------------------------
+# Base classes shared by many ops
+# --------------------------------------------------------------------------------------
+
+def broadcast_shapes(op: str, shapes: Sequence) -> tuple:
+    """MXNet broadcasting: align trailing dims; each pair equal or one of them 1."""
+    if any(s is None for s in shapes):
+        return None
+    nd = max(len(s) for s in shapes)
+    out = []
+    for i in range(nd):
+        dims = [s[len(s) - nd + i] if len(s) - nd + i >= 0 else 1 for s in shapes]
+        known = {d for d in dims if d not in (0, 1)}
+        if len(known) > 1:
+            raise MXNetError(f"{op}: operands could not be broadcast together with shapes "
+                             + " ".join(str(tuple(s)) for s in shapes))
+        if known:
+            out.append(known.pop())
+        elif 0 in dims:
+            out.append(0)
+        else:
+            out.append(1)
+    return tuple(out)
+
+
+class Elementwise(Op):
+    """An op defined by a scalar expression over same-shaped inputs.
+
+    Subclasses define `expr(self, attrs, *xs) -> scalar.Expr`. The numpy reference,
+    fusion and codegen all derive from it. Output dtype equals the input dtype unless
+    `out_dtype` says otherwise.
+    """
+    inplace = {0: 0}
+    broadcast: ClassVar[bool] = False
+
+    def expr(self, attrs: Mapping, *xs: S.Expr) -> S.Expr:
+        raise NotImplementedError(f"{self.name} defines no scalar expression")
+
+    def out_dtype(self, attrs: Mapping, in_dtype):
+        return in_dtype
+
+    def infer_shape(self, attrs, in_shapes):
+        if self.broadcast:
+            return list(in_shapes), [broadcast_shapes(self.name, in_shapes)]
+        merged = None
+        for i, s in enumerate(in_shapes):
+            merged = merge_shape(self.name, f"input {self.input_names(attrs)[i]!r}", merged, s)
+        return [merged] * len(in_shapes), [merged]
+
+    def infer_type(self, attrs, in_types):
+        ins, _ = super().infer_type(attrs, in_types)
+        t = ins[0] if ins else None
+        return ins, [None if t is None else self.out_dtype(attrs, t)]
+
+    def full_expr(self, attrs: Mapping) -> S.Expr:
+        """The expression over `Input(0..n-1)`, ending in the output dtype's cast if any."""
+        return self.expr(attrs, *[S.Input(i) for i in range(len(self.input_names(attrs)))])
+
+    def compute(self, attrs, inputs, ctx):
+        dtype = inputs[0].dtype
+        if not self.broadcast:
+            for i, x in enumerate(inputs[1:], 1):
+                if x.shape != inputs[0].shape:
+                    raise MXNetError(f"{self.name}: shape mismatch for input "
+                                     f"{self.input_names(attrs)[i]!r}: expected "
+                                     f"{inputs[0].shape}, got {x.shape}")
+        out = S.evaluate(self.full_expr(attrs), inputs, dtype)
+        od = np.dtype(self.out_dtype(attrs, dtype.name))
+        if out.dtype != od:
+            out = out.astype(od)
+        if self.broadcast:
+            out = np.broadcast_to(out, broadcast_shapes(self.name, [x.shape for x in inputs]))
+        return [np.ascontiguousarray(out)]
+
+
+
+def apply_numpy(op_name: str, inputs: Sequence[np.ndarray], attrs: Mapping[str, Any] | None = None,
+                ctx: ComputeContext | None = None) -> list:
+    """Run one op's reference implementation on numpy arrays (all outputs, aux updates included)."""
+    op = get_op(op_name)
+    parsed = op.parse(attrs or {})
+    names = op.input_names(parsed)
+    if len(inputs) != len(names):
+        raise MXNetError(f"{op.name}: expected {len(names)} inputs {names}, got {len(inputs)}")
+    return op.compute(parsed, [np.asarray(x) for x in inputs], ctx or ComputeContext())
+
+
+def numpy_emitter(ctx: ComputeContext | None = None) -> Emitter:
+    """An Emitter that applies ops directly to numpy arrays (reference semantics, no tape)."""
+    return Emitter(lambda name, ins, attrs: apply_numpy(name, ins, attrs, ctx))

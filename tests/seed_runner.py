@@ -1,0 +1,61 @@
+"""Run the seed examples of ../shared/spec/seed_examples.json under `import symjit as mx`.
+
+Examples of one session run in order in one namespace, as in the spec. A trailing
+expression statement is printed with repr (the spec's REPL convention). Outputs of
+deterministic examples must match MXNet 1.9.1's exactly; random ones match in format
+(numbers masked). Examples whose MXNet status is an error must raise MXNetError.
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import json
+import re
+from pathlib import Path
+
+SPEC = Path(__file__).resolve().parents[2] / "shared" / "spec" / "seed_examples.json"
+
+
+def load_examples() -> list[dict]:
+    return json.loads(SPEC.read_text())
+
+
+def translate(code: str) -> str:
+    """Point MXNet imports at symjit."""
+    code = re.sub(r"^(\s*)import mxnet as ", r"\1import symjit as ", code, flags=re.M)
+    code = re.sub(r"^(\s*)import mxnet\s*$", r"\1import symjit as mxnet", code, flags=re.M)
+    code = re.sub(r"^(\s*)from mxnet(\.| )", r"\1from symjit\2", code, flags=re.M)
+    return code
+
+
+def run_code(code: str, namespace: dict) -> str:
+    """Execute like a notebook cell: the last bare expression is printed with repr."""
+    tree = ast.parse(translate(code))
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        try:
+            exec(compile(tree, "<example>", "exec"), namespace)
+            if last is not None:
+                value = eval(compile(last, "<example>", "eval"), namespace)
+                if value is not None:
+                    print(repr(value))
+        except BaseException as e:  # noqa: BLE001 - reported with the output so far
+            e.partial_output = buf.getvalue()
+            raise
+    return buf.getvalue()
+
+
+_NUM = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf)")
+
+
+def mask_numbers(text: str) -> str:
+    """Replace every number by '#' and collapse whitespace: the format of a random output."""
+    return re.sub(r"\s+", " ", _NUM.sub("#", text)).strip()
+
+
+def normalize(text: str) -> str:
+    return text.replace("(nothing)", "").strip("\n")
