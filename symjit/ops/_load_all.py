@@ -1,4 +1,15 @@
-"""Import every operator module once, so that each registers its ops.
+"""Import every operator module of this package once, so that each registers its ops.
 
-A new operator module is added here (and nowhere else)."""
-from . import elemwise  # noqa: F401
+Operator modules are discovered, not listed: adding an operator module needs no
+change here (DESIGN.md: adding an operator is one definition plus tests).
+"""
+import importlib
+import pkgutil
+from pathlib import Path
+
+_PACKAGE = __name__.rsplit(".", 1)[0]
+_INFRASTRUCTURE = {"registry", "attrs", "scalar", "_load_all"}
+
+for _info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda m: m.name):
+    if _info.name not in _INFRASTRUCTURE:
+        importlib.import_module(f"{_PACKAGE}.{_info.name}")
