@@ -389,7 +389,7 @@ def array(source_array, ctx: Context | None = None, dtype=None) -> NDArray:
         except (ValueError, TypeError) as e:
             raise MXNetError(f"array: cannot convert {type(source_array).__name__} to an array: {e}") from None
         if data.dtype == object:
-            raise MXNetError("array: source must be a rectangular nested sequence of numbers")
+            raise MXNetError("array: cannot convert a ragged or non-numeric sequence to an array")
     data = np.array(data, dtype=dt, copy=True)
     if data.ndim == 0:
         data = data.reshape(1)

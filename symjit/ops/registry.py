@@ -263,7 +263,9 @@ class Elementwise(Op):
 
     def compute(self, attrs, inputs, ctx):
         dtype = inputs[0].dtype
-        if not self.broadcast:
+        if self.broadcast:
+            out_shape = broadcast_shapes(self.name, [x.shape for x in inputs])
+        else:
             for i, x in enumerate(inputs[1:], 1):
                 if x.shape != inputs[0].shape:
                     raise MXNetError(f"{self.name}: shape mismatch for input "
@@ -273,8 +275,8 @@ class Elementwise(Op):
         od = np.dtype(self.out_dtype(attrs, dtype.name))
         if out.dtype != od:
             out = out.astype(od)
-        if self.broadcast:
-            out = np.broadcast_to(out, broadcast_shapes(self.name, [x.shape for x in inputs]))
+        if self.broadcast and out.shape != out_shape:
+            out = np.broadcast_to(out, out_shape)
         return [np.ascontiguousarray(out)]
 
 
