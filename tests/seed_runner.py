@@ -54,7 +54,8 @@ _NUM = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|na
 
 def mask_numbers(text: str) -> str:
     """Replace every number by '#' and collapse whitespace: the format of a random output."""
-    return re.sub(r"\s+", " ", _NUM.sub("#", text)).strip()
+    text = re.sub(r"\s+", " ", _NUM.sub("#", text)).strip()
+    return re.sub(r"\[ ", "[", re.sub(r" \]", "]", text))
 
 
 def normalize(text: str) -> str:
