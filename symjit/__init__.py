@@ -16,3 +16,7 @@ from . import ndarray as nd  # noqa: F401
 from . import autograd  # noqa: F401
 from . import random  # noqa: F401
 from . import test_utils  # noqa: F401
+from . import initializer  # noqa: F401
+from . import initializer as init  # noqa: F401
+from . import lr_scheduler  # noqa: F401
+from . import optimizer  # noqa: F401

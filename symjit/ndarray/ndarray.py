@@ -322,9 +322,9 @@ def invoke(op_name: str, inputs: Sequence[NDArray], attrs: Mapping[str, Any], ou
     cctx = ComputeContext(is_train=autograd.is_training())
     results = op.compute(parsed, [x._data for x in inputs], cctx)
     n_out = op.num_outputs(parsed)
-    if op.updates_aux and len(results) > n_out:
-        aux_idx = [names.index(a) for a in op.aux_names if a in names]
-        for i, new in zip(aux_idx, results[n_out:]):
+    if len(results) > n_out:  # new values of mutated inputs (aux states, optimizer states)
+        targets = [names.index(a) for a in op.state_targets(parsed) if a in names]
+        for i, new in zip(targets, results[n_out:]):
             inputs[i]._data[...] = new
         results = results[:n_out]
     outputs = _wrap_outputs(op.name, results, ctx, out)

@@ -85,6 +85,7 @@ class Op:
     inplace: ClassVar[Mapping[int, int]] = {}  # output index -> input index that may share its buffer
     is_random: ClassVar[bool] = False         # never merged by CSE, never constant-folded
     updates_aux: ClassVar[bool] = False       # compute returns new aux values after the outputs in training
+    mutate_inputs: ClassVar[tuple] = ()       # inputs overwritten by the extra outputs (optimizer states)
     hidden: ClassVar[bool] = False            # internal op (e.g. `_backward_*`) not needing a frontend doc
     doc: ClassVar[str] = ""
 
@@ -100,6 +101,12 @@ class Op:
 
     def num_outputs(self, attrs: Mapping) -> int:
         return len(self.outputs)
+
+    def state_targets(self, attrs: Mapping) -> list[str]:
+        """Names of the inputs that `compute`'s results beyond `num_outputs` overwrite, in order:
+        the aux states for `updates_aux` ops (BatchNorm in training), else `mutate_inputs`
+        (optimizer update ops, as MXNet's FMutateInputs). Executors write them back in place."""
+        return list(self.aux_names) if self.updates_aux else list(self.mutate_inputs)
 
     def num_visible_outputs(self, attrs: Mapping) -> int:
         return self.num_outputs(attrs)
@@ -239,7 +246,7 @@ class Elementwise(Op):
     broadcast: ClassVar[bool] = False
 
     def expr(self, attrs: Mapping, *xs: S.Expr) -> S.Expr:
-        raise NotImplementedError(f"{self.name} defines no scalar expression")
+        raise MXNetError(f"{self.name} defines no scalar expression")
 
     def out_dtype(self, attrs: Mapping, in_dtype):
         return in_dtype

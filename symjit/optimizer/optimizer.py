@@ -1,0 +1,438 @@
+"""MXNet 1.x optimizers: per-parameter learning rate / weight decay bookkeeping around the
+registered update ops of `symjit.ops.optimizer_ops`.
+
+Invariants: `update(index, weight, grad, state)` modifies `weight` and `state` in place
+and never touches `grad`; `_update_count` advances once per parameter per step, and
+`num_update` is the largest count (the lr scheduler's clock), as in MXNet.
+"""
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+
+from ..base import MXNetError
+from ..ndarray import NDArray, invoke, zeros
+
+__all__ = ["Optimizer", "register", "create", "SGD", "NAG", "Adam", "AdamW", "AdaGrad", "AdaDelta",
+           "RMSProp", "Ftrl", "Signum", "SignSGD", "LAMB", "Updater", "get_updater"]
+
+
+class Optimizer:
+    """Base class: learning rate, weight decay, gradient rescaling/clipping and multipliers."""
+
+    opt_registry: dict[str, type] = {}
+
+    def __init__(self, rescale_grad=1.0, param_idx2name=None, wd=0.0, clip_gradient=None,
+                 learning_rate=None, lr_scheduler=None, sym=None, begin_num_update=0,
+                 multi_precision=False, param_dict=None, aggregate_num=None, **kwargs):
+        if kwargs:
+            raise MXNetError(f"{type(self).__name__}: unexpected arguments {sorted(kwargs)}")
+        self.rescale_grad = rescale_grad
+        self.lr = learning_rate if learning_rate is not None else 0.01
+        self.lr_scheduler = lr_scheduler
+        if lr_scheduler is not None and learning_rate is not None:
+            self.lr_scheduler.base_lr = learning_rate
+        self.wd = wd
+        self.lr_mult: dict = {}
+        self.wd_mult: dict = {}
+        self.begin_num_update = begin_num_update
+        self.num_update = begin_num_update
+        self._all_index_update_counts = {0: {}}
+        self._index_update_count = self._all_index_update_counts[0]
+        self.clip_gradient = clip_gradient
+        self.multi_precision = multi_precision
+        self.aggregate_num = aggregate_num or 0
+        if param_idx2name is None:
+            param_idx2name = {}
+        if not isinstance(param_idx2name, dict):
+            raise MXNetError("param_idx2name should be a dict of param indexes to names.")
+        self.idx2name = param_idx2name.copy()
+        self.sym_info = (sym.attr_dict(), sym.list_arguments()) if sym is not None else ()
+        self.param_dict = param_dict if param_dict else {}
+        self.set_lr_mult({})
+        self.set_wd_mult({})
+
+    # ---- registry -----------------------------------------------------------------------
+    @staticmethod
+    def register(klass: type) -> type:
+        name = klass.__name__.lower()
+        Optimizer.opt_registry[name] = klass
+        return klass
+
+    @staticmethod
+    def create_optimizer(name: str, **kwargs) -> "Optimizer":
+        if name.lower() not in Optimizer.opt_registry:
+            raise MXNetError(f"Cannot find optimizer {name}; registered: {sorted(Optimizer.opt_registry)}")
+        return Optimizer.opt_registry[name.lower()](**kwargs)
+
+    # ---- learning rate and weight decay -----------------------------------------------------
+    @property
+    def learning_rate(self) -> float:
+        return self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
+
+    def set_learning_rate(self, lr: float) -> None:
+        if self.lr_scheduler is not None:
+            raise MXNetError("LRScheduler of the optimizer has already been defined. Note that "
+                             "set_learning_rate can mutate the value of the learning rate of the "
+                             "optimizer only when the LRScheduler of the optimizer is undefined.")
+        self.lr = lr
+
+    def set_lr_mult(self, args_lr_mult: dict) -> None:
+        self.lr_mult = {}
+        if self.sym_info:
+            attr, arg_names = self.sym_info
+            for name in arg_names:
+                if name in attr and "__lr_mult__" in attr[name]:
+                    self.lr_mult[name] = float(attr[name]["__lr_mult__"])
+        self.lr_mult.update(args_lr_mult)
+
+    def set_wd_mult(self, args_wd_mult: dict) -> None:
+        self.wd_mult = {}
+        for n in self.idx2name.values():
+            if not (n.endswith("_weight") or n.endswith("_gamma")):
+                self.wd_mult[n] = 0.0
+        if self.sym_info:
+            attr, arg_names = self.sym_info
+            for name in arg_names:
+                if name in attr and "__wd_mult__" in attr[name]:
+                    self.wd_mult[name] = float(attr[name]["__wd_mult__"])
+        self.wd_mult.update(args_wd_mult)
+
+    def _update_count(self, index) -> None:
+        indices = index if isinstance(index, (list, tuple)) else [index]
+        for idx in indices:
+            if idx not in self._index_update_count:
+                self._index_update_count[idx] = self.begin_num_update
+            self._index_update_count[idx] += 1
+            self.num_update = max(self._index_update_count[idx], self.num_update)
+
+    def _get_lr(self, index) -> float:
+        lr = self.learning_rate
+        if index in self.param_dict:
+            lr *= self.param_dict[index].lr_mult
+        elif index in self.lr_mult:
+            lr *= self.lr_mult[index]
+        elif index in self.idx2name:
+            lr *= self.lr_mult.get(self.idx2name[index], 1.0)
+        return lr
+
+    def _get_wd(self, index) -> float:
+        wd = self.wd
+        if index in self.param_dict:
+            wd *= self.param_dict[index].wd_mult
+        elif index in self.wd_mult:
+            wd *= self.wd_mult[index]
+        elif index in self.idx2name:
+            wd *= self.wd_mult.get(self.idx2name[index], 1.0)
+        return wd
+
+    def _common(self, index) -> dict:
+        """Attributes shared by the update ops: rescale_grad and clip_gradient (MXNet: falsy = off)."""
+        kw = {"rescale_grad": self.rescale_grad}
+        if self.clip_gradient:
+            kw["clip_gradient"] = self.clip_gradient
+        return kw
+
+    # ---- states and updates -------------------------------------------------------------------
+    def create_state(self, index, weight: NDArray):
+        return None
+
+    def create_state_multi_precision(self, index, weight: NDArray):
+        if self.multi_precision and weight.dtype == np.float16:
+            master = weight.astype(np.float32)
+            return (master, self.create_state(index, master))
+        return self.create_state(index, weight)
+
+    def update(self, index, weight: NDArray, grad: NDArray, state) -> None:
+        raise MXNetError(f"{type(self).__name__} must define update()")
+
+    def update_multi_precision(self, index, weight, grad, state) -> None:
+        if self.multi_precision and weight.dtype == np.float16:
+            master, inner = state
+            self.update(index, master, grad.astype(np.float32), inner)
+            weight[:] = master.astype(np.float16)
+        else:
+            self.update(index, weight, grad, state)
+
+    def __getstate__(self):
+        return self.__dict__.copy()
+
+
+register = Optimizer.register
+
+
+def create(name, **kwargs) -> Optimizer:
+    """Create an optimizer by registered name ('sgd', 'adam', ...) or pass one through."""
+    if isinstance(name, Optimizer):
+        return name
+    return Optimizer.create_optimizer(name, **kwargs)
+
+
+def _zeros_like(weight: NDArray) -> NDArray:
+    return zeros(weight.shape, weight.context, weight._data.dtype)
+
+
+def _apply(op_name: str, weight: NDArray, grad: NDArray, states, **attrs) -> None:
+    invoke(op_name, [weight, grad, *states], attrs, out=weight)
+
+
+@register
+class SGD(Optimizer):
+    """SGD with optional momentum; MXNet's `sgd_update` / `sgd_mom_update`."""
+
+    def __init__(self, momentum=0.0, lazy_update=True, **kwargs):
+        super().__init__(**kwargs)
+        self.momentum = momentum
+        self.lazy_update = lazy_update
+
+    def create_state(self, index, weight):
+        return _zeros_like(weight) if self.momentum != 0.0 else None
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        kw = dict(self._common(index), lr=self._get_lr(index), wd=self._get_wd(index))
+        if state is not None:
+            _apply("sgd_mom_update", weight, grad, [state], momentum=self.momentum, **kw)
+        else:
+            _apply("sgd_update", weight, grad, [], **kw)
+
+
+@register
+class NAG(Optimizer):
+    """Nesterov accelerated gradient."""
+
+    def __init__(self, momentum=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.momentum = momentum
+
+    def create_state(self, index, weight):
+        return _zeros_like(weight) if self.momentum != 0.0 else None
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        kw = dict(self._common(index), lr=self._get_lr(index), wd=self._get_wd(index))
+        if state is not None:
+            _apply("nag_mom_update", weight, grad, [state], momentum=self.momentum, **kw)
+        else:
+            _apply("sgd_update", weight, grad, [], **kw)
+
+
+@register
+class Adam(Optimizer):
+    """Adam (Kingma & Ba), bias correction folded into the learning rate as MXNet does."""
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, lazy_update=True,
+                 **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+        self.lazy_update = lazy_update
+
+    def create_state(self, index, weight):
+        return (_zeros_like(weight), _zeros_like(weight))
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        t = self._index_update_count[index]
+        lr = self._get_lr(index) * math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
+        _apply("adam_update", weight, grad, state, lr=lr, wd=self._get_wd(index), beta1=self.beta1,
+               beta2=self.beta2, epsilon=self.epsilon, **self._common(index))
+
+
+@register
+class AdamW(Optimizer):
+    """Adam with decoupled weight decay (Loshchilov & Hutter); `eta` scales the whole step."""
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, eta=1.0, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1, self.beta2, self.epsilon, self.eta = beta1, beta2, epsilon, eta
+
+    def create_state(self, index, weight):
+        return (_zeros_like(weight), _zeros_like(weight))
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        t = self._index_update_count[index]
+        lr = self._get_lr(index) * math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
+        _apply("_adamw_update", weight, grad, state, lr=lr, wd=self._get_wd(index), beta1=self.beta1,
+               beta2=self.beta2, epsilon=self.epsilon, eta=self.eta, **self._common(index))
+
+
+@register
+class AdaGrad(Optimizer):
+    """AdaGrad (Duchi et al.)."""
+
+    def __init__(self, eps=1e-7, **kwargs):
+        super().__init__(**kwargs)
+        self.float_stable_eps = eps
+
+    def create_state(self, index, weight):
+        return _zeros_like(weight)
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        _apply("_adagrad_update", weight, grad, [state], lr=self._get_lr(index), wd=self._get_wd(index),
+               epsilon=self.float_stable_eps, **self._common(index))
+
+
+@register
+class RMSProp(Optimizer):
+    """RMSProp (Tieleman & Hinton), centered variant (Graves) with `centered=True`."""
+
+    def __init__(self, learning_rate=0.001, gamma1=0.9, gamma2=0.9, epsilon=1e-8, centered=False,
+                 clip_weights=None, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.gamma1, self.gamma2, self.epsilon = gamma1, gamma2, epsilon
+        self.centered = centered
+        self.clip_weights = clip_weights
+
+    def create_state(self, index, weight):
+        if self.centered:
+            return (_zeros_like(weight), _zeros_like(weight), _zeros_like(weight))
+        return (_zeros_like(weight),)
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        kw = dict(self._common(index), lr=self._get_lr(index), wd=self._get_wd(index),
+                  gamma1=self.gamma1, epsilon=self.epsilon)
+        if self.clip_weights:
+            kw["clip_weights"] = self.clip_weights
+        if self.centered:
+            _apply("rmspropalex_update", weight, grad, state, gamma2=self.gamma2, **kw)
+        else:
+            _apply("rmsprop_update", weight, grad, state, **kw)
+
+
+@register
+class AdaDelta(Optimizer):
+    """AdaDelta (Zeiler); the learning rate is not used, as in MXNet."""
+
+    def __init__(self, rho=0.90, epsilon=1e-5, **kwargs):
+        super().__init__(**kwargs)
+        self.rho, self.epsilon = rho, epsilon
+
+    def create_state(self, index, weight):
+        return (_zeros_like(weight), _zeros_like(weight))
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        _apply("_adadelta_update", weight, grad, state, wd=self._get_wd(index), rho=self.rho,
+               epsilon=self.epsilon, **self._common(index))
+
+
+@register
+class Ftrl(Optimizer):
+    """FTRL-proximal."""
+
+    def __init__(self, lamda1=0.01, learning_rate=0.1, beta=1, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.lamda1, self.beta = lamda1, beta
+
+    def create_state(self, index, weight):
+        return (_zeros_like(weight), _zeros_like(weight))
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        _apply("ftrl_update", weight, grad, state, lr=self._get_lr(index), wd=self._get_wd(index),
+               lamda1=self.lamda1, beta=self.beta, **self._common(index))
+
+
+@register
+class Signum(Optimizer):
+    """Signum: sign of the momentum (Bernstein et al.); SignSGD without momentum."""
+
+    def __init__(self, learning_rate=0.01, momentum=0.9, wd_lh=0.0, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.momentum, self.wd_lh = momentum, wd_lh
+
+    def create_state(self, index, weight):
+        return _zeros_like(weight) if self.momentum != 0.0 else None
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        kw = dict(self._common(index), lr=self._get_lr(index), wd=self._get_wd(index))
+        if state is not None:
+            _apply("signum_update", weight, grad, [state], momentum=self.momentum, wd_lh=self.wd_lh, **kw)
+        else:
+            _apply("signsgd_update", weight, grad, [], **kw)
+
+
+@register
+class SignSGD(Signum):
+    def __init__(self, learning_rate=0.01, **kwargs):
+        super().__init__(learning_rate=learning_rate, momentum=0.0, **kwargs)
+
+
+@register
+class LAMB(Optimizer):
+    """LAMB (You et al.): Adam direction scaled by the trust ratio ||w|| / ||step||."""
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-6, lower_bound=None,
+                 upper_bound=None, bias_correction=True, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+        self.lower_bound, self.upper_bound = lower_bound, upper_bound
+        self.bias_correction = bias_correction
+
+    def create_state(self, index, weight):
+        return (_zeros_like(weight), _zeros_like(weight))
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        t = self._index_update_count[index]
+        g = invoke("lamb_update_phase1", [weight, grad, *state],
+                   dict(self._common(index), beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon,
+                        t=t, bias_correction=self.bias_correction, wd=self._get_wd(index)))
+        r1 = NDArray(np.array([np.linalg.norm(weight._data.astype(np.float64))], dtype=weight._data.dtype),
+                     weight.context)
+        r2 = NDArray(np.array([np.linalg.norm(g._data.astype(np.float64))], dtype=weight._data.dtype),
+                     weight.context)
+        attrs = {"lr": self._get_lr(index)}
+        if self.lower_bound:
+            attrs["lower_bound"] = self.lower_bound
+        if self.upper_bound:
+            attrs["upper_bound"] = self.upper_bound
+        invoke("lamb_update_phase2", [weight, g, r1, r2], attrs, out=weight)
+
+
+class Updater:
+    """Applies an optimizer to (index, grad, weight) triples, creating states on first use."""
+
+    def __init__(self, optimizer: Optimizer):
+        self.optimizer = optimizer
+        self.states: dict = {}
+        self.states_synced: dict = {}
+
+    def __call__(self, index, grad, weight) -> None:
+        indices = index if isinstance(index, (list, tuple)) else [index]
+        grads = grad if isinstance(grad, (list, tuple)) else [grad]
+        weights = weight if isinstance(weight, (list, tuple)) else [weight]
+        for idx, g, w in zip(indices, grads, weights):
+            if idx not in self.states:
+                self.states[idx] = self.optimizer.create_state_multi_precision(idx, w)
+                self.states_synced[idx] = True
+            self.optimizer.update_multi_precision(idx, w, g, self.states[idx])
+
+    def sync_state_context(self, state, context):
+        if isinstance(state, NDArray):
+            return state.as_in_context(context)
+        if isinstance(state, (tuple, list)):
+            synced = [self.sync_state_context(s, context) for s in state]
+            return tuple(synced) if isinstance(state, tuple) else synced
+        return state
+
+    def set_states(self, states: bytes) -> None:
+        loaded = pickle.loads(states)
+        if isinstance(loaded, tuple) and len(loaded) == 2:
+            self.states, self.optimizer = loaded
+        else:
+            self.states = loaded
+        self.states_synced = dict.fromkeys(self.states.keys(), False)
+
+    def get_states(self, dump_optimizer: bool = False) -> bytes:
+        return pickle.dumps((self.states, self.optimizer) if dump_optimizer else self.states)
+
+
+def get_updater(optimizer: Optimizer) -> Updater:
+    return Updater(optimizer)

@@ -1,0 +1,203 @@
+"""Optimizers vs independent numpy formulations of MXNet's update rules; schedulers; Updater."""
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+import symjit as mx
+from symjit import nd
+from symjit.base import MXNetError
+
+RNG = np.random.default_rng(3)
+
+
+def _run(opt, steps=3, shape=(4, 3)):
+    w0 = RNG.standard_normal(shape).astype(np.float32)
+    grads = [RNG.standard_normal(shape).astype(np.float32) for _ in range(steps)]
+    w = nd.array(w0)
+    upd = mx.optimizer.get_updater(opt)
+    for g in grads:
+        upd(0, nd.array(g), w)
+    return w0.astype(np.float64), [g.astype(np.float64) for g in grads], w.asnumpy()
+
+
+def _clip(g, c):
+    return np.clip(g, -c, c) if c else g
+
+
+def test_sgd_momentum_wd_clip_rescale():
+    opt = mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, wd=0.01, rescale_grad=0.5, clip_gradient=0.3)
+    w, grads, got = _run(opt)
+    mom = np.zeros_like(w)
+    for g in grads:
+        mom = 0.9 * mom - 0.1 * (_clip(0.5 * g, 0.3) + 0.01 * w)
+        w = w + mom
+    np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+
+
+def test_plain_sgd():
+    w, grads, got = _run(mx.optimizer.create("sgd", learning_rate=0.05, wd=0.1))
+    for g in grads:
+        w = w - 0.05 * (g + 0.1 * w)
+    np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+
+
+def test_nag():
+    w, grads, got = _run(mx.optimizer.NAG(learning_rate=0.1, momentum=0.9, wd=0.01))
+    mom = np.zeros_like(w)
+    for g in grads:
+        gw = g + 0.01 * w
+        mom = 0.9 * mom + gw
+        w = w - 0.1 * (gw + 0.9 * mom)
+    np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+
+
+def test_adam_bias_correction():
+    w, grads, got = _run(mx.optimizer.Adam(learning_rate=0.01, wd=0.001))
+    m = np.zeros_like(w)
+    v = np.zeros_like(w)
+    for t, g in enumerate(grads, 1):
+        g = g + 0.001 * w
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g * g
+        lr = 0.01 * math.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t)
+        w = w - lr * m / (np.sqrt(v) + 1e-8)
+    np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+
+
+def test_adamw_decoupled_decay():
+    w, grads, got = _run(mx.optimizer.AdamW(learning_rate=0.01, wd=0.1))
+    m = np.zeros_like(w)
+    v = np.zeros_like(w)
+    for t, g in enumerate(grads, 1):
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g * g
+        lr = 0.01 * math.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t)
+        w = w - (lr * m / (np.sqrt(v) + 1e-8) + 0.1 * w)
+    np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+
+
+def test_adagrad_rmsprop_adadelta_ftrl_signum():
+    w, grads, got = _run(mx.optimizer.AdaGrad(learning_rate=0.1))
+    h = np.zeros_like(w)
+    for g in grads:
+        h = h + g * g
+        w = w - 0.1 * g / np.sqrt(h + 1e-7)
+    np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+
+    w, grads, got = _run(mx.optimizer.RMSProp(learning_rate=0.01, gamma1=0.9))
+    n = np.zeros_like(w)
+    for g in grads:
+        n = 0.1 * g * g + 0.9 * n
+        w = w - 0.01 * g / np.sqrt(n + 1e-8)
+    np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+
+    w, grads, got = _run(mx.optimizer.RMSProp(learning_rate=0.01, centered=True))
+    n = np.zeros_like(w)
+    gm = np.zeros_like(w)
+    d = np.zeros_like(w)
+    for g in grads:
+        n = 0.1 * g * g + 0.9 * n
+        gm = 0.1 * g + 0.9 * gm
+        d = 0.9 * d - 0.01 * g / np.sqrt(n - gm * gm + 1e-8)
+        w = w + d
+    np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-6)
+
+    w, grads, got = _run(mx.optimizer.AdaDelta(rho=0.9, epsilon=1e-5))
+    ag = np.zeros_like(w)
+    ad = np.zeros_like(w)
+    for g in grads:
+        ag = 0.9 * ag + 0.1 * g * g
+        delta = np.sqrt(ad + 1e-5) / np.sqrt(ag + 1e-5) * g
+        ad = 0.9 * ad + 0.1 * delta * delta
+        w = w - delta
+    np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+
+    w, grads, got = _run(mx.optimizer.Ftrl(learning_rate=0.1, lamda1=0.01, beta=1.0))
+    z = np.zeros_like(w)
+    n = np.zeros_like(w)
+    for g in grads:
+        z = z + g - (np.sqrt(n + g * g) - np.sqrt(n)) * w / 0.1
+        n = n + g * g
+        w = (np.sign(z) * 0.01 - z) / ((1.0 + np.sqrt(n)) / 0.1) * (np.abs(z) > 0.01)
+    np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+
+    w, grads, got = _run(mx.optimizer.Signum(learning_rate=0.01, momentum=0.9))
+    m = np.zeros_like(w)
+    for g in grads:
+        m = 0.9 * m - 0.1 * g
+        w = w + 0.01 * np.sign(m)
+    np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+
+
+def test_lamb_trust_ratio():
+    w, grads, got = _run(mx.optimizer.LAMB(learning_rate=0.01, wd=0.01))
+    m = np.zeros_like(w)
+    v = np.zeros_like(w)
+    for t, g in enumerate(grads, 1):
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g * g
+        d = (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-6) + 0.01 * w
+        w = w - 0.01 * (np.linalg.norm(w) / np.linalg.norm(d)) * d
+    np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-6)
+
+
+def test_schedulers():
+    f = mx.lr_scheduler.FactorScheduler(step=2, factor=0.5, base_lr=1.0)
+    assert [f(i) for i in (1, 2, 3, 5, 7)] == [1.0, 1.0, 0.5, 0.25, 0.125]
+    m = mx.lr_scheduler.MultiFactorScheduler(step=[2, 4], factor=0.1, base_lr=1.0)
+    assert [round(m(i), 6) for i in (1, 3, 5)] == [1.0, 0.1, 0.01]
+    p = mx.lr_scheduler.PolyScheduler(max_update=10, base_lr=1.0, pwr=2)
+    assert p(5) == pytest.approx(0.25)
+    c = mx.lr_scheduler.CosineScheduler(max_update=10, base_lr=1.0, final_lr=0.0)
+    assert c(5) == pytest.approx(0.5) and c(10) == pytest.approx(0.0)
+    w = mx.lr_scheduler.FactorScheduler(step=10, base_lr=1.0, warmup_steps=4, warmup_begin_lr=0.0)
+    assert w(2) == pytest.approx(0.5)
+    opt = mx.optimizer.SGD(learning_rate=1.0, lr_scheduler=mx.lr_scheduler.FactorScheduler(1, 0.5))
+    with pytest.raises(MXNetError, match="LRScheduler"):
+        opt.set_learning_rate(0.1)
+
+
+def test_lr_wd_multipliers_and_update_counts():
+    opt = mx.optimizer.SGD(learning_rate=0.1, wd=0.5, param_idx2name={0: "fc_weight", 1: "fc_bias"})
+    assert opt._get_wd(0) == 0.5 and opt._get_wd(1) == 0.0  # MXNet: no decay on biases by name
+    opt.set_lr_mult({"fc_weight": 2.0})
+    assert opt._get_lr(0) == pytest.approx(0.2)
+    opt._update_count(0)
+    opt._update_count(0)
+    opt._update_count(1)
+    assert opt.num_update == 2
+
+
+def test_updater_states_pickle_round_trip():
+    opt = mx.optimizer.Adam()
+    upd = mx.optimizer.get_updater(opt)
+    w = nd.ones((3,))
+    upd(0, nd.ones((3,)), w)
+    blob = upd.get_states(dump_optimizer=True)
+    upd2 = mx.optimizer.get_updater(mx.optimizer.Adam())
+    upd2.set_states(blob)
+    np.testing.assert_array_equal(upd2.states[0][0].asnumpy(), upd.states[0][0].asnumpy())
+    assert isinstance(pickle.loads(upd.get_states()), dict)
+
+
+def test_update_ops_mutate_states_like_mxnet():
+    w = nd.array([1.0, 2.0])
+    g = nd.array([1.0, 1.0])
+    mom = nd.zeros((2,))
+    out = nd.sgd_mom_update(w, g, mom, lr=0.1, momentum=0.9, out=w)
+    assert out is w
+    np.testing.assert_allclose(mom.asnumpy(), [-0.1, -0.1])
+    np.testing.assert_allclose(w.asnumpy(), [0.9, 1.9], rtol=1e-6)
+
+
+def test_errors():
+    with pytest.raises(MXNetError, match="Cannot find optimizer"):
+        mx.optimizer.create("nosuch")
+    with pytest.raises(MXNetError, match="unexpected arguments"):
+        mx.optimizer.SGD(learnin_rate=0.1)
+    with pytest.raises(MXNetError, match="sgd_update.*shape mismatch"):
+        nd.sgd_update(nd.ones((2,)), nd.ones((3,)), lr=0.1)
