@@ -670,7 +670,8 @@ class LeakyReLU(Op):
         "upper_bound": Param(Float, 0.334, "upper bound of the random slope (rrelu)"),
     }
     outputs = ("output", "mask")
-    kernel = "norm"
+    kernel = "elementwise"
+    is_random = True  # rrelu samples its slopes while training: never CSE'd or constant-folded
 
     def input_names(self, attrs):
         return ["data", "gamma"] if attrs["act_type"] == "prelu" else ["data"]
@@ -735,7 +736,7 @@ class LeakyReLUBackward(Op):
     params = LeakyReLU.params
     inputs = ("ograd", "data", "gamma")
     outputs = ("data_grad", "gamma_grad")
-    kernel = "norm"
+    kernel = "reduce"
     hidden = True
 
     def infer_shape(self, attrs, in_shapes):
@@ -1018,6 +1019,7 @@ class _RegressionOutput(Op):
     `_diff(out, label) * grad_scale / (label.size / label.shape[0])`, head gradient ignored."""
     params = {"grad_scale": Param(Float, 1.0, "scales the gradient")}
     inputs = ("data", "label")
+    kernel = "elementwise"
     inplace = {0: 0}
     backward_op = ""
 
@@ -1046,6 +1048,7 @@ class _RegressionBackward(Op):
     """The data gradient of a regression head from (label, output)."""
     params = {"grad_scale": Param(Float, 1.0, "scales the gradient")}
     inputs = ("label", "output")
+    kernel = "elementwise"
     hidden = True
 
     def _diff(self, out: np.ndarray, label: np.ndarray) -> np.ndarray:
@@ -1123,12 +1126,13 @@ _MAKE_LOSS_PARAMS = {
 }
 
 
-@register("MakeLoss", aliases=("make_loss",))
+@register("MakeLoss")
 class MakeLoss(Op):
     """Identity forward marking a loss; its gradient is grad_scale everywhere (the head gradient
     is ignored), divided by the batch size (batch) or by the number of elements greater than
     valid_thresh, at least 1 (valid)."""
     params = _MAKE_LOSS_PARAMS
+    kernel = "elementwise"
     inplace = {0: 0}
 
     def infer_shape(self, attrs, in_shapes):
@@ -1140,6 +1144,19 @@ class MakeLoss(Op):
 
     def grad(self, F, attrs, inputs, outputs, ograds):
         return [F.apply("_backward_MakeLoss", [inputs[0]], **attrs)[0]]
+
+
+@register("make_loss")
+class MakeLossUnary(Elementwise):
+    """The deprecated parameterless `make_loss`: identity forward (output named `loss`) whose
+    gradient is ones, whatever the head gradient (MXNet's ones_like backward)."""
+    outputs = ("loss",)
+
+    def expr(self, attrs, x):
+        return x
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        return [F.ones_like(inputs[0])]
 
 
 @register("_backward_MakeLoss")

@@ -523,7 +523,20 @@ def test_make_loss(normalization, expect):
     y.backward(nd.array(RNG.normal(size=data.shape)))
     np.testing.assert_allclose(y.asnumpy(), data)
     np.testing.assert_allclose(x.grad.asnumpy(), np.full(data.shape, expect), rtol=1e-6)
-    assert get_op("make_loss") is get_op("MakeLoss")
+
+
+def test_make_loss_unary_passes_ones_back():
+    x = nd.array([[1.0, -2.0], [3.0, 4.0]])
+    x.attach_grad()
+    with autograd.record():
+        y = nd.make_loss(x * 3)
+    y.backward(nd.array([[5.0, 5.0], [5.0, 5.0]]))
+    np.testing.assert_allclose(y.asnumpy(), x.asnumpy() * 3)
+    np.testing.assert_allclose(x.grad.asnumpy(), np.full((2, 2), 3.0))  # ones through the *3
+    op = get_op("make_loss")
+    assert op.output_names(op.parse({})) == ["loss"]
+    with pytest.raises(MXNetError, match="make_loss.*grad_scale"):
+        op.parse({"grad_scale": 2})
 
 
 def test_smooth_l1():
