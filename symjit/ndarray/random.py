@@ -126,8 +126,8 @@ def gamma(alpha=1, beta=1, shape=None, dtype=None, ctx=None, out=None, **kwargs)
 
 
 def negative_binomial(k=1, p=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
-    """Samples from the negative binomial distribution: failures before the `k`-th success
-    with success probability `p` (returned as floats)."""
+    """Samples from the negative binomial distribution with MXNet's parameters `k` and `p`:
+    Poisson(Gamma(k, (1-p)/p)), i.e. mean k(1-p)/p (returned as floats)."""
     return _random_helper("negative_binomial", [k, p], shape, dtype, ctx, out, kwargs)
 
 

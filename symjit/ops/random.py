@@ -10,7 +10,8 @@ Three families share one set of distributions (`_DISTRIBUTIONS`):
 
 Parameterisations are MXNet's: uniform on [low, high); normal(loc, scale = std-dev);
 gamma(alpha = shape, beta = scale); exponential(lam = rate); poisson(lam);
-negative_binomial(k failures, p = success probability per trial) = Poisson(Gamma(k, (1-p)/p));
+negative_binomial(k, p) = Poisson(Gamma(k, (1-p)/p)) (mean k(1-p)/p; MXNet's docs call p the
+failure probability, its sampler computes this);
 generalized_negative_binomial(mu, alpha) = Poisson(Gamma(1/alpha, alpha*mu)) (Poisson(mu) at
 alpha = 0); randint on [low, high). Count-valued samplers still return floats (float32 by
 default), as MXNet does.
