@@ -20,3 +20,8 @@ from . import initializer  # noqa: F401
 from . import initializer as init  # noqa: F401
 from . import lr_scheduler  # noqa: F401
 from . import optimizer  # noqa: F401
+from . import symbol  # noqa: F401
+from . import symbol as sym  # noqa: F401
+from .symbol import naming as name  # noqa: F401
+from .symbol.naming import AttrScope  # noqa: F401
+from . import executor  # noqa: F401

@@ -1,0 +1,351 @@
+"""Executor: a Symbol bound to arrays (MXNet 1.x `Symbol.bind` / `simple_bind`).
+
+Binding lowers the Symbol to the IR, infers every type from the bound arrays, verifies the
+graph and compiles it on the backend chosen by `select_backend()` — the single place where
+the execution backend is decided. When any gradient is requested, the backward graph is built
+once by the autodiff pass; `forward` then keeps exactly the forward values it reads.
+
+Semantics (as MXNet): bound arrays are used by reference (`arg_dict['x'][:] = ...` changes the
+next forward's input); `forward(is_train=True)` lets BatchNorm update its moving statistics
+in the aux arrays; `backward(out_grads)` writes gradients per grad_req ('write' overwrites,
+'add' accumulates, 'null' skips); out_grads default to ones.
+"""
+from __future__ import annotations
+
+import os
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from .base import MXNetError, canonical_dtype
+from .context import Context, current_context
+from .ir.graph import Graph, TensorType
+from .ir.interpreter import RunResult, run
+from .ir.verify import verify
+from .passes.autodiff import GRAD_REQS, autodiff
+from .passes.infer import infer_types
+
+__all__ = ["Executor", "select_backend", "Backend", "InterpreterBackend"]
+
+
+class Backend:
+    """An execution backend: `compile(graph)` returns `fn(feeds, is_train, keep) -> RunResult`."""
+    name = "backend"
+
+    def compile(self, graph: Graph) -> Callable[..., RunResult]:
+        raise NotImplementedError
+
+
+class InterpreterBackend(Backend):
+    """The numpy reference interpreter (`symjit.ir.interpreter`)."""
+    name = "interp"
+
+    def compile(self, graph: Graph) -> Callable[..., RunResult]:
+        def fn(feeds, is_train=False, keep=()):
+            return run(graph, feeds, is_train=is_train, keep=keep)
+        return fn
+
+
+def select_backend() -> Backend:
+    """The best available execution backend: the one place the choice is made.
+
+    `SYMJIT_BACKEND=interp` forces the reference interpreter. Today the interpreter is also the
+    only backend; a native backend registers itself here when it exists.
+    """
+    choice = os.environ.get("SYMJIT_BACKEND", "auto").strip().lower()
+    if choice not in ("auto", "interp"):
+        raise MXNetError(f"SYMJIT_BACKEND={choice!r} is not available; use 'interp' or 'auto'")
+    return InterpreterBackend()
+
+
+def _ctx(ctx) -> Context:
+    if ctx is None:
+        return current_context()
+    if isinstance(ctx, str):
+        return Context(ctx)
+    if isinstance(ctx, (list, tuple)) and ctx:
+        return _ctx(ctx[0])
+    if not isinstance(ctx, Context):
+        raise MXNetError(f"expected a Context such as mx.cpu(), got {ctx!r}")
+    return ctx
+
+
+def _as_list(what: str, names: Sequence[str], given, allow_missing: bool) -> list:
+    """Arrays given as a list (in `names` order) or a dict (by name) -> list with None gaps."""
+    if given is None:
+        return [None] * len(names)
+    if isinstance(given, Mapping):
+        extra = set(given) - set(names)
+        if extra:
+            raise MXNetError(f"bind: {what} has unknown names {sorted(extra)}; expected {list(names)}")
+        out = [given.get(n) for n in names]
+        if not allow_missing:
+            missing = [n for n, a in zip(names, out) if a is None]
+            if missing:
+                raise MXNetError(f"bind: {what} is missing {missing}")
+        return out
+    out = list(given)
+    if len(out) != len(names):
+        raise MXNetError(f"bind: {what} has {len(out)} arrays, expected {len(names)} for {list(names)}")
+    return out
+
+
+def _grad_reqs(names: Sequence[str], grad_req) -> list[str]:
+    if isinstance(grad_req, str):
+        reqs = [grad_req] * len(names)
+    elif isinstance(grad_req, Mapping):
+        extra = set(grad_req) - set(names)
+        if extra:
+            raise MXNetError(f"bind: grad_req has unknown names {sorted(extra)}")
+        reqs = [grad_req.get(n, "null") for n in names]
+    else:
+        reqs = list(grad_req)
+        if len(reqs) != len(names):
+            raise MXNetError(f"bind: grad_req has {len(reqs)} entries for {len(names)} arguments")
+    for n, r in zip(names, reqs):
+        if r not in GRAD_REQS:
+            raise MXNetError(f"bind: grad_req for {n!r} must be one of {GRAD_REQS}, got {r!r}")
+    return reqs
+
+
+class Executor:
+    """A bound symbol: arrays in, forward/backward out (MXNet 1.x Executor API)."""
+
+    def __init__(self, symbol, ctx: Context, arg_arrays: list, grad_arrays: list, grad_reqs: list,
+                 aux_arrays: list):
+        from .symbol.lower import lower
+        from . import ndarray as nd
+        self._symbol = symbol
+        self._ctx = ctx
+        self._arg_names = symbol.list_arguments()
+        self._aux_names = symbol.list_auxiliary_states()
+        self._out_names = symbol.list_outputs()
+        for what, names, arrays in (("args", self._arg_names, arg_arrays), ("aux_states", self._aux_names, aux_arrays)):
+            for n, a in zip(names, arrays):
+                if not isinstance(a, nd.NDArray):
+                    raise MXNetError(f"bind: {what}[{n!r}] must be an NDArray, got {type(a).__name__}")
+        self.arg_arrays = list(arg_arrays)
+        self.aux_arrays = list(aux_arrays)
+        self._grad_reqs = [r if g is not None else "null" for r, g in zip(grad_reqs, grad_arrays)]
+        self.grad_arrays = [g if r != "null" else None for g, r in zip(grad_arrays, self._grad_reqs)]
+        for n, a, g in zip(self._arg_names, self.arg_arrays, self.grad_arrays):
+            if g is not None and g.shape != a.shape:
+                raise MXNetError(f"bind: gradient array for {n!r} has shape {g.shape}, the argument {a.shape}")
+        graph, _ = lower(symbol, device=str(ctx))
+        shapes = {n: a.shape for n, a in zip(self._arg_names + self._aux_names, self.arg_arrays + self.aux_arrays)}
+        dtypes = {n: np.dtype(a.dtype).name for n, a in zip(self._arg_names + self._aux_names,
+                                                           self.arg_arrays + self.aux_arrays)}
+        graph, _ = infer_types(graph, shapes=shapes, dtypes=dtypes)
+        unknown = [f"%{v.name}" for v in graph.values() if not v.type.known]
+        if unknown:
+            raise MXNetError(f"bind: cannot infer the type of {unknown[:8]} from the bound arrays")
+        verify(graph)
+        self._graph = graph
+        self._backend = select_backend()
+        self._forward_fn = self._backend.compile(graph)
+        self._backward_graph = None
+        self._bstats = None
+        if any(r != "null" for r in self._grad_reqs):
+            wrt = [graph.args[i] for i, r in enumerate(self._grad_reqs) if r != "null"]
+            reqs = [r for r in self._grad_reqs if r != "null"]
+            bwd, stats = autodiff(graph, wrt, reqs)
+            verify(bwd)
+            self._backward_graph, self._bstats = bwd, stats
+            self._backward_fn = self._backend.compile(bwd)
+        self._saved: dict | None = None
+        self.outputs = [nd.zeros(v.type.shape, ctx, v.type.dtype) for v in graph.outputs]
+
+    # ---- construction ------------------------------------------------------------------------
+    @classmethod
+    def bind(cls, symbol, ctx, args, args_grad=None, grad_req="write", aux_states=None) -> "Executor":
+        ctx = _ctx(ctx)
+        arg_names, aux_names = symbol.list_arguments(), symbol.list_auxiliary_states()
+        arg_arrays = _as_list("args", arg_names, args, allow_missing=False)
+        missing = [n for n, a in zip(arg_names, arg_arrays) if a is None]
+        if missing:
+            raise MXNetError(f"bind: args is missing {missing}")
+        if aux_names and aux_states is None:
+            raise MXNetError(f"bind: the symbol has auxiliary states {aux_names}; pass aux_states")
+        aux_arrays = _as_list("aux_states", aux_names, aux_states, allow_missing=False)
+        grad_arrays = _as_list("args_grad", arg_names, args_grad, allow_missing=True)
+        reqs = _grad_reqs(arg_names, grad_req)
+        return cls(symbol, ctx, arg_arrays, grad_arrays, reqs, aux_arrays)
+
+    @classmethod
+    def simple_bind(cls, symbol, ctx, grad_req="write", type_dict=None, **shapes) -> "Executor":
+        """Allocate zero-filled arrays of the shapes (and dtypes) inferred from `shapes`."""
+        from . import ndarray as nd
+        from .symbol.lower import lower
+        ctx = _ctx(ctx)
+        graph, _ = lower(symbol, device=str(ctx))
+        known_inputs = {v.name for v in graph.inputs}
+        for k in list(shapes) + list(type_dict or {}):
+            if k not in known_inputs:
+                raise MXNetError(f"simple_bind: {k!r} is not an input of the symbol; inputs are {sorted(known_inputs)}")
+        dtypes = {k: np.dtype(canonical_dtype(v)).name for k, v in (type_dict or {}).items()}
+        graph, _ = infer_types(graph, shapes={k: tuple(v) for k, v in shapes.items()}, dtypes=dtypes)
+        # MXNet's default dtype: float32 for inputs nothing determines
+        defaults = {v.name: "float32" for v in graph.inputs if v.type.dtype is None}
+        if defaults:
+            graph, _ = infer_types(graph, dtypes=defaults)
+        missing = [v.name for v in graph.inputs if not v.type.shape_known]
+        if missing:
+            raise MXNetError(f"simple_bind: cannot infer the shapes of {missing}; give their shapes "
+                             f"(given: {shapes})")
+
+        def alloc(t: TensorType):
+            return nd.zeros(t.shape, ctx, t.dtype)
+        args = [alloc(v.type) for v in graph.args]
+        aux = [alloc(v.type) for v in graph.aux]
+        reqs = _grad_reqs(symbol.list_arguments(), grad_req)
+        grads = [alloc(v.type) if r != "null" else None for v, r in zip(graph.args, reqs)]
+        return cls(symbol, ctx, args, grads, reqs, aux)
+
+    # ---- dictionaries -------------------------------------------------------------------------
+    @property
+    def arg_dict(self) -> dict:
+        return dict(zip(self._arg_names, self.arg_arrays))
+
+    @property
+    def grad_dict(self) -> dict:
+        return {n: g for n, g in zip(self._arg_names, self.grad_arrays) if g is not None}
+
+    @property
+    def aux_dict(self) -> dict:
+        return dict(zip(self._aux_names, self.aux_arrays))
+
+    @property
+    def output_dict(self) -> dict:
+        return dict(zip(self._out_names, self.outputs))
+
+    @property
+    def symbol(self):
+        return self._symbol
+
+    # ---- execution ------------------------------------------------------------------------------
+    def forward(self, is_train: bool = False, **kwargs) -> list:
+        """Run the graph; `kwargs` (name -> array) are copied into the argument arrays first."""
+        from .ndarray import NDArray
+        arg_dict = self.arg_dict
+        for k, v in kwargs.items():
+            if k not in arg_dict:
+                raise MXNetError(f"forward: unknown argument {k!r}; arguments are {self._arg_names}")
+            target = arg_dict[k]
+            data = v._data if isinstance(v, NDArray) else np.asarray(v)
+            if tuple(data.shape) != target.shape:
+                raise MXNetError(f"forward: shape of {k!r} is {tuple(data.shape)}, the executor was bound "
+                                 f"with {target.shape}; use reshape() for new shapes")
+            target._data[...] = data
+        feeds = {v: a._data for v, a in zip(self._graph.args, self.arg_arrays)}
+        feeds.update({v: a._data for v, a in zip(self._graph.aux, self.aux_arrays)})
+        keep = [f for f, _ in self._bstats.saved] if self._bstats is not None else []
+        result = self._forward_fn(feeds, is_train=bool(is_train), keep=keep)
+        for i, r in enumerate(result.outputs):
+            out = self.outputs[i]
+            if out.shape == tuple(r.shape) and out._data.dtype == r.dtype:
+                out._data[...] = r
+            else:
+                self.outputs[i] = NDArray(np.ascontiguousarray(r), self._ctx)
+        if is_train:
+            index = {v: i for i, v in enumerate(self._graph.aux)}
+            for v, new in result.aux_updates.items():
+                arr = self.aux_arrays[index[v]]
+                arr._data[...] = new.astype(arr._data.dtype, copy=False)
+        self._saved = result.kept if self._bstats is not None else None
+        return self.outputs
+
+    def backward(self, out_grads=None, is_train: bool = True) -> None:
+        """Gradients of the outputs (weighted by `out_grads`, default ones) into `grad_arrays`."""
+        from .ndarray import NDArray
+        if self._backward_graph is None:
+            return
+        if self._saved is None:
+            raise MXNetError("backward: call forward(is_train=True) before backward()")
+        if out_grads is None:
+            heads = [np.ones(v.type.shape, v.type.dtype) for v in self._graph.outputs]
+        else:
+            if isinstance(out_grads, (NDArray, np.ndarray)):
+                out_grads = [out_grads]
+            out_grads = list(out_grads)
+            if len(out_grads) != len(self._graph.outputs):
+                raise MXNetError(f"backward: got {len(out_grads)} out_grads for {len(self._graph.outputs)} outputs")
+            heads = []
+            for v, g in zip(self._graph.outputs, out_grads):
+                data = g._data if isinstance(g, NDArray) else np.asarray(g)
+                if tuple(data.shape) != tuple(v.type.shape):
+                    raise MXNetError(f"backward: out_grad for %{v.name} has shape {tuple(data.shape)}, "
+                                     f"expected {tuple(v.type.shape)}")
+                heads.append(data.astype(v.type.dtype, copy=False))
+        st = self._bstats
+        feeds = {b: self._saved[f] for f, b in st.saved}
+        feeds.update(dict(zip(st.head_grads, heads)))
+        arg_index = {v: i for i, v in enumerate(self._graph.args)}
+        for f, b in st.grad_inputs:
+            feeds[b] = self.grad_arrays[arg_index[f]]._data
+        result = self._backward_fn(feeds, is_train=bool(is_train))
+        for (f, _), g in zip(st.grad_outputs, result.outputs):
+            buf = self.grad_arrays[arg_index[f]]
+            buf._data[...] = g.astype(buf._data.dtype, copy=False)
+
+    # ---- parameters and reshaping -----------------------------------------------------------------
+    def copy_params_from(self, arg_params: Mapping, aux_params: Mapping | None = None,
+                         allow_extra_params: bool = False) -> None:
+        """Copy values from dicts of arrays into the bound argument / aux arrays."""
+        for table, target, what in ((arg_params, self.arg_dict, "arg_params"),
+                                    (aux_params or {}, self.aux_dict, "aux_params")):
+            for name, arr in table.items():
+                if name in target:
+                    dst = target[name]
+                    data = arr._data if hasattr(arr, "_data") else np.asarray(arr)
+                    if tuple(data.shape) != dst.shape:
+                        raise MXNetError(f"copy_params_from: {what}[{name!r}] has shape {tuple(data.shape)}, "
+                                         f"expected {dst.shape}")
+                    dst._data[...] = data.astype(dst._data.dtype, copy=False)
+                elif not allow_extra_params:
+                    raise MXNetError(f"copy_params_from: {name!r} in {what} is not a parameter of the symbol")
+
+    def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False, **kwargs) -> "Executor":
+        """A new executor for new input shapes; arrays whose shape is unchanged are shared."""
+        from . import ndarray as nd
+        from .symbol.lower import lower
+        graph, _ = lower(self._symbol, device=str(self._ctx))
+        graph, _ = infer_types(graph, shapes={k: tuple(v) for k, v in kwargs.items()},
+                               dtypes={n: np.dtype(a.dtype).name for n, a in
+                                       list(self.arg_dict.items()) + list(self.aux_dict.items())})
+        args, grads, aux = [], [], []
+        for v, old, g in zip(graph.args, self.arg_arrays, self.grad_arrays):
+            if not v.type.shape_known:
+                raise MXNetError(f"reshape: cannot infer the shape of {v.name!r}")
+            new_shape = tuple(v.type.shape)
+            if new_shape == old.shape:
+                args.append(old)
+                grads.append(g)
+                continue
+            if v.name not in kwargs and not partial_shaping:
+                raise MXNetError(f"reshape: the shape of {v.name!r} changes from {old.shape} to {new_shape}; "
+                                 "pass partial_shaping=True to allow it")
+            if int(np.prod(new_shape)) > old.size and not allow_up_sizing:
+                raise MXNetError(f"reshape: {v.name!r} grows from {old.shape} to {new_shape}; pass "
+                                 "allow_up_sizing=True to allocate a larger array")
+            args.append(nd.zeros(new_shape, self._ctx, old.dtype))
+            grads.append(None if g is None else nd.zeros(new_shape, self._ctx, g.dtype))
+        for v, old in zip(graph.aux, self.aux_arrays):
+            new_shape = tuple(v.type.shape or ())
+            if new_shape == old.shape:
+                aux.append(old)
+            elif not partial_shaping:
+                raise MXNetError(f"reshape: the shape of auxiliary state {v.name!r} changes from {old.shape} "
+                                 f"to {new_shape}; pass partial_shaping=True to allow it")
+            else:
+                aux.append(nd.zeros(new_shape, self._ctx, old.dtype))
+        return Executor(self._symbol, self._ctx, args, grads, list(self._grad_reqs), aux)
+
+    def debug_str(self) -> str:
+        from .ir.printer import format_graph
+        text = format_graph(self._graph)
+        if self._backward_graph is not None:
+            text += "\n" + format_graph(self._backward_graph)
+        return text
+
+    def set_monitor_callback(self, callback, monitor_all: bool = False) -> None:
+        raise MXNetError("set_monitor_callback is not supported by symjit executors")

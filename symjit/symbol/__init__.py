@@ -1,0 +1,158 @@
+"""symjit.symbol (`mx.sym`): MXNet 1.x symbolic API over the op registry.
+
+Every registered operator (aliases included) is `mx.sym.OPNAME(*inputs, name=, attr=, **attrs)`
+with MXNet's argument names: leading positional Symbols fill the op's inputs in order, Symbol
+keywords fill inputs by name, other positionals fill attributes in schema order, and inputs
+left out become variables named `<name>_<input>` (`fc1_weight`, `softmax_label`, ...).
+`power`, `maximum`, `minimum` and `hypot` dispatch on scalars and Symbols as MXNet does
+(`mx.sym.power(3, 5) == 243`).
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Callable
+
+from ..base import MXNetError
+from ..ops.registry import get_op, list_ops
+from .json_io import load_json, to_json  # noqa: F401
+from .naming import AttrScope, NameManager, Prefix  # noqa: F401
+from .symbol import Group, Symbol, Variable, create_op_symbol, var  # noqa: F401
+
+__all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "fromjson", "op_function",
+           "power", "pow", "maximum", "minimum", "hypot", "zeros", "ones", "full", "arange"]
+
+
+def op_function(func_name: str) -> Callable:
+    """`mx.sym.<func_name>`: map MXNet-style arguments onto inputs and attributes."""
+    op = get_op(func_name)
+    param_order = list(op.params)
+
+    def fn(*args, **kwargs):
+        name = kwargs.pop("name", None)
+        attr = kwargs.pop("attr", None)
+        kwargs.pop("out", None)
+        rest = list(args)
+        inputs = []
+        while rest and isinstance(rest[0], Symbol):
+            inputs.append(rest.pop(0))
+        named = {k: kwargs.pop(k) for k in list(kwargs)
+                 if isinstance(kwargs[k], Symbol) and k not in op.params}
+        for key in param_order:
+            if not rest:
+                break
+            if key == "num_args" or key in kwargs:
+                continue
+            kwargs[key] = rest.pop(0)
+        if rest:
+            raise MXNetError(f"{op.name}: too many positional arguments: {rest!r}")
+        if any(isinstance(v, Symbol) for v in kwargs.values()):
+            bad = [k for k, v in kwargs.items() if isinstance(v, Symbol)]
+            raise MXNetError(f"{op.name}: {bad} are attributes, not inputs (inputs: {op.inputs})")
+        if "num_args" in op.params and kwargs.get("num_args") is None:
+            kwargs["num_args"] = len(inputs) + len(named)
+        attrs = {k: v for k, v in kwargs.items() if v is not None}
+        return create_op_symbol(func_name, inputs, attrs, named, name=name, attr=attr)
+
+    fn.__name__ = func_name
+    fn.__doc__ = op.doc or type(op).__doc__
+    return fn
+
+
+def _ufunc(sym_fn: str, scalar_fn: str, rscalar_fn: str, pyfn: Callable, doc: str) -> Callable:
+    def fn(lhs, rhs):
+        if isinstance(lhs, numbers.Number) and isinstance(rhs, numbers.Number):
+            return pyfn(lhs, rhs)
+        if isinstance(lhs, Symbol) and isinstance(rhs, Symbol):
+            return create_op_symbol(sym_fn, [lhs, rhs], {})
+        if isinstance(lhs, Symbol) and isinstance(rhs, numbers.Number):
+            return create_op_symbol(scalar_fn, [lhs], {"scalar": rhs})
+        if isinstance(rhs, Symbol) and isinstance(lhs, numbers.Number):
+            return create_op_symbol(rscalar_fn, [rhs], {"scalar": lhs})
+        raise TypeError(f"types ({type(lhs).__name__}, {type(rhs).__name__}) not supported")
+    fn.__doc__ = doc
+    return fn
+
+
+power = _ufunc("_Power", "_PowerScalar", "_RPowerScalar", lambda a, b: a ** b,
+               "base ** exp for Symbols and/or scalars (two scalars give a number).")
+pow = power  # noqa: A001 - MXNet's name
+maximum = _ufunc("_Maximum", "_MaximumScalar", "_MaximumScalar", lambda a, b: a if a > b else b,
+                 "Elementwise maximum of Symbols and/or scalars.")
+minimum = _ufunc("_Minimum", "_MinimumScalar", "_MinimumScalar", lambda a, b: a if a < b else b,
+                 "Elementwise minimum of Symbols and/or scalars.")
+
+
+def _hypot(a, b):
+    import math
+    return math.hypot(a, b)
+
+
+hypot = _ufunc("_Hypot", "_HypotScalar", "_HypotScalar", _hypot, "sqrt(a**2 + b**2), elementwise.")
+
+
+def zeros(shape, dtype=None, **kwargs) -> Symbol:
+    return create_op_symbol("_zeros", [], dict(shape=shape, dtype=dtype or "float32", **kwargs))
+
+
+def ones(shape, dtype=None, **kwargs) -> Symbol:
+    return create_op_symbol("_ones", [], dict(shape=shape, dtype=dtype or "float32", **kwargs))
+
+
+def full(shape, val, dtype=None, **kwargs) -> Symbol:
+    return create_op_symbol("_full", [], dict(shape=shape, value=val, dtype=dtype or "float32", **kwargs))
+
+
+def arange(start, stop=None, step=1.0, repeat=1, name=None, dtype=None, **kwargs) -> Symbol:
+    return create_op_symbol("_arange", [], dict(start=start, stop=stop, step=step, repeat=repeat,
+                                                dtype=dtype or "float32", **kwargs), name=name)
+
+
+def load_json_file(fname: str) -> Symbol:
+    try:
+        with open(fname) as f:
+            text = f.read()
+    except OSError as e:
+        raise MXNetError(f"load: cannot read {fname!r}: {e}") from None
+    return load_json(text)
+
+
+load = load_json_file
+fromjson = load_json
+
+
+class _Namespace:
+    """`mx.sym.contrib`, `mx.sym.linalg`, ...: registered ops named `<prefix>NAME`."""
+
+    def __init__(self, name: str, prefixes: tuple):
+        self.__name__ = f"symjit.symbol.{name}"
+        self._prefixes = prefixes
+
+    def __getattr__(self, item: str):
+        if item.startswith("__"):
+            raise AttributeError(item)
+        for p in self._prefixes:
+            if f"{p}{item}" in _REGISTERED:
+                return op_function(f"{p}{item}")
+        raise AttributeError(f"module {self.__name__!r} has no attribute {item!r}")
+
+    def __dir__(self):
+        return sorted({n[len(p):] for n in _REGISTERED for p in self._prefixes if n.startswith(p)})
+
+
+_REGISTERED: set[str] = set()
+
+
+def _populate() -> None:
+    g = globals()
+    _REGISTERED.update(list_ops())
+    for name in sorted(_REGISTERED):
+        if name not in g:
+            g[name] = op_function(name)
+
+
+_populate()
+contrib = _Namespace("contrib", ("_contrib_",))
+linalg = _Namespace("linalg", ("_linalg_",))
+image = _Namespace("image", ("_image_",))
+random = _Namespace("random", ("_random_", "_sample_"))
+sparse = _Namespace("sparse", ("_sparse_",))

@@ -1,0 +1,64 @@
+"""Lowering a Symbol to the IR: the one bridge between the Symbol frontend and `symjit.ir`.
+
+`lower(sym)` returns a Graph whose `args` are the symbol's arguments in `list_arguments()`
+order, `aux` its auxiliary states in `list_auxiliary_states()` order and `outputs` its
+outputs in `list_outputs()` order. Variable attributes `__shape__` / `__dtype__` become the
+inputs' initial types; the other variable attributes travel as opaque `input_meta`, node
+attributes the op does not declare as node `meta`. Op attributes are the parsed values the op
+schema gave (`Op.parse`), never re-parsed here.
+"""
+from __future__ import annotations
+
+from ..base import MXNetError
+from ..ir.builder import GraphBuilder
+from ..ir.graph import Graph, TensorType
+from ..ops.attrs import Int, Shape
+from .symbol import DTYPE_MX_TO_NAME, Symbol, _aux_variable_ids, topo_nodes
+
+__all__ = ["lower", "variable_type"]
+
+
+def variable_type(name: str, attrs: dict, device: str = "cpu(0)") -> TensorType:
+    """The initial type of a variable from its `__shape__` / `__dtype__` attributes."""
+    shape = dtype = None
+    try:
+        if "__shape__" in attrs:
+            shape = Shape(attrs["__shape__"])
+            if not shape:  # MXNet 1.x: () is an unknown shape
+                shape = None
+        if "__dtype__" in attrs:
+            code = Int(attrs["__dtype__"])
+            if code not in DTYPE_MX_TO_NAME:
+                raise ValueError(f"unknown dtype code {code}")
+            dtype = DTYPE_MX_TO_NAME[code]
+    except (ValueError, TypeError) as e:
+        raise MXNetError(f"variable {name!r}: invalid attribute: {e}") from None
+    return TensorType(shape, dtype, device)
+
+
+def lower(sym: Symbol, device: str = "cpu(0)", name: str | None = None) -> tuple[Graph, dict]:
+    """Lower `sym` to a Graph; also returns {id(SymNode): [output Values]}.
+
+    Raises MXNetError if two distinct variables share a name (they could not be bound by name).
+    """
+    nodes = topo_nodes(sym._outputs)
+    aux_ids = _aux_variable_ids(nodes)
+    b = GraphBuilder(name=name or (sym.name or "graph"), device=device)
+    values: dict[int, list] = {}
+    seen: dict[str, int] = {}
+    variables = [n for n in nodes if n.is_variable]
+    for n in [v for v in variables if id(v) not in aux_ids] + [v for v in variables if id(v) in aux_ids]:
+        if n.name in seen:
+            raise MXNetError(f"the symbol has two different variables named {n.name!r}")
+        seen[n.name] = id(n)
+        meta = {k: v for k, v in n.attrs.items() if k not in ("__shape__", "__dtype__")}
+        values[id(n)] = [b.add_input(n.name, variable_type(n.name, n.attrs, device),
+                                     aux=id(n) in aux_ids, meta=meta)]
+    for n in nodes:
+        if n.is_variable:
+            continue
+        params = n.op.params
+        meta = {k: v for k, v in n.attrs.items() if k not in params}
+        ins = [values[id(c)][i] for c, i in n.inputs]
+        values[id(n)] = b.add_node(n.op, ins, n.parsed, name=n.name, meta=meta, already_parsed=True)
+    return b.build([values[id(n)][i] for n, i in sym._outputs]), values
