@@ -6,9 +6,9 @@ Forward passes:
     extra outputs (`mean`, `var`/`std`, `norm`) and shape inference that fills parameter shapes;
   * LeakyReLU (leaky, prelu, rrelu, elu, selu, gelu) and Dropout (random, with its mask as a
     hidden second output so that the gradient reuses the forward's mask);
-  * the loss heads SoftmaxOutput, Linear/Logistic/MAERegressionOutput and MakeLoss, whose
-    backward ignores the head gradient (MXNet's "output layer" semantics), plus smooth_l1 and
-    softmax_cross_entropy.
+  * the loss heads SoftmaxOutput, Linear/Logistic/MAERegressionOutput, MakeLoss and the
+    deprecated parameterless make_loss, whose backward ignores the head gradient (MXNet's
+    "output layer" semantics), plus smooth_l1 and softmax_cross_entropy.
 
 Gradients are written with registered ops only. Reductions that have no elementwise form live
 in hidden `_backward_*` ops with their own numpy reference (as in MXNet), so autodiff output is

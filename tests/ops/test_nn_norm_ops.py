@@ -11,6 +11,8 @@ import math
 import numpy as np
 import pytest
 import scipy.special as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from symjit import autograd, nd
 from symjit.base import MXNetError
@@ -559,3 +561,20 @@ def test_softmax_cross_entropy():
     check_op_gradient("softmax_cross_entropy", [x, label], wrt=[0])
     with pytest.raises(MXNetError, match="softmax_cross_entropy.*labels"):
         apply_numpy("softmax_cross_entropy", [x, np.array([0, 5, 1, 1.0])])
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 3), st.integers(2, 5), st.integers(1, 4), st.sampled_from([0, 1, 2, -1]),
+       st.floats(1e-5, 1e-1))
+def test_batchnorm_training_output_is_standardized_per_channel(n, c, w, axis, eps):
+    """Property: with gamma = 1 and beta = 0, each channel of the training output has mean 0
+    and variance var / (var + eps) (biased batch variance)."""
+    x = np.random.default_rng(n * 100 + c * 10 + w).normal(3.0, 2.0, (n + 1, c, w))
+    ax = axis % 3
+    k = x.shape[ax]
+    out = apply_numpy("BatchNorm", [x, np.ones(k), np.zeros(k), np.zeros(k), np.ones(k)],
+                      {"axis": axis, "eps": eps, "fix_gamma": False}, TRAIN)[0]
+    red = tuple(i for i in range(3) if i != ax)
+    v = x.var(axis=red)
+    np.testing.assert_allclose(out.mean(axis=red), 0, atol=1e-10)
+    np.testing.assert_allclose(out.var(axis=red), v / (v + eps), rtol=1e-8)
