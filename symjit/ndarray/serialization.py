@@ -213,7 +213,11 @@ def load(fname) -> list | dict:
     fname = _check_fname(fname)
     try:
         with open(fname, "rb") as f:
-            buf = f.read()
+            head = f.read(8)
+            # reject a file that is not an NDArray list before reading all of it
+            if len(head) == 8 and struct.unpack("<Q", head)[0] != LIST_MAGIC:
+                return _parse(head, repr(fname))
+            buf = head + f.read()
     except OSError as e:
         raise MXNetError(f"load: cannot open {fname!r}: {e.strerror or e}") from None
     return _parse(buf, repr(fname))

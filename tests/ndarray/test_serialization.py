@@ -259,6 +259,18 @@ def test_wrong_list_magic():
         mx.nd.load_frombuffer(bytes(raw))
 
 
+@pytest.mark.parametrize("name", ["resnet18_v1.onnx", "mlp-symbol.json", "mlp-input.npy"])
+def test_other_files_are_rejected(name):
+    with pytest.raises(MXNetError, match="bad magic"):
+        mx.nd.load(str(MODELS / name))
+
+
+def test_short_file_is_rejected(tmp_path):
+    (tmp_path / "s").write_bytes(b"\x12\x01")
+    with pytest.raises(MXNetError, match="truncated"):
+        mx.nd.load(str(tmp_path / "s"))
+
+
 def test_wrong_array_magic_is_rejected_without_allocating():
     raw = bytearray(_small_file())
     raw[24:28] = struct.pack("<I", 0x7FFFFFF0)  # read as a pre-V1 ndim: absurd
