@@ -1,0 +1,28 @@
+/*
+ * symjit_internal.h -- declarations shared between the runtime's own C files (not part of the ABI).
+ */
+#ifndef SYMJIT_INTERNAL_H
+#define SYMJIT_INTERNAL_H
+
+#include "symjit_runtime.h"
+
+#define SYMJIT_ERROR_MESSAGE_MAX 1024
+
+/* A code plus message; the per-thread last error and the error slot of a parallel_for job. */
+typedef struct symjit_error_state {
+    int32_t code;
+    char message[SYMJIT_ERROR_MESSAGE_MAX];
+} symjit_error_state;
+
+/* The calling thread's error state (never NULL). */
+symjit_error_state *symjit__thread_error(void);
+
+/* Test kernels and a test entry compiled into the runtime, exposed to Python for the tests. */
+void symjit__test_kernel_count(int64_t begin, int64_t end, void **args);
+void symjit__test_kernel_nested(int64_t begin, int64_t end, void **args);
+void symjit__test_kernel_fail(int64_t begin, int64_t end, void **args);
+void symjit__test_kernel_noop(int64_t begin, int64_t end, void **args);
+void symjit__test_kernel_sleep(int64_t begin, int64_t end, void **args);
+int32_t symjit__test_entry_axpy(void **inputs, void **outputs, void **params, void *workspace);
+
+#endif

@@ -1,0 +1,242 @@
+"""The Python face of symjit's native runtime (the C sources in runtime/, built as `symjit._runtime`).
+
+What it offers, and to whom:
+- codegen binds generated LLVM code to the runtime's C functions through `symbols()`
+  (`llvmlite.binding.add_symbol(name, address)` for each) and wraps each compiled graph's entry
+  point with `make_entry(...)`, which returns an `Entry`: a native callable that validates numpy
+  arrays against the graph's static signature and calls the code in well under a microsecond.
+- users and benchmarks control the thread pool: `num_threads()`, `set_num_threads(n)`, and the
+  `threads(n)` context manager. The default comes from SYMJIT_NUM_THREADS or the CPUs this
+  process may run on.
+- `load(path)` opens an ahead-of-time compiled library (see runtime/README.md for its ABI) and
+  returns its graphs as Entries, without the compiler.
+
+Every error the runtime raises is a `symjit.MXNetError` naming the graph, the argument and the
+expected versus actual value.
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .base import MXNetError
+
+try:
+    from . import _runtime
+except ImportError as exc:  # pragma: no cover - only when the extension was never compiled
+    raise ImportError(
+        "symjit's native runtime extension (symjit._runtime) is not built; "
+        "install the package with `python -m pip install -e .` to compile it"
+    ) from exc
+
+_runtime.set_error_class(MXNetError)
+
+__all__ = ["Entry", "Library", "ABI_VERSION", "ALIGNMENT", "num_threads", "set_num_threads", "threads",
+           "symbols", "make_entry", "parallel_for", "last_error", "arena_alloc", "arena_free", "load"]
+
+#: A compiled graph's entry point with its signature: `entry(*inputs, out=None) -> tuple of outputs`.
+Entry = _runtime.Entry
+#: Version of the C ABI in runtime/symjit_runtime.h.
+ABI_VERSION: int = _runtime.ABI_VERSION
+#: Alignment in bytes of every workspace and arena allocation.
+ALIGNMENT: int = _runtime.ALIGNMENT
+
+TensorSpec = tuple[str, tuple[int, ...], np.dtype]
+
+
+def num_threads() -> int:
+    """Threads that parallel kernels use (the calling thread included)."""
+    return _runtime.get_num_threads()
+
+
+def set_num_threads(n: int | None) -> int:
+    """Use `n` threads from now on (None or n <= 0: the default); returns the previous count."""
+    if n is None:
+        n = 0
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        raise MXNetError(f"set_num_threads: expected an int, got {type(n).__name__}")
+    return _runtime.set_num_threads(int(n))
+
+
+@contextlib.contextmanager
+def threads(n: int | None) -> Iterator[int]:
+    """Run the body with `n` threads, restoring the previous count afterwards."""
+    previous = set_num_threads(n)
+    try:
+        yield num_threads()
+    finally:
+        set_num_threads(previous)
+
+
+_SYMBOLS: dict[str, int] | None = None
+
+
+def symbols() -> dict[str, int]:
+    """Addresses of the runtime's C ABI functions by name, for binding generated code to them."""
+    global _SYMBOLS
+    if _SYMBOLS is None:
+        _SYMBOLS = _runtime.symbols()
+    return dict(_SYMBOLS)
+
+
+def _spec(item: Any, role: str, index: int) -> TensorSpec:
+    """Normalize a (name, shape, dtype) triple; shapes are static tuples of non-negative ints."""
+    try:
+        name, shape, dtype = item
+    except (TypeError, ValueError):
+        raise MXNetError(f"make_entry: {role} {index} must be a (name, shape, dtype) triple, got {item!r}") from None
+    try:
+        dims = tuple(int(d) for d in shape)
+        dt = np.dtype(dtype)
+    except (TypeError, ValueError) as exc:
+        raise MXNetError(f"make_entry: {role} {index} ({name}): invalid shape or dtype: {exc}") from None
+    if any(d < 0 for d in dims):
+        raise MXNetError(f"make_entry: {role} {index} ({name}): shape dimensions must be >= 0, got {dims}")
+    return str(name), dims, dt
+
+
+def make_entry(address: int, inputs: Sequence[Any], outputs: Sequence[Any],
+               params: Sequence[tuple[str, np.ndarray]] = (), workspace_size: int = 0, name: str = "graph",
+               owner: Any = None, release_gil: bool | None = None, last_error: int | None = None) -> Entry:
+    """Wrap a compiled entry point `int32_t entry(void **in, void **out, void **params, void *ws)`.
+
+    inputs/outputs: (name, shape, dtype) per tensor, in the order the entry expects them.
+    params: (name, array) per parameter, passed by pointer on every call (so in-place updates of
+    the arrays are seen; `Entry.set_params` swaps them). workspace_size: bytes of the memory plan.
+    owner: any object that must outlive the code (the JIT engine, the shared library).
+    release_gil: None lets the runtime decide by the bytes moved.
+    """
+    ins = [_spec(item, "input", i) for i, item in enumerate(inputs)]
+    outs = [_spec(item, "output", i) for i, item in enumerate(outputs)]
+    prms = []
+    for i, item in enumerate(params):
+        try:
+            pname, array = item
+        except (TypeError, ValueError):
+            raise MXNetError(f"make_entry: param {i} must be a (name, numpy.ndarray) pair, got {item!r}") from None
+        if not isinstance(array, np.ndarray):
+            raise MXNetError(f"make_entry: param {i} ({pname}) must be a numpy.ndarray, got {type(array).__name__}")
+        prms.append((str(pname), array))
+    if int(workspace_size) < 0:
+        raise MXNetError(f"make_entry: workspace_size must be >= 0, got {workspace_size}")
+    return Entry(int(address), ins, outs, prms, int(workspace_size), str(name), owner, release_gil,
+                 None if last_error is None else int(last_error))
+
+
+def parallel_for(kernel_address: int, n: int, grain: int, args: Sequence[Any]) -> None:
+    """Run the kernel `void k(int64 begin, int64 end, void **args)` over [0, n) on the pool.
+
+    args: ints (addresses), None or numpy arrays (their data pointers); the caller keeps any
+    memory they point to alive. Raises MXNetError with the kernel's message if a chunk failed.
+    """
+    code = _runtime.parallel_for(int(kernel_address), int(n), int(grain), list(args))
+    if code != 0:
+        _, message = _runtime.last_error()
+        raise MXNetError(f"parallel kernel failed: {message or 'no message'} (symjit error code {code})")
+
+
+def last_error() -> tuple[int, str]:
+    """(code, message) of the last error the runtime recorded on this thread (0, '' if none)."""
+    return _runtime.last_error()
+
+
+def arena_alloc(size: int) -> int:
+    """Address of a fresh ALIGNMENT-aligned block of `size` bytes; free it with arena_free."""
+    return _runtime.arena_alloc(int(size))
+
+
+def arena_free(address: int) -> None:
+    """Free a block from arena_alloc (0 is ignored)."""
+    _runtime.arena_free(int(address))
+
+
+# ---------------------------------------------------------------------------- AOT libraries
+
+
+class Library:
+    """An ahead-of-time compiled symjit library: its graphs as Entries, by name.
+
+    The library stays loaded as long as this object or any of its Entries lives.
+    """
+
+    def __init__(self, path: str, handle: ctypes.CDLL, graphs: dict[str, Entry]):
+        self.path = path
+        self._handle = handle
+        self.graphs = graphs
+
+    def __getitem__(self, name: str) -> Entry:
+        try:
+            return self.graphs[name]
+        except KeyError:
+            raise MXNetError(f"library {self.path}: no graph named {name!r}; it has {sorted(self.graphs)}") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.graphs
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.graphs)
+
+    def __len__(self) -> int:
+        return len(self.graphs)
+
+    def __repr__(self) -> str:
+        return f"<symjit.runtime.Library {self.path!r}: graphs {sorted(self.graphs)}>"
+
+
+def _embedded_param(address: int, shape: tuple[int, ...], dtype: str, handle: ctypes.CDLL) -> np.ndarray:
+    """A read-only numpy view of a constant inside a loaded library (no copy)."""
+    dt = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    if count == 0:
+        return np.empty(shape, dt)
+    if address == 0:
+        raise MXNetError("AOT library: an embedded parameter has a NULL address")
+    buffer = (ctypes.c_char * (count * dt.itemsize)).from_address(address)
+    view = np.frombuffer(buffer, dtype=dt).reshape(shape)
+    view.flags.writeable = False
+    return view
+
+
+def load(path: str | os.PathLike[str], params: Mapping[str, np.ndarray] | None = None) -> Library:
+    """Load an AOT library (built against runtime/symjit_runtime.h) and wrap its graphs.
+
+    Parameters embedded in the library are used as they are; graphs that expect their
+    parameters from the caller take them from `params` by name.
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise MXNetError(f"load: no such file {path!r}")
+    try:
+        handle = ctypes.CDLL(os.path.abspath(path))
+    except OSError as exc:
+        raise MXNetError(f"load: cannot load {path!r}: {exc}") from None
+    try:
+        graphs_fn = handle.symjit_graphs
+    except AttributeError:
+        raise MXNetError(f"load: {path!r} is not a symjit AOT library (it has no symjit_graphs function)") from None
+    descs = _runtime.describe_graphs(ctypes.cast(graphs_fn, ctypes.c_void_p).value)
+    entries: dict[str, Entry] = {}
+    for desc in descs:
+        gname = desc["name"]
+        if gname in entries:
+            raise MXNetError(f"load: {path!r} defines graph {gname!r} twice")
+        bound = []
+        for i, (pname, shape, dtype) in enumerate(desc["params"]):
+            if desc["param_data"] is not None:
+                array = _embedded_param(desc["param_data"][i], shape, dtype, handle)
+            else:
+                if params is None or pname not in params:
+                    raise MXNetError(f"load: graph {gname!r} needs parameter {pname!r}; pass it in params")
+                array = np.ascontiguousarray(params[pname])
+                if array.shape != shape or array.dtype != np.dtype(dtype):
+                    raise MXNetError(f"load: graph {gname!r} parameter {pname!r}: expected shape {shape} and dtype "
+                                     f"{dtype}, got {array.shape} and {array.dtype}")
+            bound.append((pname, array))
+        entries[gname] = make_entry(desc["entry"], desc["inputs"], desc["outputs"], bound, desc["workspace_size"],
+                                    gname, owner=handle, last_error=desc["last_error"])
+    return Library(path, handle, entries)
