@@ -74,9 +74,19 @@ def _axis_index(op: str, axis: int, ndim: int) -> int:
     return axis % ndim
 
 
-def _dtype_name(x) -> str:
-    """The dtype name of an array or gradient handle (numpy, NDArray or IR value)."""
-    return np.dtype(x.dtype).name
+def _dtype_name(x) -> str | None:
+    """The dtype name of an array or gradient handle (numpy, NDArray or IR value);
+    None where an IR value's dtype is not known."""
+    dt = getattr(x, "dtype", None)
+    return None if dt is None else np.dtype(dt).name
+
+
+def _cast_to(F, g, target: str | None):
+    """`g` cast to dtype `target` when both dtypes are known and differ."""
+    cur = _dtype_name(g)
+    if target is None or cur is None or cur == target:
+        return g
+    return F.Cast(g, dtype=target)
 
 
 def _fresh(a: np.ndarray, shape: tuple, dtype) -> np.ndarray:
@@ -153,10 +163,8 @@ class Mean(_ReduceAxes):
 def _divide_count(total: np.ndarray, count: int) -> np.ndarray:
     """total / count in total's dtype; integers truncate toward zero like C."""
     total = np.asarray(total)
-    if count == 0:
-        with np.errstate(all="ignore"):
-            return np.asarray(total / 0).astype(total.dtype) if total.dtype.kind == "f" else \
-                np.zeros_like(total)
+    if count == 0:  # mean of nothing: NaN for floats (0 / 0), 0 for integers
+        return np.full_like(total, np.nan) if total.dtype.kind == "f" else np.zeros_like(total)
     if total.dtype.kind in "iu":
         q = np.abs(total.astype(np.int64)) // count
         return (np.sign(total) * q).astype(total.dtype)
@@ -235,7 +243,7 @@ class _BackwardBroadcast(Op):
     """
     inputs = ("ograd", "data")
     params = _REDUCE_AXES_PARAMS
-    kernel = "reduce"
+    kernel = "shape"  # a broadcast (data movement), like broadcast_to
     hidden = True
     scale_by_count = False
 
@@ -389,8 +397,7 @@ class Norm(Op):
         self._check_ord(attrs)
         x = inputs[0]
         axes = reduction_axes(self.name, x.shape, attrs["axis"], False)
-        acc = np.float64 if x.dtype.kind != "c" else x.dtype
-        xa = x.astype(acc)
+        xa = x.astype(np.float64)  # accurate and overflow-free; rounded once to the output dtype
         if attrs["ord"] == 1:
             out = np.sum(np.abs(xa), axis=axes)
         else:
@@ -401,8 +408,7 @@ class Norm(Op):
     def grad(self, F, attrs, inputs, outputs, ograds):
         x, out, dy = inputs[0], outputs[0], ograds[0]
         xdt = _dtype_name(x)
-        if _dtype_name(out) != xdt:
-            out, dy = F.Cast(out, dtype=xdt), F.Cast(dy, dtype=xdt)
+        out, dy = _cast_to(F, out, xdt), _cast_to(F, dy, xdt)
         bkw = dict(axis=attrs["axis"], keepdims=attrs["keepdims"], exclude=False)
         bdy = F._backward_sum(dy, x, **bkw)
         if attrs["ord"] == 1:
@@ -626,10 +632,7 @@ class _SoftmaxBase(Op):
 
     def _finish(self, F, attrs, inputs, dx):
         x = inputs[0]
-        dx = self._scale(F, attrs, dx)
-        if _dtype_name(dx) != _dtype_name(x):
-            dx = F.Cast(dx, dtype=_dtype_name(x))
-        grads = [dx]
+        grads = [_cast_to(F, self._scale(F, attrs, dx), _dtype_name(x))]
         if attrs["use_length"]:
             grads.append(F.zeros_like(inputs[1]))
         return grads
