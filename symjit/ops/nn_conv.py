@@ -34,7 +34,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from ..base import MXNetError
 from .attrs import Bool, Dtype, Enum, Int, Optional, Param, Shape
-from .registry import Op, merge_shape, register
+from .registry import Op, get_op, merge_shape, register
 
 __all__ = ["conv_forward", "conv_backward_data", "conv_backward_weight", "pool_forward",
            "pool_backward", "deconv_pad_adj"]
@@ -272,9 +272,7 @@ class FullyConnected(Op):
     def infer_shape(self, attrs, in_shapes):
         h = attrs["num_hidden"]
         d, w = in_shapes[0], in_shapes[1]
-        if d is not None and attrs["flatten"] and len(d) < 1:
-            raise MXNetError(f"FullyConnected: data must have at least 1 dimension, got {_shape_str(d)}")
-        if d is not None and not attrs["flatten"] and len(d) < 1:
+        if d is not None and len(d) < 1:
             raise MXNetError(f"FullyConnected: data must have at least 1 dimension, got {_shape_str(d)}")
         units = _fc_in_units(attrs, d) if d is not None else 0
         w = merge_shape(self.name, "weight", (h, units), w)
@@ -426,6 +424,7 @@ class BroadcastBias(Op):
     """Broadcast a per-channel vector `bias` along every axis of `like` except `axis`."""
     params = {"axis": Param(Int, 1)}
     inputs = ("bias", "like")
+    kernel = "shape"  # a broadcast (data movement), like broadcast_to
     hidden = True
 
     def infer_shape(self, attrs, in_shapes):
@@ -978,14 +977,7 @@ def pool_backward(dy: np.ndarray, x: np.ndarray, y: np.ndarray, attrs, geo) -> n
     padded_sp = tuple(d + p + max(a, 0) for d, p, a in zip(in_sp, pad, after))
     dxp = np.zeros(x.shape[:2] + padded_sp, dtype=acc)
     if ptype == "max":
-        xp, _ = _pool_padded(x.astype(acc, copy=False), in_sp, out_sp, geo, -np.inf)
-        best = np.full(dy.shape, -np.inf, dtype=acc)
-        arg = np.full(dy.shape, -1, dtype=np.int64)
-        for idx, sl in _offset_slices(kernel, stride, out_sp):
-            v = xp[sl]
-            upd = v > best
-            best = np.where(upd, v, best)
-            arg[upd] = idx
+        arg = _max_window_argmax(x.astype(acc, copy=False), out_sp, geo)
         for idx, sl in _offset_slices(kernel, stride, out_sp):
             dxp[sl] += np.where(arg == idx, dya, 0)
     else:
@@ -1011,6 +1003,20 @@ def pool_backward(dy: np.ndarray, x: np.ndarray, y: np.ndarray, attrs, geo) -> n
             dxp[sl] += g
     crop = tuple(slice(pp, pp + d) for pp, d in zip(pad, in_sp))
     return dxp[(slice(None), slice(None)) + crop]
+
+
+def _max_window_argmax(x: np.ndarray, out_sp, geo) -> np.ndarray:
+    """Flat kernel-offset index of the first maximum (row-major) of every pooling window; -1
+    for a window without a finite-comparable input (MXNet's unpool then routes nothing)."""
+    xp, _ = _pool_padded(x, x.shape[2:], out_sp, geo, -np.inf)
+    best = np.full(x.shape[:2] + tuple(out_sp), -np.inf, dtype=x.dtype)
+    arg = np.full(best.shape, -1, dtype=np.int64)
+    for idx, sl in _offset_slices(geo["kernel"], geo["stride"], out_sp):
+        v = xp[sl]
+        upd = v > best
+        best = np.where(upd, v, best)
+        arg[upd] = idx
+    return arg
 
 
 def _to_channel_first(x: np.ndarray, last: bool) -> np.ndarray:
@@ -1084,7 +1090,7 @@ class PoolingBackward(Op):
 
     def compute(self, attrs, inputs, ctx):
         dy, x, y = inputs
-        _, (oshape,) = Pooling().infer_shape(attrs, [x.shape])
+        _, (oshape,) = get_op("Pooling").infer_shape(attrs, [x.shape])
         for what, a in (("ograd", dy), ("output", y)):
             if tuple(a.shape) != tuple(oshape):
                 raise MXNetError(f"_backward_Pooling: shape mismatch for {what}: expected "
@@ -1097,10 +1103,51 @@ class PoolingBackward(Op):
 
     def grad(self, F, attrs, inputs, outputs, ograds):
         dy, x, y = inputs
-        if attrs["pool_type"] not in ("avg", "sum"):
-            raise MXNetError(f"_backward_Pooling: second-order gradient of {attrs['pool_type']} "
-                             "pooling is not supported")
-        return [F.apply("Pooling", [ograds[0]], **attrs)[0], F.zeros_like(x), F.zeros_like(y)]
+        if attrs["pool_type"] == "max":
+            g = F.apply("_pool_max_gather", [ograds[0], x], **attrs)[0]
+        elif attrs["pool_type"] in ("avg", "sum"):
+            g = F.apply("Pooling", [ograds[0]], **attrs)[0]     # these backward maps are self-adjoint
+        else:
+            raise MXNetError("_backward_Pooling: second-order gradient of lp pooling is not supported")
+        return [g, F.zeros_like(x), F.zeros_like(y)]
+
+
+@register("_pool_max_gather")
+class PoolMaxGather(Op):
+    """For every max-pooling window of `data`, the value of `src` (shaped like data) at the
+    window's first maximum (0 for a window without one): the adjoint of max-pooling's backward."""
+    params = _POOL_PARAMS
+    inputs = ("src", "data")
+    kernel = "pool"
+    hidden = True
+
+    def infer_shape(self, attrs, in_shapes):
+        _, (out,) = get_op("Pooling").infer_shape(attrs, [in_shapes[1]])
+        return list(in_shapes), [out]
+
+    def compute(self, attrs, inputs, ctx):
+        src, x = inputs
+        if src.shape != x.shape:
+            raise MXNetError(f"_pool_max_gather: src shape {src.shape} must equal data shape {x.shape}")
+        if attrs["pool_type"] != "max":
+            raise MXNetError(f"_pool_max_gather: pool_type must be 'max', got {attrs['pool_type']!r}")
+        get_op("Pooling").infer_shape(attrs, [x.shape])
+        last = _check_layout(self.name, attrs["layout"], x.ndim - 2, channel_last_ok=True)
+        xc, sc = _to_channel_first(x, last), _to_channel_first(src, last)
+        geo = _pool_geometry(attrs, xc.shape)
+        out_sp = _pool_out_spatial(attrs, xc.shape[2:], geo)
+        acc = _acc_dtype(src.dtype)
+        arg = _max_window_argmax(xc.astype(_acc_dtype(x.dtype), copy=False), out_sp, geo)
+        sp, _ = _pool_padded(sc.astype(acc, copy=False), xc.shape[2:], out_sp, geo, 0.0)
+        out = np.zeros(arg.shape, dtype=acc)
+        for idx, sl in _offset_slices(geo["kernel"], geo["stride"], out_sp):
+            out += np.where(arg == idx, sp[sl], 0)
+        return [_out(_from_channel_first(out, last), src.dtype)]
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        src, x = inputs
+        y = F.apply("Pooling", [x], **attrs)[0]
+        return [F.apply("_backward_Pooling", [ograds[0], x, y], **attrs)[0], F.zeros_like(x)]
 
 
 # ======================================================================================
@@ -1136,6 +1183,7 @@ class UpSampling(Op):
     learnable `weight` of shape (C, 1, 2*scale - scale%2, 2*scale - scale%2))."""
     params = _UP_PARAMS
     inputs = ("data",)
+    kernel = "shape"  # nearest: data movement; bilinear lowers to Deconvolution
 
     def input_names(self, attrs):
         if attrs["sample_type"] == "bilinear":
@@ -1189,7 +1237,8 @@ class UpSampling(Op):
     def compute(self, attrs, inputs, ctx):
         _, (oshape,) = self.infer_shape(attrs, [a.shape for a in inputs])
         if attrs["sample_type"] == "bilinear":
-            return Deconvolution().compute(_bilinear_deconv_attrs(attrs), inputs, ctx)
+            deconv = get_op("Deconvolution")
+            return deconv.compute(deconv.parse(_bilinear_deconv_attrs(attrs)), inputs, ctx)
         acc = _acc_dtype(inputs[0].dtype)
         out = np.zeros(oshape, dtype=acc)
         begin = 0
@@ -1205,8 +1254,8 @@ class UpSampling(Op):
 
     def grad(self, F, attrs, inputs, outputs, ograds):
         if attrs["sample_type"] == "bilinear":
-            dattrs = _bilinear_deconv_attrs(attrs)
-            return Deconvolution().grad(F, Deconvolution().parse(dattrs), inputs, outputs, ograds)
+            deconv = get_op("Deconvolution")
+            return deconv.grad(F, deconv.parse(_bilinear_deconv_attrs(attrs)), inputs, outputs, ograds)
         return [F.apply("_backward_UpSampling", [ograds[0]] + list(inputs), index=i,
                         scale=attrs["scale"], multi_input_mode=attrs["multi_input_mode"],
                         num_args=attrs["num_args"])[0]
@@ -1219,7 +1268,7 @@ class UpSamplingBackward(Op):
     gradient summed over each input pixel's block. Inputs: ograd, then every forward input."""
     params = {"index": Param(Int), "scale": Param(Int),
               "multi_input_mode": Param(Enum("concat", "sum"), "concat"), "num_args": Param(Int)}
-    kernel = "pool"
+    kernel = "reduce"
     hidden = True
 
     def input_names(self, attrs):
@@ -1376,6 +1425,7 @@ class GridGenerator(Op):
     flow (N, 2, H, W), out = (flow + pixel grid) / ((W-1)/2, (H-1)/2) - 1."""
     params = {"transform_type": Param(Enum("affine", "warp"), doc="The type of transformation."),
               "target_shape": Param(Shape, (0, 0), "Output shape (H, W) for affine.")}
+    kernel = "gemm"  # affine: a batched (2x3) x (3xHW) product; warp is elementwise
 
     def infer_shape(self, attrs, in_shapes):
         d = in_shapes[0]
@@ -1422,6 +1472,7 @@ class GridGeneratorBackward(Op):
     """Gradient of GridGenerator w.r.t. its data, from the output gradient (N, 2, H, W)."""
     params = GridGenerator.params
     inputs = ("ograd",)
+    kernel = "gemm"
     hidden = True
 
     def infer_shape(self, attrs, in_shapes):
@@ -1499,6 +1550,7 @@ class BilinearSampler(Op):
     arithmetic, so results match digit for digit)."""
     params = {"cudnn_off": Param(Optional(Bool), None, "Whether to turn cudnn off.")}
     inputs = ("data", "grid")
+    kernel = "gather"
 
     def infer_shape(self, attrs, in_shapes):
         d, g = in_shapes
@@ -1546,6 +1598,7 @@ class BilinearSampler(Op):
 class _SamplerBackward(Op):
     """Shared input checks and sampling geometry of the BilinearSampler gradients."""
     inputs = ("ograd", "data", "grid")
+    kernel = "gather"
     hidden = True
     differentiable = False
 

@@ -483,11 +483,17 @@ def test_pooling_max_backward_routes_to_first_maximum():
     np.testing.assert_array_equal(dx, want)
 
 
-def test_pooling_second_order_avg():
-    x = RNG.normal(size=(1, 2, 5, 5))
-    a = {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": "avg"}
+@pytest.mark.parametrize("pool_type", ["max", "avg", "sum"])
+def test_pooling_second_order(pool_type):
+    x = RNG.permutation(50).reshape(1, 2, 5, 5) / 9.0
+    a = {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": pool_type}
     (y,) = apply_numpy("Pooling", [x], a)
     check_op_gradient("_backward_Pooling", [RNG.normal(size=y.shape), x, y], a, wrt=[0])
+    if pool_type == "max":
+        check_op_gradient("_pool_max_gather", [RNG.normal(size=x.shape), x], a, wrt=[0])
+        # gather picks src at each window's argmax: with src = data it reproduces max pooling
+        (g,) = apply_numpy("_pool_max_gather", [x, x], a)
+        np.testing.assert_array_equal(g, y)
 
 
 def test_pooling_errors():
@@ -721,35 +727,48 @@ def test_autograd_conv_pool_fc_chain():
 
 
 # ======================================================================================
-# A real model exported by MXNet 1.9.1 (lenet: Conv, BatchNorm, Pooling max/avg, FC)
+# Real models exported by MXNet 1.9.1 (Conv, BatchNorm, Pooling max/avg/global, FC, depthwise)
 # ======================================================================================
 
-def test_lenet_matches_mxnet_output():
-    params_file = MODELS / "lenet-0000.params"
-    if not params_file.exists() or not hasattr(nd, "load"):
-        pytest.skip("lenet reference model or nd.load not available")
+def _run_exported_model(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Run an exported graph node by node: this module's ops through apply_numpy, the few
+    other ops (BatchNorm in inference, relu/tanh/sigmoid, Flatten, add, Dropout) as numpy formulas."""
     import json
-    params = {k.split(":", 1)[1]: v.asnumpy() for k, v in nd.load(str(params_file)).items()}
-    graph = json.loads((MODELS / "lenet-symbol.json").read_text())
-    h = np.load(MODELS / "lenet-input.npy").astype(np.float32)
-    for node in graph["nodes"]:
-        op, name, attrs = node["op"], node["name"], node.get("attrs", {})
-        if op in ("Convolution", "FullyConnected"):
-            prefix = name[:-len("_fwd")]
-            (h,) = apply_numpy(op, [h, params[prefix + "_weight"], params[prefix + "_bias"]], attrs)
-        elif op == "Pooling":
-            (h,) = apply_numpy(op, [h], attrs)
+    params = {k.split(":", 1)[1]: v.asnumpy() for k, v in nd.load(str(MODELS / f"{name}-0000.params")).items()}
+    graph = json.loads((MODELS / f"{name}-symbol.json").read_text())
+    vals = {}
+    for i, node in enumerate(graph["nodes"]):
+        op, attrs = node["op"], node.get("attrs", {})
+        ins = [vals[j] for j, *_ in node["inputs"]]
+        if op == "null":
+            y = (np.load(MODELS / f"{name}-input.npy") if node["name"] == "data" else params[node["name"]])
+        elif op in ("Convolution", "FullyConnected", "Pooling"):
+            (y,) = apply_numpy(op, ins, attrs)
         elif op == "BatchNorm":
-            prefix = name[:-len("_fwd")]
-            shape = (1, -1, 1, 1)
-            mean, var = params[prefix + "_running_mean"], params[prefix + "_running_var"]
-            h = ((h - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + float(attrs["eps"]))
-                 * params[prefix + "_gamma"].reshape(shape) + params[prefix + "_beta"].reshape(shape))
+            x, gamma, beta, mean, var = ins
+            sh = (1, -1, 1, 1)
+            gamma = np.ones_like(gamma) if attrs.get("fix_gamma", "True") == "True" else gamma
+            y = ((x - mean.reshape(sh)) / np.sqrt(var.reshape(sh) + float(attrs.get("eps", 1e-3)))
+                 * gamma.reshape(sh) + beta.reshape(sh))
         elif op == "Activation":
-            h = np.maximum(h, 0) if attrs["act_type"] == "relu" else 1 / (1 + np.exp(-h))
+            y = {"relu": lambda v: np.maximum(v, 0), "tanh": np.tanh,
+                 "sigmoid": lambda v: 1 / (1 + np.exp(-v))}[attrs["act_type"]](ins[0])
         elif op == "Flatten":
-            h = h.reshape(h.shape[0], -1)
-        h = h.astype(np.float32)
-    want = np.load(MODELS / "lenet-output.npy")
-    assert h.shape == want.shape
-    assert np.max(np.abs(h - want)) < 1e-4 * max(1.0, float(np.max(np.abs(want))))
+            y = ins[0].reshape(ins[0].shape[0], -1)
+        elif op == "elemwise_add":
+            y = ins[0] + ins[1]
+        elif op == "Dropout":
+            y = ins[0]
+        else:
+            raise AssertionError(f"unexpected op {op} in {name}")
+        vals[i] = np.asarray(y, dtype=np.float32)
+    return vals[graph["heads"][0][0]], np.load(MODELS / f"{name}-output.npy")
+
+
+@pytest.mark.parametrize("name", ["lenet", "mlp", "resnet18_v1", "mobilenet1.0"])
+def test_exported_model_matches_mxnet_output(name):
+    if not (MODELS / f"{name}-0000.params").exists() or not hasattr(nd, "load"):
+        pytest.skip(f"{name} reference model or nd.load not available")
+    got, want = _run_exported_model(name)
+    assert got.shape == want.shape
+    assert np.max(np.abs(got - want)) < 1e-4 * max(1.0, float(np.max(np.abs(want))))
