@@ -118,6 +118,9 @@ class Graph:
     outputs: list = field(default_factory=list)
     name: str = "graph"
     input_meta: dict = field(default_factory=dict)
+    #: analysis results of late passes (in-place pairs, the memory plan), keyed by this graph's
+    #: Values; `copy()` does not carry them (they would refer to the old Values)
+    annotations: dict = field(default_factory=dict)
 
     @property
     def inputs(self) -> list:

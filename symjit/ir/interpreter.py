@@ -81,9 +81,9 @@ def run(g: Graph, feeds: Mapping, is_train: bool = False, rng: np.random.Generat
                              f"results for {n_out} outputs")
         for v, r in zip(n.outputs, results):
             env[v] = r
-        if n.op.updates_aux and is_train and len(results) > n_out:
+        if len(results) > n_out and (is_train or not n.op.updates_aux):
             names = n.op.input_names(n.attrs)
-            positions = [names.index(a) for a in n.op.aux_names if a in names]
+            positions = [names.index(a) for a in n.op.state_targets(n.attrs) if a in names]
             for pos, new in zip(positions, results[n_out:]):
                 src = n.inputs[pos]
                 if src in aux_inputs:

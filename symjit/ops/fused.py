@@ -1,0 +1,135 @@
+"""Operators that optimization passes create: constants, fused elementwise groups and
+library ops with fused elementwise epilogues.
+
+These are ordinary registered ops (hidden from the MXNet namespace's documentation), so the
+interpreter runs optimized graphs with the same `compute` path as any other, and the code
+generators find everything they need in the attributes:
+  * `_const`           — a compile-time constant (attr `value`: a read-only numpy array);
+  * `_fused_elemwise`  — one kernel computing several outputs, each a scalar expression over
+                         the group's inputs broadcast to one iteration shape;
+  * `_with_epilogue`   — a library op (GEMM, convolution, pooling...) whose output is
+                         immediately transformed by elementwise expressions, applied while the
+                         result is in registers: `Input(0)` of each expression is the inner op's
+                         output, `Input(k)` (k >= 1) the extra inputs after the inner op's inputs.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import MXNetError
+from . import scalar as S
+from .attrs import Any_, Dtype, Int, Param
+from .registry import ComputeContext, Op, broadcast_shapes, get_op, register
+
+
+@register("_const")
+class Const(Op):
+    """A constant array known at compile time."""
+    inputs = ()
+    params = {"value": Param(Any_)}
+    hidden = True
+    differentiable = False
+    kernel = "const"
+
+    def parse(self, raw):
+        attrs = super().parse(raw)
+        value = np.asarray(attrs["value"])
+        if value.ndim == 0:
+            value = value.reshape(1)
+        value = np.ascontiguousarray(value)
+        value.setflags(write=False)
+        return {"value": value}
+
+    def infer_shape(self, attrs, in_shapes):
+        return [], [tuple(attrs["value"].shape)]
+
+    def infer_type(self, attrs, in_types):
+        return [], [attrs["value"].dtype.name]
+
+    def compute(self, attrs, inputs, ctx):
+        return [np.array(attrs["value"], copy=True)]
+
+
+@register("_fused_elemwise")
+class FusedElemwise(Op):
+    """Several elementwise expressions over shared inputs, computed in one pass.
+
+    Every output has the broadcast shape of the inputs (the iteration space) and dtype
+    `dtype` (fusion groups are single-dtype)."""
+    params = {"exprs": Param(Any_), "num_args": Param(Int), "dtype": Param(Dtype)}
+    hidden = True
+    differentiable = False
+    kernel = "elementwise"
+
+    def input_names(self, attrs):
+        return [f"arg{i}" for i in range(attrs["num_args"])]
+
+    def num_outputs(self, attrs):
+        return len(attrs["exprs"])
+
+    def output_names(self, attrs):
+        return [f"output{i}" for i in range(len(attrs["exprs"]))]
+
+    def infer_shape(self, attrs, in_shapes):
+        return list(in_shapes), [broadcast_shapes(self.name, in_shapes)] * len(attrs["exprs"])
+
+    def infer_type(self, attrs, in_types):
+        return [attrs["dtype"]] * len(in_types), [attrs["dtype"]] * len(attrs["exprs"])
+
+    def compute(self, attrs, inputs, ctx):
+        shape = broadcast_shapes(self.name, [x.shape for x in inputs])
+        outs = []
+        for e in attrs["exprs"]:
+            r = S.evaluate(e, inputs, attrs["dtype"])
+            outs.append(np.ascontiguousarray(np.broadcast_to(r, shape)))
+        return outs
+
+
+@register("_with_epilogue")
+class WithEpilogue(Op):
+    """A library op followed by elementwise expressions of its output (see module docstring).
+
+    attrs: `inner` (op name), `inner_attrs` (its parsed attributes), `exprs` (one per output),
+    `num_inner` (inputs of the inner op), `num_args` (all inputs)."""
+    params = {"inner": Param(Any_), "inner_attrs": Param(Any_), "exprs": Param(Any_),
+              "num_inner": Param(Int), "num_args": Param(Int)}
+    hidden = True
+    differentiable = False
+    kernel = "epilogue"  # the code generators dispatch on the inner op's own family
+
+    def _inner(self, attrs) -> Op:
+        return get_op(attrs["inner"])
+
+    def input_names(self, attrs):
+        inner = self._inner(attrs).input_names(attrs["inner_attrs"])
+        return inner + [f"extra{i}" for i in range(attrs["num_args"] - attrs["num_inner"])]
+
+    def num_outputs(self, attrs):
+        return len(attrs["exprs"])
+
+    def output_names(self, attrs):
+        return [f"output{i}" for i in range(len(attrs["exprs"]))]
+
+    def infer_shape(self, attrs, in_shapes):
+        inner = self._inner(attrs)
+        k = attrs["num_inner"]
+        ins, outs = inner.infer_shape(attrs["inner_attrs"], list(in_shapes[:k]))
+        shape = broadcast_shapes(self.name, [outs[0]] + list(in_shapes[k:]))
+        return list(ins) + list(in_shapes[k:]), [shape] * len(attrs["exprs"])
+
+    def infer_type(self, attrs, in_types):
+        inner = self._inner(attrs)
+        k = attrs["num_inner"]
+        ins, outs = inner.infer_type(attrs["inner_attrs"], list(in_types[:k]))
+        return list(ins) + [outs[0]] * (len(in_types) - k), [outs[0]] * len(attrs["exprs"])
+
+    def compute(self, attrs, inputs, ctx: ComputeContext):
+        inner = self._inner(attrs)
+        k = attrs["num_inner"]
+        y = inner.compute(attrs["inner_attrs"], list(inputs[:k]), ctx)[0]
+        args = [y] + list(inputs[k:])
+        shape = broadcast_shapes(self.name, [a.shape for a in args])
+        if y.dtype.kind not in "fiub":
+            raise MXNetError(f"{self.name}: unsupported dtype {y.dtype}")
+        return [np.ascontiguousarray(np.broadcast_to(S.evaluate(e, args, y.dtype), shape))
+                for e in attrs["exprs"]]

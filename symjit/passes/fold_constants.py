@@ -1,0 +1,86 @@
+"""Constant folding: bind known inputs as constants and evaluate what depends only on them."""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from ..base import MXNetError
+from ..ir.builder import describe_node
+from ..ir.graph import Graph, Node, Value
+from ..ops.registry import ComputeContext
+from .rewrite import NameSource, make_node, replace_uses
+
+#: ops whose result depends only on the input's (static) shape
+_SHAPE_ONLY = {"shape_array", "size_array"}
+
+
+def bind_constants(g: Graph, constants: Mapping[str, np.ndarray]) -> tuple[Graph, dict]:
+    """Replace the graph inputs named in `constants` by `_const` nodes holding those arrays.
+
+    The inputs stay in the signature (callers may still pass them; they are ignored), so
+    compiled graphs keep MXNet's argument lists. Shapes and dtypes must match the inputs' types."""
+    g = g.copy()
+    names = NameSource(g)
+    by_name = {v.name: v for v in g.inputs}
+    mapping: dict[Value, Value] = {}
+    new_nodes: list[Node] = []
+    for name, arr in constants.items():
+        v = by_name.get(name)
+        if v is None:
+            raise MXNetError(f"bind_constants: {name!r} is not an input of the graph")
+        arr = np.asarray(arr)
+        if v.type.shape is not None and tuple(v.type.shape) != arr.shape and all(v.type.shape):
+            raise MXNetError(f"bind_constants: input {name!r} has shape {v.type.shape}, "
+                             f"the constant has {arr.shape}")
+        node = make_node(names, "_const", [], {"value": arr}, base=f"const_{name}")
+        new_nodes.append(node)
+        mapping[v] = node.outputs[0]
+    g.nodes = new_nodes + g.nodes
+    replace_uses(g, mapping)
+    return g, {"constants_bound": len(new_nodes)}
+
+
+def fold_constants(g: Graph, max_bytes: int = 1 << 30) -> tuple[Graph, dict]:
+    """Evaluate nodes whose inputs are all constants (never random or stateful nodes) and
+    replace them by `_const` nodes; shape queries on known shapes become constants too.
+
+    Guarantee: outputs are unchanged (folding uses the same reference `compute` the
+    interpreter runs). Results larger than `max_bytes` are left unfolded."""
+    g = g.copy()
+    names = NameSource(g)
+    const_of: dict[Value, np.ndarray] = {}
+    new_nodes: list[Node] = []
+    folded = 0
+    for n in g.nodes:
+        if n.op.name == "_const":
+            const_of[n.outputs[0]] = n.attrs["value"]
+            new_nodes.append(n)
+            continue
+        foldable = (not n.op.is_random and not n.op.updates_aux and not n.op.mutate_inputs
+                    and n.inputs and all(v in const_of for v in n.inputs))
+        if n.op.name in _SHAPE_ONLY and n.inputs[0].type.shape_known:
+            values = [np.array(n.inputs[0].type.shape if n.op.name == "shape_array"
+                               else [int(np.prod(n.inputs[0].type.shape))], dtype=np.int64)]
+        elif foldable:
+            try:
+                values = n.op.compute(n.attrs, [const_of[v] for v in n.inputs], ComputeContext())
+            except MXNetError as e:
+                raise MXNetError(f"constant folding: {describe_node(n.name, n.op)}: {e}") from None
+            values = values[:len(n.outputs)]
+        else:
+            new_nodes.append(n)
+            continue
+        if sum(np.asarray(v).nbytes for v in values) > max_bytes:
+            new_nodes.append(n)
+            continue
+        mapping = {}
+        for out, val in zip(n.outputs, values):
+            c = make_node(names, "_const", [], {"value": np.asarray(val)}, base=f"{n.name}_folded")
+            const_of[c.outputs[0]] = c.attrs["value"]
+            new_nodes.append(c)
+            mapping[out] = c.outputs[0]
+        folded += 1
+        replace_uses(g, mapping)  # later nodes (still in g.nodes) now read the constants
+    g.nodes = new_nodes
+    return g, {"nodes_folded": folded}

@@ -1,0 +1,116 @@
+"""Inference rewrites: what training-only machinery becomes when the graph only predicts.
+
+  * Dropout (mode 'training') -> identity; MakeLoss, LinearRegressionOutput, MAERegressionOutput -> identity;
+    LogisticRegressionOutput -> sigmoid; SoftmaxOutput -> softmax over MXNet's axis.
+  * BatchNorm with global statistics that follows a Convolution or FullyConnected (whose
+    output nothing else reads) is folded into that layer: w' = w * s, b' = (b - mean) * s + beta
+    with s = gamma / sqrt(var + eps) (gamma = 1 when fix_gamma). The new weights are graph
+    nodes over the original parameters; after `bind_constants` they fold to constants.
+"""
+from __future__ import annotations
+
+from ..ir.graph import Graph, Node, Value
+from ..ops import scalar as S
+from .rewrite import NameSource, make_node, replace_uses, use_counts
+
+_IDENTITY_HEADS = {"Dropout", "MakeLoss", "LinearRegressionOutput", "MAERegressionOutput"}
+
+
+def _softmax_replacement(n: Node, names: NameSource) -> list[Node]:
+    x = n.inputs[0]
+    nd = len(x.type.shape) if x.type.shape is not None else 2
+    if n.attrs.get("multi_output"):
+        return [make_node(names, "softmax", [x], {"axis": 1}, base=n.name)]
+    if n.attrs.get("preserve_shape") or nd <= 2:
+        return [make_node(names, "softmax", [x], {"axis": -1}, base=n.name)]
+    flat = make_node(names, "Reshape", [x], {"shape": (0, -1)}, base=f"{n.name}_flat")
+    sm = make_node(names, "softmax", flat.outputs, {"axis": -1}, base=f"{n.name}_softmax")
+    back = make_node(names, "Reshape", sm.outputs, {"shape": tuple(x.type.shape)}, base=n.name)
+    return [flat, sm, back]
+
+
+def _fold_batchnorm(conv: Node, bn: Node, names: NameSource) -> list[Node]:
+    """Nodes computing the folded layer; the last one's output replaces bn's output."""
+    data, w = conv.inputs[0], conv.inputs[1]
+    gamma, beta, mean, var = bn.inputs[1:5]
+    eps = bn.attrs["eps"]
+    g_, v_ = S.Input(0), S.Input(1)
+    if bn.attrs["fix_gamma"]:
+        scale = make_node(names, "_elemwise_expr", [var], {"expr": 1.0 / S.call("sqrt", S.Input(0) + eps),
+                                                            "num_args": 1}, base=f"{bn.name}_scale")
+    else:
+        scale = make_node(names, "_elemwise_expr", [gamma, var],
+                          {"expr": g_ / S.call("sqrt", v_ + eps), "num_args": 2}, base=f"{bn.name}_scale")
+    nd_w = len(w.type.shape)
+    s_col = make_node(names, "Reshape", scale.outputs, {"shape": (-1,) + (1,) * (nd_w - 1)},
+                      base=f"{bn.name}_scale_col")
+    w2 = make_node(names, "broadcast_mul", [w, s_col.outputs[0]], base=f"{conv.name}_folded_weight")
+    m_, s_, b_ = S.Input(0), S.Input(1), S.Input(2)
+    if conv.attrs.get("no_bias"):
+        bias = make_node(names, "_elemwise_expr", [mean, scale.outputs[0], beta],
+                         {"expr": b_ - m_ * s_, "num_args": 3}, base=f"{conv.name}_folded_bias")
+    else:
+        c_ = S.Input(3)
+        bias = make_node(names, "_elemwise_expr", [mean, scale.outputs[0], beta, conv.inputs[2]],
+                         {"expr": (c_ - m_) * s_ + b_, "num_args": 4}, base=f"{conv.name}_folded_bias")
+    attrs = dict(conv.attrs, no_bias=False)
+    new_conv = make_node(names, conv.op.name, [data, w2.outputs[0], bias.outputs[0]], attrs, base=conv.name)
+    return [scale, s_col, w2, bias, new_conv]
+
+
+def _bn_foldable(bn: Node, producers: dict, uses: dict) -> Node | None:
+    if bn.op.name != "BatchNorm" or bn.attrs.get("axis", 1) != 1 or bn.attrs.get("output_mean_var"):
+        return None
+    if any(uses.get(v, 0) for v in bn.outputs[1:]):
+        return None
+    p = producers.get(bn.inputs[0])
+    if p is None or p[0].op.name not in ("Convolution", "FullyConnected") or uses.get(bn.inputs[0], 0) != 1:
+        return None
+    conv = p[0]
+    if conv.op.name == "FullyConnected" and not conv.attrs.get("flatten", True):
+        return None
+    if conv.op.name == "Convolution" and conv.attrs.get("layout") not in (None, "NCW", "NCHW", "NCDHW"):
+        return None
+    if any(v.type.shape is None for v in conv.inputs[1:2]):
+        return None
+    return conv
+
+
+def inference_rewrites(g: Graph) -> tuple[Graph, dict]:
+    """Apply the rewrites of the module docstring. Guarantee: in inference mode (is_train
+    False) every graph output keeps its value; training-only nodes become dead (left for DCE)."""
+    g = g.copy()
+    names = NameSource(g)
+    uses = use_counts(g)
+    producers = {v: (n, i) for n in g.nodes for i, v in enumerate(n.outputs)}
+    stats = {"bn_folded": 0, "dropout_removed": 0, "heads_rewritten": 0}
+    new_nodes: list[Node] = []
+    mapping: dict[Value, Value] = {}
+    for n in g.nodes:
+        n.inputs = [mapping.get(v, v) for v in n.inputs]
+        new_nodes.append(n)
+        if n.op.name == "Dropout" and n.attrs.get("mode") == "always":
+            continue
+        if n.op.name in _IDENTITY_HEADS:
+            mapping[n.outputs[0]] = n.inputs[0]
+            stats["dropout_removed" if n.op.name == "Dropout" else "heads_rewritten"] += 1
+        elif n.op.name == "LogisticRegressionOutput":
+            rep = make_node(names, "sigmoid", [n.inputs[0]], base=n.name)
+            new_nodes.append(rep)
+            mapping[n.outputs[0]] = rep.outputs[0]
+            stats["heads_rewritten"] += 1
+        elif n.op.name == "SoftmaxOutput":
+            reps = _softmax_replacement(n, names)
+            new_nodes.extend(reps)
+            mapping[n.outputs[0]] = reps[-1].outputs[0]
+            stats["heads_rewritten"] += 1
+        elif n.op.name == "BatchNorm":
+            conv = _bn_foldable(n, producers, uses)
+            if conv is not None:
+                reps = _fold_batchnorm(conv, n, names)
+                new_nodes.extend(reps)
+                mapping[n.outputs[0]] = reps[-1].outputs[0]
+                stats["bn_folded"] += 1
+    g.nodes = new_nodes
+    replace_uses(g, mapping)
+    return g, stats

@@ -1,0 +1,161 @@
+"""The PassManager: named pipelines of passes, statistics, dumps, and switches to bisect.
+
+A pass is a function `Graph -> (Graph, stats dict)` that never mutates its input. The
+manager runs a pipeline in order, records each pass's statistics and node counts, verifies
+the graph after every pass in debug mode, can dump the graph text after any pass, and can
+skip passes by name (API: `disabled=`; environment: `SYMJIT_DISABLE_PASSES=cse,fusion`).
+
+Pipelines
+  inference: bind constants -> infer -> inference rewrites -> simplify -> fold constants ->
+             CSE -> DCE -> fusion -> in-place -> memory plan
+  training:  infer -> simplify (BlockGrad kept) -> CSE -> DCE -> fusion -> in-place ->
+             memory plan (the autodiff pass builds the backward graph before this pipeline)
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Callable, Mapping, Sequence
+
+from ..base import MXNetError
+from ..ir.graph import Graph
+from ..ir.printer import format_graph
+from ..ir.verify import verify
+from .cse import eliminate_common_subexpressions
+from .dce import eliminate_dead_code
+from .fold_constants import bind_constants, fold_constants
+from .fusion import fuse
+from .inference import inference_rewrites
+from .infer import infer_types
+from .inplace import plan_inplace
+from .memory_plan import naive_bytes, plan_memory
+from .simplify import simplify
+
+__all__ = ["PassManager", "PassRecord", "PIPELINES", "compile_graph"]
+
+Pass = Callable[[Graph], tuple]
+
+
+def _infer(g: Graph):
+    g2, stats = infer_types(g)
+    return g2, {"shapes_known": getattr(stats, "shapes_known", 0)}
+
+
+PIPELINES: dict[str, list[tuple[str, Pass]]] = {
+    "inference": [
+        ("infer", _infer),
+        ("inference_rewrites", inference_rewrites),
+        ("simplify", simplify),
+        ("fold_constants", fold_constants),
+        ("cse", eliminate_common_subexpressions),
+        ("dce", eliminate_dead_code),
+        ("fusion", fuse),
+        ("inplace", plan_inplace),
+        ("memory_plan", plan_memory),
+    ],
+    "training": [
+        ("infer", _infer),
+        ("simplify", partial(simplify, training=True)),
+        ("cse", eliminate_common_subexpressions),
+        ("dce", partial(eliminate_dead_code, training=True)),
+        ("fusion", fuse),
+        ("inplace", plan_inplace),
+        ("memory_plan", plan_memory),
+    ],
+}
+
+
+@dataclass
+class PassRecord:
+    """What one pass did: its statistics, node counts and time."""
+    name: str
+    stats: dict
+    nodes_before: int
+    nodes_after: int
+    seconds: float
+    skipped: bool = False
+
+
+@dataclass
+class PassManager:
+    """Runs a named pipeline (or an explicit list of (name, pass))."""
+    pipeline: str | Sequence[tuple[str, Pass]] = "inference"
+    disabled: set = field(default_factory=set)
+    debug: bool = False
+    dump: set = field(default_factory=set)  # pass names (or "all") whose output is printed
+    records: list = field(default_factory=list)
+    dumps: dict = field(default_factory=dict)
+    #: bytes of the intermediates of the graph as it came in (after type inference), each in its
+    #: own buffer: the baseline the memory plan is measured against
+    unoptimized_bytes: int = 0
+
+    def __post_init__(self):
+        requested = set(self.disabled)
+        env = os.environ.get("SYMJIT_DISABLE_PASSES", "")
+        self.disabled = requested | {p.strip() for p in env.split(",") if p.strip()}
+        dump_env = os.environ.get("SYMJIT_DUMP_PASSES", "")
+        self.dump = set(self.dump) | {p.strip() for p in dump_env.split(",") if p.strip()}
+        self.debug = self.debug or os.environ.get("SYMJIT_DEBUG", "") not in ("", "0")
+        if isinstance(self.pipeline, str):
+            if self.pipeline not in PIPELINES:
+                raise MXNetError(f"unknown pass pipeline {self.pipeline!r}; expected one of {sorted(PIPELINES)}")
+            self.passes = list(PIPELINES[self.pipeline])
+        else:
+            self.passes = list(self.pipeline)
+        unknown = requested - {n for n, _ in self.passes}
+        if unknown:
+            raise MXNetError(f"cannot disable unknown passes {sorted(unknown)}; pipeline has "
+                             f"{[n for n, _ in self.passes]}")
+
+    def run(self, g: Graph, constants: Mapping | None = None) -> Graph:
+        """Run the pipeline; `constants` (input name -> array) are bound first (inference)."""
+        self.records = []
+        self.dumps = {}
+        if constants:
+            g = self._run_one("bind_constants", partial(bind_constants, constants=constants), g)
+        for name, fn in self.passes:
+            if name in self.disabled:
+                self.records.append(PassRecord(name, {}, len(g.nodes), len(g.nodes), 0.0, skipped=True))
+                continue
+            g = self._run_one(name, fn, g)
+            if name == "infer":
+                self.unoptimized_bytes = naive_bytes(g)
+        return g
+
+    def _run_one(self, name: str, fn: Pass, g: Graph) -> Graph:
+        before = len(g.nodes)
+        t0 = time.perf_counter()
+        out = fn(g)
+        g2, stats = out if isinstance(out, tuple) else (out, {})
+        dt = time.perf_counter() - t0
+        if self.debug:
+            try:
+                verify(g2)
+            except MXNetError as e:
+                raise MXNetError(f"pass {name!r} produced an invalid graph: {e}") from None
+        self.records.append(PassRecord(name, dict(stats), before, len(g2.nodes), dt))
+        if "all" in self.dump or name in self.dump:
+            self.dumps[name] = format_graph(g2)
+            print(f"# ---- after {name} ----\n{self.dumps[name]}")
+        return g2
+
+    def report(self) -> str:
+        """One line per pass: name, nodes before -> after, statistics, time."""
+        lines = [f"unoptimized intermediates: {self.unoptimized_bytes} B"] if self.unoptimized_bytes else []
+        for r in self.records:
+            if r.skipped:
+                lines.append(f"{r.name:20s} (disabled)")
+                continue
+            st = ", ".join(f"{k}={v}" for k, v in r.stats.items())
+            lines.append(f"{r.name:20s} {r.nodes_before:5d} -> {r.nodes_after:5d} nodes  "
+                         f"{r.seconds * 1e3:7.1f} ms  {st}")
+        return "\n".join(lines)
+
+
+def compile_graph(g: Graph, pipeline: str = "inference", constants: Mapping | None = None,
+                  **kwargs) -> tuple[Graph, PassManager]:
+    """Run a pipeline over `g`; returns the optimized graph and the manager (for its report)."""
+    pm = PassManager(pipeline, **kwargs)
+    return pm.run(g, constants), pm

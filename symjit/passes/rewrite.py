@@ -1,0 +1,76 @@
+"""Small graph-editing helpers shared by the rewriting passes.
+
+Passes are pure: each starts from `g.copy()` and edits only the copy. These helpers edit a
+graph in place and are meant for such private copies.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from ..ir.builder import infer_node_types
+from ..ir.graph import Graph, Node, Value
+from ..ops.registry import get_op
+
+__all__ = ["replace_uses", "make_node", "NameSource", "use_counts", "attrs_key"]
+
+
+class NameSource:
+    """Fresh value/node names that do not clash with a graph's existing names."""
+
+    def __init__(self, g: Graph):
+        self.taken = {v.name for v in g.values()} | {n.name for n in g.nodes}
+
+    def __call__(self, base: str) -> str:
+        name, k = base, 1
+        while name in self.taken:
+            name = f"{base}_{k}"
+            k += 1
+        self.taken.add(name)
+        return name
+
+
+def replace_uses(g: Graph, mapping: Mapping[Value, Value]) -> None:
+    """Make every reader of `old` (node inputs, graph outputs) read `mapping[old]` instead."""
+    if not mapping:
+        return
+    for n in g.nodes:
+        n.inputs = [mapping.get(v, v) for v in n.inputs]
+    g.outputs = [mapping.get(v, v) for v in g.outputs]
+
+
+def make_node(names: NameSource, op_name: str, inputs: Sequence[Value], attrs: Mapping | None = None,
+              base: str | None = None) -> Node:
+    """A typed node (attributes parsed by the op's schema, output types inferred)."""
+    op = get_op(op_name)
+    parsed = op.parse(dict(attrs or {}))
+    node_name = names(base or op.name.lstrip("_").lower())
+    _, out_types = infer_node_types(node_name, op, parsed, [v.type for v in inputs])
+    n_out = op.num_outputs(parsed)
+    outs = [Value(node_name if n_out == 1 else names(f"{node_name}:{i}"), t) for i, t in enumerate(out_types)]
+    return Node(node_name, op, parsed, list(inputs), outs)
+
+
+def use_counts(g: Graph) -> dict:
+    """Value -> number of reads (node inputs plus graph outputs)."""
+    counts: dict[Value, int] = {}
+    for n in g.nodes:
+        for v in n.inputs:
+            counts[v] = counts.get(v, 0) + 1
+    for v in g.outputs:
+        counts[v] = counts.get(v, 0) + 1
+    return counts
+
+
+def _hashable(x):
+    if isinstance(x, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in x.items()))
+    if isinstance(x, (list, tuple)):
+        return tuple(_hashable(v) for v in x)
+    if hasattr(x, "tobytes") and hasattr(x, "dtype"):
+        return ("array", x.dtype.str, tuple(x.shape), x.tobytes())
+    return x
+
+
+def attrs_key(attrs: Mapping) -> tuple:
+    """A hashable, order-independent key for parsed attributes (arrays by content)."""
+    return _hashable(dict(attrs))
