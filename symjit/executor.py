@@ -309,9 +309,13 @@ class Executor:
         from . import ndarray as nd
         from .symbol.lower import lower
         graph, _ = lower(self._symbol, device=str(self._ctx))
+        current = list(self.arg_dict.items()) + list(self.aux_dict.items())
         graph, _ = infer_types(graph, shapes={k: tuple(v) for k, v in kwargs.items()},
-                               dtypes={n: np.dtype(a.dtype).name for n, a in
-                                       list(self.arg_dict.items()) + list(self.aux_dict.items())})
+                               dtypes={n: np.dtype(a.dtype).name for n, a in current})
+        # inputs the new shapes do not determine keep their current shape
+        keep = {n: a.shape for n, a in current if not graph.value_by_name(n).type.shape_known}
+        if keep:
+            graph, _ = infer_types(graph, shapes=keep)
         args, grads, aux = [], [], []
         for v, old, g in zip(graph.args, self.arg_arrays, self.grad_arrays):
             if not v.type.shape_known:

@@ -10,7 +10,8 @@ from symjit.base import MXNetError
 from seed_runner import load_examples, mask_numbers, normalize, run_code
 
 #: issue "Foundation" covers E8-E27, E46-E50, E60-E65, E68, E69, E82, E83; listed as they pass
-SEED_IDS = {"E8", "E9", "E10", "E11", "E12", "E13", "E17", "E46", "E47"}
+SEED_IDS = {"E8", "E9", "E10", "E11", "E12", "E13", "E17", "E46", "E47",
+            "E3", "E88", "E89", "E90", "E91", "E92", "E93", "E94"}
 
 EXAMPLES = load_examples()
 BY_ID = {e["id"]: e for e in EXAMPLES}
@@ -31,6 +32,8 @@ def _session_prefix(example: dict) -> list[dict]:
 @pytest.mark.parametrize("eid", sorted(SEED_IDS, key=lambda s: int(s[1:])))
 def test_seed_example(eid, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    from symjit.symbol.naming import NameManager
+    monkeypatch.setattr(NameManager._current, "value", NameManager(), raising=False)  # fresh process
     example = BY_ID[eid]
     namespace: dict = {"__name__": "__seed__"}
     for e in _session_prefix(example):

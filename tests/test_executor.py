@@ -1,0 +1,209 @@
+"""Executor: bind/simple_bind, forward/backward, grad_req, aux updates, params, reshape, backend."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import symjit as mx
+from symjit.base import MXNetError
+from symjit.executor import InterpreterBackend, select_backend
+
+
+@pytest.fixture(autouse=True)
+def fresh_names():
+    with mx.name.NameManager():
+        yield
+
+
+def net():
+    data = mx.sym.var("data")
+    fc = mx.sym.FullyConnected(data, num_hidden=3, name="fc")
+    scale = mx.sym.var("scale")
+    return mx.sym.broadcast_mul(mx.sym.tanh(fc), scale) + fc
+
+
+def fill(exe, seed=0):
+    rng = np.random.default_rng(seed)
+    for a in exe.arg_arrays:
+        a[:] = rng.uniform(-1, 1, a.shape)
+
+
+def test_simple_bind_allocates_by_inferred_shapes():
+    exe = net().simple_bind(mx.cpu(), data=(4, 5), scale=(1, 3))
+    assert list(exe.arg_dict) == ["data", "fc_weight", "fc_bias", "scale"]
+    assert [a.shape for a in exe.arg_arrays] == [(4, 5), (3, 5), (3,), (1, 3)]
+    assert all(a.dtype == np.float32 for a in exe.arg_arrays)
+    assert set(exe.grad_dict) == {"data", "fc_weight", "fc_bias", "scale"}
+    assert list(exe.output_dict) == ["_plus0_output"]
+    assert exe.outputs[0].shape == (4, 3)
+    exe16 = net().simple_bind(mx.cpu(), type_dict={"data": "float64"}, data=(4, 5), scale=(1, 3))
+    assert all(a.dtype == np.float64 for a in exe16.arg_arrays)
+    with pytest.raises(MXNetError, match="cannot infer"):
+        net().simple_bind(mx.cpu(), data=(4, 5))
+    with pytest.raises(MXNetError, match="not an input"):
+        net().simple_bind(mx.cpu(), data=(4, 5), scale=(1, 3), bogus=(1,))
+
+
+def test_forward_matches_numpy_and_arrays_are_bound_by_reference():
+    exe = net().simple_bind(mx.cpu(), grad_req="null", data=(4, 5), scale=(1, 3))
+    fill(exe)
+    d = exe.arg_dict
+    out = exe.forward()
+    assert out is exe.outputs
+    fc = d["data"].asnumpy() @ d["fc_weight"].asnumpy().T + d["fc_bias"].asnumpy()
+    want = np.tanh(fc) * d["scale"].asnumpy() + fc
+    np.testing.assert_allclose(out[0].asnumpy(), want, rtol=1e-5, atol=1e-6)
+    first = exe.outputs[0]
+    d["data"][:] = 0
+    exe.forward(data=mx.nd.ones((4, 5)))
+    assert exe.outputs[0] is first  # outputs are updated in place, as MXNet's
+    np.testing.assert_array_equal(d["data"].asnumpy(), np.ones((4, 5)))
+    with pytest.raises(MXNetError, match="reshape"):
+        exe.forward(data=mx.nd.ones((2, 5)))
+    with pytest.raises(MXNetError, match="unknown argument"):
+        exe.forward(nope=mx.nd.ones((1,)))
+
+
+def numeric_grads(sym, values, heads, eps=1e-3):
+    """Central differences of sum(out * head) in float64 via Symbol.eval."""
+    def loss():
+        outs = sym.eval(**{k: mx.nd.array(v, dtype="float64") for k, v in values.items()})
+        return sum(float(np.sum(o.asnumpy() * h)) for o, h in zip(outs, heads))
+    grads = {}
+    for k, v in values.items():
+        g = np.zeros_like(v)
+        for i in np.ndindex(v.shape):
+            old = v[i]
+            v[i] = old + eps
+            fp = loss()
+            v[i] = old - eps
+            fm = loss()
+            v[i] = old
+            g[i] = (fp - fm) / (2 * eps)
+        grads[k] = g
+    return grads
+
+
+def test_backward_matches_finite_differences_with_broadcast_and_multi_output():
+    x = mx.sym.var("x")
+    parts = mx.sym.split(x, num_outputs=2, axis=1, name="sp")
+    y = mx.sym.broadcast_add(parts[0] * parts[1], mx.sym.var("b"))
+    s = mx.sym.sum(mx.sym.sigmoid(y), axis=0)
+    sym = mx.sym.Group([s, y, parts[1]])
+    rng = np.random.default_rng(3)
+    values = {"x": rng.uniform(-1, 1, (3, 4)), "b": rng.uniform(-1, 1, (1, 2))}
+    exe = sym.simple_bind(mx.cpu(), type_dict={"x": "float64", "b": "float64"}, x=(3, 4), b=(1, 2))
+    for k, v in values.items():
+        exe.arg_dict[k][:] = v
+    exe.forward(is_train=True)
+    heads = [rng.uniform(-1, 1, o.shape) for o in exe.outputs]
+    exe.backward([mx.nd.array(h, dtype="float64") for h in heads])
+    want = numeric_grads(sym, values, heads)
+    for k in values:
+        np.testing.assert_allclose(exe.grad_dict[k].asnumpy(), want[k], rtol=1e-5, atol=1e-7)
+
+
+def test_grad_req_add_accumulates_and_null_skips():
+    sym = mx.sym.sum(mx.sym.var("a") * mx.sym.var("b"))
+    a = mx.nd.array([1.0, 2.0, 3.0])
+    b = mx.nd.array([4.0, 5.0, 6.0])
+    ga, gb = mx.nd.ones((3,)), mx.nd.full((3,), 7.0)
+    exe = sym.bind(mx.cpu(), {"a": a, "b": b}, args_grad={"a": ga, "b": gb}, grad_req={"a": "add", "b": "null"})
+    assert exe.grad_dict == {"a": ga}
+    exe.forward(is_train=True)
+    exe.backward()
+    exe.backward()
+    np.testing.assert_allclose(ga.asnumpy(), 1 + 2 * b.asnumpy())
+    np.testing.assert_allclose(gb.asnumpy(), 7.0)
+    exe2 = sym.bind(mx.cpu(), [a, b], args_grad=[mx.nd.zeros((3,)), mx.nd.zeros((3,))], grad_req="write")
+    exe2.forward(is_train=True)
+    exe2.backward(mx.nd.array([2.0]))
+    exe2.backward(mx.nd.array([2.0]))  # write overwrites
+    np.testing.assert_allclose(exe2.grad_dict["b"].asnumpy(), 2 * a.asnumpy())
+
+
+def test_bind_errors():
+    sym = mx.sym.var("a") + mx.sym.var("b")
+    with pytest.raises(MXNetError, match="missing"):
+        sym.bind(mx.cpu(), {"a": mx.nd.ones((2,))})
+    with pytest.raises(MXNetError, match="expected 2"):
+        sym.bind(mx.cpu(), [mx.nd.ones((2,))])
+    with pytest.raises(MXNetError, match="unknown names"):
+        sym.bind(mx.cpu(), {"a": mx.nd.ones((2,)), "b": mx.nd.ones((2,)), "c": mx.nd.ones((2,))})
+    with pytest.raises(MXNetError, match="grad_req"):
+        sym.bind(mx.cpu(), [mx.nd.ones((2,))] * 2, grad_req="maybe")
+    with pytest.raises(MXNetError, match="elemwise_add"):
+        sym.bind(mx.cpu(), [mx.nd.ones((2,)), mx.nd.ones((3,))])
+    bn = mx.sym.BatchNorm(mx.sym.var("d"))
+    with pytest.raises(MXNetError, match="aux"):
+        bn.bind(mx.cpu(), {"d": mx.nd.ones((2, 3)), "batchnorm0_gamma": mx.nd.ones((3,)),
+                           "batchnorm0_beta": mx.nd.ones((3,))})
+    exe = sym.bind(mx.cpu(), [mx.nd.ones((2,))] * 2, args_grad=[mx.nd.ones((2,))] * 2)
+    with pytest.raises(MXNetError, match="forward"):
+        exe.backward()
+
+
+def test_batchnorm_updates_moving_statistics_in_training_only():
+    bn = mx.sym.BatchNorm(mx.sym.var("d"), momentum=0.9, fix_gamma=False, name="bn")
+    exe = bn.simple_bind(mx.cpu(), d=(16, 2))
+    x = np.random.default_rng(0).normal(3.0, 2.0, (16, 2)).astype(np.float32)
+    exe.arg_dict["d"][:] = x
+    exe.arg_dict["bn_gamma"][:] = 1
+    exe.aux_dict["bn_moving_var"][:] = 1
+    exe.forward(is_train=False)
+    np.testing.assert_array_equal(exe.aux_dict["bn_moving_mean"].asnumpy(), [0, 0])
+    np.testing.assert_allclose(exe.outputs[0].asnumpy(), x / np.sqrt(1 + 1e-3), rtol=1e-5)
+    exe.forward(is_train=True)
+    np.testing.assert_allclose(exe.aux_dict["bn_moving_mean"].asnumpy(), 0.1 * x.mean(0), rtol=1e-5)
+    np.testing.assert_allclose(exe.aux_dict["bn_moving_var"].asnumpy(), 0.9 + 0.1 * x.var(0), rtol=1e-4)
+    np.testing.assert_allclose(exe.outputs[0].asnumpy().mean(0), [0, 0], atol=1e-5)
+    exe.backward(mx.nd.ones((16, 2)))
+    np.testing.assert_allclose(exe.grad_dict["bn_beta"].asnumpy(), [16, 16], rtol=1e-6)
+
+
+def test_copy_params_from_and_reshape():
+    sym = net()
+    exe = sym.simple_bind(mx.cpu(), data=(4, 5), scale=(1, 3))
+    w = mx.nd.array(np.arange(15).reshape(3, 5))
+    exe.copy_params_from({"fc_weight": w, "extra": mx.nd.ones((1,))}, allow_extra_params=True)
+    np.testing.assert_array_equal(exe.arg_dict["fc_weight"].asnumpy(), w.asnumpy())
+    with pytest.raises(MXNetError, match="extra"):
+        exe.copy_params_from({"extra": mx.nd.ones((1,))})
+    with pytest.raises(MXNetError, match="shape"):
+        exe.copy_params_from({"fc_weight": mx.nd.ones((2, 2))})
+    small = exe.reshape(data=(2, 5))
+    assert small.arg_dict["data"].shape == (2, 5)
+    assert small.arg_dict["fc_weight"] is exe.arg_dict["fc_weight"]  # parameters are shared
+    assert small.outputs[0].shape == (2, 3)
+    small.forward(data=mx.nd.ones((2, 5)))
+    with pytest.raises(MXNetError, match="allow_up_sizing"):
+        exe.reshape(data=(8, 5))
+    big = exe.reshape(allow_up_sizing=True, data=(8, 5))
+    assert big.forward()[0].shape == (8, 3)
+    with pytest.raises(MXNetError, match="partial_shaping"):
+        exe.reshape(allow_up_sizing=True, data=(4, 6))
+
+
+def test_dropout_is_identity_in_inference():
+    sym = mx.sym.Dropout(mx.sym.var("x"), p=0.5)
+    exe = sym.simple_bind(mx.cpu(), grad_req="null", x=(100,))
+    exe.arg_dict["x"][:] = 1
+    np.testing.assert_array_equal(exe.forward()[0].asnumpy(), np.ones(100))
+    out = exe.forward(is_train=True)[0].asnumpy()
+    assert set(np.unique(out)) <= {0.0, 2.0} and 0 < out.sum() < 200
+
+
+def test_backend_selection(monkeypatch):
+    monkeypatch.setenv("SYMJIT_BACKEND", "interp")
+    assert isinstance(select_backend(), InterpreterBackend)
+    monkeypatch.setenv("SYMJIT_BACKEND", "warp-drive")
+    with pytest.raises(MXNetError, match="SYMJIT_BACKEND"):
+        select_backend()
+    monkeypatch.delenv("SYMJIT_BACKEND")
+    assert select_backend().name == "interp"
+
+
+def test_debug_str_shows_forward_and_backward():
+    exe = net().simple_bind(mx.cpu(), data=(4, 5), scale=(1, 3))
+    text = exe.debug_str()
+    assert "FullyConnected(%data, %fc_weight, %fc_bias)" in text and "_backward" in text
