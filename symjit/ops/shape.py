@@ -1274,7 +1274,8 @@ class OneHot(_ShapeOp):
 
     def _check(self, attrs):
         if attrs["depth"] < 0:
-            raise _err(self.name, f"Dimension size, depth, must be a non-negative integer, got {attrs['depth']}")
+            raise _err(self.name, "Dimension size, depth, must be a non-negative integer, "
+                                  f"got {attrs['depth']}")
 
     def infer_shape(self, attrs, in_shapes):
         self._check(attrs)
@@ -1638,7 +1639,8 @@ class DepthToSpace(_ShapeOp):
             return [None], [None]
         b = _block(self.name, attrs)
         if len(d) != 4:
-            raise _err(self.name, f"Operation Depth To Space requires exactly 4D tensor, got shape {tuple(d)}")
+            raise _err(self.name, f"Operation Depth To Space requires exactly 4D tensor, "
+                                  f"got shape {tuple(d)}")
         n, c, h, w = d
         if c and c % (b * b):
             raise _err(self.name, f"Cannot perform Depth To Space operation on the specified tensor. "
@@ -1669,7 +1671,8 @@ class SpaceToDepth(_ShapeOp):
             return [None], [None]
         b = _block(self.name, attrs)
         if len(d) != 4:
-            raise _err(self.name, f"Operation Space To Depth requires exactly 4D tensor, got shape {tuple(d)}")
+            raise _err(self.name, f"Operation Space To Depth requires exactly 4D tensor, "
+                                  f"got shape {tuple(d)}")
         n, c, h, w = d
         if (h and h % b) or (w and w % b):
             raise _err(self.name, f"Cannot perform Space To Depth operation on the specified tensor. "
