@@ -965,3 +965,23 @@ def test_gradients_through_autograd_and_ir(op, specs, attrs):
     assert len(got) == len(expected) == len(data_inputs)
     for gv, e in zip(got, expected):
         np.testing.assert_allclose(gv, e, rtol=1e-5, atol=1e-7)
+
+
+def test_partial_inference_in_a_graph():
+    """The IR inference pass deduces an unknown input dim through Reshape and Concat."""
+    from symjit.ir.builder import GraphBuilder
+    from symjit.ir.graph import TensorType
+    from symjit.passes.infer import infer_types
+
+    b = GraphBuilder(name="partial", infer=False)
+    x = b.add_input("x", TensorType((0, 12), "float32"))
+    y = b.add_input("y", TensorType((0, 4), "float32"))
+    r = b.add_node("Reshape", [x], {"shape": "(-1, 4)"})[0]
+    c = b.add_node("Concat", [r, y], {"num_args": 2, "dim": 0})[0]
+    g, _ = infer_types(b.build([c]), shapes={"y": (5, 4), "x": (2, 12)})
+    assert g.outputs[0].type.shape == (11, 4)
+    b = GraphBuilder(name="partial2", infer=False)
+    x = b.add_input("x", TensorType((0, 12), "float32"))
+    r = b.add_node("Reshape", [x], {"shape": "(2, 3, 4)"})[0]
+    g, _ = infer_types(b.build([r]))
+    assert g.inputs[0].type.shape == (2, 12)
