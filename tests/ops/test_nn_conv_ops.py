@@ -772,3 +772,58 @@ def test_exported_model_matches_mxnet_output(name):
     got, want = _run_exported_model(name)
     assert got.shape == want.shape
     assert np.max(np.abs(got - want)) < 1e-4 * max(1.0, float(np.max(np.abs(want))))
+
+
+# ======================================================================================
+# The same gradient rules through the IR autodiff pass (IR values instead of arrays)
+# ======================================================================================
+
+def test_ir_autodiff_through_conv_family_graph():
+    ir = pytest.importorskip("symjit.ir")
+    passes = pytest.importorskip("symjit.passes")
+    if not hasattr(passes, "autodiff") or not hasattr(passes, "infer_types"):
+        pytest.skip("IR autodiff pass not available")
+    f64 = "float64"
+    b = ir.GraphBuilder(name="cnn")
+    x = b.add_input("data", ir.TensorType((2, 2, 6, 5), f64))
+    cw, cb = b.add_input("conv_weight"), b.add_input("conv_bias")
+    dw = b.add_input("deconv_weight")
+    fw, fb = b.add_input("fc_weight"), b.add_input("fc_bias")
+    emb_w = b.add_input("emb_weight")
+    idx = b.add_input("idx", ir.TensorType((2, 3), f64))
+    (h,) = b.add_node("Convolution", [x, cw, cb], {"kernel": (3, 2), "pad": (1, 1), "stride": (1, 2),
+                                                  "num_filter": 4, "num_group": 2})
+    (h,) = b.add_node("Pooling", [h], {"kernel": (2, 2), "stride": (2, 1), "pool_type": "avg",
+                                       "pooling_convention": "full"})
+    (h,) = b.add_node("Deconvolution", [h, dw], {"kernel": (2, 2), "stride": (2, 2), "num_filter": 2})
+    (h,) = b.add_node("UpSampling", [h], {"scale": 2, "sample_type": "nearest", "num_args": 1})
+    (h,) = b.add_node("FullyConnected", [h, fw, fb], {"num_hidden": 3})
+    (e,) = b.add_node("Embedding", [idx, emb_w], {"input_dim": 4, "output_dim": 3, "dtype": f64})
+    g = b.build([h, e])
+    g, _ = passes.infer_types(g)
+    ir.verify(g)
+    rng = np.random.default_rng(3)
+    feeds = {v: (np.array([[0.0, 3.0, 1.0], [3.0, 3.0, 2.0]]) if v.name == "idx"
+                 else rng.uniform(-1, 1, v.type.shape)) for v in g.args}
+    assert feeds[[v for v in g.args if v.name == "conv_weight"][0]].shape == (4, 1, 3, 2)  # filled by inference
+    heads = [rng.uniform(-1, 1, v.type.shape) for v in g.outputs]
+    wrt = [v for v in g.args if v.name != "idx"]
+    bwd, st = passes.autodiff(g, wrt)
+    ir.verify(bwd)
+    res = ir.run(g, feeds, keep=[f for f, _ in st.saved])
+    bfeeds = {bb: res.kept[f] for f, bb in st.saved}
+    bfeeds.update(dict(zip(st.head_grads, heads)))
+    grads = ir.run(bwd, bfeeds).outputs
+
+    def loss():
+        return float(sum(np.sum(o * hd) for o, hd in zip(ir.run(g, feeds).outputs, heads)))
+    for (v, _), gr in zip(st.grad_outputs, grads):
+        xv = feeds[v]
+        for i in list(np.ndindex(xv.shape))[::5]:           # every fifth entry keeps this fast
+            old = xv[i]
+            xv[i] = old + 1e-6
+            fp = loss()
+            xv[i] = old - 1e-6
+            fm = loss()
+            xv[i] = old
+            assert math.isclose(gr[i], (fp - fm) / 2e-6, rel_tol=1e-4, abs_tol=1e-6), (v.name, i)
