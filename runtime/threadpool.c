@@ -107,6 +107,7 @@ typedef struct job {
 static struct {
     pthread_mutex_t lock;       /* serializes submitters, resizes and fork */
     int32_t nworkers;           /* running worker threads */
+    int32_t started_for;        /* thread count the workers were started for (0: none) */
     pthread_t *workers;
     _Alignas(64) _Atomic uint64_t state; /* generation << 32 | active workers */
     _Atomic uint32_t wake_seq;  /* futex word idle workers sleep on */
@@ -261,7 +262,12 @@ static void *worker_main(void *arg) {
 }
 
 static void stop_workers_locked(void) {
-    if (pool.nworkers == 0) return;
+    pool.started_for = 0;
+    if (pool.nworkers == 0) {
+        free(pool.workers);
+        pool.workers = NULL;
+        return;
+    }
     atomic_store(&pool.shutdown, 1);
     atomic_fetch_add(&pool.wake_seq, 1);
     wake_all(&pool.wake_seq);
@@ -269,6 +275,7 @@ static void stop_workers_locked(void) {
     free(pool.workers);
     pool.workers = NULL;
     pool.nworkers = 0;
+    pool.started_for = 0;
     atomic_store(&pool.shutdown, 0);
 }
 
@@ -278,6 +285,7 @@ static void start_workers_locked(int32_t threads) {
     sigset_t all, old;
     int32_t wanted = threads - 1;
     uint32_t gen = GEN(atomic_load(&pool.state));
+    pool.started_for = threads;
     if (wanted <= 0) return;
     pool.workers = calloc((size_t)wanted, sizeof(pthread_t));
     if (pool.workers == NULL) return;
@@ -299,6 +307,7 @@ static void atfork_child(void) {
     free(pool.workers);
     pool.workers = NULL;
     pool.nworkers = 0;
+    pool.started_for = 0;
     atomic_store(&pool.state, 0);
     atomic_store(&pool.wake_seq, 0);
     atomic_store(&pool.sleepers, 0);
@@ -332,7 +341,7 @@ int32_t symjit_set_num_threads(int32_t n) {
     previous = symjit_get_num_threads();
     n = n <= 0 ? default_threads() : clamp_threads(n);
     atomic_store(&configured_threads, n);
-    if (pool.nworkers != n - 1) stop_workers_locked(); /* restarted lazily with the new size */
+    if (pool.started_for != n) stop_workers_locked(); /* restarted lazily with the new size */
     pthread_mutex_unlock(&pool.lock);
     return previous;
 }
@@ -363,7 +372,7 @@ int32_t symjit_parallel_for(symjit_kernel_fn fn, int64_t n, int64_t grain, void 
     pthread_once(&init_once, pool_init);
     pthread_mutex_lock(&pool.lock);
     threads = symjit_get_num_threads();
-    if (pool.nworkers != threads - 1) {
+    if (pool.started_for != threads) {
         stop_workers_locked();
         start_workers_locked(threads);
     }

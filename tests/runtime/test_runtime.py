@@ -172,6 +172,36 @@ def test_chunk_errors_reach_the_caller():
     assert runtime.last_error() == (0, "")
 
 
+def test_call_kernel_runs_one_range_on_the_caller():
+    counts = np.zeros(16, np.int32)
+    ids = np.zeros(16, np.int64)
+    _runtime.call_kernel(TEST["kernel_count"], 5, 10, [counts, ids, None])
+    np.testing.assert_array_equal(counts, [0] * 5 + [1] * 5 + [0] * 6)
+    assert set(ids[5:10].tolist()) == {threading.get_native_id()}
+    with pytest.raises(MXNetError, match="expected an int address, None or numpy.ndarray, got str"):
+        _runtime.call_kernel(TEST["kernel_count"], 0, 1, ["counts"])
+
+
+def test_pool_without_spinning_wakes_sleeping_workers():
+    code = """
+        import numpy as np
+        from symjit import runtime, _runtime
+        k = _runtime.test_symbols()["kernel_count"]
+        runtime.set_num_threads(3)
+        for i in range(300):
+            n = 1 + (i * 7919) % 5000
+            c = np.zeros(n, np.int32)
+            ids = np.zeros(n, np.int64)
+            runtime.parallel_for(k, n, 16, [c, ids, None])
+            assert (c == 1).all(), (i, n)
+        c = np.zeros(64, np.int32); ids = np.zeros(64, np.int64)
+        runtime.parallel_for(k, 64, 1, [c, ids, np.array([3000], np.int64)])
+        print(len(set(ids.tolist())))
+    """
+    used = int(run_python(code, {"SYMJIT_SPIN_US": "0"}))
+    assert 1 < used <= 3
+
+
 def test_set_num_threads_api():
     default = runtime.num_threads()
     assert default >= 1
