@@ -23,5 +23,11 @@ from . import optimizer  # noqa: F401
 from . import symbol  # noqa: F401
 from . import symbol as sym  # noqa: F401
 from .symbol import naming as name  # noqa: F401
+from .symbol import naming as attribute  # noqa: F401
 from .symbol.naming import AttrScope  # noqa: F401
 from . import executor  # noqa: F401
+from . import io  # noqa: F401
+from . import metric  # noqa: F401
+from . import module  # noqa: F401
+from . import module as mod  # noqa: F401
+from . import model  # noqa: F401

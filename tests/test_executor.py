@@ -207,3 +207,56 @@ def test_debug_str_shows_forward_and_backward():
     exe = net().simple_bind(mx.cpu(), data=(4, 5), scale=(1, 3))
     text = exe.debug_str()
     assert "FullyConnected(%data, %fc_weight, %fc_bias)" in text and "_backward" in text
+
+
+def random_symbol(seed: int):
+    """A random Symbol over registered ops: unary, scalar, same-shape and broadcast binary,
+    reductions, FullyConnected, split (multi-output) and reuse of earlier values (fan-out)."""
+    rng = np.random.default_rng(seed)
+    shapes = {"x0": (2, 4), "x1": (2, 4)}
+    pool = [(mx.sym.var("x0"), (2, 4)), (mx.sym.var("x1"), (2, 4))]
+
+    def pick(shape):
+        cands = [s for s, sh in pool if sh == shape]
+        return cands[rng.integers(len(cands))]
+
+    for i in range(int(rng.integers(3, 8))):
+        x = pick((2, 4))
+        kind = rng.integers(6)
+        if kind == 0:
+            y = getattr(mx.sym, str(rng.choice(["tanh", "sigmoid", "sin", "square"])))(x)
+        elif kind == 1:
+            y = x * float(rng.uniform(-2, 2)) + float(rng.uniform(-1, 1))
+        elif kind == 2:
+            y = x * pick((2, 4)) - pick((2, 4))
+        elif kind == 3:
+            name = f"b{i}"
+            shapes[name] = (1, 4) if rng.random() < 0.5 else (2, 1)
+            y = mx.sym.broadcast_mul(x, mx.sym.var(name))
+        elif kind == 4:
+            y = mx.sym.FullyConnected(x, num_hidden=4, name=f"fc{i}")
+        else:
+            a, b = mx.sym.split(x, num_outputs=2, axis=1)
+            y = mx.sym.concat(b, a * b, dim=1)
+            pool.append((mx.sym.sum(a, axis=1, keepdims=True), (2, 1)))
+        pool.append((y, (2, 4)))
+    outs = [pool[-1][0]] + ([pool[2][0]] if len(pool) > 3 else [])
+    sym = mx.sym.Group(outs)
+    return sym, {k: v for k, v in shapes.items() if k in sym.list_arguments()}
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_executor_backward_matches_finite_differences_on_random_symbols(seed):
+    sym, shapes = random_symbol(seed)
+    types = {k: "float64" for k in sym.list_arguments()}
+    exe = sym.simple_bind(mx.cpu(), type_dict=types, **shapes)
+    rng = np.random.default_rng(100 + seed)
+    values = {k: rng.uniform(-1, 1, a.shape) for k, a in exe.arg_dict.items()}
+    for k, v in values.items():
+        exe.arg_dict[k][:] = v
+    exe.forward(is_train=True)
+    heads = [rng.uniform(-1, 1, o.shape) for o in exe.outputs]
+    exe.backward([mx.nd.array(h, dtype="float64") for h in heads])
+    want = numeric_grads(sym, values, heads, eps=1e-5)
+    for k in values:
+        np.testing.assert_allclose(exe.grad_dict[k].asnumpy(), want[k], rtol=1e-5, atol=1e-7, err_msg=k)

@@ -39,10 +39,11 @@ class RunResult:
 
 def _bind_feeds(g: Graph, feeds: Mapping) -> dict:
     by_name = {v.name: v for v in g.inputs}
+    inputs = set(g.inputs)
     env: dict[Value, np.ndarray] = {}
     for key, arr in feeds.items():
         v = key if isinstance(key, Value) else by_name.get(key)
-        if v is None or v not in by_name.values():
+        if v is None or v not in inputs:
             raise MXNetError(f"interpreter: {key!r} is not an input of graph {g.name!r}")
         env[v] = np.asarray(arr)
     for v in g.inputs:

@@ -82,12 +82,12 @@ minimum = _ufunc("_Minimum", "_MinimumScalar", "_MinimumScalar", lambda a, b: a 
                  "Elementwise minimum of Symbols and/or scalars.")
 
 
-def _hypot(a, b):
+def _python_hypot(a, b):
     import math
     return math.hypot(a, b)
 
 
-hypot = _ufunc("_Hypot", "_HypotScalar", "_HypotScalar", _hypot, "sqrt(a**2 + b**2), elementwise.")
+hypot = _ufunc("_Hypot", "_HypotScalar", "_HypotScalar", _python_hypot, "sqrt(a**2 + b**2), elementwise.")
 
 
 def zeros(shape, dtype=None, **kwargs) -> Symbol:
@@ -130,10 +130,20 @@ class _Namespace:
     def __getattr__(self, item: str):
         if item.startswith("__"):
             raise AttributeError(item)
-        for p in self._prefixes:
-            if f"{p}{item}" in _REGISTERED:
-                return op_function(f"{p}{item}")
-        raise AttributeError(f"module {self.__name__!r} has no attribute {item!r}")
+        found = [f"{p}{item}" for p in self._prefixes if f"{p}{item}" in _REGISTERED]
+        if not found:
+            raise AttributeError(f"module {self.__name__!r} has no attribute {item!r}")
+        if len(found) == 1:
+            return op_function(found[0])
+        scalar_form, symbol_form = op_function(found[0]), op_function(found[1])
+
+        def dispatch(*args, **kwargs):
+            # MXNet: distribution parameters given as Symbols select the `_sample_*` op
+            if any(isinstance(a, Symbol) for a in list(args) + list(kwargs.values())):
+                return symbol_form(*args, **kwargs)
+            return scalar_form(*args, **kwargs)
+        dispatch.__name__ = item
+        return dispatch
 
     def __dir__(self):
         return sorted({n[len(p):] for n in _REGISTERED for p in self._prefixes if n.startswith(p)})

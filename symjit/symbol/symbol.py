@@ -120,8 +120,6 @@ def attr_string(value) -> str:
             return str(value)
     if isinstance(value, np.generic):
         return str(value.item())
-    if isinstance(value, list):
-        return str(tuple(value))
     return str(value)
 
 
@@ -473,7 +471,7 @@ def Variable(name: str, attr: Mapping | None = None, shape=None, lr_mult=None, w
         raise TypeError("Expect a string for variable `name`")
     attrs = AttrScope.current.get(attr)
     if shape is not None:
-        attrs["__shape__"] = str(tuple(shape) if isinstance(shape, list) else shape)
+        attrs["__shape__"] = str(shape)
     if lr_mult is not None:
         attrs["__lr_mult__"] = str(lr_mult)
     if wd_mult is not None:

@@ -239,3 +239,52 @@ def test_autograd_get_symbol():
     np.testing.assert_allclose(s.eval(var0=mx.nd.array([-1.0, 3.0]))[0].asnumpy(), [-1.0, 9.0])
     with pytest.raises(MXNetError):
         mx.autograd.get_symbol(mx.nd.ones((1,)))
+
+
+def test_every_registered_op_composes_as_mx_sym_opname():
+    from symjit.ops import get_op, list_ops
+    from symjit.ops.attrs import REQUIRED
+    composed = 0
+    for name in list_ops():
+        fn = getattr(mx.sym, name, None)
+        assert callable(fn), f"mx.sym.{name} is missing"
+        op = get_op(name)
+        if any(p.default is REQUIRED for k, p in op.params.items() if k != "num_args"):
+            continue
+        if "num_args" in op.params:
+            s = fn(mx.sym.var("a"), mx.sym.var("b"), name="n")
+            assert s.list_arguments()[:2] == ["a", "b"]
+        else:
+            s = fn(name="n")
+            # every input left out becomes an automatically named variable
+            names = op.input_names(op.parse({}))
+            assert s.list_inputs() == [f"n_{i}" for i in names], name
+        assert s.list_outputs()[0].startswith("n_")
+        composed += 1
+    assert composed > 100
+
+
+def test_sub_namespaces_dispatch_like_mxnet():
+    s = mx.sym.random.uniform(low=0, high=1, shape=(2, 3))
+    assert s.get_internals().list_outputs() == ["_random_uniform0_output"]
+    t = mx.sym.random.normal(mx.sym.var("mu"), mx.sym.var("sigma"), shape=(2,))
+    assert t.list_arguments() == ["mu", "sigma"]
+    assert json_op(t) == "_sample_normal"
+    assert mx.attribute.AttrScope is mx.AttrScope
+    with pytest.raises(AttributeError):
+        mx.sym.linalg.no_such_thing
+
+
+def json_op(sym):
+    import json
+    return json.loads(sym.tojson())["nodes"][-1]["op"]
+
+
+def test_attribute_values_are_sent_as_mxnet_strings():
+    x = mx.sym.var("x")
+    s = mx.sym.Convolution(x, kernel=(3, 3), num_filter=8, no_bias=True, name="c")
+    assert s.list_attr() == {"kernel": "(3, 3)", "num_filter": "8", "no_bias": "True"}
+    c = mx.sym.Cast(x, dtype=np.float16, name="k")
+    assert c.list_attr() == {"dtype": "float16"}
+    v = mx.sym.var("v", shape=[2, 3])
+    assert mx.sym.relu(v).infer_shape()[1] == [(2, 3)]
