@@ -522,7 +522,9 @@ def softmax_reference(x: np.ndarray, axis: int, temperature: float | None = None
 
     `engine` "auto" picks oneDNN's path where MXNet does (float32 in and out, no
     temperature, last axis, 1-4 dims, no length, plain softmax), else the native kernel;
-    "native" forces the native one. Positions at or beyond `length` are 0.
+    "native" forces the native one. Positions at or beyond `length` are 0. The native
+    kernel subtracts the max and scales by 1/temperature in the input dtype, takes exp in
+    float32 (float64 for float64 input), sums in `_acc_dtype` and divides once.
     """
     od = np.dtype(out_dtype) if out_dtype is not None else x.dtype
     axis = axis % x.ndim
@@ -544,7 +546,8 @@ def softmax_reference(x: np.ndarray, axis: int, temperature: float | None = None
     if temperature is not None and temperature != 1.0:
         z = (z / dt.type(temperature)).astype(dt)
     with np.errstate(all="ignore"):
-        e = np.exp(z)
+        # std::exp of float and of half (promoted) both yield float; double stays double
+        e = np.exp(z.astype(np.float64 if dt == np.float64 else np.float32))
         if mask is not None:
             e = np.where(mask, e, 0)
         acc = _acc_dtype(dt)

@@ -464,3 +464,21 @@ def _check_ir_gradient(op, xs, attrs):
 ])
 def test_ir_autodiff_gradient(op, xs, attrs):
     _check_ir_gradient(op, xs, attrs)
+
+
+def test_softmax_native_paths_round_once():
+    # float32 with a temperature (MXNet's native kernel): x - max and exp rounded to float32,
+    # float64 sum, one rounding of the quotient — a few float32 ulps from the exact value
+    x = RNG.standard_normal((4, 9)).astype(np.float32)
+    (y,) = apply_numpy("softmax", [x], {"temperature": 1.0})
+    exact = _np_softmax(x.astype(np.float64), -1)
+    assert np.all(np.abs(y - exact) <= 4 * np.spacing(y))
+    # float16 input: computed in float32, result float16 (or the requested dtype)
+    h = x.astype(np.float16)
+    (yh,) = apply_numpy("softmax", [h])
+    assert yh.dtype == np.float16
+    np.testing.assert_allclose(yh, _np_softmax(h.astype(np.float64), -1), rtol=1e-3, atol=1e-4)
+    (y32,) = apply_numpy("softmax", [h], {"dtype": "float32"})
+    assert y32.dtype == np.float32
+    z16 = (h - h.max(axis=-1, keepdims=True)).astype(np.float64)  # MXNet subtracts in float16
+    np.testing.assert_allclose(y32, _np_softmax(z16, -1), rtol=1e-6)
