@@ -86,6 +86,21 @@ def main() -> None:
         inline = us if inline is None else inline
         print(f"  threads={threads:<3d} {us:9.3f} us/call  ({us / inline:5.2f}x of inline)")
 
+    big = 1 << 22
+    nbig = np.array([big], np.int64)
+    xb, yb = np.random.default_rng(0).standard_normal((2, big)).astype(np.float32)
+    entry_big = runtime.make_entry(test["entry_axpy"], [("x", (big,), "float32"), ("y", (big,), "float32")],
+                                   [("out", (big,), "float32"), ("align", (1,), "int64")],
+                                   params=[("n", nbig), ("a", aparam)], workspace_size=4 * big, name="axpy_big")
+    outs_big = (np.empty(big, np.float32), np.empty(1, np.int64))
+    print(f"\nscaling of a memory-bound graph (axpy through the workspace, n={big}, out=):")
+    single = None
+    for threads in sorted({1, 2, runtime.num_threads()}):
+        with runtime.threads(threads):
+            us = per_call_us(lambda: entry_big(xb, yb, out=outs_big), 20, repeat=3)
+        single = us if single is None else single
+        print(f"  threads={threads:<3d} {us:9.1f} us/call  (speed-up {single / us:4.2f}x)")
+
 
 if __name__ == "__main__":
     main()

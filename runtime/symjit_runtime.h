@@ -86,6 +86,9 @@ typedef int32_t (*symjit_entry_fn)(void **inputs, void **outputs, void **params,
  * Every index is covered by exactly one fn call. It runs fn(0, n, args) inline when n <= grain,
  * when the pool has one thread, or when called from inside a running parallel_for (nesting).
  * Calls from several threads at once are serialized (never oversubscribing the cores).
+ * A kernel must not wait for another chunk of the same call (chunks may run one after another on
+ * one thread) and must not call into Python (the Python thread that waits for the pool may hold
+ * the GIL).
  * Returns SYMJIT_OK, or the code of the first error a chunk reported through
  * symjit_set_error*(); that error then also becomes the calling thread's last error.
  * (Generated code that never reports errors may declare the return type void.) */
