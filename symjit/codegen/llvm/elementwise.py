@@ -1,0 +1,538 @@
+"""LLVM code generation for fused elementwise kernels.
+
+A kernel computes one or more outputs of one shape from scalar expressions
+(`symjit.ops.scalar.Expr`) over broadcast inputs:
+
+    void NAME(i64 begin, i64 end, i8** args)
+    args[0 .. n_in-1]            input data pointers (C-contiguous, shapes broadcast to the output)
+    args[n_in .. n_in+n_out-1]   output data pointers (C-contiguous, the output shape)
+
+and writes flat output elements [begin, end), so a parallel-for can split any range over
+threads. The index space is simplified first (size-1 output dims dropped, adjacent dims
+with the same broadcast pattern merged). When it collapses to one dimension, one flat loop
+runs with every input either contiguous (stride 1) or a scalar (loaded once); otherwise a
+loop nest walks rows of the innermost dimension, computing each input's row offset once per
+row, and the inner loop reads each input with stride 1 or 0. Inner loops carry
+`llvm.loop.parallel_accesses` metadata: an elementwise loop has no loop-carried
+dependence even when an output buffer is an input buffer (in-place), so the vectorizer
+needs no runtime alias checks.
+
+Semantics follow `scalar.evaluate` (the numpy reference): inputs convert to the compute
+dtype like numpy's `astype` on x86; every node's value has a dtype (the compute dtype, or a
+cast's target); comparisons yield 1/0; integer division truncates and x/0 == 0; `cast` has
+C semantics with nan/inf -> 0 and float -> small ints through int64 (`scalar._c_cast`).
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ...base import MXNetError
+from ...ops import scalar as S
+from . import vecmath as V
+from .target import host_target
+from .vecmath import FnBuilder, Val, fabs, select
+
+__all__ = ["ElementwiseSpec", "ModuleBuilder", "emit_elementwise", "elementwise_module", "kernel_name",
+           "SUPPORTED_DTYPES", "simplify_index_space"]
+
+#: dtype name -> (LLVM type, kind): f float, s signed, u unsigned, b bool (i8 holding 0/1)
+SUPPORTED_DTYPES: dict[str, tuple[str, str]] = {
+    "float32": ("float", "f"), "float64": ("double", "f"), "int32": ("i32", "s"), "int64": ("i64", "s"),
+    "int8": ("i8", "s"), "uint8": ("i8", "u"), "bool": ("i8", "b"),
+}
+_BITS = {"float": 32, "double": 64, "i8": 8, "i32": 32, "i64": 64}
+
+
+def _dt(name) -> str:
+    n = np.dtype(name).name
+    if n not in SUPPORTED_DTYPES:
+        raise MXNetError(f"codegen: dtype {n} is not supported by the LLVM backend "
+                         f"(supported: {', '.join(SUPPORTED_DTYPES)})")
+    return n
+
+
+# --------------------------------------------------------------------------------------
+# The kernel description
+# --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ElementwiseSpec:
+    """What an elementwise kernel computes.
+
+    exprs[j] is output j's expression over Input(0..n_in-1), evaluated in `compute_dtype`
+    and stored as out_dtypes[j]; every input shape broadcasts to `out_shape` (numpy rules).
+    """
+    exprs: tuple
+    in_dtypes: tuple
+    in_shapes: tuple
+    compute_dtype: str
+    out_dtypes: tuple
+    out_shape: tuple
+
+    def __post_init__(self):
+        object.__setattr__(self, "exprs", tuple(self.exprs))
+        object.__setattr__(self, "in_dtypes", tuple(_dt(d) for d in self.in_dtypes))
+        object.__setattr__(self, "in_shapes", tuple(tuple(int(x) for x in s) for s in self.in_shapes))
+        object.__setattr__(self, "compute_dtype", _dt(self.compute_dtype))
+        object.__setattr__(self, "out_dtypes", tuple(_dt(d) for d in self.out_dtypes))
+        object.__setattr__(self, "out_shape", tuple(int(x) for x in self.out_shape))
+        if len(self.in_dtypes) != len(self.in_shapes):
+            raise MXNetError(f"codegen: {len(self.in_dtypes)} input dtypes but {len(self.in_shapes)} shapes")
+        if len(self.exprs) != len(self.out_dtypes) or not self.exprs:
+            raise MXNetError(f"codegen: {len(self.exprs)} expressions but {len(self.out_dtypes)} output dtypes")
+        for e in self.exprs:
+            used = S.inputs_of(e)
+            if used and max(used) >= len(self.in_dtypes):
+                raise MXNetError(f"codegen: expression {S.to_text(e)} reads input {max(used)} "
+                                 f"but the kernel has {len(self.in_dtypes)} inputs")
+        for i, s in enumerate(self.in_shapes):
+            if len(s) > len(self.out_shape) or any(
+                    a not in (1, b) for a, b in zip(s[::-1], self.out_shape[::-1])):
+                raise MXNetError(f"codegen: input {i} shape {s} does not broadcast to output shape "
+                                 f"{self.out_shape}")
+
+    def key(self) -> str:
+        """A stable text naming exactly what the kernel computes (cache keys, symbol names)."""
+        return "|".join([";".join(S.to_text(e) for e in self.exprs), ",".join(self.in_dtypes),
+                         repr(self.in_shapes), self.compute_dtype, ",".join(self.out_dtypes),
+                         repr(self.out_shape)])
+
+
+def kernel_name(spec: ElementwiseSpec, prefix: str = "sj_ew") -> str:
+    """A process-unique symbol name derived from the spec (same spec -> same code -> same name)."""
+    return f"{prefix}_{hashlib.sha1(spec.key().encode()).hexdigest()[:20]}"
+
+
+def simplify_index_space(out_shape: Sequence[int], in_shapes: Sequence[Sequence[int]]):
+    """Collapse the index space: drop size-1 output dims, merge adjacent dims where every
+    input is broadcast in both or in neither. Returns (shape, strides) with strides[k][d] the
+    element stride of input k along collapsed dim d (0 on broadcast dims)."""
+    nd = len(out_shape)
+    padded = [(1,) * (nd - len(s)) + tuple(s) for s in in_shapes]
+    dims = [d for d in range(nd) if out_shape[d] != 1]
+    shape: list[int] = []
+    flags: list[list[bool]] = []           # flags[d][k]: input k broadcast along dim d
+    for d in dims:
+        f = [p[d] == 1 for p in padded]
+        if flags and flags[-1] == f:
+            shape[-1] *= out_shape[d]
+        else:
+            shape.append(out_shape[d])
+            flags.append(f)
+    strides = []
+    for k in range(len(in_shapes)):
+        st, s = [0] * len(shape), 1
+        for d in reversed(range(len(shape))):
+            if not flags[d][k]:
+                st[d] = s
+                s *= shape[d]
+        strides.append(st)
+    return shape, strides
+
+
+# --------------------------------------------------------------------------------------
+# Module assembly
+# --------------------------------------------------------------------------------------
+
+class ModuleBuilder:
+    """Collects kernels, the math functions they use (once each), intrinsic declarations and
+    metadata into one LLVM module (one module per compiled graph)."""
+
+    def __init__(self):
+        self.functions: list[str] = []
+        self.math: dict[tuple[str, str], str] = {}
+        self.intrinsics: set[str] = set()
+        self.metadata: list[str] = []
+        self.symbols: list[str] = []
+
+    def math_function(self, op: str, ty: str) -> str:
+        key = (op, ty)
+        if key not in self.math:
+            text, intr = V.emit_math_function(op, ty)
+            self.math[key] = text
+            self.intrinsics |= intr
+        return V.math_function_name(op, ty)
+
+    def md(self, body: str, distinct: bool = False, self_ref: bool = False) -> str:
+        """Add a metadata node; `self_ref` prepends the node itself (loop ids)."""
+        ident = f"!{len(self.metadata)}"
+        if self_ref:
+            body = f"{ident}, {body}" if body else ident
+        self.metadata.append(f"{ident} = {'distinct ' if distinct else ''}!{{{body}}}")
+        return ident
+
+    def render(self) -> str:
+        t = host_target()
+        attrs = f'"target-cpu"="{t.cpu}" "target-features"="{t.features}" "no-trapping-math"="true"'
+        decls = sorted(V.INTRINSIC_DECLS[n] for n in self.intrinsics)
+        parts = [f'target triple = "{t.triple}"', f'target datalayout = "{t.data_layout}"', ""]
+        parts += list(self.math.values()) + self.functions + decls
+        parts += [f"attributes #0 = {{ alwaysinline nounwind {attrs} }}",
+                  f"attributes #1 = {{ nounwind {attrs} }}"]
+        parts += self.metadata
+        return "\n".join(parts) + "\n"
+
+
+# --------------------------------------------------------------------------------------
+# Conversions between dtypes
+# --------------------------------------------------------------------------------------
+
+def _lty(dt: str) -> str:
+    return SUPPORTED_DTYPES[dt][0]
+
+
+def _kind(dt: str) -> str:
+    return SUPPORTED_DTYPES[dt][1]
+
+
+def _float_to_int(v: Val, width: int) -> Val:
+    """x86 conversion semantics (what numpy's casts do): nan or out of range -> INT_MIN."""
+    lim = float(2 ** (width - 1))
+    ity = f"i{width}"
+    ok = fabs(v) < lim
+    i = select(ok, v, 0.0).conv("fptosi", ity)
+    return select(ok, i, -(2 ** (width - 1)))
+
+
+def _int_resize(v: Val, src: str, dst_ty: str) -> Val:
+    sb, db = _BITS[v.ty], _BITS[dst_ty]
+    if sb == db:
+        return v
+    if sb > db:
+        return v.conv("trunc", dst_ty)
+    return v.conv("sext" if _kind(src) == "s" else "zext", dst_ty)
+
+
+def convert(v: Val, src: str, dst: str, c_cast: bool = False) -> Val:
+    """Convert a value of dtype `src` to `dst`: numpy `astype` semantics on x86, or with
+    `c_cast` the semantics of `scalar._c_cast` (nan/inf -> 0, floats to ints through int64)."""
+    if src == dst:
+        return v
+    sk, dk, dty = _kind(src), _kind(dst), _lty(dst)
+    if dk == "b":
+        nz = v.ne(0.0) if sk == "f" else v.ne(0)
+        return nz.conv("zext", "i8")
+    if sk == "f":
+        if dk == "f":
+            return v.conv("fpext" if _BITS[dty] > _BITS[v.ty] else "fptrunc", dty)
+        if c_cast:
+            finite = fabs(v) < float("inf")
+            i64 = _float_to_int(V.trunc(select(finite, v, 0.0)), 64)
+            return _int_resize(i64, "int64", dty)
+        width = 64 if dst == "int64" else 32
+        return _int_resize(_float_to_int(v, width), "int64" if width == 64 else "int32", dty)
+    if dk == "f":
+        return v.conv("sitofp" if sk == "s" else "uitofp", dty)
+    return _int_resize(v, src, dty)
+
+
+def _result_dtype(a: str, b: str) -> str:
+    """numpy's promotion of two dtypes, mapped into the supported set (int16 -> int32)."""
+    r = np.result_type(np.dtype(a), np.dtype(b)).name
+    return {"int16": "int32", "uint16": "int32", "uint32": "int64", "uint64": "float64",
+            "float16": "float32"}.get(r, r)
+
+
+# --------------------------------------------------------------------------------------
+# Expression lowering
+# --------------------------------------------------------------------------------------
+
+_FCMP = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}
+_ICMP_S = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq", "ne": "ne"}
+_ICMP_U = {"lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge", "eq": "eq", "ne": "ne"}
+_ROUNDING = {"floor", "ceil", "rint", "round", "trunc"}
+
+
+class _Lowering:
+    """Lowers an expression DAG to SSA values inside one loop body (shared nodes once)."""
+
+    def __init__(self, b: FnBuilder, mb: ModuleBuilder, spec: ElementwiseSpec, load_input):
+        self.b, self.mb, self.spec = b, mb, spec
+        self.load_input = load_input           # i -> Val in the input's dtype
+        self.memo: dict = {}
+
+    def gen(self, e) -> tuple[Val, str]:
+        r = self.memo.get(e)
+        if r is None:
+            r = self._gen(e)
+            self.memo[e] = r
+        return r
+
+    def _bool01(self, c: Val, dt: str) -> Val:
+        """An i1 as 1/0 in dtype dt."""
+        ty = _lty(dt)
+        if _kind(dt) == "f":
+            return c.conv("uitofp", ty)
+        return c.conv("zext", ty)
+
+    def _nonzero(self, v: Val, dt: str) -> Val:
+        return v.ne(0.0) if _kind(dt) == "f" else v.ne(0)
+
+    def _gen(self, e):
+        cd = self.spec.compute_dtype
+        op = e.op
+        if op == "input":
+            i = e.value
+            return convert(self.load_input(i), self.spec.in_dtypes[i], cd), cd
+        if op == "const":
+            with np.errstate(all="ignore"):
+                c = np.asarray(e.value).astype(cd)
+            return self.b.const(float(c) if _kind(cd) == "f" else int(c), _lty(cd)), cd
+        if op == "cast":
+            v, dt = self.gen(e.args[0])
+            to = _dt(e.value)
+            return convert(v, dt, to, c_cast=True), to
+        if op == "select":
+            (c, cdt), (a, adt), (bv, bdt) = (self.gen(x) for x in e.args)
+            rdt = _result_dtype(adt, bdt)
+            return select(self._nonzero(c, cdt), convert(a, adt, rdt), convert(bv, bdt, rdt)), rdt
+        if op in S.UNARY and len(e.args) == 1:
+            v, dt = self.gen(e.args[0])
+            if op == "not":
+                return self._bool01(self._nonzero(v, dt).cmp("eq", self.b.const(0, "i1")), cd), cd
+            return self._unary(op, v, dt), dt
+        if op in S.BINARY and len(e.args) == 2:
+            (a, adt), (bv, bdt) = self.gen(e.args[0]), self.gen(e.args[1])
+            if adt != bdt:                     # numpy promotes, then the result takes arg 0's dtype
+                rdt = _result_dtype(adt, bdt)
+                r = self._binary(op, convert(a, adt, rdt), convert(bv, bdt, rdt), rdt)
+                return convert(r, rdt, adt), adt
+            return self._binary(op, a, bv, adt), adt
+        raise MXNetError(f"codegen: scalar primitive {op!r} with {len(e.args)} arguments is not supported")
+
+    # ---- unary ------------------------------------------------------------------
+    def _math(self, op: str, *args: Val) -> Val:
+        fn = self.mb.math_function(op, args[0].ty)
+        alist = ", ".join(f"{a.ty} {a.ref}" for a in args)
+        return self.b.ins(args[0].ty, f"call {args[0].ty} @{fn}({alist})")
+
+    def _unary(self, op: str, v: Val, dt: str) -> Val:
+        k = _kind(dt)
+        if k == "f":
+            if op == "neg":
+                return -v
+            if op == "abs":
+                return fabs(v)
+            if op == "sign":
+                return select(v > 0.0, 1.0, select(v < 0.0, -1.0, v))
+            if op in ("sqrt", "floor", "ceil", "trunc"):
+                return getattr(V, op)(v)
+            return self._math(op, v)
+        # integer and bool dtypes
+        if op in _ROUNDING:
+            return v
+        if k == "b":
+            if op == "abs":
+                return v
+            if op in ("neg", "sign"):
+                return v if op == "sign" else v
+            return convert(self._unary(op, convert(v, dt, "float64"), "float64"), "float64", dt)
+        if op == "neg":
+            return -v
+        if op == "abs":
+            return v if k == "u" else select(v < 0, -v, v)
+        if op == "sign":
+            if k == "u":
+                return v.ne(0).conv("zext", v.ty)
+            return (v > 0).conv("zext", v.ty) - (v < 0).conv("zext", v.ty)
+        # transcendental functions of integers: numpy computes in float64 and casts back
+        return convert(self._unary(op, convert(v, dt, "float64"), "float64"), "float64", dt)
+
+    # ---- binary -----------------------------------------------------------------
+    def _binary(self, op: str, a: Val, bv: Val, dt: str) -> Val:
+        k = _kind(dt)
+        if op in _FCMP:
+            c = a.cmp(_FCMP[op], bv) if k == "f" else a.cmp((_ICMP_U if k in "ub" else _ICMP_S)[op], bv)
+            return self._bool01(c, dt)
+        if op in ("and", "or", "xor"):
+            na, nb = self._nonzero(a, dt), self._nonzero(bv, dt)
+            c = {"and": na & nb, "or": na | nb, "xor": na ^ nb}[op]
+            return self._bool01(c, dt)
+        if k == "f":
+            if op == "add":
+                return a + bv
+            if op == "sub":
+                return a - bv
+            if op == "mul":
+                return a * bv
+            if op == "div":
+                return a / bv
+            if op in ("max", "min"):
+                pick_a = (a > bv) if op == "max" else (a < bv)
+                return select(pick_a | V.isnan(a), a, bv)
+            return self._math(op, a, bv)
+        if k == "b":
+            r = self._binary(op, convert(a, dt, "uint8"), convert(bv, dt, "uint8"), "uint8")
+            return r.ne(0).conv("zext", "i8")
+        return self._int_binary(op, a, bv, dt, k == "s")
+
+    def _int_binary(self, op: str, a: Val, bv: Val, dt: str, signed: bool) -> Val:
+        if op == "add":
+            return a + bv
+        if op == "sub":
+            return a - bv
+        if op == "mul":
+            return a * bv
+        if op in ("max", "min"):
+            pred = {("max", True): "sgt", ("max", False): "ugt", ("min", True): "slt", ("min", False): "ult"}
+            return select(a.cmp(pred[(op, signed)], bv), a, bv)
+        zero = bv.eq(0)
+        if op == "div":
+            if signed:
+                m1 = bv.eq(-1)
+                safe = select(zero | m1, 1, bv)
+                q = self.b.ins(a.ty, f"sdiv {a.ty} {a.ref}, {safe.ref}")
+                return select(zero, 0, select(m1, -a, q))
+            safe = select(zero, 1, bv)
+            return select(zero, 0, self.b.ins(a.ty, f"udiv {a.ty} {a.ref}, {safe.ref}"))
+        if op == "mod":
+            if signed:
+                safe = select(zero | bv.eq(-1), 1, bv)
+                r = self.b.ins(a.ty, f"srem {a.ty} {a.ref}, {safe.ref}")
+                fix = r.ne(0) & ((r ^ bv) < 0)
+                return select(zero, 0, select(fix, r + bv, r))
+            safe = select(zero, 1, bv)
+            return select(zero, 0, self.b.ins(a.ty, f"urem {a.ty} {a.ref}, {safe.ref}"))
+        if op == "pow":
+            return self._int_pow(a, bv, signed)
+        # hypot, atan2 on integers: numpy computes in float64, the result takes the int dtype
+        fa, fb = convert(a, dt, "float64"), convert(bv, dt, "float64")
+        return convert(self._math(op, fa, fb), "float64", dt)
+
+    def _int_pow(self, a: Val, e: Val, signed: bool) -> Val:
+        """a**e by square-and-multiply over every exponent bit (branch-free). Negative
+        exponents (numpy raises) give 1/a**|e| truncated: 1, -1 or 0."""
+        bits = _BITS[a.ty]
+        res = self.b.const(1, a.ty)
+        base = a
+        for i in range(bits):
+            bit = (e.lshr(i) & 1).ne(0)
+            res = select(bit, res * base, res)
+            base = base * base
+        if not signed:
+            return res
+        one = a.eq(1)
+        m1 = a.eq(-1)
+        odd = (e & 1).ne(0)
+        neg_res = select(one, 1, select(m1, select(odd, -1, 1, ty=a.ty), 0))
+        return select(e < 0, neg_res, res)
+
+
+# --------------------------------------------------------------------------------------
+# Kernel emission
+# --------------------------------------------------------------------------------------
+
+def emit_elementwise(mb: ModuleBuilder, spec: ElementwiseSpec, name: str | None = None) -> str:
+    """Add the kernel for `spec` to module `mb`; returns its symbol name."""
+    name = name or kernel_name(spec)
+    n_in, n_out = len(spec.in_dtypes), len(spec.exprs)
+    shape, strides = simplify_index_space(spec.out_shape, spec.in_shapes)
+    b = FnBuilder("k")
+    L = b.raw
+    L("entry:")
+    ptrs = []
+    for i in range(n_in + n_out):
+        gp = b.ins("ptr", f"getelementptr inbounds ptr, ptr %args, i64 {i}")
+        ptrs.append(b.ins("ptr", f"load ptr, ptr {gp.ref}, align 8"))
+    in_ptrs, out_ptrs = ptrs[:n_in], ptrs[n_in:]
+    group = mb.md("", distinct=True)
+    loop_md = mb.md(f'!{{!"llvm.loop.parallel_accesses", {group}}}, !{{!"llvm.loop.mustprogress"}}',
+                    distinct=True, self_ref=True)
+    acc = f", !llvm.access.group {group}"
+
+    def load(ptr: Val, idx: Val | None, dt: str, in_loop: bool) -> Val:
+        ty = _lty(dt)
+        p = ptr if idx is None else b.ins("ptr", f"getelementptr inbounds {ty}, ptr {ptr.ref}, i64 {idx.ref}")
+        return b.ins(ty, f"load {ty}, ptr {p.ref}, align {_BITS[ty] // 8}" + (acc if in_loop else ""))
+
+    def body(idx: Val, in_row_ptrs: list, inner_stride: list, hoisted: dict) -> None:
+        def load_input(i: int) -> Val:
+            if i in hoisted:
+                return hoisted[i]
+            return load(in_row_ptrs[i], idx, spec.in_dtypes[i], True)
+        low = _Lowering(b, mb, spec, load_input)
+        for j, e in enumerate(spec.exprs):
+            v, dt = low.gen(e)
+            v = convert(v, dt, spec.out_dtypes[j])
+            ty = _lty(spec.out_dtypes[j])
+            p = b.ins("ptr", f"getelementptr inbounds {ty}, ptr {out_row_ptrs[j].ref}, i64 {idx.ref}")
+            L(f"  store {ty} {v.ref}, ptr {p.ref}, align {_BITS[ty] // 8}{acc}")
+
+    nonempty = b.ins("i1", "icmp slt i64 %begin, %end")
+    if len(shape) <= 1:
+        # one flat loop: every input is contiguous (stride 1) or a scalar (stride 0)
+        hoisted = {i: load(in_ptrs[i], None, spec.in_dtypes[i], False)
+                   for i in range(n_in) if not shape or strides[i][0] == 0}
+        L(f"  br i1 {nonempty.ref}, label %loop, label %exit")
+        L("loop:")
+        i = b.ins("i64", "phi i64 [ %begin, %entry ], [ %i.next, %loop ]")
+        out_row_ptrs = out_ptrs
+        body(i, in_ptrs, None, hoisted)
+        L(f"  %i.next = add nsw i64 {i.ref}, 1")
+        L("  %more = icmp slt i64 %i.next, %end")
+        L(f"  br i1 %more, label %loop, label %exit, !llvm.loop {loop_md}")
+    else:
+        inner = shape[-1]
+        L(f"  br i1 {nonempty.ref}, label %pre, label %exit")
+        L("pre:")
+        r0 = b.ins("i64", f"udiv i64 %begin, {inner}")
+        j0 = b.ins("i64", f"urem i64 %begin, {inner}")
+        L("  br label %row")
+        L("row:")
+        r = b.ins("i64", f"phi i64 [ {r0.ref}, %pre ], [ %r.next, %rowend ]")
+        js = b.ins("i64", f"phi i64 [ {j0.ref}, %pre ], [ 0, %rowend ]")
+        base = b.ins("i64", f"mul nsw i64 {r.ref}, {inner}")
+        left = b.ins("i64", f"sub nsw i64 %end, {base.ref}")
+        jc = b.ins("i1", f"icmp slt i64 {left.ref}, {inner}")
+        je = b.ins("i64", f"select i1 {jc.ref}, i64 {left.ref}, i64 {inner}")
+        # per-dimension indices of this row (outer dims only), then each input's row pointer
+        idxs, rem = [], r
+        for d in reversed(range(len(shape) - 1)):
+            q = b.ins("i64", f"urem i64 {rem.ref}, {shape[d]}")
+            idxs.append(q)
+            rem = b.ins("i64", f"udiv i64 {rem.ref}, {shape[d]}")
+        idxs.reverse()
+        row_ptrs, hoisted = [], {}
+        for k in range(n_in):
+            off = None
+            for d in range(len(shape) - 1):
+                if strides[k][d]:
+                    t = b.ins("i64", f"mul nsw i64 {idxs[d].ref}, {strides[k][d]}")
+                    off = t if off is None else b.ins("i64", f"add nsw i64 {off.ref}, {t.ref}")
+            ty = _lty(spec.in_dtypes[k])
+            p = in_ptrs[k] if off is None else \
+                b.ins("ptr", f"getelementptr inbounds {ty}, ptr {in_ptrs[k].ref}, i64 {off.ref}")
+            row_ptrs.append(p)
+            if strides[k][-1] == 0:
+                hoisted[k] = load(p, None, spec.in_dtypes[k], False)
+        out_row_ptrs = [b.ins("ptr", f"getelementptr inbounds {_lty(spec.out_dtypes[j])}, "
+                                     f"ptr {out_ptrs[j].ref}, i64 {base.ref}") for j in range(n_out)]
+        L("  br label %inner")
+        L("inner:")
+        j = b.ins("i64", f"phi i64 [ {js.ref}, %row ], [ %j.next, %inner ]")
+        body(j, row_ptrs, None, hoisted)
+        L(f"  %j.next = add nsw i64 {j.ref}, 1")
+        L(f"  %jmore = icmp slt i64 %j.next, {je.ref}")
+        L(f"  br i1 %jmore, label %inner, label %rowend, !llvm.loop {loop_md}")
+        L("rowend:")
+        L(f"  %r.next = add nsw i64 {r.ref}, 1")
+        L(f"  %rmore = icmp slt i64 {left.ref}, {inner + 1}")
+        L("  br i1 %rmore, label %exit, label %row")
+    L("exit:")
+    L("  ret void")
+    mb.intrinsics |= b.used_intrinsics
+    mb.functions.append(f"define void @{name}(i64 %begin, i64 %end, ptr %args) #1 {{\n"
+                        + "\n".join(b.lines) + "\n}\n")
+    mb.symbols.append(name)
+    return name
+
+
+def elementwise_module(spec: ElementwiseSpec, name: str | None = None) -> tuple[str, str]:
+    """(LLVM IR text of a module holding just this kernel, the kernel's symbol name)."""
+    mb = ModuleBuilder()
+    name = emit_elementwise(mb, spec, name)
+    return mb.render(), name
