@@ -74,14 +74,19 @@ def _matmul(a: np.ndarray, b: np.ndarray, out_dtype) -> np.ndarray:
 
 def dot_reference(lhs: np.ndarray, rhs: np.ndarray, ta: bool = False, tb: bool = False) -> np.ndarray:
     """numpy `dot` with MXNet semantics (see module docstring)."""
-    _, lk, rk, _, out_shape = dot_shapes(lhs.shape, rhs.shape, ta, tb)
+    a, b, out_shape = _matrix_views(lhs, rhs, ta, tb)
+    return _matmul(a, b, lhs.dtype).reshape(out_shape)
+
+
+def _matrix_views(lhs: np.ndarray, rhs: np.ndarray, ta: bool, tb: bool):
+    """(op_a(lhs) as an (m, k) matrix, op_b(rhs) as (k, n), dot's output shape)."""
+    l_keep, lk, rk, r_keep, out_shape = dot_shapes(lhs.shape, rhs.shape, ta, tb)
     if lk != rk:
         raise _mismatch("dot", lhs.shape, rhs.shape, ta, tb)
-    if lhs.ndim == 1 and rhs.ndim == 1:
-        return _matmul(lhs[None, :], rhs[:, None], lhs.dtype).reshape(1)
-    a = lhs.reshape(lhs.shape[0], -1).T if ta else lhs.reshape(-1, lhs.shape[-1])
-    b = rhs.reshape(-1, rhs.shape[-1]).T if tb else rhs.reshape(rhs.shape[0], -1)
-    return _matmul(a, b, lhs.dtype).reshape(out_shape)
+    m, n = _prod(l_keep), _prod(r_keep)
+    a = lhs.reshape(lk, m).T if ta else lhs.reshape(m, lk)
+    b = rhs.reshape(n, rk).T if tb else rhs.reshape(rk, n)
+    return a, b, out_shape
 
 
 _DOT_PARAMS = {
@@ -181,19 +186,11 @@ class BackwardDot(_Gemm):
     def compute(self, attrs, inputs, ctx):
         dz, lhs, rhs = inputs
         ta, tb = attrs["transpose_a"], attrs["transpose_b"]
-        _, lk, rk, _, out_shape = dot_shapes(lhs.shape, rhs.shape, ta, tb)
-        if lk != rk:
-            raise _mismatch("dot", lhs.shape, rhs.shape, ta, tb)
+        # matrix views: A = op_a(lhs) is (m, k), B = op_b(rhs) is (k, n), Z = dz is (m, n)
+        A, B, out_shape = _matrix_views(lhs, rhs, ta, tb)
         if dz.shape != tuple(out_shape):
             raise MXNetError(f"_backward_dot: shape mismatch for input 'ograd': expected "
                              f"{tuple(out_shape)}, got {dz.shape}")
-        # matrix views: A = op_a(L) is (m, k), B = op_b(R) is (k, n), Z is (m, n)
-        if lhs.ndim == 1 and rhs.ndim == 1:
-            return [np.ascontiguousarray(dz * rhs), np.ascontiguousarray(dz * lhs)]
-        L = lhs.reshape(lhs.shape[0], -1) if ta else lhs.reshape(-1, lhs.shape[-1])
-        R = rhs.reshape(-1, rhs.shape[-1]) if tb else rhs.reshape(rhs.shape[0], -1)
-        A = L.T if ta else L
-        B = R.T if tb else R
         Z = dz.reshape(A.shape[0], B.shape[1])
         dA = _matmul(Z, B.T, lhs.dtype)
         dB = _matmul(A.T, Z, lhs.dtype)

@@ -249,3 +249,10 @@ def _check_ir_gradient(op, xs, attrs):
 ])
 def test_ir_autodiff_gradient(op, shapes, attrs):
     _check_ir_gradient(op, [R(*s) for s in shapes], attrs)
+
+
+def test_dot_zero_size_operands():
+    (y,) = apply_numpy("dot", [np.ones((2, 0), np.float32), np.ones((0, 3), np.float32)])
+    assert y.shape == (2, 3) and not y.any()
+    (y,) = apply_numpy("dot", [np.ones((0, 2), np.float32), np.ones((2, 3), np.float32)])
+    assert y.shape == (0, 3)

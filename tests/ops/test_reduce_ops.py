@@ -321,6 +321,10 @@ def test_softmax_temperature_dtype_and_stability():
         assert np.all(np.isfinite(y))
     (y,) = apply_numpy("log_softmax", [big])
     np.testing.assert_allclose(y, [[-1.3132616, -0.3132617, -2001.3132]], rtol=1e-6)
+    masked = np.array([[0.0, -np.inf, 1.0]], np.float32)   # -inf entries get probability 0
+    for attrs in ({}, {"temperature": 1.0}):
+        (y,) = apply_numpy("softmax", [masked], attrs)
+        np.testing.assert_allclose(y, [[0.26894142, 0.0, 0.7310586]], rtol=1e-6)
 
 
 def test_softmax_use_length():
