@@ -145,3 +145,12 @@ def test_gradient_flows_through_multiple_paths_and_unused_variables():
     np.testing.assert_allclose(x.grad.asnumpy(), (8 * x.asnumpy() + 2))
     assert not z.grad.asnumpy().any()
     assert mx.autograd is autograd
+
+
+def test_recorded_indexing_flows_gradient():
+    x = nd.array(np.arange(6, dtype=np.float32).reshape(2, 3))
+    x.attach_grad()
+    with autograd.record():
+        y = x[1] * 2
+    y.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), [[0, 0, 0], [2, 2, 2]])

@@ -19,7 +19,7 @@ import numpy as np
 from ..base import MXNetError
 from . import scalar as S
 from .attrs import Any_, Dtype, Int, Param
-from .registry import ComputeContext, Op, broadcast_shapes, get_op, register
+from .registry import ComputeContext, Op, broadcast_shapes, fresh_array, get_op, register
 
 
 @register("_const")
@@ -81,7 +81,7 @@ class FusedElemwise(Op):
         outs = []
         for e in attrs["exprs"]:
             r = S.evaluate(e, inputs, attrs["dtype"])
-            outs.append(np.ascontiguousarray(np.broadcast_to(r, shape)))
+            outs.append(fresh_array(np.broadcast_to(r, shape), inputs))
         return outs
 
 
@@ -131,5 +131,5 @@ class WithEpilogue(Op):
         shape = broadcast_shapes(self.name, [a.shape for a in args])
         if y.dtype.kind not in "fiub":
             raise MXNetError(f"{self.name}: unsupported dtype {y.dtype}")
-        return [np.ascontiguousarray(np.broadcast_to(S.evaluate(e, args, y.dtype), shape))
+        return [fresh_array(np.broadcast_to(S.evaluate(e, args, y.dtype), shape), args)
                 for e in attrs["exprs"]]

@@ -284,8 +284,17 @@ class Elementwise(Op):
             out = out.astype(od)
         if self.broadcast and out.shape != out_shape:
             out = np.broadcast_to(out, out_shape)
-        return [np.ascontiguousarray(out)]
+        return [fresh_array(out, inputs)]
 
+
+
+def fresh_array(out: np.ndarray, inputs: Sequence[np.ndarray]) -> np.ndarray:
+    """`out` as a contiguous array that shares no memory with `inputs` (an identity
+    expression evaluates to its input; results must never alias what an op read)."""
+    out = np.ascontiguousarray(out)
+    if any(np.may_share_memory(out, x) for x in inputs):
+        out = out.copy()
+    return out
 
 
 def apply_numpy(op_name: str, inputs: Sequence[np.ndarray], attrs: Mapping[str, Any] | None = None,

@@ -153,3 +153,13 @@ def test_nan_input_flows_through():
     x = nd.array([np.nan, 1.0])
     y = nd.relu(x) + 1
     assert np.isnan(y.asnumpy()[0]) and y.asnumpy()[1] == 2
+
+
+def test_reshape_shares_memory_and_copy_does_not():
+    x = nd.array(np.arange(6))
+    y = x.reshape((2, 3))
+    y[0, 0] = 42
+    assert x.asnumpy()[0] == 42
+    c = x.copy()
+    c[:] = 0
+    assert x.asnumpy()[0] == 42

@@ -1,0 +1,2 @@
+"""symjit.module (`mx.mod`): the MXNet 1.x Module API over symjit executors."""
+from .module import BaseModule, Module, load_checkpoint, save_checkpoint  # noqa: F401

@@ -1,0 +1,519 @@
+"""The Module API of MXNet 1.x: a Symbol with data/label names, bound to executors, trained
+with an optimizer, and fit over data iterators.
+
+With several contexts the batch is split along axis 0 across one executor per context;
+gradients are summed over the executors (through the KVStore when one is given, else
+directly) before one optimizer update per parameter, and the updated parameters are copied
+back to every executor, so all replicas stay identical.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+
+import numpy as np
+
+from .. import initializer as init_mod
+from .. import metric as metric_mod
+from .. import optimizer as opt_mod
+from ..base import MXNetError
+from ..context import Context, cpu
+from ..io import DataDesc
+
+__all__ = ["BaseModule", "Module", "save_checkpoint", "load_checkpoint"]
+
+
+def _as_list(obj):
+    return list(obj) if isinstance(obj, (list, tuple)) else [obj]
+
+
+def _check_input_names(symbol, names, typename, throw):
+    args = symbol.list_arguments()
+    for name in names:
+        if name in args:
+            continue
+        candidates = [arg for arg in args if not arg.endswith(("_weight", "_bias", "_gamma", "_beta"))]
+        msg = (f"You created Module with Module(..., {typename}_names={names}) but input with name "
+               f"'{name}' is not found in symbol.list_arguments(). Did you mean one of:\n\t"
+               + "\n\t".join(candidates))
+        if throw:
+            raise ValueError(msg)
+        logging.warning(msg)
+
+
+def _parse_shapes(shapes):
+    if shapes is None:
+        return []
+    out = []
+    for s in shapes:
+        out.append(s if isinstance(s, DataDesc) else DataDesc(s[0], s[1]))
+    return out
+
+
+class BaseModule:
+    """Training loop helpers shared by modules: fit, score, predict, iter_predict."""
+
+    def __init__(self, logger=logging):
+        self.logger = logger
+        self.binded = False
+        self.for_training = False
+        self.inputs_need_grad = False
+        self.params_initialized = False
+        self.optimizer_initialized = False
+        self._symbol = None
+
+    @property
+    def symbol(self):
+        return self._symbol
+
+    def forward_backward(self, data_batch):
+        self.forward(data_batch, is_train=True)
+        self.backward()
+
+    def score(self, eval_data, eval_metric, num_batch=None, batch_end_callback=None, reset=True, epoch=0):
+        if not (self.binded and self.params_initialized):
+            raise MXNetError("score: call bind() and init_params() first")
+        if reset:
+            eval_data.reset()
+        eval_metric = metric_mod.create(eval_metric)
+        eval_metric.reset()
+        for nbatch, batch in enumerate(eval_data):
+            if num_batch is not None and nbatch == num_batch:
+                break
+            self.forward(batch, is_train=False)
+            self.update_metric(eval_metric, batch.label)
+            for cb in _as_list(batch_end_callback or []):
+                cb(_BatchEndParam(epoch, nbatch, eval_metric))
+        return eval_metric.get_name_value()
+
+    def iter_predict(self, eval_data, num_batch=None, reset=True):
+        if reset:
+            eval_data.reset()
+        for nbatch, batch in enumerate(eval_data):
+            if num_batch is not None and nbatch == num_batch:
+                break
+            self.forward(batch, is_train=False)
+            pad = batch.pad or 0
+            outputs = [out[0:out.shape[0] - pad] for out in self.get_outputs()]
+            yield outputs, nbatch, batch
+
+    def predict(self, eval_data, num_batch=None, merge_batches=True, reset=True, always_output_list=False):
+        from .. import ndarray as nd
+        outputs = [[o.copy() for o in outs] for outs, _, _ in self.iter_predict(eval_data, num_batch, reset)]
+        if not outputs:
+            return []
+        if merge_batches:
+            merged = [nd.concatenate([b[i] for b in outputs]) for i in range(len(outputs[0]))]
+            return merged[0] if len(merged) == 1 and not always_output_list else merged
+        return outputs
+
+    def fit(self, train_data, eval_data=None, eval_metric="acc", epoch_end_callback=None,
+            batch_end_callback=None, kvstore="local", optimizer="sgd",
+            optimizer_params=(("learning_rate", 0.01),), eval_end_callback=None,
+            eval_batch_end_callback=None, initializer=init_mod.Uniform(0.01), arg_params=None,
+            aux_params=None, allow_missing=False, force_rebind=False, force_init=False, begin_epoch=0,
+            num_epoch=None, validation_metric=None, monitor=None, sparse_row_id_fn=None):
+        if num_epoch is None:
+            raise MXNetError("fit: please specify num_epoch")
+        self.bind(data_shapes=train_data.provide_data, label_shapes=train_data.provide_label,
+                  for_training=True, force_rebind=force_rebind)
+        self.init_params(initializer=initializer, arg_params=arg_params, aux_params=aux_params,
+                         allow_missing=allow_missing, force_init=force_init)
+        self.init_optimizer(kvstore=kvstore, optimizer=optimizer, optimizer_params=optimizer_params)
+        validation_metric = validation_metric or eval_metric
+        eval_metric = metric_mod.create(eval_metric)
+        for epoch in range(begin_epoch, num_epoch):
+            tic = time.time()
+            eval_metric.reset()
+            train_data.reset()
+            for nbatch, batch in enumerate(train_data):
+                self.forward_backward(batch)
+                self.update()
+                self.update_metric(eval_metric, batch.label)
+                for cb in _as_list(batch_end_callback or []):
+                    cb(_BatchEndParam(epoch, nbatch, eval_metric))
+            for name, val in eval_metric.get_name_value():
+                self.logger.info("Epoch[%d] Train-%s=%f", epoch, name, val)
+            self.logger.info("Epoch[%d] Time cost=%.3f", epoch, time.time() - tic)
+            arg_params, aux_params = self.get_params()
+            for cb in _as_list(epoch_end_callback or []):
+                cb(epoch, self.symbol, arg_params, aux_params)
+            if eval_data is not None:
+                res = self.score(eval_data, validation_metric, batch_end_callback=eval_batch_end_callback,
+                                 epoch=epoch)
+                for name, val in res:
+                    self.logger.info("Epoch[%d] Validation-%s=%f", epoch, name, val)
+
+
+class _BatchEndParam:
+    def __init__(self, epoch, nbatch, eval_metric):
+        self.epoch, self.nbatch, self.eval_metric, self.locals = epoch, nbatch, eval_metric, None
+
+
+class Module(BaseModule):
+    """A symbol bound for training or inference on one or several contexts."""
+
+    def __init__(self, symbol, data_names=("data",), label_names=("softmax_label",), logger=logging,
+                 context=None, work_load_list=None, fixed_param_names=None, state_names=None,
+                 group2ctxs=None, compression_params=None):
+        super().__init__(logger)
+        context = context if context is not None else cpu()
+        self._context = _as_list(context)
+        for c in self._context:
+            if not isinstance(c, Context):
+                raise MXNetError(f"Module: context must be a Context or a list of them, got {c!r}")
+        self._symbol = symbol
+        data_names = list(data_names) if data_names is not None else []
+        label_names = list(label_names) if label_names is not None else []
+        state_names = list(state_names) if state_names is not None else []
+        fixed_param_names = list(fixed_param_names) if fixed_param_names is not None else []
+        _check_input_names(symbol, data_names, "data", True)
+        _check_input_names(symbol, label_names, "label", False)
+        _check_input_names(symbol, state_names, "state", True)
+        _check_input_names(symbol, fixed_param_names, "fixed_param", True)
+        arg_names = symbol.list_arguments()
+        input_names = data_names + label_names + state_names
+        self._param_names = [x for x in arg_names if x not in input_names]
+        self._fixed_param_names = fixed_param_names
+        self._aux_names = symbol.list_auxiliary_states()
+        self._data_names = data_names
+        self._label_names = [n for n in label_names if n in arg_names]
+        self._state_names = state_names
+        self._output_names = symbol.list_outputs()
+        self._arg_params = None
+        self._aux_params = None
+        self._optimizer = None
+        self._kvstore = None
+        self._updater = None
+        self._execs = []
+        self._data_shapes = None
+        self._label_shapes = None
+        self._grad_req = None
+
+    # ---- properties ---------------------------------------------------------------------------
+    @property
+    def data_names(self):
+        return self._data_names
+
+    @property
+    def label_names(self):
+        return self._label_names
+
+    @property
+    def output_names(self):
+        return self._output_names
+
+    @property
+    def data_shapes(self):
+        return self._data_shapes
+
+    @property
+    def label_shapes(self):
+        return self._label_shapes
+
+    @property
+    def output_shapes(self):
+        return [(n, o.shape) for n, o in zip(self._output_names, self._execs[0].outputs)]
+
+    # ---- binding --------------------------------------------------------------------------------
+    def _slices(self, batch_size: int):
+        n = len(self._context)
+        if batch_size < n:
+            raise MXNetError(f"Module: batch size {batch_size} is smaller than the number of contexts {n}")
+        step = -(-batch_size // n)
+        return [slice(i * step, min((i + 1) * step, batch_size)) for i in range(n)]
+
+    def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
+             force_rebind=False, shared_module=None, grad_req="write"):
+        if self.binded and not force_rebind:
+            self.logger.warning("Already bound, ignoring bind()")
+            return
+        self.for_training = for_training
+        self.inputs_need_grad = inputs_need_grad
+        self._data_shapes = _parse_shapes(data_shapes)
+        self._label_shapes = _parse_shapes(label_shapes) if label_shapes is not None else None
+        if self._label_shapes is not None:
+            self._label_shapes = [d for d in self._label_shapes if d.name in self._label_names]
+        self._grad_req = grad_req
+        self._build_executors()
+        self.binded = True
+        if self.params_initialized:
+            self._push_params()
+
+    def _build_executors(self):
+        from ..executor import Executor
+        shapes = self._data_shapes + (self._label_shapes or [])
+        batch = shapes[0].shape[0] if shapes else 1
+        reqs = {}
+        for name in self._symbol.list_arguments():
+            if name in self._param_names and name not in self._fixed_param_names:
+                reqs[name] = self._grad_req if self.for_training else "null"
+            elif name in self._data_names and self.inputs_need_grad:
+                reqs[name] = self._grad_req
+            else:
+                reqs[name] = "null"
+        self._execs = []
+        for ctx, sl in zip(self._context, self._slices(batch)):
+            n = sl.stop - sl.start
+            kw = {d.name: (n,) + tuple(d.shape[1:]) for d in shapes}
+            types = {d.name: d.dtype for d in shapes}
+            self._execs.append(Executor.simple_bind(self._symbol, ctx, grad_req=reqs, type_dict=types, **kw))
+
+    def reshape(self, data_shapes, label_shapes=None):
+        if not self.binded:
+            raise MXNetError("reshape: call bind() first")
+        self._data_shapes = _parse_shapes(data_shapes)
+        if label_shapes is not None:
+            self._label_shapes = [d for d in _parse_shapes(label_shapes) if d.name in self._label_names]
+        arg, aux = (self.get_params() if self.params_initialized else (None, None))
+        self._build_executors()
+        if self.params_initialized:
+            self._arg_params, self._aux_params = arg, aux
+            self._push_params()
+
+    # ---- parameters -----------------------------------------------------------------------------
+    def init_params(self, initializer=init_mod.Uniform(0.01), arg_params=None, aux_params=None,
+                    allow_missing=False, force_init=False, allow_extra=False):
+        if self.params_initialized and not force_init:
+            self.logger.warning("Parameters already initialized and force_init=False. init_params call ignored.")
+            return
+        if not self.binded:
+            raise MXNetError("init_params: call bind() before initializing the parameters")
+        from .. import ndarray as nd
+        ex = self._execs[0]
+        attrs = self._symbol.attr_dict()
+
+        def fill(name, arr, cache):
+            if cache is not None and name in cache:
+                src = cache[name]
+                if src is not arr:
+                    if tuple(src.shape) != arr.shape:
+                        raise MXNetError(f"init_params: {name} has shape {tuple(src.shape)}, expected {arr.shape}")
+                    arr[:] = src
+            elif cache is not None and not allow_missing:
+                raise MXNetError(f"init_params: {name} is not presented")
+            elif initializer is not None:
+                initializer(init_mod.InitDesc(name, attrs.get(name, {})), arr)
+
+        self._arg_params = OrderedDict((n, nd.zeros(ex.arg_dict[n].shape, cpu(), ex.arg_dict[n].dtype))
+                                       for n in self._param_names)
+        self._aux_params = OrderedDict((n, nd.zeros(ex.aux_dict[n].shape, cpu(), ex.aux_dict[n].dtype))
+                                       for n in self._aux_names)
+        for name, arr in self._arg_params.items():
+            fill(name, arr, arg_params)
+        for name, arr in self._aux_params.items():
+            fill(name, arr, aux_params)
+        if not allow_extra:
+            for table, known in ((arg_params, self._arg_params), (aux_params, self._aux_params)):
+                extra = [k for k in (table or {}) if k not in known]
+                if extra:
+                    raise MXNetError(f"init_params: parameters {extra} are not in the symbol "
+                                     "(pass allow_extra=True to ignore them)")
+        self.params_initialized = True
+        self._push_params()
+
+    def _push_params(self):
+        for ex in self._execs:
+            ex.copy_params_from(self._arg_params, self._aux_params, allow_extra_params=True)
+
+    def _pull_params(self):
+        ex = self._execs[0]
+        for name, arr in self._arg_params.items():
+            arr[:] = ex.arg_dict[name]
+        for name, arr in self._aux_params.items():
+            arr[:] = sum(e.aux_dict[name].asnumpy() for e in self._execs) / len(self._execs)
+
+    def get_params(self):
+        if not (self.binded and self.params_initialized):
+            raise MXNetError("get_params: call bind() and init_params() first")
+        self._pull_params()
+        return (OrderedDict((k, v.copy()) for k, v in self._arg_params.items()),
+                OrderedDict((k, v.copy()) for k, v in self._aux_params.items()))
+
+    def set_params(self, arg_params, aux_params, allow_missing=False, force_init=True, allow_extra=False):
+        self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
+                         allow_missing=allow_missing, force_init=force_init, allow_extra=allow_extra)
+
+    def save_params(self, fname):
+        from .. import ndarray as nd
+        arg, aux = self.get_params()
+        save = {f"arg:{k}": v for k, v in arg.items()}
+        save.update({f"aux:{k}": v for k, v in aux.items()})
+        nd.save(fname, save)
+
+    def load_params(self, fname):
+        from .. import ndarray as nd
+        arg, aux = {}, {}
+        for k, v in nd.load(fname).items():
+            kind, name = k.split(":", 1)
+            if kind == "arg":
+                arg[name] = v
+            elif kind == "aux":
+                aux[name] = v
+            else:
+                raise MXNetError(f"load_params: invalid key {k!r} in {fname}")
+        self.set_params(arg, aux)
+
+    # ---- optimizer ------------------------------------------------------------------------------
+    def init_optimizer(self, kvstore="local", optimizer="sgd", optimizer_params=(("learning_rate", 0.01),),
+                       force_init=False):
+        if self.optimizer_initialized and not force_init:
+            self.logger.warning("optimizer already initialized, ignoring...")
+            return
+        if not (self.binded and self.params_initialized):
+            raise MXNetError("init_optimizer: call bind() and init_params() first")
+        batch_size = self._data_shapes[0].shape[0] if self._data_shapes else 1
+        idx2name = {i: n for i, n in enumerate(self._param_names)}
+        if isinstance(optimizer, str):
+            params = dict(optimizer_params)
+            params.setdefault("rescale_grad", 1.0 / batch_size)
+            optimizer = opt_mod.create(optimizer, sym=self._symbol, param_idx2name=idx2name, **params)
+        elif not isinstance(optimizer, opt_mod.Optimizer):
+            raise MXNetError("init_optimizer: optimizer must be a name or an Optimizer")
+        self._optimizer = optimizer
+        self._kvstore = self._create_kvstore(kvstore)
+        self._updater = opt_mod.get_updater(optimizer)
+        if self._kvstore is not None:
+            for i, name in enumerate(self._param_names):
+                self._kvstore.init(i, self._arg_params[name])
+        self.optimizer_initialized = True
+
+    def _create_kvstore(self, kvstore):
+        """A KVStore only when gradients must be aggregated over several devices or processes."""
+        if kvstore is None:
+            return None
+        if not isinstance(kvstore, str):
+            return kvstore
+        if len(self._context) == 1 and not kvstore.startswith("dist"):
+            return None
+        try:
+            from .. import kvstore as kv_mod
+        except ImportError:
+            return None
+        return kv_mod.create(kvstore)
+
+    def update(self):
+        if not (self.binded and self.params_initialized and self.optimizer_initialized):
+            raise MXNetError("update: call bind(), init_params() and init_optimizer() first")
+        from ..ndarray import NDArray
+        for i, name in enumerate(self._param_names):
+            grads = [ex.grad_dict.get(name) for ex in self._execs]
+            if any(g is None for g in grads):
+                continue
+            weight = self._execs[0].arg_dict[name]
+            if self._kvstore is not None:
+                self._kvstore.push(i, grads)
+                total = NDArray(np.zeros(grads[0].shape, grads[0]._data.dtype), weight.context)
+                self._kvstore.pull(i, out=total)
+            else:
+                total = grads[0] if len(grads) == 1 else NDArray(
+                    sum(g._data for g in grads), weight.context)
+            self._updater(i, total, weight)
+            for ex in self._execs[1:]:
+                ex.arg_dict[name][:] = weight
+
+    # ---- execution --------------------------------------------------------------------------------
+    def forward(self, data_batch, is_train=None):
+        if not (self.binded and self.params_initialized):
+            raise MXNetError("forward: call bind() and init_params() first")
+        is_train = self.for_training if is_train is None else is_train
+        data = _as_list(data_batch.data)
+        shapes = [(n, tuple(d.shape)) for n, d in zip(self._data_names, data)]
+        if shapes != [(d.name, tuple(d.shape)) for d in self._data_shapes]:
+            label = getattr(data_batch, "label", None)
+            lshapes = ([(n, tuple(l.shape)) for n, l in zip(self._label_names, label)]
+                       if label and self._label_names else None)
+            self.reshape(shapes, lshapes)
+        label = getattr(data_batch, "label", None)
+        batch = data[0].shape[0]
+        for ex, sl in zip(self._execs, self._slices(batch)):
+            feeds = {n: d[sl] if len(self._execs) > 1 else d for n, d in zip(self._data_names, data)}
+            if label is not None and self._label_names:
+                for n, l in zip(self._label_names, _as_list(label)):
+                    feeds[n] = l[sl] if len(self._execs) > 1 else l
+            ex.forward(is_train=is_train, **feeds)
+
+    def backward(self, out_grads=None):
+        if not (self.binded and self.params_initialized):
+            raise MXNetError("backward: call bind() and init_params() first")
+        for i, ex in enumerate(self._execs):
+            og = None
+            if out_grads is not None:
+                sl = self._slices(self._data_shapes[0].shape[0])[i]
+                og = [g[sl] if len(self._execs) > 1 else g for g in _as_list(out_grads)]
+            ex.backward(og)
+
+    def get_outputs(self, merge_multi_context=True):
+        from .. import ndarray as nd
+        per = [ex.outputs for ex in self._execs]
+        if not merge_multi_context:
+            return [[p[i] for p in per] for i in range(len(per[0]))]
+        if len(per) == 1:
+            return per[0]
+        return [nd.concatenate([p[i] for p in per]) for i in range(len(per[0]))]
+
+    def get_input_grads(self, merge_multi_context=True):
+        if not self.inputs_need_grad:
+            raise MXNetError("get_input_grads: bind with inputs_need_grad=True")
+        from .. import ndarray as nd
+        grads = [[ex.grad_dict[n] for ex in self._execs] for n in self._data_names]
+        if merge_multi_context:
+            return [g[0] if len(g) == 1 else nd.concatenate(g) for g in grads]
+        return grads
+
+    def update_metric(self, eval_metric, labels, pre_sliced=False):
+        eval_metric.update(labels, self.get_outputs())
+
+    # ---- checkpoints --------------------------------------------------------------------------------
+    def save_checkpoint(self, prefix, epoch, save_optimizer_states=False, remove_amp_cast=True):
+        self._symbol.save(f"{prefix}-symbol.json")
+        self.save_params(f"{prefix}-{epoch:04d}.params")
+        if save_optimizer_states:
+            self.save_optimizer_states(f"{prefix}-{epoch:04d}.states")
+
+    def save_optimizer_states(self, fname):
+        if not self.optimizer_initialized:
+            raise MXNetError("save_optimizer_states: call init_optimizer() first")
+        with open(fname, "wb") as f:
+            f.write(self._updater.get_states())
+
+    def load_optimizer_states(self, fname):
+        if not self.optimizer_initialized:
+            raise MXNetError("load_optimizer_states: call init_optimizer() first")
+        with open(fname, "rb") as f:
+            self._updater.set_states(f.read())
+
+    @staticmethod
+    def load(prefix, epoch, load_optimizer_states=False, **kwargs):
+        sym, args, auxs = load_checkpoint(prefix, epoch)
+        mod = Module(symbol=sym, **kwargs)
+        mod._arg_params, mod._aux_params = args, auxs
+        mod.params_initialized = True
+        mod._preload = (args, auxs)
+        if load_optimizer_states:
+            mod._preload_opt_states = f"{prefix}-{epoch:04d}.states"
+        return mod
+
+
+def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params, remove_amp_cast=True):
+    """Write `prefix-symbol.json` and `prefix-EPOCH.params` (MXNet's model.save_checkpoint)."""
+    from .. import ndarray as nd
+    if symbol is not None:
+        symbol.save(f"{prefix}-symbol.json")
+    save = {f"arg:{k}": v for k, v in arg_params.items()}
+    save.update({f"aux:{k}": v for k, v in aux_params.items()})
+    nd.save(f"{prefix}-{epoch:04d}.params", save)
+
+
+def load_checkpoint(prefix, epoch):
+    """Read what `save_checkpoint` wrote: (symbol, arg_params, aux_params)."""
+    from .. import ndarray as nd
+    from .. import symbol as sym_mod
+    symbol = sym_mod.load(f"{prefix}-symbol.json")
+    arg, aux = {}, {}
+    for k, v in nd.load(f"{prefix}-{epoch:04d}.params").items():
+        kind, name = k.split(":", 1)
+        (arg if kind == "arg" else aux)[name] = v
+    return symbol, arg, aux
+
