@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import json
 
 import numpy as np
 import pytest
@@ -236,7 +237,14 @@ def test_autograd_get_symbol():
         y = mx.nd.relu(x * 2) + x
     s = mx.autograd.get_symbol(y)
     assert s.list_arguments() == ["var0"]
+    assert [n["name"] for n in json.loads(s.tojson())["nodes"]] == ["var0", "node_0", "node_1", "node_2"]
     np.testing.assert_allclose(s.eval(var0=mx.nd.array([-1.0, 3.0]))[0].asnumpy(), [-1.0, 9.0])
+    c = mx.nd.array([10.0, 20.0])
+    with mx.autograd.record():
+        z = x * c
+    s = mx.autograd.get_symbol(z)
+    assert s.list_arguments() == ["var0", "null1"]
+    np.testing.assert_allclose(s.eval(var0=mx.nd.array([1.0, 2.0]), null1=c)[0].asnumpy(), [10.0, 40.0])
     with pytest.raises(MXNetError):
         mx.autograd.get_symbol(mx.nd.ones((1,)))
 
