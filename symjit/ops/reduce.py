@@ -311,16 +311,20 @@ class _ArgReduce(Op):
     kernel = "reduce"
     pick: Callable[..., np.ndarray] = staticmethod(np.argmax)
 
+    def search(self, attrs) -> tuple:
+        """(axis or None, keepdims) of the search."""
+        return attrs["axis"], attrs["keepdims"]
+
     def infer_shape(self, attrs, in_shapes):
         shape = in_shapes[0]
         if shape is None:
             return list(in_shapes), [None]
-        return [tuple(shape)], [_arg_reduce_shape(self.name, tuple(shape), attrs["axis"], attrs["keepdims"])]
+        return [tuple(shape)], [_arg_reduce_shape(self.name, tuple(shape), *self.search(attrs))]
 
     def compute(self, attrs, inputs, ctx):
         x = inputs[0]
-        axis = attrs["axis"]
-        out_shape = _arg_reduce_shape(self.name, x.shape, axis, attrs["keepdims"])
+        axis, keepdims = self.search(attrs)
+        out_shape = _arg_reduce_shape(self.name, x.shape, axis, keepdims)
         if axis is None:
             if x.size == 0:
                 raise MXNetError(f"{self.name}: attempt to search an empty sequence (shape {x.shape})")
@@ -351,12 +355,11 @@ class ArgMin(_ArgReduce):
 
 @register("argmax_channel")
 class ArgMaxChannel(_ArgReduce):
-    """argmax along axis 1 without keepdims (MXNet's legacy operator)."""
+    """argmax along axis 1 without keepdims (MXNet's legacy operator; no attributes)."""
     params = {}
 
-    def parse(self, raw):
-        parsed = super().parse(raw)
-        return {**parsed, "axis": 1, "keepdims": False}
+    def search(self, attrs) -> tuple:
+        return 1, False
 
 
 # ======================================================================================
