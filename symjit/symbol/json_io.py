@@ -39,8 +39,9 @@ def _str(s: str) -> str:
 
 
 class _Writer:
-    """dmlc::JSONWriter: containers open on one line; multi-line ones put each item on a new
-    line indented two spaces per level, items separated by ', '."""
+    """dmlc::JSONWriter: multi-line containers put each item on a new line indented two spaces
+    per level, items separated by ', '. Arrays of numbers / entries are multi-line above 10
+    items, arrays of objects always; maps are multi-line above one key."""
 
     def __init__(self):
         self.parts: list[str] = []
@@ -123,7 +124,7 @@ def to_json(sym: Symbol) -> str:
     w = _Writer()
     w.begin("{", True)
     w.key("nodes")
-    w.begin("[", len(nodes) > 10)
+    w.begin("[", True)  # dmlc: arrays of non-POD elements are always multi-line
     for n in nodes:
         w.item()
         w.begin("{", True)

@@ -152,3 +152,19 @@ def test_deep_graph_has_no_recursion_limit():
     back = mx.sym.load_json(y.tojson())
     assert back.list_arguments() == ["x"]
     assert back.eval(x=mx.nd.array([-1.0, 2.0]))[0].asnumpy().tolist() == [0.0, 2.0]
+
+
+def test_small_graph_text_matches_mxnet_layout():
+    # the layout MXNet prints for a three-node graph (dmlc JSONWriter)
+    with mx.name.NameManager():
+        c = mx.sym.Variable("a", shape=[2]) + mx.sym.Variable("b", shape=[3])
+    assert c.tojson() == (
+        '{\n  "nodes": [\n    {\n      "op": "null", \n      "name": "a", \n'
+        '      "attrs": {"__shape__": "[2]"}, \n      "inputs": []\n    }, \n'
+        '    {\n      "op": "null", \n      "name": "b", \n      "attrs": {"__shape__": "[3]"}, \n'
+        '      "inputs": []\n    }, \n    {\n      "op": "elemwise_add", \n      "name": "_plus0", \n'
+        '      "inputs": [[0, 0, 0], [1, 0, 0]]\n    }\n  ], \n  "arg_nodes": [0, 1], \n'
+        '  "node_row_ptr": [0, 1, 2, 3], \n  "heads": [[2, 0, 0]], \n'
+        '  "attrs": {"mxnet_version": ["int", 10901]}\n}')
+    with pytest.raises(MXNetError, match="_plus0"):  # the declared shapes conflict
+        c.infer_shape()
