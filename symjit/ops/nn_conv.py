@@ -258,6 +258,13 @@ def _fc_in_units(attrs, dshape) -> int:
     return int(dshape[-1]) if dshape else 0
 
 
+def _fc_rows(x: np.ndarray, flatten: bool) -> np.ndarray:
+    """data as the 2-D matrix the product uses: (batch, prod(rest)) or (prod(lead), last)."""
+    if flatten:
+        return x.reshape(x.shape[0], int(np.prod(x.shape[1:], dtype=np.int64)))
+    return x.reshape(int(np.prod(x.shape[:-1], dtype=np.int64)), x.shape[-1])
+
+
 @register("FullyConnected")
 class FullyConnected(Op):
     """out = dot(data, weight.T) + bias. With flatten=True data is first reshaped to
@@ -301,7 +308,7 @@ class FullyConnected(Op):
             raise MXNetError(f"FullyConnected: shape mismatch for weight: expected {in_shapes[1]}, got {w.shape}")
         acc = _acc_dtype(x.dtype)
         h = attrs["num_hidden"]
-        x2 = x.reshape(x.shape[0], -1) if attrs["flatten"] else x.reshape(-1, x.shape[-1])
+        x2 = _fc_rows(x, attrs["flatten"])
         y = np.matmul(x2.astype(acc, copy=False), w.astype(acc, copy=False).T)
         if not attrs["no_bias"]:
             y = y + inputs[2].reshape(-1).astype(acc, copy=False)
@@ -370,10 +377,10 @@ class FullyConnectedBackwardWeight(Op):
         h = attrs["num_hidden"]
         acc = _acc_dtype(dy.dtype)
         dy2 = dy.reshape(-1, h).astype(acc, copy=False)
-        if x.size % max(dy2.shape[0], 1):
+        x2 = _fc_rows(x, attrs["flatten"]).astype(acc, copy=False)
+        if x2.shape[0] != dy2.shape[0]:
             raise MXNetError(f"_backward_FullyConnected_weight: data {x.shape} does not match "
                              f"ograd {dy.shape}")
-        x2 = x.reshape(dy2.shape[0], -1).astype(acc, copy=False)
         return [_out(np.matmul(dy2.T, x2), dy.dtype)]
 
     def grad(self, F, attrs, inputs, outputs, ograds):

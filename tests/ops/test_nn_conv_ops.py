@@ -168,6 +168,20 @@ def test_fully_connected_infer_shape_fills_weight_and_bias():
     assert ins[0] == (4, 9)
 
 
+def test_empty_batch():
+    """A batch of zero samples gives empty outputs of the right shape (no reshape ambiguity)."""
+    (y,) = apply_numpy("FullyConnected", [np.zeros((0, 3, 2)), np.ones((4, 6)), np.ones(4)], {"num_hidden": 4})
+    assert y.shape == (0, 4)
+    (dw,) = apply_numpy("_backward_FullyConnected_weight", [np.zeros((0, 4)), np.zeros((0, 3, 2))],
+                        {"num_hidden": 4})
+    np.testing.assert_array_equal(dw, np.zeros((4, 6)))
+    (y,) = apply_numpy("Convolution", [np.zeros((0, 3, 5, 5)), np.ones((2, 3, 3, 3))],
+                       {"kernel": (3, 3), "num_filter": 2, "no_bias": True})
+    assert y.shape == (0, 2, 3, 3)
+    (y,) = apply_numpy("Pooling", [np.zeros((0, 3, 5, 5))], {"kernel": (2, 2)})
+    assert y.shape == (0, 3, 4, 4)
+
+
 def test_fully_connected_shape_errors():
     with pytest.raises(MXNetError, match=r"FullyConnected.*weight.*\(10, 15\).*\(10, 14\)"):
         infer("FullyConnected", {"num_hidden": 10}, [(4, 3, 5), (10, 14), None])
@@ -481,6 +495,16 @@ def test_pooling_max_backward_routes_to_first_maximum():
     want[0, 0, 0, 1] = 1.0 + 10.0        # windows (0,0), (0,1): the 3 at (0,1) is first in row-major order
     want[0, 0, 1, 1] = 100.0 + 1000.0    # windows (1,0), (1,1): their only 3 is at (1,1)
     np.testing.assert_array_equal(dx, want)
+
+
+def test_pooling_max_nan_and_empty_windows_follow_mxnet():
+    """pool.h starts from the lowest finite value and keeps `v > max`: NaN never wins, and a
+    window lying entirely in the padding yields the lowest float (not -inf)."""
+    x = np.array([[[np.nan, 1.0, np.nan, np.nan, -np.inf]]], dtype=np.float32)
+    (y,) = apply_numpy("Pooling", [x], {"kernel": (2,), "stride": (2,), "pool_type": "max",
+                                        "pooling_convention": "full", "pad": (1,)})
+    lowest = np.finfo(np.float32).min
+    np.testing.assert_array_equal(y, [[[lowest, 1.0, lowest, lowest]]])
 
 
 @pytest.mark.parametrize("pool_type", ["max", "avg", "sum"])
