@@ -31,3 +31,4 @@ from . import metric  # noqa: F401
 from . import module  # noqa: F401
 from . import module as mod  # noqa: F401
 from . import model  # noqa: F401
+from . import gluon  # noqa: F401

@@ -13,7 +13,10 @@ from seed_runner import load_examples, mask_numbers, normalize, run_code
 SEED_IDS = {"E8", "E9", "E10", "E11", "E12", "E13", "E17", "E46", "E47",
             "E3", "E88", "E89", "E90", "E91", "E92", "E93", "E94",
             *[f"E{i}" for i in range(14, 28)], "E48", "E49", "E50",
-            "E82", "E83", "E109", "E110", "E111", "E112"}
+            "E82", "E83", "E109", "E110", "E111", "E112",
+            # issue "Gluon with hybridize()"
+            # (E76-E79 pass too but their session replays the gluon.rnn examples E72-E75 first)
+            "E6", "E7", "E29", "E30", "E31", "E33", "E34", "E35", "E70", "E71", "E84"}
 
 EXAMPLES = load_examples()
 BY_ID = {e["id"]: e for e in EXAMPLES}

@@ -1,0 +1,8 @@
+"""symjit.gluon (`mx.gluon`): MXNet 1.x Gluon — Parameters, Blocks with hybridize(), layers,
+losses, Trainer and utilities."""
+from .parameter import Constant, DeferredInitializationError, Parameter, ParameterDict  # noqa: F401
+from .block import Block, HybridBlock, SymbolBlock  # noqa: F401
+from . import nn  # noqa: F401
+from . import loss  # noqa: F401
+from . import utils  # noqa: F401
+from .trainer import Trainer  # noqa: F401

@@ -1,0 +1,810 @@
+"""Gluon blocks: `Block`, `HybridBlock` and `SymbolBlock` with MXNet 1.x semantics.
+
+Naming (exactly as MXNet 1.x): a Block created outside any `name_scope()` gets the prefix
+`<classname><n>_` from the global NameManager (`dense0_`, `sequential0_`); inside a parent's
+`with self.name_scope():` it gets `<parent prefix><classname><n>_` counted per parent
+(`hybridsequential0_dense0_`), and its parameters are named prefix + name
+(`hybridsequential0_dense0_weight`). Inside `name_scope()` symbols created without a name are
+prefixed too (`mlp_dense0_fwd`).
+
+HybridBlock runs `hybrid_forward(F, x, *args, **params)` with `F = symjit.ndarray` on arrays;
+`hybridize()` makes the block trace `hybrid_forward` with `F = symjit.symbol` into one Symbol
+and run it through a `CachedOp`: compiled per input signature by the backend
+`symjit.executor.select_backend()` chooses, with one autograd tape node per call whose
+backward runs the compiled backward graph. Deferred parameter shapes are inferred from the
+traced Symbol on the first forward (ops' `infer_shape` fills weight shapes).
+"""
+from __future__ import annotations
+
+import re
+import threading
+import warnings
+import weakref
+from collections import OrderedDict, defaultdict
+
+import numpy as np
+
+from .. import autograd
+from .. import ndarray as _nd
+from .. import symbol as _sym
+from ..base import MXNetError
+from ..context import Context, cpu
+from ..ndarray import NDArray
+from ..symbol import Symbol
+from ..symbol.naming import NameManager, Prefix
+from .cached_op import CachedOp
+from .parameter import (DeferredInitializationError, Parameter, ParameterAssertionError, ParameterDict,
+                        ParameterValueError, _brief_print_list, _indent)
+
+__all__ = ["Block", "HybridBlock", "SymbolBlock", "HookHandle"]
+
+
+class _BlockScope:
+    """The naming scope of a Block (`with block.name_scope():`)."""
+    _current = threading.local()
+
+    def __init__(self, block):
+        self._block = block
+        self._counter: dict[str, int] = {}
+        self._old_scope = None
+        self._name_scope = None
+
+    @staticmethod
+    def create(prefix, params, hint):
+        """(prefix, ParameterDict) for a new block created in the current scope."""
+        current = getattr(_BlockScope._current, "value", None)
+        if current is None:
+            if prefix is None:
+                prefix = NameManager.current.get(None, hint) + "_"
+            if params is None:
+                params = ParameterDict(prefix)
+            else:
+                params = ParameterDict(params.prefix, params)
+            return prefix, params
+        if prefix is None:
+            count = current._counter.get(hint, 0)
+            prefix = "%s%d_" % (hint, count)
+            current._counter[hint] = count + 1
+        if params is None:
+            parent = current._block.params
+            params = ParameterDict(parent.prefix + prefix, parent._shared)
+        else:
+            params = ParameterDict(params.prefix, params)
+        return current._block.prefix + prefix, params
+
+    def __enter__(self):
+        if self._block._empty_prefix:
+            return self
+        self._old_scope = getattr(_BlockScope._current, "value", None)
+        _BlockScope._current.value = self
+        self._name_scope = Prefix(self._block.prefix)
+        self._name_scope.__enter__()
+        return self
+
+    def __exit__(self, ptype, value, trace):
+        if self._block._empty_prefix:
+            return
+        self._name_scope.__exit__(ptype, value, trace)
+        self._name_scope = None
+        _BlockScope._current.value = self._old_scope
+
+
+class HookHandle:
+    """Detaches a forward (pre-)hook: `handle.detach()` or `with handle:`."""
+
+    def __init__(self):
+        self._hooks_dict_ref = None
+        self._id = None
+
+    def attach(self, hooks_dict, hook):
+        if self._hooks_dict_ref is not None:
+            raise MXNetError("The same handle cannot be attached twice.")
+        self._id = id(hook)
+        hooks_dict[self._id] = hook
+        self._hooks_dict_ref = weakref.ref(hooks_dict)
+
+    def detach(self):
+        hooks_dict = self._hooks_dict_ref() if self._hooks_dict_ref is not None else None
+        if hooks_dict is not None and self._id in hooks_dict:
+            del hooks_dict[self._id]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, ptype, value, trace):
+        self.detach()
+
+
+# --------------------------------------------------------------------------------------------
+# Nested input/output formats (MXNet's _flatten / _regroup)
+# --------------------------------------------------------------------------------------------
+
+def _flatten(args, inout_str):
+    """Flatten nested lists/tuples of arrays or symbols into a list plus a format to regroup."""
+    if isinstance(args, NDArray):
+        return [args], 0
+    if isinstance(args, Symbol):
+        length = len(args.list_outputs())
+        length = length if length > 1 else 0
+        return [args], length
+    if args is None:
+        return [None], -1
+    if not isinstance(args, (list, tuple)):
+        raise MXNetError(f"HybridBlock {inout_str} must be (nested) list of Symbol or NDArray, but got "
+                         f"{args} of type {type(args)}")
+    flat, fmts = [], []
+    for i in args:
+        arg, fmt = _flatten(i, inout_str)
+        flat.extend(arg)
+        fmts.append(fmt)
+    return flat, fmts
+
+
+def _regroup(args, fmt):
+    """Inverse of `_flatten`."""
+    if isinstance(fmt, int):
+        if fmt == 0:
+            return args[0], args[1:]
+        if fmt == -1:
+            if args[0] is not None:
+                raise MXNetError("HybridBlock output must be (nested) list of Symbol or NDArray")
+            return None, args[1:]
+        return args[:fmt], args[fmt:]
+    if not isinstance(args, (list, tuple)):
+        raise MXNetError("HybridBlock output must be (nested) list of Symbol or NDArray")
+    ret = []
+    for i in fmt:
+        res, args = _regroup(args, i)
+        ret.append(res)
+    return ret, args
+
+
+# --------------------------------------------------------------------------------------------
+# Block
+# --------------------------------------------------------------------------------------------
+
+class Block:
+    """Base class of all layers and models (imperative `forward`)."""
+
+    def __init__(self, prefix=None, params=None):
+        self._empty_prefix = prefix == ""
+        self._prefix, self._params = _BlockScope.create(prefix, params, self._alias())
+        self._name = self._prefix[:-1] if self._prefix.endswith("_") else self._prefix
+        self._scope = _BlockScope(self)
+        self._children = OrderedDict()
+        self._reg_params = {}
+        self._forward_hooks = OrderedDict()
+        self._forward_pre_hooks = OrderedDict()
+
+    def __repr__(self):
+        modstr = "\n".join(f"  ({key}): {_indent(block.__repr__(), 2)}"
+                           for key, block in self.__dict__.items() if isinstance(block, Block))
+        return f"{self.__class__.__name__}(\n{modstr}\n)"
+
+    def __setattr__(self, name, value):
+        """Registers child blocks and parameters assigned as attributes."""
+        if hasattr(self, name):
+            existing = getattr(self, name)
+            if isinstance(existing, (Parameter, Block)) and not isinstance(value, type(existing)):
+                raise TypeError(f"Changing attribute type for {name} from {type(existing)} to "
+                                f"{type(value)}is not allowed.")
+        if isinstance(value, Block):
+            self.register_child(value, name)
+        elif isinstance(value, Parameter):
+            if name in self._reg_params:
+                raise ParameterAssertionError(
+                    f"Overriding Parameter attribute {name} is not allowed. If you want to share "
+                    "parameters between blocks, please set 'params' at Block construction instead.")
+            self._reg_params[name] = value
+        super().__setattr__(name, value)
+
+    def _check_container_with_block(self):
+        children = set(self._children.values())
+
+        def _find_unregistered_block_in_container(data):
+            if isinstance(data, (list, tuple)):
+                return any(_find_unregistered_block_in_container(ele) for ele in data)
+            if isinstance(data, dict):
+                return any(_find_unregistered_block_in_container(v) for v in data.values())
+            if isinstance(data, Block):
+                return data not in children
+            return False
+        for k, v in self.__dict__.items():
+            if isinstance(v, (list, tuple, dict)) and not (k.startswith("__") or k == "_children"):
+                if _find_unregistered_block_in_container(v):
+                    warnings.warn(f'"{self.name}.{k}" is an unregistered container with Blocks. Note '
+                                  "that Blocks inside the list, tuple or dict will not be registered "
+                                  "automatically. Make sure to register them using register_child() or "
+                                  "switching to nn.Sequential/nn.HybridSequential instead. ", stacklevel=3)
+
+    def _alias(self):
+        return self.__class__.__name__.lower()
+
+    @property
+    def prefix(self):
+        """Prefix of this Block's names (its own and its children's)."""
+        return self._prefix
+
+    @property
+    def name(self):
+        return self._name
+
+    def name_scope(self):
+        """A scope in which child blocks and symbols get this block's prefix."""
+        return self._scope
+
+    @property
+    def params(self):
+        """This Block's own ParameterDict (children's parameters are not included)."""
+        return self._params
+
+    def collect_params(self, select=None):
+        """A ParameterDict of this Block's and all its children's Parameters; `select` is a regex
+        over full names (e.g. '.*weight|.*bias')."""
+        self._check_container_with_block()
+        ret = ParameterDict(self._params.prefix)
+        if not select:
+            ret.update(self.params)
+        else:
+            ret.update(self.params._select(select))
+        for cld in self._children.values():
+            ret.update(cld.collect_params(select=select))
+        return ret
+
+    def _collect_params_with_prefix(self, prefix=""):
+        if prefix:
+            prefix += "."
+        ret = {prefix + key: val for key, val in self._reg_params.items()}
+        for name, child in self._children.items():
+            ret.update(child._collect_params_with_prefix(prefix + name))
+        return ret
+
+    def save_parameters(self, filename, deduplicate=False):
+        """Save parameters under their attribute paths ('0.weight', 'hidden.bias', ...)."""
+        params = self._collect_params_with_prefix()
+        if deduplicate:
+            reverse = defaultdict(list)
+            for k, v in params.items():
+                reverse[v].append(k)
+            params = {v[0]: k for k, v in reverse.items()}
+        arg_dict = {key: val._reduce() for key, val in params.items()}
+        _nd.save(filename, arg_dict)
+
+    def save_params(self, filename):
+        warnings.warn("save_params is deprecated. Please use save_parameters. Note that if you want "
+                      "load from SymbolBlock later, please use export instead.")
+        self.collect_params().save(filename, strip_prefix=self.prefix)
+
+    def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
+                        cast_dtype=False, dtype_source="current"):
+        """Load parameters saved by `save_parameters` (or, for names without '.', the legacy
+        `collect_params().save(strip_prefix=prefix)` format)."""
+        loaded = _nd.load(filename)
+        if isinstance(loaded, list):
+            raise MXNetError(f"load_parameters: {filename!r} holds a list of arrays, not a dict of named "
+                             "parameters")
+        params = self._collect_params_with_prefix()
+        if not loaded and not params:
+            return
+        if not any("." in i for i in loaded.keys()):
+            self.collect_params().load(filename, ctx, allow_missing, ignore_extra, self.prefix,
+                                       cast_dtype=cast_dtype, dtype_source=dtype_source)
+            return
+        if not allow_missing:
+            params_inv = defaultdict(list)
+            for k, v in params.items():
+                params_inv[v].append(k)
+            for name, param in params.items():
+                if not any(p in loaded for p in params_inv[param]):
+                    raise ParameterAssertionError(
+                        f"Parameter '{name}' is missing in file '{filename}', which contains parameters: "
+                        f"{_brief_print_list(loaded.keys())}. Set allow_missing=True to ignore missing "
+                        "parameters.")
+        for name in loaded:
+            if not ignore_extra and name not in params:
+                raise ParameterValueError(
+                    f"Parameter '{name}' loaded from file '{filename}' is not present in ParameterDict, "
+                    f"which contains parameters {_brief_print_list(self._params.keys())}. Set "
+                    "ignore_extra=True to ignore. ")
+            if name in params:
+                params[name]._load_init(loaded[name], ctx, cast_dtype=cast_dtype, dtype_source=dtype_source)
+
+    def load_params(self, filename, ctx=None, allow_missing=False, ignore_extra=False):
+        warnings.warn("load_params is deprecated. Please use load_parameters.")
+        self.load_parameters(filename, ctx, allow_missing, ignore_extra)
+
+    def register_child(self, block, name=None):
+        """Register `block` as a child (named by position when `name` is None)."""
+        if name is None:
+            name = str(len(self._children))
+        self._children[name] = block
+
+    def register_forward_pre_hook(self, hook):
+        """`hook(block, inputs)` runs before each forward; returns a HookHandle."""
+        handle = HookHandle()
+        handle.attach(self._forward_pre_hooks, hook)
+        return handle
+
+    def register_forward_hook(self, hook):
+        """`hook(block, inputs, outputs)` runs after each forward; returns a HookHandle."""
+        handle = HookHandle()
+        handle.attach(self._forward_hooks, hook)
+        return handle
+
+    def apply(self, fn):
+        """Apply `fn` to every child (recursively) and then to this block."""
+        for cld in self._children.values():
+            cld.apply(fn)
+        fn(self)
+        return self
+
+    def initialize(self, init=None, ctx=None, verbose=False, force_reinit=False):
+        """Initialize all Parameters of this block and its children (default init Uniform(0.07))."""
+        from .. import initializer
+        if init is None:
+            init = initializer.Uniform()
+        self.collect_params().initialize(init, ctx, verbose, force_reinit)
+
+    def hybridize(self, active=True, **kwargs):
+        """Hybridize the HybridBlock children (a plain Block itself stays imperative)."""
+        for cld in self._children.values():
+            cld.hybridize(active, **kwargs)
+
+    def cast(self, dtype):
+        """Cast this block's and its children's parameters to `dtype`."""
+        for child in self._children.values():
+            child.cast(dtype)
+        for _, param in self.params.items():
+            param.cast(dtype)
+
+    def __call__(self, *args):
+        for hook in list(self._forward_pre_hooks.values()):
+            hook(self, args)
+        out = self.forward(*args)
+        for hook in list(self._forward_hooks.values()):
+            hook(self, args, out)
+        return out
+
+    def forward(self, *args):
+        raise NotImplementedError
+
+    def summary(self, *inputs):
+        """Print each layer's output shape and parameter count for a forward on `inputs`."""
+        summary = OrderedDict()
+        seen = set()
+        hooks = []
+
+        def _get_shape_str(args):
+            def flatten(args):
+                if not isinstance(args, (list, tuple)):
+                    return [args], 0
+                flat, fmts = [], []
+                for i in args:
+                    arg, fmt = flatten(i)
+                    flat.extend(arg)
+                    fmts.append(fmt)
+                return flat, fmts
+
+            def regroup(args, fmt):
+                if isinstance(fmt, int):
+                    if fmt == 0:
+                        return args[0], args[1:]
+                    return args[:fmt], args[fmt:]
+                ret = []
+                for i in fmt:
+                    res, args = regroup(args, i)
+                    ret.append(res)
+                return ret, args
+
+            flat_args, fmts = flatten(args)
+            flat_arg_shapes = [x.shape if isinstance(x, NDArray) else x for x in flat_args]
+            shapes = regroup(flat_arg_shapes, fmts)[0]
+            shape_str = str(shapes)[1:-1] if isinstance(shapes, list) else str(shapes)
+            return shape_str.replace("L", "")
+
+        def _register_summary_hook(block):
+            if isinstance(block, HybridBlock) and block._active:
+                raise MXNetError(f'"{block.name}" must not be hybridized to print summary.')
+
+            def _summary_hook(block, _, outputs):
+                class_name = block.__class__.__name__
+                block_idx = len(summary) - 1
+                m_key = "%s-%i" % (class_name, block_idx + 1)
+                summary[m_key] = OrderedDict()
+                summary[m_key]["output_shape"] = _get_shape_str(outputs)
+                params = 0
+                summary[m_key]["trainable"] = 0
+                summary[m_key]["shared"] = 0
+                for p in block.params.values():
+                    params += p.data().size
+                    summary[m_key]["trainable"] += 0 if p.grad_req == "null" else p.data().size
+                    if p in seen:
+                        summary[m_key]["shared"] += p.data().size
+                    else:
+                        seen.add(p)
+                summary[m_key]["n_params"] = params
+
+            from .nn.basic_layers import HybridSequential, Sequential
+            if not isinstance(block, (Sequential, HybridSequential)):
+                hooks.append(block.register_forward_hook(_summary_hook))
+
+        summary["Input"] = OrderedDict()
+        summary["Input"]["output_shape"] = _get_shape_str(inputs)
+        summary["Input"]["n_params"] = 0
+        summary["Input"]["trainable"] = 0
+        summary["Input"]["shared"] = 0
+        try:
+            self.apply(_register_summary_hook)
+            self(*inputs)
+            line_format = "{:>20}  {:>42} {:>15}"
+            print("-" * 80)
+            print(line_format.format("Layer (type)", "Output Shape", "Param #"))
+            print("=" * 80)
+            total_params = trainable_params = shared_params = 0
+            for layer in summary:
+                print(line_format.format(layer, str(summary[layer]["output_shape"]),
+                                         summary[layer]["n_params"]))
+                total_params += summary[layer]["n_params"]
+                trainable_params += summary[layer]["trainable"]
+                shared_params += summary[layer]["shared"]
+            print("=" * 80)
+            print("Parameters in forward computation graph, duplicate included")
+            print("   Total params: " + str(total_params))
+            print("   Trainable params: " + str(trainable_params))
+            print("   Non-trainable params: " + str(total_params - trainable_params))
+            print("Shared params in forward computation graph: " + str(shared_params))
+            print("Unique parameters in model: " + str(total_params - shared_params))
+            print("-" * 80)
+        finally:
+            for h in hooks:
+                h.detach()
+
+
+# --------------------------------------------------------------------------------------------
+# HybridBlock
+# --------------------------------------------------------------------------------------------
+
+def _input_context(args) -> Context | None:
+    for a in args:
+        if isinstance(a, NDArray):
+            return a.context
+    return None
+
+
+class HybridBlock(Block):
+    """A Block whose `hybrid_forward(F, x, ...)` runs imperatively (F = ndarray) or, once
+    hybridized, is traced into a Symbol (F = symbol) and compiled per input signature."""
+
+    def __init__(self, prefix=None, params=None):
+        super().__init__(prefix=prefix, params=params)
+        self._cached_graph = ()
+        self._cached_op = None
+        self._out_format = None
+        self._in_format = None
+        self._active = False
+        self._flags = []
+        self._callback = None
+        self._monitor_all = False
+
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)
+        if isinstance(value, HybridBlock):
+            self._clear_cached_op()
+
+    def register_child(self, block, name=None):
+        if not isinstance(block, HybridBlock):
+            raise ParameterValueError(
+                f"Children of HybridBlock must also be HybridBlock, but {block} has type {type(block)}. "
+                "If you are using Sequential, please try HybridSequential instead.")
+        super().register_child(block, name)
+        self._clear_cached_op()
+
+    # ---- tracing -------------------------------------------------------------------------------
+    def _get_graph(self, *args):
+        """(input variables, output Symbol) of `hybrid_forward` traced on symbols; cached."""
+        if not self._cached_graph:
+            flat, self._in_format = _flatten(args, "input")
+            if len(flat) > 1:
+                inputs = [None if a is None else _sym.var("data%d" % i) for i, a in enumerate(flat)]
+            else:
+                inputs = [None if a is None else _sym.var("data") for a in flat]
+            grouped_inputs = _regroup(inputs, self._in_format)[0]
+            params = {i: j.var() for i, j in self._reg_params.items()}
+            with self.name_scope():
+                out = self.hybrid_forward(_sym, *grouped_inputs, **params)
+            out, self._out_format = _flatten(out, "output")
+            self._cached_graph = inputs, _sym.Group(out)
+        return self._cached_graph
+
+    def _infer_attrs(self, infer_fn, attr, *args):
+        """Infer parameter shapes (or dtypes) from the traced graph and the given inputs."""
+        inputs, out = self._get_graph(*args)
+        flat, _ = _flatten(args, "input")
+        known = {i.name: getattr(j, attr) for i, j in zip(inputs, flat) if i is not None and j is not None}
+        if infer_fn == "infer_shape":
+            arg_attrs, _, aux_attrs = out.infer_shape_partial(**known)
+        else:
+            arg_attrs, _, aux_attrs = out.infer_type_partial(**known)
+        sdict = dict(zip(out.list_arguments(), arg_attrs))
+        sdict.update(zip(out.list_auxiliary_states(), aux_attrs))
+        for i in self.collect_params().values():
+            if i.name in sdict and sdict[i.name]:
+                setattr(i, attr, sdict[i.name])
+
+    def infer_shape(self, *args):
+        """Infer the shapes of deferred parameters from example inputs."""
+        self._infer_attrs("infer_shape", "shape", *args)
+
+    def infer_type(self, *args):
+        """Infer the dtypes of parameters from example inputs."""
+        self._infer_attrs("infer_type", "dtype", *args)
+
+    def _deferred_infer_shape(self, *args):
+        try:
+            self.infer_shape(*args)
+        except MXNetError as e:
+            raise MXNetError(f"Deferred initialization failed because shape cannot be inferred. {e}") \
+                from None
+
+    # ---- the cached op -----------------------------------------------------------------------
+    def _clear_cached_op(self):
+        self._cached_graph = ()
+        self._cached_op = None
+
+    def _build_cache(self, *args):
+        inputs, out = self._get_graph(*args)
+        data_indices = {v.name: i for i, v in enumerate(inputs) if v is not None}
+        params = self.collect_params()
+        by_name = {p.name: p for p in params.values()}
+        self._cached_op = CachedOp(out, self._flags)
+        plan = []
+        for name in self._cached_op.arg_names + self._cached_op.aux_names:
+            if name in data_indices:
+                plan.append((True, data_indices[name]))
+            elif name in by_name:
+                plan.append((False, by_name[name]))
+            else:
+                raise MXNetError(f"hybridized block {self.name!r}: the traced graph reads {name!r}, which "
+                                 f"is neither an input nor a Parameter of the block "
+                                 f"(parameters: {sorted(by_name)})")
+        self._cached_op_args = plan
+        unused = [v.name for v in inputs if v is not None and v.name not in
+                  set(self._cached_op.arg_names + self._cached_op.aux_names)]
+        if unused:
+            warnings.warn(f"The {unused} input to HybridBlock is not used by any computation. Is this "
+                          "intended?", stacklevel=4)
+
+    def _call_cached_op(self, *args):
+        if self._cached_op is None:
+            self._build_cache(*args)
+        flat, fmt = _flatten(args, "input")
+        if fmt != self._in_format:
+            raise MXNetError("Invalid input format")
+        ctx = _input_context(flat)
+
+        def gather():
+            return [flat[x] if is_arg else x.data(ctx) for is_arg, x in self._cached_op_args]
+        try:
+            cargs = gather()
+        except DeferredInitializationError:
+            self._deferred_infer_shape(*args)
+            for _, p in self.collect_params().items():
+                p._finish_deferred_init()
+            cargs = gather()
+        n_args = len(self._cached_op.arg_names)
+        out = self._cached_op(cargs[:n_args], cargs[n_args:])
+        return _regroup(out, self._out_format)[0]
+
+    # ---- public API --------------------------------------------------------------------------
+    def hybridize(self, active=True, **kwargs):
+        """Trace and compile this block (and hybridize children) on the next forward.
+
+        Keyword flags (static_alloc, static_shape, ...) are accepted as MXNet's; compilation is
+        always per input signature, so they do not change results."""
+        self._active = active
+        self._flags = list(kwargs.items())
+        self._clear_cached_op()
+        if active and (self._forward_hooks or self._forward_pre_hooks):
+            warnings.warn(f'"{self}" is being hybridized while still having forward hook/pre-hook. If '
+                          f'"{self}" is a child of HybridBlock, the hooks will not take effect.',
+                          stacklevel=2)
+        super().hybridize(active, **kwargs)
+
+    def cast(self, dtype):
+        self._clear_cached_op()
+        super().cast(dtype)
+
+    def export(self, path, epoch=0, remove_amp_cast=True):
+        """Write `path-symbol.json` and `path-%04d.params` (keys `arg:NAME` / `aux:NAME`) in
+        MXNet's formats, loadable by `SymbolBlock.imports` and by MXNet itself."""
+        if not self._cached_graph:
+            raise MXNetError("Please first call block.hybridize() and then run forward with this block "
+                             "at least once before calling export.")
+        sym = self._cached_graph[1]
+        sym.save("%s-symbol.json" % path, remove_amp_cast=remove_amp_cast)
+        arg_names = set(sym.list_arguments())
+        aux_names = set(sym.list_auxiliary_states())
+        arg_dict = {}
+        for name, param in self.collect_params().items():
+            if name in arg_names:
+                arg_dict["arg:%s" % name] = param._reduce()
+            elif name in aux_names:
+                arg_dict["aux:%s" % name] = param._reduce()
+            else:
+                warnings.warn(f"Parameter '{name}' is not used by the exported graph; not saved",
+                              stacklevel=2)
+        _nd.save("%s-%04d.params" % (path, epoch), arg_dict)
+
+    def register_op_hook(self, callback, monitor_all=False):
+        raise MXNetError("register_op_hook is not supported by symjit hybridized blocks")
+
+    def forward(self, x, *args):
+        """Dispatch: compiled graph when hybridized, `hybrid_forward` on arrays or symbols otherwise."""
+        flat_inputs = _flatten([x] + list(args), "input")[0]
+        has_symbol = any(isinstance(a, Symbol) for a in flat_inputs)
+        has_ndarray = any(isinstance(a, NDArray) for a in flat_inputs)
+        if has_symbol and has_ndarray:
+            raise MXNetError("In HybridBlock, we do not support mixed NDArrays and Symbols types for the "
+                             "input. Please check the type of the args.")
+        if has_ndarray:
+            ctx = _input_context(flat_inputs)
+            for a in flat_inputs:
+                if isinstance(a, NDArray) and a.context != ctx:
+                    raise MXNetError(f"Find multiple contexts in the input, After hybridized, the "
+                                     f"HybridBlock only supports one input context. You can print the "
+                                     f"ele.ctx in the input arguments to inspect their contexts. Find "
+                                     f"all contexts = {sorted({str(a.context) for a in flat_inputs if a is not None})}")
+            if self._active:
+                return self._call_cached_op(x, *args)
+            try:
+                params = {k: v.data(ctx) for k, v in self._reg_params.items()}
+            except DeferredInitializationError:
+                self._deferred_infer_shape(x, *args)
+                for _, v in self.params.items():
+                    v._finish_deferred_init()
+                params = {k: v.data(ctx) for k, v in self._reg_params.items()}
+            return self.hybrid_forward(_nd, x, *args, **params)
+        params = {i: j.var() for i, j in self._reg_params.items()}
+        with self.name_scope():
+            return self.hybrid_forward(_sym, x, *args, **params)
+
+    def hybrid_forward(self, F, x, *args, **kwargs):
+        """Override: the computation, written with `F` (symjit.ndarray or symjit.symbol)."""
+        raise NotImplementedError
+
+
+# --------------------------------------------------------------------------------------------
+# SymbolBlock
+# --------------------------------------------------------------------------------------------
+
+def _common_prefix(names):
+    if not names:
+        return ""
+    prefix = names[0]
+    for name in names:
+        i = 0
+        while i < len(prefix) and i < len(name) and prefix[i] == name[i]:
+            i += 1
+        prefix = prefix[:i]
+    return prefix
+
+
+class SymbolBlock(HybridBlock):
+    """A Block running a Symbol: `outputs` computed from `inputs` (variables); every other
+    argument / auxiliary state of the Symbol becomes a Parameter (aux states with grad_req null).
+
+    Always runs through the compiled CachedOp when hybridized; when not hybridized the Symbol's
+    nodes are applied one by one as NDArray ops (imperative execution, one tape node per op)."""
+
+    @staticmethod
+    def imports(symbol_file, input_names, param_file=None, ctx=None, allow_missing=False,
+                ignore_extra=False):
+        """Load a model exported by `HybridBlock.export` (MXNet's or symjit's)."""
+        sym = _sym.load(symbol_file)
+        if isinstance(input_names, str):
+            input_names = [input_names]
+        if param_file is None:
+            inputs = [_sym.var(i, dtype="float32") for i in input_names]
+        else:
+            inputs = [_sym.var(i) for i in input_names]
+        ret = SymbolBlock(sym, inputs)
+        if param_file is not None:
+            ret.collect_params().load(param_file, ctx, allow_missing, ignore_extra, cast_dtype=True,
+                                      dtype_source="saved")
+        return ret
+
+    def __repr__(self):
+        s = "{name}(\n{modstr}\n)"
+        modstr = "\n".join(["  {block} : {numinputs} -> {numoutputs}".format(
+            block=self._cached_graph[1], numinputs=len(self._cached_graph[0]),
+            numoutputs=len(self._cached_graph[1].list_outputs()))])
+        return s.format(name=self.__class__.__name__, modstr=modstr)
+
+    def __init__(self, outputs, inputs, params=None):
+        super().__init__(prefix=None, params=None)
+        self._prefix = ""
+        self._params = ParameterDict("", params)
+        if isinstance(inputs, Symbol) and len(inputs.list_outputs()) == 1:
+            inputs = [inputs]
+        if isinstance(outputs, (list, tuple)) and len(outputs) == 1:
+            outputs = outputs[0]
+        syms, self._in_format = _flatten(inputs, "input")
+        out, self._out_format = _flatten(outputs, "output")
+        out = _sym.Group(out)
+        input_names = set()
+        for i in syms:
+            if not isinstance(i, Symbol) or len(i.list_outputs()) != 1 or i.list_arguments() != [i.name]:
+                raise ParameterAssertionError(
+                    f"Input symbols must be variable, but {i} is an output of operators")
+            input_names.add(i.name)
+        for i in out.list_arguments():
+            if i not in input_names:
+                self.params.get(i, allow_deferred_init=True)
+        for i in out.list_auxiliary_states():
+            if i not in input_names:
+                self.params.get(i, grad_req="null", allow_deferred_init=True)
+        self._cached_graph = syms, out
+        len_prefix = len(_common_prefix(list(self._params.keys())))
+        self._reg_params = {key[len_prefix:]: val for key, val in self._params.items()}
+
+    def forward(self, x, *args):
+        if isinstance(x, NDArray):
+            with x.context:
+                if self._active:
+                    return self._call_cached_op(x, *args)
+                return self._call_imperative(x, *args)
+        flat, fmt = _flatten([x] + list(args), "input")
+        if not all(isinstance(a, Symbol) for a in flat):
+            raise MXNetError("SymbolBlock: inputs must be all NDArrays or all Symbols")
+        ret = self._cached_graph[1].copy()
+        ret._compose(**{k.name: v for k, v in zip(self._cached_graph[0], flat)})
+        return _regroup(list(ret), self._out_format)[0]
+
+    def _clear_cached_op(self):
+        tmp = self._cached_graph
+        super()._clear_cached_op()
+        self._cached_graph = tmp
+
+    def _ensure_initialized(self, *args):
+        try:
+            for p in self.params.values():
+                p.data(_input_context(_flatten(args, "input")[0]))
+        except DeferredInitializationError:
+            self._deferred_infer_shape(*args)
+            for p in self.params.values():
+                p._finish_deferred_init()
+
+    def _call_imperative(self, *args):
+        """Apply the Symbol's nodes one by one as NDArray ops (recorded op by op by autograd)."""
+        from ..ndarray import invoke
+        from ..symbol.symbol import topo_nodes
+        self._ensure_initialized(*args)
+        flat, fmt = _flatten(args, "input")
+        if fmt != self._in_format:
+            raise MXNetError("Invalid input format")
+        ctx = _input_context(flat)
+        inputs, out = self._cached_graph
+        env_by_name = {v.name: a for v, a in zip(inputs, flat)}
+        params = {p.name: p for p in self.params.values()}
+        values: dict[int, list] = {}
+        for node in topo_nodes(out._outputs):
+            if node.is_variable:
+                if node.name in env_by_name:
+                    values[id(node)] = [env_by_name[node.name]]
+                elif node.name in params:
+                    values[id(node)] = [params[node.name].data(ctx)]
+                else:
+                    raise MXNetError(f"SymbolBlock: no value for variable {node.name!r}")
+                continue
+            ins = [values[id(c)][i] for c, i in node.inputs]
+            attrs = {k: v for k, v in node.attrs.items() if k in node.op.params}
+            values[id(node)] = invoke(node.op.name, ins, attrs, all_outputs=True)
+        res = [values[id(n)][i] for n, i in out._outputs]
+        return _regroup(res, self._out_format)[0]
+
+    def cast(self, dtype):
+        self._clear_cached_op()
+        super().cast(dtype)
+
+    def hybrid_forward(self, F, x, *args, **kwargs):
+        raise NotImplementedError

@@ -1,0 +1,160 @@
+"""CachedOp: a Symbol compiled once per input signature and run with one call (hybridize()).
+
+`CachedOp(sym)` lowers `sym` to the IR on first use for each signature — the shapes and
+dtypes of every input, the context and the training mode — infers every type, verifies the
+graph and compiles it on the backend `symjit.executor.select_backend()` chooses (the one
+place the execution backend is decided, so a native backend serves hybridized blocks too).
+Later calls with the same signature reuse the compiled function; a new input shape compiles
+a new entry automatically.
+
+Autograd: under `autograd.record()`, when some argument needs a gradient, the forward keeps
+exactly the values the backward graph (built once per signature and set of differentiated
+arguments by the autodiff pass) reads, and ONE tape node is recorded whose backward runs that
+compiled backward graph. Higher-order gradients through a hybridized block are not recorded.
+
+Training mode (`autograd.is_training()`) lets ops such as BatchNorm update their auxiliary
+states: the new values are written in place into the aux arrays, as MXNet does.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import autograd
+from ..base import MXNetError
+from ..ndarray import NDArray
+
+__all__ = ["CachedOp"]
+
+
+@dataclass
+class _Backward:
+    """The compiled backward graph for one set of differentiated arguments."""
+    fn: object
+    stats: object
+
+
+@dataclass
+class _Entry:
+    """One compiled signature: the typed forward graph, its function, and backward graphs."""
+    graph: object
+    fn: object
+    backward: dict = field(default_factory=dict)  # tuple of arg indices -> _Backward
+
+
+class CachedOp:
+    """Run `sym` (arguments in `list_arguments()` order, aux states in
+    `list_auxiliary_states()` order) through compiled graphs cached per signature."""
+
+    def __init__(self, sym, flags=()):
+        self._sym = sym
+        self._flags = dict(flags)
+        self.arg_names = sym.list_arguments()
+        self.aux_names = sym.list_auxiliary_states()
+        self._cache: dict = {}
+
+    @property
+    def num_compiled(self) -> int:
+        """How many signatures have been compiled (for tests and diagnostics)."""
+        return len(self._cache)
+
+    # ---- compilation ---------------------------------------------------------------------------
+    def _signature(self, args, aux, ctx, is_train):
+        return (tuple((a.shape, np.dtype(a.dtype).name) for a in args),
+                tuple((a.shape, np.dtype(a.dtype).name) for a in aux), str(ctx), bool(is_train))
+
+    def _compile(self, args, aux, ctx) -> _Entry:
+        from ..executor import select_backend
+        from ..ir.verify import verify
+        from ..passes.infer import infer_types
+        from ..symbol.lower import lower
+        graph, _ = lower(self._sym, device=str(ctx))
+        names = self.arg_names + self.aux_names
+        arrays = list(args) + list(aux)
+        shapes = {n: a.shape for n, a in zip(names, arrays)}
+        dtypes = {n: np.dtype(a.dtype).name for n, a in zip(names, arrays)}
+        graph, _ = infer_types(graph, shapes=shapes, dtypes=dtypes)
+        unknown = [f"%{v.name}" for v in graph.values() if not v.type.known]
+        if unknown:
+            raise MXNetError(f"hybridized block: cannot infer the type of {unknown[:8]} from the inputs "
+                             f"{shapes}")
+        verify(graph)
+        return _Entry(graph, select_backend().compile(graph))
+
+    def _backward_for(self, entry: _Entry, wrt: tuple) -> _Backward:
+        from ..executor import select_backend
+        from ..ir.verify import verify
+        from ..passes.autodiff import autodiff
+        bwd = entry.backward.get(wrt)
+        if bwd is None:
+            g = entry.graph
+            graph, stats = autodiff(g, [g.args[i] for i in wrt], "write")
+            verify(graph)
+            bwd = _Backward(select_backend().compile(graph), stats)
+            entry.backward[wrt] = bwd
+        return bwd
+
+    # ---- execution -----------------------------------------------------------------------------
+    def __call__(self, args, aux=()) -> list:
+        """Run on NDArrays; returns the outputs as new NDArrays (a list)."""
+        args, aux = list(args), list(aux)
+        if len(args) != len(self.arg_names) or len(aux) != len(self.aux_names):
+            raise MXNetError(f"CachedOp: expected {len(self.arg_names)} arguments {self.arg_names} and "
+                             f"{len(self.aux_names)} aux states, got {len(args)} and {len(aux)}")
+        for n, a in zip(self.arg_names + self.aux_names, args + aux):
+            if not isinstance(a, NDArray):
+                raise MXNetError(f"CachedOp: input {n!r} must be an NDArray, got {type(a).__name__}")
+        ctx = args[0].context if args else (aux[0].context if aux else None)
+        is_train = autograd.is_training()
+        key = self._signature(args, aux, ctx, is_train)
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._compile(args, aux, ctx)
+            self._cache[key] = entry
+        g = entry.graph
+        wrt = ()
+        if autograd.is_recording():
+            wrt = tuple(i for i, a in enumerate(args) if autograd._needs_grad(a))
+        bwd = self._backward_for(entry, wrt) if wrt else None
+        feeds = {v: a._data for v, a in zip(g.args, args)}
+        feeds.update({v: a._data for v, a in zip(g.aux, aux)})
+        keep = [f for f, _ in bwd.stats.saved] if bwd is not None else []
+        result = entry.fn(feeds, is_train=is_train, keep=keep)
+        fed = list(feeds.values())
+        outputs = [NDArray(_fresh(r, fed), ctx) for r in result.outputs]
+        if is_train and result.aux_updates:
+            index = {v: i for i, v in enumerate(g.aux)}
+            for v, new in result.aux_updates.items():
+                arr = aux[index[v]]
+                arr._data[...] = np.asarray(new).astype(arr._data.dtype, copy=False)
+        if bwd is not None:
+            aux_set = set(g.aux)
+            kept = {v: (np.array(a, copy=True) if v in aux_set else a) for v, a in result.kept.items()}
+            self._record(bwd, [args[i] for i in wrt], outputs, kept, ctx, is_train)
+        return outputs
+
+    def _record(self, bwd: _Backward, inputs: list, outputs: list, kept: dict, ctx, is_train: bool):
+        """Append one tape node whose backward runs the compiled backward graph."""
+        st = bwd.stats
+        out_types = [(o.shape, o._data.dtype) for o in outputs]
+
+        def backward_fn(ograds):
+            feeds = {b: kept[f] for f, b in st.saved}
+            for b, og, (shape, dtype) in zip(st.head_grads, ograds, out_types):
+                data = og._data if isinstance(og, NDArray) else np.asarray(og)
+                feeds[b] = data.astype(dtype, copy=False)
+            res = bwd.fn(feeds, is_train=is_train)
+            return [NDArray(np.array(r, copy=True), ctx) for r in res.outputs]
+
+        node = autograd.Node(None, None, list(inputs), list(outputs), backward_fn=backward_fn)
+        for i, o in enumerate(outputs):
+            o._ag = autograd.Entry(node, i)
+
+
+def _fresh(r, fed: list) -> np.ndarray:
+    """`r` as an array owned by the caller: copied when it aliases a fed input buffer."""
+    r = np.asarray(r)
+    if any(np.may_share_memory(r, f) for f in fed):
+        return np.array(r, copy=True)
+    return np.ascontiguousarray(r)
