@@ -260,3 +260,35 @@ def test_executor_backward_matches_finite_differences_on_random_symbols(seed):
     want = numeric_grads(sym, values, heads, eps=1e-5)
     for k in values:
         np.testing.assert_allclose(exe.grad_dict[k].asnumpy(), want[k], rtol=1e-5, atol=1e-7, err_msg=k)
+
+
+def test_batchnorm_training_gradient_matches_finite_differences():
+    x = mx.sym.var("x")
+    sym = mx.sym.BatchNorm(mx.sym.FullyConnected(x, num_hidden=3, name="fc"), fix_gamma=False, name="bn")
+    exe = sym.simple_bind(mx.cpu(), type_dict={"x": "float64"}, x=(5, 4))
+    rng = np.random.default_rng(7)
+    for a in exe.arg_arrays:
+        a[:] = rng.uniform(-1, 1, a.shape)
+    exe.aux_dict["bn_moving_var"][:] = 1
+    head = rng.uniform(-1, 1, (5, 3))
+    exe.forward(is_train=True)
+    exe.backward(mx.nd.array(head, dtype="float64"))
+
+    def loss():
+        return float(np.sum(exe.forward(is_train=True)[0].asnumpy() * head))
+    eps = 1e-6
+    for name in ["x", "fc_weight", "bn_gamma", "bn_beta"]:
+        arr = exe.arg_dict[name]
+        base = arr.asnumpy()
+        num = np.zeros_like(base)
+        for i in np.ndindex(base.shape):
+            pert = base.copy()
+            pert[i] += eps
+            arr[:] = pert
+            fp = loss()
+            pert[i] -= 2 * eps
+            arr[:] = pert
+            fm = loss()
+            num[i] = (fp - fm) / (2 * eps)
+        arr[:] = base
+        np.testing.assert_allclose(exe.grad_dict[name].asnumpy(), num, rtol=1e-4, atol=1e-6, err_msg=name)

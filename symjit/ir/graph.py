@@ -21,7 +21,7 @@ The IR knows nothing about Symbols, Gluon or MXNet's JSON: frontends build graph
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Iterator
 
 from ..ops.registry import Op
 
@@ -174,7 +174,3 @@ class Graph:
         return (f"<Graph {self.name}: {len(self.args)} args, {len(self.aux)} aux, "
                 f"{len(self.nodes)} nodes, {len(self.outputs)} outputs>")
 
-
-def attr_items(attrs: dict) -> list[tuple[str, Any]]:
-    """Attributes in a stable order (sorted by key)."""
-    return sorted(attrs.items())

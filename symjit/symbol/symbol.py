@@ -11,7 +11,6 @@ Execution, shape/type inference and autodiff do not live here: a Symbol is lower
 """
 from __future__ import annotations
 
-import copy as _copy
 import numbers
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -180,6 +179,11 @@ class Symbol:
 
     def copy(self) -> "Symbol":
         return self.__deepcopy__(None)
+
+    def __reduce__(self):
+        """Pickle through MXNet's JSON form (as MXNet does)."""
+        from .json_io import load_json
+        return (load_json, (self.tojson(),))
 
     def __call__(self, *args, **kwargs) -> "Symbol":
         """Compose: a copy with arguments replaced by the given symbols (positional in
@@ -352,24 +356,26 @@ class Symbol:
         return create_op_symbol("Reshape", [self], kwargs)
 
     # ---- inference ------------------------------------------------------------------------------
-    def _infer(self, args, kwargs, what: str):
-        from .lower import lower
+    def _inferred(self, args, kwargs, what: str):
+        """The lowered graph after inference from the given per-argument values (positional
+        in `list_arguments()` order or by input name); `what` selects shapes or dtypes."""
         from ..passes.infer import infer_types
+        from .lower import lower
         names = self.list_arguments()
-        given: dict[str, Any] = {}
-        if args:
-            if len(args) > len(names):
-                raise MXNetError(f"{what}: {len(args)} positional values for {len(names)} arguments")
-            given.update({n: a for n, a in zip(names, args) if a is not None})
-        for k, v in kwargs.items():
-            if v is not None:
-                given[k] = v
+        if len(args) > len(names):
+            raise MXNetError(f"infer_{what}: {len(args)} positional values for {len(names)} arguments")
+        given = {n: a for n, a in zip(names, args) if a is not None}
+        given.update({k: v for k, v in kwargs.items() if v is not None})
         graph, _ = lower(self)
         inputs = {v.name for v in graph.inputs}
         for k in given:
             if k not in inputs:
-                raise MXNetError(f"{what}: {k!r} is not an input of the symbol; inputs are {sorted(inputs)}")
-        return graph, given, infer_types
+                raise MXNetError(f"infer_{what}: {k!r} is not an input of the symbol; inputs are {sorted(inputs)}")
+        if what == "shape":
+            shapes = {k: tuple(int(d) for d in (v if isinstance(v, (tuple, list)) else (v,)))
+                      for k, v in given.items()}
+            return infer_types(graph, shapes=shapes)[0]
+        return infer_types(graph, dtypes={k: np.dtype(canonical_dtype(v)).name for k, v in given.items()})[0]
 
     def infer_shape(self, *args, **kwargs):
         """(arg_shapes, out_shapes, aux_shapes) in list order; (None, None, None) when the
@@ -382,33 +388,23 @@ class Symbol:
 
     def infer_shape_partial(self, *args, **kwargs):
         """Like `infer_shape`, with unknown shapes as () and unknown dims as 0."""
-        graph, given, infer_types = self._infer(args, kwargs, "infer_shape")
-        shapes = {k: tuple(int(d) for d in (v if isinstance(v, (tuple, list)) else (v,)))
-                  for k, v in given.items()}
-        g, _ = infer_types(graph, shapes=shapes)
+        g = self._inferred(args, kwargs, "shape")
 
         def sh(v):
             return () if v.type.shape is None else tuple(v.type.shape)
         return [sh(v) for v in g.args], [sh(v) for v in g.outputs], [sh(v) for v in g.aux]
 
     def infer_type(self, *args, **kwargs):
-        """(arg_types, out_types, aux_types) as numpy types; None entries when unknown.
-        Returns (None, None, None) when nothing could be inferred for some value."""
-        graph, given, infer_types = self._infer(args, kwargs, "infer_type")
-        dtypes = {k: np.dtype(canonical_dtype(v)).name for k, v in given.items()}
-        g, _ = infer_types(graph, dtypes=dtypes)
-
-        def ty(v):
-            return None if v.type.dtype is None else np.dtype(v.type.dtype).type
-        arg, out, aux = [ty(v) for v in g.args], [ty(v) for v in g.outputs], [ty(v) for v in g.aux]
+        """(arg_types, out_types, aux_types) as numpy types, or (None, None, None) when the
+        given dtypes do not determine every dtype (see `infer_type_partial`)."""
+        arg, out, aux = self.infer_type_partial(*args, **kwargs)
         if any(t is None for t in arg + out + aux):
             return None, None, None
         return arg, out, aux
 
     def infer_type_partial(self, *args, **kwargs):
-        graph, given, infer_types = self._infer(args, kwargs, "infer_type")
-        dtypes = {k: np.dtype(canonical_dtype(v)).name for k, v in given.items()}
-        g, _ = infer_types(graph, dtypes=dtypes)
+        """Like `infer_type`, with None for unknown dtypes."""
+        g = self._inferred(args, kwargs, "type")
 
         def ty(v):
             return None if v.type.dtype is None else np.dtype(v.type.dtype).type

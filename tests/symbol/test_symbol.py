@@ -296,3 +296,10 @@ def test_attribute_values_are_sent_as_mxnet_strings():
     assert c.list_attr() == {"dtype": "float16"}
     v = mx.sym.var("v", shape=[2, 3])
     assert mx.sym.relu(v).infer_shape()[1] == [(2, 3)]
+
+
+def test_pickle_round_trips_through_json():
+    import pickle
+    s = mx.sym.FullyConnected(mx.sym.var("x", shape=(2, 3)), num_hidden=4, name="fc")
+    back = pickle.loads(pickle.dumps(s))
+    assert back.tojson() == s.tojson() and back.infer_shape()[1] == [(2, 4)]
