@@ -508,6 +508,12 @@ def _geometry(op: str, attrs) -> dict:
     return geo
 
 
+def _check_spatial_nonempty(op: str, x: np.ndarray, what: str = "data"):
+    """Inference reads 0 as an unknown dim, so compute must reject real zero-size spatial dims."""
+    if any(d == 0 for d in x.shape[2:]):
+        raise MXNetError(f"{op}: {what} has an empty spatial dimension: shape {x.shape}")
+
+
 def _check_data_ndim(op: str, shape, nd: int, what: str = "data"):
     if shape is not None and len(shape) != nd + 2:
         names = {1: "(batch, channel, width)", 2: "(batch, channel, height, width)",
@@ -570,6 +576,7 @@ class Convolution(Op):
 
     def compute(self, attrs, inputs, ctx):
         x, w = inputs[0], inputs[1]
+        _check_spatial_nonempty(self.name, x)
         self._check(attrs, inputs)
         geo = _geometry(self.name, attrs)
         acc = _acc_dtype(x.dtype)
@@ -610,6 +617,11 @@ class _ConvFamily(Op):
         nd = len(attrs["kernel"])
         for what, a in arrays.items():
             _check_data_ndim(self.name, a.shape, nd, what)
+            _check_spatial_nonempty(self.name, a, what)
+
+    def _weight_check(self, geo, w: np.ndarray):
+        if w.ndim != len(geo["kernel"]) + 2 or tuple(w.shape[2:]) != tuple(geo["kernel"]):
+            raise MXNetError(f"{self.name}: weight shape {w.shape} does not match kernel {geo['kernel']}")
 
     def _channels(self, what: str, got: int, expected: int):
         if got != expected:
@@ -629,6 +641,7 @@ class ConvolutionBackwardData(_ConvFamily):
         dy, w, x = inputs
         geo = self.geo(attrs)
         self._ndim_check(attrs, {"ograd": dy, "data": x})
+        self._weight_check(geo, w)
         g = geo["num_group"]
         self._channels("ograd", dy.shape[1], w.shape[0])
         self._channels("data", x.shape[1], w.shape[1] * g)
@@ -697,6 +710,7 @@ class DeconvolutionBackwardData(_ConvFamily):
         a, w, x = inputs
         geo = self.geo(attrs)
         self._ndim_check(attrs, {"ograd": a, "data": x})
+        self._weight_check(geo, w)
         g = geo["num_group"]
         self._channels("ograd", a.shape[1], w.shape[1] * g)
         self._channels("data", x.shape[1], w.shape[0])
@@ -799,6 +813,7 @@ class Deconvolution(Op):
 
     def compute(self, attrs, inputs, ctx):
         x, w = inputs[0], inputs[1]
+        _check_spatial_nonempty(self.name, x)
         expected, (oshape,) = self.infer_shape(attrs, [a.shape for a in inputs])
         for name, a, e in zip(self.input_names(attrs), inputs, expected):
             if tuple(a.shape) != tuple(e):
@@ -1075,6 +1090,7 @@ class Pooling(Op):
         x = inputs[0]
         self.infer_shape(attrs, [x.shape])
         last = self._last(attrs, x.ndim)
+        _check_spatial_nonempty(self.name, _to_channel_first(x, last))
         xc = _to_channel_first(x, last)
         geo = _pool_geometry(attrs, xc.shape)
         y = pool_forward(xc, attrs, geo)

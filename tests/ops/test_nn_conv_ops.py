@@ -180,6 +180,12 @@ def test_empty_batch():
     assert y.shape == (0, 2, 3, 3)
     (y,) = apply_numpy("Pooling", [np.zeros((0, 3, 5, 5))], {"kernel": (2, 2)})
     assert y.shape == (0, 3, 4, 4)
+    # an empty spatial dim is an error (not "unknown", as 0 means in shape inference)
+    with pytest.raises(MXNetError, match="Convolution.*empty spatial"):
+        apply_numpy("Convolution", [np.zeros((1, 3, 0, 5)), np.ones((2, 3, 1, 1))],
+                    {"kernel": (1, 1), "num_filter": 2, "no_bias": True})
+    with pytest.raises(MXNetError, match="Pooling.*empty spatial"):
+        apply_numpy("Pooling", [np.zeros((1, 3, 0, 5))], {"kernel": (1, 1)})
 
 
 def test_fully_connected_shape_errors():
@@ -284,6 +290,21 @@ def test_convolution_backward_data_is_adjoint():
     (dw,) = apply_numpy("_backward_Convolution_weight", [dy, x], geo)
     assert math.isclose(np.sum(y * dy), np.sum(x * dx), rel_tol=1e-10)
     assert math.isclose(np.sum(y * dy), np.sum(w * dw), rel_tol=1e-10)
+
+
+def test_convolution_hidden_ops_validate_inputs():
+    geo = {"kernel": (3, 3), "pad": (1, 1)}
+    x, w = np.ones((1, 2, 4, 4)), np.ones((3, 2, 3, 3))
+    with pytest.raises(MXNetError, match="_backward_Convolution_data.*weight.*kernel"):
+        apply_numpy("_backward_Convolution_data", [np.ones((1, 3, 4, 4)), np.ones((3, 2, 2, 2)), x], geo)
+    with pytest.raises(MXNetError, match="_backward_Convolution_data.*ograd has 2 channels, expected 3"):
+        apply_numpy("_backward_Convolution_data", [np.ones((1, 2, 4, 4)), w, x], geo)
+    with pytest.raises(MXNetError, match="_backward_Convolution_data.*exceeds"):
+        apply_numpy("_backward_Convolution_data", [np.ones((1, 3, 5, 4)), w, x], geo)
+    with pytest.raises(MXNetError, match="_backward_Deconvolution_data.*data has 1 channels"):
+        apply_numpy("_backward_Deconvolution_data", [np.ones((1, 2, 4, 4)), w, np.ones((1, 1, 4, 4))], geo)
+    with pytest.raises(MXNetError, match="_backward_bias"):
+        apply_numpy("_backward_bias", [np.ones((1, 3, 2, 2)), np.ones(4)], {"axis": 1})
 
 
 def test_convolution_infer_shape_partial():
