@@ -36,7 +36,7 @@ from . import vecmath as V
 from .target import host_target
 from .vecmath import FnBuilder, Val, fabs, select
 
-__all__ = ["ElementwiseSpec", "ModuleBuilder", "emit_elementwise", "elementwise_module", "kernel_name",
+__all__ = ["ElementwiseSpec", "ModuleBuilder", "emit_elementwise", "elementwise_module", "kernel_name", "code_key",
            "SUPPORTED_DTYPES", "simplify_index_space"]
 
 #: dtype name -> (LLVM type, kind): f float, s signed, u unsigned, b bool (i8 holding 0/1)
@@ -102,9 +102,23 @@ class ElementwiseSpec:
                          repr(self.out_shape)])
 
 
+def code_key(spec: ElementwiseSpec) -> str:
+    """What the generated code depends on: the expressions, dtypes and the *simplified* index
+    space. A flat kernel (one loop) does not depend on the size at all, so every size of a
+    contiguous elementwise op shares one compiled kernel."""
+    shape, strides = simplify_index_space(spec.out_shape, spec.in_shapes)
+    if len(shape) <= 1:
+        space = "flat:" + ",".join(str(st[0] if shape else 0) for st in strides)
+    else:
+        space = f"nest:{shape}:{strides}"
+    return "|".join([";".join(S.to_text(e) for e in spec.exprs), ",".join(spec.in_dtypes),
+                     spec.compute_dtype, ",".join(spec.out_dtypes), space])
+
+
 def kernel_name(spec: ElementwiseSpec, prefix: str = "sj_ew") -> str:
-    """A process-unique symbol name derived from the spec (same spec -> same code -> same name)."""
-    return f"{prefix}_{hashlib.sha1(spec.key().encode()).hexdigest()[:20]}"
+    """A symbol name derived from the code key (same code -> same name, different code ->
+    different name), so names are unique in a process and stable across processes."""
+    return f"{prefix}_{hashlib.sha1(code_key(spec).encode()).hexdigest()[:20]}"
 
 
 def simplify_index_space(out_shape: Sequence[int], in_shapes: Sequence[Sequence[int]]):
@@ -157,6 +171,11 @@ class ModuleBuilder:
             self.intrinsics |= intr
         return V.math_function_name(op, ty)
 
+    def int_pow_function(self, ty: str, signed: bool) -> str:
+        name, text = _int_pow_function(ty, signed)
+        self.math.setdefault(("ipow", f"{ty}{signed}"), text)
+        return name
+
     def md(self, body: str, distinct: bool = False, self_ref: bool = False) -> str:
         """Add a metadata node; `self_ref` prepends the node itself (loop ids)."""
         ident = f"!{len(self.metadata)}"
@@ -172,7 +191,8 @@ class ModuleBuilder:
         parts = [f'target triple = "{t.triple}"', f'target datalayout = "{t.data_layout}"', ""]
         parts += list(self.math.values()) + self.functions + decls
         parts += [f"attributes #0 = {{ alwaysinline nounwind {attrs} }}",
-                  f"attributes #1 = {{ nounwind {attrs} }}"]
+                  f"attributes #1 = {{ nounwind {attrs} }}",
+                  f"attributes #2 = {{ nounwind {attrs} }}"]
         parts += self.metadata
         return "\n".join(parts) + "\n"
 
@@ -404,22 +424,33 @@ class _Lowering:
         return convert(self._math(op, fa, fb), "float64", dt)
 
     def _int_pow(self, a: Val, e: Val, signed: bool) -> Val:
-        """a**e by square-and-multiply over every exponent bit (branch-free). Negative
-        exponents (numpy raises) give 1/a**|e| truncated: 1, -1 or 0."""
-        bits = _BITS[a.ty]
-        res = self.b.const(1, a.ty)
-        base = a
-        for i in range(bits):
-            bit = (e.lshr(i) & 1).ne(0)
-            res = select(bit, res * base, res)
-            base = base * base
-        if not signed:
-            return res
-        one = a.eq(1)
-        m1 = a.eq(-1)
-        odd = (e & 1).ne(0)
-        neg_res = select(one, 1, select(m1, select(odd, -1, 1, ty=a.ty), 0))
-        return select(e < 0, neg_res, res)
+        fn = self.mb.int_pow_function(a.ty, signed)
+        return self.b.ins(a.ty, f"call {a.ty} @{fn}({a.ty} {a.ref}, {a.ty} {e.ref})")
+
+
+def _int_pow_function(ty: str, signed: bool) -> tuple[str, str]:
+    """(name, text) of `ty pow(ty a, ty e)` for integers: square-and-multiply while bits of e
+    remain (wrapping like numpy). Negative exponents (numpy raises) give the truncated
+    value of 1/a**|e|: 1 for a == 1, +-1 for a == -1, else 0."""
+    name = f"sjm_ipow_{'s' if signed else 'u'}{ty}"
+    neg = ""
+    if signed:
+        neg = (f"  %isneg = icmp slt {ty} %e, 0\n  br i1 %isneg, label %negexp, label %loop\n"
+               f"negexp:\n  %one = icmp eq {ty} %a, 1\n  %m1 = icmp eq {ty} %a, -1\n"
+               f"  %odd0 = and {ty} %e, 1\n  %odd = icmp ne {ty} %odd0, 0\n"
+               f"  %sgn = select i1 %odd, {ty} -1, {ty} 1\n  %r1 = select i1 %m1, {ty} %sgn, {ty} 0\n"
+               f"  %rn = select i1 %one, {ty} 1, {ty} %r1\n  ret {ty} %rn\n")
+    else:
+        neg = "  br label %loop\n"
+    text = (f"define internal {ty} @{name}({ty} %a, {ty} %e) #2 {{\nentry:\n{neg}"
+            f"loop:\n  %r = phi {ty} [ 1, %entry ], [ %r2, %loop ]\n"
+            f"  %b = phi {ty} [ %a, %entry ], [ %b2, %loop ]\n  %x = phi {ty} [ %e, %entry ], [ %x2, %loop ]\n"
+            f"  %bit0 = and {ty} %x, 1\n  %bit = icmp ne {ty} %bit0, 0\n  %rb = mul {ty} %r, %b\n"
+            f"  %r2 = select i1 %bit, {ty} %rb, {ty} %r\n  %b2 = mul {ty} %b, %b\n"
+            f"  %x2 = lshr {ty} %x, 1\n  %more = icmp ne {ty} %x2, 0\n"
+            f"  br i1 %more, label %loop, label %done\n"
+            f"done:\n  %z = icmp eq {ty} %e, 0\n  %res = select i1 %z, {ty} 1, {ty} %r2\n  ret {ty} %res\n}}\n")
+    return name, text
 
 
 # --------------------------------------------------------------------------------------
