@@ -47,13 +47,23 @@ def count_cover(n: int, grain: int, tids: bool = False, sleep_us: int = 0):
     return counts, ids
 
 
+# Subprocesses load the extension alone (not the whole symjit package): fast to start, and the
+# runtime reads its environment itself, whoever imports it.
+PRELUDE = f"""
+import importlib.util
+_spec = importlib.util.spec_from_file_location("symjit._runtime", {_runtime.__file__!r})
+_runtime = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_runtime)
+"""
+
+
 def run_python(code: str, env_extra: dict[str, str] | None = None, timeout: float = 60) -> str:
-    """Run `code` in a fresh interpreter (importing this checkout); return its stdout."""
+    """Run PRELUDE + `code` in a fresh interpreter; return its stdout."""
     env = dict(os.environ)
     env.pop("SYMJIT_NUM_THREADS", None)
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("SYMJIT_SPIN_US", None)
     env.update(env_extra or {})
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(code)], capture_output=True, text=True,
                           env=env, timeout=timeout)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
@@ -185,17 +195,16 @@ def test_call_kernel_runs_one_range_on_the_caller():
 def test_pool_without_spinning_wakes_sleeping_workers():
     code = """
         import numpy as np
-        from symjit import runtime, _runtime
         k = _runtime.test_symbols()["kernel_count"]
-        runtime.set_num_threads(3)
+        _runtime.set_num_threads(3)
         for i in range(300):
             n = 1 + (i * 7919) % 5000
             c = np.zeros(n, np.int32)
             ids = np.zeros(n, np.int64)
-            runtime.parallel_for(k, n, 16, [c, ids, None])
+            assert _runtime.parallel_for(k, n, 16, [c, ids, None]) == 0
             assert (c == 1).all(), (i, n)
         c = np.zeros(64, np.int32); ids = np.zeros(64, np.int64)
-        runtime.parallel_for(k, 64, 1, [c, ids, np.array([3000], np.int64)])
+        _runtime.parallel_for(k, 64, 1, [c, ids, np.array([3000], np.int64)])
         print(len(set(ids.tolist())))
     """
     used = int(run_python(code, {"SYMJIT_SPIN_US": "0"}))
@@ -221,8 +230,7 @@ def test_num_threads_environment_and_affinity():
         import os
         if "PIN" in os.environ:
             os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
-        from symjit import runtime
-        print(runtime.num_threads(), len(os.sched_getaffinity(0)))
+        print(_runtime.get_num_threads(), len(os.sched_getaffinity(0)))
     """
     assert run_python(code, {"SYMJIT_NUM_THREADS": "3"}).split()[0] == "3"
     assert run_python(code, {"SYMJIT_NUM_THREADS": " 5 "}).split()[0] == "5"
@@ -234,24 +242,22 @@ def test_num_threads_environment_and_affinity():
 def test_fork_child_can_use_the_pool():
     code = """
         import os, threading, numpy as np
-        from symjit import runtime, _runtime
         k = _runtime.test_symbols()["kernel_count"]
         sleep = _runtime.test_symbols()["kernel_sleep"]
-        runtime.set_num_threads(3)
+        _runtime.set_num_threads(3)
         def cover(n):
             c = np.zeros(n, np.int32)
-            runtime.parallel_for(k, n, 1, [c, None, None])
-            return bool((c == 1).all())
+            return _runtime.parallel_for(k, n, 1, [c, None, None]) == 0 and bool((c == 1).all())
         assert cover(100000)            # workers exist before the fork
         stop = False
         def busy():                     # keeps the pool busy while the main thread forks
             while not stop:
-                runtime.parallel_for(sleep, 8, 1, [np.array([200], np.int64)])
+                _runtime.parallel_for(sleep, 8, 1, [np.array([200], np.int64)])
         t = threading.Thread(target=busy); t.start()
         for _ in range(5):
             pid = os.fork()
             if pid == 0:
-                ok = cover(100000) and cover(7) and runtime.num_threads() == 3
+                ok = cover(100000) and cover(7) and _runtime.get_num_threads() == 3
                 os._exit(0 if ok else 1)
             _, status = os.waitpid(pid, 0)
             assert os.waitstatus_to_exitcode(status) == 0
