@@ -969,7 +969,8 @@ def pool_forward(x: np.ndarray, attrs, geo) -> np.ndarray:
         out += xp[sl]
     if ptype == "avg":
         cip = True if attrs["count_include_pad"] is None else attrs["count_include_pad"]
-        out /= _pool_divisor(in_sp, out_sp, geo, cip, acc)
+        with np.errstate(divide="ignore", invalid="ignore"):   # an all-padding window: 0/0 as in MXNet
+            out /= _pool_divisor(in_sp, out_sp, geo, cip, acc)
     elif ptype == "lp":
         out = out if p == 1 else (np.sqrt(out) if p == 2 else (np.cbrt(out) if p == 3
                                                              else out ** (1.0 / p)))
@@ -1005,7 +1006,8 @@ def pool_backward(dy: np.ndarray, x: np.ndarray, y: np.ndarray, attrs, geo) -> n
     else:
         if ptype == "avg":
             cip = True if attrs["count_include_pad"] is None else attrs["count_include_pad"]
-            g = dya / _pool_divisor(in_sp, out_sp, geo, cip, acc)
+            with np.errstate(divide="ignore", invalid="ignore"):   # such windows touch no input
+                g = dya / _pool_divisor(in_sp, out_sp, geo, cip, acc)
         else:
             g = dya
         if ptype == "lp":

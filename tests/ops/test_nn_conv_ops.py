@@ -104,7 +104,8 @@ def pool_ref(x, kernel, stride, pad, pool_type, convention="valid", count_includ
             else:
                 size = (np.prod([e - s_ for s_, e in zip(start, end_pad)]) if count_include_pad
                         else np.prod([b - a for a, b in zip(lo, hi)]))
-                y[(n, c, *o)] = sum(vals) / size
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    y[(n, c, *o)] = np.float64(sum(vals)) / size
     return y
 
 
@@ -872,3 +873,71 @@ def test_ir_autodiff_through_conv_family_graph():
             fm = loss()
             xv[i] = old
             assert math.isclose(gr[i], (fp - fm) / 2e-6, rel_tol=1e-4, abs_tol=1e-6), (v.name, i)
+
+
+# ======================================================================================
+# Random geometries (Hypothesis) against the loop references
+# ======================================================================================
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@st.composite
+def _geometry(draw):
+    nd_ = draw(st.integers(1, 2))
+    g = draw(st.integers(1, 3))
+    cg, fg = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    kernel = tuple(draw(st.integers(1, 3)) for _ in range(nd_))
+    dilate = tuple(draw(st.integers(1, 2)) for _ in range(nd_))
+    stride = tuple(draw(st.integers(1, 3)) for _ in range(nd_))
+    pad = tuple(draw(st.integers(0, 2)) for _ in range(nd_))
+    ext = [(k - 1) * d + 1 for k, d in zip(kernel, dilate)]
+    spatial = tuple(draw(st.integers(max(1, e - 2 * p), e + 4)) for e, p in zip(ext, pad))
+    n = draw(st.integers(1, 2))
+    return n, g, cg, fg, kernel, dilate, stride, pad, spatial, draw(st.integers(0, 2 ** 31))
+
+
+@settings(max_examples=25, deadline=None)
+@given(_geometry())
+def test_random_convolution_and_deconvolution_geometries(geo):
+    n, g, cg, fg, kernel, dilate, stride, pad, spatial, seed = geo
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, g * cg) + spatial)
+    w = rng.normal(size=(g * fg, cg) + kernel)
+    attrs = {"kernel": kernel, "stride": stride, "dilate": dilate, "pad": pad, "num_filter": g * fg,
+             "num_group": g, "no_bias": True}
+    (y,) = apply_numpy("Convolution", [x, w], attrs)
+    np.testing.assert_allclose(y, conv_ref(x, w, None, stride, pad, dilate, g), rtol=1e-10, atol=1e-10)
+    # Deconvolution of y with the same weight (read as (C_in=F, F_out/g=Cg)) and some adj
+    adj = tuple(min(s - 1, 1) for s in stride)
+    dattrs = {"kernel": kernel, "stride": stride, "dilate": dilate, "pad": pad, "adj": adj,
+              "num_filter": g * cg, "num_group": g}
+    out_sp = [s * (i - 1) + (k - 1) * d + 1 - 2 * p + a
+              for i, k, s, p, a, d in zip(y.shape[2:], kernel, stride, pad, adj, dilate)]
+    if min(out_sp) <= 0:
+        with pytest.raises(MXNetError, match="Deconvolution"):
+            apply_numpy("Deconvolution", [y, w], dattrs)
+        return
+    (z,) = apply_numpy("Deconvolution", [y, w], dattrs)
+    np.testing.assert_allclose(z, deconv_ref(y, w, None, stride, pad, dilate, g, out_sp), rtol=1e-10,
+                               atol=1e-10)
+
+
+@settings(max_examples=25, deadline=None)
+@given(_geometry(), st.sampled_from(["max", "avg", "sum"]), st.sampled_from(["valid", "full"]),
+       st.booleans())
+def test_random_pooling_geometries(geo, pool_type, convention, count_include_pad):
+    n, _, c, _, kernel, _, stride, pad, spatial, seed = geo
+    if any(k > s + 2 * p for k, s, p in zip(kernel, spatial, pad)):
+        with pytest.raises(MXNetError, match="Pooling: kernel size"):
+            infer("Pooling", {"kernel": kernel, "stride": stride, "pad": pad}, [(n, c) + spatial])
+        return
+    x = np.random.default_rng(seed).normal(size=(n, c) + spatial)
+    attrs = {"kernel": kernel, "stride": stride, "pad": pad, "pool_type": pool_type,
+             "pooling_convention": convention, "count_include_pad": count_include_pad}
+    (y,) = apply_numpy("Pooling", [x], attrs)
+    want = pool_ref(x, kernel, stride, pad, pool_type, convention, count_include_pad)
+    if pool_type == "max":      # an all-padding window is the lowest value of the array's dtype
+        want = np.where(want == np.finfo(np.float32).min, np.finfo(np.float64).min, want)
+    np.testing.assert_allclose(y, want, rtol=1e-10, atol=1e-10)
