@@ -764,7 +764,8 @@ class Deconvolution(Op):
     def input_names(self, attrs):
         return ["data", "weight"] if attrs["no_bias"] else ["data", "weight", "bias"]
 
-    def _geo(self, attrs, in_sp) -> dict:
+    def _geo(self, attrs, in_sp) -> tuple[dict, tuple]:
+        """The geometry of the equivalent convolution (pad from target_shape if set) and adj."""
         geo = _geometry(self.name, attrs)
         pad, adj = deconv_pad_adj(attrs, in_sp)
         for i, (a, s) in enumerate(zip(adj, geo["stride"])):

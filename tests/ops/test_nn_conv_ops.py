@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from symjit import nd
 from symjit.base import MXNetError
@@ -878,10 +880,6 @@ def test_ir_autodiff_through_conv_family_graph():
 # ======================================================================================
 # Random geometries (Hypothesis) against the loop references
 # ======================================================================================
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
 
 @st.composite
 def _geometry(draw):
