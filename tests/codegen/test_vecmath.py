@@ -236,7 +236,7 @@ def test_round_half_away_and_rint(dtype):
     assert np.isnan(_kernel("round", dtype, 1)(n)[0])
 
 
-@pytest.mark.parametrize("op", ["exp", "tanh"])
+@pytest.mark.parametrize("op", ["exp", "tanh", "erf"])
 def test_float32_loop_is_vectorized_without_libm_calls(op):
     n = 1024
     spec = ElementwiseSpec((S.call(op, S.Input(0)),), ("float32",), ((n,),), "float32", ("float32",), (n,))
@@ -245,7 +245,7 @@ def test_float32_loop_is_vectorized_without_libm_calls(op):
     assert "x float>" in opt, "no vector float operations in the optimised kernel"
     calls = [ln for ln in opt.splitlines() if " call " in ln and "@llvm." not in ln]
     assert not calls, f"non-intrinsic calls remain: {calls[:3]}"
-    for libm in ("@expf", "@tanhf", "@exp(", "@tanh("):
+    for libm in ("@expf", "@tanhf", "@erff", "@exp(", "@tanh(", "@erf("):
         assert libm not in opt
 
 

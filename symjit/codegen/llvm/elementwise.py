@@ -345,11 +345,9 @@ class _Lowering:
         # integer and bool dtypes
         if op in _ROUNDING:
             return v
-        if k == "b":
-            if op == "abs":
+        if k == "b":                          # abs, sign (and neg, which numpy refuses) keep 0/1
+            if op in ("abs", "sign", "neg"):
                 return v
-            if op in ("neg", "sign"):
-                return v if op == "sign" else v
             return convert(self._unary(op, convert(v, dt, "float64"), "float64"), "float64", dt)
         if op == "neg":
             return -v

@@ -12,10 +12,10 @@ Design choices (and why):
   * Only integer operations that AVX2 has for 64-bit lanes are used (add, sub, and, or,
     shl, lshr); float <-> integer conversions of exponents use the 2**52 "magic number"
     trick, so double code vectorizes without AVX-512.
-  * float32 versions of exp, expm1, log, log2, log10, log1p, tanh, sinh, cosh are native
-    float code (fast, 8 lanes per AVX2 register); the other float32 functions evaluate the
-    float64 algorithm and round once (accurate to ~0.5 ulp, half the vector width). They
-    are rare in models; the hot activations are native.
+  * float32 versions of exp, expm1, log, log2, log10, log1p, tanh, sinh, cosh, erf, round and
+    rint are native float code (fast, 8 lanes per AVX2 register); the other float32 functions
+    evaluate the float64 algorithm and round once (accurate to ~0.5 ulp, half the vector
+    width). They are rare in models; the hot activations (sigmoid, tanh, GELU) are native.
   * Special values follow C99/numpy: exp(-large) = 0, exp(large) = inf, log(0) = -inf,
     log(negative) = nan, tanh(+-large) = +-1, nan propagates.
 
@@ -235,6 +235,13 @@ def maxnum(a: Val, b) -> Val:
     return a.b.call_intr("llvm.maxnum", a.ty, a, a._c(b))
 
 
+def clamp(x: Val, lo: float, hi: float) -> Val:
+    """Clamp to [lo, hi] with compare+select (one vmaxps/vminps each); nan stays nan, which the
+    callers tolerate because they only use bit operations (no fptosi) on the clamped value."""
+    x = select(x < lo, lo, x)
+    return select(x > hi, hi, x)
+
+
 def isnan(x: Val) -> Val:
     return x.cmp("uno", x)
 
@@ -310,7 +317,7 @@ def m_exp(x: Val) -> Val:
     t = TINFO[x.ty]
     d = t.bits == 64
     lo, hi, n = (-750.0, 710.0, 14) if d else (-104.0, 89.0, 8)
-    xc = minnum(maxnum(x, lo), hi)
+    xc = clamp(x, lo, hi)
     k = rint(xc * LOG2E)
     l_hi, l_lo = _ln2(t)
     r = fma(-k, l_hi, xc)
@@ -324,7 +331,7 @@ def m_exp(x: Val) -> Val:
 def _expm1_core(x: Val, t: TypeInfo):
     d = t.bits == 64
     lo, hi, n = (-45.0, 710.0, 13) if d else (-20.0, 89.0, 7)
-    xc = minnum(maxnum(x, lo), hi)
+    xc = clamp(x, lo, hi)
     k = rint(xc * LOG2E)
     l_hi, l_lo = _ln2(t)
     r = fma(-k, l_hi, xc)
@@ -701,11 +708,35 @@ def _erfc_pos(a: Val) -> Val:
     return select(a < 1.0, 1.0 - _erf_small(a), _exp_neg_sq(a) * _erfcx_big(a))
 
 
+# float32: Chebyshev coefficients of erfcx on [1, 4] (degree 12, computed with mpmath)
+_ERFCX_1_4_F = [0.24442575871944427, -0.1358986347913742, 0.03563511371612549, -0.008884098380804062,
+                0.0021184240467846394, -0.00048539877752773464, 0.00010727375774877146,
+                -2.2936634195502847e-05, 4.756874659506138e-06, -9.589933824827312e-07,
+                1.8828336578735616e-07, -3.60243284092121e-08, 6.526287066321856e-09]
+
+
+def _erfcx_big_f32(a: Val) -> Val:
+    """exp(a**2) erfc(a) for a in [1, 4] (clamped), float32 Clenshaw sum."""
+    tt = (clamp(a, 1.0, 4.0) * 2.0 - 5.0) * (1.0 / 3.0)
+    b1 = a.b.const(0.0, a.ty)
+    b2 = b1
+    for c in reversed(_ERFCX_1_4_F[1:]):
+        b1, b2 = fma(tt * 2.0, b1, c - b2), b1
+    return fma(tt, b1, _ERFCX_1_4_F[0] - b2)
+
+
 def m_erf(x: Val) -> Val:
+    """erf: Taylor series for |x| < 1, 1 - exp(-x**2) erfcx(|x|) beyond (native float32 too,
+    for GELU)."""
     a = fabs(x)
-    big = 1.0 - _exp_neg_sq(a) * _erfcx_big(a)
-    res = select(a < 1.0, _erf_small(select(a < 1.0, a, 0.0)), select(a > 6.0, 1.0, big))
-    return copysign(res, x)
+    if x.ty == "float":
+        small = a * poly(a * a, _ERF_SMALL[:11]) * TWO_SQRTPI
+        big = 1.0 - _exp_neg_sq(a) * _erfcx_big_f32(a)
+        res = select(a < 1.0, small, select(a > 4.0, 1.0, big))
+    else:
+        big = 1.0 - _exp_neg_sq(a) * _erfcx_big(a)
+        res = select(a < 1.0, _erf_small(select(a < 1.0, a, 0.0)), select(a > 6.0, 1.0, big))
+    return select(isnan(x), x, copysign(res, x))
 
 
 _GILES_C = [1.50140941, 0.246640727, -0.00417768164, -0.00125372503, 0.00021858087,
@@ -889,7 +920,7 @@ MATH_UNARY: dict[str, tuple[Callable[[Val], Val], bool]] = {
     "cosh": (m_cosh, True), "sin": (m_sin, False), "cos": (m_cos, False), "tan": (m_tan, False),
     "asin": (m_asin, False), "acos": (m_acos, False), "atan": (m_atan, False),
     "asinh": (m_asinh, False), "acosh": (m_acosh, False), "atanh": (m_atanh, False),
-    "erf": (m_erf, False), "erfinv": (m_erfinv, False), "lgamma": (m_lgamma, False),
+    "erf": (m_erf, True), "erfinv": (m_erfinv, False), "lgamma": (m_lgamma, False),
     "tgamma": (m_tgamma, False), "digamma": (m_digamma, False), "cbrt": (m_cbrt, False),
     "round": (m_round, True), "rint": (m_rint, True),
 }
