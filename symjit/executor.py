@@ -25,7 +25,7 @@ from .ir.verify import verify
 from .passes.autodiff import GRAD_REQS, autodiff
 from .passes.infer import infer_types
 
-__all__ = ["Executor", "select_backend", "Backend", "InterpreterBackend"]
+__all__ = ["Executor", "select_backend", "Backend", "InterpreterBackend", "LLVMBackend"]
 
 
 class Backend:
@@ -46,16 +46,36 @@ class InterpreterBackend(Backend):
         return fn
 
 
+class LLVMBackend(Backend):
+    """Native CPU code: the pass pipeline, LLVM codegen and the C runtime
+    (`symjit.codegen.llvm.backend`); nodes without a native lowering run their reference
+    implementation between native segments."""
+    name = "llvm"
+
+    def compile(self, graph: Graph) -> Callable[..., RunResult]:
+        from .codegen.llvm.backend import compile_for_executor
+        return compile_for_executor(graph)
+
+
 def select_backend() -> Backend:
     """The best available execution backend: the one place the choice is made.
 
-    `SYMJIT_BACKEND=interp` forces the reference interpreter. Today the interpreter is also the
-    only backend; a native backend registers itself here when it exists.
+    `SYMJIT_BACKEND=interp` forces the reference interpreter, `llvm` the native CPU backend;
+    `auto` (the default) is the native backend when the runtime extension is built, else the
+    interpreter.
     """
     choice = os.environ.get("SYMJIT_BACKEND", "auto").strip().lower()
-    if choice not in ("auto", "interp"):
-        raise MXNetError(f"SYMJIT_BACKEND={choice!r} is not available; use 'interp' or 'auto'")
-    return InterpreterBackend()
+    if choice not in ("auto", "interp", "llvm"):
+        raise MXNetError(f"SYMJIT_BACKEND={choice!r} is not available; use 'auto', 'llvm' or 'interp'")
+    if choice == "interp":
+        return InterpreterBackend()
+    try:
+        from . import runtime  # noqa: F401  (the native runtime extension must be importable)
+    except ImportError as e:
+        if choice == "llvm":
+            raise MXNetError(f"SYMJIT_BACKEND=llvm but the native backend is unavailable: {e}") from None
+        return InterpreterBackend()
+    return LLVMBackend()
 
 
 def _ctx(ctx) -> Context:

@@ -80,8 +80,8 @@ def check_op_gradient(op_name: str, inputs: Sequence[np.ndarray], attrs: Mapping
     attrs = dict(attrs or {})
     op = get_op(op_name)
     parsed = op.parse(attrs)
-    xs = [np.array(x, dtype=np.float64) if np.issubdtype(np.asarray(x).dtype, np.floating)
-          else np.array(x) for x in inputs]
+    xs = [np.array(x, dtype=np.float64, order="C") if np.issubdtype(np.asarray(x).dtype, np.floating)
+          else np.array(x, order="C") for x in inputs]
     ctx = ComputeContext(is_train=is_train)
     nvis = op.num_visible_outputs(parsed)
     outs = apply_numpy(op_name, xs, attrs, ctx)[:nvis]

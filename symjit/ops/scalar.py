@@ -150,12 +150,18 @@ def pow_(a, b) -> Expr: return call("pow", a, b)
 
 
 def inputs_of(expr: Expr) -> set[int]:
-    """Indices of the inputs an expression reads."""
-    if expr.op == "input":
-        return {expr.value}
+    """Indices of the inputs an expression reads (iterative: deep expressions are fine)."""
     out: set[int] = set()
-    for a in expr.args:
-        out |= inputs_of(a)
+    seen: set[int] = set()
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if e.op == "input":
+            out.add(e.value)
+        stack.extend(e.args)
     return out
 
 

@@ -26,6 +26,9 @@ from ..ops import scalar as S
 from ..ops.registry import Elementwise
 from .rewrite import NameSource, make_node, replace_uses
 
+#: largest fusion group: bounds expression depth (codegen and compile time stay linear)
+MAX_GROUP_NODES = 64
+
 _EPILOGUE_HOSTS = {"FullyConnected", "Convolution", "Deconvolution", "dot", "batch_dot"}
 
 
@@ -167,7 +170,9 @@ def fuse_elementwise(g: Graph) -> tuple[Graph, dict]:
             if p.outputs[0].type.shape != n.outputs[0].type.shape:
                 continue
             src, dst = groups.group[id(p)], groups.group[id(n)]
-            if src != dst and not groups.would_cycle(src, dst) and not groups.would_cycle(dst, src):
+            if src == dst or len(groups.members[src]) + len(groups.members[dst]) > MAX_GROUP_NODES:
+                continue
+            if not groups.would_cycle(src, dst) and not groups.would_cycle(dst, src):
                 groups.merge(src, dst)
     graph_outputs = set(g.outputs)
     mapping: dict[Value, Value] = {}

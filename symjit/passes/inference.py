@@ -3,9 +3,14 @@
   * Dropout (mode 'training') -> identity; MakeLoss, LinearRegressionOutput, MAERegressionOutput -> identity;
     LogisticRegressionOutput -> sigmoid; SoftmaxOutput -> softmax over MXNet's axis.
   * BatchNorm with global statistics that follows a Convolution or FullyConnected (whose
-    output nothing else reads) is folded into that layer: w' = w * s, b' = (b - mean) * s + beta
-    with s = gamma / sqrt(var + eps) (gamma = 1 when fix_gamma). The new weights are graph
-    nodes over the original parameters; after `bind_constants` they fold to constants.
+    output nothing else reads), when the layer's weight and the BatchNorm parameters are
+    compile-time constants (`bind_constants`), is folded into that layer: w' = w * s,
+    b' = (b - mean) * s + beta with s = gamma / sqrt(var + eps) (gamma = 1 when fix_gamma);
+    constant folding then computes the new weights once.
+  * Any other BatchNorm becomes y = x * s + t with per-channel s = gamma / sqrt(var + eps) and
+    t = beta - mean * s, broadcast along its axis: elementwise ops that fuse into the
+    preceding layer's epilogue, costing one pass over C values per call instead of a pass
+    over the weights.
 """
 from __future__ import annotations
 
@@ -58,15 +63,48 @@ def _fold_batchnorm(conv: Node, bn: Node, names: NameSource) -> list[Node]:
     return [scale, s_col, w2, bias, new_conv]
 
 
+def _bn_elementwise(bn: Node, names: NameSource) -> list[Node] | None:
+    """BatchNorm (global statistics) as per-channel scale and shift; None if shapes are unknown."""
+    x = bn.inputs[0]
+    if x.type.shape is None:
+        return None
+    gamma, beta, mean, var = bn.inputs[1:5]
+    eps = bn.attrs["eps"]
+    nd = len(x.type.shape)
+    axis = bn.attrs.get("axis", 1) % nd
+    g_, b_, m_, v_ = (S.Input(i) for i in range(4))
+    inv = 1.0 / S.call("sqrt", v_ + eps)
+    s_expr = inv if bn.attrs["fix_gamma"] else g_ * inv
+    scale = make_node(names, "_elemwise_expr", [gamma, beta, mean, var], {"expr": s_expr, "num_args": 4},
+                      base=f"{bn.name}_scale")
+    shift = make_node(names, "_elemwise_expr", [gamma, beta, mean, var],
+                      {"expr": b_ - m_ * s_expr, "num_args": 4}, base=f"{bn.name}_shift")
+    shape = tuple(-1 if d == axis else 1 for d in range(nd))
+    s_r = make_node(names, "Reshape", scale.outputs, {"shape": shape}, base=f"{bn.name}_scale_b")
+    t_r = make_node(names, "Reshape", shift.outputs, {"shape": shape}, base=f"{bn.name}_shift_b")
+    mul = make_node(names, "broadcast_mul", [x, s_r.outputs[0]], base=f"{bn.name}_mul")
+    add = make_node(names, "broadcast_add", [mul.outputs[0], t_r.outputs[0]], base=bn.name)
+    return [scale, shift, s_r, t_r, mul, add]
+
+
+def _is_const(v: Value, producers: dict) -> bool:
+    p = producers.get(v)
+    return p is not None and p[0].op.name == "_const"
+
+
 def _bn_foldable(bn: Node, producers: dict, uses: dict) -> Node | None:
     if bn.op.name != "BatchNorm" or bn.attrs.get("axis", 1) != 1 or bn.attrs.get("output_mean_var"):
         return None
     if any(uses.get(v, 0) for v in bn.outputs[1:]):
         return None
+    if not all(_is_const(v, producers) for v in bn.inputs[1:5]):
+        return None
     p = producers.get(bn.inputs[0])
     if p is None or p[0].op.name not in ("Convolution", "FullyConnected") or uses.get(bn.inputs[0], 0) != 1:
         return None
     conv = p[0]
+    if not all(_is_const(v, producers) for v in conv.inputs[1:]):
+        return None
     if conv.op.name == "FullyConnected" and not conv.attrs.get("flatten", True):
         return None
     if conv.op.name == "Convolution" and conv.attrs.get("layout") not in (None, "NCW", "NCHW", "NCDHW"):
@@ -83,7 +121,7 @@ def inference_rewrites(g: Graph) -> tuple[Graph, dict]:
     names = NameSource(g)
     uses = use_counts(g)
     producers = {v: (n, i) for n in g.nodes for i, v in enumerate(n.outputs)}
-    stats = {"bn_folded": 0, "dropout_removed": 0, "heads_rewritten": 0}
+    stats = {"bn_folded": 0, "bn_to_elementwise": 0, "dropout_removed": 0, "heads_rewritten": 0}
     new_nodes: list[Node] = []
     mapping: dict[Value, Value] = {}
     for n in g.nodes:
@@ -104,13 +142,13 @@ def inference_rewrites(g: Graph) -> tuple[Graph, dict]:
             new_nodes.extend(reps)
             mapping[n.outputs[0]] = reps[-1].outputs[0]
             stats["heads_rewritten"] += 1
-        elif n.op.name == "BatchNorm":
+        elif n.op.name == "BatchNorm" and not any(uses.get(v, 0) for v in n.outputs[1:]):
             conv = _bn_foldable(n, producers, uses)
-            if conv is not None:
-                reps = _fold_batchnorm(conv, n, names)
+            reps = _fold_batchnorm(conv, n, names) if conv is not None else _bn_elementwise(n, names)
+            if reps is not None:
                 new_nodes.extend(reps)
                 mapping[n.outputs[0]] = reps[-1].outputs[0]
-                stats["bn_folded"] += 1
+                stats["bn_folded" if conv is not None else "bn_to_elementwise"] += 1
     g.nodes = new_nodes
     replace_uses(g, mapping)
     return g, stats

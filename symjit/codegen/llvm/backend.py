@@ -1,0 +1,62 @@
+"""The LLVM execution backend for executors: pass pipeline, lowering, JIT, per-call dispatch.
+
+`compile_for_executor(graph)` returns `fn(feeds, is_train=False, keep=()) -> RunResult`, the
+function an executor backend (`symjit.executor.LLVMBackend`) hands to its executors. Each (is_train, keep) combination is compiled
+once: the values to keep (forward activations a backward graph reads) are appended to the
+graph's outputs so that optimization preserves them; inference uses the `inference`
+pipeline (Dropout removed, BatchNorm on moving statistics as per-channel scale/shift fused
+into the previous layer), training the `training` pipeline. Parameters stay graph inputs
+(the executor's arrays may change between calls).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.graph import Graph
+from ...ir.interpreter import RunResult
+from ...passes.manager import compile_graph
+from .executable import compile_planned
+
+__all__ = ["compile_for_executor"]
+
+
+def compile_for_executor(graph: Graph):
+    """The per-call function over `graph` (see the module docstring)."""
+    return _Compiler().compile(graph)
+
+
+class _Compiler:
+    def compile(self, graph: Graph):
+        variants: dict = {}
+
+        def fn(feeds, is_train: bool = False, keep=(), rng=None) -> RunResult:
+            keep = list(keep)
+            key = (bool(is_train), tuple(v.name for v in keep))
+            if key not in variants:
+                variants[key] = self._build(graph, bool(is_train), keep)
+            cg, n_out, keep_names = variants[key]
+            by_name = {}
+            for k, a in feeds.items():
+                by_name[k if isinstance(k, str) else k.name] = a
+            arrays = []
+            for name, shape, dtype in cg.input_specs:
+                a = np.asarray(by_name[name])
+                if a.dtype != dtype or not a.flags.c_contiguous:
+                    a = np.ascontiguousarray(a, dtype=dtype)
+                arrays.append(a)
+            outs, updates = cg.run(arrays, is_train, rng)
+            aux_by_name = {v.name: v for v in graph.aux}
+            aux_updates = {aux_by_name[v.name]: a for v, a in updates.items() if v.name in aux_by_name}
+            kept = {v: outs[n_out + i] for i, v in enumerate(keep)}
+            return RunResult(outs[:n_out], aux_updates, kept)
+        fn.variants = variants
+        return fn
+
+    def _build(self, graph: Graph, is_train: bool, keep: list):
+        g = graph.copy()
+        by_name = {v.name: v for v in g.values()}
+        n_out = len(g.outputs)
+        g.outputs = list(g.outputs) + [by_name[v.name] for v in keep]
+        opt, _ = compile_graph(g, "training" if is_train else "inference")
+        cg = compile_planned(opt, graph.name)
+        return cg, n_out, [v.name for v in keep]

@@ -1,0 +1,191 @@
+"""Compiled graphs: lowering, JIT with the object cache, and calling convention.
+
+`compile_planned(g)` takes an optimized graph with a memory plan and returns a
+`CompiledGraph`, a callable `cg(inputs, is_train=False) -> list of numpy outputs`:
+  * when every node lowered natively the whole graph is one `symjit.runtime.Entry` call
+    (validation of count, shape, dtype and layout happens in C before any native code runs);
+  * otherwise native segments and reference steps alternate over shared buffers.
+Compiled objects are cached in memory and on disk (`codegen.cache`) under the SHA-256 of the
+module text, the target description and the symjit version: a second process loads the
+object instead of running LLVM.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+
+import llvmlite.binding as llvm
+import numpy as np
+
+from ... import __version__
+from ...base import MXNetError
+from .. import cache
+from .graph import ENTRY_CFUNCTYPE, GraphModule, lower_graph, run_python_node
+from .jit import compile_to_object, load_object
+from .target import target_description
+
+__all__ = ["CompiledGraph", "compile_planned", "CompileStats"]
+
+_BOUND = threading.Lock()
+_bound_symbols = False
+
+
+def _bind_runtime_symbols() -> None:
+    """Make the runtime's C functions visible to generated code (once per process)."""
+    global _bound_symbols
+    with _BOUND:
+        if _bound_symbols:
+            return
+        from ... import runtime
+        for name, addr in runtime.symbols().items():
+            llvm.add_symbol(name, addr)
+        _bound_symbols = True
+
+
+class CompileStats:
+    """Where compile time went, and whether the object came from a cache."""
+
+    def __init__(self):
+        self.lower_s = 0.0
+        self.llvm_s = 0.0
+        self.load_s = 0.0
+        self.cache = "none"   # "memory", "disk" or "none"
+
+    def __repr__(self):
+        return (f"CompileStats(lower={self.lower_s * 1e3:.1f} ms, llvm={self.llvm_s * 1e3:.1f} ms, "
+                f"load={self.load_s * 1e3:.1f} ms, cache={self.cache})")
+
+
+_MEMORY: dict[str, object] = {}
+
+
+def _object_for(module: GraphModule, stats: CompileStats):
+    key = cache.make_key(module.ir, target_description(), __version__)
+    code = _MEMORY.get(key)
+    if code is not None:
+        stats.cache = "memory"
+        return code
+    t0 = time.perf_counter()
+    obj = cache.get(key)
+    if obj is not None:
+        try:
+            code = load_object(obj, module.segment_names)
+            stats.cache = "disk"
+        except Exception:  # noqa: BLE001 - a bad cached object is recompiled, never trusted
+            code = None
+    if code is None:
+        obj = compile_to_object(module.ir)
+        stats.llvm_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        code = load_object(obj, module.segment_names)
+        cache.put(key, obj)
+    stats.load_s = time.perf_counter() - t0
+    _MEMORY[key] = code
+    return code
+
+
+def _spec(v):
+    return (v.name, tuple(int(d) for d in v.type.shape), np.dtype(v.type.dtype))
+
+
+class CompiledGraph:
+    """A callable over numpy arrays in the graph's input order (see the module docstring)."""
+
+    def __init__(self, g, module: GraphModule, code, stats: CompileStats, name: str):
+        self.graph = g
+        self.module = module
+        self.code = code
+        self.stats = stats
+        self.name = name
+        self.input_specs = [_spec(v) for v in g.inputs]
+        self.output_specs = [_spec(v) for v in g.outputs]
+        self.params = [np.ascontiguousarray(a) for _, a in module.placement.params]
+        self.native = not module.python_nodes and len(module.segment_names) <= 1
+        self.entry = None
+        if self.native and module.segment_names:
+            from ... import runtime
+            addr = code.addresses[module.segment_names[0]]
+            self.entry = runtime.make_entry(
+                addr, self.input_specs, self.output_specs,
+                params=[(n, a) for (n, _), a in zip(module.placement.params, self.params)],
+                workspace_size=module.workspace_size, name=name, owner=code)
+        self._segments = {s: ENTRY_CFUNCTYPE(code.addresses[s]) for s in module.segment_names}
+        self._lock = threading.Lock()
+
+    def __call__(self, inputs, is_train: bool = False, rng=None, out=None) -> list:
+        return self.run(inputs, is_train, rng, out)[0]
+
+    def run(self, inputs, is_train: bool = False, rng=None, out=None) -> tuple[list, dict]:
+        """(outputs, state updates {graph input Value: new array}) for one call."""
+        if self.entry is not None:
+            res = self.entry(*inputs) if out is None else self.entry(*inputs, out=out)
+            return list(res), {}
+        return self._run_hybrid(list(inputs), is_train, rng)
+
+    def _check(self, inputs) -> list:
+        if len(inputs) != len(self.input_specs):
+            raise MXNetError(f"{self.name}: expected {len(self.input_specs)} inputs, got {len(inputs)}")
+        out = []
+        for (name, shape, dtype), a in zip(self.input_specs, inputs):
+            if not isinstance(a, np.ndarray):
+                raise MXNetError(f"{self.name}: input {name!r} must be a numpy array, got {type(a).__name__}")
+            if a.shape != shape:
+                raise MXNetError(f"{self.name}: input {name!r} has shape {a.shape}, expected {shape}")
+            if a.dtype != dtype:
+                raise MXNetError(f"{self.name}: input {name!r} has dtype {a.dtype}, expected {dtype}")
+            if not a.flags.c_contiguous:
+                raise MXNetError(f"{self.name}: input {name!r} is not C-contiguous")
+            out.append(a)
+        return out
+
+    def _run_hybrid(self, inputs, is_train, rng) -> list:
+        inputs = self._check(inputs)
+        outputs = [np.empty(shape, dtype) for _, shape, dtype in self.output_specs]
+        ws_raw = np.empty(self.module.workspace_size + 64, dtype=np.uint8)
+        shift = (-ws_raw.ctypes.data) % 64
+        ws = ws_raw[shift:shift + self.module.workspace_size]
+        views = {}
+        for v, (kind, idx) in self.module.placement.where.items():
+            if kind == "input":
+                views[v] = inputs[idx]
+            elif kind == "output":
+                views[v] = outputs[idx]
+            elif kind == "param":
+                views[v] = self.params[idx]
+            elif v.type.known:
+                nbytes = int(np.prod(v.type.shape, dtype=np.int64)) * np.dtype(v.type.dtype).itemsize
+                views[v] = ws[idx:idx + nbytes].view(v.type.dtype).reshape(v.type.shape)
+
+        def table(arrays):
+            t = (ctypes.c_void_p * max(len(arrays), 1))()
+            for i, a in enumerate(arrays):
+                t[i] = a.ctypes.data
+            return t
+        tin, tout, tpar = table(inputs), table(outputs), table(self.params)
+        wptr = ctypes.c_void_p(ws.ctypes.data if ws.size else ws_raw.ctypes.data)
+        inputs_set = {v: i for i, v in enumerate(self.graph.inputs)}
+        updates = {}
+        for step in self.module.steps:
+            if step.segment is not None:
+                rc = self._segments[step.segment](ctypes.addressof(tin), ctypes.addressof(tout),
+                                                  ctypes.addressof(tpar), wptr)
+                if rc != 0:
+                    from ... import runtime
+                    raise MXNetError(f"{self.name}: native segment failed: {runtime.last_error()}")
+            else:
+                for target, new in run_python_node(step.node, views, is_train, rng):
+                    if target in inputs_set:
+                        updates[target] = new
+        return outputs, updates
+
+
+def compile_planned(g, name: str = "graph") -> CompiledGraph:
+    """Lower and JIT-compile an optimized, memory-planned graph."""
+    stats = CompileStats()
+    t0 = time.perf_counter()
+    module = lower_graph(g, name)
+    stats.lower_s = time.perf_counter() - t0
+    _bind_runtime_symbols()
+    code = _object_for(module, stats) if module.segment_names else None
+    return CompiledGraph(g, module, code, stats, name)

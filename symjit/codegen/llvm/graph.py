@@ -1,0 +1,316 @@
+"""Lowering a planned Graph to one LLVM module: kernels plus entry functions over the arena.
+
+Input: an optimized graph (`passes.manager` pipeline) whose `annotations['memory_plan']`
+gives every intermediate value its arena offset. Each node is lowered by the lowering
+registered for its op (`LOWERINGS`, filled by the `lower_*.py` modules of this package):
+a lowering adds kernel functions to the shared `ModuleBuilder` and returns the `Call`s the
+entry makes. Runs of natively lowered nodes become one *segment* function with the stable
+entry ABI of runtime/symjit_runtime.h:
+
+    int32_t segment(void **inputs, void **outputs, void **params, void *workspace)
+
+where `inputs` are the graph inputs, `outputs` the graph outputs, `params` the constants
+(`_const` nodes, passed by pointer, never copied into the module), and `workspace` the arena.
+A node without a native lowering runs its reference `compute` from Python between segments,
+on numpy views of the same buffers, so a graph is always executable; `CompiledGraph.native`
+says whether the whole graph is one native call (the fast path through `symjit.runtime`).
+
+Where values live: graph input i -> inputs[i]; a value returned as graph output j (its first
+occurrence) -> outputs[j]; a constant -> params[k]; any other value -> workspace + offset.
+Outputs that repeat a value, or are inputs or constants, are copied at the end.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ...base import MXNetError
+from ...ir.builder import describe_node
+from ...ir.graph import Graph, Node, Value
+from ...ops.registry import ComputeContext
+from .elementwise import ModuleBuilder
+
+__all__ = ["ParallelCall", "MemcpyCall", "DirectCall", "LOWERINGS", "register_lowering", "LoweringContext",
+           "GraphModule", "lower_graph", "ENTRY_CFUNCTYPE"]
+
+#: ctypes signature of a segment / entry function
+ENTRY_CFUNCTYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                   ctypes.c_void_p)
+
+
+@dataclass
+class ParallelCall:
+    """`symjit_parallel_for(kernel, n, grain, args)` with args = the values' data pointers."""
+    kernel: str
+    n: int
+    grain: int
+    args: list
+
+
+@dataclass
+class MemcpyCall:
+    """Copy `nbytes` from value `src` to value `dst`."""
+    dst: Value
+    src: Value
+    nbytes: int
+
+
+@dataclass
+class DirectCall:
+    """Call `fn` (declared in the module by the lowering) with arguments that are values
+    (passed as data pointers), Python ints (i64) or floats (double), in order; the callee
+    returns void."""
+    fn: str
+    args: list
+
+
+Call = ParallelCall | MemcpyCall | DirectCall
+
+
+@dataclass
+class LoweringContext:
+    """What a lowering may use: the module under construction and a naming helper."""
+    mb: ModuleBuilder
+    graph: Graph
+
+    def unique(self, base: str, key: str) -> str:
+        """A process-unique symbol name for a kernel determined by `key`."""
+        return f"{base}_{hashlib.sha1(key.encode()).hexdigest()[:16]}"
+
+
+Lowering = Callable[[Node, LoweringContext], "list | None"]
+
+#: op name -> lowering; a lowering returns the Calls for the node, or None if it cannot lower
+#: this particular instance (e.g. an unsupported dtype), in which case the node runs in Python.
+LOWERINGS: dict[str, Lowering] = {}
+
+
+def register_lowering(*op_names: str):
+    def deco(fn: Lowering) -> Lowering:
+        for n in op_names:
+            LOWERINGS[n] = fn
+        return fn
+    return deco
+
+
+def find_lowering(node: Node) -> Lowering | None:
+    from . import lower_basic  # noqa: F401  (registers the built-in lowerings)
+    fn = LOWERINGS.get(node.op.name)
+    if fn is None:
+        from ...ops.registry import Elementwise
+        if isinstance(node.op, Elementwise):
+            fn = LOWERINGS.get("<elementwise>")
+    return fn
+
+
+# --------------------------------------------------------------------------------------------
+# Where values live
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class Placement:
+    """Storage of every value: ('input', i), ('output', j), ('param', k) or ('arena', offset)."""
+    where: dict = field(default_factory=dict)
+    params: list = field(default_factory=list)       # (name, array) for each constant
+    output_copies: list = field(default_factory=list)  # (output index, source Value)
+
+
+def place_values(g: Graph) -> Placement:
+    plan = g.annotations.get("memory_plan")
+    if plan is None:
+        raise MXNetError("codegen: the graph has no memory plan; run the pass pipeline first")
+    p = Placement()
+    for i, v in enumerate(g.inputs):
+        p.where[v] = ("input", i)
+    for n in g.nodes:
+        if n.op.name == "_const":
+            p.where[n.outputs[0]] = ("param", len(p.params))
+            p.params.append((n.outputs[0].name, n.attrs["value"]))
+    for j, v in enumerate(g.outputs):
+        if v in p.where:  # an input, a constant, or a value already returned by an earlier slot
+            p.output_copies.append((j, v))
+        else:
+            p.where[v] = ("output", j)
+    for v, off in plan.offsets.items():
+        if v not in p.where:
+            p.where[v] = ("arena", int(off))
+    return p
+
+
+# --------------------------------------------------------------------------------------------
+# Emitting segments
+# --------------------------------------------------------------------------------------------
+
+def _nbytes(v: Value) -> int:
+    return int(np.prod(v.type.shape, dtype=np.int64)) * np.dtype(v.type.dtype).itemsize
+
+
+class _SegmentEmitter:
+    """Builds the body of one segment function (entry ABI)."""
+
+    def __init__(self, name: str, placement: Placement):
+        self.name = name
+        self.placement = placement
+        self.lines: list[str] = []
+        self.n = 0
+        self.ptr_cache: dict[Value, str] = {}
+
+    def tmp(self) -> str:
+        self.n += 1
+        return f"%t{self.n}"
+
+    def ptr(self, v: Value) -> str:
+        if v in self.ptr_cache:
+            return self.ptr_cache[v]
+        kind, idx = self.placement.where[v]
+        t = self.tmp()
+        if kind == "arena":
+            self.lines.append(f"  {t} = getelementptr inbounds i8, ptr %ws, i64 {idx}")
+        else:
+            base = {"input": "%inputs", "output": "%outputs", "param": "%params"}[kind]
+            slot = self.tmp()
+            self.lines.append(f"  {slot} = getelementptr inbounds ptr, ptr {base}, i64 {idx}")
+            self.lines.append(f"  {t} = load ptr, ptr {slot}, align 8")
+        self.ptr_cache[v] = t
+        return t
+
+    def emit(self, call: Call) -> None:
+        L = self.lines.append
+        if isinstance(call, MemcpyCall):
+            if self.placement.where[call.dst] == self.placement.where[call.src]:
+                return  # the planner gave both the same buffer (in place)
+            L(f"  call void @llvm.memcpy.p0.p0.i64(ptr {self.ptr(call.dst)}, ptr {self.ptr(call.src)}, "
+              f"i64 {call.nbytes}, i1 false)")
+        elif isinstance(call, ParallelCall):
+            ptrs = [self.ptr(v) for v in call.args]
+            arr = self.tmp()
+            L(f"  {arr} = alloca [{max(len(ptrs), 1)} x ptr], align 8")
+            for k, p in enumerate(ptrs):
+                slot = self.tmp()
+                L(f"  {slot} = getelementptr inbounds [{len(ptrs)} x ptr], ptr {arr}, i64 0, i64 {k}")
+                L(f"  store ptr {p}, ptr {slot}, align 8")
+            rc = self.tmp()
+            L(f"  {rc} = call i32 @symjit_parallel_for(ptr @{call.kernel}, i64 {call.n}, "
+              f"i64 {call.grain}, ptr {arr})")
+            bad = self.tmp()
+            L(f"  {bad} = icmp ne i32 {rc}, 0")
+            ok = f"ok{self.n}"
+            L(f"  br i1 {bad}, label %fail, label %{ok}")
+            L(f"{ok}:")
+        elif isinstance(call, DirectCall):
+            args = []
+            for a in call.args:
+                if isinstance(a, Value):
+                    args.append(f"ptr {self.ptr(a)}")
+                elif isinstance(a, (int, np.integer)):
+                    args.append(f"i64 {int(a)}")
+                else:
+                    from .vecmath import float_literal
+                    args.append(f"double {float_literal(float(a), 'double')}")
+            L(f"  call void @{call.fn}({', '.join(args)})")
+        else:
+            raise MXNetError(f"codegen: unknown call {call!r}")
+
+    def render(self) -> str:
+        body = "\n".join(self.lines)
+        return (f"define i32 @{self.name}(ptr %inputs, ptr %outputs, ptr %params, ptr %ws) #1 {{\n"
+                f"entry:\n{body}\n  ret i32 0\nfail:\n  ret i32 1\n}}\n")
+
+
+@dataclass
+class Step:
+    """One step of execution: a native segment (by symbol) or a node run from Python."""
+    segment: str | None = None
+    node: Node | None = None
+
+
+@dataclass
+class GraphModule:
+    """The lowered graph: LLVM IR text, the execution steps and the buffer placement."""
+    ir: str
+    steps: list
+    placement: Placement
+    workspace_size: int
+    segment_names: list
+    python_nodes: list
+
+
+def lower_graph(g: Graph, name: str = "graph") -> GraphModule:
+    """Lower every node (see the module docstring) into one module and a list of steps."""
+    placement = place_values(g)
+    mb = ModuleBuilder()
+    ctx = LoweringContext(mb, g)
+    steps: list[Step] = []
+    current: _SegmentEmitter | None = None
+    segments: list[_SegmentEmitter] = []
+    python_nodes = []
+    key = hashlib.sha1()
+    for n in g.nodes:
+        if n.op.name == "_const":
+            continue
+        fn = find_lowering(n)
+        calls = fn(n, ctx) if fn is not None else None
+        if calls is None:
+            if current is not None:
+                current = None
+            steps.append(Step(node=n))
+            python_nodes.append(n)
+            key.update(f"py:{n.op.name}:{n.name};".encode())
+            continue
+        if current is None:
+            current = _SegmentEmitter("", placement)
+            segments.append(current)
+            steps.append(Step(segment=current))
+        for c in calls:
+            current.emit(c)
+    if placement.output_copies:
+        if current is None:
+            current = _SegmentEmitter("", placement)
+            segments.append(current)
+            steps.append(Step(segment=current))
+        for j, v in placement.output_copies:
+            dst = Value(f"__out{j}", v.type)  # the storage of output slot j
+            placement.where[dst] = ("output", j)
+            current.emit(MemcpyCall(dst, v, _nbytes(v)))
+    bodies = "".join(s.render() for s in segments)
+    digest = hashlib.sha1((mb.render() + bodies + key.hexdigest()).encode()).hexdigest()[:16]
+    names = []
+    for i, s in enumerate(segments):
+        s.name = f"sj_{name_token(name)}_{digest}_s{i}"
+        names.append(s.name)
+    decls = ["declare i32 @symjit_parallel_for(ptr, i64, i64, ptr)",
+             "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)"]
+    ir = mb.render() + "\n" + "".join(s.render() for s in segments) + "\n".join(decls) + "\n"
+    steps = [Step(segment=s.segment.name if s.segment is not None else None, node=s.node) for s in steps]
+    plan = g.annotations["memory_plan"]
+    return GraphModule(ir, steps, placement, int(plan.arena_bytes), names, python_nodes)
+
+
+def name_token(name: str) -> str:
+    return "".join(ch if ch.isalnum() else "_" for ch in name)[:24] or "graph"
+
+
+def run_python_node(n: Node, views: dict, is_train: bool, rng) -> list:
+    """Run one node's reference implementation into its placed buffers (hybrid execution).
+
+    Returns [(input Value, new array)] for the inputs the op overwrites (`state_targets`:
+    BatchNorm's moving statistics in training, optimizer states), for the caller to apply."""
+    try:
+        results = n.op.compute(n.attrs, [views[v] for v in n.inputs], ComputeContext(is_train, rng))
+    except MXNetError as e:
+        raise MXNetError(f"{describe_node(n.name, n.op)}: {e}") from None
+    except Exception as e:  # noqa: BLE001 - bad input never crashes the caller
+        raise MXNetError(f"{describe_node(n.name, n.op)}: {type(e).__name__}: {e}") from None
+    for v, r in zip(n.outputs, results):
+        if v in views:
+            np.copyto(views[v], np.asarray(r).reshape(views[v].shape), casting="unsafe")
+    extra = results[len(n.outputs):]
+    if not extra or (n.op.updates_aux and not is_train):
+        return []
+    names = n.op.input_names(n.attrs)
+    return [(n.inputs[names.index(a)], np.asarray(r)) for a, r in zip(n.op.state_targets(n.attrs), extra)
+            if a in names]

@@ -1,0 +1,64 @@
+"""Built-in lowerings: elementwise kernels (fused groups and single ops) and copies.
+
+  * `_fused_elemwise`, `_elemwise_expr` and every registry `Elementwise` op become one
+    vectorized kernel (`elementwise.emit_elementwise`) run by the runtime's parallel-for;
+  * ops that only reinterpret the shape (Reshape, Flatten, expand_dims, squeeze, ...) and
+    identities become a byte copy into the output's buffer.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...ops.registry import Elementwise
+from .elementwise import SUPPORTED_DTYPES, ElementwiseSpec, emit_elementwise, kernel_name
+from .graph import LoweringContext, MemcpyCall, ParallelCall, register_lowering
+
+#: elements per parallel chunk: below this a kernel runs inline on the calling thread, so
+#: small graphs never pay for waking the pool
+GRAIN = 16384
+
+
+def _supported(*values) -> bool:
+    return all(v.type.known and np.dtype(v.type.dtype).name in SUPPORTED_DTYPES for v in values)
+
+
+def _size(v) -> int:
+    return int(np.prod(v.type.shape, dtype=np.int64))
+
+
+def elementwise_spec(node) -> ElementwiseSpec | None:
+    """The kernel description of an elementwise node, or None if the codegen cannot run it."""
+    if not _supported(*node.inputs, *node.outputs):
+        return None
+    if node.op.name == "_fused_elemwise":
+        exprs, compute = tuple(node.attrs["exprs"]), node.attrs["dtype"]
+    elif isinstance(node.op, Elementwise):
+        exprs, compute = (node.op.full_expr(node.attrs),), node.inputs[0].type.dtype
+    else:
+        return None
+    out_shape = tuple(node.outputs[0].type.shape)
+    if any(tuple(o.type.shape) != out_shape for o in node.outputs):
+        return None
+    return ElementwiseSpec(exprs, tuple(v.type.dtype for v in node.inputs),
+                           tuple(tuple(v.type.shape) for v in node.inputs), compute,
+                           tuple(o.type.dtype for o in node.outputs), out_shape)
+
+
+@register_lowering("_fused_elemwise", "_elemwise_expr", "<elementwise>")
+def lower_elementwise(node, ctx: LoweringContext):
+    spec = elementwise_spec(node)
+    if spec is None:
+        return None
+    name = kernel_name(spec)
+    if name not in ctx.mb.symbols:
+        emit_elementwise(ctx.mb, spec, name)
+    return [ParallelCall(name, _size(node.outputs[0]), GRAIN, list(node.inputs) + list(node.outputs))]
+
+
+@register_lowering("Reshape", "reshape_like", "Flatten", "expand_dims", "squeeze", "_copy", "BlockGrad")
+def lower_copy(node, ctx: LoweringContext):
+    """A shape reinterpretation: the output holds the input's bytes."""
+    src, dst = node.inputs[0], node.outputs[0]
+    if not (src.type.known and dst.type.known) or _size(src) != _size(dst) or src.type.dtype != dst.type.dtype:
+        return None
+    return [MemcpyCall(dst, src, _size(src) * np.dtype(src.type.dtype).itemsize)]
