@@ -97,8 +97,25 @@ def register_lowering(*op_names: str):
     return deco
 
 
+def _load_lowerings() -> None:
+    """Import every `lower_*.py` module of this package once (each registers its lowerings);
+    adding a lowering module needs no change here."""
+    if _load_lowerings.done:
+        return
+    import importlib
+    import pkgutil
+    from pathlib import Path
+    for info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda m: m.name):
+        if info.name.startswith("lower_"):
+            importlib.import_module(f"{__package__}.{info.name}")
+    _load_lowerings.done = True
+
+
+_load_lowerings.done = False
+
+
 def find_lowering(node: Node) -> Lowering | None:
-    from . import lower_basic  # noqa: F401  (registers the built-in lowerings)
+    _load_lowerings()
     fn = LOWERINGS.get(node.op.name)
     if fn is None:
         from ...ops.registry import Elementwise
