@@ -66,10 +66,15 @@ class CachedOp:
 
     def _compile(self, args, aux, ctx) -> _Entry:
         from ..executor import select_backend
+        from ..ir.graph import TensorType
         from ..ir.verify import verify
         from ..passes.infer import infer_types
         from ..symbol.lower import lower
         graph, _ = lower(self._sym, device=str(ctx))
+        # the fed arrays are authoritative: `__shape__`/`__dtype__` hints of variables (e.g. of a
+        # model imported and then cast to another dtype) must not conflict with them
+        for v in graph.values():
+            v.type = TensorType(None, None, v.type.device)
         names = self.arg_names + self.aux_names
         arrays = list(args) + list(aux)
         shapes = {n: a.shape for n, a in zip(names, arrays)}
@@ -131,10 +136,10 @@ class CachedOp:
         if bwd is not None:
             aux_set = set(g.aux)
             kept = {v: (np.array(a, copy=True) if v in aux_set else a) for v, a in result.kept.items()}
-            self._record(bwd, [args[i] for i in wrt], outputs, kept, ctx, is_train)
+            self._record(bwd, [args[i] for i in wrt], outputs, kept, ctx)
         return outputs
 
-    def _record(self, bwd: _Backward, inputs: list, outputs: list, kept: dict, ctx, is_train: bool):
+    def _record(self, bwd: _Backward, inputs: list, outputs: list, kept: dict, ctx):
         """Append one tape node whose backward runs the compiled backward graph."""
         st = bwd.stats
         out_types = [(o.shape, o._data.dtype) for o in outputs]
@@ -144,7 +149,8 @@ class CachedOp:
             for b, og, (shape, dtype) in zip(st.head_grads, ograds, out_types):
                 data = og._data if isinstance(og, NDArray) else np.asarray(og)
                 feeds[b] = data.astype(dtype, copy=False)
-            res = bwd.fn(feeds, is_train=is_train)
+            # as MXNet: backward ops see the train_mode of the backward call (loss.backward(train_mode=))
+            res = bwd.fn(feeds, is_train=autograd.is_training())
             return [NDArray(np.array(r, copy=True), ctx) for r in res.outputs]
 
         node = autograd.Node(None, None, list(inputs), list(outputs), backward_fn=backward_fn)

@@ -289,6 +289,8 @@ class Parameter:
                         f"Failed loading Parameter '{self.name}' from saved params: shape incompatible "
                         f"expected {self.shape} vs saved {data.shape}")
             self.shape = tuple(i if i > 0 else j for i, j in zip(self.shape, data.shape))
+        else:
+            self.shape = data.shape
         if self.dtype is not None:
             if cast_dtype and np.dtype(self.dtype).type != data.dtype:
                 if dtype_source == "current":

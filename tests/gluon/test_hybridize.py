@@ -1,0 +1,338 @@
+"""hybridize(): traced graphs compiled per signature through executor.select_backend(), one
+autograd node per call, agreement with imperative execution, export / SymbolBlock.imports."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import symjit as mx
+from symjit import autograd, executor, gluon, nd
+from symjit.base import MXNetError
+from symjit.gluon import nn
+from symjit.symbol.naming import NameManager
+
+MODELS = "/work/shared/models"
+
+
+@pytest.fixture(autouse=True)
+def fresh_names(monkeypatch):
+    monkeypatch.setattr(NameManager._current, "value", NameManager(), raising=False)
+
+
+def _mlp():
+    net = nn.HybridSequential()
+    with net.name_scope():
+        net.add(nn.Dense(16, activation="relu"), nn.Dense(8, activation="tanh"), nn.Dense(3))
+    return net
+
+
+def _bn_net():
+    net = nn.HybridSequential()
+    with net.name_scope():
+        net.add(nn.Dense(6), nn.BatchNorm(), nn.Activation("sigmoid"), nn.Dropout(0.0), nn.Dense(2))
+    return net
+
+
+def _emb_net():
+    net = nn.HybridSequential()
+    with net.name_scope():
+        net.add(nn.Embedding(10, 4), nn.Flatten(), nn.Dense(5, activation="softrelu"), nn.LayerNorm())
+    return net
+
+
+def _run(net, x, y, hybrid: bool):
+    """Forward/backward of a squared loss; returns output, input grad, param grads, aux values."""
+    if hybrid:
+        net.hybridize()
+    xa = nd.array(x)
+    xa.attach_grad()
+    with autograd.record():
+        out = net(xa)
+        loss = ((out - nd.array(y)) ** 2).sum()
+    loss.backward()
+    params = net.collect_params()
+    grads = {k: p.grad().asnumpy() for k, p in params.items() if p.grad_req != "null"}
+    aux = {k: p.data().asnumpy() for k, p in params.items() if p.grad_req == "null"}
+    return out.asnumpy(), xa.grad.asnumpy(), grads, aux
+
+
+@pytest.mark.parametrize("make,xshape,is_index", [(_mlp, (4, 7), False), (_bn_net, (5, 3), False),
+                                                   (_emb_net, (3, 2), True)])
+def test_hybridized_agrees_with_imperative(make, xshape, is_index):
+    rs = np.random.RandomState(0)
+    x = rs.randint(0, 10, xshape).astype(np.float32) if is_index else rs.randn(*xshape).astype(np.float32)
+    a, b = make(), make()
+    a.initialize()
+    a(nd.array(x))
+    b.initialize()
+    b(nd.array(x))
+    for pa, pb in zip(a.collect_params().values(), b.collect_params().values()):
+        pb.set_data(pa.data())
+    out = a(nd.array(x)).asnumpy()
+    y = rs.randn(*out.shape).astype(np.float32)
+    ref = _run(a, x, y, hybrid=False)
+    got = _run(b, x, y, hybrid=True)
+    assert b._cached_op is not None and b._cached_op.num_compiled == 1
+    # a native backend may round differently (vectorized exp/log, summation order): float32 slack
+    np.testing.assert_allclose(got[0], ref[0], rtol=1e-4, atol=1e-4)
+    if not is_index:
+        np.testing.assert_allclose(got[1], ref[1], rtol=1e-3, atol=1e-4)
+    for (ka, ga), (kb, gb) in zip(ref[2].items(), got[2].items()):
+        np.testing.assert_allclose(gb, ga, rtol=1e-3, atol=1e-4 * max(1.0, np.abs(ga).max()), err_msg=kb)
+    for (ka, va), (kb, vb) in zip(ref[3].items(), got[3].items()):
+        np.testing.assert_allclose(vb, va, rtol=1e-5, atol=1e-5, err_msg=kb)
+
+
+def test_gradient_matches_finite_differences_through_compiled_backward():
+    net = _mlp()
+    net.initialize(mx.init.Xavier())
+    net.hybridize()
+    x = np.random.RandomState(1).randn(2, 5).astype(np.float64)
+    net.cast("float64")
+    xa = nd.array(x, dtype="float64")
+    xa.attach_grad()
+    with autograd.record():
+        loss = net(xa).sum()
+    loss.backward()
+    eps = 1e-6
+    num = np.zeros_like(x)
+    for i in np.ndindex(*x.shape):
+        d = np.zeros_like(x)
+        d[i] = eps
+        num[i] = (net(nd.array(x + d, dtype="float64")).asnumpy().sum()
+                  - net(nd.array(x - d, dtype="float64")).asnumpy().sum()) / (2 * eps)
+    np.testing.assert_allclose(xa.grad.asnumpy(), num, rtol=1e-5, atol=1e-7)
+
+
+def test_one_tape_node_per_hybridized_call():
+    net = _mlp()
+    net.initialize()
+    net.hybridize()
+    x = nd.ones((2, 5))
+    x.attach_grad()
+    with autograd.record():
+        y = net(x)
+    node = y._ag.node
+    assert node.backward_fn is not None and node.op is None
+    params = [p.data() for p in net.collect_params().values()]
+    assert node.inputs[0] is x and all(any(p is q for q in node.inputs) for p in params)
+
+
+def test_compiles_through_select_backend_and_caches_per_signature(monkeypatch):
+    compiled = []
+    real = executor.select_backend
+
+    class Counting(executor.Backend):
+        name = "counting"
+
+        def compile(self, graph):
+            compiled.append(graph.name)
+            return real().compile(graph)
+
+    monkeypatch.setattr(executor, "select_backend", lambda: Counting())
+    net = _mlp()
+    net.initialize()
+    net.hybridize()
+    y1 = net(nd.ones((2, 5)))
+    assert len(compiled) == 1
+    net(nd.ones((2, 5)) * 2)
+    assert len(compiled) == 1  # same signature: cached
+    y3 = net(nd.ones((4, 5)))   # new batch size: compiled again automatically
+    assert len(compiled) == 2 and net._cached_op.num_compiled == 2
+    np.testing.assert_allclose(y3.asnumpy()[:2], y1.asnumpy(), rtol=1e-6)
+    x = nd.ones((2, 5))
+    x.attach_grad()
+    with autograd.record():   # training mode: a new signature plus its backward graph
+        net(x).backward()
+    assert len(compiled) == 4
+
+
+def test_two_calls_in_one_recording_keep_their_own_values():
+    net = _mlp()
+    net.initialize()
+    net.hybridize()
+    rs = np.random.RandomState(4)
+    x1, x2 = rs.randn(2, 5).astype(np.float32), rs.randn(2, 5).astype(np.float32)
+    with autograd.record():
+        loss = (net(nd.array(x1)) * net(nd.array(x2))).sum()
+    loss.backward()
+    g_h = {k: p.grad().asnumpy() for k, p in net.collect_params().items()}
+    net.hybridize(False)
+    with autograd.record():
+        loss = (net(nd.array(x1)) * net(nd.array(x2))).sum()
+    loss.backward()
+    for k, p in net.collect_params().items():
+        np.testing.assert_allclose(g_h[k], p.grad().asnumpy(), rtol=1e-4, atol=1e-6, err_msg=k)
+
+
+def test_grad_req_add_accumulates_across_hybridized_backwards():
+    net = nn.Dense(3, in_units=2)
+    net.initialize()
+    net.hybridize()
+    net.collect_params().setattr("grad_req", "add")
+    x = nd.array([[1.0, 2.0]])
+    for _ in range(3):
+        with autograd.record():
+            net(x).sum().backward()
+    np.testing.assert_allclose(net.weight.grad().asnumpy(), 3 * np.tile([[1.0, 2.0]], (3, 1)))
+
+
+def test_batchnorm_moving_statistics_update_when_hybridized():
+    net = nn.HybridSequential()
+    net.add(nn.BatchNorm(in_channels=3))
+    net.initialize()
+    net.hybridize()
+    x = np.random.RandomState(5).randn(8, 3).astype(np.float32) + 2
+    with autograd.record():
+        net(nd.array(x))
+    np.testing.assert_allclose(net[0].running_mean.data().asnumpy(), 0.1 * x.mean(0), rtol=1e-5)
+    np.testing.assert_allclose(net[0].running_var.data().asnumpy(), 0.9 + 0.1 * x.var(0), rtol=1e-5)
+    rm = net[0].running_mean.data().asnumpy()
+    out = net(nd.array(x)).asnumpy()   # inference uses the running statistics
+    np.testing.assert_allclose(out, (x - rm) / np.sqrt(net[0].running_var.data().asnumpy() + 1e-5),
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_deferred_init_and_custom_parameters_when_hybridized():
+    class Norm(gluon.HybridBlock):
+        def __init__(self, hidden_units, scales):
+            super().__init__()
+            with self.name_scope():
+                self.weights = self.params.get("weights", shape=(hidden_units, 0), allow_deferred_init=True)
+                self.scales = self.params.get("scales", shape=scales.shape,
+                                              init=mx.init.Constant(scales.asnumpy()), differentiable=False)
+
+        def hybrid_forward(self, F, x, weights, scales):
+            normalized = F.broadcast_div(F.broadcast_sub(x, F.min(x)), F.broadcast_sub(F.max(x), F.min(x)))
+            fc = F.FullyConnected(normalized, weights, num_hidden=self.weights.shape[0], no_bias=True)
+            return F.broadcast_mul(scales, fc)
+
+    net = nn.HybridSequential()
+    with net.name_scope():
+        net.add(nn.Dense(5), Norm(4, nd.array([2])), nn.Dense(1))
+    net.initialize(mx.init.Xavier(magnitude=2.24))
+    net.hybridize()
+    out = net(nd.array(np.random.RandomState(6).uniform(-10, 10, (10, 2))))
+    assert out.shape == (10, 1)
+    assert net[1].weights.shape == (4, 5)
+    assert net[1].scales.grad_req == "null"
+    np.testing.assert_array_equal(net[1].scales.data().asnumpy(), [2.0])
+
+
+def test_hybridize_off_returns_to_imperative():
+    net = _mlp()
+    net.initialize()
+    net.hybridize()
+    net(nd.ones((1, 5)))
+    net.hybridize(active=False)
+    assert net._cached_op is None
+    x = nd.ones((1, 5))
+    x.attach_grad()
+    with autograd.record():
+        y = net(x)
+    assert y._ag.node.op is not None  # a per-op tape again
+
+
+def test_export_matches_mxnet_json_structure_and_reloads(tmp_path):
+    net = nn.HybridSequential(prefix="mlp_")
+    with net.name_scope():
+        net.add(nn.Dense(128, activation="relu"), nn.Dense(64, activation="tanh"), nn.Dense(10))
+    net.initialize()
+    with pytest.raises(MXNetError, match="call block.hybridize"):
+        net.export(str(tmp_path / "none"))
+    net.hybridize()
+    x = nd.array(np.load(f"{MODELS}/mlp-input.npy"))
+    ref = net(x).asnumpy()
+    path = str(tmp_path / "mlp")
+    net.export(path)
+    mine = json.loads(open(path + "-symbol.json").read())
+    theirs = json.loads(open(f"{MODELS}/mlp-symbol.json").read())
+    assert set(mine) == {"nodes", "arg_nodes", "node_row_ptr", "heads", "attrs"}
+    assert mine == theirs  # same graph MXNet 1.9.1 exported for this architecture
+    assert open(path + "-symbol.json").read() == open(f"{MODELS}/mlp-symbol.json").read()
+    saved = nd.load(path + "-0000.params")
+    assert sorted(saved) == sorted(f"arg:{k}" for k in net.collect_params())
+    back = gluon.SymbolBlock.imports(path + "-symbol.json", ["data"], path + "-0000.params")
+    np.testing.assert_array_equal(back(x).asnumpy(), ref)
+
+
+def test_trained_batchnorm_block_exports_aux_and_reloads(tmp_path):
+    net = _bn_net()
+    net.initialize()
+    net.hybridize()
+    x = nd.array(np.random.RandomState(7).randn(6, 3))
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+    for _ in range(2):
+        with autograd.record():
+            loss = (net(x) ** 2).sum()
+        loss.backward()
+        trainer.step(6)
+    ref = net(x).asnumpy()
+    path = str(tmp_path / "bn")
+    net.export(path, epoch=3)
+    keys = sorted(nd.load(path + "-0003.params"))
+    assert "aux:hybridsequential0_batchnorm0_running_mean" in keys
+    assert "arg:hybridsequential0_batchnorm0_gamma" in keys
+    data = json.loads(open(path + "-symbol.json").read())
+    assert data["attrs"] == {"mxnet_version": ["int", 10901]}
+    assert data["node_row_ptr"][-1] == sum(
+        {"BatchNorm": 3, "Dropout": 2}.get(n["op"], 1) for n in data["nodes"])
+    assert data["arg_nodes"] == [i for i, n in enumerate(data["nodes"]) if n["op"] == "null"]
+    back = gluon.SymbolBlock.imports(path + "-symbol.json", "data", path + "-0003.params")
+    np.testing.assert_allclose(back(x).asnumpy(), ref, rtol=1e-5, atol=1e-5)  # imperative vs compiled
+    back.hybridize()
+    np.testing.assert_allclose(back(x).asnumpy(), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_symbolblock_from_symbols_and_gradients():
+    data = mx.sym.var("data")
+    out = mx.sym.FullyConnected(data, num_hidden=3, name="fc")
+    out = mx.sym.Activation(out, act_type="tanh", name="act")
+    blk = gluon.SymbolBlock(out, data)
+    assert sorted(blk.collect_params().keys()) == ["fc_bias", "fc_weight"]
+    blk.initialize()
+    x = nd.array(np.random.RandomState(8).randn(2, 4))
+    with autograd.record():
+        y1 = blk(x)
+    y1.backward()
+    g1 = blk.collect_params()["fc_weight"].grad().asnumpy()
+    blk.hybridize()
+    with autograd.record():
+        y2 = blk(x)
+    y2.backward()
+    np.testing.assert_allclose(y2.asnumpy(), y1.asnumpy(), rtol=1e-6)
+    np.testing.assert_allclose(blk.collect_params()["fc_weight"].grad().asnumpy(), g1, rtol=1e-5)
+    composed = blk(mx.sym.var("z"))
+    assert composed.list_arguments() == ["z", "fc_weight", "fc_bias"]
+
+
+def test_multiple_outputs_and_inputs():
+    class Two(gluon.HybridBlock):
+        def hybrid_forward(self, F, a, b):
+            return a + b, F.broadcast_mul(a, b)
+
+    blk = Two()
+    blk.hybridize()
+    s, p = blk(nd.array([1.0, 2.0]), nd.array([3.0, 4.0]))
+    np.testing.assert_array_equal(s.asnumpy(), [4, 6])
+    np.testing.assert_array_equal(p.asnumpy(), [3, 8])
+    inputs, sym = blk._cached_graph
+    assert [v.name for v in inputs] == ["data0", "data1"]
+    with pytest.raises(MXNetError, match="Invalid input format"):
+        blk([nd.ones(2)], nd.ones(2))
+
+
+def test_loss_blocks_hybridized_agree():
+    rs = np.random.RandomState(9)
+    pred, label = nd.array(rs.randn(4, 5)), nd.array(rs.randint(0, 5, 4))
+    for loss in (gluon.loss.SoftmaxCrossEntropyLoss(), gluon.loss.L2Loss()):
+        lab = label if isinstance(loss, gluon.loss.SoftmaxCrossEntropyLoss) else nd.array(rs.randn(4, 5))
+        ref = loss(pred, lab).asnumpy()
+        loss.hybridize()
+        np.testing.assert_allclose(loss(pred, lab).asnumpy(), ref, rtol=1e-6)
+    p = rs.randn(4, 5)
+    lse = np.log(np.exp(p).sum(1))
+    np.testing.assert_allclose(gluon.loss.SoftmaxCrossEntropyLoss()(nd.array(p), label).asnumpy(),
+                               lse - p[np.arange(4), label.asnumpy().astype(int)], rtol=1e-5)
