@@ -224,6 +224,13 @@ def test_float_input_to_int_compute_follows_numpy_astype():
             _check(A + 0.0, [x], compute)
 
 
+def test_integer_constants_take_the_compute_dtype():
+    x = np.arange(0, 256, dtype=np.uint8)
+    _check(A + 200.0, [x], "uint8")                       # wraps modulo 256
+    y = np.arange(-5, 5, dtype=np.int64)
+    _check(A * 3000000000.0 - 1.5, [y], "int64")           # constants convert like numpy's astype
+
+
 def test_mixed_dtype_binary_after_cast():
     x = np.linspace(-3, 3, 50).astype(np.float32)
     _check(S.cast(A, "int32") + A, [x], "float32")

@@ -256,3 +256,18 @@ def test_float64_math_loops_vectorize_too():
     opt = jit.optimized_ir(elementwise_module(spec)[0])
     assert "x double>" in opt
     assert not [ln for ln in opt.splitlines() if " call " in ln and "@llvm." not in ln]
+
+
+@pytest.mark.parametrize("cpu,vec", [("znver3", "<8 x float>"), ("haswell", "<8 x float>")])
+def test_avx2_targets_vectorize_float32_activations_8_wide(cpu, vec):
+    """On AVX2-only CPUs (no AVX-512 integer ops) the math still vectorizes 8 lanes wide."""
+    from symjit.codegen.llvm.target import make_target
+    target = make_target(cpu)
+    n = 1024
+    x = S.Input(0)
+    e = 1.0 / (1.0 + S.call("exp", -x)) * S.call("tanh", x) + S.call("log1p", x) + S.call("erf", x)
+    spec = ElementwiseSpec((e,), ("float32",), ((n,),), "float32", ("float32",), (n,))
+    opt = jit.optimized_ir(elementwise_module(spec, target=target)[0], target=target)
+    assert vec in opt
+    assert not [ln for ln in opt.splitlines() if " call " in ln and "@llvm." not in ln]
+    assert "zmm" not in jit.assembly(elementwise_module(spec, target=target)[0], target=target)

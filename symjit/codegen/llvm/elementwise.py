@@ -184,9 +184,11 @@ class ModuleBuilder:
         self.metadata.append(f"{ident} = {'distinct ' if distinct else ''}!{{{body}}}")
         return ident
 
-    def render(self) -> str:
-        t = host_target()
-        attrs = f'"target-cpu"="{t.cpu}" "target-features"="{t.features}" "no-trapping-math"="true"'
+    def render(self, target=None) -> str:
+        """The module text for `target` (default: the host)."""
+        t = target or host_target()
+        feats = f' "target-features"="{t.features}"' if t.features else ""
+        attrs = f'"target-cpu"="{t.cpu}"{feats} "no-trapping-math"="true"'
         decls = sorted(V.INTRINSIC_DECLS[n] for n in self.intrinsics)
         parts = [f'target triple = "{t.triple}"', f'target datalayout = "{t.data_layout}"', ""]
         parts += list(self.math.values()) + self.functions + decls
@@ -560,8 +562,9 @@ def emit_elementwise(mb: ModuleBuilder, spec: ElementwiseSpec, name: str | None 
     return name
 
 
-def elementwise_module(spec: ElementwiseSpec, name: str | None = None) -> tuple[str, str]:
-    """(LLVM IR text of a module holding just this kernel, the kernel's symbol name)."""
+def elementwise_module(spec: ElementwiseSpec, name: str | None = None, target=None) -> tuple[str, str]:
+    """(LLVM IR text of a module holding just this kernel, the kernel's symbol name) for
+    `target` (default: the host)."""
     mb = ModuleBuilder()
     name = emit_elementwise(mb, spec, name)
-    return mb.render(), name
+    return mb.render(target), name

@@ -32,23 +32,23 @@ _LOCK = threading.RLock()      # LLVM's global context and the engine are not th
 KERNEL_CFUNCTYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
 
 
-def parse_and_verify(ir_text: str) -> llvm.ModuleRef:
-    """Parse IR text into a verified module carrying the host triple and data layout."""
+def parse_and_verify(ir_text: str, target=None) -> llvm.ModuleRef:
+    """Parse IR text into a verified module carrying the target's (default: host's) triple and data layout."""
     ensure_initialized()
     try:
         mod = llvm.parse_assembly(ir_text)
         mod.verify()
     except RuntimeError as e:
         raise MXNetError(f"codegen: generated LLVM IR is invalid: {e}") from e
-    t = host_target()
+    t = target or host_target()
     mod.triple = t.triple
     mod.data_layout = t.data_layout
     return mod
 
 
-def optimize(mod: llvm.ModuleRef) -> None:
-    """Run LLVM's O3 module pipeline (inlining, loop vectorisation, SLP) for the host target."""
-    t = host_target()
+def optimize(mod: llvm.ModuleRef, target=None) -> None:
+    """Run LLVM's O3 module pipeline (inlining, loop vectorisation, SLP) for the target (default: host)."""
+    t = target or host_target()
     pto = llvm.create_pipeline_tuning_options(speed_level=OPT_LEVEL)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
@@ -56,20 +56,20 @@ def optimize(mod: llvm.ModuleRef) -> None:
     pb.getModulePassManager().run(mod, pb)
 
 
-def optimized_ir(ir_text: str) -> str:
-    """The optimised IR of a module (for tests and `symjit inspect`)."""
+def optimized_ir(ir_text: str, target=None) -> str:
+    """The optimised IR of a module for `target` (default: host); for tests and `symjit inspect`."""
     with _LOCK:
-        mod = parse_and_verify(ir_text)
-        optimize(mod)
+        mod = parse_and_verify(ir_text, target)
+        optimize(mod, target)
         return str(mod)
 
 
-def assembly(ir_text: str) -> str:
-    """Host assembly of an optimised module."""
+def assembly(ir_text: str, target=None) -> str:
+    """Assembly of an optimised module for `target` (default: host)."""
     with _LOCK:
-        mod = parse_and_verify(ir_text)
-        optimize(mod)
-        return host_target().machine.emit_assembly(mod)
+        mod = parse_and_verify(ir_text, target)
+        optimize(mod, target)
+        return (target or host_target()).machine.emit_assembly(mod)
 
 
 def compile_to_object(ir_text: str, pic: bool = False) -> bytes:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
-__all__ = ["HostTarget", "host_target", "target_description", "ensure_initialized"]
+__all__ = ["HostTarget", "host_target", "make_target", "target_description", "ensure_initialized"]
 
 #: optimisation level used for both the IR pipeline and machine code generation
 OPT_LEVEL = 3
@@ -41,18 +41,24 @@ class HostTarget:
 
 
 @functools.lru_cache(maxsize=None)
-def host_target() -> HostTarget:
-    """The cached host target (created on first use)."""
+def make_target(cpu: str, features: str = "", triple: str | None = None) -> HostTarget:
+    """A target for a named CPU (empty features: that CPU's defaults). Used for the host and
+    to check code generation for other CPUs (e.g. AVX2-only parts) without running it."""
     ensure_initialized()
-    triple = llvm.get_process_triple()
-    cpu = llvm.get_host_cpu_name()
-    features = llvm.get_host_cpu_features().flatten()
+    triple = triple or llvm.get_process_triple()
     target = llvm.Target.from_triple(triple)
     tm = target.create_target_machine(cpu=cpu, features=features, opt=OPT_LEVEL,
                                       reloc="default", codemodel="jitdefault", jit=True)
     pic = target.create_target_machine(cpu=cpu, features=features, opt=OPT_LEVEL,
                                        reloc="pic", codemodel="default")
     return HostTarget(triple, cpu, features, tm, pic, str(tm.target_data))
+
+
+@functools.lru_cache(maxsize=None)
+def host_target() -> HostTarget:
+    """The cached host target: host CPU name and its exact feature string."""
+    ensure_initialized()
+    return make_target(llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten())
 
 
 def target_description() -> str:
