@@ -120,3 +120,4 @@ def _populate() -> None:
 
 _populate()
 
+from . import contrib, image, sparse  # noqa: E402,F401  (mx.nd.contrib / image / sparse)

@@ -132,8 +132,10 @@ class NDArray:
         """See `wait_to_read`."""
 
     def tostype(self, stype: str) -> "NDArray":
+        """This array in storage `stype`; 'csr' / 'row_sparse' give `ndarray.sparse` containers."""
         if stype != "default":
-            raise MXNetError(f"tostype: storage type {stype!r} is not supported (only 'default')")
+            from .sparse import cast_storage
+            return cast_storage(self, stype)
         return self
 
     def __repr__(self) -> str:
@@ -413,8 +415,10 @@ def empty(shape, ctx: Context | None = None, dtype=None, stype=None) -> NDArray:
 
 
 def zeros(shape, ctx: Context | None = None, dtype=None, stype=None, **kwargs) -> NDArray:
+    """All zeros; `stype='csr'` / `'row_sparse'` give the sparse containers of `ndarray.sparse`."""
     if stype not in (None, "default"):
-        raise MXNetError(f"zeros: storage type {stype!r} is not supported (only 'default')")
+        from .sparse import zeros as sparse_zeros
+        return sparse_zeros(stype, shape, ctx, dtype)
     return NDArray(np.zeros(_shape(shape), dtype=canonical_dtype(dtype)), _check_ctx(ctx))
 
 

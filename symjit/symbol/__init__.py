@@ -22,8 +22,10 @@ __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "fromjson"
            "power", "pow", "maximum", "minimum", "hypot", "zeros", "ones", "full", "arange"]
 
 
-def op_function(func_name: str) -> Callable:
-    """`mx.sym.<func_name>`: map MXNet-style arguments onto inputs and attributes."""
+def op_function(func_name: str, hint: str | None = None) -> Callable:
+    """`mx.sym.<func_name>`: map MXNet-style arguments onto inputs and attributes. Automatic
+    node names use `hint` (default: the lower-cased op name; sub-namespaces such as
+    `mx.sym.image.to_tensor` pass their function name, as MXNet does)."""
     op = get_op(func_name)
     param_order = list(op.params)
 
@@ -51,7 +53,7 @@ def op_function(func_name: str) -> Callable:
         if "num_args" in op.params and kwargs.get("num_args") is None:
             kwargs["num_args"] = len(inputs) + len(named)
         attrs = {k: v for k, v in kwargs.items() if v is not None}
-        return create_op_symbol(func_name, inputs, attrs, named, name=name, attr=attr)
+        return create_op_symbol(func_name, inputs, attrs, named, name=name, attr=attr, hint=hint)
 
     fn.__name__ = func_name
     fn.__doc__ = op.doc or type(op).__doc__
@@ -161,8 +163,6 @@ def _populate() -> None:
 
 
 _populate()
-contrib = _Namespace("contrib", ("_contrib_",))
 linalg = _Namespace("linalg", ("_linalg_",))
-image = _Namespace("image", ("_image_",))
-random = _Namespace("random", ("_random_", "_sample_"))
 sparse = _Namespace("sparse", ("_sparse_",))
+from . import contrib, image, random  # noqa: E402,F401  (mx.sym.contrib / image / random)

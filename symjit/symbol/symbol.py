@@ -437,9 +437,13 @@ class Symbol:
         return Executor.simple_bind(self, ctx, grad_req, type_dict, **kwargs)
 
     def eval(self, ctx=None, **kwargs) -> list:
-        """Bind to `kwargs` (NDArrays by argument name), run forward, return the outputs."""
+        """Bind to `kwargs` (NDArrays by argument name), run forward, return the outputs.
+        As MXNet's `eval`, names that are not arguments of this symbol are ignored (one feed
+        dict serves every output of a larger graph)."""
         from ..context import current_context
-        exe = self.bind(ctx or current_context(), kwargs, grad_req="null")
+        args = set(self.list_arguments())
+        exe = self.bind(ctx or current_context(), {k: v for k, v in kwargs.items() if k in args},
+                        grad_req="null")
         return exe.forward()
 
     def gradient(self, wrt):

@@ -1,0 +1,137 @@
+"""Tests for sparse storage (symjit/ndarray/sparse.py): CSRNDArray / RowSparseNDArray
+construction, MXNet's repr, dense round trips (Hypothesis), stored structure against a
+hand-written compression, conversions and validation errors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import symjit as mx
+from symjit.base import MXNetError
+
+nd = mx.nd
+
+
+def csr_by_hand(dense: np.ndarray):
+    """(data, indices, indptr) of a 2-D array, row by row."""
+    data, indices, indptr = [], [], [0]
+    for row in dense:
+        for j, v in enumerate(row):
+            if v != 0:
+                data.append(v)
+                indices.append(j)
+        indptr.append(len(data))
+    return np.array(data, dense.dtype), np.array(indices), np.array(indptr)
+
+
+def test_zeros_csr_matches_mxnet_repr():
+    x = nd.zeros((1, 2), mx.cpu(), stype="csr")
+    assert isinstance(x, nd.sparse.CSRNDArray)
+    assert repr(x) == "\n<CSRNDArray 1x2 @cpu(0)>"
+    assert x.stype == "csr" and x.shape == (1, 2) and x.dtype == np.float32
+    assert x.indptr.asnumpy().tolist() == [0, 0] and x.data.shape == (0,)
+
+
+def test_zeros_row_sparse_float16():
+    x = nd.zeros((1, 2), mx.cpu(), "float16", stype="row_sparse")
+    assert isinstance(x, nd.sparse.RowSparseNDArray) and x.stype == "row_sparse"
+    a = x.asnumpy()
+    assert a.dtype == np.float16 and a.tolist() == [[0.0, 0.0]]
+    assert repr(x) == "\n<RowSparseNDArray 1x2 @cpu(0)>"
+    assert x.tostype("default").dtype == np.float16
+    assert nd.sparse.zeros("row_sparse", (3, 2, 2)).asnumpy().shape == (3, 2, 2)
+
+
+def test_csr_structure_matches_hand_compression():
+    dense = np.array([[0, 1.5, 0, 2], [0, 0, 0, 0], [3, 0, 0, 4]], np.float32)
+    x = nd.array(dense).tostype("csr")
+    data, indices, indptr = csr_by_hand(dense)
+    np.testing.assert_array_equal(x.data.asnumpy(), data)
+    np.testing.assert_array_equal(x.indices.asnumpy(), indices)
+    np.testing.assert_array_equal(x.indptr.asnumpy(), indptr)
+    assert x.indices.dtype == np.int64
+    back = x.tostype("default")
+    assert isinstance(back, nd.NDArray) and back.stype == "default"
+    np.testing.assert_array_equal(back.asnumpy(), dense)
+
+
+def test_row_sparse_structure():
+    dense = np.zeros((5, 2, 2), np.float32)
+    dense[1, 0, 1] = 3
+    dense[4] = 7
+    x = nd.array(dense).tostype("row_sparse")
+    assert x.indices.asnumpy().tolist() == [1, 4]
+    np.testing.assert_array_equal(x.data.asnumpy(), dense[[1, 4]])
+    np.testing.assert_array_equal(x.asnumpy(), dense)
+
+
+@settings(max_examples=40, deadline=None)
+@given(hnp.arrays(np.float32, hnp.array_shapes(min_dims=2, max_dims=2, max_side=6),
+                  elements=st.sampled_from([0.0, 0.0, 1.0, -2.5, 3.25])))
+def test_csr_round_trip(dense):
+    x = nd.array(dense)
+    csr = x.tostype("csr")
+    np.testing.assert_array_equal(csr.asnumpy(), dense)
+    rebuilt = nd.sparse.csr_matrix((csr.data, csr.indices, csr.indptr), shape=dense.shape)
+    np.testing.assert_array_equal(rebuilt.asnumpy(), dense)
+    assert csr.data.shape[0] == int(np.count_nonzero(dense))
+    np.testing.assert_array_equal(csr.tostype("row_sparse").asnumpy(), dense)
+
+
+@settings(max_examples=40, deadline=None)
+@given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=1, max_dims=3, max_side=5),
+                  elements=st.sampled_from([0.0, 0.0, 0.0, 1.0, -4.0])))
+def test_row_sparse_round_trip(dense):
+    rsp = nd.array(dense, dtype="float64").tostype("row_sparse")
+    assert rsp.dtype == np.float64
+    np.testing.assert_array_equal(rsp.asnumpy(), dense)
+    nonzero_rows = [i for i in range(dense.shape[0]) if np.any(dense[i] != 0)]
+    assert rsp.indices.asnumpy().tolist() == nonzero_rows
+    again = nd.sparse.row_sparse_array((rsp.data, rsp.indices), shape=dense.shape)
+    np.testing.assert_array_equal(again.asnumpy(), dense)
+
+
+def test_constructors_and_copies():
+    c = nd.sparse.csr_matrix(([1.0, 2.0], [1, 0], [0, 1, 2]), shape=(2, 3))
+    np.testing.assert_array_equal(c.asnumpy(), [[0, 1, 0], [2, 0, 0]])
+    assert c.dtype == np.float32
+    assert nd.sparse.csr_matrix((2, 3)).asnumpy().tolist() == [[0, 0, 0], [0, 0, 0]]
+    assert nd.sparse.csr_matrix([[0, 5]]).indices.asnumpy().tolist() == [1]
+    r = nd.sparse.row_sparse_array(([[1.0, 2.0]], [2]), shape=(4, 2))
+    np.testing.assert_array_equal(r.asnumpy(), [[0, 0], [0, 0], [1, 2], [0, 0]])
+    cp = nd.sparse.array(r)
+    assert isinstance(cp, nd.sparse.RowSparseNDArray) and cp is not r
+    h = r.astype("float16")
+    assert h.dtype == np.float16 and r.dtype == np.float32
+    dense = nd.zeros((4, 2))
+    r.copyto(dense)
+    np.testing.assert_array_equal(dense.asnumpy(), r.asnumpy())
+    assert r.tostype("row_sparse") is r
+    # the accessors hand out copies: the container cannot be changed through them
+    d = r.data
+    d[:] = 9
+    assert r.asnumpy().max() == 2
+
+
+def test_validation_errors():
+    with pytest.raises(MXNetError, match="csr_matrix: indptr"):
+        nd.sparse.csr_matrix(([1.0], [0], [0, 2]), shape=(1, 2))
+    with pytest.raises(MXNetError, match="csr_matrix: column indices"):
+        nd.sparse.csr_matrix(([1.0], [5], [0, 1]), shape=(1, 2))
+    with pytest.raises(MXNetError, match="strictly increasing"):
+        nd.sparse.csr_matrix(([1.0, 2.0], [1, 0], [0, 2]), shape=(1, 2))
+    with pytest.raises(MXNetError, match="2-D"):
+        nd.zeros((2, 2, 2), stype="csr")
+    with pytest.raises(MXNetError, match="row_sparse_array: data"):
+        nd.sparse.row_sparse_array(([1.0, 2.0], [0]), shape=(3,))
+    with pytest.raises(MXNetError, match="row indices"):
+        nd.sparse.row_sparse_array(([[1.0]], [3]), shape=(3, 1))
+    with pytest.raises(MXNetError, match="unknown storage type"):
+        nd.zeros((2, 2), stype="coo")
+    with pytest.raises(MXNetError, match="cast_storage"):
+        nd.ones((2, 2)).tostype("dense")
+    with pytest.raises(ValueError):
+        bool(nd.zeros((1, 1), stype="csr"))
