@@ -259,9 +259,16 @@ class Executor:
         feeds = {v: a._data for v, a in zip(self._graph.args, self.arg_arrays)}
         feeds.update({v: a._data for v, a in zip(self._graph.aux, self.aux_arrays)})
         keep = [f for f, _ in self._bstats.saved] if self._bstats is not None else []
-        result = self._forward_fn(feeds, is_train=bool(is_train), keep=keep)
+        if getattr(self._forward_fn, "accepts_out", False):
+            # native code writes straight into the output arrays (no copy)
+            result = self._forward_fn(feeds, is_train=bool(is_train), keep=keep,
+                                      out=[o._data for o in self.outputs])
+        else:
+            result = self._forward_fn(feeds, is_train=bool(is_train), keep=keep)
         for i, r in enumerate(result.outputs):
             out = self.outputs[i]
+            if r is out._data:
+                continue
             if out.shape == tuple(r.shape) and out._data.dtype == r.dtype:
                 out._data[...] = r
             else:

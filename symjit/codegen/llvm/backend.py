@@ -29,7 +29,8 @@ class _Compiler:
     def compile(self, graph: Graph):
         variants: dict = {}
 
-        def fn(feeds, is_train: bool = False, keep=(), rng=None) -> RunResult:
+        def fn(feeds, is_train: bool = False, keep=(), rng=None, out=None) -> RunResult:
+            """`out`: arrays for the graph outputs (written in place when they fit)."""
             keep = list(keep)
             key = (bool(is_train), tuple(v.name for v in keep))
             if key not in variants:
@@ -44,12 +45,19 @@ class _Compiler:
                 if a.dtype != dtype or not a.flags.c_contiguous:
                     a = np.ascontiguousarray(a, dtype=dtype)
                 arrays.append(a)
-            outs, updates = cg.run(arrays, is_train, rng)
+            targets = None
+            if out is not None and not keep:
+                targets = list(out)
+                if any(t.shape != shape or t.dtype != dtype or not t.flags.c_contiguous
+                       for t, (_, shape, dtype) in zip(targets, cg.output_specs)):
+                    targets = None
+            outs, updates = cg.run(arrays, is_train, rng, out=targets)
             aux_by_name = {v.name: v for v in graph.aux}
             aux_updates = {aux_by_name[v.name]: a for v, a in updates.items() if v.name in aux_by_name}
             kept = {v: outs[n_out + i] for i, v in enumerate(keep)}
             return RunResult(outs[:n_out], aux_updates, kept)
         fn.variants = variants
+        fn.accepts_out = True
         return fn
 
     def _build(self, graph: Graph, is_train: bool, keep: list):

@@ -121,7 +121,7 @@ class CompiledGraph:
         if self.entry is not None:
             res = self.entry(*inputs) if out is None else self.entry(*inputs, out=out)
             return list(res), {}
-        return self._run_hybrid(list(inputs), is_train, rng)
+        return self._run_hybrid(list(inputs), is_train, rng, out)
 
     def _check(self, inputs) -> list:
         if len(inputs) != len(self.input_specs):
@@ -139,9 +139,10 @@ class CompiledGraph:
             out.append(a)
         return out
 
-    def _run_hybrid(self, inputs, is_train, rng) -> list:
+    def _run_hybrid(self, inputs, is_train, rng, out=None) -> tuple[list, dict]:
         inputs = self._check(inputs)
-        outputs = [np.empty(shape, dtype) for _, shape, dtype in self.output_specs]
+        outputs = list(out) if out is not None else [np.empty(shape, dtype)
+                                                        for _, shape, dtype in self.output_specs]
         ws_raw = np.empty(self.module.workspace_size + 64, dtype=np.uint8)
         shift = (-ws_raw.ctypes.data) % 64
         ws = ws_raw[shift:shift + self.module.workspace_size]

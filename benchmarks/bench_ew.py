@@ -1,0 +1,50 @@
+"""`ew`: relu(a*b + c) * sigmoid(a) - tanh(c) on three float32 vectors of 4*2**20 elements,
+through Symbol.bind / Executor.forward (compiled), against numpy and against the memory
+roofline: a STREAM-style triad (x = b + 3c) on the same threads, measured in the same run.
+
+Roofline time = triad time * 4/3 (ew moves 4 arrays per element, triad 3). Targets: ew within
+1.3x of the roofline time, at least 12x faster than numpy.
+Run: python benchmarks/bench_ew.py
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import symjit as mx
+from symjit import runtime
+from common import median_time, report
+
+N = 4 * 2 ** 20
+
+
+def main() -> None:
+    rng = np.random.default_rng(0)
+    a_np, b_np, c_np = (rng.standard_normal(N).astype(np.float32) for _ in range(3))
+    a, b, c = (mx.sym.Variable(n) for n in "abc")
+    ew = mx.sym.relu(a * b + c) * mx.sym.sigmoid(a) - mx.sym.tanh(c)
+    args = {"a": mx.nd.array(a_np), "b": mx.nd.array(b_np), "c": mx.nd.array(c_np)}
+    exe = ew.bind(mx.cpu(), args, grad_req="null")
+    exe.forward()
+    ref = np.maximum(a_np * b_np + c_np, 0) * (1 / (1 + np.exp(-a_np))) - np.tanh(c_np)
+    err = np.abs(exe.outputs[0].asnumpy() - ref).max()
+    triad = (b + c * 3.0).bind(mx.cpu(), {"b": args["b"], "c": args["c"]}, grad_req="null")
+    triad.forward()
+
+    def numpy_ew():
+        return np.maximum(a_np * b_np + c_np, 0) * (1 / (1 + np.exp(-a_np))) - np.tanh(c_np)
+
+    t_ew = median_time(lambda: exe.forward(), repeat=30)
+    t_triad = median_time(lambda: triad.forward(), repeat=30)
+    t_np = median_time(numpy_ew, repeat=5)
+    roof = t_triad * 4 / 3
+    print(f"threads: {runtime.num_threads()}   elements: {N}   max |compiled - numpy| = {err:.2e}")
+    print(f"triad bandwidth: {3 * 4 * N / t_triad / 1e9:.2f} GB/s   ew effective: {4 * 4 * N / t_ew / 1e9:.2f} GB/s")
+    report("ew: relu(a*b+c)*sigmoid(a)-tanh(c)", [("roofline (triad x 4/3)", roof),
+                                                 ("symjit Executor.forward", t_ew),
+                                                 ("numpy", t_np)], "roofline (triad x 4/3)")
+    print(f"  speed-up over numpy: {t_np / t_ew:.1f}x (target >= 12x); "
+          f"ew / roofline: {t_ew / roof:.2f} (target <= 1.3)")
+
+
+if __name__ == "__main__":
+    main()
