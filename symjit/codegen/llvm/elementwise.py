@@ -480,7 +480,8 @@ def emit_elementwise(mb: ModuleBuilder, spec: ElementwiseSpec, name: str | None 
         p = ptr if idx is None else b.ins("ptr", f"getelementptr inbounds {ty}, ptr {ptr.ref}, i64 {idx.ref}")
         return b.ins(ty, f"load {ty}, ptr {p.ref}, align {_BITS[ty] // 8}" + (acc if in_loop else ""))
 
-    def body(idx: Val, in_row_ptrs: list, inner_stride: list, hoisted: dict) -> None:
+    def body(idx: Val, in_row_ptrs: list, hoisted: dict) -> None:
+        """Loads (or takes hoisted values of) the inputs at idx, computes, stores every output."""
         def load_input(i: int) -> Val:
             if i in hoisted:
                 return hoisted[i]
@@ -502,7 +503,7 @@ def emit_elementwise(mb: ModuleBuilder, spec: ElementwiseSpec, name: str | None 
         L("loop:")
         i = b.ins("i64", "phi i64 [ %begin, %entry ], [ %i.next, %loop ]")
         out_row_ptrs = out_ptrs
-        body(i, in_ptrs, None, hoisted)
+        body(i, in_ptrs, hoisted)
         L(f"  %i.next = add nsw i64 {i.ref}, 1")
         L("  %more = icmp slt i64 %i.next, %end")
         L(f"  br i1 %more, label %loop, label %exit, !llvm.loop {loop_md}")
@@ -545,7 +546,7 @@ def emit_elementwise(mb: ModuleBuilder, spec: ElementwiseSpec, name: str | None 
         L("  br label %inner")
         L("inner:")
         j = b.ins("i64", f"phi i64 [ {js.ref}, %row ], [ %j.next, %inner ]")
-        body(j, row_ptrs, None, hoisted)
+        body(j, row_ptrs, hoisted)
         L(f"  %j.next = add nsw i64 {j.ref}, 1")
         L(f"  %jmore = icmp slt i64 %j.next, {je.ref}")
         L(f"  br i1 %jmore, label %inner, label %rowend, !llvm.loop {loop_md}")

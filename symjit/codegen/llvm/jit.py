@@ -138,7 +138,11 @@ def load_object(object_bytes: bytes, symbols: Sequence[str]) -> CompiledCode:
 
 
 def compile_ir(ir_text: str, symbols: Sequence[str]) -> CompiledCode:
-    """Optimise, lower and load IR text; returns the object bytes and symbol addresses."""
+    """Optimise, lower and load IR text; returns the object bytes and symbol addresses.
+
+    When every symbol is already loaded in this process the loaded code is reused and
+    `object_bytes` is empty (use `compile_to_object` to get bytes for a disk cache).
+    """
     with _LOCK:
         eng = _engine()
         if all(s in eng.symbols for s in symbols):   # already loaded in this process
