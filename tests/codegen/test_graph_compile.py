@@ -1,0 +1,178 @@
+"""The LLVM graph backend against the interpreter, the object cache, and call-time validation.
+
+Tolerance: compiled float32 results equal the interpreter's within rtol 2e-5 / atol 1e-5
+(vectorized transcendental functions are accurate to a few ulp; the interpreter rounds
+float64 evaluations).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graphgen import feeds, random_graph
+from symjit.base import MXNetError
+from symjit.codegen import cache
+from symjit.codegen.llvm.executable import compile_planned
+from symjit.ir import GraphBuilder, TensorType, run
+from symjit.passes.manager import compile_graph
+from symjit.passes.training_graph import build_training_graph
+
+RTOL, ATOL = 2e-5, 1e-5
+
+
+def _compiled(g, pipeline="inference"):
+    opt, _ = compile_graph(g, pipeline)
+    return compile_planned(opt, "test")
+
+
+def _check(g, f, pipeline="inference"):
+    cg = _compiled(g, pipeline)
+    got = cg([np.ascontiguousarray(f[v.name]) for v in cg.graph.inputs])
+    want = run(g, f).outputs
+    for a, b in zip(want, got):
+        np.testing.assert_allclose(b, a, rtol=RTOL, atol=ATOL)
+    return cg
+
+
+@settings(max_examples=30, deadline=None)
+@given(random_graph(), st.integers(0, 2 ** 31))
+def test_random_graphs_compiled_equal_interpreter(g, seed):
+    _check(g, feeds(g, np.random.default_rng(seed)))
+
+
+@settings(max_examples=15, deadline=None)
+@given(random_graph(max_nodes=8), st.integers(0, 2 ** 31))
+def test_random_training_graphs_compiled_equal_interpreter(g, seed):
+    joint, _ = build_training_graph(g, [v.name for v in g.args])
+    _check(joint, feeds(joint, np.random.default_rng(seed)), "training")
+
+
+def _ew_graph(n=1000, dtype="float32"):
+    b = GraphBuilder()
+    a, bb, c = (b.add_input(k, TensorType((n,), dtype)) for k in "abc")
+    s = b.add_node("elemwise_add", [b.add_node("elemwise_mul", [a, bb])[0], c])[0]
+    m = b.add_node("elemwise_mul", [b.add_node("relu", [s])[0], b.add_node("sigmoid", [a])[0]])[0]
+    return b.build([b.add_node("elemwise_sub", [m, b.add_node("tanh", [c])[0]])[0]])
+
+
+def test_issue_chain_is_one_native_call():
+    g = _ew_graph(100003)
+    cg = _check(g, feeds(g, np.random.default_rng(0)))
+    assert cg.native and len(cg.module.segment_names) == 1
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "uint8", "int8"])
+def test_dtypes(dtype):
+    b = GraphBuilder()
+    x = b.add_input("x", TensorType((7, 5), dtype))
+    y = b.add_input("y", TensorType((1, 5), dtype))
+    s = b.add_node("broadcast_add", [x, y])[0]
+    m = b.add_node("broadcast_maximum", [s, x])[0]
+    g = b.build([b.add_node("elemwise_mul", [m, x])[0], s])
+    rng = np.random.default_rng(1)
+    f = {"x": rng.integers(0, 10, (7, 5)).astype(dtype), "y": rng.integers(0, 10, (1, 5)).astype(dtype)}
+    cg = _check(g, f)
+    assert cg.native
+
+
+def test_outputs_that_alias_inputs_or_repeat():
+    b = GraphBuilder()
+    x = b.add_input("x", TensorType((4,), "float32"))
+    y = b.add_node("exp", [x])[0]
+    g = b.build([y, x, y])
+    f = {"x": np.arange(4, dtype=np.float32)}
+    cg = _check(g, f)
+    outs = cg([f["x"]])
+    assert outs[1] is not f["x"] and outs[0] is not outs[2]
+
+
+def test_hybrid_graph_runs_reference_steps_between_segments():
+    b = GraphBuilder()
+    x = b.add_input("x", TensorType((3, 8), "float32"))
+    e = b.add_node("exp", [x])[0]
+    t = b.add_node("topk", [e], {"k": 2, "ret_typ": "value"})[0]  # no native lowering
+    g = b.build([b.add_node("tanh", [t])[0]])
+    cg = _check(g, {"x": np.random.default_rng(2).standard_normal((3, 8)).astype(np.float32)})
+    assert not cg.native and cg.module.python_nodes
+
+
+def test_call_time_validation_raises_before_native_code():
+    g = _ew_graph(16)
+    cg = _compiled(g)
+    ok = [np.zeros(16, np.float32)] * 3
+    cg(ok)
+    with pytest.raises(MXNetError, match="shape"):
+        cg([np.zeros(15, np.float32)] + ok[1:])
+    with pytest.raises(MXNetError, match="dtype"):
+        cg([np.zeros(16, np.float64)] + ok[1:])
+    with pytest.raises(MXNetError):
+        cg(ok[:2])
+    with pytest.raises(MXNetError, match="contiguous"):
+        cg([np.zeros(32, np.float32)[::2]] + ok[1:])
+
+
+def test_disk_cache_round_trip_and_corruption(tmp_path, monkeypatch):
+    monkeypatch.setenv("SYMJIT_CACHE_DIR", str(tmp_path))
+    key = cache.make_key("some module text", "target")
+    assert cache.get(key) is None
+    assert cache.put(key, b"object bytes")
+    assert cache.get(key) == b"object bytes"
+    path = tmp_path / f"{key}.obj"
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF
+    path.write_bytes(bytes(data))
+    assert cache.get(key) is None           # checksum mismatch: never loaded
+    path.write_bytes(b"garbage")
+    assert cache.get(key) is None           # truncated / foreign
+    other = cache.make_key("other")
+    (tmp_path / f"{other}.obj").write_bytes(path.read_bytes())
+    assert cache.get(other) is None
+    with pytest.raises(ValueError):
+        cache.get("../../etc/passwd")
+    assert not list(tmp_path.glob(".tmp-*"))
+
+
+_CHILD = r"""
+import numpy as np, sys
+from symjit.ir import GraphBuilder, TensorType
+from symjit.passes.manager import compile_graph
+from symjit.codegen.llvm.executable import compile_planned
+b = GraphBuilder()
+x = b.add_input("x", TensorType((64,), "float32"))
+g = b.build([b.add_node("tanh", [b.add_node("_mul_scalar", [x], {"scalar": %s})[0]])[0]])
+cg = compile_planned(compile_graph(g)[0], "child")
+y = cg([np.linspace(-1, 1, 64, dtype=np.float32)])[0]
+assert np.allclose(y, np.tanh(np.linspace(-1, 1, 64) * %s), atol=1e-6)
+print(cg.stats.cache)
+"""
+
+
+def test_second_process_loads_from_disk_and_corrupt_entries_recompile(tmp_path):
+    env = dict(os.environ, SYMJIT_CACHE_DIR=str(tmp_path))
+    code = _CHILD % ("1.5", "1.5")
+
+    def child():
+        return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    assert child() == "none"
+    assert child() == "disk"
+    for f in tmp_path.glob("*.obj"):
+        f.write_bytes(f.read_bytes()[:100])  # truncate every entry
+    assert child() == "none"
+    assert child() == "disk"
+
+
+def test_concurrent_processes_share_the_cache(tmp_path):
+    env = dict(os.environ, SYMJIT_CACHE_DIR=str(tmp_path))
+    code = _CHILD % ("2.5", "2.5")
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    results = [p.communicate()[0].strip() for p in procs]
+    assert all(p.returncode == 0 for p in procs) and set(results) <= {"none", "disk"}
+    assert len(list(tmp_path.glob("*.obj"))) == 1 and not list(tmp_path.glob(".tmp-*"))
