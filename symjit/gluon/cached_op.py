@@ -145,6 +145,10 @@ class CachedOp:
         out_types = [(o.shape, o._data.dtype) for o in outputs]
 
         def backward_fn(ograds):
+            if autograd.is_recording():  # backward with create_graph=True
+                raise MXNetError("higher-order gradients (create_graph=True) through a hybridized block "
+                                 "are not supported; call hybridize(False) on the block to differentiate "
+                                 "its gradient")
             feeds = {b: kept[f] for f, b in st.saved}
             for b, og, (shape, dtype) in zip(st.head_grads, ograds, out_types):
                 data = og._data if isinstance(og, NDArray) else np.asarray(og)

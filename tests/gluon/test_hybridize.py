@@ -336,3 +336,20 @@ def test_loss_blocks_hybridized_agree():
     lse = np.log(np.exp(p).sum(1))
     np.testing.assert_allclose(gluon.loss.SoftmaxCrossEntropyLoss()(nd.array(p), label).asnumpy(),
                                lse - p[np.arange(4), label.asnumpy().astype(int)], rtol=1e-5)
+
+
+def test_higher_order_gradient_through_hybridized_block_is_refused():
+    net = nn.Dense(2, in_units=2, activation="tanh")
+    net.initialize()
+    x = nd.array([[0.5, -1.0]])
+    x.attach_grad()
+    net.hybridize()
+    with autograd.record():
+        y = net(x).sum()
+    with pytest.raises(MXNetError, match="higher-order gradients"):
+        autograd.grad(y, [x], create_graph=True)
+    net.hybridize(False)
+    with autograd.record():
+        y = net(x).sum()
+        (gx,) = autograd.grad(y, [x], create_graph=True)
+    assert gx.shape == (1, 2)

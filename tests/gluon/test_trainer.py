@@ -204,3 +204,28 @@ def test_clip_global_norm():
     c = nd.array([0.1, 0.1])
     gluon.utils.clip_global_norm([c], 10.0)
     np.testing.assert_array_equal(c.asnumpy(), np.array([0.1, 0.1], dtype=np.float32))
+
+
+def _train_dense(ctxs, **trainer_kwargs):
+    d = nn.Dense(2, in_units=3)
+    d.initialize(mx.init.One(), ctx=ctxs)
+    tr = gluon.Trainer(d.collect_params(), "sgd", {"learning_rate": 0.1, "momentum": 0.9}, **trainer_kwargs)
+    x = nd.array(np.arange(12).reshape(4, 3) / 10.0)
+    for _ in range(3):
+        parts = gluon.utils.split_and_load(x, ctxs)
+        with autograd.record():
+            losses = [(d(p) ** 2).sum() for p in parts]
+        autograd.backward(losses)
+        tr.step(4)
+    return [d.weight.data(c).asnumpy() for c in ctxs]
+
+
+@pytest.mark.skipif(not hasattr(mx, "kv"), reason="symjit.kvstore not available")
+@pytest.mark.parametrize("kind,update_on_kvstore,n_ctx", [("local", True, 1), ("local", False, 2),
+                                                         ("device", True, 2)])
+def test_real_kvstore_training_matches_in_process(kind, update_on_kvstore, n_ctx):
+    ref = _train_dense([mx.cpu(0)])[0]
+    ctxs = [mx.cpu(i) for i in range(n_ctx)]
+    got = _train_dense(ctxs, kvstore=mx.kv.create(kind), update_on_kvstore=update_on_kvstore)
+    for w in got:
+        np.testing.assert_allclose(w, ref, rtol=1e-6, atol=1e-6)
