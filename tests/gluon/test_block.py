@@ -256,6 +256,7 @@ def test_dropout_train_and_predict():
     assert set(np.unique(y)) <= {0.0, 2.0} and 0.3 < (y == 0).mean() < 0.7
 
 
+@pytest.mark.filterwarnings("ignore:All children of this Sequential")
 def test_summary_prints_layers(capsys):
     net = nn.Sequential()
     net.add(nn.Dense(16, activation="relu"), nn.Dense(4))

@@ -6,6 +6,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import symjit as mx
 from symjit import autograd, executor, gluon, nd
@@ -35,6 +37,14 @@ def _bn_net():
     return net
 
 
+def _seq_net():
+    """A plain Sequential: hybridize() compiles each child separately (one tape node per child)."""
+    net = nn.Sequential()
+    with net.name_scope():
+        net.add(nn.Dense(5, activation="relu"), nn.BatchNorm(), nn.Dense(2))
+    return net
+
+
 def _emb_net():
     net = nn.HybridSequential()
     with net.name_scope():
@@ -58,8 +68,9 @@ def _run(net, x, y, hybrid: bool):
     return out.asnumpy(), xa.grad.asnumpy(), grads, aux
 
 
+@pytest.mark.filterwarnings("ignore:All children of this Sequential")
 @pytest.mark.parametrize("make,xshape,is_index", [(_mlp, (4, 7), False), (_bn_net, (5, 3), False),
-                                                   (_emb_net, (3, 2), True)])
+                                                   (_seq_net, (6, 4), False), (_emb_net, (3, 2), True)])
 def test_hybridized_agrees_with_imperative(make, xshape, is_index):
     rs = np.random.RandomState(0)
     x = rs.randint(0, 10, xshape).astype(np.float32) if is_index else rs.randn(*xshape).astype(np.float32)
@@ -74,7 +85,8 @@ def test_hybridized_agrees_with_imperative(make, xshape, is_index):
     y = rs.randn(*out.shape).astype(np.float32)
     ref = _run(a, x, y, hybrid=False)
     got = _run(b, x, y, hybrid=True)
-    assert b._cached_op is not None and b._cached_op.num_compiled == 1
+    compiled = [blk for blk in [b] + list(b._children.values()) if getattr(blk, "_cached_op", None)]
+    assert compiled and all(blk._cached_op.num_compiled == 1 for blk in compiled)
     # a native backend may round differently (vectorized exp/log, summation order): float32 slack
     np.testing.assert_allclose(got[0], ref[0], rtol=1e-4, atol=1e-4)
     if not is_index:
@@ -353,3 +365,28 @@ def test_higher_order_gradient_through_hybridized_block_is_refused():
         y = net(x).sum()
         (gx,) = autograd.grad(y, [x], create_graph=True)
     assert gx.shape == (1, 2)
+
+
+@settings(max_examples=12, deadline=None)
+@given(batch=st.integers(1, 5), n_in=st.integers(1, 6), units=st.integers(1, 6), seed=st.integers(0, 2**16))
+def test_random_shapes_hybridized_agrees(batch, n_in, units, seed):
+    rs = np.random.RandomState(seed)
+    with NameManager():
+        net = nn.HybridSequential()
+        with net.name_scope():
+            net.add(nn.Dense(units, activation="sigmoid"), nn.BatchNorm(), nn.Dense(3))
+    net.initialize()
+    x = rs.randn(batch, n_in).astype(np.float32)
+    y = rs.randn(batch, 3).astype(np.float32)
+    ref = _run(net, x, y, hybrid=False)
+    # reset running statistics so both runs start from the same state
+    net[1].running_mean.set_data(nd.zeros(units))
+    net[1].running_var.set_data(nd.ones(units))
+    got = _run(net, x, y, hybrid=True)
+    np.testing.assert_allclose(got[0], ref[0], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got[1], ref[1], rtol=1e-3, atol=1e-4)
+    for k in ref[2]:
+        np.testing.assert_allclose(got[2][k], ref[2][k], rtol=1e-3, atol=1e-4 * max(1.0, np.abs(ref[2][k]).max()),
+                                   err_msg=k)
+    for k in ref[3]:
+        np.testing.assert_allclose(got[3][k], ref[3][k], rtol=1e-5, atol=1e-5, err_msg=k)
