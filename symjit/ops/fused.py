@@ -56,7 +56,8 @@ class FusedElemwise(Op):
 
     Every output has the broadcast shape of the inputs (the iteration space) and dtype
     `dtype` (fusion groups are single-dtype)."""
-    params = {"exprs": Param(Any_), "num_args": Param(Int), "dtype": Param(Dtype)}
+    params = {"exprs": Param(Any_), "num_args": Param(Int), "dtype": Param(Dtype),
+              "members": Param(Any_, ())}  # names of the nodes fused here (for reports only)
     hidden = True
     differentiable = False
     kernel = "elementwise"
@@ -92,7 +93,7 @@ class WithEpilogue(Op):
     attrs: `inner` (op name), `inner_attrs` (its parsed attributes), `exprs` (one per output),
     `num_inner` (inputs of the inner op), `num_args` (all inputs)."""
     params = {"inner": Param(Any_), "inner_attrs": Param(Any_), "exprs": Param(Any_),
-              "num_inner": Param(Int), "num_args": Param(Int)}
+              "num_inner": Param(Int), "num_args": Param(Int), "members": Param(Any_, ())}
     hidden = True
     differentiable = False
     kernel = "epilogue"  # the code generators dispatch on the inner op's own family

@@ -145,9 +145,10 @@ def _group_node(members: list[Node], order: dict, external_readers: set, graph_o
         return None, {}
     dtype = members[-1].outputs[0].type.dtype
     base = members[-1].name if len(members) == 1 else f"fused_{members[0].name}"
+    member_names = tuple(n for m in members for n in (m.attrs.get("members") or (m.name,)))
     node = make_node(names, "_fused_elemwise", inputs,
-                     {"exprs": tuple(expr_of[v] for v in outs), "num_args": len(inputs), "dtype": dtype},
-                     base=base)
+                     {"exprs": tuple(expr_of[v] for v in outs), "num_args": len(inputs), "dtype": dtype,
+                      "members": member_names}, base=base)
     return node, dict(zip(outs, node.outputs))
 
 
@@ -246,7 +247,9 @@ def fuse_epilogues(g: Graph) -> tuple[Graph, dict]:
         exprs = tuple(S.substitute(e, remap) for e in f.attrs["exprs"])  # simultaneous renaming
         node = make_node(names, "_with_epilogue", list(host.inputs) + extra,
                          {"inner": host.op.name, "inner_attrs": host.attrs, "exprs": exprs,
-                          "num_inner": k, "num_args": k + len(extra)}, base=f"{host.name}_epilogue")
+                          "num_inner": k, "num_args": k + len(extra),
+                          "members": (host.name,) + tuple(f.attrs.get("members", ()))},
+                         base=f"{host.name}_epilogue")
         absorbed.add(id(host))
         replacement[id(f)] = node
         mapping.update(zip(f.outputs, node.outputs))
