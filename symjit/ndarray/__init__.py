@@ -32,8 +32,11 @@ def _op_function(op_name: str) -> Callable:
             kwargs.pop(k, None)
         positional_inputs = []
         rest = list(args)
-        while rest and isinstance(rest[0], NDArray):
-            positional_inputs.append(rest.pop(0))
+        taken = 0  # a None in an input position means "input not given" (MXNet: bias=None)
+        while rest and (isinstance(rest[0], NDArray) or (rest[0] is None and taken < len(op.inputs))):
+            x, taken = rest.pop(0), taken + 1
+            if x is not None:
+                positional_inputs.append(x)
         named_inputs = {k: kwargs.pop(k) for k in list(kwargs)
                         if isinstance(kwargs[k], NDArray) and k not in op.params}
         for key in param_order:

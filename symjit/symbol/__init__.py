@@ -35,8 +35,11 @@ def op_function(func_name: str, hint: str | None = None) -> Callable:
         kwargs.pop("out", None)
         rest = list(args)
         inputs = []
-        while rest and isinstance(rest[0], Symbol):
-            inputs.append(rest.pop(0))
+        taken = 0  # a None in an input position means "input not given" (MXNet: bias=None)
+        while rest and (isinstance(rest[0], Symbol) or (rest[0] is None and taken < len(op.inputs))):
+            x, taken = rest.pop(0), taken + 1
+            if x is not None:
+                inputs.append(x)
         named = {k: kwargs.pop(k) for k in list(kwargs)
                  if isinstance(kwargs[k], Symbol) and k not in op.params}
         for key in param_order:

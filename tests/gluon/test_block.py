@@ -291,3 +291,21 @@ def test_symbolic_forward_builds_named_nodes():
     assert out.list_arguments() == ["data", "net_dense0_weight", "net_dense0_bias",
                                     "net_dense1_weight", "net_dense1_bias"]
     assert out.get_internals().list_outputs()[3:5] == ["net_dense0_fwd_output", "net_dense0_relu_fwd_output"]
+
+
+def test_none_input_positions_mean_absent_in_F_ops():
+    """hybrid_forward code passes `bias=None` positionally (MXNet's generated op functions skip it)."""
+    class NoBias(gluon.HybridBlock):
+        def __init__(self):
+            super().__init__()
+            self.w = self.params.get("w", shape=(2, 3), init=mx.init.One())
+
+        def hybrid_forward(self, F, x, w):
+            return F.FullyConnected(x, w, None, no_bias=True, num_hidden=2)
+
+    blk = NoBias()
+    blk.initialize()
+    np.testing.assert_array_equal(blk(nd.ones((1, 3))).asnumpy(), [[3.0, 3.0]])
+    blk.hybridize()
+    np.testing.assert_array_equal(blk(nd.ones((1, 3))).asnumpy(), [[3.0, 3.0]])
+    assert nd.sum(nd.ones((2, 2)), None).shape == (1,)  # a None attribute stays an attribute

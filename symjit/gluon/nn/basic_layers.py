@@ -133,12 +133,8 @@ class Dense(HybridBlock):
                 self.act = None
 
     def hybrid_forward(self, F, x, weight, bias=None):
-        if bias is None:
-            act = F.FullyConnected(x, weight, no_bias=True, num_hidden=self._units, flatten=self._flatten,
-                                   name="fwd")
-        else:
-            act = F.FullyConnected(x, weight, bias, no_bias=False, num_hidden=self._units,
-                                   flatten=self._flatten, name="fwd")
+        act = F.FullyConnected(x, weight, bias, no_bias=bias is None, num_hidden=self._units,
+                               flatten=self._flatten, name="fwd")
         if self.act is not None:
             act = self.act(act)
         return act
