@@ -6,6 +6,8 @@
     `_while_loop0`, ...) whose `cond` and `func` attributes are subgraphs built by calling the
     Python functions once on fresh variables, as MXNet does. Symbols from the enclosing graph
     that the functions capture are cut out of the subgraphs and become inputs of the node.
+  * `cond(pred, then_func, else_func)` (`_cond`) and `foreach(body, data, init_states)`
+    (`_foreach`) are built the same way.
   * every registered `_contrib_<name>` op as `mx.sym.contrib.<name>` (node hint `<name>`).
 
 `SymbolSubgraph` is the symbolic implementation of the ops layer's `Subgraph` protocol: a
@@ -30,7 +32,7 @@ from . import random as _random
 from .naming import AttrScope
 from .symbol import Group, Symbol, SymNode, Variable, create_op_symbol, topo_nodes
 
-__all__ = ["rand_zipfian", "while_loop", "SymbolSubgraph"]
+__all__ = ["rand_zipfian", "while_loop", "cond", "foreach", "SymbolSubgraph"]
 
 _PREFIX = "_contrib_"
 
@@ -81,6 +83,7 @@ class SymbolSubgraph:
         self.num_inputs = len(self.input_names)
         self.num_outputs = len(symbol.list_outputs())
         self._graph = None
+        self._vjp_cache: dict = {}
 
     def _lowered(self):
         if self._graph is None:
@@ -104,6 +107,36 @@ class SymbolSubgraph:
         feeds = {n: a for n, a in zip(self.input_names, arrays) if n in self._args}
         result = run(self._lowered(), feeds, is_train=ctx.is_train, rng=ctx.rng)
         return [np.array(r, copy=True) for r in result.outputs]
+
+    def vjp(self, arrays: Sequence[np.ndarray], out_grads: Sequence[np.ndarray], ctx: ComputeContext) -> list:
+        """Gradients of sum_k <output_k, out_grads[k]> with respect to each input (zeros for
+        inputs that are unused or not floating point). The forward is recomputed from
+        `arrays`: random ops inside the subgraph draw anew."""
+        from ..ir.interpreter import run
+        args = {n: a for n, a in zip(self.input_names, arrays) if n in self._args}
+        g, bwd, stats = self._backward(args)
+        fwd = run(g, args, is_train=ctx.is_train, rng=ctx.rng, keep=[f for f, _ in stats.saved])
+        feeds = {b: fwd.kept[f] for f, b in stats.saved}
+        for head, og, out in zip(stats.head_grads, out_grads, fwd.outputs):
+            feeds[head] = np.asarray(og, dtype=np.asarray(out).dtype)
+        res = run(bwd, feeds, is_train=ctx.is_train, rng=ctx.rng)
+        by_name = {v.name: r for (v, _), r in zip(stats.grad_outputs, res.outputs)}
+        return [np.asarray(by_name[n]) if n in by_name else np.zeros_like(np.asarray(a))
+                for n, a in zip(self.input_names, arrays)]
+
+    def _backward(self, args: dict):
+        """(typed forward graph, backward graph, autodiff stats) for these input types (cached)."""
+        from ..passes.autodiff import autodiff
+        from ..passes.infer import infer_types
+        key = tuple(sorted((n, a.shape, a.dtype.str) for n, a in args.items()))
+        cached = self._vjp_cache.get(key)
+        if cached is None:
+            g, _ = infer_types(self._lowered(), shapes={n: a.shape for n, a in args.items()},
+                               dtypes={n: a.dtype.name for n, a in args.items()})
+            wrt = [v for v in g.args if v.type.dtype is not None and np.issubdtype(np.dtype(v.type.dtype), np.floating)]
+            bwd, stats = autodiff(g, wrt, ["write"] * len(wrt))
+            cached = self._vjp_cache[key] = (g, bwd, stats)
+        return cached
 
     def __str__(self) -> str:
         return json.dumps({"inputs": self.input_names, "graph": json.loads(self.symbol.tojson())})
@@ -252,13 +285,14 @@ def _union_inputs(loop_vars: list, built: Sequence[_Built]):
     for b in built:
         locs = []
         for feed in b.feeds:
-            if isinstance(feed, int):
-                entry = loop_vars[feed]._outputs[0]
+            if isinstance(feed, int):  # a loop variable: its own input, even if also captured
+                entry, key = loop_vars[feed]._outputs[0], ("var", feed)
             elif isinstance(feed, str):
                 entry = free_vars.setdefault(feed, (SymNode(None, feed, {}), 0))
+                key = (id(entry[0]), 0)
             else:
-                entry = feed
-            locs.append(loc((id(entry[0]), entry[1]), entry))
+                entry, key = feed, (id(feed[0]), feed[1])
+            locs.append(loc(key, entry))
         all_locs.append(tuple(locs))
     return entries, all_locs
 
@@ -321,6 +355,79 @@ def while_loop(cond: Callable, func: Callable, loop_vars, max_iterations=None, n
     states = [result[i] for i in range(num_out_data, num_out_data + len(flat_vars))]
     states, _ = _regroup(states, var_fmt)
     return outputs, states
+
+
+# ------------------------------------------------------------------------------------------
+# cond, foreach
+# ------------------------------------------------------------------------------------------
+
+def cond(pred: Symbol, then_func: Callable, else_func: Callable, name: str = "cond"):
+    """Symbolic if-then-else (MXNet's `mx.sym.contrib.cond`): one `_cond` node computing
+    `then_func()` when the one-element `pred` is true at run time, else `else_func()`. Both
+    functions take no arguments (they capture symbols) and return the same number of outputs."""
+    if not isinstance(pred, Symbol) or len(pred._outputs) != 1:
+        raise MXNetError(f"cond: pred must be a single-output Symbol, got {pred!r}")
+
+    def branch(fn: Callable, what: str) -> Callable:
+        def body(_new_vars):
+            flat, fmt = _flatten(fn(), f"cond {what} outputs")
+            return flat, (fmt, len(flat))
+        return body
+    pred_b = _build_subgraph([], lambda _v: ([pred], (0, 1)), f"{name}_pred")
+    then_b = _build_subgraph([], branch(then_func, "then"), f"{name}_then")
+    else_b = _build_subgraph([], branch(else_func, "else"), f"{name}_else")
+    then_fmt, n_then = then_b.out_fmt
+    if else_b.out_fmt[1] != n_then:
+        raise ValueError("Number of outputs differs between then-branch and else-branch")
+    entries, (cond_locs, then_locs, else_locs) = _union_inputs([], [pred_b, then_b, else_b])
+    result = create_op_symbol("_cond", [Symbol([e]) for e in entries], {
+        "cond": pred_b.sub, "then_branch": then_b.sub, "else_branch": else_b.sub,
+        "num_args": len(entries), "num_outputs": n_then, "cond_input_locs": cond_locs,
+        "then_input_locs": then_locs, "else_input_locs": else_locs}, hint="_cond")
+    outputs, _ = _regroup([result[i] for i in range(n_then)], then_fmt)
+    return outputs
+
+
+def foreach(body: Callable, data, init_states, name: str = "foreach"):
+    """Symbolic scan (MXNet's `mx.sym.contrib.foreach`): `body(data_slice, states) ->
+    (outputs, new_states)` over the first axis of `data`; one `_foreach` node. Returns
+    (outputs stacked along a new first axis, final states)."""
+    flat_data, data_fmt = _flatten(data, "foreach input")
+    flat_states, state_fmt = _flatten(init_states, "foreach states")
+    if not flat_data:
+        raise ValueError("foreach needs at least one data input")
+    n_data = len(flat_data)
+
+    def step(new_vars):
+        eles = _regroup(new_vars[:n_data], data_fmt)[0]
+        states = _regroup(new_vars[n_data:], state_fmt)[0] if flat_states else []
+        outs, new_states = body(eles, states)
+        flat_out, out_fmt = _flatten(outs, "foreach output")
+        flat_new, new_fmt = _flatten(new_states, "foreach loop_vars")
+        if len(flat_new) != len(flat_states):
+            raise ValueError("The input and output loop_vars have different format")
+        return flat_out + flat_new, (out_fmt, len(flat_out))
+
+    built = _build_subgraph(flat_data + flat_states, step, name)
+    out_fmt, num_out_data = built.out_fmt
+    n_vars = n_data + len(flat_states)
+    var_loc = {j: built.feeds.index(j) for j in range(n_vars)}
+    remain_locs = [k for k, f in enumerate(built.feeds) if not isinstance(f, int)]
+    free_vars: dict[str, tuple] = {}
+    remains = []
+    for k in remain_locs:
+        f = built.feeds[k]
+        remains.append(free_vars.setdefault(f, (SymNode(None, f, {}), 0)) if isinstance(f, str) else f)
+    inputs = [v._outputs[0] for v in flat_data + flat_states] + remains
+    result = create_op_symbol("_foreach", [Symbol([e]) for e in inputs], {
+        "body": built.sub, "num_args": len(inputs), "num_outputs": num_out_data + len(flat_states),
+        "num_out_data": num_out_data, "in_data_locs": tuple(var_loc[j] for j in range(n_data)),
+        "in_state_locs": tuple(var_loc[j] for j in range(n_data, n_vars)),
+        "remain_locs": tuple(remain_locs)}, hint="_foreach")
+    outs, _ = _regroup([result[i] for i in range(num_out_data)], out_fmt)
+    states = [result[i] for i in range(num_out_data, num_out_data + len(flat_states))]
+    states = _regroup(states, state_fmt)[0] if flat_states else []
+    return outs, states
 
 
 # ------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import symjit as mx
 from symjit.base import MXNetError
 from symjit.ops.registry import ComputeContext, get_op
 from symjit.symbol.naming import NameManager
+from symjit.test_utils import check_op_gradient
 
 nd = mx.nd
 
@@ -136,8 +137,6 @@ def test_while_loop_errors():
     g = mx.sym.Group(outputs + states)
     with pytest.raises(MXNetError, match="_while_loop.*one element"):
         g.eval(x=nd.array([1.0, 2.0]))
-    with pytest.raises(MXNetError, match="_while_loop.*not supported"):
-        g.simple_bind(mx.cpu(), x=(1,)).backward()
 
 
 def test_while_loop_op_validates_attributes():
@@ -223,3 +222,131 @@ def test_sym_random_values_respect_bounds():
     (g,) = mx.sym.random.generalized_negative_binomial(10, 0.1, shape=(500,)).eval()
     assert np.all(g.asnumpy() >= 0) and np.all(g.asnumpy() == np.round(g.asnumpy()))
 
+
+
+# --------------------------------------------------------------------------------------
+# cond, foreach
+# --------------------------------------------------------------------------------------
+
+def test_sym_cond_picks_the_branch_at_run_time():
+    x, y = mx.sym.var("x"), mx.sym.var("y")
+    out = mx.sym.contrib.cond(x.sum() > 1, lambda: x * 2, lambda: y - 1)
+    assert repr(out) == "<Symbol _cond0>" and out.list_arguments() == ["x", "y"]
+    xv, yv = np.array([1.0, 2.0], np.float32), np.array([5.0, 6.0], np.float32)
+    assert out.eval(x=nd.array(xv), y=nd.array(yv))[0].asnumpy().tolist() == (xv * 2).tolist()
+    assert out.eval(x=nd.array(xv / 4), y=nd.array(yv))[0].asnumpy().tolist() == (yv - 1).tolist()
+    back = mx.sym.load_json(out.tojson())
+    assert back.eval(x=nd.array(xv / 4), y=nd.array(yv))[0].asnumpy().tolist() == (yv - 1).tolist()
+    assert out.infer_shape(x=(2,), y=(2,))[1] == [(2,)]
+
+
+def test_sym_cond_errors():
+    x = mx.sym.var("x")
+    with pytest.raises(ValueError, match="differs"):
+        mx.sym.contrib.cond(x > 0, lambda: [x, x], lambda: x)
+    bad = mx.sym.contrib.cond(x.sum() > 0, lambda: x, lambda: mx.sym.concat(x, x, dim=0))
+    with pytest.raises(MXNetError, match="_cond"):
+        bad.infer_shape(x=(2,))
+    with pytest.raises(MXNetError, match="_cond.*one element"):
+        mx.sym.contrib.cond(x > 0, lambda: x, lambda: x).eval(x=nd.array([1.0, 2.0]))
+
+
+def test_sym_foreach_matches_python_scan():
+    d, s0, w = mx.sym.var("d"), mx.sym.var("s0"), mx.sym.var("w")
+    outs, states = mx.sym.contrib.foreach(lambda e, s: ([e * w + s[0]], [s[0] + e]), d, [s0])
+    g = mx.sym.Group(outs + states)
+    assert repr(outs) == "[<Symbol _foreach0>]" and sorted(g.list_arguments()) == ["d", "s0", "w"]
+    data = np.arange(12, dtype=np.float32).reshape(4, 3)
+    wv, sv = np.array([0.5, -1.0, 2.0], np.float32), np.ones(3, np.float32)
+    out, final = g.eval(d=nd.array(data), s0=nd.array(sv), w=nd.array(wv))
+    rows, s = [], sv
+    for e in data:
+        rows.append(e * wv + s)
+        s = s + e
+    np.testing.assert_allclose(out.asnumpy(), np.stack(rows), rtol=1e-6)
+    np.testing.assert_allclose(final.asnumpy(), s, rtol=1e-6)
+    assert g.infer_shape(d=(4, 3), s0=(3,), w=(3,))[1] == [(4, 3), (3,)]
+    back = mx.sym.load_json(g.tojson())
+    np.testing.assert_allclose(back.eval(d=nd.array(data), s0=nd.array(sv), w=nd.array(wv))[0].asnumpy(),
+                               out.asnumpy())
+
+
+def test_sym_foreach_errors():
+    d = mx.sym.var("d")
+    with pytest.raises(ValueError, match="format"):
+        mx.sym.contrib.foreach(lambda e, s: (e, [e, e]), d, [mx.sym.var("s")])
+    outs, _ = mx.sym.contrib.foreach(lambda e, s: (e, []), [d, mx.sym.var("d2")], [])
+    with pytest.raises(MXNetError, match="_foreach.*first dimension"):
+        mx.sym.Group(outs).eval(d=nd.zeros((3, 1)), d2=nd.zeros((2, 1)))
+
+
+def test_loop_variable_also_captured_keeps_its_initial_value():
+    """A symbol used both as a loop variable and captured by the body: the captured use reads
+    the value from before the loop (two inputs of the node), as in MXNet."""
+    x = mx.sym.var("x")
+    outputs, states = mx.sym.contrib.while_loop(lambda v: v < 10, lambda v: ([v], [v + x]), [x],
+                                                max_iterations=10)
+    out, final = mx.sym.Group(outputs + states).eval(x=nd.array([3.0]))
+    assert final.asnumpy().tolist() == [12.0]
+    assert out.asnumpy()[:4, 0].tolist() == [3.0, 6.0, 9.0, 0.0]
+
+
+# --------------------------------------------------------------------------------------
+# gradients of the control-flow ops (finite differences through check_op_gradient)
+# --------------------------------------------------------------------------------------
+
+def node_attrs(sym) -> tuple[str, dict]:
+    node = sym._outputs[0][0]
+    return node.op.name, dict(node.parsed)
+
+
+def node_inputs(sym, feeds: dict) -> list:
+    """The values feeding the head node of `sym` (inputs computed outside are evaluated)."""
+    from symjit.symbol.symbol import Symbol
+    node = sym._outputs[0][0]
+    nd_feeds = {k: nd.array(v, dtype="float64") for k, v in feeds.items()}
+    return [Symbol([e]).eval(**nd_feeds)[0].asnumpy() for e in node.inputs]
+
+
+def test_while_loop_gradient_matches_finite_differences():
+    x, w = mx.sym.var("x"), mx.sym.var("w")
+    outputs, states = mx.sym.contrib.while_loop(
+        lambda v, acc: v.sum() < 10, lambda v, acc: ([v * w, mx.sym.sin(acc)], [v * 2, acc + v * w]),
+        [x, mx.sym.var("acc")], max_iterations=6)
+    name, attrs = node_attrs(outputs[0])
+    feeds = {"x": np.array([1.0, 0.5]), "acc": np.array([0.2, -0.1]), "w": np.array([0.3, 2.0])}
+    check_op_gradient(name, node_inputs(outputs[0], feeds), attrs)
+
+
+def test_while_loop_gradient_through_executor():
+    x, w = mx.sym.var("x"), mx.sym.var("w")
+    outputs, states = mx.sym.contrib.while_loop(lambda v: v.sum() < 10, lambda v: ([v * w], [v * 2]), [x],
+                                                max_iterations=5)
+    loss = mx.sym.sum(outputs[0]) + mx.sym.sum(states[0])
+    exe = loss.simple_bind(mx.cpu(), x=(2,), w=(2,))
+    exe.arg_dict["x"][:] = nd.array([1.0, 0.5])
+    exe.arg_dict["w"][:] = nd.array([0.3, 2.0])
+    exe.forward(is_train=True)
+    exe.backward()
+    # iterations v = x, 2x, 4x (sum 1.5, 3, 6 < 10), final 8x: loss = 7 x.w + 8 sum(x)
+    np.testing.assert_allclose(exe.grad_dict["x"].asnumpy(), 7 * np.array([0.3, 2.0]) + 8, rtol=1e-6)
+    np.testing.assert_allclose(exe.grad_dict["w"].asnumpy(), 7 * np.array([1.0, 0.5]), rtol=1e-6)
+
+
+def test_cond_gradient_follows_the_taken_branch():
+    x, y = mx.sym.var("x"), mx.sym.var("y")
+    out = mx.sym.contrib.cond(x.sum() > 1, lambda: [x * y, mx.sym.exp(x)], lambda: [y * y, x + y])
+    name, attrs = node_attrs(out[0])
+    for xv in (np.array([1.0, 0.7]), np.array([0.2, 0.1])):
+        inputs = node_inputs(out[0], {"x": xv, "y": np.array([0.5, -1.5])})
+        assert len(inputs) == 3  # the predicate, y and x
+        check_op_gradient(name, inputs, attrs)
+
+
+def test_foreach_gradient_matches_finite_differences():
+    d, s0, w = mx.sym.var("d"), mx.sym.var("s0"), mx.sym.var("w")
+    outs, states = mx.sym.contrib.foreach(lambda e, s: ([mx.sym.tanh(e * w + s[0])], [s[0] * 0.5 + e]), d, [s0])
+    name, attrs = node_attrs(outs[0])
+    rng = np.random.default_rng(1)
+    feeds = {"d": rng.uniform(-1, 1, (4, 3)), "s0": rng.uniform(-1, 1, (3,)), "w": rng.uniform(-1, 1, (3,))}
+    check_op_gradient(name, node_inputs(outs[0], feeds), attrs)
