@@ -32,4 +32,7 @@ from . import module  # noqa: F401
 from . import module as mod  # noqa: F401
 from . import model  # noqa: F401
 from . import gluon  # noqa: F401
+from . import kvstore  # noqa: F401
+from . import kvstore as kv  # noqa: F401
+from . import distributed  # noqa: F401
 from .compiler import compile, inspect  # noqa: F401,E402  (symjit.compile / symjit.inspect)

@@ -1,0 +1,415 @@
+"""Inter-process communication for the distributed KVStores and `symjit.distributed`.
+
+`get()` returns the process's one `Communicator`:
+
+* `MPIComm` when the process was started by an MPI launcher (`mpiexec`, `symjit launch`):
+  collectives over a duplicate of MPI_COMM_WORLD through mpi4py (imported only then);
+* `LocalComm` otherwise: a 1-process group whose collectives return their input.
+
+Never hang forever. Every MPI operation is a non-blocking request polled until a deadline of
+`SYMJIT_KV_TIMEOUT` seconds (default 300) from its start; a request still pending then raises
+MXNetError naming the operation, and the communicator becomes unusable (every later operation
+raises at once: the workers' collective sequences can no longer be matched). Under
+`symjit launch` a worker that dies leaves a note in the launch directory and the others fail at
+once, not at the deadline. A watchdog thread ends the process (exit status 1, with a message on
+stderr) if an operation outlives its deadline by a grace period anyway, which covers what
+cannot be polled (MPI_Finalize at exit). A process whose communicator broke skips
+MPI_Finalize, which would wait for the lost peer.
+
+The timeout bounds how long a worker waits for the others at one collective, so it must be
+longer than the longest time workers may drift apart between two collectives.
+"""
+from __future__ import annotations
+
+import atexit
+import faulthandler
+import hashlib
+import os
+import pickle
+import socket
+import sys
+import threading
+import time
+from contextlib import contextmanager
+
+import numpy as np
+
+from ..base import MXNetError
+
+__all__ = ["get", "kv_timeout", "launched_size", "Communicator", "LocalComm", "MPIComm", "OPS"]
+
+ENV_TIMEOUT = "SYMJIT_KV_TIMEOUT"
+ENV_LAUNCH_DIR = "SYMJIT_LAUNCH_DIR"
+DEFAULT_TIMEOUT = 300.0
+#: reduction operations by name
+OPS = ("sum", "min", "max", "prod")
+
+
+def kv_timeout() -> float:
+    """Seconds a worker waits for the others at one operation (env SYMJIT_KV_TIMEOUT)."""
+    raw = os.environ.get(ENV_TIMEOUT, "").strip()
+    if not raw:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        raise MXNetError(f"{ENV_TIMEOUT} must be a number of seconds, got {raw!r}") from None
+    if not value > 0:
+        raise MXNetError(f"{ENV_TIMEOUT} must be positive, got {raw!r}")
+    return value
+
+
+def launched_size() -> int | None:
+    """Number of processes of the MPI job this process belongs to, from the launcher's
+    environment (MPICH/Hydra, Open MPI, MVAPICH, Slurm+PMI), or None when not launched."""
+    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE", "PMIX_SIZE"):
+        raw = os.environ.get(var)
+        if raw:
+            try:
+                return int(raw)
+            except ValueError:
+                continue
+    if os.environ.get("PMI_RANK") or os.environ.get("PMIX_RANK"):
+        return 0  # launched, size unknown until MPI is up
+    return None
+
+
+# ------------------------------------------------------------------------------------------------
+# watchdog
+# ------------------------------------------------------------------------------------------------
+
+class _Watchdog:
+    """Ends the process when a guarded operation outlives its deadline by a grace period.
+
+    Guarded operations normally raise by themselves at their deadline; the watchdog is the
+    last resort for code that cannot poll (a blocking MPI call inside MPI_Finalize)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._active: dict[int, tuple[float, str]] = {}
+        self._next = 0
+        self._thread: threading.Thread | None = None
+
+    @contextmanager
+    def guard(self, what: str, timeout: float):
+        grace = max(5.0, 0.25 * timeout)
+        with self._lock:
+            token = self._next
+            self._next += 1
+            self._active[token] = (time.monotonic() + timeout + grace, what)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="symjit-kv-watchdog", daemon=True)
+                self._thread.start()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._active.pop(token, None)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(0.25)
+            now = time.monotonic()
+            with self._lock:
+                late = [what for deadline, what in self._active.values() if now > deadline]
+            if late:
+                try:
+                    sys.stdout.flush()
+                except Exception:  # noqa: BLE001 - stdout may be gone; the message goes to stderr
+                    pass
+                os.write(2, (f"symjit.kvstore: {late[0]} is stuck past its deadline "
+                             f"({ENV_TIMEOUT}); a peer worker died or stalled. Exiting.\n").encode())
+                os._exit(1)
+
+
+WATCHDOG = _Watchdog()
+
+
+# ------------------------------------------------------------------------------------------------
+# communicators
+# ------------------------------------------------------------------------------------------------
+
+class Communicator:
+    """A group of worker processes; collective operations on numpy arrays and Python objects.
+
+    Every worker must call the same collectives in the same order. Arrays are C-contiguous."""
+
+    rank = 0
+    size = 1
+    local_rank = 0
+    local_size = 1
+
+    def allreduce(self, sends: list[np.ndarray], recvs: list[np.ndarray], op: str = "sum",
+                  what: str = "allreduce") -> None:
+        """recvs[i] = reduction of sends[i] over all workers (sends[i] may be recvs[i])."""
+        raise NotImplementedError
+
+    def bcast(self, arrays: list[np.ndarray], root: int = 0, what: str = "broadcast") -> None:
+        """Overwrite `arrays` on every worker with root's."""
+        raise NotImplementedError
+
+    def bcast_obj(self, obj, root: int = 0, what: str = "broadcast"):
+        raise NotImplementedError
+
+    def allgather_obj(self, obj, what: str = "allgather") -> list:
+        raise NotImplementedError
+
+    def allgather(self, array: np.ndarray, what: str = "allgather") -> np.ndarray:
+        """Concatenation along axis 0 of every worker's array (first dimensions may differ)."""
+        raise NotImplementedError
+
+    def barrier(self, what: str = "barrier") -> None:
+        raise NotImplementedError
+
+    def check(self) -> None:
+        """Raise if this communicator is unusable."""
+
+
+class LocalComm(Communicator):
+    """The 1-worker group of a process that was not started by an MPI launcher."""
+
+    def allreduce(self, sends, recvs, op="sum", what="allreduce"):
+        _check_op(op)
+        for s, r in zip(sends, recvs):
+            if s is not r:
+                r[...] = s
+
+    def bcast(self, arrays, root=0, what="broadcast"):
+        _check_root(root, 1)
+
+    def bcast_obj(self, obj, root=0, what="broadcast"):
+        _check_root(root, 1)
+        return obj
+
+    def allgather_obj(self, obj, what="allgather"):
+        return [obj]
+
+    def allgather(self, array, what="allgather"):
+        return np.array(array, copy=True)
+
+    def barrier(self, what="barrier"):
+        pass
+
+
+def _check_op(op: str) -> None:
+    if op not in OPS:
+        raise MXNetError(f"unknown reduction {op!r}; expected one of {OPS}")
+
+
+def _check_root(root: int, size: int) -> None:
+    if not isinstance(root, (int, np.integer)) or not 0 <= root < size:
+        raise MXNetError(f"root rank must be in [0, {size}), got {root!r}")
+
+
+class MPIComm(Communicator):
+    """Workers of an MPI job (mpi4py), with deadline-polled non-blocking operations."""
+
+    def __init__(self):
+        try:
+            import mpi4py
+        except ImportError:
+            raise MXNetError("this process was started by an MPI launcher but mpi4py is not installed; "
+                             "install the MPI extra: pip install 'symjit[mpi]'") from None
+        if "mpi4py.MPI" not in sys.modules:
+            mpi4py.rc.finalize = False  # finalized by _finalize, which skips it after a failure
+            self._own_finalize = True
+        else:
+            self._own_finalize = False
+        from mpi4py import MPI
+        self.MPI = MPI
+        self.timeout = kv_timeout()
+        self._broken: str | None = None
+        self._launch_dir = os.environ.get(ENV_LAUNCH_DIR) or None
+        self._next_peer_check = 0.0
+        world = MPI.COMM_WORLD
+        world.Set_errhandler(MPI.ERRORS_RETURN)
+        self.rank = world.Get_rank()
+        self.size = world.Get_size()
+        comm, req = world.Idup()
+        self._wait([req], "creating the worker group")
+        comm.Set_errhandler(MPI.ERRORS_RETURN)
+        self.comm = comm
+        self._ops = {"sum": MPI.SUM, "min": MPI.MIN, "max": MPI.MAX, "prod": MPI.PROD}
+        host = int.from_bytes(hashlib.sha1(socket.gethostname().encode()).digest()[:8], "little") >> 1
+        hosts = np.empty(self.size, np.int64)
+        self._wait([comm.Iallgather(np.array([host], np.int64), hosts)], "exchanging host names")
+        self.local_rank = int(np.sum(hosts[: self.rank] == host))
+        self.local_size = int(np.sum(hosts == host))
+        atexit.register(self._finalize)
+
+    # ---- failure handling ----------------------------------------------------------------------
+    def check(self) -> None:
+        if self._broken is not None:
+            raise MXNetError(f"the worker group is unusable after an earlier failure: {self._broken}")
+
+    def _fail(self, message: str) -> None:
+        self._broken = message
+        raise MXNetError(message)
+
+    def dup(self):
+        """A new MPI communicator over the same workers (collective)."""
+        self.check()
+        comm, req = self.comm.Idup()
+        self._wait([req], "creating a communicator")
+        comm.Set_errhandler(self.MPI.ERRORS_RETURN)
+        return comm
+
+    def _dead_peers(self) -> list[str]:
+        """Notes left by `symjit launch` for workers that died or failed."""
+        if self._launch_dir is None:
+            return []
+        try:
+            names = os.listdir(self._launch_dir)
+        except OSError:
+            return []
+        notes = []
+        for name in sorted(names):
+            if name.startswith("failed.") and name != f"failed.{self.rank}":
+                try:
+                    with open(os.path.join(self._launch_dir, name)) as f:
+                        notes.append(f.read().strip())
+                except OSError:
+                    continue
+        return notes
+
+    def _wait(self, reqs: list, what: str) -> None:
+        """Poll `reqs` until all complete; MXNetError at the deadline, on an MPI error, or when a
+        peer worker is known to have died."""
+        self.check()
+        MPI = self.MPI
+        start = time.monotonic()
+        deadline = start + self.timeout
+        spins = 0
+        with WATCHDOG.guard(what, self.timeout):
+            while True:
+                try:
+                    if MPI.Request.Testall(reqs):
+                        return
+                except MPI.Exception as e:
+                    self._fail(f"{what} failed on rank {self.rank}: MPI error: {e.Get_error_string()}")
+                now = time.monotonic()
+                if now >= self._next_peer_check:
+                    self._next_peer_check = now + 0.2
+                    dead = self._dead_peers()
+                    if dead:
+                        self._fail(f"{what} failed on rank {self.rank}: {'; '.join(dead)}")
+                if now > deadline:
+                    self._fail(f"{what} did not complete within {self.timeout:g} s on rank {self.rank} "
+                               f"of {self.size}: a peer worker died, stalled or skipped the operation "
+                               f"(timeout set by {ENV_TIMEOUT})")
+                spins += 1
+                if now - start > 0.5 and spins % 16 == 0:
+                    time.sleep(0.0002 if now - start < 5 else 0.002)
+
+    # ---- collectives -----------------------------------------------------------------------------
+    def allreduce(self, sends, recvs, op="sum", what="allreduce"):
+        _check_op(op)
+        self.check()
+        mop = self._ops[op]
+        reqs = []
+        for s, r in zip(sends, recvs):
+            if r.dtype == np.bool_:
+                raise MXNetError(f"{what}: bool arrays cannot be reduced")
+            if s is r:
+                reqs.append(self.comm.Iallreduce(self.MPI.IN_PLACE, r, mop))
+            else:
+                reqs.append(self.comm.Iallreduce(s, r, mop))
+        self._wait(reqs, what)
+
+    def bcast(self, arrays, root=0, what="broadcast"):
+        _check_root(root, self.size)
+        self.check()
+        reqs = [self.comm.Ibcast(_bytes_view(a), root=root) for a in arrays]
+        self._wait(reqs, what)
+
+    def bcast_obj(self, obj, root=0, what="broadcast"):
+        _check_root(root, self.size)
+        data = np.frombuffer(pickle.dumps(obj), np.uint8) if self.rank == root else None
+        n = np.array([0 if data is None else data.size], np.int64)
+        self.bcast([n], root, what)
+        buf = data if data is not None else np.empty(int(n[0]), np.uint8)
+        self.bcast([buf], root, what)
+        return obj if self.rank == root else pickle.loads(buf.tobytes())
+
+    def allgather_obj(self, obj, what="allgather"):
+        data = np.frombuffer(pickle.dumps(obj), np.uint8)
+        sizes = self._gather_counts(data.size, what)
+        out = np.empty(int(sizes.sum()), np.uint8)
+        self.check()
+        self._wait([self.comm.Iallgatherv(data, [out, sizes])], what)
+        offs = np.concatenate([[0], np.cumsum(sizes)])
+        return [pickle.loads(out[offs[i]:offs[i + 1]].tobytes()) for i in range(self.size)]
+
+    def _gather_counts(self, n: int, what: str) -> np.ndarray:
+        counts = np.empty(self.size, np.int64)
+        self.check()
+        self._wait([self.comm.Iallgather(np.array([n], np.int64), counts)], what)
+        return counts
+
+    def allgather(self, array, what="allgather"):
+        array = np.ascontiguousarray(array)
+        metas = self.allgather_obj((array.shape[1:], array.dtype.str, array.ndim), what)
+        for r, m in enumerate(metas):
+            if m != metas[0]:
+                raise MXNetError(f"{what}: workers disagree on the array: rank 0 has trailing shape "
+                                 f"{metas[0][0]} dtype {np.dtype(metas[0][1]).name}, rank {r} has "
+                                 f"{m[0]} {np.dtype(m[1]).name}")
+        if array.ndim == 0:
+            array = array.reshape(1)
+        counts = self._gather_counts(array.nbytes, what)
+        out = np.empty(int(counts.sum()), np.uint8)
+        self._wait([self.comm.Iallgatherv(_bytes_view(array), [out, counts])], what)
+        return out.view(array.dtype).reshape((-1,) + array.shape[1:])
+
+    def barrier(self, what="barrier"):
+        self.check()
+        self._wait([self.comm.Ibarrier()], what)
+
+    # ---- exit ----------------------------------------------------------------------------------
+    def _finalize(self) -> None:
+        """At interpreter exit: a polled exit barrier, then MPI_Finalize (which would wait
+        forever for a lost peer). Both are skipped when the group broke or the program is
+        ending with an uncaught exception (its workers then fail fast instead of waiting)."""
+        MPI = self.MPI
+        failing = self._broken is not None or hasattr(sys, "last_value") or hasattr(sys, "last_exc")
+        if not failing:
+            try:
+                self.barrier("the exit barrier (all workers finishing)")
+            except MXNetError as e:
+                print(f"symjit.kvstore: {e}", file=sys.stderr, flush=True)
+                failing = True
+        if failing:
+            if not self._own_finalize:  # mpi4py would call MPI_Finalize and wait for the lost peer
+                try:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                finally:
+                    os._exit(1)
+            return
+        if self._own_finalize and MPI.Is_initialized() and not MPI.Is_finalized():
+            # MPI_Finalize holds the GIL: faulthandler's C-level timer is the watchdog here
+            faulthandler.dump_traceback_later(self.timeout + 5.0, exit=True)
+            try:
+                MPI.Finalize()
+            finally:
+                faulthandler.cancel_dump_traceback_later()
+
+
+def _bytes_view(a: np.ndarray) -> np.ndarray:
+    """The bytes of a C-contiguous array (so any dtype, bool and float16 included, travels)."""
+    if not a.flags.c_contiguous:
+        raise MXNetError("internal error: communication buffers must be C-contiguous")
+    return a.reshape(-1).view(np.uint8)
+
+
+_COMM: Communicator | None = None
+_COMM_LOCK = threading.Lock()
+
+
+def get() -> Communicator:
+    """The process's communicator (created on first use; under a launcher, collectively)."""
+    global _COMM
+    with _COMM_LOCK:
+        if _COMM is None:
+            _COMM = MPIComm() if launched_size() is not None else LocalComm()
+        return _COMM
