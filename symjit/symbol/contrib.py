@@ -11,8 +11,9 @@
   * every registered `_contrib_<name>` op as `mx.sym.contrib.<name>` (node hint `<name>`).
 
 `SymbolSubgraph` is the symbolic implementation of the ops layer's `Subgraph` protocol: a
-Symbol with an ordered list of input names, run by the reference interpreter; its text form
-is JSON and the loader installed here rebuilds it, so graphs with control flow round-trip.
+Symbol with an ordered list of input names, run by the reference interpreter, differentiated
+by the autodiff pass (`vjp`, used by the control-flow ops' backward ops); its text form is
+JSON and the loader installed here rebuilds it, so graphs with control flow round-trip.
 """
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ import pytest
 import symjit as mx
 from symjit.base import MXNetError
 from symjit.ops.registry import apply_numpy, get_op
+from symjit.symbol.naming import NameManager
 from symjit.test_utils import check_op_gradient
 
 RNG = np.random.default_rng(11)
@@ -147,7 +148,7 @@ def test_normalize_errors_name_the_op():
 # --------------------------------------------------------------------------------------
 
 def test_symbol_image_names_and_values():
-    with mx.name.NameManager() if hasattr(mx, "name") else mx.sym.NameManager():
+    with NameManager():
         x = mx.sym.var("x")
         t = mx.sym.image.to_tensor(x)
         n = mx.sym.image.normalize(t, mean=(0, 1, 2), std=(3, 2, 1))

@@ -151,6 +151,20 @@ def test_while_loop_op_validates_attributes():
         op.parse({**node.attrs, "cond": "not json"})
 
 
+def test_cond_and_foreach_ops_validate_attributes():
+    x = mx.sym.var("x")
+    c = mx.sym.contrib.cond(x.sum() > 0, lambda: x, lambda: x * 2)
+    name, attrs = node_attrs(c)
+    with pytest.raises(MXNetError, match="_cond.*then_input_locs"):
+        get_op(name).compute({**attrs, "then_input_locs": (7,)}, [np.ones(1), np.ones(2)], ComputeContext())
+    outs, _ = mx.sym.contrib.foreach(lambda e, s: (e * 2, []), x, [])
+    name, attrs = node_attrs(outs)
+    with pytest.raises(MXNetError, match="_foreach.*remain_locs"):
+        get_op(name).compute({**attrs, "in_data_locs": (1,)}, [np.ones((2, 1))], ComputeContext())
+    with pytest.raises(MXNetError, match="_foreach.*no rows"):
+        get_op(name).compute(attrs, [np.ones((0, 1))], ComputeContext())
+
+
 # --------------------------------------------------------------------------------------
 # rand_zipfian, contrib ops
 # --------------------------------------------------------------------------------------
