@@ -18,6 +18,7 @@ import numpy as np
 from ..base import MXNetError, canonical_dtype, mx_real_t
 from ..context import Context, current_context
 from ..ops.registry import ComputeContext, Emitter, get_op
+from .fastpath import try_compiled_elementwise
 
 __all__ = ["NDArray", "invoke", "array", "empty", "zeros", "ones", "full", "arange", "linspace", "eye",
            "concatenate", "waitall", "from_numpy", "eager_emitter"]
@@ -322,7 +323,10 @@ def invoke(op_name: str, inputs: Sequence[NDArray], attrs: Mapping[str, Any], ou
         ctx = ctx or dev
     ctx = _check_ctx(ctx)
     cctx = ComputeContext(is_train=autograd.is_training())
-    results = op.compute(parsed, [x._data for x in inputs], cctx)
+    arrays = [x._data for x in inputs]
+    results = try_compiled_elementwise(op, parsed, arrays)
+    if results is None:
+        results = op.compute(parsed, arrays, cctx)
     n_out = op.num_outputs(parsed)
     if len(results) > n_out:  # new values of mutated inputs (aux states, optimizer states)
         targets = [names.index(a) for a in op.state_targets(parsed) if a in names]
