@@ -627,7 +627,8 @@ class HybridBlock(Block):
 
     def export(self, path, epoch=0, remove_amp_cast=True):
         """Write `path-symbol.json` and `path-%04d.params` (keys `arg:NAME` / `aux:NAME`) in
-        MXNet's formats, loadable by `SymbolBlock.imports` and by MXNet itself."""
+        MXNet's formats, loadable by `SymbolBlock.imports` and by MXNet itself; returns the two
+        file names."""
         if not self._cached_graph:
             raise MXNetError("Please first call block.hybridize() and then run forward with this block "
                              "at least once before calling export.")
@@ -644,7 +645,9 @@ class HybridBlock(Block):
             else:
                 warnings.warn(f"Parameter '{name}' is not used by the exported graph; not saved",
                               stacklevel=2)
-        _nd.save("%s-%04d.params" % (path, epoch), arg_dict)
+        params_filename = "%s-%04d.params" % (path, epoch)
+        _nd.save(params_filename, arg_dict)
+        return "%s-symbol.json" % path, params_filename
 
     def register_op_hook(self, callback, monitor_all=False):
         raise MXNetError("register_op_hook is not supported by symjit hybridized blocks")

@@ -267,7 +267,9 @@ def test_export_matches_mxnet_json_structure_and_reloads(tmp_path):
     saved = nd.load(path + "-0000.params")
     assert sorted(saved) == sorted(f"arg:{k}" for k in net.collect_params())
     back = gluon.SymbolBlock.imports(path + "-symbol.json", ["data"], path + "-0000.params")
-    np.testing.assert_array_equal(back(x).asnumpy(), ref)
+    np.testing.assert_allclose(back(x).asnumpy(), ref, rtol=1e-5, atol=1e-6)  # imperative vs compiled
+    back.hybridize()
+    np.testing.assert_array_equal(back(x).asnumpy(), ref)  # the same compiled graph
 
 
 def test_trained_batchnorm_block_exports_aux_and_reloads(tmp_path):
@@ -283,7 +285,7 @@ def test_trained_batchnorm_block_exports_aux_and_reloads(tmp_path):
         trainer.step(6)
     ref = net(x).asnumpy()
     path = str(tmp_path / "bn")
-    net.export(path, epoch=3)
+    assert net.export(path, epoch=3) == (path + "-symbol.json", path + "-0003.params")
     keys = sorted(nd.load(path + "-0003.params"))
     assert "aux:hybridsequential0_batchnorm0_running_mean" in keys
     assert "arg:hybridsequential0_batchnorm0_gamma" in keys
@@ -367,7 +369,7 @@ def test_higher_order_gradient_through_hybridized_block_is_refused():
     assert gx.shape == (1, 2)
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=5, deadline=None)
 @given(batch=st.integers(1, 5), n_in=st.integers(1, 6), units=st.integers(1, 6), seed=st.integers(0, 2**16))
 def test_random_shapes_hybridized_agrees(batch, n_in, units, seed):
     rs = np.random.RandomState(seed)
