@@ -19,7 +19,7 @@ SEED_IDS = {"E8", "E9", "E10", "E11", "E12", "E13", "E17", "E46", "E47",
             "E82", "E83", "E109", "E110", "E111", "E112",
             # issue "Gluon with hybridize()"
             # (E76-E79 pass too but their session replays the gluon.rnn examples E72-E75 first)
-            "E6", "E7", "E29", "E30", "E31", "E33", "E34", "E35", "E70", "E71", "E84",
+            "E5", "E6", "E7", "E29", "E30", "E31", "E33", "E34", "E35", "E70", "E71", "E84",
             # ndarray/symbol API chapters: contrib, image, random, sparse
             *[f"E{i}" for i in range(51, 70)], *[f"E{i}" for i in range(95, 109)],
             # issue "KVStore and distributed training on MPI"
