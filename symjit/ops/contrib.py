@@ -64,7 +64,7 @@ def _index_rows(op: str, index: np.ndarray, rows: int) -> np.ndarray:
     return idx
 
 
-@register("_contrib_index_copy", aliases=("index_copy",))
+@register("_contrib_index_copy")
 class IndexCopy(Op):
     """Copy `old_tensor`, replacing row `index_vector[k]` by `new_tensor[k]` for every k."""
     inputs = ("old_tensor", "index_vector", "new_tensor")

@@ -48,7 +48,7 @@ def _to_image_axes(ndim: int) -> tuple:
     return (1, 2, 0) if ndim == 3 else (0, 2, 3, 1)
 
 
-@register("_image_to_tensor", aliases=("image_to_tensor",))
+@register("_image_to_tensor")
 class ToTensor(Op):
     """Convert an image (H, W, C) or batch (N, H, W, C) with values in [0, 255] to a float32
     tensor (C, H, W) / (N, C, H, W) with values divided by 255."""
@@ -118,7 +118,7 @@ _NORMALIZE_PARAMS = {
 }
 
 
-@register("_image_normalize", aliases=("image_normalize",))
+@register("_image_normalize")
 class Normalize(Op):
     """Normalize a tensor (C, H, W) or (N, C, H, W): out[c] = (in[c] - mean[c]) / std[c]."""
     inputs = ("data",)
