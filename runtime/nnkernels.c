@@ -1,0 +1,938 @@
+/*
+ * nnkernels.c -- compute-bound neural-network kernels that generated code calls (float32, row-major).
+ *
+ * GEMM-shaped work (FullyConnected, dot, batch_dot, convolution as im2col + GEMM, their backward
+ * passes, Deconvolution as GEMM + col2im) goes to a BLAS sgemm bound at run time
+ * (`symjit_nn_set_blas`: symjit binds scipy's OpenBLAS); tiny products use a built-in loop nest
+ * (no library call overhead). Depthwise convolution, pooling, bias gradients and embedding
+ * gathers are direct loops. Work is split over the runtime's pool (`symjit_parallel_for`) into
+ * output blocks; the BLAS runs single-threaded inside each block (no nested thread pools), and
+ * a node's elementwise epilogue (a generated kernel `void epi(begin, end, args)` over flat
+ * output indices) runs on each output block as soon as the block is complete, while it is
+ * still in cache.
+ *
+ * Geometry arrives as an int64 descriptor array (layouts documented per function; generated
+ * code keeps them as module constants). Spatial convolutions and pooling are handled as 3-D
+ * (1-D and 2-D pad the leading spatial dims with size 1). These symbols have default
+ * visibility so that symjit's code generator can find them with dlsym in the extension.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "symjit_runtime.h"
+
+#define NN_API __attribute__((visibility("default")))
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+/* loop nests vectorised for the host's vector width, picked once at load time (ifunc) */
+#define NN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define NN_CLONES
+#endif
+
+typedef void (*sgemm_fn)(const char *, const char *, const int *, const int *, const int *,
+                         const float *, const float *, const int *, const float *, const int *,
+                         const float *, float *, const int *);
+typedef int (*set_threads_fn)(int);
+
+static sgemm_fn g_sgemm = NULL;
+static set_threads_fn g_blas_threads_local = NULL;
+/* products with at most this many multiply-adds use the built-in loop nest */
+static int64_t g_small_gemm = 32768;
+
+NN_API void symjit_nn_set_blas(void *sgemm, void *set_threads_local, int64_t small_gemm) {
+    g_sgemm = (sgemm_fn)sgemm;
+    g_blas_threads_local = (set_threads_fn)set_threads_local;
+    if (small_gemm >= 0) g_small_gemm = small_gemm;
+}
+
+static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* ---------------------------------------------------------------------------------------- */
+/* Scratch: one growing, 64-byte-aligned buffer per thread (chunks of one call never share).  */
+/* ---------------------------------------------------------------------------------------- */
+
+/* slots: 0 im2col blocks, 1 packed small-GEMM operands, 2..4 Winograd buffers of the caller */
+static __thread float *t_scratch[5];
+static __thread size_t t_scratch_cap[5];
+
+static float *scratch(int slot, size_t nfloats) {
+    if (nfloats > t_scratch_cap[slot]) {
+        free(t_scratch[slot]);
+        size_t cap = nfloats + nfloats / 4 + 1024;
+        void *p = NULL;
+        if (posix_memalign(&p, 64, cap * sizeof(float)) != 0) p = NULL;
+        t_scratch[slot] = (float *)p;
+        t_scratch_cap[slot] = p ? cap : 0;
+    }
+    return t_scratch[slot];
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* GEMM                                                                                      */
+/* ---------------------------------------------------------------------------------------- */
+
+/* C[M,N] = op(A) op(B) + beta*C, row-major; op(A) is M x K (A stored K x M when ta),
+ * op(B) is K x N (B stored N x K when tb). Small sizes: i-k-j loop nest over a packed B. */
+NN_CLONES
+static void gemm_small(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                       const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    const float *Bp = B;
+    int64_t ldp = ldb;
+    if (tb) {
+        float *p = scratch(1, (size_t)(K * N));
+        for (int64_t j = 0; j < N; j++)
+            for (int64_t k = 0; k < K; k++) p[k * N + j] = B[j * ldb + k];
+        Bp = p;
+        ldp = N;
+    }
+    for (int64_t i = 0; i < M; i++) {
+        float *c = C + i * ldc;
+        if (beta == 0.0f) {
+            for (int64_t j = 0; j < N; j++) c[j] = 0.0f;
+        } else if (beta != 1.0f) {
+            for (int64_t j = 0; j < N; j++) c[j] *= beta;
+        }
+        for (int64_t k = 0; k < K; k++) {
+            const float a = ta ? A[k * lda + i] : A[i * lda + k];
+            const float *b = Bp + k * ldp;
+            for (int64_t j = 0; j < N; j++) c[j] += a * b[j];
+        }
+    }
+}
+
+static void gemm_rm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                    const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) {
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
+        return;
+    }
+    if (g_sgemm == NULL || M * N * K <= g_small_gemm || M > INT32_MAX || N > INT32_MAX || K > INT32_MAX ||
+        lda > INT32_MAX || ldb > INT32_MAX || ldc > INT32_MAX) {
+        gemm_small(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    /* row-major C = op(A) op(B)  <=>  column-major C^T = op(B)^T op(A)^T */
+    if (g_blas_threads_local) g_blas_threads_local(1);
+    int m = (int)N, n = (int)M, k = (int)K, la = (int)ldb, lb = (int)lda, lc = (int)ldc;
+    float one = 1.0f;
+    g_sgemm(tb ? "T" : "N", ta ? "T" : "N", &m, &n, &k, &one, B, &la, A, &lb, &beta, C, &lc);
+}
+
+/* Block sizes for splitting `outer` independent (M x N x K) products over the pool: at most
+ * `nb_cap` columns per block (cache), then enough blocks (N first, then M) for every thread
+ * when the work is large enough to pay for waking the pool. nb is a multiple of 16 if split. */
+static void split2(int64_t M, int64_t N, int64_t K, int64_t outer, int64_t nb_cap, int64_t *mb, int64_t *nb) {
+    int64_t threads = symjit_get_num_threads();
+    double flops = 2.0 * (double)M * (double)N * (double)K * (double)outer;
+    int64_t want = flops < 2e5 ? 1 : (flops < 2e7 ? threads : 2 * threads);
+    *mb = M;
+    *nb = N;
+    if (nb_cap > 0 && N > nb_cap) *nb = imax(16, (nb_cap / 16) * 16);
+    int64_t have = outer * cdiv(N, *nb);
+    if (have >= want) return;
+    int64_t pn = imin(cdiv(want, outer), imax(1, N / 32));
+    if (pn > 1) *nb = imin(*nb, cdiv(cdiv(N, pn), 16) * 16);
+    have = outer * cdiv(N, *nb);
+    if (have >= want) return;
+    int64_t pm = imin(cdiv(want, have), imax(1, M / 16));
+    if (pm > 1) *mb = cdiv(M, pm);
+}
+
+/* Descriptor of symjit_nn_gemm (int64):
+ *   [0] batch  [1] M  [2] N  [3] K  [4] ta  [5] tb
+ *   [6] batch stride of A  [7] of B  [8] of C (elements; 0 = shared operand)
+ *   [9] bias mode: 0 none, 1 bias[n] per column, 2 bias[m] per row
+ * Tasks are output blocks (batch, rows, columns) sized by split2 at call time.
+ * C is contiguous (ldc = N); lda = ta ? M : K, ldb = tb ? K : N. */
+typedef struct {
+    const int64_t *d;
+    const float *A, *B, *bias;
+    float *C;
+    symjit_kernel_fn epi;
+    void **epi_args;
+    int64_t mb, nb;
+} gemm_job;
+
+static void run_epilogue_rows(symjit_kernel_fn epi, void **args, int64_t base, int64_t rows, int64_t ld,
+                              int64_t cols) {
+    if (!epi) return;
+    if (cols == ld) {
+        epi(base, base + rows * cols, args);
+        return;
+    }
+    for (int64_t r = 0; r < rows; r++) epi(base + r * ld, base + r * ld + cols, args);
+}
+
+static void gemm_task(int64_t begin, int64_t end, void **argv) {
+    gemm_job *job = (gemm_job *)argv[0];
+    const int64_t *d = job->d;
+    int64_t M = d[1], N = d[2], K = d[3], ta = d[4], tb = d[5], mb = job->mb, nb = job->nb;
+    int64_t tm = cdiv(M, mb), tn = cdiv(N, nb);
+    int64_t lda = ta ? M : K, ldb = tb ? K : N;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t b = t / (tm * tn), r = t % (tm * tn);
+        int64_t m0 = (r / tn) * mb, n0 = (r % tn) * nb;
+        int64_t mc = imin(mb, M - m0), nc = imin(nb, N - n0);
+        const float *A = job->A + b * d[6] + (ta ? m0 : m0 * lda);
+        const float *B = job->B + b * d[7] + (tb ? n0 * ldb : n0);
+        float *C = job->C + b * d[8] + m0 * N + n0;
+        float beta = 0.0f;
+        if (d[9] == 1) {
+            for (int64_t i = 0; i < mc; i++) memcpy(C + i * N, job->bias + n0, (size_t)nc * sizeof(float));
+            beta = 1.0f;
+        } else if (d[9] == 2) {
+            for (int64_t i = 0; i < mc; i++)
+                for (int64_t j = 0; j < nc; j++) C[i * N + j] = job->bias[m0 + i];
+            beta = 1.0f;
+        }
+        gemm_rm((int)ta, (int)tb, mc, nc, K, A, lda, B, ldb, beta, C, N);
+        run_epilogue_rows(job->epi, job->epi_args, b * d[8] + m0 * N + n0, mc, N, nc);
+    }
+}
+
+NN_API void symjit_nn_gemm(const int64_t *d, const float *A, const float *B, const float *bias, float *C,
+                           symjit_kernel_fn epi, void **epi_args) {
+    gemm_job job = {d, A, B, bias, C, epi, epi_args, 0, 0};
+    if (d[0] <= 0 || d[1] <= 0 || d[2] <= 0) return;
+    split2(d[1], d[2], d[3], d[0], 0, &job.mb, &job.nb);
+    void *argv[1] = {&job};
+    int64_t tasks = d[0] * cdiv(d[1], job.mb) * cdiv(d[2], job.nb);
+    symjit_parallel_for(gemm_task, tasks, 1, argv);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Convolution geometry                                                                      */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Descriptor of the convolution family (int64), always 3 spatial dims:
+ *   [0] N  [1] C (data channels)  [2] G  [3] F (filters)
+ *   [4..6] input D H W   [7..9] kernel   [10..12] output D H W
+ *   [13..15] stride  [16..18] dilate  [19..21] pad
+ *   [22] mode (conv forward: 0 im2col+GEMM, 1 depthwise direct, 2 Winograd F(2x2,3x3))
+ * Forward convolution: x (N, C, in), w (F, C/G, k), y (N, F, out).
+ * y[n,f,o] = sum_{c in group(f), k} x[n, c, o*s + k*d - p] * w[f, c, k]   (zero outside x). */
+typedef struct {
+    int64_t N, C, G, F, Cg, Fg;
+    int64_t in[3], k[3], out[3], s[3], dl[3], p[3];
+    int64_t KK, P, IP;
+} geo_t;
+
+static geo_t geo_of(const int64_t *d) {
+    geo_t g;
+    g.N = d[0]; g.C = d[1]; g.G = d[2]; g.F = d[3];
+    g.Cg = g.C / g.G; g.Fg = g.F / g.G;
+    for (int i = 0; i < 3; i++) {
+        g.in[i] = d[4 + i]; g.k[i] = d[7 + i]; g.out[i] = d[10 + i];
+        g.s[i] = d[13 + i]; g.dl[i] = d[16 + i]; g.p[i] = d[19 + i];
+    }
+    g.KK = g.k[0] * g.k[1] * g.k[2];
+    g.P = g.out[0] * g.out[1] * g.out[2];
+    g.IP = g.in[0] * g.in[1] * g.in[2];
+    return g;
+}
+
+/* cols[(c*KK + kidx), j] = x_c[o(p0 + j) * s + k * d - p] for channels [c0, c1), columns [p0, p1) */
+static void im2col(const geo_t *g, const float *x, int64_t c0, int64_t c1, int64_t p0, int64_t p1, float *cols) {
+    const int64_t pb = p1 - p0;
+    const int64_t OH = g->out[1], OW = g->out[2], D = g->in[0], H = g->in[1], W = g->in[2];
+    float *dst = cols;
+    for (int64_t c = c0; c < c1; c++) {
+        const float *xc = x + c * g->IP;
+        for (int64_t kd = 0; kd < g->k[0]; kd++)
+            for (int64_t kh = 0; kh < g->k[1]; kh++)
+                for (int64_t kw = 0; kw < g->k[2]; kw++) {
+                    int64_t p = p0, od = p0 / (OH * OW), oh = (p0 / OW) % OH, ow = p0 % OW;
+                    const int64_t off = kw * g->dl[2] - g->p[2], sw = g->s[2];
+                    float *row = dst;
+                    while (p < p1) {
+                        int64_t cnt = imin(OW - ow, p1 - p);
+                        int64_t id = od * g->s[0] - g->p[0] + kd * g->dl[0];
+                        int64_t ih = oh * g->s[1] - g->p[1] + kh * g->dl[1];
+                        if (id < 0 || id >= D || ih < 0 || ih >= H) {
+                            memset(row, 0, (size_t)cnt * sizeof(float));
+                        } else {
+                            const float *src = xc + (id * H + ih) * W;
+                            /* valid ow range: 0 <= ow*sw + off < W */
+                            int64_t lo = off >= 0 ? 0 : cdiv(-off, sw);
+                            int64_t hi = W - off <= 0 ? 0 : cdiv(W - off, sw);
+                            int64_t a = imin(imax(lo - ow, 0), cnt), b = imin(imax(hi - ow, 0), cnt);
+                            if (b < a) b = a;
+                            for (int64_t t = 0; t < a; t++) row[t] = 0.0f;
+                            if (sw == 1) {
+                                memcpy(row + a, src + ow + a + off, (size_t)(b - a) * sizeof(float));
+                            } else {
+                                for (int64_t t = a; t < b; t++) row[t] = src[(ow + t) * sw + off];
+                            }
+                            for (int64_t t = b; t < cnt; t++) row[t] = 0.0f;
+                        }
+                        row += cnt;
+                        p += cnt;
+                        ow = 0;
+                        if (++oh == OH) { oh = 0; od++; }
+                    }
+                    dst += pb;
+                }
+    }
+}
+
+/* The adjoint of im2col: dx_c[o(p)*s + k*d - p] += cols[(c*KK + kidx), p] for all columns. */
+static void col2im(const geo_t *g, const float *cols, int64_t c0, int64_t c1, float *dx) {
+    const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2], D = g->in[0], H = g->in[1], W = g->in[2];
+    const float *src = cols;
+    for (int64_t c = c0; c < c1; c++) {
+        float *xc = dx + c * g->IP;
+        for (int64_t kd = 0; kd < g->k[0]; kd++)
+            for (int64_t kh = 0; kh < g->k[1]; kh++)
+                for (int64_t kw = 0; kw < g->k[2]; kw++) {
+                    const int64_t off = kw * g->dl[2] - g->p[2], sw = g->s[2];
+                    int64_t lo = off >= 0 ? 0 : cdiv(-off, sw);
+                    int64_t hi = W - off <= 0 ? 0 : cdiv(W - off, sw);
+                    lo = imin(lo, OW);
+                    hi = imin(imax(hi, lo), OW);
+                    for (int64_t od = 0; od < OD; od++) {
+                        int64_t id = od * g->s[0] - g->p[0] + kd * g->dl[0];
+                        for (int64_t oh = 0; oh < OH; oh++) {
+                            int64_t ih = oh * g->s[1] - g->p[1] + kh * g->dl[1];
+                            const float *r = src + (od * OH + oh) * OW;
+                            if (id < 0 || id >= D || ih < 0 || ih >= H) continue;
+                            float *dr = xc + (id * H + ih) * W + off;
+                            for (int64_t ow = lo; ow < hi; ow++) dr[ow * sw] += r[ow];
+                        }
+                    }
+                    src += g->P;
+                }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Convolution forward                                                                       */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct {
+    const int64_t *d;
+    geo_t g;
+    const float *x, *w, *bias;
+    float *y;
+    symjit_kernel_fn epi;
+    void **epi_args;
+    int64_t mb, pb;   /* row (filter or channel) block and column block */
+} conv_job;
+
+static int is_pointwise(const geo_t *g) {
+    for (int i = 0; i < 3; i++)
+        if (g->k[i] != 1 || g->s[i] != 1 || g->p[i] != 0 || g->out[i] != g->in[i]) return 0;
+    return 1;
+}
+
+/* one task: image n, group gi, filter block [m0, m0+mb), column block [p0, p0+pb) */
+static void conv_gemm_task(int64_t begin, int64_t end, void **argv) {
+    conv_job *job = (conv_job *)argv[0];
+    const geo_t *g = &job->g;
+    int64_t pb = job->pb, mb = job->mb;
+    int64_t tp = cdiv(g->P, pb), tm = cdiv(g->Fg, mb);
+    int64_t Kd = g->Cg * g->KK;
+    int pw = is_pointwise(g);
+    for (int64_t t = begin; t < end; t++) {
+        int64_t n = t / (g->G * tm * tp), r = t % (g->G * tm * tp);
+        int64_t gi = r / (tm * tp);
+        r %= tm * tp;
+        int64_t m0 = (r / tp) * mb, p0 = (r % tp) * pb;
+        int64_t mc = imin(mb, g->Fg - m0), pc = imin(pb, g->P - p0);
+        const float *xg = job->x + (n * g->C + gi * g->Cg) * g->IP;
+        const float *B;
+        int64_t ldb;
+        if (pw) {
+            B = xg + p0;
+            ldb = g->P;
+        } else {
+            float *cols = scratch(0, (size_t)(Kd * pc));
+            im2col(g, xg, 0, g->Cg, p0, p0 + pc, cols);
+            B = cols;
+            ldb = pc;
+        }
+        int64_t f0 = gi * g->Fg + m0;
+        float *Y = job->y + (n * g->F + f0) * g->P + p0;
+        float beta = 0.0f;
+        if (job->bias) {
+            for (int64_t i = 0; i < mc; i++)
+                for (int64_t j = 0; j < pc; j++) Y[i * g->P + j] = job->bias[f0 + i];
+            beta = 1.0f;
+        }
+        gemm_rm(0, 0, mc, pc, Kd, job->w + f0 * Kd, Kd, B, ldb, beta, Y, g->P);
+        run_epilogue_rows(job->epi, job->epi_args, (n * g->F + f0) * g->P + p0, mc, g->P, pc);
+    }
+}
+
+/* depthwise: one input channel per group; one task per output plane (n, f) */
+NN_CLONES
+static void conv_depthwise_task(int64_t begin, int64_t end, void **argv) {
+    conv_job *job = (conv_job *)argv[0];
+    const geo_t *g = &job->g;
+    const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2], D = g->in[0], H = g->in[1], W = g->in[2];
+    for (int64_t t = begin; t < end; t++) {
+        int64_t n = t / g->F, f = t % g->F;
+        int64_t c = f / g->Fg;
+        const float *xc = job->x + (n * g->C + c) * g->IP;
+        const float *wf = job->w + f * g->KK;
+        float *yp = job->y + (n * g->F + f) * g->P;
+        float b0 = job->bias ? job->bias[f] : 0.0f;
+        for (int64_t od = 0; od < OD; od++)
+            for (int64_t oh = 0; oh < OH; oh++) {
+                float *yr = yp + (od * OH + oh) * OW;
+                for (int64_t ow = 0; ow < OW; ow++) yr[ow] = b0;
+                for (int64_t kd = 0; kd < g->k[0]; kd++) {
+                    int64_t id = od * g->s[0] - g->p[0] + kd * g->dl[0];
+                    if (id < 0 || id >= D) continue;
+                    for (int64_t kh = 0; kh < g->k[1]; kh++) {
+                        int64_t ih = oh * g->s[1] - g->p[1] + kh * g->dl[1];
+                        if (ih < 0 || ih >= H) continue;
+                        const float *xr = xc + (id * H + ih) * W;
+                        for (int64_t kw = 0; kw < g->k[2]; kw++) {
+                            const float wv = wf[(kd * g->k[1] + kh) * g->k[2] + kw];
+                            const int64_t off = kw * g->dl[2] - g->p[2], sw = g->s[2];
+                            int64_t lo = off >= 0 ? 0 : cdiv(-off, sw);
+                            int64_t hi = W - off <= 0 ? 0 : cdiv(W - off, sw);
+                            lo = imin(lo, OW);
+                            hi = imin(imax(hi, lo), OW);
+                            if (sw == 1) {
+                                const float *xs = xr + off;
+                                for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xs[ow];
+                            } else if (sw == 2) {
+                                const float *xs = xr + off;
+                                for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xs[2 * ow];
+                            } else {
+                                for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow * sw + off];
+                            }
+                        }
+                    }
+                }
+            }
+        if (job->epi) job->epi((n * g->F + f) * g->P, (n * g->F + f + 1) * g->P, job->epi_args);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Winograd F(2x2, 3x3): 2-D, one group, 3x3 kernel, stride 1, dilation 1, any padding.      */
+/* 16 products per 2x2 output tile instead of 36: U = G g G^T per (f, c), V = B^T d B per     */
+/* (c, tile), M_xi = U_xi V_xi as 16 GEMMs over all tiles of all images, Y = A^T m A.         */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct {
+    conv_job *job;
+    float *U, *V, *M;     /* U[16][F][C], V[16][C][Tt], M[16][F][Tt] */
+    int64_t th, tw, tiles, Tt, nb;
+} wino_job;
+
+NN_CLONES
+static void wino_weight_task(int64_t begin, int64_t end, void **argv) {
+    wino_job *wj = (wino_job *)argv[0];
+    const geo_t *g = &wj->job->g;
+    const int64_t F = g->F, C = g->C;
+    for (int64_t f = begin; f < end; f++)
+        for (int64_t c = 0; c < C; c++) {
+            const float *k = wj->job->w + (f * C + c) * 9;
+            float t[4][3];   /* G g */
+            for (int j = 0; j < 3; j++) {
+                float a = k[j], b = k[3 + j], e = k[6 + j];
+                t[0][j] = a;
+                t[1][j] = 0.5f * (a + b + e);
+                t[2][j] = 0.5f * (a - b + e);
+                t[3][j] = e;
+            }
+            for (int i = 0; i < 4; i++) {   /* (G g) G^T */
+                float a = t[i][0], b = t[i][1], e = t[i][2];
+                float u[4] = {a, 0.5f * (a + b + e), 0.5f * (a - b + e), e};
+                for (int j = 0; j < 4; j++) wj->U[((int64_t)(i * 4 + j) * F + f) * C + c] = u[j];
+            }
+        }
+}
+
+NN_CLONES
+static void wino_input_task(int64_t begin, int64_t end, void **argv) {
+    wino_job *wj = (wino_job *)argv[0];
+    const geo_t *g = &wj->job->g;
+    const int64_t C = g->C, H = g->in[1], W = g->in[2], ph = g->p[1], pw = g->p[2];
+    const int64_t Tt = wj->Tt, tw = wj->tw;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t n = t / C, c = t % C;
+        const float *xc = wj->job->x + (n * C + c) * g->IP;
+        for (int64_t tile = 0; tile < wj->tiles; tile++) {
+            int64_t y0 = (tile / tw) * 2 - ph, x0 = (tile % tw) * 2 - pw;
+            float d[4][4];
+            for (int i = 0; i < 4; i++) {
+                int64_t yy = y0 + i;
+                for (int j = 0; j < 4; j++) {
+                    int64_t xx = x0 + j;
+                    d[i][j] = (yy >= 0 && yy < H && xx >= 0 && xx < W) ? xc[yy * W + xx] : 0.0f;
+                }
+            }
+            float b[4][4];   /* B^T d */
+            for (int j = 0; j < 4; j++) {
+                b[0][j] = d[0][j] - d[2][j];
+                b[1][j] = d[1][j] + d[2][j];
+                b[2][j] = d[2][j] - d[1][j];
+                b[3][j] = d[1][j] - d[3][j];
+            }
+            int64_t col = n * wj->tiles + tile;
+            for (int i = 0; i < 4; i++) {   /* (B^T d) B */
+                float v[4] = {b[i][0] - b[i][2], b[i][1] + b[i][2], b[i][2] - b[i][1], b[i][1] - b[i][3]};
+                for (int j = 0; j < 4; j++) wj->V[((int64_t)(i * 4 + j) * C + c) * Tt + col] = v[j];
+            }
+        }
+    }
+}
+
+static void wino_gemm_task(int64_t begin, int64_t end, void **argv) {
+    wino_job *wj = (wino_job *)argv[0];
+    const geo_t *g = &wj->job->g;
+    const int64_t F = g->F, C = g->C, Tt = wj->Tt, nb = wj->nb, tn = cdiv(Tt, nb);
+    for (int64_t t = begin; t < end; t++) {
+        int64_t xi = t / tn, c0 = (t % tn) * nb, cc = imin(nb, Tt - c0);
+        gemm_rm(0, 0, F, cc, C, wj->U + xi * F * C, C, wj->V + xi * C * Tt + c0, Tt, 0.0f,
+                wj->M + xi * F * Tt + c0, Tt);
+    }
+}
+
+NN_CLONES
+static void wino_output_task(int64_t begin, int64_t end, void **argv) {
+    wino_job *wj = (wino_job *)argv[0];
+    conv_job *job = wj->job;
+    const geo_t *g = &job->g;
+    const int64_t F = g->F, OH = g->out[1], OW = g->out[2], Tt = wj->Tt, tw = wj->tw;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t n = t / F, f = t % F;
+        float *yp = job->y + (n * F + f) * g->P;
+        float b0 = job->bias ? job->bias[f] : 0.0f;
+        const float *mp = wj->M + f * Tt + n * wj->tiles;
+        for (int64_t tile = 0; tile < wj->tiles; tile++) {
+            float m[4][4];
+            for (int xi = 0; xi < 16; xi++) m[xi / 4][xi % 4] = mp[(int64_t)xi * F * Tt + tile];
+            float a[2][4];   /* A^T m */
+            for (int j = 0; j < 4; j++) {
+                a[0][j] = m[0][j] + m[1][j] + m[2][j];
+                a[1][j] = m[1][j] - m[2][j] - m[3][j];
+            }
+            int64_t y0 = (tile / tw) * 2, x0 = (tile % tw) * 2;
+            for (int i = 0; i < 2; i++) {
+                if (y0 + i >= OH) break;
+                float r0 = a[i][0] + a[i][1] + a[i][2] + b0;
+                float r1 = a[i][1] - a[i][2] - a[i][3] + b0;
+                yp[(y0 + i) * OW + x0] = r0;
+                if (x0 + 1 < OW) yp[(y0 + i) * OW + x0 + 1] = r1;
+            }
+        }
+        if (job->epi) job->epi((n * F + f) * g->P, (n * F + f + 1) * g->P, job->epi_args);
+    }
+}
+
+static int winograd_ok(const geo_t *g) {
+    return g->G == 1 && g->in[0] == 1 && g->k[0] == 1 && g->k[1] == 3 && g->k[2] == 3 && g->s[1] == 1 &&
+           g->s[2] == 1 && g->dl[1] == 1 && g->dl[2] == 1;
+}
+
+static int conv_winograd(conv_job *job) {
+    const geo_t *g = &job->g;
+    wino_job wj;
+    wj.job = job;
+    wj.th = cdiv(g->out[1], 2);
+    wj.tw = cdiv(g->out[2], 2);
+    wj.tiles = wj.th * wj.tw;
+    wj.Tt = g->N * wj.tiles;
+    wj.U = scratch(2, (size_t)(16 * g->F * g->C));
+    wj.V = scratch(3, (size_t)(16 * g->C * wj.Tt));
+    wj.M = scratch(4, (size_t)(16 * g->F * wj.Tt));
+    if (!wj.U || !wj.V || !wj.M) return 0;
+    int64_t threads = symjit_get_num_threads();
+    int64_t want = cdiv(2 * threads, 16);
+    wj.nb = wj.Tt;
+    if (wj.nb > 512) wj.nb = 512;
+    if (want > 1) wj.nb = imin(wj.nb, imax(16, cdiv(cdiv(wj.Tt, want), 16) * 16));
+    void *argv[1] = {&wj};
+    symjit_parallel_for(wino_weight_task, g->F, 1, argv);
+    symjit_parallel_for(wino_input_task, g->N * g->C, 1, argv);
+    symjit_parallel_for(wino_gemm_task, 16 * cdiv(wj.Tt, wj.nb), 1, argv);
+    symjit_parallel_for(wino_output_task, g->N * g->F, 1, argv);
+    return 1;
+}
+
+NN_API void symjit_nn_conv(const int64_t *d, const float *x, const float *w, const float *bias, float *y,
+                           symjit_kernel_fn epi, void **epi_args) {
+    conv_job job = {d, geo_of(d), x, w, bias, y, epi, epi_args, 0, 0};
+    void *argv[1] = {&job};
+    const geo_t *g = &job.g;
+    if (d[22] == 1) {
+        symjit_parallel_for(conv_depthwise_task, g->N * g->F, 1, argv);
+    } else if (d[22] == 2 && winograd_ok(g) && conv_winograd(&job)) {
+        return;
+    } else {
+        /* column blocks keep the im2col block (K x pb) within ~512 KiB of L2 */
+        int64_t Kd = g->Cg * g->KK;
+        split2(g->Fg, g->P, Kd, g->N * g->G, imax(64, 131072 / imax(Kd, 1)), &job.mb, &job.pb);
+        int64_t tasks = g->N * g->G * cdiv(g->Fg, job.mb) * cdiv(g->P, job.pb);
+        symjit_parallel_for(conv_gemm_task, tasks, 1, argv);
+    }
+}
+
+/* Channels per task when `outer` tasks already exist: enough blocks for every thread (twice
+ * over) once the work is large, each block's columns (channels x per_channel floats) bounded. */
+static int64_t channel_block(const geo_t *g, int64_t outer, int64_t per_channel) {
+    int64_t threads = symjit_get_num_threads();
+    double flops = 2.0 * (double)g->N * (double)g->F * (double)g->P * (double)(g->Cg * g->KK);
+    int64_t want = flops < 2e5 ? 1 : 2 * threads;
+    int64_t cb = g->Cg;
+    if (outer < want) cb = cdiv(g->Cg, imin(cdiv(want, outer), g->Cg));
+    int64_t cap = imax(1, (4 << 20) / imax(per_channel * 4, 1));   /* 4 MiB of columns at most */
+    return imax(1, imin(cb, cap));
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Convolution backward (data) and Deconvolution: dx = col2im(W^T dy)                         */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Same descriptor; here `out` is dy's spatial size and `in` dx's. Task: (n, group, channel block
+ * [c0, c0 + mb) within the group) -- distinct tasks write distinct dx channels. */
+static void conv_bwd_data_task(int64_t begin, int64_t end, void **argv) {
+    conv_job *job = (conv_job *)argv[0];
+    const geo_t *g = &job->g;
+    int64_t cb = job->mb;
+    int64_t tc = cdiv(g->Cg, cb);
+    int64_t Kd = g->Cg * g->KK;
+    int pw = is_pointwise(g);
+    const float *dy = job->x;
+    float *dx = job->y;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t n = t / (g->G * tc), r = t % (g->G * tc);
+        int64_t gi = r / tc, c0 = (r % tc) * cb, cc = imin(cb, g->Cg - c0);
+        const float *dyg = dy + (n * g->F + gi * g->Fg) * g->P;
+        const float *wg = job->w + gi * g->Fg * Kd + c0 * g->KK;   /* (Fg x Kd), columns [c0*KK, ...) */
+        int64_t ch0 = n * g->C + gi * g->Cg + c0;
+        float *dxc = dx + ch0 * g->IP;
+        if (pw) {   /* dx[c, p] = sum_f w[f, c] dy[f, p] */
+            float beta = 0.0f;
+            if (job->bias) {
+                for (int64_t i = 0; i < cc; i++)
+                    for (int64_t j = 0; j < g->IP; j++) dxc[i * g->IP + j] = job->bias[gi * g->Cg + c0 + i];
+                beta = 1.0f;
+            }
+            gemm_rm(1, 0, cc, g->P, g->Fg, wg, Kd, dyg, g->P, beta, dxc, g->P);
+        } else {
+            float *cols = scratch(0, (size_t)(cc * g->KK * g->P));
+            gemm_rm(1, 0, cc * g->KK, g->P, g->Fg, wg, Kd, dyg, g->P, 0.0f, cols, g->P);
+            for (int64_t i = 0; i < cc; i++) {
+                float *plane = dxc + i * g->IP;
+                float b0 = job->bias ? job->bias[gi * g->Cg + c0 + i] : 0.0f;
+                for (int64_t j = 0; j < g->IP; j++) plane[j] = b0;
+            }
+            col2im(g, cols, 0, cc, dxc);
+        }
+        run_epilogue_rows(job->epi, job->epi_args, ch0 * g->IP, 1, cc * g->IP, cc * g->IP);
+    }
+}
+
+/* dx (N, C, in) from dy (N, F, out) and w (F, C/G, k); `bias` (C,) optional (Deconvolution). */
+NN_API void symjit_nn_conv_bwd_data(const int64_t *d, const float *dy, const float *w, const float *bias,
+                                    float *dx, symjit_kernel_fn epi, void **epi_args) {
+    conv_job job = {d, geo_of(d), dy, w, bias, dx, epi, epi_args, 0, 0};
+    void *argv[1] = {&job};
+    const geo_t *g = &job.g;
+    job.mb = channel_block(g, g->N * g->G, g->P * g->KK);
+    symjit_parallel_for(conv_bwd_data_task, g->N * g->G * cdiv(g->Cg, job.mb), 1, argv);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Convolution backward (weight): dw_g = sum_n dy_g[n] cols_n^T                              */
+/* ---------------------------------------------------------------------------------------- */
+
+static void conv_bwd_weight_task(int64_t begin, int64_t end, void **argv) {
+    conv_job *job = (conv_job *)argv[0];
+    const geo_t *g = &job->g;
+    int64_t cb = job->mb;
+    int64_t tc = cdiv(g->Cg, cb);
+    int64_t Kd = g->Cg * g->KK;
+    const float *dy = job->x, *x = job->w;
+    float *dw = job->y;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t gi = t / tc, c0 = (t % tc) * cb, cc = imin(cb, g->Cg - c0);
+        float *dwg = dw + gi * g->Fg * Kd + c0 * g->KK;
+        for (int64_t f = 0; f < g->Fg; f++) memset(dwg + f * Kd, 0, (size_t)(cc * g->KK) * sizeof(float));
+        float *cols = scratch(0, (size_t)(cc * g->KK * g->P));
+        for (int64_t n = 0; n < g->N; n++) {
+            const float *xg = x + (n * g->C + gi * g->Cg) * g->IP;
+            im2col(g, xg, c0, c0 + cc, 0, g->P, cols);
+            const float *dyg = dy + (n * g->F + gi * g->Fg) * g->P;
+            gemm_rm(0, 1, g->Fg, cc * g->KK, g->P, dyg, g->P, cols, g->P, 1.0f, dwg, Kd);
+        }
+    }
+}
+
+/* dw (F, C/G, k) from dy (N, F, out) and x (N, C, in). */
+NN_API void symjit_nn_conv_bwd_weight(const int64_t *d, const float *dy, const float *x, float *dw) {
+    conv_job job = {d, geo_of(d), dy, x, NULL, dw, NULL, NULL, 0, 0};
+    void *argv[1] = {&job};
+    job.mb = channel_block(&job.g, job.g.G, job.g.P * job.g.KK);
+    symjit_parallel_for(conv_bwd_weight_task, job.g.G * cdiv(job.g.Cg, job.mb), 1, argv);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Bias gradient: db[c] = sum over (outer, inner) of dy[outer, c, inner]                     */
+/* ---------------------------------------------------------------------------------------- */
+
+NN_CLONES
+NN_API void symjit_nn_bias_bwd(int64_t outer, int64_t C, int64_t inner, const float *dy, float *db) {
+    if (inner == 1) {
+        double *acc = calloc((size_t)C, sizeof(double));
+        if (!acc) return;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t c = 0; c < C; c++) acc[c] += dy[o * C + c];
+        for (int64_t c = 0; c < C; c++) db[c] = (float)acc[c];
+        free(acc);
+        return;
+    }
+    for (int64_t c = 0; c < C; c++) {
+        double s = 0.0;
+        for (int64_t o = 0; o < outer; o++) {
+            const float *r = dy + (o * C + c) * inner;
+            float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            int64_t i = 0;
+            for (; i + 8 <= inner; i += 8)
+                for (int l = 0; l < 8; l++) part[l] += r[i + l];
+            for (; i < inner; i++) part[0] += r[i];
+            for (int l = 0; l < 8; l++) s += part[l];
+        }
+        db[c] = (float)s;
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Pooling                                                                                   */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Descriptor (int64): [0] planes (N*C)  [1..3] in D H W  [4..6] out D H W  [7..9] kernel
+ *   [10..12] stride  [13..15] pad  [16] type: 0 max, 1 avg, 2 sum, 3 lp  [17] count_include_pad
+ *   [18] p (lp)
+ * Windows start at o*s - p; max skips padding (an empty window gives -FLT_MAX) and ignores NaN
+ * like numpy's fmax; avg divides by the window clipped to [start, min(start+k, in+p)) (or to
+ * the input without count_include_pad). */
+typedef struct {
+    const int64_t *d;
+    const float *x, *dy, *y;
+    float *out;
+} pool_job;
+
+static int64_t win_lo(int64_t o, int64_t s, int64_t p) { return o * s - p; }
+
+static float pool_divisor(const int64_t *d, int64_t od, int64_t oh, int64_t ow) {
+    int64_t o[3] = {od, oh, ow};
+    float div = 1.0f;
+    for (int i = 0; i < 3; i++) {
+        int64_t in = d[1 + i], k = d[7 + i], s = d[10 + i], p = d[13 + i];
+        int64_t st = win_lo(o[i], s, p), en = imin(st + k, in + p);
+        int64_t size = d[17] ? en - st : imin(en, in) - imax(st, 0);
+        div *= (float)size;
+    }
+    return div;
+}
+
+static float lp_root(float v, int64_t p) {
+    if (p == 1) return v;
+    if (p == 2) return sqrtf(v);
+    if (p == 3) return cbrtf(v);
+    return powf(v, 1.0f / (float)p);
+}
+
+static float lp_pow(float v, int64_t p) {
+    if (p == 1) return v;
+    if (p == 2) return v * v;
+    if (p == 3) return v * v * v;
+    return powf(v, (float)p);
+}
+
+NN_CLONES
+static void pool_fwd_task(int64_t begin, int64_t end, void **argv) {
+    pool_job *job = (pool_job *)argv[0];
+    const int64_t *d = job->d;
+    const int64_t D = d[1], H = d[2], W = d[3], OD = d[4], OH = d[5], OW = d[6];
+    const int64_t type = d[16], pv = d[18], sw = d[12], kwn = d[9];
+    for (int64_t t = begin; t < end; t++) {
+        const float *xp = job->x + t * D * H * W;
+        float *yp = job->out + t * OD * OH * OW;
+        for (int64_t od = 0; od < OD; od++)
+            for (int64_t oh = 0; oh < OH; oh++) {
+                float *yr = yp + (od * OH + oh) * OW;
+                const float init = type == 0 ? -FLT_MAX : 0.0f;
+                for (int64_t ow = 0; ow < OW; ow++) yr[ow] = init;
+                int64_t d0 = win_lo(od, d[10], d[13]), h0 = win_lo(oh, d[11], d[14]);
+                for (int64_t id = imax(d0, 0); id < imin(d0 + d[7], D); id++)
+                    for (int64_t ih = imax(h0, 0); ih < imin(h0 + d[8], H); ih++) {
+                        const float *xr = xp + (id * H + ih) * W;
+                        for (int64_t kw = 0; kw < kwn; kw++) {
+                            const int64_t off = kw - d[15];
+                            int64_t lo = off >= 0 ? 0 : cdiv(-off, sw);
+                            int64_t hi = W - off <= 0 ? 0 : cdiv(W - off, sw);
+                            lo = imin(lo, OW);
+                            hi = imin(imax(hi, lo), OW);
+                            if (type == 0) {
+                                if (sw == 1) {
+                                    for (int64_t ow = lo; ow < hi; ow++) {
+                                        float v = xr[ow + off], o = yr[ow];
+                                        yr[ow] = (v > o || o != o) ? v : o;
+                                    }
+                                } else {
+                                    for (int64_t ow = lo; ow < hi; ow++) {
+                                        float v = xr[ow * sw + off], o = yr[ow];
+                                        yr[ow] = (v > o || o != o) ? v : o;
+                                    }
+                                }
+                            } else if (type == 3) {
+                                for (int64_t ow = lo; ow < hi; ow++) yr[ow] += lp_pow(xr[ow * sw + off], pv);
+                            } else if (sw == 1) {
+                                for (int64_t ow = lo; ow < hi; ow++) yr[ow] += xr[ow + off];
+                            } else {
+                                for (int64_t ow = lo; ow < hi; ow++) yr[ow] += xr[ow * sw + off];
+                            }
+                        }
+                    }
+                if (type == 1) {
+                    for (int64_t ow = 0; ow < OW; ow++) yr[ow] = yr[ow] / pool_divisor(d, od, oh, ow);
+                } else if (type == 3) {
+                    for (int64_t ow = 0; ow < OW; ow++) yr[ow] = lp_root(yr[ow], pv);
+                }
+            }
+    }
+}
+
+NN_API void symjit_nn_pool(const int64_t *d, const float *x, float *y) {
+    pool_job job = {d, x, NULL, NULL, y};
+    void *argv[1] = {&job};
+    int64_t work = d[4] * d[5] * d[6] * d[7] * d[8] * d[9];
+    symjit_parallel_for(pool_fwd_task, d[0], imax(1, 32768 / imax(work, 1)), argv);
+}
+
+static void pool_bwd_task(int64_t begin, int64_t end, void **argv) {
+    pool_job *job = (pool_job *)argv[0];
+    const int64_t *d = job->d;
+    const int64_t D = d[1], H = d[2], W = d[3], OD = d[4], OH = d[5], OW = d[6];
+    const int64_t type = d[16], pv = d[18];
+    for (int64_t t = begin; t < end; t++) {
+        const float *xp = job->x + t * D * H * W;
+        const float *dyp = job->dy + t * OD * OH * OW;
+        const float *yp = job->y + t * OD * OH * OW;
+        float *dxp = job->out + t * D * H * W;
+        memset(dxp, 0, (size_t)(D * H * W) * sizeof(float));
+        for (int64_t od = 0; od < OD; od++)
+            for (int64_t oh = 0; oh < OH; oh++)
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    int64_t o = (od * OH + oh) * OW + ow;
+                    int64_t d0 = win_lo(od, d[10], d[13]), h0 = win_lo(oh, d[11], d[14]);
+                    int64_t w0 = win_lo(ow, d[12], d[15]);
+                    int64_t d1 = imin(d0 + d[7], D), h1 = imin(h0 + d[8], H), w1 = imin(w0 + d[9], W);
+                    d0 = imax(d0, 0); h0 = imax(h0, 0); w0 = imax(w0, 0);
+                    float gv = dyp[o];
+                    if (type == 0) {
+                        float best = -INFINITY;
+                        int64_t arg = -1;
+                        for (int64_t id = d0; id < d1; id++)
+                            for (int64_t ih = h0; ih < h1; ih++)
+                                for (int64_t iw = w0; iw < w1; iw++) {
+                                    float v = xp[(id * H + ih) * W + iw];
+                                    if (v > best) { best = v; arg = (id * H + ih) * W + iw; }
+                                }
+                        if (arg >= 0) dxp[arg] += gv;
+                        continue;
+                    }
+                    if (type == 1) gv = gv / pool_divisor(d, od, oh, ow);
+                    for (int64_t id = d0; id < d1; id++)
+                        for (int64_t ih = h0; ih < h1; ih++)
+                            for (int64_t iw = w0; iw < w1; iw++) {
+                                int64_t i = (id * H + ih) * W + iw;
+                                if (type == 3 && pv != 1) {
+                                    float yv = yp[o];
+                                    float term = gv * lp_pow(xp[i] / yv, pv - 1);
+                                    dxp[i] += yv == 0.0f ? 0.0f : term;
+                                } else {
+                                    dxp[i] += gv;
+                                }
+                            }
+                }
+    }
+}
+
+/* dx (planes, in) from dy and y (planes, out) and x (planes, in): the gradient of symjit_nn_pool;
+ * max routes each output gradient to the first (row-major) strict maximum of its window. */
+NN_API void symjit_nn_pool_bwd(const int64_t *d, const float *dy, const float *x, const float *y, float *dx) {
+    pool_job job = {d, x, dy, y, dx};
+    void *argv[1] = {&job};
+    symjit_parallel_for(pool_bwd_task, d[0], 1, argv);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Embedding                                                                                 */
+/* ---------------------------------------------------------------------------------------- */
+
+/* index kinds: 0 float32, 1 float64, 2 int32, 3 int64; truncated toward zero, NaN -> 0,
+ * clipped to [0, rows - 1] */
+static int64_t embed_index(const void *idx, int64_t kind, int64_t i, int64_t rows) {
+    double v;
+    switch (kind) {
+    case 0: v = ((const float *)idx)[i]; break;
+    case 1: v = ((const double *)idx)[i]; break;
+    case 2: return imin(imax(((const int32_t *)idx)[i], 0), rows - 1);
+    default: return imin(imax(((const int64_t *)idx)[i], 0), rows - 1);
+    }
+    if (v != v) return 0;
+    v = trunc(v);
+    if (v <= 0.0) return 0;
+    if (v >= (double)(rows - 1)) return rows - 1;
+    return (int64_t)v;
+}
+
+typedef struct {
+    int64_t n, rows, dim, kind;
+    const void *idx;
+    const float *src;
+    float *dst;
+} embed_job;
+
+static void embed_task(int64_t begin, int64_t end, void **argv) {
+    embed_job *job = (embed_job *)argv[0];
+    for (int64_t i = begin; i < end; i++) {
+        int64_t r = embed_index(job->idx, job->kind, i, job->rows);
+        memcpy(job->dst + i * job->dim, job->src + r * job->dim, (size_t)job->dim * sizeof(float));
+    }
+}
+
+/* out[i, :] = weight[clip(trunc(idx[i])), :] for n indices */
+NN_API void symjit_nn_embedding(int64_t n, int64_t rows, int64_t dim, int64_t kind, const void *idx,
+                                const float *weight, float *out) {
+    embed_job job = {n, rows, dim, kind, idx, weight, out};
+    void *argv[1] = {&job};
+    symjit_parallel_for(embed_task, n, imax(1, 16384 / imax(dim, 1)), argv);
+}
+
+/* dw (rows, dim) = scatter-add of dy rows at the indices; each task owns a column range */
+static void embed_bwd_task(int64_t begin, int64_t end, void **argv) {
+    embed_job *job = (embed_job *)argv[0];
+    int64_t j0 = begin * 64, j1 = imin(end * 64, job->dim);
+    for (int64_t r = 0; r < job->rows; r++) memset(job->dst + r * job->dim + j0, 0, (size_t)(j1 - j0) * sizeof(float));
+    for (int64_t i = 0; i < job->n; i++) {
+        int64_t r = embed_index(job->idx, job->kind, i, job->rows);
+        float *drow = job->dst + r * job->dim;
+        const float *srow = job->src + i * job->dim;
+        for (int64_t j = j0; j < j1; j++) drow[j] += srow[j];
+    }
+}
+
+NN_API void symjit_nn_embedding_bwd(int64_t n, int64_t rows, int64_t dim, int64_t kind, const void *idx,
+                                    const float *dy, float *dw) {
+    embed_job job = {n, rows, dim, kind, idx, dy, dw};
+    void *argv[1] = {&job};
+    symjit_parallel_for(embed_bwd_task, cdiv(dim, 64), imax(1, 4096 / imax(n, 1)), argv);
+}

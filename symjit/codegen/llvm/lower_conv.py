@@ -1,0 +1,157 @@
+"""Convolution-family lowerings: Convolution, Deconvolution and their backward ops (and
+`_backward_bias`), as calls into runtime/nnkernels.c (see lower_gemm for the mechanism).
+
+Methods (measured in benchmarks/bench_gemm_choices.py):
+  * grouped/plain convolution: im2col of one column block into a per-thread buffer, then
+    sgemm of that block (weights x columns), bias and epilogue applied to the block while it
+    is in cache; 1x1 stride-1 unpadded convolutions skip im2col (the input is the matrix);
+  * 3x3 stride-1 convolutions with enough channels and output tiles: Winograd F(2x2, 3x3)
+    (2.25x fewer multiplications; transforms in C, the 16 products through sgemm);
+  * depthwise (one input channel per group): a direct loop nest, vectorised along the row;
+  * Deconvolution / backward data: sgemm (weights^T x input) into columns, then col2im;
+  * backward weight: im2col per image and sgemm accumulation per channel block.
+Layouts stay NCW/NCHW/NCDHW (the frontends' layout; channel-last convolutions run their
+reference). Geometry follows symjit.ops.nn_conv exactly (`_geometry`, `deconv_pad_adj`).
+"""
+from __future__ import annotations
+
+from ...ops import nn_conv as C
+from .lower_gemm import PLANS, NativeCall, lower_planned, shape_of
+from .graph import register_lowering
+
+
+def _pad3(t, fill) -> tuple:
+    t = tuple(int(x) for x in t)
+    return (fill,) * (3 - len(t)) + t
+
+
+#: forward convolution methods (descriptor slot 22 of nnkernels.c)
+IM2COL, DEPTHWISE, WINOGRAD = 0, 1, 2
+
+#: Winograd F(2x2, 3x3) needs this many 2x2 output tiles (all images) and channels to beat
+#: im2col + GEMM (benchmarks/bench_gemm_choices.py: with 64 channels its 16 GEMMs have K=64
+#: and the transforms dominate, 1.8x slower at batch 8 56x56; with 128-256 channels and
+#: >= 196 tiles it is 0.73-0.76x of im2col's time; with few tiles the per-call weight
+#: transform (16 F C floats) dominates, 3.3x slower at 512 channels 7x7 batch 1)
+WINOGRAD_MIN_TILES = 192
+WINOGRAD_MIN_CHANNELS = 128
+
+
+def conv_method(n, c, g, f, kernel, stride, dilate, out_sp) -> int:
+    """Forward convolution method for a geometry (measured choices, see module docstring)."""
+    if g > 1 and c // g == 1:
+        return DEPTHWISE
+    if (g == 1 and len(kernel) == 2 and tuple(kernel) == (3, 3) and tuple(stride) == (1, 1)
+            and tuple(dilate) == (1, 1) and min(c, f) >= WINOGRAD_MIN_CHANNELS
+            and n * ((out_sp[0] + 1) // 2) * ((out_sp[1] + 1) // 2) >= WINOGRAD_MIN_TILES):
+        return WINOGRAD
+    return IM2COL
+
+
+def conv_desc(n, c, g, f, in_sp, kernel, out_sp, stride, dilate, pad, method=IM2COL) -> tuple:
+    """The int64 descriptor of nnkernels.c's convolution family (3 spatial dims)."""
+    return ((n, c, g, f) + _pad3(in_sp, 1) + _pad3(kernel, 1) + _pad3(out_sp, 1) + _pad3(stride, 1)
+            + _pad3(dilate, 1) + _pad3(pad, 0) + (int(method),))
+
+
+def _channel_first(layout) -> bool:
+    return layout is None or layout in ("NCW", "NCHW", "NCDHW")
+
+
+def plan_convolution(attrs, ins, outs):
+    geo = C._geometry("Convolution", attrs)
+    if not _channel_first(geo["layout"]):
+        return None
+    x, w = ins[0], ins[1]
+    xs, ys = shape_of(x), shape_of(outs[0])
+    g = geo["num_group"]
+    n, c, f = xs[0], xs[1], ys[1]
+    method = conv_method(n, c, g, f, geo["kernel"], geo["stride"], geo["dilate"], ys[2:])
+    desc = conv_desc(n, c, g, f, xs[2:], geo["kernel"], ys[2:], geo["stride"], geo["dilate"], geo["pad"],
+                     method)
+    bias = None if attrs["no_bias"] else ins[2]
+    return [NativeCall("symjit_nn_conv", desc, [("desc",), ("v", x), ("v", w),
+                                                 ("v", bias) if bias is not None else ("null",),
+                                                 ("v", outs[0]), ("epi",), ("epi_args",)])]
+
+
+def plan_deconvolution(attrs, ins, outs):
+    x, w = ins[0], ins[1]
+    xs, ys = shape_of(x), shape_of(outs[0])
+    geo = C._geometry("Deconvolution", attrs)
+    if not _channel_first(geo["layout"]):
+        return None
+    pad, _adj = C.deconv_pad_adj(attrs, xs[2:])
+    g = geo["num_group"]
+    # the adjoint of a convolution from y (N, nf, out) to x (N, C, in) with weight (C, nf/g, k)
+    desc = conv_desc(xs[0], ys[1], g, xs[1], ys[2:], geo["kernel"], xs[2:], geo["stride"], geo["dilate"], pad)
+    bias = None if attrs["no_bias"] else ins[2]
+    return [NativeCall("symjit_nn_conv_bwd_data", desc, [("desc",), ("v", x), ("v", w),
+                                                          ("v", bias) if bias is not None else ("null",),
+                                                          ("v", outs[0]), ("epi",), ("epi_args",)])]
+
+
+def plan_conv_backward_data(attrs, ins, outs):
+    dy, w, x = ins
+    geo = C._geometry("_backward_Convolution_data", attrs)
+    if not _channel_first(geo["layout"]):
+        return None
+    xs, ds = shape_of(x), shape_of(dy)
+    desc = conv_desc(xs[0], xs[1], geo["num_group"], ds[1], xs[2:], geo["kernel"], ds[2:], geo["stride"],
+                     geo["dilate"], geo["pad"])
+    return [NativeCall("symjit_nn_conv_bwd_data", desc, [("desc",), ("v", dy), ("v", w), ("null",),
+                                                          ("v", outs[0]), ("epi",), ("epi_args",)])]
+
+
+def plan_conv_backward_weight(attrs, ins, outs):
+    dy, x = ins
+    geo = C._geometry("_backward_Convolution_weight", attrs)
+    if not _channel_first(geo["layout"]):
+        return None
+    xs, ds = shape_of(x), shape_of(dy)
+    desc = conv_desc(xs[0], xs[1], geo["num_group"], ds[1], xs[2:], geo["kernel"], ds[2:], geo["stride"],
+                     geo["dilate"], geo["pad"])
+    return [NativeCall("symjit_nn_conv_bwd_weight", desc, [("desc",), ("v", dy), ("v", x), ("v", outs[0])])]
+
+
+def plan_deconv_backward_data(attrs, ins, outs):
+    a, w, x = ins
+    geo = C._geometry("_backward_Deconvolution_data", attrs)
+    if not _channel_first(geo["layout"]):
+        return None
+    as_, xs, ws = shape_of(a), shape_of(x), shape_of(w)
+    g = geo["num_group"]
+    method = conv_method(as_[0], as_[1], g, ws[0], geo["kernel"], geo["stride"], geo["dilate"], xs[2:])
+    desc = conv_desc(as_[0], as_[1], g, ws[0], as_[2:], geo["kernel"], xs[2:], geo["stride"], geo["dilate"],
+                     geo["pad"], method)
+    return [NativeCall("symjit_nn_conv", desc, [("desc",), ("v", a), ("v", w), ("null",),
+                                                 ("v", outs[0]), ("epi",), ("epi_args",)])]
+
+
+def plan_backward_bias(attrs, ins, outs):
+    dy, _b = ins
+    ds = shape_of(dy)
+    if not ds:
+        return None
+    ax = attrs["axis"] % len(ds)
+    outer = 1
+    for d in ds[:ax]:
+        outer *= d
+    inner = 1
+    for d in ds[ax + 1:]:
+        inner *= d
+    return [NativeCall("symjit_nn_bias_bwd", (), [("i64", outer), ("i64", ds[ax]), ("i64", inner),
+                                                   ("v", dy), ("v", outs[0])])]
+
+
+_CONV_PLANS = {
+    "Convolution": plan_convolution,
+    "Deconvolution": plan_deconvolution,
+    "_backward_Convolution_data": plan_conv_backward_data,
+    "_backward_Convolution_weight": plan_conv_backward_weight,
+    "_backward_Deconvolution_data": plan_deconv_backward_data,
+    "_backward_bias": plan_backward_bias,
+}
+PLANS.update(_CONV_PLANS)
+for _op in _CONV_PLANS:
+    register_lowering(_op)(lower_planned)

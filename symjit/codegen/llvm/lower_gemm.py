@@ -1,0 +1,379 @@
+"""GEMM-family lowerings (FullyConnected, dot, batch_dot, their backward ops) and the shared
+machinery of every compute-bound lowering: calls into the runtime's kernel library with a
+fused elementwise epilogue.
+
+The kernels live in runtime/nnkernels.c (compiled into `symjit._runtime`): float32,
+row-major, split into output blocks over the runtime's thread pool. Large products call a
+BLAS sgemm single-threaded inside each block (scipy's bundled OpenBLAS, bound once per
+process by `bind_native_kernels`); tiny products (at most `SMALL_GEMM` multiply-adds, e.g.
+a 16x16 layer at batch 1) run a built-in loop nest, so they pay no library call overhead.
+`benchmarks/bench_gemm_choices.py` holds the measurements behind these choices.
+
+A lowered node becomes one `DirectCall` to a small generated wrapper function:
+
+    define void @sj_nn_<hash>(ptr v0, ptr v1, ...)   ; the node's buffers
+        call void @symjit_nn_<kernel>(ptr @<descriptor>, ..., ptr @<epilogue>, ptr %epi_args)
+
+where the descriptor is a module constant of int64 geometry (layout documented in
+nnkernels.c) and the epilogue, for `_with_epilogue` nodes, is a generated elementwise kernel
+(`elementwise.emit_elementwise`) that the C kernel runs on each output block as soon as the
+block is complete, in place on the output buffer (Input(0) of the expressions is the inner
+op's result, Input(k >= 1) the extra inputs, broadcast as usual).
+
+Only float32 is lowered natively; other dtypes return None (the node runs its reference).
+"""
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from .elementwise import ElementwiseSpec, emit_elementwise, kernel_name
+from .graph import DirectCall, LoweringContext, register_lowering
+
+__all__ = ["NativeCall", "emit_native", "bind_native_kernels", "epilogue_spec", "is_f32", "shape_of",
+           "SMALL_GEMM", "gemm_call"]
+
+#: products with at most this many multiply-adds use the built-in loop nest instead of the BLAS
+#: (measured crossover, benchmarks/bench_gemm_choices.py)
+SMALL_GEMM = 32768
+
+#: C signature of each kernel-library function, as LLVM parameter types
+C_SIGNATURES = {
+    "symjit_nn_gemm": ["ptr"] * 7,
+    "symjit_nn_conv": ["ptr"] * 7,
+    "symjit_nn_conv_bwd_data": ["ptr"] * 7,
+    "symjit_nn_conv_bwd_weight": ["ptr"] * 4,
+    "symjit_nn_bias_bwd": ["i64", "i64", "i64", "ptr", "ptr"],
+    "symjit_nn_pool": ["ptr"] * 3,
+    "symjit_nn_pool_bwd": ["ptr"] * 5,
+    "symjit_nn_embedding": ["i64"] * 4 + ["ptr"] * 3,
+    "symjit_nn_embedding_bwd": ["i64"] * 4 + ["ptr"] * 3,
+}
+
+_BIND_LOCK = threading.Lock()
+_BOUND: dict[str, int] = {}
+
+
+def _openblas_library() -> str | None:
+    """Path of the OpenBLAS shared library bundled with scipy (for its thread controls)."""
+    import scipy
+    libs = os.path.join(os.path.dirname(os.path.dirname(scipy.__file__)), "scipy.libs")
+    found = sorted(glob.glob(os.path.join(libs, "libscipy_openblas*.so*")))
+    return found[0] if found else None
+
+
+def blas_sgemm_address() -> int:
+    """Address of scipy's Fortran sgemm (scipy.linalg.cython_blas), the BLAS the kernels call."""
+    from scipy.linalg import cython_blas
+    cap = cython_blas.__pyx_capi__["sgemm"]
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype = ctypes.c_void_p
+    get.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    name = ctypes.pythonapi.PyCapsule_GetName
+    name.restype = ctypes.c_char_p
+    name.argtypes = [ctypes.py_object]
+    return int(get(cap, name(cap)))
+
+
+def bind_native_kernels(use_blas: bool = True, small_gemm: int = SMALL_GEMM) -> dict[str, int]:
+    """Make the kernel library's functions visible to generated code and bind the BLAS
+    (idempotent; `use_blas=False` or `small_gemm` re-bind, for benchmarks comparing choices).
+    Returns {symbol: address}."""
+    import llvmlite.binding as llvm
+
+    from ... import _runtime
+    with _BIND_LOCK:
+        lib = ctypes.CDLL(_runtime.__file__)
+        if not _BOUND:
+            for sym in C_SIGNATURES:
+                addr = ctypes.cast(getattr(lib, sym), ctypes.c_void_p).value
+                llvm.add_symbol(sym, addr)
+                _BOUND[sym] = addr
+        sgemm = blas_sgemm_address() if use_blas else 0
+        local = 0
+        path = _openblas_library() if use_blas else None
+        if path:
+            try:
+                ob = ctypes.CDLL(path)
+                local = ctypes.cast(ob.openblas_set_num_threads_local, ctypes.c_void_p).value or 0
+            except (OSError, AttributeError):
+                local = 0
+        setter = lib.symjit_nn_set_blas
+        setter.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+        setter.restype = None
+        setter(sgemm or None, local or None, int(small_gemm))
+        return dict(_BOUND)
+
+
+# --------------------------------------------------------------------------------------------
+# Shared helpers
+# --------------------------------------------------------------------------------------------
+
+def is_f32(*values) -> bool:
+    return all(v.type.known and np.dtype(v.type.dtype) == np.float32 for v in values)
+
+
+def shape_of(v) -> tuple:
+    return tuple(int(d) for d in v.type.shape)
+
+
+def _size(shape) -> int:
+    return int(np.prod(shape, dtype=np.int64))
+
+
+@dataclass
+class NativeCall:
+    """One call of a kernel-library function: `args` items are ("desc",) for the int64
+    descriptor `desc`, ("v", Value), ("null",), ("i64", int), ("epi",), ("epi_args",)."""
+    fn: str
+    desc: tuple
+    args: list
+
+
+def epilogue_spec(node):
+    """(ElementwiseSpec, argument Values, output order) of a `_with_epilogue` node's
+    expressions evaluated in place over its first output, or None if the codegen cannot run
+    them. The expression of output 0 is evaluated last, so every read of Input(0) (the inner
+    result held in output 0's buffer) happens before output 0 is overwritten."""
+    a = node.attrs
+    k = a["num_inner"]
+    outs = list(node.outputs)
+    extras = list(node.inputs[k:])
+    out_shape = shape_of(outs[0])
+    if not is_f32(*outs, *extras) or any(shape_of(o) != out_shape for o in outs):
+        return None
+    order = list(range(1, len(outs))) + [0]
+    exprs = tuple(a["exprs"][j] for j in order)
+    spec = ElementwiseSpec(exprs, ("float32",) * (1 + len(extras)),
+                           (out_shape,) + tuple(shape_of(v) for v in extras), "float32",
+                           ("float32",) * len(outs), out_shape)
+    return spec, [outs[0]] + extras + [outs[j] for j in order]
+
+
+def _declare(ctx: LoweringContext, fn: str) -> None:
+    declared = ctx.mb.__dict__.setdefault("_nn_declared", set())
+    if fn not in declared:
+        declared.add(fn)
+        ctx.mb.functions.append(f"declare void @{fn}({', '.join(C_SIGNATURES[fn])})\n")
+
+
+def emit_native(ctx: LoweringContext, calls: list, epilogue=None) -> list:
+    """Emit one wrapper function running `calls` (NativeCalls) in order, and return the
+    DirectCall that invokes it. `epilogue` is `epilogue_spec(node)`'s result or None."""
+    bind_native_kernels_once()
+    values = []
+
+    def slot(v) -> int:
+        for i, u in enumerate(values):
+            if u is v:
+                return i
+        values.append(v)
+        return len(values) - 1
+
+    epi_name, epi_slots = None, []
+    if epilogue is not None:
+        spec, epi_values = epilogue
+        epi_name = kernel_name(spec, "sj_epi")
+        if epi_name not in ctx.mb.symbols:
+            emit_elementwise(ctx.mb, spec, epi_name)
+        epi_slots = [slot(v) for v in epi_values]
+    arg_slots = [[slot(x[1]) if x[0] == "v" else None for x in c.args] for c in calls]
+    key = repr([(c.fn, c.desc, [x if x[0] != "v" else ("v", s) for x, s in zip(c.args, sl)])
+                for c, sl in zip(calls, arg_slots)]) + f"|{epi_name}|{epi_slots}|{len(values)}"
+    name = ctx.unique("sj_nn", key)
+    if name not in ctx.mb.symbols:
+        lines = []
+        if epi_name is not None:
+            n = len(epi_slots)
+            lines.append(f"  %ea = alloca [{n} x ptr], align 8")
+            for i, s in enumerate(epi_slots):
+                lines.append(f"  %ea{i} = getelementptr inbounds [{n} x ptr], ptr %ea, i64 0, i64 {i}")
+                lines.append(f"  store ptr %v{s}, ptr %ea{i}, align 8")
+        consts = []
+        for ci, (c, sl) in enumerate(zip(calls, arg_slots)):
+            _declare(ctx, c.fn)
+            if c.desc:
+                consts.append(f"@{name}_d{ci} = private unnamed_addr constant [{len(c.desc)} x i64] "
+                              f"[{', '.join(f'i64 {int(x)}' for x in c.desc)}], align 8\n")
+            parts = []
+            for x, s in zip(c.args, sl):
+                kind = x[0]
+                if kind == "desc":
+                    parts.append(f"ptr @{name}_d{ci}")
+                elif kind == "v":
+                    parts.append(f"ptr %v{s}")
+                elif kind == "null":
+                    parts.append("ptr null")
+                elif kind == "i64":
+                    parts.append(f"i64 {int(x[1])}")
+                elif kind == "epi":
+                    parts.append(f"ptr @{epi_name}" if epi_name else "ptr null")
+                elif kind == "epi_args":
+                    parts.append("ptr %ea" if epi_name else "ptr null")
+                else:
+                    raise ValueError(f"codegen: unknown native argument {x!r}")
+            lines.append(f"  call void @{c.fn}({', '.join(parts)})")
+        params = ", ".join(f"ptr %v{i}" for i in range(len(values)))
+        ctx.mb.functions.extend(consts)
+        ctx.mb.functions.append(f"define void @{name}({params}) #1 {{\nentry:\n" + "\n".join(lines)
+                                + "\n  ret void\n}\n")
+        ctx.mb.symbols.append(name)
+    return [DirectCall(name, list(values))]
+
+
+_ONCE = []
+
+
+def bind_native_kernels_once() -> None:
+    if not _ONCE:
+        bind_native_kernels()
+        _ONCE.append(True)
+
+
+def gemm_call(batch, m, n, k, ta, tb, sa, sb, sc, bias_mode, A, B, bias, C) -> NativeCall:
+    """C[b] = op(A[b]) op(B[b]) (+ bias) for b < batch, row-major (see nnkernels.c)."""
+    desc = (batch, m, n, k, int(ta), int(tb), sa, sb, sc, bias_mode)
+    return NativeCall("symjit_nn_gemm", desc, [("desc",), ("v", A), ("v", B),
+                                                ("v", bias) if bias is not None else ("null",),
+                                                ("v", C), ("epi",), ("epi_args",)])
+
+
+# --------------------------------------------------------------------------------------------
+# Plans: (op name, attrs, input Values, output Values) -> NativeCalls, or None
+# --------------------------------------------------------------------------------------------
+
+def plan_fully_connected(attrs, ins, outs):
+    x, w = ins[0], ins[1]
+    y = outs[0]
+    h = int(attrs["num_hidden"])
+    xs = shape_of(x)
+    k = _size(xs[1:]) if attrs["flatten"] else xs[-1]
+    m = xs[0] if attrs["flatten"] else _size(xs[:-1])
+    if shape_of(w) != (h, k):
+        return None
+    bias = None if attrs["no_bias"] else ins[2]
+    return [gemm_call(1, m, h, k, False, True, 0, 0, 0, 0 if bias is None else 1, x, w, bias, y)]
+
+
+def plan_fc_backward_data(attrs, ins, outs):
+    dy, w, _x = ins
+    h = int(attrs["num_hidden"])
+    m = _size(shape_of(dy)) // h
+    k = shape_of(w)[1]
+    if m * k != _size(shape_of(outs[0])):
+        return None
+    return [gemm_call(1, m, k, h, False, False, 0, 0, 0, 0, dy, w, None, outs[0])]
+
+
+def plan_fc_backward_weight(attrs, ins, outs):
+    dy, x = ins
+    h = int(attrs["num_hidden"])
+    rows = _size(shape_of(dy)) // h
+    units = shape_of(outs[0])[1]
+    if rows * units != _size(shape_of(x)):
+        return None
+    return [gemm_call(1, h, units, rows, True, False, 0, 0, 0, 0, dy, x, None, outs[0])]
+
+
+def _dot_dims(attrs, ls, rs):
+    from ...ops.linalg import dot_shapes
+    ta, tb = bool(attrs["transpose_a"]), bool(attrs["transpose_b"])
+    l_keep, lk, rk, r_keep, _ = dot_shapes(ls, rs, ta, tb)
+    if lk != rk:
+        return None
+    return _size(l_keep), lk, _size(r_keep), ta, tb
+
+
+def plan_dot(attrs, ins, outs):
+    dims = _dot_dims(attrs, shape_of(ins[0]), shape_of(ins[1]))
+    if dims is None:
+        return None
+    m, k, n, ta, tb = dims
+    return [gemm_call(1, m, n, k, ta, tb, 0, 0, 0, 0, ins[0], ins[1], None, outs[0])]
+
+
+def plan_backward_dot(attrs, ins, outs):
+    z, lhs, rhs = ins
+    dims = _dot_dims(attrs, shape_of(lhs), shape_of(rhs))
+    if dims is None:
+        return None
+    m, k, n, ta, tb = dims
+    dl, dr = outs
+    calls = []
+    # dA = Z op_b(rhs)^T (m x k), stored transposed when ta; dB = op_a(lhs)^T Z likewise
+    if not ta:
+        calls.append(gemm_call(1, m, k, n, False, not tb, 0, 0, 0, 0, z, rhs, None, dl))
+    else:
+        calls.append(gemm_call(1, k, m, n, tb, True, 0, 0, 0, 0, rhs, z, None, dl))
+    if not tb:
+        calls.append(gemm_call(1, k, n, m, not ta, False, 0, 0, 0, 0, lhs, z, None, dr))
+    else:
+        calls.append(gemm_call(1, n, k, m, True, ta, 0, 0, 0, 0, z, lhs, None, dr))
+    return calls
+
+
+def plan_batch_dot(attrs, ins, outs):
+    ls, rs = shape_of(ins[0]), shape_of(ins[1])
+    if len(ls) < 3 or ls[:-2] != rs[:-2]:
+        return None
+    ta, tb = bool(attrs["transpose_a"]), bool(attrs["transpose_b"])
+    m, k = (ls[-1], ls[-2]) if ta else (ls[-2], ls[-1])
+    n, k2 = (rs[-2], rs[-1]) if tb else (rs[-1], rs[-2])
+    if k != k2:
+        return None
+    batch = _size(ls[:-2])
+    return [gemm_call(batch, m, n, k, ta, tb, m * k, k * n, m * n, 0, ins[0], ins[1], None, outs[0])]
+
+
+#: op name -> plan; `lower_conv` adds the convolution family (every plan here may host an epilogue
+#: if fusion allows it, see passes/fusion.py)
+PLANS = {
+    "FullyConnected": plan_fully_connected,
+    "_backward_FullyConnected_data": plan_fc_backward_data,
+    "_backward_FullyConnected_weight": plan_fc_backward_weight,
+    "dot": plan_dot,
+    "_backward_dot": plan_backward_dot,
+    "batch_dot": plan_batch_dot,
+}
+
+
+def lower_planned(node, ctx: LoweringContext):
+    """Lower a node whose op has a plan in PLANS (float32 only; empty tensors run in Python)."""
+    if not is_f32(*node.inputs, *node.outputs):
+        return None
+    if any(_size(shape_of(v)) == 0 for v in list(node.inputs) + list(node.outputs)):
+        return None
+    calls = PLANS[node.op.name](node.attrs, list(node.inputs), list(node.outputs))
+    if calls is None:
+        return None
+    return emit_native(ctx, calls)
+
+
+@register_lowering("_with_epilogue")
+def lower_with_epilogue(node, ctx: LoweringContext):
+    """A library op whose result is transformed in place by its epilogue, block by block."""
+    a = node.attrs
+    plan = PLANS.get(a["inner"])
+    if plan is None:
+        return None
+    k = a["num_inner"]
+    inner_in = list(node.inputs[:k])
+    if not is_f32(*inner_in) or any(_size(shape_of(v)) == 0 for v in inner_in + list(node.outputs)):
+        return None
+    epi = epilogue_spec(node)
+    if epi is None:
+        return None
+    calls = plan(a["inner_attrs"], inner_in, [node.outputs[0]])
+    if calls is None or len(calls) != 1 or ("epi",) not in calls[0].args:
+        return None
+    return emit_native(ctx, calls, epi)
+
+
+for _op in PLANS:
+    register_lowering(_op)(lower_planned)
+

@@ -1,0 +1,56 @@
+"""Pooling lowerings: Pooling (max / avg / sum / lp, global, valid / full / same conventions,
+count_include_pad) and `_backward_Pooling`, as calls into runtime/nnkernels.c.
+
+One task per (image, channel) plane over the runtime's thread pool; each output row is
+accumulated from whole input rows (vectorised along the row), with windows clipped to the input
+as in symjit.ops.nn_conv.pool_forward (max ignores padding and NaN like numpy's fmax; avg
+divides by the clipped window, with or without the padding). Channel-first layouts only.
+"""
+from __future__ import annotations
+
+from ...ops import nn_conv as C
+from .graph import register_lowering
+from .lower_gemm import PLANS, NativeCall, lower_planned, shape_of
+
+_TYPES = {"max": 0, "avg": 1, "sum": 2, "lp": 3}
+
+
+def _pad3(t, fill) -> tuple:
+    t = tuple(int(x) for x in t)
+    return (fill,) * (3 - len(t)) + t
+
+
+def pool_desc(attrs, xs, ys) -> tuple | None:
+    """The int64 descriptor of nnkernels.c's pooling for data shape xs and output shape ys."""
+    if attrs["layout"] not in (None, "NCW", "NCHW", "NCDHW"):
+        return None
+    geo = C._pool_geometry(attrs, xs)
+    ptype = attrs["pool_type"]
+    p = 1
+    if ptype == "lp":
+        p = C._lp_p(attrs)
+    cip = True if attrs["count_include_pad"] is None else bool(attrs["count_include_pad"])
+    planes = xs[0] * xs[1]
+    return ((planes,) + _pad3(xs[2:], 1) + _pad3(ys[2:], 1) + _pad3(geo["kernel"], 1)
+            + _pad3(geo["stride"], 1) + _pad3(geo["pad"], 0) + (_TYPES[ptype], int(cip), p))
+
+
+def plan_pooling(attrs, ins, outs):
+    desc = pool_desc(attrs, shape_of(ins[0]), shape_of(outs[0]))
+    if desc is None:
+        return None
+    return [NativeCall("symjit_nn_pool", desc, [("desc",), ("v", ins[0]), ("v", outs[0])])]
+
+
+def plan_pooling_backward(attrs, ins, outs):
+    dy, x, y = ins
+    desc = pool_desc(attrs, shape_of(x), shape_of(dy))
+    if desc is None:
+        return None
+    return [NativeCall("symjit_nn_pool_bwd", desc, [("desc",), ("v", dy), ("v", x), ("v", y), ("v", outs[0])])]
+
+
+_POOL_PLANS = {"Pooling": plan_pooling, "_backward_Pooling": plan_pooling_backward}
+PLANS.update(_POOL_PLANS)
+for _op in _POOL_PLANS:
+    register_lowering(_op)(lower_planned)

@@ -1,0 +1,354 @@
+"""Native lowerings of the compute-bound ops (lower_gemm, lower_conv, lower_pool, lower_gather)
+against the interpreter, through the whole pipeline (compile_graph + compile_planned).
+
+Every case asserts that the graph compiled to one native call (`CompiledGraph.native`), so
+a lowering that silently fell back to the numpy reference fails here.
+
+Tolerance: float32 products and convolutions sum in a different order than numpy's matmul,
+so results agree within rtol 1e-4 and atol 1e-5 times the output's scale (max |value|);
+pooling, gathers and copies are exact.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from symjit.codegen.llvm.executable import compile_planned
+from symjit.ir import GraphBuilder, TensorType, run
+from symjit.passes.manager import compile_graph
+
+MODELS = Path(__file__).resolve().parents[3] / "shared" / "models"
+
+
+def _graph(op, inputs, attrs, post=(), n_out=1, dtypes=None):
+    """op(inputs) followed by elementwise ops `post` (each a unary op name) -> graph."""
+    b = GraphBuilder(name=f"t_{op}")
+    dtypes = dtypes or {}
+    vals = [b.add_input(n, TensorType(tuple(s), dtypes.get(n, "float32"))) for n, s in inputs]
+    outs = b.add_node(op, vals, attrs)[:n_out]
+    for p in post:
+        outs = [b.add_node(p, [outs[0]], {})[0]]
+    return b.build(outs)
+
+
+def _feeds(g, rng, ints=None):
+    ints = ints or {}
+    out = {}
+    for v in g.inputs:
+        if v.name in ints:
+            out[v.name] = ints[v.name](rng, v.type.shape).astype(v.type.dtype)
+        else:
+            out[v.name] = rng.standard_normal(v.type.shape).astype(v.type.dtype)
+    return out
+
+
+def _check(g, seed=0, exact=False, ints=None, pipeline="inference", expect_ops=None):
+    rng = np.random.default_rng(seed)
+    feeds = _feeds(g, rng, ints)
+    opt, _ = compile_graph(g, pipeline)
+    cg = compile_planned(opt, g.name)
+    assert cg.native, [n.op.name for n in cg.module.python_nodes]
+    if expect_ops is not None:
+        assert expect_ops <= {n.op.name for n in opt.nodes}, [n.op.name for n in opt.nodes]
+    got = cg([np.ascontiguousarray(feeds[v.name]) for v in opt.inputs])
+    want = run(g, feeds).outputs
+    for a, w in zip(got, want):
+        assert a.shape == w.shape and a.dtype == w.dtype
+        if exact:
+            np.testing.assert_array_equal(a, w)
+        else:
+            scale = max(float(np.nanmax(np.abs(w))) if w.size else 0.0, 1.0)
+            np.testing.assert_allclose(a, w, rtol=1e-4, atol=1e-5 * scale)
+    return cg
+
+
+# ------------------------------------------------------------------------------ GEMM family
+
+@pytest.mark.parametrize("xs,h,flatten,no_bias", [
+    ((1, 16), 16, True, False), ((3, 7), 5, True, True), ((2, 3, 7), 5, False, False),
+    ((5, 3, 4, 2), 11, True, False), ((64, 784), 512, True, False), ((1, 1), 1, True, False),
+])
+def test_fully_connected(xs, h, flatten, no_bias):
+    units = int(np.prod(xs[1:])) if flatten else xs[-1]
+    ins = [("x", xs), ("w", (h, units))] + ([] if no_bias else [("b", (h,))])
+    _check(_graph("FullyConnected", ins, {"num_hidden": h, "flatten": flatten, "no_bias": no_bias}))
+
+
+@pytest.mark.parametrize("post", [("relu",), ("sigmoid", "negative")])
+def test_fully_connected_epilogue(post):
+    g = _graph("FullyConnected", [("x", (9, 33)), ("w", (17, 33)), ("b", (17,))], {"num_hidden": 17}, post)
+    _check(g, expect_ops={"_with_epilogue"})
+
+
+def test_tiny_mlp_is_one_native_call():
+    b = GraphBuilder(name="tiny")
+    x, w1, b1, w2, b2 = (b.add_input(n, TensorType(s, "float32")) for n, s in
+                         [("x", (1, 16)), ("w1", (16, 16)), ("b1", (16,)), ("w2", (16, 16)), ("b2", (16,))])
+    h = b.add_node("relu", [b.add_node("FullyConnected", [x, w1, b1], {"num_hidden": 16})[0]])[0]
+    y = b.add_node("FullyConnected", [h, w2, b2], {"num_hidden": 16})[0]
+    _check(b.build([y]), expect_ops={"_with_epilogue", "FullyConnected"})
+
+
+@pytest.mark.parametrize("ls,rs,ta,tb", [
+    ((4, 6), (6, 5), False, False), ((6, 4), (6, 5), True, False), ((4, 6), (5, 6), False, True),
+    ((6, 4), (5, 6), True, True), ((2, 3, 6), (6, 5), False, False), ((7,), (7,), False, False),
+    ((6, 2, 3), (4, 6), True, True), ((130, 70), (70, 90), False, False),
+])
+def test_dot(ls, rs, ta, tb):
+    _check(_graph("dot", [("a", ls), ("b", rs)], {"transpose_a": ta, "transpose_b": tb}))
+
+
+@pytest.mark.parametrize("ls,rs,ta,tb", [
+    ((4, 3, 6), (6, 5), False, False), ((6, 4), (5, 6), True, True), ((6, 2, 3), (6, 5), True, False),
+    ((3, 4), (5, 2, 4), False, True),
+])
+def test_backward_dot(ls, rs, ta, tb):
+    from symjit.ops.linalg import dot_shapes
+    *_, out = dot_shapes(ls, rs, ta, tb)
+    _check(_graph("_backward_dot", [("z", out), ("a", ls), ("b", rs)], {"transpose_a": ta, "transpose_b": tb},
+                  n_out=2))
+
+
+@pytest.mark.parametrize("ls,rs,ta,tb", [
+    ((3, 4, 6), (3, 6, 5), False, False), ((3, 6, 4), (3, 6, 5), True, False),
+    ((2, 3, 4, 6), (2, 3, 5, 6), False, True), ((1, 6, 4), (1, 5, 6), True, True),
+])
+def test_batch_dot(ls, rs, ta, tb):
+    _check(_graph("batch_dot", [("a", ls), ("b", rs)], {"transpose_a": ta, "transpose_b": tb}))
+
+
+@pytest.mark.parametrize("flatten", [True, False])
+def test_fully_connected_backward(flatten):
+    xs = (4, 3, 5)
+    units = 15 if flatten else 5
+    h = 7
+    dys = (4, h) if flatten else (4, 3, h)
+    attrs = {"num_hidden": h, "flatten": flatten}
+    _check(_graph("_backward_FullyConnected_data", [("dy", dys), ("w", (h, units)), ("x", xs)], attrs))
+    _check(_graph("_backward_FullyConnected_weight", [("dy", dys), ("x", xs)], attrs))
+
+
+@pytest.mark.parametrize("shape,axis", [((4, 7), -1), ((2, 5, 3, 3), 1), ((3, 6), 0)])
+def test_backward_bias(shape, axis):
+    ch = shape[axis]
+    _check(_graph("_backward_bias", [("dy", shape), ("b", (ch,))], {"axis": axis}))
+
+
+# ------------------------------------------------------------------------------ convolution
+
+CONV_CASES = [
+    # (data shape, num_filter, kernel, stride, pad, dilate, groups)
+    ((2, 3, 9, 9), 8, (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((1, 5, 11, 7), 7, (3, 2), (2, 1), (1, 0), (1, 1), 1),
+    ((2, 4, 10, 10), 6, (3, 3), (1, 1), (2, 2), (2, 2), 2),
+    ((1, 7, 8, 8), 7, (3, 3), (2, 2), (1, 1), (1, 1), 7),       # depthwise, prime channels
+    ((2, 6, 9, 9), 12, (3, 3), (1, 1), (1, 1), (1, 1), 6),      # depthwise, multiplier 2
+    ((1, 8, 13, 13), 5, (1, 1), (1, 1), (0, 0), (1, 1), 1),     # pointwise
+    ((2, 6, 7, 7), 9, (1, 1), (2, 2), (0, 0), (1, 1), 3),       # strided 1x1, groups
+    ((1, 3, 17), 4, (5,), (2,), (2,), (1,), 1),                  # 1-D
+    ((2, 4, 20), 4, (3,), (1,), (3,), (2,), 4),                  # 1-D depthwise dilated
+    ((1, 2, 5, 6, 6), 3, (3, 3, 3), (1, 2, 1), (1, 1, 0), (1, 1, 1), 1),   # 3-D
+    ((1, 64, 20, 20), 64, (3, 3), (1, 1), (1, 1), (1, 1), 1),   # large enough to split into blocks
+    ((3, 3, 23, 23), 16, (7, 7), (2, 2), (3, 3), (1, 1), 1),
+]
+
+
+def _conv_attrs(f, k, s, p, d, g, no_bias):
+    return {"num_filter": f, "kernel": k, "stride": s, "pad": p, "dilate": d, "num_group": g, "no_bias": no_bias}
+
+
+@pytest.mark.parametrize("case", CONV_CASES)
+@pytest.mark.parametrize("no_bias", [False, True])
+def test_convolution(case, no_bias):
+    xs, f, k, s, p, d, g = case
+    ins = [("x", xs), ("w", (f, xs[1] // g) + k)] + ([] if no_bias else [("b", (f,))])
+    _check(_graph("Convolution", ins, _conv_attrs(f, k, s, p, d, g, no_bias)))
+
+
+@pytest.mark.parametrize("case", CONV_CASES[:6])
+def test_convolution_epilogue(case):
+    xs, f, k, s, p, d, g = case
+    ins = [("x", xs), ("w", (f, xs[1] // g) + k), ("b", (f,))]
+    _check(_graph("Convolution", ins, _conv_attrs(f, k, s, p, d, g, False), post=("relu",)),
+           expect_ops={"_with_epilogue"})
+
+
+def test_convolution_epilogue_with_two_outputs_and_extra_input():
+    """A fused group after the convolution that reads another input and returns two values:
+    output 0 (which holds the convolution result) must be written last."""
+    b = GraphBuilder(name="two_out")
+    x = b.add_input("x", TensorType((2, 3, 8, 8), "float32"))
+    w = b.add_input("w", TensorType((4, 3, 3, 3), "float32"))
+    r = b.add_input("r", TensorType((2, 4, 8, 8), "float32"))
+    y = b.add_node("Convolution", [x, w], _conv_attrs(4, (3, 3), (1, 1), (1, 1), (1, 1), 1, True))[0]
+    a = b.add_node("relu", [b.add_node("elemwise_add", [y, r])[0]])[0]
+    c = b.add_node("sigmoid", [a])[0]
+    _check(b.build([a, c]), expect_ops={"_with_epilogue"})
+
+
+DECONV_CASES = [
+    # (data shape, num_filter, kernel, stride, pad, adj, groups, target_shape)
+    ((2, 4, 5, 5), 3, (3, 3), (2, 2), (1, 1), (0, 0), 1, ()),
+    ((1, 6, 4, 7), 4, (4, 3), (2, 3), (1, 0), (1, 2), 2, ()),
+    ((1, 3, 6, 6), 3, (3, 3), (2, 2), (0, 0), (0, 0), 3, (12, 12)),
+    ((2, 5, 9), 2, (3,), (1,), (1,), (0,), 1, ()),
+    ((1, 8, 3, 3), 16, (1, 1), (1, 1), (0, 0), (0, 0), 1, ()),
+]
+
+
+@pytest.mark.parametrize("case", DECONV_CASES)
+@pytest.mark.parametrize("no_bias", [True, False])
+def test_deconvolution(case, no_bias):
+    xs, f, k, s, p, a, g, target = case
+    attrs = {"num_filter": f, "kernel": k, "stride": s, "pad": p, "adj": a, "num_group": g, "no_bias": no_bias,
+             "target_shape": target}
+    ins = [("x", xs), ("w", (xs[1], f // g) + k)] + ([] if no_bias else [("b", (f,))])
+    _check(_graph("Deconvolution", ins, attrs))
+    if not no_bias:
+        _check(_graph("Deconvolution", ins, attrs, post=("tanh",)), expect_ops={"_with_epilogue"})
+
+
+def _conv_out(xs, k, s, p, d):
+    return tuple((i + 2 * pp - (kk - 1) * dd - 1) // ss + 1 for i, kk, ss, pp, dd in zip(xs[2:], k, s, p, d))
+
+
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_convolution_backward(case):
+    xs, f, k, s, p, d, g = case
+    geo = {"kernel": k, "stride": s, "pad": p, "dilate": d, "num_group": g}
+    dys = (xs[0], f) + _conv_out(xs, k, s, p, d)
+    ws = (f, xs[1] // g) + k
+    _check(_graph("_backward_Convolution_data", [("dy", dys), ("w", ws), ("x", xs)], geo))
+    _check(_graph("_backward_Convolution_weight", [("dy", dys), ("x", xs)], geo))
+    # the adjoint pair of backward-data: a plain convolution of dx-shaped input into dy's shape
+    _check(_graph("_backward_Deconvolution_data", [("a", xs), ("w", ws), ("y", dys)], geo))
+
+
+# ------------------------------------------------------------------------------ pooling
+
+POOL_CASES = [
+    ((2, 3, 9, 9), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1)}),
+    ((1, 4, 10, 7), {"kernel": (2, 3), "stride": (2, 2), "pooling_convention": "full"}),
+    ((2, 2, 11, 11), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "count_include_pad": False}),
+    ((1, 5, 6, 6), {"kernel": (1, 1), "global_pool": True}),
+    ((2, 3, 13), {"kernel": (3,), "stride": (2,), "pooling_convention": "same"}),
+    ((1, 2, 4, 6, 5), {"kernel": (2, 3, 2), "stride": (1, 2, 2), "pad": (1, 1, 0)}),
+    ((1, 64, 112, 112), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1)}),
+]
+
+
+@pytest.mark.parametrize("case", POOL_CASES)
+@pytest.mark.parametrize("ptype", ["max", "avg", "sum"])
+def test_pooling(case, ptype):
+    xs, attrs = case
+    _check(_graph("Pooling", [("x", xs)], dict(attrs, pool_type=ptype)))
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+def test_lp_pooling(p):
+    _check(_graph("Pooling", [("x", (2, 3, 7, 7))], {"kernel": (3, 3), "stride": (2, 2), "pool_type": "lp",
+                                                      "p_value": p}),
+           ints={"x": lambda rng, s: rng.uniform(0.1, 2.0, s)})
+
+
+def test_max_pooling_nan_and_padding_windows():
+    """NaN is ignored like numpy's fmax; a window entirely in the padding gives -FLT_MAX."""
+    g = _graph("Pooling", [("x", (1, 1, 4, 4))], {"kernel": (3, 3), "stride": (3, 3), "pad": (2, 2),
+                                                  "pool_type": "max"})
+    _check(g, ints={"x": lambda rng, s: np.where(rng.random(s) < 0.3, np.nan, rng.standard_normal(s))},
+           exact=True)
+
+
+@pytest.mark.parametrize("case", POOL_CASES[:6])
+@pytest.mark.parametrize("ptype", ["max", "avg", "sum"])
+def test_pooling_backward(case, ptype):
+    from symjit.ops.registry import get_op
+    xs, attrs = case
+    attrs = dict(attrs, pool_type=ptype)
+    op = get_op("Pooling")
+    _, (ys,) = op.infer_shape(op.parse({k: str(v) for k, v in attrs.items()}), [xs])
+    _check(_graph("_backward_Pooling", [("dy", ys), ("x", xs), ("y", ys)], attrs))
+
+
+def test_lp_pooling_backward():
+    attrs = {"kernel": (2, 2), "stride": (2, 2), "pool_type": "lp", "p_value": 2}
+    b = GraphBuilder(name="lpb")
+    x = b.add_input("x", TensorType((1, 2, 6, 6), "float32"))
+    dy = b.add_input("dy", TensorType((1, 2, 3, 3), "float32"))
+    y = b.add_node("Pooling", [x], attrs)[0]
+    dx = b.add_node("_backward_Pooling", [dy, x, y], attrs)[0]
+    _check(b.build([dx]), ints={"x": lambda rng, s: rng.uniform(0.1, 2.0, s)})
+
+
+# ------------------------------------------------------------------------------ embedding
+
+@pytest.mark.parametrize("idx_dtype", ["float32", "int32", "int64", "float64"])
+def test_embedding_and_backward(idx_dtype):
+    rows, dim = 11, 70
+    idx = lambda rng, s: rng.integers(-3, rows + 3, s).astype(np.float64) + rng.random(s) * 0.9  # noqa: E731
+    g = _graph("Embedding", [("i", (3, 5)), ("w", (rows, dim))], {"input_dim": rows, "output_dim": dim},
+               dtypes={"i": idx_dtype})
+    _check(g, ints={"i": idx}, exact=True)
+    gb = _graph("_backward_Embedding", [("dy", (3, 5, dim)), ("i", (3, 5))], {"input_dim": rows, "output_dim": dim},
+                dtypes={"i": idx_dtype})
+    _check(gb, ints={"i": idx})
+
+
+# ------------------------------------------------------------------------------ training graph
+
+def test_training_graph_of_a_small_cnn_is_native():
+    """Forward + backward of conv -> relu -> pool -> dense: every op (backward ones included)
+    lowers natively and the gradients equal the interpreter's."""
+    from symjit.passes.training_graph import build_training_graph
+    b = GraphBuilder(name="cnn")
+    x = b.add_input("x", TensorType((2, 3, 8, 8), "float32"))
+    w = b.add_input("w", TensorType((4, 3, 3, 3), "float32"))
+    cb = b.add_input("cb", TensorType((4,), "float32"))
+    fw = b.add_input("fw", TensorType((5, 64), "float32"))
+    fb = b.add_input("fb", TensorType((5,), "float32"))
+    y = b.add_node("Convolution", [x, w, cb], _conv_attrs(4, (3, 3), (1, 1), (1, 1), (1, 1), 1, False))[0]
+    y = b.add_node("relu", [y])[0]
+    y = b.add_node("Pooling", [y], {"kernel": (2, 2), "stride": (2, 2), "pool_type": "max"})[0]
+    y = b.add_node("FullyConnected", [y, fw, fb], {"num_hidden": 5})[0]
+    g = b.build([y])
+    joint, _ = build_training_graph(g, ["w", "cb", "fw", "fb"])
+    _check(joint, pipeline="training")
+
+
+# ------------------------------------------------------------------------------ real models
+
+@pytest.mark.parametrize("name", ["lenet", "resnet18_v1", "mobilenet1.0"])
+def test_models_compiled_natively_reproduce_mxnet(name):
+    import symjit as mx
+    from symjit.passes.infer import infer_types
+    from symjit.symbol.lower import lower
+    if not (MODELS / f"{name}-symbol.json").exists():
+        pytest.skip("shared models not available")
+    sym = mx.sym.load(str(MODELS / f"{name}-symbol.json"))
+    params = mx.nd.load(str(MODELS / f"{name}-0000.params"))
+    x = np.load(MODELS / f"{name}-input.npy")
+    g, _ = lower(sym)
+    g, _ = infer_types(g, shapes={"data": x.shape})
+    consts = {k.split(":", 1)[1]: v.asnumpy() for k, v in params.items()}
+    opt, _ = compile_graph(g, "inference", constants=consts)
+    cg = compile_planned(opt, name)
+    assert cg.native
+    feeds = {"data": x, **consts}
+    got = cg([np.ascontiguousarray(feeds[v.name]) for v in opt.inputs])[0]
+    ref = np.load(MODELS / f"{name}-output.npy")
+    assert np.abs(got - ref).max() <= 1e-4 * np.abs(ref).max()
+
+
+@pytest.mark.parametrize("xs,f,pad", [((1, 128, 29, 27), 129, (1, 1)), ((16, 131, 8, 9), 128, (0, 0)),
+                                      ((1, 128, 28, 28), 128, (2, 1))])
+def test_winograd_convolution(xs, f, pad):
+    """Geometries that take the Winograd F(2x2, 3x3) path (odd output sizes clip the last tile)."""
+    from symjit.codegen.llvm.lower_conv import WINOGRAD, conv_method
+    out = _conv_out(xs, (3, 3), (1, 1), pad, (1, 1))
+    assert conv_method(xs[0], xs[1], 1, f, (3, 3), (1, 1), (1, 1), out) == WINOGRAD
+    ins = [("x", xs), ("w", (f, xs[1], 3, 3)), ("b", (f,))]
+    _check(_graph("Convolution", ins, _conv_attrs(f, (3, 3), (1, 1), pad, (1, 1), 1, False), post=("relu",)),
+           expect_ops={"_with_epilogue"})
+    _check(_graph("Convolution", ins[:2], _conv_attrs(f, (3, 3), (1, 1), pad, (1, 1), 1, True)))

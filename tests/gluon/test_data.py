@@ -1,0 +1,139 @@
+"""gluon.data: samplers, datasets, DataLoader (threads included) and vision transforms."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import symjit as mx
+from symjit import nd
+from symjit.gluon import data
+from symjit.gluon.data.vision import transforms
+
+
+def test_batch_sampler_keep_discard_rollover():
+    seq = data.SequentialSampler(15)
+    assert list(data.BatchSampler(seq, 4, "keep")) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11],
+                                                       [12, 13, 14]]
+    assert list(data.BatchSampler(seq, 4, "discard")) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    assert len(data.BatchSampler(seq, 4, "keep")) == 4
+    assert len(data.BatchSampler(seq, 4, "discard")) == 3
+    roll = data.BatchSampler(seq, 4, "rollover")
+    assert list(roll) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    # the 3 left-over indices start the next pass
+    assert len(roll) == 4
+    assert list(roll) == [[12, 13, 14, 0], [1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]]
+    with pytest.raises(ValueError, match="last_batch"):
+        data.BatchSampler(seq, 4, "bogus")
+
+
+def test_sequential_random_and_interval_samplers():
+    assert list(data.SequentialSampler(3, start=5)) == [5, 6, 7]
+    np.random.seed(0)
+    r = list(data.RandomSampler(10))
+    assert sorted(r) == list(range(10)) and r != list(range(10))
+    assert list(data.IntervalSampler(6, 3)) == [0, 3, 1, 4, 2, 5]
+    assert list(data.IntervalSampler(6, 4, rollover=False)) == [0, 4]
+
+
+def test_datasets_and_transforms():
+    a = np.arange(12).reshape(6, 2)
+    ds = data.ArrayDataset(a, nd.arange(6))
+    assert len(ds) == 6
+    x, y = ds[2]
+    assert x.tolist() == [4, 5] and y == 2.0
+    single = data.ArrayDataset(a)
+    assert single[1].tolist() == [2, 3]
+    with pytest.raises(ValueError):
+        data.ArrayDataset(a, np.arange(5))
+    t = ds.transform_first(lambda v: v * 10)
+    x, y = t[3]
+    assert x.tolist() == [60, 70] and y == 3.0
+    both = ds.transform(lambda v, w: (v.sum(), w + 1), lazy=False)
+    assert isinstance(both, data.SimpleDataset) and both[1] == (5, 2.0)
+    simple = data.SimpleDataset(list(range(10)))
+    assert [simple.shard(3, i)[:] for i in range(3)] == [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]]
+    assert list(simple.take(3)[:]) == [0, 1, 2]
+    assert list(simple.filter(lambda v: v % 4 == 0)[:]) == [0, 4, 8]
+
+
+def test_default_batchify_stacks_ndarrays_numpy_and_scalars():
+    out = data.default_batchify_fn([nd.array([1, 2]), nd.array([3, 4])])
+    assert out.shape == (2, 2) and out.asnumpy().tolist() == [[1, 2], [3, 4]]
+    out = data.default_batchify_fn([(np.ones(3, dtype=np.float32), 1), (np.zeros(3, dtype=np.float32), 2)])
+    assert isinstance(out, list) and out[0].shape == (2, 3) and out[1].asnumpy().tolist() == [1, 2]
+    assert out[0].dtype == np.float32
+
+
+def test_dataloader_batches_and_last_batch_modes():
+    x = np.arange(20, dtype=np.float32).reshape(10, 2)
+    y = np.arange(10, dtype=np.float32)
+    ds = data.ArrayDataset(x, y)
+    batches = list(data.DataLoader(ds, batch_size=4))
+    assert [b[0].shape for b in batches] == [(4, 2), (4, 2), (2, 2)]
+    np.testing.assert_array_equal(batches[1][0].asnumpy(), x[4:8])
+    np.testing.assert_array_equal(batches[2][1].asnumpy(), y[8:])
+    assert len(data.DataLoader(ds, batch_size=4, last_batch="discard")) == 2
+    rolled = data.DataLoader(ds, batch_size=4, last_batch="rollover")
+    assert len(list(rolled)) == 2 and len(list(rolled)) == 3
+    np.random.seed(1)
+    seen = np.concatenate([b[1].asnumpy() for b in data.DataLoader(ds, batch_size=3, shuffle=True)])
+    assert sorted(seen.tolist()) == y.tolist() and seen.tolist() != y.tolist()
+
+
+def test_dataloader_argument_errors():
+    ds = data.SimpleDataset(list(range(4)))
+    with pytest.raises(ValueError, match="batch_size must be specified"):
+        data.DataLoader(ds)
+    with pytest.raises(ValueError, match="shuffle must not be specified"):
+        data.DataLoader(ds, batch_size=2, shuffle=True, sampler=data.SequentialSampler(4))
+    bs = data.BatchSampler(data.SequentialSampler(4), 2)
+    with pytest.raises(ValueError, match="must not be specified if batch_sampler"):
+        data.DataLoader(ds, batch_size=2, batch_sampler=bs)
+    got = [b.asnumpy().tolist() for b in data.DataLoader(ds, batch_sampler=bs)]
+    assert got == [[0, 1], [2, 3]]
+
+
+def test_dataloader_workers_match_serial_and_custom_batchify():
+    import threading
+    threads = set()
+
+    def slow_item(i):
+        threads.add(threading.current_thread().name)
+        return np.full((2,), i, dtype=np.float32)
+
+    ds = data.SimpleDataset(list(range(23))).transform(slow_item)
+    serial = [b.asnumpy() for b in data.DataLoader(ds, batch_size=5)]
+    threads.clear()
+    parallel = [b.asnumpy() for b in data.DataLoader(ds, batch_size=5, num_workers=3, pin_memory=True)]
+    assert len(serial) == len(parallel) == 5
+    for s, p in zip(serial, parallel):
+        np.testing.assert_array_equal(s, p)
+    assert all(name.startswith("symjit-dataloader") for name in threads)
+    summed = list(data.DataLoader(ds, batch_size=5, batchify_fn=lambda items: sum(float(v[0]) for v in items)))
+    assert summed == [10.0, 35.0, 60.0, 85.0, 63.0]
+
+
+def test_vision_transforms_match_numpy():
+    rs = np.random.RandomState(0)
+    img = rs.randint(0, 256, size=(4, 5, 3)).astype(np.uint8)
+    t = transforms.ToTensor()(nd.array(img, dtype="uint8"))
+    ref = img.transpose(2, 0, 1).astype(np.float32) / 255
+    np.testing.assert_allclose(t.asnumpy(), ref, rtol=1e-6)
+    mean, std = (0.1, 0.2, 0.3), (0.5, 0.25, 2.0)
+    norm = transforms.Normalize(mean, std)(t)
+    np.testing.assert_allclose(norm.asnumpy(), (ref - np.array(mean)[:, None, None]) / np.array(std)[:, None, None],
+                               rtol=1e-5)
+    comp = transforms.Compose([transforms.Cast("float32"), transforms.ToTensor(), transforms.Normalize(mean, std)])
+    np.testing.assert_allclose(comp(nd.array(img, dtype="uint8")).asnumpy(), norm.asnumpy(), rtol=1e-5)
+    assert transforms.Cast("float16")(nd.array(img)).dtype == np.float16
+    batch = transforms.ToTensor()(nd.array(np.stack([img, img]), dtype="uint8"))
+    assert batch.shape == (2, 3, 4, 5)
+
+
+def test_dataloader_with_transformed_vision_dataset():
+    rs = np.random.RandomState(1)
+    imgs = rs.randint(0, 256, size=(6, 4, 4, 3)).astype(np.uint8)
+    ds = data.ArrayDataset(nd.array(imgs, dtype="uint8"), np.arange(6)).transform_first(transforms.ToTensor())
+    x, y = next(iter(data.DataLoader(ds, batch_size=4, num_workers=2)))
+    assert x.shape == (4, 3, 4, 4) and y.asnumpy().tolist() == [0, 1, 2, 3]
+    np.testing.assert_allclose(x.asnumpy(), imgs[:4].transpose(0, 3, 1, 2) / 255.0, rtol=1e-6)
