@@ -6,3 +6,5 @@ from . import nn  # noqa: F401
 from . import loss  # noqa: F401
 from . import utils  # noqa: F401
 from .trainer import Trainer  # noqa: F401
+from . import data  # noqa: F401
+from . import rnn  # noqa: F401
