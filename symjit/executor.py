@@ -174,6 +174,7 @@ class Executor:
             self._backward_fn = self._backend.compile(bwd)
         self._saved: dict | None = None
         self.outputs = [nd.zeros(v.type.shape, ctx, v.type.dtype) for v in graph.outputs]
+        self._fast_io = None  # (input buffers, output buffers, names) of the inference fast path
 
     # ---- construction ------------------------------------------------------------------------
     @classmethod
@@ -246,6 +247,15 @@ class Executor:
     def forward(self, is_train: bool = False, **kwargs) -> list:
         """Run the graph; `kwargs` (name -> array) are copied into the argument arrays first."""
         from .ndarray import NDArray
+        fast = getattr(self._forward_fn, "fast", None)
+        if fast is not None and not kwargs and not is_train and self._bstats is None:
+            # inference fast path: the bound buffers go straight to native code
+            if self._fast_io is None:
+                self._fast_io = ([a._data for a in self.arg_arrays + self.aux_arrays],
+                                 [o._data for o in self.outputs], self._arg_names + self._aux_names)
+            if fast(*self._fast_io):
+                self._saved = None
+                return self.outputs
         arg_dict = self.arg_dict
         for k, v in kwargs.items():
             if k not in arg_dict:
@@ -273,6 +283,7 @@ class Executor:
                 out._data[...] = r
             else:
                 self.outputs[i] = NDArray(np.ascontiguousarray(r), self._ctx)
+                self._fast_io = None  # the fast path must write into the new arrays
         if is_train:
             index = {v: i for i, v in enumerate(self._graph.aux)}
             for v, new in result.aux_updates.items():

@@ -56,8 +56,29 @@ class _Compiler:
             aux_updates = {aux_by_name[v.name]: a for v, a in updates.items() if v.name in aux_by_name}
             kept = {v: outs[n_out + i] for i, v in enumerate(keep)}
             return RunResult(outs[:n_out], aux_updates, kept)
+        def fast(arrays: list, out: list, names: list) -> bool:
+            """Inference without kept values: `arrays` are the graph inputs in `names` order,
+            `out` the output arrays written in place. One native call when the graph is native."""
+            key = (False, ())
+            if key not in variants:
+                variants[key] = self._build(graph, False, [])
+            cg = variants[key][0]
+            order = fast.orders.get(id(cg))
+            if order is None:
+                spec_names = [n for n, _, _ in cg.input_specs]
+                if sorted(spec_names) != sorted(names):
+                    return False
+                pos = {n: i for i, n in enumerate(names)}
+                order = fast.orders[id(cg)] = [pos[n] for n in spec_names]
+            if cg.entry is not None:
+                cg.entry(*[arrays[i] for i in order], out=out)
+            else:
+                cg.run([arrays[i] for i in order], False, None, out=out)
+            return True
+        fast.orders = {}
         fn.variants = variants
         fn.accepts_out = True
+        fn.fast = fast
         return fn
 
     def _build(self, graph: Graph, is_train: bool, keep: list):
@@ -66,5 +87,5 @@ class _Compiler:
         n_out = len(g.outputs)
         g.outputs = list(g.outputs) + [by_name[v.name] for v in keep]
         opt, _ = compile_graph(g, "training" if is_train else "inference")
-        cg = compile_planned(opt, graph.name)
+        cg = compile_planned(opt, graph.name, is_train)
         return cg, n_out, [v.name for v in keep]
