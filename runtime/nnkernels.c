@@ -371,12 +371,79 @@ static void conv_gemm_task(int64_t begin, int64_t end, void **argv) {
     }
 }
 
-/* depthwise: one input channel per group; one task per output plane (n, f) */
+/* depthwise: one input channel per group; one task per output plane (n, f). Each output row
+ * accumulates whole input rows; with 3 taps per row (3x3 kernels) the interior columns, where
+ * every tap is inside the row, take a fused 3-term loop and only the edges go tap by tap. */
+/* depthwise over a zero-padded copy of the input plane (2-D and 1-D): no bounds checks in
+ * the row loops, 3-tap rows fused. Padded size: (Hp, Wp) covering every window. */
+NN_CLONES
+static void conv_depthwise_padded_task(int64_t begin, int64_t end, void **argv) {
+    conv_job *job = (conv_job *)argv[0];
+    const geo_t *g = &job->g;
+    const int64_t OH = g->out[1], OW = g->out[2], H = g->in[1], W = g->in[2];
+    const int64_t sh = g->s[1], sw = g->s[2], dh = g->dl[1], dw = g->dl[2], ph = g->p[1], pw = g->p[2];
+    const int64_t KH = g->k[1], KW = g->k[2];
+    const int64_t Hp = imax((OH - 1) * sh + (KH - 1) * dh + 1, ph + H), Wp = imax((OW - 1) * sw + (KW - 1) * dw + 1, pw + W);
+    float *xp = scratch(0, (size_t)(Hp * Wp));
+    if (!xp) return;
+    memset(xp, 0, (size_t)(Hp * Wp) * sizeof(float));
+    for (int64_t t = begin; t < end; t++) {
+        int64_t n = t / g->F, f = t % g->F;
+        int64_t c = f / g->Fg;
+        const float *xc = job->x + (n * g->C + c) * g->IP;
+        if (t == begin || (f % g->Fg) == 0) {   /* copy the plane (borders stay zero) */
+            for (int64_t ih = 0; ih < H; ih++) memcpy(xp + (ih + ph) * Wp + pw, xc + ih * W, (size_t)W * sizeof(float));
+        }
+        const float *wf = job->w + f * g->KK;
+        float *yp = job->y + (n * g->F + f) * g->P;
+        const float b0 = job->bias ? job->bias[f] : 0.0f;
+        for (int64_t oh = 0; oh < OH; oh++) {
+            float *restrict yr = yp + oh * OW;
+            for (int64_t ow = 0; ow < OW; ow++) yr[ow] = b0;
+            for (int64_t kh = 0; kh < KH; kh++) {
+                const float *restrict xr = xp + (oh * sh + kh * dh) * Wp;
+                const float *wk = wf + kh * KW;
+                if (KW == 3) {
+                    const float w0 = wk[0], w1 = wk[1], w2 = wk[2];
+                    if (sw == 1) {
+#pragma GCC ivdep
+                        for (int64_t ow = 0; ow < OW; ow++)
+                            yr[ow] += w0 * xr[ow] + w1 * xr[ow + dw] + w2 * xr[ow + 2 * dw];
+                    } else if (sw == 2) {
+#pragma GCC ivdep
+                        for (int64_t ow = 0; ow < OW; ow++)
+                            yr[ow] += w0 * xr[2 * ow] + w1 * xr[2 * ow + dw] + w2 * xr[2 * ow + 2 * dw];
+                    } else {
+                        for (int64_t ow = 0; ow < OW; ow++)
+                            yr[ow] += w0 * xr[ow * sw] + w1 * xr[ow * sw + dw] + w2 * xr[ow * sw + 2 * dw];
+                    }
+                } else {
+                    for (int64_t kw = 0; kw < KW; kw++) {
+                        const float wv = wk[kw];
+                        const float *restrict xs = xr + kw * dw;
+#pragma GCC ivdep
+                        for (int64_t ow = 0; ow < OW; ow++) yr[ow] += wv * xs[ow * sw];
+                    }
+                }
+            }
+        }
+        if (job->epi) job->epi((n * g->F + f) * g->P, (n * g->F + f + 1) * g->P, job->epi_args);
+    }
+}
+
 NN_CLONES
 static void conv_depthwise_task(int64_t begin, int64_t end, void **argv) {
     conv_job *job = (conv_job *)argv[0];
     const geo_t *g = &job->g;
     const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2], D = g->in[0], H = g->in[1], W = g->in[2];
+    const int64_t sw = g->s[2], dw = g->dl[2], pw = g->p[2], KW = g->k[2];
+    /* interior columns [lo_all, hi_all) of 3-tap rows */
+    int64_t lo_all = OW, hi_all = OW;
+    if (KW == 3) {
+        lo_all = imin(pw > 0 ? cdiv(pw, sw) : 0, OW);
+        int64_t last = W - 1 - 2 * dw + pw;
+        hi_all = last < 0 ? lo_all : imin(imax(last / sw + 1, lo_all), OW);
+    }
     for (int64_t t = begin; t < end; t++) {
         int64_t n = t / g->F, f = t % g->F;
         int64_t c = f / g->Fg;
@@ -386,7 +453,7 @@ static void conv_depthwise_task(int64_t begin, int64_t end, void **argv) {
         float b0 = job->bias ? job->bias[f] : 0.0f;
         for (int64_t od = 0; od < OD; od++)
             for (int64_t oh = 0; oh < OH; oh++) {
-                float *yr = yp + (od * OH + oh) * OW;
+                float *restrict yr = yp + (od * OH + oh) * OW;
                 for (int64_t ow = 0; ow < OW; ow++) yr[ow] = b0;
                 for (int64_t kd = 0; kd < g->k[0]; kd++) {
                     int64_t id = od * g->s[0] - g->p[0] + kd * g->dl[0];
@@ -394,23 +461,41 @@ static void conv_depthwise_task(int64_t begin, int64_t end, void **argv) {
                     for (int64_t kh = 0; kh < g->k[1]; kh++) {
                         int64_t ih = oh * g->s[1] - g->p[1] + kh * g->dl[1];
                         if (ih < 0 || ih >= H) continue;
-                        const float *xr = xc + (id * H + ih) * W;
-                        for (int64_t kw = 0; kw < g->k[2]; kw++) {
-                            const float wv = wf[(kd * g->k[1] + kh) * g->k[2] + kw];
-                            const int64_t off = kw * g->dl[2] - g->p[2], sw = g->s[2];
+                        const float *restrict xr = xc + (id * H + ih) * W;
+                        const float *wk = wf + (kd * g->k[1] + kh) * KW;
+                        if (KW == 3 && hi_all > lo_all) {
+                            const float w0 = wk[0], w1 = wk[1], w2 = wk[2];
+                            const float *restrict x0 = xr - pw;
+                            if (sw == 1) {
+#pragma GCC ivdep
+                                for (int64_t ow = lo_all; ow < hi_all; ow++)
+                                    yr[ow] += w0 * x0[ow] + w1 * x0[ow + dw] + w2 * x0[ow + 2 * dw];
+                            } else {
+#pragma GCC ivdep
+                                for (int64_t ow = lo_all; ow < hi_all; ow++)
+                                    yr[ow] += w0 * x0[ow * sw] + w1 * x0[ow * sw + dw] + w2 * x0[ow * sw + 2 * dw];
+                            }
+                        }
+                        for (int64_t kw = 0; kw < KW; kw++) {
+                            const float wv = wk[kw];
+                            const int64_t off = kw * dw - pw;
                             int64_t lo = off >= 0 ? 0 : cdiv(-off, sw);
                             int64_t hi = W - off <= 0 ? 0 : cdiv(W - off, sw);
                             lo = imin(lo, OW);
                             hi = imin(imax(hi, lo), OW);
-                            if (sw == 1) {
-                                const float *xs = xr + off;
-                                for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xs[ow];
-                            } else if (sw == 2) {
-                                const float *xs = xr + off;
-                                for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xs[2 * ow];
-                            } else {
-                                for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow * sw + off];
+                            if (KW != 3 || hi_all <= lo_all) {
+                                if (sw == 1) {
+#pragma GCC ivdep
+                                    for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow + off];
+                                } else {
+#pragma GCC ivdep
+                                    for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow * sw + off];
+                                }
+                                continue;
                             }
+                            /* the edges: columns of [lo, hi) outside the interior */
+                            for (int64_t ow = lo; ow < imin(hi, lo_all); ow++) yr[ow] += wv * xr[ow * sw + off];
+                            for (int64_t ow = imax(lo, hi_all); ow < hi; ow++) yr[ow] += wv * xr[ow * sw + off];
                         }
                     }
                 }
@@ -569,7 +654,8 @@ NN_API void symjit_nn_conv(const int64_t *d, const float *x, const float *w, con
     void *argv[1] = {&job};
     const geo_t *g = &job.g;
     if (d[22] == 1) {
-        symjit_parallel_for(conv_depthwise_task, g->N * g->F, 1, argv);
+        int padded = g->in[0] == 1 && g->k[0] == 1 && g->out[0] == 1;
+        symjit_parallel_for(padded ? conv_depthwise_padded_task : conv_depthwise_task, g->N * g->F, 1, argv);
     } else if (d[22] == 2 && winograd_ok(g) && conv_winograd(&job)) {
         return;
     } else {

@@ -1,0 +1,92 @@
+"""MLP inference at batch 64: 784 -> Dense 512 relu -> Dense 512 relu -> Dense 10.
+
+Runs the network through symjit.gluon (HybridSequential, hybridized: one compiled native call,
+the dense layers' relu fused as GEMM epilogues) and compares, in the same run, with numpy
+(x @ W.T + b, numpy's bundled OpenBLAS with its default threads and with 1 thread) and, when
+`--tiny`, with the 16 -> relu -> 16 network at batch 1 through Executor.forward.
+Prints medians, ratios, GFLOP/s and the fraction of this machine's FP32 peak.
+
+    python benchmarks/bench_mlp64.py [--repeats R] [--threads N]
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from model_bench_util import numpy_blas_threads, peak_gflops, race
+
+import symjit as mx
+from symjit import runtime
+
+
+def gluon_mlp(batch: int):
+    from symjit.gluon import nn
+    net = nn.HybridSequential()
+    with net.name_scope():
+        net.add(nn.Dense(512, activation="relu"), nn.Dense(512, activation="relu"), nn.Dense(10))
+    net.initialize(mx.init.Xavier())
+    net.hybridize()
+    x = mx.nd.array(np.random.default_rng(0).standard_normal((batch, 784)).astype(np.float32))
+    net(x).wait_to_read()
+    params = [p.data().asnumpy() for p in net.collect_params().values()]
+    return (lambda: net(x).wait_to_read()), x.asnumpy(), params, net
+
+
+def tiny_executor():
+    x = mx.sym.var("data")
+    y = mx.sym.FullyConnected(mx.sym.relu(mx.sym.FullyConnected(x, num_hidden=16, name="fc1")), num_hidden=16,
+                              name="fc2")
+    rng = np.random.default_rng(0)
+    args = {"data": mx.nd.array(rng.standard_normal((1, 16))),
+            "fc1_weight": mx.nd.array(rng.standard_normal((16, 16))), "fc1_bias": mx.nd.zeros((16,)),
+            "fc2_weight": mx.nd.array(rng.standard_normal((16, 16))), "fc2_bias": mx.nd.zeros((16,))}
+    ex = y.bind(mx.cpu(), args)
+    ex.forward(is_train=False)
+    return ex
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeats", type=int, default=30)
+    ap.add_argument("--threads", type=int, default=0)
+    a = ap.parse_args()
+    if a.threads:
+        runtime.set_num_threads(a.threads)
+    threads = runtime.num_threads()
+    run_symjit, x, params, net = gluon_mlp(64)
+    w1, b1, w2, b2, w3, b3 = params
+
+    def numpy_mlp():
+        h = np.maximum(x @ w1.T + b1, 0)
+        h = np.maximum(h @ w2.T + b2, 0)
+        return h @ w3.T + b3
+
+    got = net(mx.nd.array(x)).asnumpy()
+    err = np.abs(got - numpy_mlp()).max() / np.abs(numpy_mlp()).max()
+    res = race({"symjit": run_symjit, "numpy": numpy_mlp}, a.repeats)
+    numpy_blas_threads(1)
+    res["numpy (1 BLAS thread)"] = race({"n1": numpy_mlp}, a.repeats)["n1"]
+    numpy_blas_threads(threads)
+    flops = 2.0 * 64 * (784 * 512 + 512 * 512 + 512 * 10)
+    peak, how = peak_gflops(threads)
+    print(f"mlp64 (784-512-512-10, batch 64), threads={threads}, max rel. diff vs numpy {err:.1e}")
+    print(f"peak FP32: {peak:.0f} GFLOP/s ({how})")
+    for k, t in res.items():
+        gf = flops / t / 1e9
+        print(f"  {k:24s} {t * 1e3:8.3f} ms  {gf:6.1f} GFLOP/s  {gf / peak * 100:5.1f}% of peak  "
+              f"symjit/this = {res['symjit'] / t:5.2f}")
+    ex = tiny_executor()
+    n = 20000
+    samples = []
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(n):
+            ex.forward(is_train=False)
+        samples.append((time.perf_counter() - t) / n)
+    print(f"tiny (16 -> relu -> 16, batch 1) through Executor.forward: {np.median(samples) * 1e6:.2f} us per call")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+"""mobilenet1.0 inference (224x224, batch 1) compiled by symjit vs ONNX Runtime.
+
+The model and its parameters come from /work/shared/models (exported by MXNet); ONNX Runtime
+runs the same model's .onnx with the same number of intra-op threads. Prints medians of
+round-robin repeats, GFLOP/s, the fraction of FP32 peak, the ratio, and with --profile the
+slowest layers (each compiled alone).
+
+    python benchmarks/bench_mobilenet.py [--batch 1] [--threads N] [--repeats R] [--profile]
+"""
+from __future__ import annotations
+
+import argparse
+
+from model_bench_util import compare_with_ort
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--batch", type=int, nargs="+", default=[1])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--profile", action="store_true")
+    a = ap.parse_args()
+    for b in a.batch:
+        compare_with_ort("mobilenet1.0", b, a.threads, a.repeats, a.profile)
+
+
+if __name__ == "__main__":
+    main()
