@@ -13,14 +13,15 @@ Candidates:
   Conv:                    im2col = im2col per column block + sgemm (+ epilogue per block)
                            wino   = Winograd F(2x2, 3x3) (3x3, stride 1)
                            depthwise = direct loop nest (one channel per group)
-Options: --quick (fewer shapes and repeats), --threads N.
+Options: --quick (fewer shapes and repeats), --threads N, --clock cpu (rank by process CPU
+time: with --threads 1 this is the work each method does, unaffected by other processes).
 """
 from __future__ import annotations
 
 import argparse
-import time
-
 import numpy as np
+
+from model_bench_util import LAST_CPU, race
 
 from symjit import runtime
 from symjit.codegen.llvm import lower_conv, lower_gemm
@@ -42,17 +43,15 @@ def _compile(op, inputs, attrs, post=("relu",)):
     return lambda: cg(arrays)
 
 
+#: which clock ranks candidates: "cpu" (process CPU time: the work done, robust when other
+#: processes share the cores; meaningful with one thread) or "wall"
+CLOCK = "wall"
+
+
 def _race(cands: dict, repeats: int) -> dict:
-    """Median seconds per candidate, timed round robin."""
-    times = {k: [] for k in cands}
-    for fn in cands.values():
-        fn()
-    for _ in range(repeats):
-        for k, fn in cands.items():
-            t = time.perf_counter()
-            fn()
-            times[k].append(time.perf_counter() - t)
-    return {k: float(np.median(v)) for k, v in times.items()}
+    """Median seconds per candidate (CLOCK), timed round robin."""
+    wall = race(cands, repeats, warmup=1)
+    return dict(LAST_CPU) if CLOCK == "cpu" else wall
 
 
 def _row(label, res, flops, default):
@@ -88,7 +87,8 @@ def gemm_rows(repeats: int, quick: bool):
 def conv_rows(repeats: int, quick: bool):
     # (batch, C, H=W, F, kernel, stride, groups): resnet18 and mobilenet layers
     shapes = [(1, 64, 56, 64, 3, 1, 1), (1, 128, 28, 128, 3, 1, 1), (1, 256, 14, 256, 3, 1, 1),
-              (1, 512, 7, 512, 3, 1, 1), (8, 64, 56, 64, 3, 1, 1), (8, 512, 7, 512, 3, 1, 1),
+              (1, 512, 7, 512, 3, 1, 1), (8, 64, 56, 64, 3, 1, 1), (8, 128, 28, 128, 3, 1, 1),
+              (8, 256, 14, 256, 3, 1, 1), (8, 512, 7, 512, 3, 1, 1),
               (1, 3, 224, 64, 7, 2, 1), (1, 64, 56, 128, 3, 2, 1), (1, 128, 56, 128, 1, 1, 1),
               (1, 32, 112, 32, 3, 1, 32), (1, 512, 14, 512, 3, 1, 512)]
     if quick:
@@ -125,11 +125,14 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--repeats", type=int, default=0)
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     a = ap.parse_args()
+    global CLOCK
+    CLOCK = a.clock
     repeats = a.repeats or (5 if a.quick else 15)
     if a.threads:
         runtime.set_num_threads(a.threads)
-    print(f"threads: {runtime.num_threads()}  (medians of {repeats} round-robin repeats)")
+    print(f"threads: {runtime.num_threads()}  (medians of {repeats} round-robin repeats, {CLOCK} clock)")
     gemm_rows(repeats, a.quick)
     conv_rows(repeats, a.quick)
 

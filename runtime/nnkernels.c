@@ -42,6 +42,9 @@ static sgemm_fn g_sgemm = NULL;
 static set_threads_fn g_blas_threads_local = NULL;
 /* products with at most this many multiply-adds use the built-in loop nest */
 static int64_t g_small_gemm = 32768;
+#ifndef CONV_COLUMN_FLOATS
+#define CONV_COLUMN_FLOATS 131072   /* im2col block: 512 KiB (L2); larger blocks measured no faster */
+#endif
 
 NN_API void symjit_nn_set_blas(void *sgemm, void *set_threads_local, int64_t small_gemm) {
     g_sgemm = (sgemm_fn)sgemm;
@@ -661,7 +664,7 @@ NN_API void symjit_nn_conv(const int64_t *d, const float *x, const float *w, con
     } else {
         /* column blocks keep the im2col block (K x pb) within ~512 KiB of L2 */
         int64_t Kd = g->Cg * g->KK;
-        split2(g->Fg, g->P, Kd, g->N * g->G, imax(64, 131072 / imax(Kd, 1)), &job.mb, &job.pb);
+        split2(g->Fg, g->P, Kd, g->N * g->G, imax(64, CONV_COLUMN_FLOATS / imax(Kd, 1)), &job.mb, &job.pb);
         int64_t tasks = g->N * g->G * cdiv(g->Fg, job.mb) * cdiv(g->P, job.pb);
         symjit_parallel_for(conv_gemm_task, tasks, 1, argv);
     }

@@ -29,11 +29,12 @@ def _pad3(t, fill) -> tuple:
 IM2COL, DEPTHWISE, WINOGRAD = 0, 1, 2
 
 #: Winograd F(2x2, 3x3) needs this many 2x2 output tiles (all images) and channels to beat
-#: im2col + GEMM (benchmarks/bench_gemm_choices.py: with 64 channels its 16 GEMMs have K=64
-#: and the transforms dominate, 1.8x slower at batch 8 56x56; with 128-256 channels and
-#: >= 196 tiles it is 0.73-0.76x of im2col's time; with few tiles the per-call weight
-#: transform (16 F C floats) dominates, 3.3x slower at 512 channels 7x7 batch 1)
-WINOGRAD_MIN_TILES = 192
+#: im2col + GEMM. Measured (benchmarks/bench_gemm_choices.py --threads 1 --clock cpu, CPU time
+#: of Winograd / im2col): 64 channels 56x56: 1.29 (batch 1), 1.37 (batch 8) -- its 16 GEMMs
+#: have K=64 and the transforms dominate; 128 ch 28x28: 0.90 / 0.90; 256 ch 14x14: 1.14 at
+#: batch 1 (49 tiles), 0.63 at batch 8; 512 ch 7x7: 2.68 at batch 1 (16 tiles: the per-call
+#: weight transform of 16 F C floats dominates), 0.85 at batch 8 (128 tiles).
+WINOGRAD_MIN_TILES = 128
 WINOGRAD_MIN_CHANNELS = 128
 
 
