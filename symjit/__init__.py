@@ -36,3 +36,5 @@ from . import kvstore  # noqa: F401
 from . import kvstore as kv  # noqa: F401
 from . import distributed  # noqa: F401
 from .compiler import compile, inspect  # noqa: F401,E402  (symjit.compile / symjit.inspect)
+from . import visualization  # noqa: F401,E402
+from . import visualization as viz  # noqa: F401,E402  (mx.viz.plot_network, mx.viz.print_summary)

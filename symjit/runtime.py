@@ -215,6 +215,12 @@ def load(path: str | os.PathLike[str], params: Mapping[str, np.ndarray] | None =
         handle = ctypes.CDLL(os.path.abspath(path))
     except OSError as exc:
         raise MXNetError(f"load: cannot load {path!r}: {exc}") from None
+    check = getattr(handle, "symjit_aot_check", None)   # libraries from `symjit compile`: CPU features
+    if check is not None:
+        check.restype = ctypes.c_char_p
+        problem = check()
+        if problem:
+            raise MXNetError(f"load: {problem.decode(errors='replace')}")
     try:
         graphs_fn = handle.symjit_graphs
     except AttributeError:

@@ -1,0 +1,552 @@
+"""The `symjit` command: compile | run | bench | inspect | viz (| launch).
+
+    symjit compile MODEL-symbol.json [MODEL-0000.params] --input data:1x3x224x224[:float32] -o OUT
+    symjit run OUT.so --input data=x.npy [--output y.npy]
+    symjit bench MODEL-symbol.json [MODEL-0000.params] --input data:1x784 | symjit bench OUT.so
+    symjit inspect MODEL-symbol.json [--input ...] [--json]
+    symjit viz MODEL-symbol.json -o net.svg [--input ...] [--optimized] [--memory-plan plan.svg]
+
+Conventions: `--help` on every command; exit status 0 on success, 1 on a failure the input
+caused (missing or malformed files, wrong shapes, a graph that cannot be compiled AOT), 2 on a
+usage error (argparse); errors are one line on stderr (`symjit <command>: error: ...`), never a
+traceback; output files are written to a temporary name and renamed, so a failed command
+leaves no partial file. `--json` prints machine-readable results on stdout.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+__all__ = ["main"]
+
+
+class CliError(Exception):
+    """A failure caused by the command's input: reported as one line, exit status 1."""
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------
+
+def parse_input_spec(text: str) -> tuple[str, tuple[int, ...], str]:
+    """'data:1x3x224x224[:float32]' -> ('data', (1, 3, 224, 224), 'float32')."""
+    import numpy as np
+    parts = text.split(":")
+    if len(parts) not in (2, 3) or not parts[0]:
+        raise CliError(f"--input {text!r}: expected NAME:DIMS[:DTYPE], e.g. data:1x3x224x224:float32")
+    try:
+        shape = tuple(int(d) for d in parts[1].lower().split("x"))
+    except ValueError:
+        raise CliError(f"--input {text!r}: dimensions must be integers separated by 'x'") from None
+    if not shape or any(d <= 0 for d in shape):
+        raise CliError(f"--input {text!r}: dimensions must be positive")
+    dtype = parts[2] if len(parts) == 3 else "float32"
+    try:
+        dtype = np.dtype(dtype).name
+    except TypeError:
+        raise CliError(f"--input {text!r}: unknown dtype {dtype!r}") from None
+    return parts[0], shape, dtype
+
+
+def _require_file(path: str, what: str) -> None:
+    if not os.path.exists(path):
+        raise CliError(f"{what} {path!r} does not exist")
+    if not os.path.isfile(path):
+        raise CliError(f"{what} {path!r} is not a file")
+
+
+def load_model(symbol_path: str, params_path: str | None):
+    """(Symbol, {name: numpy array}, graph hash) from MXNet's exported files."""
+    import numpy as np
+    from . import ndarray as nd
+    from . import symbol as sym
+    _require_file(symbol_path, "symbol file")
+    text = Path(symbol_path).read_bytes()
+    try:
+        json.loads(text)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise CliError(f"{symbol_path}: not valid JSON ({e})") from None
+    try:
+        net = sym.load(symbol_path)
+    except Exception as e:  # noqa: BLE001 - any malformed graph becomes one line
+        raise CliError(f"{symbol_path}: not an MXNet symbol file: {e}") from None
+    params: dict = {}
+    if params_path is not None:
+        _require_file(params_path, "params file")
+        try:
+            loaded = nd.load(params_path)
+        except Exception as e:  # noqa: BLE001
+            raise CliError(f"{params_path}: not an MXNet .params file: {e}") from None
+        if not isinstance(loaded, dict):
+            raise CliError(f"{params_path}: expected named parameters (arg:/aux: keys), got a list")
+        for k, v in loaded.items():
+            params[k.split(":", 1)[1] if k.startswith(("arg:", "aux:")) else k] = np.asarray(v.asnumpy())
+    digest = hashlib.sha256(text)
+    for k in sorted(params):
+        digest.update(k.encode())
+        digest.update(np.ascontiguousarray(params[k]).tobytes())
+    return net, params, digest.hexdigest()
+
+
+def _free_inputs(net, params: dict) -> list[str]:
+    return [n for n in net.list_arguments() if n not in params]
+
+
+def _shapes(net, params: dict, specs: list[str]) -> tuple[dict, dict]:
+    """Shapes and dtypes of the model's free inputs from --input specs (all must be given)."""
+    parsed = [parse_input_spec(s) for s in specs]
+    shapes = {n: s for n, s, _ in parsed}
+    dtypes = {n: d for n, _, d in parsed}
+    free = _free_inputs(net, params)
+    unknown = [n for n in shapes if n not in net.list_arguments() + net.list_auxiliary_states()]
+    if unknown:
+        raise CliError(f"--input names {unknown} are not inputs of the model; its free inputs are {free}")
+    missing = [n for n in free if n not in shapes]
+    if missing:
+        raise CliError(f"missing --input for {missing} (e.g. --input {missing[0]}:1x3x224x224)")
+    for k, v in params.items():
+        if k in shapes:
+            continue
+        shapes[k] = tuple(v.shape)
+        dtypes[k] = v.dtype.name
+    return shapes, dtypes
+
+
+@contextmanager
+def progress(enabled: bool, label: str):
+    """A spinner with elapsed time on stderr while a long step runs (only on a terminal)."""
+    state = {"msg": label}
+    if not enabled or not sys.stderr.isatty():
+        yield lambda msg: state.__setitem__("msg", msg)
+        return
+    stop = threading.Event()
+    t0 = time.perf_counter()
+
+    def spin():
+        frames = "|/-\\"
+        k = 0
+        while not stop.wait(0.1):
+            sys.stderr.write(f"\r{frames[k % 4]} {state['msg']} ({time.perf_counter() - t0:.1f} s)\033[K")
+            sys.stderr.flush()
+            k += 1
+    th = threading.Thread(target=spin, daemon=True)
+    th.start()
+    try:
+        yield lambda msg: state.__setitem__("msg", msg)
+    finally:
+        stop.set()
+        th.join()
+        sys.stderr.write("\r\033[K")
+        sys.stderr.flush()
+
+
+def atomic_write(path: str, data: bytes | str) -> None:
+    """Write a file through a temporary name in the same directory, then rename it."""
+    path = os.path.abspath(path)
+    d = os.path.dirname(path)
+    if not os.path.isdir(d):
+        raise CliError(f"output directory {d!r} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", dir=d)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _emit(args, data: dict, text: str) -> None:
+    print(json.dumps(data, indent=2) if getattr(args, "json", False) else text)
+
+
+def _model_args(p: argparse.ArgumentParser, need_input: bool = True) -> None:
+    p.add_argument("symbol", metavar="MODEL-symbol.json", help="the graph in MXNet's JSON format")
+    p.add_argument("params", metavar="MODEL-0000.params", nargs="?", help="the weights (MXNet .params)")
+    p.add_argument("--input", "-i", action="append", default=[], metavar="NAME:DIMS[:DTYPE]",
+                   help="shape (and dtype, default float32) of a free input, e.g. data:1x3x224x224:float32"
+                   + ("" if need_input else " (needed for shapes)"))
+
+
+# --------------------------------------------------------------------------------------------
+# commands
+# --------------------------------------------------------------------------------------------
+
+#: graph passes switched off at each --opt level (LLVM always optimizes at O3)
+OPT_DISABLED = {0: ("fusion", "inplace"), 1: ("fusion",), 2: (), 3: ()}
+
+
+def _compile_model(args, name: str, report):
+    from . import compile as sj_compile
+    net, params, digest = load_model(args.symbol, args.params)
+    shapes, dtypes = _shapes(net, params, args.input)
+    report("optimizing")
+    model = sj_compile(net, shapes=shapes, params=params, dtypes=dtypes, name=name,
+                       disabled=OPT_DISABLED[getattr(args, "opt", 3)])
+    return model, digest
+
+
+def cmd_compile(args) -> int:
+    """Compile a model ahead of time into OUT.so, OUT.h and OUT.json."""
+    from .codegen import aot
+    if args.target == "cuda":
+        return _compile_cuda(args)
+    out = args.output
+    for suffix in (".so", ".json", ".h"):
+        if out.endswith(suffix):
+            out = out[: -len(suffix)]
+    name = args.name or Path(out).name
+    with progress(not args.quiet, "loading") as report:
+        model, digest = _compile_model(args, name, report)
+        if not model.compiled.native:
+            raise CliError("cannot compile ahead of time: no native lowering for op(s) "
+                           + ", ".join(aot.non_native_ops(model.compiled)))
+        result = aot.build_library(model.compiled, out, name=name, graph_hash=digest, bound=model._bound,
+                                   progress=report)
+    _emit(args, {"library": result.library, "header": result.header, "manifest": result.manifest_path,
+                 **result.manifest},
+          f"wrote {result.library}, {result.header}, {result.manifest_path}")
+    return 0
+
+
+def _compile_cuda(args) -> int:
+    """--target cuda: this build has no CUDA backend (codegen/cuda does not exist yet)."""
+    raise CliError("--target cuda: no CUDA backend in this symjit build (only --target llvm); nothing was written")
+
+
+def _load_library(path: str):
+    from . import runtime
+    _require_file(path, "library")
+    lib = runtime.load(path)
+    if len(lib) != 1:
+        raise CliError(f"{path}: expected one graph, found {len(lib)}")
+    return lib, lib[next(iter(lib))]
+
+
+def cmd_run(args) -> int:
+    """Run an AOT library on .npy inputs."""
+    import numpy as np
+    from .base import MXNetError
+    lib, entry = _load_library(args.library)
+    manifest_inputs = _library_inputs(args.library, entry)
+    names = [n for n, _, _ in manifest_inputs]
+    given = {}
+    for s in args.input:
+        name, sep, path = s.partition("=")
+        if not sep:
+            if len(names) != 1:
+                raise CliError(f"--input {s!r}: name the input (NAME=FILE.npy); inputs are {names}")
+            name, path = names[0], s
+        _require_file(path, "input")
+        try:
+            given[name] = np.load(path, allow_pickle=False)
+        except Exception as e:  # noqa: BLE001
+            raise CliError(f"{path}: not a .npy file: {e}") from None
+    missing = [n for n in names if n not in given]
+    extra = [n for n in given if n not in names]
+    if missing or extra:
+        raise CliError(f"inputs are {names}; missing {missing}, unexpected {extra}")
+    arrays = []
+    for n, shape, dtype in manifest_inputs:
+        a = given[n]
+        if a.shape != shape:
+            raise CliError(f"input {n!r} has shape {a.shape}, the library expects {shape}")
+        if a.dtype != dtype:
+            if not np.can_cast(a.dtype, dtype, "same_kind"):
+                raise CliError(f"input {n!r} has dtype {a.dtype}, the library expects {dtype}")
+            a = a.astype(dtype)
+        arrays.append(np.ascontiguousarray(a))
+    try:
+        outs = entry(*arrays)
+    except MXNetError as e:
+        raise CliError(str(e)) from None
+    if args.output:
+        if len(args.output) != len(outs):
+            raise CliError(f"the graph has {len(outs)} outputs, got {len(args.output)} --output paths")
+        for path, y in zip(args.output, outs):
+            import io
+            buf = io.BytesIO()
+            np.save(buf, y)
+            atomic_write(path, buf.getvalue())
+    summary = [{"shape": list(y.shape), "dtype": y.dtype.name, "min": float(y.min()) if y.size else None,
+                "max": float(y.max()) if y.size else None} for y in outs]
+    text = "\n".join(f"output {k}: shape {tuple(s['shape'])} {s['dtype']}, min {s['min']}, max {s['max']}"
+                     for k, s in enumerate(summary))
+    _emit(args, {"outputs": summary, "files": args.output or []}, text)
+    return 0
+
+
+def _library_inputs(path: str, entry) -> list:
+    """(name, shape, dtype) of a library's inputs, from its manifest or descriptor."""
+    import numpy as np
+    from . import _runtime
+    import ctypes
+    handle = ctypes.CDLL(os.path.abspath(path))
+    desc = _runtime.describe_graphs(ctypes.cast(handle.symjit_graphs, ctypes.c_void_p).value)[0]
+    return [(n, tuple(s), np.dtype(d)) for n, s, d in desc["inputs"]]
+
+
+def _time_calls(fn, warmup: int, repeat: int, min_time: float) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    times = []
+    t_end = time.perf_counter() + min_time
+    while len(times) < repeat or time.perf_counter() < t_end:
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+        if len(times) >= 100 * max(repeat, 1):
+            break
+    return times
+
+
+def _stats(times: list[float], batch: int) -> dict:
+    import numpy as np
+    med = float(np.median(times))
+    return {"median_ms": med * 1e3, "p10_ms": float(np.percentile(times, 10)) * 1e3,
+            "p90_ms": float(np.percentile(times, 90)) * 1e3, "calls": len(times),
+            "throughput_per_s": batch / med if med > 0 else None}
+
+
+def cmd_bench(args) -> int:
+    """Latency and throughput of an AOT library or a model (JIT, optionally the interpreter)."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    results = {}
+    if args.symbol.endswith(".so"):
+        _, entry = _load_library(args.symbol)
+        specs = _library_inputs(args.symbol, entry)
+        arrays = [rng.standard_normal(s).astype(d) if d.kind == "f" else np.zeros(s, d) for _, s, d in specs]
+        batch = specs[0][1][0] if specs and specs[0][1] else 1
+        results["aot"] = _stats(_time_calls(lambda: entry(*arrays), args.warmup, args.repeat, args.min_time), batch)
+    else:
+        with progress(not args.quiet, "compiling") as report:
+            model, _ = _compile_model(args, "bench", report)
+        specs = [(n, s, d) for n, s, d in model.compiled.input_specs if n in model.input_names]
+        arrays = {n: (rng.standard_normal(s).astype(d) if d.kind == "f" else np.zeros(s, d)) for n, s, d in specs}
+        batch = specs[0][1][0] if specs and specs[0][1] else 1
+        results["jit"] = _stats(_time_calls(lambda: model(**arrays), args.warmup, args.repeat, args.min_time), batch)
+        if args.compare:
+            net, params, _ = load_model(args.symbol, args.params)
+            interp = _interpreter(net, params, arrays)
+            results["interpreter"] = _stats(_time_calls(interp, 1, max(3, args.repeat // 10), 0.0), batch)
+    text = "\n".join(f"{k:12s} median {v['median_ms']:.3f} ms  p10 {v['p10_ms']:.3f}  p90 {v['p90_ms']:.3f}  "
+                     f"{v['throughput_per_s']:.1f} samples/s  ({v['calls']} calls)" for k, v in results.items())
+    if "jit" in results and "interpreter" in results:
+        text += f"\nJIT speed-up over the interpreter: x{results['interpreter']['median_ms'] / results['jit']['median_ms']:.2f}"
+    _emit(args, results, text)
+    return 0
+
+
+def _interpreter(net, params: dict, arrays: dict):
+    """A callable running the model on the numpy reference implementations (no codegen)."""
+    from .compiler import _to_graph
+    from .ir.interpreter import run
+    feeds = {**params, **arrays}
+    g, _ = _to_graph(net, {k: v.shape for k, v in feeds.items()}, {k: v.dtype.name for k, v in feeds.items()})
+    feed = {v.name: feeds[v.name] for v in g.inputs}
+    return lambda: run(g, feed)
+
+
+def cmd_inspect(args) -> int:
+    """The compiler's report: passes, fusion groups, memory plan (and the IR after each pass)."""
+    from . import inspect as sj_inspect
+    from .passes.manager import PIPELINES
+    net, params, digest = load_model(args.symbol, args.params)
+    shapes, dtypes = _shapes(net, params, args.input)
+    dumps: dict = {}
+    if args.dump_passes:
+        rep, dumps = _inspect_with_dumps(net, shapes, params, dtypes)
+    else:
+        rep = sj_inspect(net, shapes=shapes, params=params, dtypes=dtypes)
+    data = {"graph_hash": digest, "nodes_before": rep.nodes_before, "nodes_after": rep.nodes_after,
+            "passes": [n for n, _ in PIPELINES["inference"]],
+            "pass_report": rep.passes.splitlines(),
+            "fusion_groups": [{"name": n, "op": op, "members": m} for n, op, m in rep.groups],
+            "memory_plan": rep.memory, "unoptimized_bytes": rep.unoptimized_bytes}
+    if dumps:
+        data["ir_after_pass"] = dumps
+    text = "".join(f"# ---- IR after {k} ----\n{v}\n\n" for k, v in dumps.items()) + str(rep)
+    _emit(args, data, text)
+    return 0
+
+
+def _inspect_with_dumps(net, shapes, params, dtypes):
+    """symjit.inspect plus the IR text after every pass ({pass name: IR}); the pass manager's
+    own dump printing is captured, so stdout carries only this command's output."""
+    import contextlib
+    import io
+    from . import inspect as sj_inspect
+    old = os.environ.get("SYMJIT_DUMP_PASSES")
+    os.environ["SYMJIT_DUMP_PASSES"] = "all"
+    buf = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buf):
+            rep = sj_inspect(net, shapes=shapes, params=params, dtypes=dtypes)
+    finally:
+        if old is None:
+            del os.environ["SYMJIT_DUMP_PASSES"]
+        else:
+            os.environ["SYMJIT_DUMP_PASSES"] = old
+    dumps, current = {}, None
+    for line in buf.getvalue().splitlines():
+        if line.startswith("# ---- after ") and line.endswith(" ----"):
+            current = line[len("# ---- after "):-len(" ----")]
+            dumps[current] = []
+        elif current is not None:
+            dumps[current].append(line)
+    return rep, {k: "\n".join(v) for k, v in dumps.items()}
+
+
+def cmd_viz(args) -> int:
+    """Draw the network (MXNet's plot_network; --optimized: after the passes) to SVG/PNG/PDF/DOT."""
+    from . import visualization as viz
+    net, params, _ = load_model(args.symbol, args.params)
+    shapes = dtypes = None
+    if args.input or args.optimized or args.memory_plan:
+        shapes, dtypes = _shapes(net, params, args.input)
+    if not args.output and not args.memory_plan:
+        raise CliError("nothing to draw: give -o OUT.svg and/or --memory-plan PLAN.svg")
+    if args.output:
+        fmt = Path(args.output).suffix.lstrip(".").lower()
+        if fmt not in ("svg", "png", "pdf", "dot", "gv"):
+            raise CliError(f"-o {args.output}: unknown format {fmt!r} (use .svg, .png, .pdf or .dot)")
+        free_shapes = None if shapes is None else {k: v for k, v in shapes.items() if k not in params}
+        dot = viz.plot_network(net, title=Path(args.output).stem, save_format="svg" if fmt in ("dot", "gv") else fmt,
+                               shape=free_shapes, hide_weights=not args.show_weights, optimized=args.optimized,
+                               params=params)
+        if fmt in ("dot", "gv"):
+            atomic_write(args.output, dot.source)
+        else:
+            if shutil.which("dot") is None:
+                raise CliError("rendering needs Graphviz's `dot` program (install graphviz), or write .dot")
+            import graphviz
+            try:
+                data = dot.pipe(format=fmt, quiet=True)
+            except graphviz.ExecutableNotFound:
+                raise CliError("rendering needs Graphviz's `dot` program (install graphviz)") from None
+            atomic_write(args.output, data)
+    if args.memory_plan:
+        fmt = Path(args.memory_plan).suffix.lstrip(".").lower()
+        if fmt not in ("svg", "png"):
+            raise CliError(f"--memory-plan {args.memory_plan}: use .svg or .png")
+        data = viz.plot_memory_plan(net, shapes, params=params, dtype=dtypes, fmt=fmt)
+        atomic_write(args.memory_plan, data)
+    _emit(args, {"files": [p for p in (args.output, args.memory_plan) if p]},
+          "wrote " + ", ".join(p for p in (args.output, args.memory_plan) if p))
+    return 0
+
+
+def cmd_launch(argv: list[str]) -> int:
+    """Delegate `symjit launch ARGS` to symjit.launch (distributed jobs; its own --help)."""
+    from . import launch
+    return int(launch.main(list(argv)) or 0)
+
+
+# --------------------------------------------------------------------------------------------
+# parser
+# --------------------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+    p = argparse.ArgumentParser(prog="symjit", description="symjit: compile, run and inspect MXNet models.")
+    p.add_argument("--version", action="version", version=f"symjit {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    c = sub.add_parser("compile", help="compile a model ahead of time into a shared library",
+                       description="Compile an exported MXNet model into OUT.so (weights embedded), OUT.h "
+                                   "and OUT.json. The library needs only the C runtime.")
+    _model_args(c)
+    c.add_argument("--target", choices=("llvm", "cuda"), default="llvm", help="code generator (default llvm)")
+    c.add_argument("--opt", type=int, choices=range(4), default=3, metavar="{0..3}",
+                   help="graph optimization level: 0 no fusion and no in-place reuse, 1 no fusion, 2-3 all passes; "
+                   "machine code is always LLVM O3 (default 3)")
+    c.add_argument("-o", "--output", required=True, metavar="OUT", help="output base name (OUT.so, OUT.h, OUT.json)")
+    c.add_argument("--name", help="graph name inside the library (default: OUT's base name)")
+    c.add_argument("--quiet", "-q", action="store_true", help="no progress display")
+    c.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    c.set_defaults(func=cmd_compile)
+
+    r = sub.add_parser("run", help="run an AOT library on .npy inputs",
+                       description="Run a library built by `symjit compile` on inputs from .npy files.")
+    r.add_argument("library", metavar="OUT.so")
+    r.add_argument("--input", "-i", action="append", default=[], metavar="NAME=FILE.npy")
+    r.add_argument("--output", "-o", action="append", default=[], metavar="FILE.npy",
+                   help="where to save output k (give once per output)")
+    r.add_argument("--json", action="store_true", help="print a JSON summary")
+    r.set_defaults(func=cmd_run)
+
+    b = sub.add_parser("bench", help="latency/throughput of a model (JIT) or an AOT library",
+                       description="Benchmark with warm-up; reports medians. MODEL-symbol.json (with --input) "
+                                   "runs the JIT, OUT.so the AOT library; --compare adds the interpreter.")
+    _model_args(b, need_input=False)
+    b.add_argument("--warmup", type=int, default=3)
+    b.add_argument("--repeat", type=int, default=20, help="minimum number of timed calls")
+    b.add_argument("--min-time", type=float, default=0.5, help="minimum seconds of timed calls")
+    b.add_argument("--compare", action="store_true", help="also time the reference interpreter")
+    b.add_argument("--quiet", "-q", action="store_true")
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=cmd_bench)
+
+    i = sub.add_parser("inspect", help="passes, fusion groups and memory plan of a model",
+                       description="Run the inference pass pipeline and report what it did.")
+    _model_args(i)
+    i.add_argument("--dump-passes", action="store_true", help="print the IR after every pass")
+    i.add_argument("--json", action="store_true")
+    i.set_defaults(func=cmd_inspect)
+
+    v = sub.add_parser("viz", help="draw a model (MXNet style, or after the passes)",
+                       description="Draw the network like mx.viz.plot_network; --optimized draws the graph after "
+                                   "the passes with fusion groups as clusters; --memory-plan draws the arena.")
+    _model_args(v, need_input=False)
+    v.add_argument("-o", "--output", metavar="NET.svg", help="output picture (.svg, .png, .pdf or .dot)")
+    v.add_argument("--optimized", action="store_true", help="draw the optimized graph (needs --input)")
+    v.add_argument("--memory-plan", metavar="PLAN.svg", help="also draw the memory plan (.svg or .png)")
+    v.add_argument("--show-weights", action="store_true", help="do not hide weight variables")
+    v.add_argument("--json", action="store_true")
+    v.set_defaults(func=cmd_viz)
+
+    if (Path(__file__).parent / "launch.py").is_file():
+        # listed for --help; main() hands `symjit launch ...` to symjit.launch before parsing
+        sub.add_parser("launch", help="launch a distributed job on MPI (symjit.launch; see symjit launch --help)",
+                       add_help=False)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `symjit` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["launch"] and (Path(__file__).parent / "launch.py").is_file():
+        return cmd_launch(argv[1:])
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from .base import MXNetError
+    try:
+        return args.func(args)
+    except (CliError, MXNetError) as e:
+        msg = str(e).replace("\n", " ").strip()
+    except BrokenPipeError:   # `symjit inspect ... | head`: the reader left; not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (ValueError, TypeError, KeyError, IndexError, OSError) as e:
+        msg = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    except KeyboardInterrupt:
+        sys.stderr.write("symjit: interrupted\n")
+        return 130
+    sys.stderr.write(f"symjit {args.command}: error: {msg}\n")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""The `symjit` command: help, exit codes, one-line errors, --json, no partial outputs."""
+from __future__ import annotations
+
+import json
+import shutil
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from symjit.cli import main, parse_input_spec, CliError
+
+ROOT = Path(__file__).resolve().parents[2]
+MODELS = ROOT.parent / "shared" / "models"
+MLP = [str(MODELS / "mlp-symbol.json"), str(MODELS / "mlp-0000.params")]
+LENET = [str(MODELS / "lenet-symbol.json"), str(MODELS / "lenet-0000.params")]
+
+
+def _run(capsys, argv):
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _one_line_error(err: str, command: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"symjit {command}: error: "), err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def test_console_script_declared():
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert data["project"]["scripts"]["symjit"] == "symjit.cli:main"
+
+
+@pytest.mark.parametrize("cmd", [[], ["compile"], ["run"], ["bench"], ["inspect"], ["viz"]])
+def test_help_everywhere(cmd, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(cmd + ["--help"])
+    assert e.value.code == 0
+    assert "usage: symjit" in capsys.readouterr().out
+
+
+def test_usage_errors_exit_2(capsys):
+    for argv in (["frobnicate"], ["compile"], ["compile", *MLP, "--input", "data:8x784", "-o", "x", "--target", "tpu"],
+                 ["compile", *MLP, "--input", "data:8x784", "-o", "x", "--opt", "7"]):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2
+    capsys.readouterr()
+
+
+def test_parse_input_spec():
+    assert parse_input_spec("data:1x3x224x224") == ("data", (1, 3, 224, 224), "float32")
+    assert parse_input_spec("ids:4x7:int32") == ("ids", (4, 7), "int32")
+    for bad in ("data", "data:1xz", "data:0x3", "data:2:notatype", ":2"):
+        with pytest.raises(CliError):
+            parse_input_spec(bad)
+
+
+def test_compile_bad_inputs_one_line_and_no_files(tmp_path, capsys):
+    out = str(tmp_path / "m")
+    (tmp_path / "bad.json").write_text("{not json")
+    (tmp_path / "notgraph.json").write_text('{"hello": 1}')
+    (tmp_path / "bad.params").write_bytes(b"garbage")
+    cases = [
+        ([str(tmp_path / "missing.json")], "does not exist"),
+        ([str(tmp_path / "bad.json")], "not valid JSON"),
+        ([str(tmp_path / "notgraph.json")], "not an MXNet symbol file"),
+        ([MLP[0], str(tmp_path / "bad.params")], "not an MXNet .params file"),
+        ([MLP[0], str(tmp_path / "missing.params")], "does not exist"),
+    ]
+    for files, msg in cases:
+        rc, _, err = _run(capsys, ["compile", *files, "--input", "data:8x784", "-o", out])
+        assert rc == 1 and msg in _one_line_error(err, "compile")
+    rc, _, err = _run(capsys, ["compile", *MLP, "--input", "data:8x785", "-o", out])
+    assert rc == 1 and "shape" in _one_line_error(err, "compile")
+    rc, _, err = _run(capsys, ["compile", *MLP, "-o", out])
+    assert rc == 1 and "missing --input for ['data']" in _one_line_error(err, "compile")
+    rc, _, err = _run(capsys, ["compile", *MLP, "--input", "label:8", "--input", "data:8x784", "-o", out])
+    assert rc == 1 and "not inputs of the model" in _one_line_error(err, "compile")
+    rc, _, err = _run(capsys, ["compile", *MLP, "--input", "data:8x784", "--target", "cuda", "-o", out])
+    assert rc == 1 and "no CUDA backend" in _one_line_error(err, "compile")
+    rc, _, err = _run(capsys, ["compile", *MLP, "--input", "data:8x784", "-o", str(tmp_path / "nodir" / "m")])
+    assert rc == 1
+    _one_line_error(err, "compile")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "bad.params", "notgraph.json"]
+
+
+def test_compile_refuses_graphs_without_native_lowering(tmp_path, capsys, monkeypatch):
+    from symjit.codegen.llvm import graph as G
+    G._load_lowerings()
+    monkeypatch.delitem(G.LOWERINGS, "FullyConnected")
+    rc, _, err = _run(capsys, ["compile", *MLP, "--input", "data:8x784", "-q", "-o", str(tmp_path / "m")])
+    line = _one_line_error(err, "compile")
+    assert rc == 1 and "no native lowering" in line and "FullyConnected" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_compile_json_and_run(mlp_lib, tmp_path, capsys):
+    manifest = json.loads((mlp_lib.with_suffix(".json")).read_text())
+    assert manifest["library"] == "mlp.so" and manifest["target"]["cpu"]
+    y = tmp_path / "y.npy"
+    rc, out, _ = _run(capsys, ["run", str(mlp_lib), "--input", f"data={MODELS / 'mlp-input.npy'}", "-o", str(y),
+                               "--json"])
+    assert rc == 0
+    summary = json.loads(out)
+    assert summary["outputs"][0]["shape"] == [8, 10]
+    ref = np.load(MODELS / "mlp-output.npy")
+    assert np.abs(np.load(y) - ref).max() < 1e-4
+    # a single input may be given without its name
+    rc, out, _ = _run(capsys, ["run", str(mlp_lib), "--input", str(MODELS / "mlp-input.npy")])
+    assert rc == 0 and "output 0: shape (8, 10) float32" in out
+
+
+def test_run_bad_inputs(mlp_lib, tmp_path, capsys):
+    np.save(tmp_path / "small.npy", np.zeros((3, 3), np.float32))
+    np.save(tmp_path / "ints.npy", np.zeros((8, 784), np.complex64))
+    (tmp_path / "junk.npy").write_bytes(b"junk")
+    (tmp_path / "junk.so").write_bytes(b"junk")
+    y = tmp_path / "y.npy"
+    cases = [
+        (["run", str(tmp_path / "missing.so"), "--input", f"data={tmp_path / 'small.npy'}"], "does not exist"),
+        (["run", str(tmp_path / "junk.so"), "--input", f"data={tmp_path / 'small.npy'}"], "cannot load"),
+        (["run", str(mlp_lib), "--input", f"data={tmp_path / 'small.npy'}", "-o", str(y)], "expects (8, 784)"),
+        (["run", str(mlp_lib), "--input", f"data={tmp_path / 'ints.npy'}", "-o", str(y)], "dtype"),
+        (["run", str(mlp_lib), "--input", f"data={tmp_path / 'junk.npy'}", "-o", str(y)], "not a .npy file"),
+        (["run", str(mlp_lib), "--input", f"label={tmp_path / 'small.npy'}", "-o", str(y)], "missing ['data']"),
+        (["run", str(mlp_lib), "-o", str(y)], "missing ['data']"),
+    ]
+    for argv, msg in cases:
+        rc, _, err = _run(capsys, argv)
+        assert rc == 1 and msg in _one_line_error(err, "run"), err
+    assert not y.exists()
+
+
+def test_bench_library_and_jit(mlp_lib, capsys):
+    rc, out, _ = _run(capsys, ["bench", str(mlp_lib), "--warmup", "1", "--repeat", "3", "--min-time", "0", "--json"])
+    res = json.loads(out)
+    assert rc == 0 and res["aot"]["calls"] >= 3 and res["aot"]["median_ms"] > 0
+    rc, out, _ = _run(capsys, ["bench", *MLP, "--input", "data:8x784", "--warmup", "1", "--repeat", "3",
+                               "--min-time", "0", "--compare", "-q", "--json"])
+    res = json.loads(out)
+    assert rc == 0 and set(res) == {"jit", "interpreter"}
+    assert res["jit"]["throughput_per_s"] == pytest.approx(8 / (res["jit"]["median_ms"] / 1e3))
+
+
+def test_inspect_json_and_text(capsys):
+    rc, out, _ = _run(capsys, ["inspect", *LENET, "--input", "data:4x1x28x28", "--json"])
+    data = json.loads(out)
+    assert rc == 0 and data["passes"][-1] == "memory_plan" and data["fusion_groups"]
+    assert data["memory_plan"].startswith("arena ")
+    rc, out, _ = _run(capsys, ["inspect", *LENET, "--input", "data:4x1x28x28"])
+    assert rc == 0 and "fusion groups (" in out and "memory plan: arena" in out
+
+
+def test_viz_writes_pictures(tmp_path, capsys):
+    dot_path = tmp_path / "net.dot"
+    rc, _, _ = _run(capsys, ["viz", *LENET, "-o", str(dot_path)])
+    assert rc == 0 and 'label="Convolution\n5x5/1x1, 16"' in dot_path.read_text()
+    rc, _, _ = _run(capsys, ["viz", *LENET, "--input", "data:4x1x28x28", "--optimized", "-o",
+                             str(tmp_path / "opt.dot"), "--memory-plan", str(tmp_path / "plan.svg")])
+    assert rc == 0 and "subgraph cluster_" in (tmp_path / "opt.dot").read_text()
+    assert (tmp_path / "plan.svg").read_text().startswith("<svg")
+    if shutil.which("dot"):
+        rc, _, _ = _run(capsys, ["viz", *LENET, "-o", str(tmp_path / "net.svg")])
+        assert rc == 0 and "<svg" in (tmp_path / "net.svg").read_text()
+    rc, _, err = _run(capsys, ["viz", *LENET, "-o", str(tmp_path / "net.bmp")])
+    assert rc == 1 and "unknown format" in _one_line_error(err, "viz")
+    rc, _, err = _run(capsys, ["viz", *LENET])
+    assert rc == 1 and "nothing to draw" in _one_line_error(err, "viz")
+    assert not (tmp_path / "net.bmp").exists()
+
+
+def test_inspect_dump_passes_json_keeps_stdout_clean(capsys):
+    rc, out, _ = _run(capsys, ["inspect", *MLP, "--input", "data:8x784", "--dump-passes", "--json"])
+    data = json.loads(out)   # nothing but the JSON document on stdout
+    assert rc == 0
+    assert list(data["ir_after_pass"])[-3:] == ["fusion", "inplace", "memory_plan"]
+    assert data["ir_after_pass"]["infer"].startswith("graph ")
+    import os
+    assert "SYMJIT_DUMP_PASSES" not in os.environ
