@@ -18,7 +18,6 @@ SEED_IDS = {"E8", "E9", "E10", "E11", "E12", "E13", "E17", "E46", "E47",
             *[f"E{i}" for i in range(14, 28)], "E48", "E49", "E50",
             "E82", "E83", "E109", "E110", "E111", "E112",
             # issue "Gluon with hybridize()"
-            # (E76-E79 pass too but their session replays the gluon.rnn examples E72-E75 first)
             "E5", "E6", "E7", "E29", "E30", "E31", "E33", "E34", "E35", "E70", "E71", "E84",
             # ndarray/symbol API chapters: contrib, image, random, sparse
             *[f"E{i}" for i in range(51, 70)], *[f"E{i}" for i in range(95, 109)],
@@ -27,7 +26,9 @@ SEED_IDS = {"E8", "E9", "E10", "E11", "E12", "E13", "E17", "E46", "E47",
             # issue "Visualization, the symjit CLI and ahead-of-time compiled libraries"
             "E45", "E122",
             # installation check, GPU-less errors, initializer dumps and Module (autograd chapter)
-            "E1", "E2", "E85", "E86", "E87"}
+            "E1", "E2", "E85", "E86", "E87",
+            # gluon.rnn and gluon.data (E76-E79 replay the rnn examples of their session first)
+            "E72", "E73", "E74", "E75", "E76", "E77", "E78", "E79", "E80"}
 
 EXAMPLES = load_examples()
 BY_ID = {e["id"]: e for e in EXAMPLES}
