@@ -135,8 +135,8 @@ def _flatten(args, inout_str):
     if args is None:
         return [None], -1
     if not isinstance(args, (list, tuple)):
-        raise MXNetError(f"HybridBlock {inout_str} must be (nested) list of Symbol or NDArray, but got "
-                         f"{args} of type {type(args)}")
+        raise ParameterAssertionError(f"HybridBlock {inout_str} must be (nested) list of Symbol or "
+                                      f"NDArray, but got {args} of type {type(args)}")
     flat, fmts = [], []
     for i in args:
         arg, fmt = _flatten(i, inout_str)
@@ -660,6 +660,9 @@ class HybridBlock(Block):
         if has_symbol and has_ndarray:
             raise MXNetError("In HybridBlock, we do not support mixed NDArrays and Symbols types for the "
                              "input. Please check the type of the args.")
+        if not has_symbol and not has_ndarray:
+            raise ParameterValueError("In HybridBlock, there must be one NDArray or one Symbol in the "
+                                      "input. Please check the type of the args.")
         if has_ndarray:
             ctx = _input_context(flat_inputs)
             for a in flat_inputs:

@@ -281,6 +281,10 @@ def test_forward_not_implemented_and_mixed_inputs():
     d.initialize()
     with pytest.raises(MXNetError, match="mixed NDArrays and Symbols"):
         d.forward(nd.ones((1, 1)), mx.sym.var("x"))
+    with pytest.raises(AssertionError, match="must be \\(nested\\) list of Symbol or NDArray"):
+        d(np.ones((1, 1)))
+    with pytest.raises(ValueError, match="there must be one NDArray or one Symbol"):
+        d([])
 
 
 def test_symbolic_forward_builds_named_nodes():
