@@ -2,8 +2,8 @@
 
 Runs the network through symjit.gluon (HybridSequential, hybridized: one compiled native call,
 the dense layers' relu fused as GEMM epilogues) and compares, in the same run, with numpy
-(x @ W.T + b, numpy's bundled OpenBLAS with its default threads and with 1 thread) and, when
-`--tiny`, with the 16 -> relu -> 16 network at batch 1 through Executor.forward.
+(x @ W.T + b, numpy's bundled OpenBLAS with 1 thread and with its default threads), and times
+the `tiny` network (16 -> relu -> 16 at batch 1) through Executor.forward.
 Prints medians, ratios, GFLOP/s and the fraction of this machine's FP32 peak.
 
     python benchmarks/bench_mlp64.py [--repeats R] [--threads N]
@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from model_bench_util import numpy_blas_threads, peak_gflops, race
+from model_bench_util import LAST_CPU, numpy_blas_threads, peak_gflops, race
 
 import symjit as mx
 from symjit import runtime
@@ -65,18 +65,23 @@ def main():
 
     got = net(mx.nd.array(x)).asnumpy()
     err = np.abs(got - numpy_mlp()).max() / np.abs(numpy_mlp()).max()
-    res = race({"symjit": run_symjit, "numpy": numpy_mlp}, a.repeats)
+    # numpy's BLAS threads keep spinning after a call and would slow whatever runs next, so
+    # numpy with its default threads runs last, on its own
     numpy_blas_threads(1)
-    res["numpy (1 BLAS thread)"] = race({"n1": numpy_mlp}, a.repeats)["n1"]
+    res = race({"symjit": run_symjit, "numpy (1 BLAS thread)": numpy_mlp}, a.repeats)
+    cpu = dict(LAST_CPU)
     numpy_blas_threads(threads)
+    res["numpy (default threads)"] = race({"n": numpy_mlp}, a.repeats)["n"]
+    cpu["numpy (default threads)"] = LAST_CPU["n"]
     flops = 2.0 * 64 * (784 * 512 + 512 * 512 + 512 * 10)
     peak, how = peak_gflops(threads)
     print(f"mlp64 (784-512-512-10, batch 64), threads={threads}, max rel. diff vs numpy {err:.1e}")
     print(f"peak FP32: {peak:.0f} GFLOP/s ({how})")
     for k, t in res.items():
         gf = flops / t / 1e9
-        print(f"  {k:24s} {t * 1e3:8.3f} ms  {gf:6.1f} GFLOP/s  {gf / peak * 100:5.1f}% of peak  "
-              f"symjit/this = {res['symjit'] / t:5.2f}")
+        print(f"  {k:24s} {t * 1e3:8.3f} ms wall {cpu[k] * 1e3:8.3f} ms cpu  {gf:6.1f} GFLOP/s  "
+              f"{gf / peak * 100:5.1f}% of peak  symjit/this = {res['symjit'] / t:5.2f} (wall), "
+              f"{cpu['symjit'] / cpu[k]:5.2f} (cpu)")
     ex = tiny_executor()
     n = 20000
     samples = []

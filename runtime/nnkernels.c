@@ -64,6 +64,8 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static __thread float *t_scratch[5];
 static __thread size_t t_scratch_cap[5];
 
+/* NULL when memory is exhausted; the caller then skips its work and the error is recorded
+ * (symjit_last_error) -- the only failure these kernels have. */
 static float *scratch(int slot, size_t nfloats) {
     if (nfloats > t_scratch_cap[slot]) {
         free(t_scratch[slot]);
@@ -72,6 +74,8 @@ static float *scratch(int slot, size_t nfloats) {
         if (posix_memalign(&p, 64, cap * sizeof(float)) != 0) p = NULL;
         t_scratch[slot] = (float *)p;
         t_scratch_cap[slot] = p ? cap : 0;
+        if (!p) symjit_set_error(SYMJIT_ERR_OUT_OF_MEMORY, "nnkernels: cannot allocate %zu bytes of scratch",
+                                 nfloats * sizeof(float));
     }
     return t_scratch[slot];
 }
@@ -89,6 +93,7 @@ static void gemm_small(int ta, int tb, int64_t M, int64_t N, int64_t K, const fl
     int64_t ldp = ldb;
     if (tb) {
         float *p = scratch(1, (size_t)(K * N));
+        if (!p) return;
         for (int64_t j = 0; j < N; j++)
             for (int64_t k = 0; k < K; k++) p[k * N + j] = B[j * ldb + k];
         Bp = p;
@@ -357,6 +362,7 @@ static void conv_gemm_task(int64_t begin, int64_t end, void **argv) {
             ldb = g->P;
         } else {
             float *cols = scratch(0, (size_t)(Kd * pc));
+            if (!cols) return;
             im2col(g, xg, 0, g->Cg, p0, p0 + pc, cols);
             B = cols;
             ldb = pc;
@@ -714,6 +720,8 @@ static void conv_bwd_data_task(int64_t begin, int64_t end, void **argv) {
             gemm_rm(1, 0, cc, g->P, g->Fg, wg, Kd, dyg, g->P, beta, dxc, g->P);
         } else {
             float *cols = scratch(0, (size_t)(cc * g->KK * g->P));
+        if (!cols) return;
+            if (!cols) return;
             gemm_rm(1, 0, cc * g->KK, g->P, g->Fg, wg, Kd, dyg, g->P, 0.0f, cols, g->P);
             for (int64_t i = 0; i < cc; i++) {
                 float *plane = dxc + i * g->IP;
@@ -753,6 +761,7 @@ static void conv_bwd_weight_task(int64_t begin, int64_t end, void **argv) {
         float *dwg = dw + gi * g->Fg * Kd + c0 * g->KK;
         for (int64_t f = 0; f < g->Fg; f++) memset(dwg + f * Kd, 0, (size_t)(cc * g->KK) * sizeof(float));
         float *cols = scratch(0, (size_t)(cc * g->KK * g->P));
+        if (!cols) return;
         for (int64_t n = 0; n < g->N; n++) {
             const float *xg = x + (n * g->C + gi * g->Cg) * g->IP;
             im2col(g, xg, c0, c0 + cc, 0, g->P, cols);
