@@ -352,3 +352,59 @@ def test_winograd_convolution(xs, f, pad):
     _check(_graph("Convolution", ins, _conv_attrs(f, (3, 3), (1, 1), pad, (1, 1), 1, False), post=("relu",)),
            expect_ops={"_with_epilogue"})
     _check(_graph("Convolution", ins[:2], _conv_attrs(f, (3, 3), (1, 1), pad, (1, 1), 1, True)))
+
+
+# ------------------------------------------------------------------------------ random geometries
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@st.composite
+def conv_geometries(draw):
+    """(data shape, num_filter, kernel, stride, pad, dilate, groups) of a valid 1-D or 2-D convolution."""
+    nd = draw(st.sampled_from([1, 2]))
+    g = draw(st.sampled_from([1, 1, 2, 3]))
+    c = g * draw(st.integers(1, 3))
+    f = g * draw(st.integers(1, 3))
+    kernel = tuple(draw(st.integers(1, 4)) for _ in range(nd))
+    stride = tuple(draw(st.integers(1, 3)) for _ in range(nd))
+    dilate = tuple(draw(st.integers(1, 2)) for _ in range(nd))
+    pad = tuple(draw(st.integers(0, 2)) for _ in range(nd))
+    sp = tuple(max(draw(st.integers(1, 9)), (k - 1) * d + 1 - 2 * p)
+               for k, d, p in zip(kernel, dilate, pad))
+    n = draw(st.integers(1, 2))
+    return (n, c) + sp, f, kernel, stride, pad, dilate, g
+
+
+@settings(max_examples=25, deadline=None)
+@given(conv_geometries(), st.booleans())
+def test_random_convolution_geometries(case, no_bias):
+    xs, f, k, s, p, d, g = case
+    ins = [("x", xs), ("w", (f, xs[1] // g) + k)] + ([] if no_bias else [("b", (f,))])
+    _check(_graph("Convolution", ins, _conv_attrs(f, k, s, p, d, g, no_bias)))
+
+
+@settings(max_examples=15, deadline=None)
+@given(conv_geometries())
+def test_random_convolution_backward_geometries(case):
+    xs, f, k, s, p, d, g = case
+    geo = {"kernel": k, "stride": s, "pad": p, "dilate": d, "num_group": g}
+    dys = (xs[0], f) + _conv_out(xs, k, s, p, d)
+    ws = (f, xs[1] // g) + k
+    _check(_graph("_backward_Convolution_data", [("dy", dys), ("w", ws), ("x", xs)], geo))
+    _check(_graph("_backward_Convolution_weight", [("dy", dys), ("x", xs)], geo))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from([1, 2]), st.data())
+def test_random_pooling_geometries(nd, data):
+    kernel = tuple(data.draw(st.integers(1, 4)) for _ in range(nd))
+    stride = tuple(data.draw(st.integers(1, 3)) for _ in range(nd))
+    pad = tuple(data.draw(st.integers(0, k - 1)) for k in kernel)
+    sp = tuple(max(data.draw(st.integers(1, 9)), k) for k in kernel)
+    attrs = {"kernel": kernel, "stride": stride, "pad": pad,
+             "pool_type": data.draw(st.sampled_from(["max", "avg", "sum"])),
+             "pooling_convention": data.draw(st.sampled_from(["valid", "full"])),
+             "count_include_pad": data.draw(st.booleans())}
+    _check(_graph("Pooling", [("x", (2, 3) + sp)], attrs))
