@@ -16,6 +16,7 @@ single seam where the store is called.
 from __future__ import annotations
 
 import pickle
+import warnings
 
 import numpy as np
 
@@ -98,7 +99,13 @@ class Trainer:
                 self._updaters.append(opt.get_updater(self._optimizer))
 
     def _on_set_data(self, param):
-        """Called by Parameter.set_data (weights live in the Parameters; nothing to resync)."""
+        """Called by Parameter.set_data. Weights live in the Parameters, except when a KVStore
+        applies the updates: its copy, already initialized, keeps the old value (MXNet would
+        re-initialize the store, which a user-given store refuses)."""
+        if self._update_on_kvstore and self._kv_initialized and param.grad_req != "null":
+            warnings.warn(f"Parameter '{param.name}' was set after its KVStore was initialized with "
+                          "update_on_kvstore=True; the store keeps applying updates to the old value",
+                          stacklevel=3)
 
     # ---- learning rate -----------------------------------------------------------------------
     @property
@@ -148,6 +155,8 @@ class Trainer:
         """Register every trainable weight with the KVStore (and the optimizer when the store
         applies the updates)."""
         kv = self._kvstore
+        if self._compression_params:
+            kv.set_gradient_compression(self._compression_params)
         for j, param in enumerate(self._params):
             if param.grad_req != "null":
                 kv.init(j, param.list_data()[0])
@@ -217,9 +226,14 @@ class Trainer:
     def save_states(self, fname):
         """Write the optimizer and its states (pickled, as MXNet does) to `fname`."""
         self._ensure_updaters()
+        if self._update_on_kvstore and not self._kv_initialized:
+            self._init_kvstore()
         param_dict = self._optimizer.param_dict
         self._optimizer.param_dict = {}
         try:
+            if self._update_on_kvstore:
+                self._kvstore.save_optimizer_states(fname, dump_optimizer=True)
+                return
             data = self._updaters[0].get_states(dump_optimizer=True)
         finally:
             self._optimizer.param_dict = param_dict
@@ -229,6 +243,13 @@ class Trainer:
     def load_states(self, fname):
         """Restore what `save_states` wrote (states are copied to every context)."""
         self._ensure_updaters()
+        if self._update_on_kvstore:
+            if not self._kv_initialized:
+                self._init_kvstore()
+            self._kvstore.load_optimizer_states(fname)
+            self._optimizer = self._kvstore._updater.optimizer
+            self._optimizer.param_dict = {i: param for i, param in enumerate(self._params)}
+            return
         with open(fname, "rb") as f:
             states = f.read()
         try:

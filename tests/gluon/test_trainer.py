@@ -229,3 +229,28 @@ def test_real_kvstore_training_matches_in_process(kind, update_on_kvstore, n_ctx
     got = _train_dense(ctxs, kvstore=mx.kv.create(kind), update_on_kvstore=update_on_kvstore)
     for w in got:
         np.testing.assert_allclose(w, ref, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.skipif(not hasattr(mx, "kv"), reason="symjit.kvstore not available")
+def test_states_roundtrip_through_kvstore_that_applies_updates(tmp_path):
+    x = nd.array(np.random.RandomState(5).randn(4, 3))
+    a, b = _dense(), _dense()
+    for p, q in zip(a.collect_params().values(), b.collect_params().values()):
+        q.set_data(p.data())
+    ta = gluon.Trainer(a.collect_params(), "sgd", {"learning_rate": 0.1, "momentum": 0.9})
+    tb = gluon.Trainer(b.collect_params(), "sgd", {"learning_rate": 0.1, "momentum": 0.9},
+                       kvstore=mx.kv.create("local"), update_on_kvstore=True)
+    for d, t in ((a, ta), (b, tb)):
+        _grads_of_sum_sq(d, x)
+        t.step(4)
+    fname = str(tmp_path / "kv.states")
+    tb.save_states(fname)
+    tb2 = gluon.Trainer(b.collect_params(), "sgd", {"learning_rate": 0.1, "momentum": 0.9},
+                        kvstore=mx.kv.create("local"), update_on_kvstore=True)
+    tb2.load_states(fname)
+    for d, t in ((a, ta), (b, tb2)):
+        _grads_of_sum_sq(d, x)
+        t.step(4)
+    np.testing.assert_allclose(b.weight.data().asnumpy(), a.weight.data().asnumpy(), rtol=1e-6)
+    with pytest.warns(UserWarning, match="store keeps applying updates"):
+        b.weight.set_data(nd.zeros((2, 3)))
