@@ -53,15 +53,27 @@ class Trainer:
             raise ValueError(f"Unknown kvstore type {kvstore!r}; expected None, 'device', 'local' or a "
                              "KVStore")
         if isinstance(kvstore, str) and kvstore.startswith("dist"):
-            raise MXNetError(f"kvstore {kvstore!r} needs symjit.kvstore's distributed stores; create one "
-                             "with mx.kv.create() and pass it as kvstore=")
+            from .. import kvstore as kv_mod
+            kvstore = kv_mod.create(kvstore)  # a distributed store (MXNet updates on it by default)
+            update_on_kvstore = True if update_on_kvstore is None else update_on_kvstore
         self._kvstore = None if isinstance(kvstore, str) or kvstore is None else kvstore
+        if self._kvstore is not None and "async" in getattr(self._kvstore, "type", ""):
+            if update_on_kvstore is False:
+                raise ValueError("Please set update_on_kvstore=True when training in async mode.")
+            update_on_kvstore = True
+        if (update_on_kvstore and self._kvstore is not None and hasattr(self._kvstore, "is_capable")
+                and not self._kvstore.is_capable("optimizer")):
+            raise ValueError(f"Please set update_on_kvstore=False when training with "
+                             f"{type(self._kvstore).__name__}")
         self._update_on_kvstore = bool(update_on_kvstore) and self._kvstore is not None
         self._kv_initialized = False
         self._contexts = self._check_contexts()
         optimizer_params = optimizer_params if optimizer_params else {}
         self._init_optimizer(optimizer, optimizer_params)
         self._scale = self._optimizer.rescale_grad
+        if (self._kvstore is not None and "dist" in getattr(self._kvstore, "type", "")
+                and all(p._data is not None for p in self._params if p.grad_req != "null")):
+            self._init_kvstore()  # workers start from rank 0's values before their first forward
 
     def _check_contexts(self):
         contexts = None
@@ -159,7 +171,11 @@ class Trainer:
             kv.set_gradient_compression(self._compression_params)
         for j, param in enumerate(self._params):
             if param.grad_req != "null":
-                kv.init(j, param.list_data()[0])
+                data = param.list_data()
+                if hasattr(kv, "broadcast"):  # distributed stores: every worker starts from rank 0's
+                    kv.broadcast(j, data[0], out=data)
+                else:
+                    kv.init(j, data[0])
         if self._update_on_kvstore:
             kv.set_optimizer(self._optimizer)
         self._kv_initialized = True

@@ -26,6 +26,7 @@ import faulthandler
 import hashlib
 import os
 import pickle
+import queue
 import socket
 import sys
 import threading
@@ -221,6 +222,7 @@ class MPIComm(Communicator):
         self._broken: str | None = None
         self._launch_dir = os.environ.get(ENV_LAUNCH_DIR) or None
         self._next_peer_check = 0.0
+        self._wait_queue = None
         world = MPI.COMM_WORLD
         world.Set_errhandler(MPI.ERRORS_RETURN)
         self.rank = world.Get_rank()
@@ -273,20 +275,33 @@ class MPIComm(Communicator):
         return notes
 
     def _wait(self, reqs: list, what: str) -> None:
-        """Poll `reqs` until all complete; MXNetError at the deadline, on an MPI error, or when a
-        peer worker is known to have died."""
+        """Complete `reqs`; MXNetError at the deadline, on an MPI error, or when a peer worker is
+        known to have died. After a short spin, the requests are completed by MPI_Waitall on a
+        helper thread (MPICH progresses a request much faster inside Wait than through repeated
+        Tests) while this thread watches the deadline and the launcher's failure notes."""
         self.check()
         MPI = self.MPI
         start = time.monotonic()
+        try:
+            while time.monotonic() - start < 0.0005:
+                if MPI.Request.Testall(reqs):
+                    return
+        except MPI.Exception as e:
+            self._fail(f"{what} failed on rank {self.rank}: MPI error: {e.Get_error_string()}")
+        self._call(lambda: MPI.Request.Waitall(reqs), what, start)
+
+    def _call(self, fn, what: str, start: float | None = None) -> None:
+        """Run the blocking MPI call `fn` on the helper thread (the GIL is released inside MPI);
+        this thread raises MXNetError at the deadline or when a peer worker is known to have died.
+        Each call completes before the next starts, so collectives keep their order."""
+        self.check()
+        MPI = self.MPI
+        start = time.monotonic() if start is None else start
+        done, box = threading.Event(), []
+        self._waiter().put((fn, done, box))
         deadline = start + self.timeout
-        spins = 0
         with WATCHDOG.guard(what, self.timeout):
-            while True:
-                try:
-                    if MPI.Request.Testall(reqs):
-                        return
-                except MPI.Exception as e:
-                    self._fail(f"{what} failed on rank {self.rank}: MPI error: {e.Get_error_string()}")
+            while not done.wait(0.05):
                 now = time.monotonic()
                 if now >= self._next_peer_check:
                     self._next_peer_check = now + 0.2
@@ -297,24 +312,33 @@ class MPIComm(Communicator):
                     self._fail(f"{what} did not complete within {self.timeout:g} s on rank {self.rank} "
                                f"of {self.size}: a peer worker died, stalled or skipped the operation "
                                f"(timeout set by {ENV_TIMEOUT})")
-                spins += 1
-                if now - start > 0.5 and spins % 16 == 0:
-                    time.sleep(0.0002 if now - start < 5 else 0.002)
+        if box:
+            err = box[0]
+            text = err.Get_error_string() if isinstance(err, MPI.Exception) else str(err)
+            self._fail(f"{what} failed on rank {self.rank}: MPI error: {text}")
+
+    def _waiter(self):
+        """Queue of the helper thread that runs blocking MPI calls (started on first use)."""
+        if self._wait_queue is None:
+            self._wait_queue = queue.SimpleQueue()
+            threading.Thread(target=_waitall_loop, args=(self.MPI, self._wait_queue),
+                             name="symjit-kv-wait", daemon=True).start()
+        return self._wait_queue
 
     # ---- collectives -----------------------------------------------------------------------------
     def allreduce(self, sends, recvs, op="sum", what="allreduce"):
         _check_op(op)
         self.check()
         mop = self._ops[op]
-        reqs = []
-        for s, r in zip(sends, recvs):
+        MPI, comm = self.MPI, self.comm
+        for r in recvs:
             if r.dtype == np.bool_:
                 raise MXNetError(f"{what}: bool arrays cannot be reduced")
-            if s is r:
-                reqs.append(self.comm.Iallreduce(self.MPI.IN_PLACE, r, mop))
-            else:
-                reqs.append(self.comm.Iallreduce(s, r, mop))
-        self._wait(reqs, what)
+
+        def run():  # blocking Allreduce: MPICH runs it faster than a polled Iallreduce
+            for s, r in zip(sends, recvs):
+                comm.Allreduce(MPI.IN_PLACE if s is r else s, r, mop)
+        self._call(run, what)
 
     def bcast(self, arrays, root=0, what="broadcast"):
         _check_root(root, self.size)
@@ -393,6 +417,17 @@ class MPIComm(Communicator):
                 MPI.Finalize()
             finally:
                 faulthandler.cancel_dump_traceback_later()
+
+
+def _waitall_loop(MPI, q) -> None:
+    """Helper thread: run each blocking MPI call put on `q`, then signal its event."""
+    while True:
+        fn, done, box = q.get()
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - handed to the waiting thread
+            box.append(e)
+        done.set()
 
 
 def _bytes_view(a: np.ndarray) -> np.ndarray:

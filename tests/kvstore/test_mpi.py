@@ -216,3 +216,39 @@ def test_dead_or_stalled_worker_fails_the_others_in_time(group, tmp_path, mode):
     else:
         assert "did not complete within 4 s" in line[0], out
         assert 3.9 <= seconds < 8.0
+
+
+def test_trainer_dist_string_starts_from_rank0_and_matches_one_worker(group):
+    import symjit.distributed as hvd
+    from symjit import gluon
+    hvd.init()
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(8, 3)).astype(np.float32)
+    y = rng.normal(size=(8, 2)).astype(np.float32)
+    half = np.array_split(np.arange(8), group.size)[group.rank]
+
+    def train(make_trainer, xs, ys, init_value, steps=3):
+        net = gluon.nn.Dense(2, in_units=3)
+        net.initialize(mx.init.Constant(init_value))
+        trainer = make_trainer(net)
+        for _ in range(steps):
+            with autograd.record():
+                loss = mx.nd.sum(mx.nd.square(net(mx.nd.array(xs)) - mx.nd.array(ys)))
+            loss.backward()
+            trainer.step(8)
+        return net.weight.data().asnumpy()
+
+    opt = {"learning_rate": 0.1}
+    one = train(lambda n: gluon.Trainer(n.collect_params(), "sgd", opt), x, y, 0.1)
+    # every worker starts from a different value: the store's broadcast gives rank 0's (0.1)
+    dist = train(lambda n: gluon.Trainer(n.collect_params(), "sgd", opt, kvstore="dist_sync"),
+                 x[half], y[half], 0.1 + group.rank)
+    np.testing.assert_allclose(dist, one, atol=1e-5)
+
+    def hvd_trainer(n):
+        hvd.broadcast_parameters(n.collect_params(), root_rank=0)
+        return hvd.DistributedTrainer(n.collect_params(), "sgd", {"learning_rate": 0.1 * group.size})
+
+    # DistributedTrainer averages over workers: lr * size on halves == lr on the whole batch
+    hv = train(hvd_trainer, x[half], y[half], 0.1 + group.rank)
+    np.testing.assert_allclose(hv, one, atol=1e-5)
