@@ -126,8 +126,9 @@ def conv_flops(opt) -> float:
 
 
 def layer_profile(opt, repeats: int = 5, top: int = 12) -> list[tuple[float, str]]:
-    """Median time of every node of an optimized graph compiled alone (same attributes and
-    shapes, random inputs): (seconds, description), slowest first."""
+    """Median process CPU time of every node of an optimized graph compiled alone (same
+    attributes and shapes, random inputs): (seconds, description), slowest first. With one
+    thread this is each layer's work, whatever else runs on the machine."""
     from symjit.codegen.llvm.executable import compile_planned
     from symjit.ir import GraphBuilder, TensorType
     from symjit.passes.infer import infer_types
@@ -144,7 +145,8 @@ def layer_profile(opt, repeats: int = 5, top: int = 12) -> list[tuple[float, str
         g, _ = plan_memory(g)
         cg = compile_planned(g, "layer")
         arrays = [rng.standard_normal(v.type.shape).astype(v.type.dtype) for v in g.inputs]
-        t = race({"x": lambda: cg(arrays)}, repeats, warmup=1)["x"]
+        race({"x": lambda: cg(arrays)}, repeats, warmup=1)
+        t = LAST_CPU["x"]
         inner = n.attrs["inner"] if n.op.name == "_with_epilogue" else n.op.name
         attrs = n.attrs.get("inner_attrs", n.attrs)
         geo = {k: attrs[k] for k in ("kernel", "stride", "num_group", "pool_type") if k in attrs}
@@ -186,6 +188,6 @@ def compare_with_ort(name: str, batch: int, threads: int, repeats: int, profile:
         print("  (onnxruntime not installed: pip install onnxruntime)")
     if profile:
         rows, total = layer_profile(opt)
-        print(f"  per-layer profile (each node compiled alone; sum {total * 1e3:.1f} ms):")
+        print(f"  per-layer CPU-time profile (each node compiled alone; sum {total * 1e3:.1f} ms):")
         for t, what in rows:
             print(f"    {t * 1e3:8.3f} ms  {what}")
