@@ -299,3 +299,24 @@ def test_bidirectional_and_residual_cells():
     base._modified = False
     o_base, _ = base.unroll(4, nd.array(x), merge_outputs=True)
     np.testing.assert_allclose(o_res.asnumpy(), o_base.asnumpy() + x, rtol=1e-5)
+
+
+@pytest.mark.parametrize("cls,mode", [(rnn.LSTM, "lstm"), (rnn.GRU, "gru"), (rnn.RNN, "rnn_relu")])
+def test_layer_parameters_packed_as_mxnet_drive_the_fused_rnn_op(cls, mode):
+    """Gluon's fused layers pack weights (then biases) per layer and direction for the `RNN`
+    op: the unrolled layer must agree with the fused op on the packed vector."""
+    rs = np.random.RandomState(7)
+    layer = cls(3, 2, bidirectional=True)
+    layer.initialize(mx.init.Uniform(0.5))
+    x = rs.randn(4, 2, 5).astype(np.float32)
+    states = layer.begin_state(2)
+    states = [nd.array(rs.randn(*s.shape)) for s in states]
+    out, new_states = layer(nd.array(x), states)
+    P = layer.collect_params()
+    flat = np.concatenate([P[f"{layer.prefix}{d}{l}_{g}_{t}"].data().asnumpy().reshape(-1)
+                           for t in ("weight", "bias") for l in range(2) for d in "lr" for g in ("i2h", "h2h")])
+    fused = nd.RNN(nd.array(x), nd.array(flat), *states, state_size=3, num_layers=2, bidirectional=True,
+                   mode=mode, state_outputs=True)
+    np.testing.assert_allclose(out.asnumpy(), fused[0].asnumpy(), rtol=1e-5, atol=1e-6)
+    for a, b in zip(new_states, fused[1:]):
+        np.testing.assert_allclose(a.asnumpy(), b.asnumpy(), rtol=1e-5, atol=1e-6)
