@@ -59,7 +59,9 @@ def build_command(mpiexec: str, n: int, launch_dir: str, cmd: list[str], rank0_o
     full = [mpiexec, "-n", str(n)]
     if hydra:
         full.append("-disable-auto-cleanup")
-    full += [sys.executable, os.path.abspath(__file__), _WORKER_FLAG, launch_dir,
+    # run the supervisor as a module: running this file by path would put symjit/ first on
+    # sys.path, where symjit/random.py shadows the standard library's `random`
+    full += [sys.executable, "-m", "symjit.launch", _WORKER_FLAG, launch_dir,
              "1" if rank0_output else "0", "--", *cmd]
     return full
 

@@ -211,5 +211,7 @@ def test_launcher_command_line():
     cmd = launch.build_command("/x/mpiexec", 3, "/tmp/d", ["python", "t.py"], True, True)
     assert cmd[:4] == ["/x/mpiexec", "-n", "3", "-disable-auto-cleanup"]
     assert cmd[-3:] == ["--", "python", "t.py"]
+    # the supervisor runs as a module (by path, symjit/random.py would shadow `random`)
+    assert cmd[5:7] == ["-m", "symjit.launch"]
     with pytest.raises(SystemExit):
         launch.main(["-n", "2"])
