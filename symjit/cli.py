@@ -206,6 +206,9 @@ def cmd_compile(args) -> int:
         if out.endswith(suffix):
             out = out[: -len(suffix)]
     name = args.name or Path(out).name
+    out_dir = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(out_dir):
+        raise CliError(f"output directory {out_dir!r} does not exist")
     with progress(not args.quiet, "loading") as report:
         model, digest = _compile_model(args, name, report)
         if not model.compiled.native:
@@ -238,7 +241,7 @@ def cmd_run(args) -> int:
     import numpy as np
     from .base import MXNetError
     lib, entry = _load_library(args.library)
-    manifest_inputs = _library_inputs(args.library, entry)
+    manifest_inputs = _library_inputs(entry)
     names = [n for n, _, _ in manifest_inputs]
     given = {}
     for s in args.input:
@@ -286,14 +289,10 @@ def cmd_run(args) -> int:
     return 0
 
 
-def _library_inputs(path: str, entry) -> list:
-    """(name, shape, dtype) of a library's inputs, from its manifest or descriptor."""
+def _library_inputs(entry) -> list:
+    """(name, shape, numpy dtype) of a loaded library graph's inputs."""
     import numpy as np
-    from . import _runtime
-    import ctypes
-    handle = ctypes.CDLL(os.path.abspath(path))
-    desc = _runtime.describe_graphs(ctypes.cast(handle.symjit_graphs, ctypes.c_void_p).value)[0]
-    return [(n, tuple(s), np.dtype(d)) for n, s, d in desc["inputs"]]
+    return [(n, tuple(shape), np.dtype(d)) for n, shape, d in entry.inputs]
 
 
 def _time_calls(fn, warmup: int, repeat: int, min_time: float) -> list[float]:
@@ -325,7 +324,7 @@ def cmd_bench(args) -> int:
     results = {}
     if args.symbol.endswith(".so"):
         _, entry = _load_library(args.symbol)
-        specs = _library_inputs(args.symbol, entry)
+        specs = _library_inputs(entry)
         arrays = [rng.standard_normal(s).astype(d) if d.kind == "f" else np.zeros(s, d) for _, s, d in specs]
         batch = specs[0][1][0] if specs and specs[0][1] else 1
         results["aot"] = _stats(_time_calls(lambda: entry(*arrays), args.warmup, args.repeat, args.min_time), batch)
@@ -421,9 +420,9 @@ def cmd_viz(args) -> int:
         fmt = Path(args.output).suffix.lstrip(".").lower()
         if fmt not in ("svg", "png", "pdf", "dot", "gv"):
             raise CliError(f"-o {args.output}: unknown format {fmt!r} (use .svg, .png, .pdf or .dot)")
-        free_shapes = None if shapes is None else {k: v for k, v in shapes.items() if k not in params}
+        # the weights' shapes go along, so that a wrong --input shape conflicts with them
         dot = viz.plot_network(net, title=Path(args.output).stem, save_format="svg" if fmt in ("dot", "gv") else fmt,
-                               shape=free_shapes, hide_weights=not args.show_weights, optimized=args.optimized,
+                               shape=shapes, hide_weights=not args.show_weights, optimized=args.optimized,
                                params=params)
         if fmt in ("dot", "gv"):
             atomic_write(args.output, dot.source)

@@ -183,3 +183,18 @@ def test_inspect_dump_passes_json_keeps_stdout_clean(capsys):
     assert data["ir_after_pass"]["infer"].startswith("graph ")
     import os
     assert "SYMJIT_DUMP_PASSES" not in os.environ
+
+
+@pytest.mark.parametrize("command", ["bench", "inspect", "viz"])
+def test_model_commands_reject_bad_files(command, tmp_path, capsys):
+    (tmp_path / "bad.json").write_text("[1, 2")
+    (tmp_path / "bad.params").write_bytes(b"\x00" * 3)
+    extra = ["-o", str(tmp_path / "net.dot")] if command == "viz" else []
+    for files, msg in (([str(tmp_path / "missing.json")], "does not exist"),
+                       ([str(tmp_path / "bad.json")], "not valid JSON"),
+                       ([MLP[0], str(tmp_path / "bad.params")], "not an MXNet .params file")):
+        rc, out, err = _run(capsys, [command, *files, "--input", "data:8x784", *extra])
+        assert rc == 1 and msg in _one_line_error(err, command) and out == ""
+    rc, _, err = _run(capsys, [command, *MLP, "--input", "data:8x7", *extra])
+    assert rc == 1 and "shape" in _one_line_error(err, command)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "bad.params"]
