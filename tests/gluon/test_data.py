@@ -137,3 +137,52 @@ def test_dataloader_with_transformed_vision_dataset():
     x, y = next(iter(data.DataLoader(ds, batch_size=4, num_workers=2)))
     assert x.shape == (4, 3, 4, 4) and y.asnumpy().tolist() == [0, 1, 2, 3]
     np.testing.assert_allclose(x.asnumpy(), imgs[:4].transpose(0, 3, 1, 2) / 255.0, rtol=1e-6)
+
+
+def _write_idx(root, images, labels, prefix="train"):
+    import gzip
+    import struct
+    stem = "train" if prefix == "train" else "t10k"
+    with gzip.open(root / f"{stem}-images-idx3-ubyte.gz", "wb") as f:
+        f.write(struct.pack(">IIII", 2051, len(images), images.shape[1], images.shape[2]) + images.tobytes())
+    with gzip.open(root / f"{stem}-labels-idx1-ubyte.gz", "wb") as f:
+        f.write(struct.pack(">II", 2049, len(labels)) + labels.tobytes())
+
+
+def test_mnist_reads_local_idx_files(tmp_path):
+    from symjit.gluon.data.vision import MNIST, FashionMNIST
+    rs = np.random.RandomState(0)
+    imgs = rs.randint(0, 256, size=(5, 28, 28)).astype(np.uint8)
+    labels = np.array([3, 1, 4, 1, 5], dtype=np.uint8)
+    _write_idx(tmp_path, imgs, labels, "test")
+    ds = MNIST(root=str(tmp_path), train=False)
+    assert len(ds) == 5
+    x, y = ds[2]
+    assert x.shape == (28, 28, 1) and x.dtype == np.uint8 and y == 4
+    np.testing.assert_array_equal(x.asnumpy()[..., 0], imgs[2])
+    t = FashionMNIST(root=str(tmp_path), train=False, transform=lambda d, l: (d.astype("float32") / 255, l + 1))
+    assert t[0][1] == 4
+    with pytest.raises(OSError, match="does not download"):
+        MNIST(root=str(tmp_path), train=True)
+
+
+def test_cifar_reads_local_binary_batches(tmp_path):
+    import io
+    import tarfile
+    from symjit.gluon.data.vision import CIFAR10, CIFAR100
+    rs = np.random.RandomState(1)
+    imgs = rs.randint(0, 256, size=(3, 3, 32, 32)).astype(np.uint8)  # stored channel-major
+    rec10 = np.concatenate([np.array([[7], [2], [9]], dtype=np.uint8), imgs.reshape(3, -1)], axis=1)
+    with tarfile.open(tmp_path / "cifar-10-binary.tar.gz", "w:gz") as tar:
+        info = tarfile.TarInfo("cifar-10-batches-bin/test_batch.bin")
+        info.size = rec10.nbytes
+        tar.addfile(info, io.BytesIO(rec10.tobytes()))
+    ds = CIFAR10(root=str(tmp_path), train=False)
+    assert len(ds) == 3 and ds[1][1] == 2
+    np.testing.assert_array_equal(ds[2][0].asnumpy(), imgs[2].transpose(1, 2, 0))
+    folder = tmp_path / "cifar-100-binary"
+    folder.mkdir()
+    rec100 = np.concatenate([np.array([[1, 11], [2, 22], [3, 33]], dtype=np.uint8), imgs.reshape(3, -1)], axis=1)
+    (folder / "train.bin").write_bytes(rec100.tobytes())
+    assert [CIFAR100(root=str(tmp_path))[i][1] for i in range(3)] == [1, 2, 3]
+    assert [CIFAR100(root=str(tmp_path), fine_label=True)[i][1] for i in range(3)] == [11, 22, 33]
