@@ -377,6 +377,10 @@ class Module(BaseModule):
         if self._kvstore is not None:
             for i, name in enumerate(self._param_names):
                 self._kvstore.init(i, self._arg_params[name])
+            if "dist" in getattr(self._kvstore, "type", ""):  # every worker starts from rank 0's weights
+                for i, name in enumerate(self._param_names):
+                    self._kvstore.pull(i, out=self._arg_params[name])
+                self._push_params()
         self.optimizer_initialized = True
 
     def _create_kvstore(self, kvstore):

@@ -252,3 +252,30 @@ def test_trainer_dist_string_starts_from_rank0_and_matches_one_worker(group):
     # DistributedTrainer averages over workers: lr * size on halves == lr on the whole batch
     hv = train(hvd_trainer, x[half], y[half], 0.1 + group.rank)
     np.testing.assert_allclose(hv, one, atol=1e-5)
+
+
+def test_module_dist_sync_equals_one_worker(group):
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(8, 3)).astype(np.float32)
+    y = rng.normal(size=(8, 2)).astype(np.float32)
+    half = np.array_split(np.arange(8), group.size)[group.rank]
+
+    def train(kvstore, xs, ys, init_value):
+        data = mx.sym.var("data")
+        net = mx.sym.FullyConnected(data, num_hidden=2, name="fc")
+        net = mx.sym.LinearRegressionOutput(net, mx.sym.var("lin_label"), name="lin")
+        mod = mx.mod.Module(net, data_names=["data"], label_names=["lin_label"])
+        mod.bind(data_shapes=[("data", xs.shape)], label_shapes=[("lin_label", ys.shape)])
+        mod.init_params(mx.init.Constant(init_value))
+        mod.init_optimizer(kvstore=kvstore, optimizer="sgd",
+                           optimizer_params={"learning_rate": 0.1, "rescale_grad": 1.0 / 8})
+        batch = mx.io.DataBatch([mx.nd.array(xs)], [mx.nd.array(ys)])
+        for _ in range(3):
+            mod.forward(batch, is_train=True)
+            mod.backward()
+            mod.update()
+        return mod.get_params()[0]["fc_weight"].asnumpy()
+
+    one = train("local", x, y, 0.1)
+    dist = train("dist_sync", x[half], y[half], 0.1 + group.rank)
+    np.testing.assert_allclose(dist, one, atol=1e-5)
