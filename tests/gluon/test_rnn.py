@@ -320,3 +320,21 @@ def test_layer_parameters_packed_as_mxnet_drive_the_fused_rnn_op(cls, mode):
     np.testing.assert_allclose(out.asnumpy(), fused[0].asnumpy(), rtol=1e-5, atol=1e-6)
     for a, b in zip(new_states, fused[1:]):
         np.testing.assert_allclose(a.asnumpy(), b.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_layer_composed_on_symbols_builds_the_fused_graph():
+    layer = rnn.LSTM(3, 2, bidirectional=True, layout="NTC", input_size=4)
+    layer.initialize()
+    x = nd.random.uniform(shape=(2, 5, 4))
+    st = layer.begin_state(2)
+    ref, ref_states = layer(x, st)
+    data = mx.sym.var("data")
+    svars = [mx.sym.var("s0"), mx.sym.var("s1")]
+    out, out_states = layer(data, svars)
+    ops = [n["op"] for n in __import__("json").loads(out.tojson())["nodes"]]
+    assert "RNN" in ops and "_rnn_param_concat" in ops
+    args = {p.name: p.data() for p in layer.collect_params().values()}
+    res = mx.sym.Group([out] + out_states).eval(data=x, s0=st[0], s1=st[1], **args)
+    np.testing.assert_allclose(res[0].asnumpy(), ref.asnumpy(), rtol=1e-5, atol=1e-6)
+    for a, b in zip(res[1:], ref_states):
+        np.testing.assert_allclose(a.asnumpy(), b.asnumpy(), rtol=1e-5, atol=1e-6)

@@ -5,7 +5,8 @@ Parameters carry MXNet's names and shapes (`l0_i2h_weight` (gates*hidden, input)
 interchange with MXNet. The computation is unrolled over time with the cells' step functions
 (registered ops only): gradients, hybridization and export need nothing RNN-specific. The
 unrolled graph depends on the sequence length, so a hybridized layer re-traces when the
-length (or whether states were passed) changes.
+length (or whether states were passed) changes. Composed on Symbols directly (length
+unknown), a layer builds MXNet's own graph instead: `_rnn_param_concat` + the fused `RNN` op.
 
 Semantics as MXNet's fused kernel: layer l reads layer l-1's output (both directions
 concatenated on the feature axis), dropout (training only) between layers, returned states
@@ -135,8 +136,9 @@ class _RNNLayer(HybridBlock):
         else:
             length = self._trace_key[0] if self._trace_key else None
             if not length:
-                raise MXNetError(f"{self.name}: the sequence length must be known to build the "
-                                 "unrolled graph; call the (hybridized) layer on NDArrays")
+                # composed on Symbols of unknown length: MXNet's fused RNN op
+                out = self._fused_forward(F, inputs, states, sequence_length, **kwargs)
+                return out[0] if self.skip_states else out
         out = self._forward_kernel(F, inputs, states, length, sequence_length, **kwargs)
         return out[0] if self.skip_states else out
 
@@ -169,6 +171,28 @@ class _RNNLayer(HybridBlock):
             # NaN cells become the lower bound (x == x is false only for NaN)
             clipped = F.where(clipped == clipped, clipped, F.ones_like(clipped) * lo)
         return clipped
+
+    def _fused_forward(self, F, inputs, states, sequence_length=None, **params):
+        """The layer as MXNet builds it: parameters packed by `_rnn_param_concat` (all weights,
+        then all biases, per layer and direction) feeding one `RNN` op over TNC data."""
+        if sequence_length is not None or self._projection_size or \
+                self._lstm_state_clip_min is not None or self._lstm_state_clip_max is not None:
+            raise MXNetError(f"{self.name}: sequence_length, projection and state clipping need "
+                             "the unrolled layer; call it on NDArrays")
+        if self._layout == "NTC":
+            inputs = F.swapaxes(inputs, dim1=0, dim2=1)
+        flat = [F.reshape(params[f"{d}{layer}_{g}_{t}"], shape=(-1,))
+                for t in ("weight", "bias") for layer in range(self._num_layers)
+                for d in ["l", "r"][:self._dir] for g in ("i2h", "h2h")]
+        packed = F._rnn_param_concat(*flat, dim=0, num_args=len(flat))
+        rnn = F.RNN(inputs, packed, *states, state_size=self._hidden_size,
+                    num_layers=self._num_layers, bidirectional=self._dir == 2, p=self._dropout,
+                    state_outputs=True, mode=self._mode)
+        outputs = rnn[0]
+        out_states = [rnn[1], rnn[2]] if self._mode == "lstm" else [rnn[1]]
+        if self._layout == "NTC":
+            outputs = F.swapaxes(outputs, dim1=0, dim2=1)
+        return outputs, out_states
 
     def _forward_kernel(self, F, inputs, states, length, sequence_length=None, **params):
         if sequence_length is not None:
