@@ -87,5 +87,5 @@ class _Compiler:
         n_out = len(g.outputs)
         g.outputs = list(g.outputs) + [by_name[v.name] for v in keep]
         opt, _ = compile_graph(g, "training" if is_train else "inference")
-        cg = compile_planned(opt, graph.name)
+        cg = compile_planned(opt, graph.name, is_train)
         return cg, n_out, [v.name for v in keep]

@@ -100,6 +100,8 @@ class CompiledGraph:
         self.name = name
         self.input_specs = [_spec(v) for v in g.inputs]
         self.output_specs = [_spec(v) for v in g.outputs]
+        #: extra output slots holding new values of graph inputs (native `updates_aux` ops)
+        self.state_specs = [(f"__state_{v.name}",) + _spec(v)[1:] for v in module.state_updates]
         self.params = [np.ascontiguousarray(a) for _, a in module.placement.params]
         self.native = not module.python_nodes and len(module.segment_names) <= 1
         self.entry = None
@@ -107,7 +109,7 @@ class CompiledGraph:
             from ... import runtime
             addr = code.addresses[module.segment_names[0]]
             self.entry = runtime.make_entry(
-                addr, self.input_specs, self.output_specs,
+                addr, self.input_specs, self.output_specs + self.state_specs,
                 params=[(n, a) for (n, _), a in zip(module.placement.params, self.params)],
                 workspace_size=module.workspace_size, name=name, owner=code)
         self._segments = {s: ENTRY_CFUNCTYPE(code.addresses[s]) for s in module.segment_names}
@@ -118,9 +120,12 @@ class CompiledGraph:
 
     def run(self, inputs, is_train: bool = False, rng=None, out=None) -> tuple[list, dict]:
         """(outputs, state updates {graph input Value: new array}) for one call."""
+        if out is not None and self.state_specs:
+            out = list(out) + [np.empty(shape, dtype) for _, shape, dtype in self.state_specs]
         if self.entry is not None:
-            res = self.entry(*inputs) if out is None else self.entry(*inputs, out=out)
-            return list(res), {}
+            res = list(self.entry(*inputs) if out is None else self.entry(*inputs, out=out))
+            n = len(self.output_specs)
+            return res[:n], dict(zip(self.module.state_updates, res[n:]))
         return self._run_hybrid(list(inputs), is_train, rng, out)
 
     def _check(self, inputs) -> list:
@@ -141,8 +146,8 @@ class CompiledGraph:
 
     def _run_hybrid(self, inputs, is_train, rng, out=None) -> tuple[list, dict]:
         inputs = self._check(inputs)
-        outputs = list(out) if out is not None else [np.empty(shape, dtype)
-                                                        for _, shape, dtype in self.output_specs]
+        outputs = list(out) if out is not None else [np.empty(shape, dtype) for _, shape, dtype
+                                                        in self.output_specs + self.state_specs]
         ws_raw = np.empty(self.module.workspace_size + 64, dtype=np.uint8)
         shift = (-ws_raw.ctypes.data) % 64
         ws = ws_raw[shift:shift + self.module.workspace_size]
@@ -178,14 +183,18 @@ class CompiledGraph:
                 for target, new in run_python_node(step.node, views, is_train, rng):
                     if target in inputs_set:
                         updates[target] = new
-        return outputs, updates
+        n = len(self.output_specs)
+        updates.update(zip(self.module.state_updates, outputs[n:]))
+        return outputs[:n], updates
 
 
-def compile_planned(g, name: str = "graph") -> CompiledGraph:
-    """Lower and JIT-compile an optimized, memory-planned graph."""
+def compile_planned(g, name: str = "graph", is_train: bool | None = None) -> CompiledGraph:
+    """Lower and JIT-compile an optimized, memory-planned graph. `is_train` fixes the mode
+    the graph runs in (mode-dependent ops such as BatchNorm in training then lower
+    natively); None keeps such ops as reference steps that take the mode per call."""
     stats = CompileStats()
     t0 = time.perf_counter()
-    module = lower_graph(g, name)
+    module = lower_graph(g, name, is_train)
     stats.lower_s = time.perf_counter() - t0
     _bind_runtime_symbols()
     code = _object_for(module, stats) if module.segment_names else None

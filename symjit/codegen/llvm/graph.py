@@ -18,6 +18,8 @@ says whether the whole graph is one native call (the fast path through `symjit.r
 Where values live: graph input i -> inputs[i]; a value returned as graph output j (its first
 occurrence) -> outputs[j]; a constant -> params[k]; any other value -> workspace + offset.
 Outputs that repeat a value, or are inputs or constants, are copied at the end.
+New values of graph inputs that an op updates (`updates_aux`) are extra output slots after
+the graph's outputs (`LoweringContext.state_output`).
 """
 from __future__ import annotations
 
@@ -73,13 +75,27 @@ Call = ParallelCall | MemcpyCall | DirectCall
 
 @dataclass
 class LoweringContext:
-    """What a lowering may use: the module under construction and a naming helper."""
+    """What a lowering may use: the module under construction, a naming helper, the
+    execution mode the graph is compiled for (`is_train`: None when the mode is only known
+    per call, so a mode-dependent op must not lower natively) and `state_output`."""
     mb: ModuleBuilder
     graph: Graph
+    placement: "Placement | None" = None
+    is_train: bool | None = None
+    state_updates: list = field(default_factory=list)   # graph input Values, in slot order
 
     def unique(self, base: str, key: str) -> str:
         """A process-unique symbol name for a kernel determined by `key`."""
         return f"{base}_{hashlib.sha1(key.encode()).hexdigest()[:16]}"
+
+    def state_output(self, target: Value) -> Value:
+        """Storage for the new value of graph input `target` (an op's `updates_aux` result,
+        e.g. BatchNorm's moving statistics in training). It is an extra output slot after the
+        graph's outputs; `CompiledGraph.run` returns it as a state update for `target`."""
+        v = Value(f"__state{len(self.state_updates)}", target.type)
+        self.placement.where[v] = ("output", len(self.graph.outputs) + len(self.state_updates))
+        self.state_updates.append(target)
+        return v
 
 
 Lowering = Callable[[Node, LoweringContext], "list | None"]
@@ -254,13 +270,15 @@ class GraphModule:
     workspace_size: int
     segment_names: list
     python_nodes: list
+    state_updates: list = field(default_factory=list)  # graph inputs updated by extra output slots
 
 
-def lower_graph(g: Graph, name: str = "graph") -> GraphModule:
-    """Lower every node (see the module docstring) into one module and a list of steps."""
+def lower_graph(g: Graph, name: str = "graph", is_train: bool | None = None) -> GraphModule:
+    """Lower every node (see the module docstring) into one module and a list of steps.
+    `is_train`: the mode the graph will run in, or None when it is chosen per call."""
     placement = place_values(g)
     mb = ModuleBuilder()
-    ctx = LoweringContext(mb, g)
+    ctx = LoweringContext(mb, g, placement, is_train)
     steps: list[Step] = []
     current: _SegmentEmitter | None = None
     segments: list[_SegmentEmitter] = []
@@ -304,7 +322,7 @@ def lower_graph(g: Graph, name: str = "graph") -> GraphModule:
     ir = mb.render() + "\n" + "".join(s.render() for s in segments) + "\n".join(decls) + "\n"
     steps = [Step(segment=s.segment.name if s.segment is not None else None, node=s.node) for s in steps]
     plan = g.annotations["memory_plan"]
-    return GraphModule(ir, steps, placement, int(plan.arena_bytes), names, python_nodes)
+    return GraphModule(ir, steps, placement, int(plan.arena_bytes), names, python_nodes, list(ctx.state_updates))
 
 
 def name_token(name: str) -> str:

@@ -1,0 +1,343 @@
+"""Native lowerings of data-movement ops: strided copies, broadcasts, concatenation, splits,
+padding, gathers (take, pick, one_hot) and `where`.
+
+Every pure data-movement op here is a set of *strided copies*: an output (or a box inside
+it) receives `src[offset + sum_d i_d * stride_d]` over its index space. One kernel
+template (`copy_call`) runs such a copy: the index space is simplified (size-1 dims
+dropped, dims that are contiguous in both source and destination merged), rows of the
+innermost dim are split over threads, and elements move as integers of their byte size,
+so every dtype (float16 included) copies bit-exactly.
+
+Where the affine map comes from: transpose, concatenation, stack and split are computed
+from their attributes; the remaining single-source ops (slice, slice_axis, slice_like,
+crop, reverse, SwapAxis, tile, repeat, broadcast_*, depth_to_space, space_to_depth,
+`_backward_sum`) take it from their own reference implementation applied to an *index
+array* (`np.arange` of the source's size), fitted by `fit_affine` and verified exactly on
+every element. So the compiled op has the reference's semantics for every attribute
+combination by construction; an op whose map is not affine (none of the listed ones in
+practice) or too large to probe (`PROBE_LIMIT`) keeps its Python step.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ...ops import scalar as S
+from ...ops.registry import ComputeContext
+from .elementwise import SUPPORTED_DTYPES, ElementwiseSpec, emit_elementwise, kernel_name
+from .graph import LoweringContext, ParallelCall, register_lowering
+from .lower_loops import GRAIN, KernelWriter, int_type_of_size, llvm_type, row_strides
+
+__all__ = ["copy_call", "fill_call", "fit_affine", "merge_copy_dims", "PROBE_LIMIT"]
+
+#: largest source (elements) whose affine map is derived by probing the reference
+PROBE_LIMIT = 1 << 24
+
+
+def _known(*values) -> bool:
+    return all(v.type.known for v in values)
+
+
+def _size(v) -> int:
+    return int(np.prod(v.type.shape, dtype=np.int64))
+
+
+def _itemsize(v) -> int:
+    return np.dtype(v.type.dtype).itemsize
+
+
+# --------------------------------------------------------------------------------------
+# Kernels
+# --------------------------------------------------------------------------------------
+
+def merge_copy_dims(shape: Sequence[int], src: Sequence[int], dst: Sequence[int]) -> list[tuple[int, int, int]]:
+    """[(size, src_stride, dst_stride)] with size-1 dims dropped and a dim merged into the next
+    inner one where both strides continue it (the pair walks memory the same way)."""
+    dims = [(int(n), int(s), int(d)) for n, s, d in zip(shape, src, dst) if n != 1]
+    out: list[tuple[int, int, int]] = []
+    for n, s, d in reversed(dims):
+        if out and s == out[-1][0] * out[-1][1] and d == out[-1][0] * out[-1][2]:
+            m = out.pop()
+            out.append((m[0] * n, m[1], m[2]))
+        else:
+            out.append((n, s, d))
+    return out[::-1]
+
+
+def copy_call(ctx: LoweringContext, src, dst, shape, src_strides, dst_strides,
+              src_offset: int = 0, dst_offset: int = 0) -> ParallelCall | None:
+    """A call copying dst[dst_offset + sum i*dst_strides] = src[src_offset + sum i*src_strides]
+    for every index i of `shape` (element strides; negative source strides allowed)."""
+    ity = int_type_of_size(_itemsize(src))
+    if ity is None or _itemsize(src) != _itemsize(dst):
+        return None
+    dims = merge_copy_dims(shape, src_strides, dst_strides) or [(1, 0, 0)]
+    if any(n == 0 for n, _, _ in dims):
+        return None
+    inner, rows_shape = dims[-1], [n for n, _, _ in dims[:-1]]
+    rows = int(np.prod(rows_shape, dtype=np.int64))
+    key = f"copy|{ity}|{dims}|{src_offset}|{dst_offset}"
+    name = ctx.unique("sj_copy", key)
+    if name not in ctx.mb.symbols:
+        kw = KernelWriter(ctx.mb, name, 2)
+        sp, dp = kw.args
+        with kw.loop(kw.begin, kw.end) as r:
+            idx = kw.unravel(r, rows_shape) if rows_shape else []
+            so = kw.offset(idx, [s for _, s, _ in dims[:-1]], src_offset)
+            do = kw.offset(idx, [d for _, _, d in dims[:-1]], dst_offset)
+            n, si, di = inner
+            with kw.loop(0, n) as j:
+                v = kw.load(ity, sp, so + j * si if si != 1 else so + j)
+                kw.store(ity, v, dp, do + j * di if di != 1 else do + j)
+        kw.finish()
+    return ParallelCall(name, rows, max(1, GRAIN // max(inner[0], 1)), [src, dst])
+
+
+def fill_call(ctx: LoweringContext, dst, value: float) -> ParallelCall | None:
+    """A call filling every element of `dst` with `value` (converted like numpy to its dtype)."""
+    ity = int_type_of_size(_itemsize(dst))
+    if ity is None:
+        return None
+    with np.errstate(all="ignore"):
+        bits = int(np.asarray(value).astype(dst.type.dtype).reshape(1).view(f"i{_itemsize(dst)}")[0])
+    name = ctx.unique("sj_fill", f"fill|{ity}|{bits}")
+    if name not in ctx.mb.symbols:
+        kw = KernelWriter(ctx.mb, name, 1)
+        with kw.loop(kw.begin, kw.end) as i:
+            kw.store(ity, bits, kw.args[0], i)
+        kw.finish()
+    return ParallelCall(name, _size(dst), GRAIN, [dst])
+
+
+# --------------------------------------------------------------------------------------
+# Affine maps from the reference implementation
+# --------------------------------------------------------------------------------------
+
+def fit_affine(index: np.ndarray) -> tuple[int, list[int]] | None:
+    """(offset, strides) with index[i] == offset + sum(i_d * strides[d]) for every i, or None."""
+    index = np.asarray(index)
+    if index.size == 0:
+        return None
+    flat = index.reshape(-1)
+    offset = int(flat[0])
+    strides = []
+    for d, n in enumerate(index.shape):
+        if n == 1:
+            strides.append(0)
+            continue
+        unit = tuple(1 if k == d else 0 for k in range(index.ndim))
+        strides.append(int(index[unit]) - offset)
+    pred = np.full(index.shape, offset, dtype=np.int64)
+    for d, s in enumerate(strides):
+        if s:
+            shape = [1] * index.ndim
+            shape[d] = index.shape[d]
+            pred = pred + np.arange(index.shape[d], dtype=np.int64).reshape(shape) * s
+    if not np.array_equal(pred, index.astype(np.int64)):
+        return None
+    return offset, strides
+
+
+def _refined_shape(node) -> tuple | None:
+    """The output index space in which tile, repeat, depth_to_space and space_to_depth are
+    affine: each tiled dim split into (copies, input size), the repeated dim into (input
+    size, repeats), block dims into (blocks, block). None: the output shape itself."""
+    ishape, oshape = tuple(node.inputs[0].type.shape), tuple(node.outputs[0].type.shape)
+    if node.op.name == "tile":
+        padded = (1,) * (len(oshape) - len(ishape)) + ishape
+        if len(padded) != len(oshape) or 0 in padded:
+            return None
+        return tuple(x for n, k in zip(oshape, padded) for x in (n // k, k))
+    if node.op.name in ("depth_to_space", "space_to_depth") and len(oshape) == 4:
+        bs = int(node.attrs["block_size"])
+        n, c, h, w = oshape
+        if node.op.name == "depth_to_space":   # (N, C, H*b, W*b) as (N, C, H, b, W, b)
+            return (n, c, h // bs, bs, w // bs, bs)
+        return (n, bs, bs, c // (bs * bs), h, w)  # channels of space_to_depth are (b, b, C)
+    if node.op.name == "repeat":
+        r, axis = node.attrs["repeats"], node.attrs["axis"]
+        if axis is None:
+            return (int(np.prod(ishape, dtype=np.int64)), r)
+        a = axis % len(ishape)
+        return oshape[:a] + (ishape[a], r) + oshape[a + 1:]
+    return None
+
+
+def probe_maps(node, refined: tuple | None = None) -> list | None:
+    """For each output of a node that moves elements of its input 0: the affine map from
+    output index (in `refined`, a finer view of the output shape, when given) to input-0 flat
+    index, found by running the node's reference compute on an index array (other inputs
+    zero). None if an output is not an affine image."""
+    src = node.inputs[0]
+    n = _size(src)
+    if n == 0 or n > PROBE_LIMIT or n >= 2 ** 53:
+        return None
+    args = [np.arange(n, dtype=np.float64).reshape(src.type.shape)]
+    args += [np.zeros(v.type.shape, np.float64) for v in node.inputs[1:]]
+    try:
+        results = node.op.compute(node.attrs, args, ComputeContext(False, None))
+    except Exception:  # noqa: BLE001 - an op that refuses the probe keeps its Python step
+        return None
+    maps = []
+    for v, r in zip(node.outputs, results):
+        r = np.asarray(r)
+        if r.shape != tuple(v.type.shape) or not np.array_equal(r, np.floor(r)):
+            return None
+        if refined is not None:
+            if int(np.prod(refined, dtype=np.int64)) != r.size:
+                return None
+            r = r.reshape(refined)
+        m = fit_affine(r)
+        if m is None:
+            return None
+        maps.append(m)
+    return maps
+
+
+# --------------------------------------------------------------------------------------
+# Lowerings
+# --------------------------------------------------------------------------------------
+
+_PROBED = ("slice", "crop", "slice_axis", "slice_like", "reverse", "flip", "SwapAxis", "swapaxes", "tile",
+           "repeat", "broadcast_to", "broadcast_axis", "broadcast_axes", "broadcast_like", "depth_to_space",
+           "space_to_depth", "_backward_sum", "SliceChannel", "split")
+
+
+@register_lowering(*_PROBED)
+def lower_probed(node, ctx: LoweringContext):
+    """Ops whose outputs are affine images of input 0 (see the module docstring)."""
+    src = node.inputs[0]
+    if not _known(*node.inputs, *node.outputs) or any(o.type.dtype != src.type.dtype for o in node.outputs):
+        return None
+    if any(_size(o) == 0 for o in node.outputs):
+        return [] if all(_size(o) == 0 for o in node.outputs) else None
+    refined = _refined_shape(node)
+    maps = probe_maps(node, refined)
+    if maps is None:
+        return None
+    calls = []
+    for out, (offset, strides) in zip(node.outputs, maps):
+        if _size(out) == 0:
+            continue
+        shape = refined or tuple(out.type.shape)
+        c = copy_call(ctx, src, out, shape, strides, row_strides(shape), offset, 0)
+        if c is None:
+            return None
+        calls.append(c)
+    return calls
+
+
+@register_lowering("transpose")
+def lower_transpose(node, ctx: LoweringContext):
+    from ...ops.shape import _transpose_axes
+    src, dst = node.inputs[0], node.outputs[0]
+    if not _known(src, dst) or _size(dst) == 0:
+        return None if not _known(src, dst) else []
+    perm = _transpose_axes("transpose", node.attrs["axes"], len(src.type.shape))
+    st = row_strides(src.type.shape)
+    c = copy_call(ctx, src, dst, dst.type.shape, [st[a] for a in perm], row_strides(dst.type.shape))
+    return None if c is None else [c]
+
+
+def _join(ctx, parts, dst, axis: int, new_axis: bool):
+    """Copy each part into its slab of `dst` along `axis` (Concat: existing axis; stack: new)."""
+    dshape = tuple(dst.type.shape)
+    dst_st = row_strides(dshape)
+    calls, pos = [], 0
+    for p in parts:
+        pshape = tuple(p.type.shape)
+        width = 1 if new_axis else pshape[axis]
+        if _size(p):
+            shape = pshape[:axis] + (1,) + pshape[axis:] if new_axis else pshape
+            src_st = row_strides(shape)
+            c = copy_call(ctx, p, dst, shape, src_st, dst_st, 0, pos * dst_st[axis])
+            if c is None:
+                return None
+            calls.append(c)
+        pos += width
+    return calls
+
+
+@register_lowering("Concat", "concat")
+def lower_concat(node, ctx: LoweringContext):
+    dst = node.outputs[0]
+    if not _known(*node.inputs, dst) or any(v.type.dtype != dst.type.dtype for v in node.inputs):
+        return None
+    axis = node.attrs["dim"] % len(dst.type.shape)
+    return _join(ctx, node.inputs, dst, axis, False)
+
+
+@register_lowering("stack")
+def lower_stack(node, ctx: LoweringContext):
+    dst = node.outputs[0]
+    if not _known(*node.inputs, dst) or any(v.type.dtype != dst.type.dtype for v in node.inputs):
+        return None
+    axis = node.attrs["axis"] % len(dst.type.shape)
+    return _join(ctx, node.inputs, dst, axis, True)
+
+
+@register_lowering("Pad", "pad")
+def lower_pad(node, ctx: LoweringContext):
+    """Constant padding: fill the output, then copy the input into its interior box."""
+    src, dst = node.inputs[0], node.outputs[0]
+    if node.attrs["mode"] != "constant" or not _known(src, dst) or _size(src) == 0:
+        return None
+    fill = fill_call(ctx, dst, node.attrs["constant_value"])
+    pw = node.attrs["pad_width"]
+    dst_st = row_strides(dst.type.shape)
+    offset = sum(pw[2 * d] * dst_st[d] for d in range(len(dst_st)))
+    c = copy_call(ctx, src, dst, src.type.shape, row_strides(src.type.shape), dst_st, 0, offset)
+    return None if fill is None or c is None else [fill, c]
+
+
+# ---- elementwise-shaped ops: `where`, `_backward_mean` -----------------------------------
+
+def _ew_call(ctx, spec: ElementwiseSpec, args) -> list:
+    name = kernel_name(spec)
+    if name not in ctx.mb.symbols:
+        emit_elementwise(ctx.mb, spec, name)
+    return [ParallelCall(name, int(np.prod(spec.out_shape, dtype=np.int64)), GRAIN, list(args))]
+
+
+def _ew_dtypes_ok(*values) -> bool:
+    return _known(*values) and all(np.dtype(v.type.dtype).name in SUPPORTED_DTYPES for v in values)
+
+
+@register_lowering("where")
+def lower_where(node, ctx: LoweringContext):
+    """where(c, x, y): a select kernel; a (N,) condition broadcasts over rows."""
+    c, x, y = node.inputs
+    out = node.outputs[0]
+    if not _ew_dtypes_ok(c, x, y, out) or x.type.shape != y.type.shape or x.type.dtype != y.type.dtype:
+        return None
+    cd, xd = np.dtype(c.type.dtype), np.dtype(x.type.dtype)
+    # the condition is converted to the compute dtype before the != 0 test: safe when that
+    # conversion keeps every nonzero value nonzero
+    if not (cd == xd or (cd.kind in "iub" and xd.kind == "f")):
+        return None
+    shape = tuple(x.type.shape)
+    cshape = tuple(c.type.shape)
+    if cshape != shape:
+        cshape = (cshape[0],) + (1,) * (len(shape) - 1)
+    expr = S.select(S.ne(S.Input(0), S.Const(0)), S.Input(1), S.Input(2))
+    spec = ElementwiseSpec((expr,), (c.type.dtype, x.type.dtype, y.type.dtype), (cshape, shape, shape),
+                           x.type.dtype, (out.type.dtype,), shape)
+    return _ew_call(ctx, spec, [c, x, y, out])
+
+
+@register_lowering("_backward_mean")
+def lower_backward_mean(node, ctx: LoweringContext):
+    """ograd broadcast back over the reduced axes and divided by their element count."""
+    from ...ops.reduce import reduction_axes
+    g, d = node.inputs
+    out = node.outputs[0]
+    if not _ew_dtypes_ok(g, d, out) or _size(out) == 0:
+        return None if not _ew_dtypes_ok(g, d, out) else []
+    dshape = tuple(d.type.shape)
+    axes = reduction_axes("_backward_mean", dshape, node.attrs["axis"], node.attrs["exclude"])
+    count = int(np.prod([dshape[a] for a in axes], dtype=np.int64))
+    keep = tuple(1 if i in axes else n for i, n in enumerate(dshape))
+    spec = ElementwiseSpec((S.Input(0) / S.Const(count),), (g.type.dtype,), (keep,), g.type.dtype,
+                           (out.type.dtype,), dshape)
+    return _ew_call(ctx, spec, [g, out])
