@@ -186,3 +186,22 @@ def test_cifar_reads_local_binary_batches(tmp_path):
     (folder / "train.bin").write_bytes(rec100.tobytes())
     assert [CIFAR100(root=str(tmp_path))[i][1] for i in range(3)] == [1, 2, 3]
     assert [CIFAR100(root=str(tmp_path), fine_label=True)[i][1] for i in range(3)] == [11, 22, 33]
+
+
+def test_random_flips_are_flips_and_seeded():
+    img = nd.array(np.arange(24).reshape(2, 4, 3))
+    seen = set()
+    mx.random.seed(3)
+    first = [transforms.RandomFlipLeftRight()(img).asnumpy() for _ in range(12)]
+    for out in first:
+        if np.array_equal(out, img.asnumpy()):
+            seen.add("same")
+        else:
+            np.testing.assert_array_equal(out, img.asnumpy()[:, ::-1])
+            seen.add("flipped")
+    assert seen == {"same", "flipped"}
+    mx.random.seed(3)
+    again = [transforms.RandomFlipLeftRight()(img).asnumpy() for _ in range(12)]
+    assert all(np.array_equal(a, b) for a, b in zip(first, again))
+    outs = {transforms.RandomFlipTopBottom()(img).asnumpy()[0, 0, 0] for _ in range(20)}
+    assert outs == {0.0, 12.0}

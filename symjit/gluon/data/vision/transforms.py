@@ -7,7 +7,7 @@ import numpy as np
 from ...block import Block, HybridBlock
 from ...nn import HybridSequential, Sequential
 
-__all__ = ["Compose", "Cast", "ToTensor", "Normalize"]
+__all__ = ["Compose", "Cast", "ToTensor", "Normalize", "RandomFlipLeftRight", "RandomFlipTopBottom"]
 
 
 class Compose(Sequential):
@@ -71,3 +71,29 @@ class Normalize(HybridBlock):
 
     def hybrid_forward(self, F, x):
         return F.image.normalize(x, self._mean, self._std)
+
+
+class _RandomFlip(Block):
+    """Flips an (H, W, C) image along `_axis` with probability 1/2 (draws from symjit's
+    generator, so `mx.random.seed` makes it reproducible)."""
+
+    _axis = 1
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        from .... import random as _random
+        if _random.generator().random() < 0.5:
+            return x.flip(axis=self._axis if x.ndim == 3 else self._axis + 1)
+        return x.copy()
+
+
+class RandomFlipLeftRight(_RandomFlip):
+    """Randomly flips an image (H, W, C) or batch (N, H, W, C) left to right."""
+    _axis = 1
+
+
+class RandomFlipTopBottom(_RandomFlip):
+    """Randomly flips an image (H, W, C) or batch (N, H, W, C) top to bottom."""
+    _axis = 0
