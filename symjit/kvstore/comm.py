@@ -6,15 +6,17 @@
   collectives over a duplicate of MPI_COMM_WORLD through mpi4py (imported only then);
 * `LocalComm` otherwise: a 1-process group whose collectives return their input.
 
-Never hang forever. Every MPI operation is a non-blocking request polled until a deadline of
-`SYMJIT_KV_TIMEOUT` seconds (default 300) from its start; a request still pending then raises
-MXNetError naming the operation, and the communicator becomes unusable (every later operation
-raises at once: the workers' collective sequences can no longer be matched). Under
-`symjit launch` a worker that dies leaves a note in the launch directory and the others fail at
-once, not at the deadline. A watchdog thread ends the process (exit status 1, with a message on
-stderr) if an operation outlives its deadline by a grace period anyway, which covers what
-cannot be polled (MPI_Finalize at exit). A process whose communicator broke skips
-MPI_Finalize, which would wait for the lost peer.
+Never hang forever. Every MPI operation runs on a helper thread (blocking calls, which MPICH
+progresses fastest; one at a time, so collectives keep their order) while the calling thread
+waits for it until a deadline of `SYMJIT_KV_TIMEOUT` seconds (default 300) from its start; an
+operation still pending then raises MXNetError naming it, and the communicator becomes unusable
+(every later operation raises at once: the workers' collective sequences can no longer be
+matched). Under `symjit launch` a worker that dies leaves a note in the launch directory and
+the others fail at once, not at the deadline. A watchdog thread ends the process (exit status
+1, with a message on stderr) if an operation outlives its deadline by a grace period anyway; at
+exit a polled barrier precedes MPI_Finalize (itself under faulthandler's C-level timer, since
+it holds the GIL), and a process whose group broke, or that ends with an uncaught exception,
+skips both, so its peers fail fast instead of waiting.
 
 The timeout bounds how long a worker waits for the others at one collective, so it must be
 longer than the longest time workers may drift apart between two collectives.
