@@ -39,11 +39,6 @@ from .parameter import (DeferredInitializationError, Parameter, ParameterAsserti
 __all__ = ["Block", "HybridBlock", "SymbolBlock", "HookHandle"]
 
 
-#: set while a block is traced only to infer deferred parameter shapes (forward hooks of the
-#: blocks called during that trace do not run: they would see Symbols, not the real call)
-_INFERRING = threading.local()
-
-
 class _BlockScope:
     """The naming scope of a Block (`with block.name_scope():`)."""
     _current = threading.local()
@@ -363,8 +358,6 @@ class Block:
             param.cast(dtype)
 
     def __call__(self, *args):
-        if getattr(_INFERRING, "active", False):  # tracing only to infer deferred shapes: no hooks
-            return self.forward(*args)
         for hook in list(self._forward_pre_hooks.values()):
             hook(self, args)
         out = self.forward(*args)
@@ -547,15 +540,13 @@ class HybridBlock(Block):
         self._infer_attrs("infer_type", "dtype", *args)
 
     def _deferred_infer_shape(self, *args):
-        prev = getattr(_INFERRING, "active", False)
-        _INFERRING.active = True
+        """Infer deferred parameter shapes by tracing on symbols. As in MXNet, the blocks called
+        during the trace run their forward hooks (with Symbols)."""
         try:
             self.infer_shape(*args)
         except MXNetError as e:
             raise MXNetError(f"Deferred initialization failed because shape cannot be inferred. {e}") \
                 from None
-        finally:
-            _INFERRING.active = prev
 
     # ---- the cached op -----------------------------------------------------------------------
     def _clear_cached_op(self):
