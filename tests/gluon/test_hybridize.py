@@ -392,3 +392,25 @@ def test_random_shapes_hybridized_agrees(batch, n_in, units, seed):
                                    err_msg=k)
     for k in ref[3]:
         np.testing.assert_allclose(got[3][k], ref[3][k], rtol=1e-5, atol=1e-5, err_msg=k)
+
+
+def test_lenet_built_with_gluon_exports_mxnets_graph(tmp_path):
+    """The lenet of /work/shared/models rebuilt from layers: the exported graph has MXNet's
+    nodes (names, ops, attributes, aux-state versions), arg_nodes, heads and attrs.
+    (node_row_ptr also counts hidden outputs, e.g. oneDNN max-pooling workspaces, an op matter.)"""
+    if not hasattr(nn, "Conv2D"):
+        pytest.skip("convolution layers not available")
+    net = nn.HybridSequential(prefix="lenet_")
+    with net.name_scope():
+        net.add(nn.Conv2D(16, 5, padding=2), nn.BatchNorm(), nn.Activation("relu"), nn.MaxPool2D(2),
+                nn.Conv2D(32, 3, padding=1), nn.BatchNorm(), nn.Activation("relu"), nn.AvgPool2D(2),
+                nn.Flatten(), nn.Dropout(0.5), nn.Dense(64, activation="sigmoid"), nn.Dense(10))
+    net.initialize()
+    net.hybridize()
+    net(nd.ones((2, 1, 28, 28)))
+    path = str(tmp_path / "lenet")
+    net.export(path)
+    mine = json.loads(open(path + "-symbol.json").read())
+    theirs = json.loads(open(f"{MODELS}/lenet-symbol.json").read())
+    for key in ("nodes", "arg_nodes", "heads", "attrs"):
+        assert mine[key] == theirs[key], key
