@@ -25,12 +25,36 @@ __all__ = ["Expr", "Input", "Const", "UNARY", "BINARY", "evaluate", "substitute"
            "logical_xor", "logical_not", "pow_", "to_text", "diff"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Expr:
-    """A node of a scalar expression: `op` applied to `args`; `value` for leaves and casts."""
+    """A node of a scalar expression: `op` applied to `args`; `value` for leaves and casts.
+
+    Expressions are DAGs (fusion shares subexpressions), so every operation on them works
+    per distinct node, never per path: the hash is computed once per node from the children's
+    cached hashes, and equality checks identity and hashes before structure.
+    """
     op: str
     args: tuple = ()
     value: object = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "_hash", hash((self.op, self.args, self.value)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, Expr) or self._hash != other._hash:
+            return False
+        return self.op == other.op and self.value == other.value and self.args == other.args
+
+    def __ne__(self, other) -> bool:
+        return not self.__eq__(other)
+
+    def __reduce__(self):  # hashes are per process: rebuild, never copy them
+        return (Expr, (self.op, self.args, self.value))
 
     # arithmetic builds larger expressions; equality stays structural (dataclass eq)
     def __add__(self, o): return Expr("add", (self, _e(o)))
@@ -242,16 +266,55 @@ def _c_cast(x: np.ndarray, to: np.dtype) -> np.ndarray:
     return x.astype(to)
 
 
+def _postorder(expr: Expr) -> list[Expr]:
+    """Distinct nodes of the DAG, children before parents (iterative)."""
+    order: list[Expr] = []
+    seen: set[Expr] = set()
+    stack = [(expr, False)]
+    while stack:
+        e, done = stack.pop()
+        if done:
+            order.append(e)
+            continue
+        if e in seen:
+            continue
+        seen.add(e)
+        stack.append((e, True))
+        stack.extend((a, False) for a in reversed(e.args) if a not in seen)
+    return order
+
+
+def _leaf_text(e: Expr) -> str:
+    if e.op == "input":
+        return f"%{e.value}"
+    v = e.value
+    return repr(int(v)) if float(v).is_integer() and abs(v) < 1e15 else repr(v)
+
+
 def to_text(expr: Expr) -> str:
-    """A compact, stable textual form (used by the IR printer and in tests)."""
-    if expr.op == "input":
-        return f"%{expr.value}"
-    if expr.op == "const":
-        v = expr.value
-        return repr(int(v)) if float(v).is_integer() and abs(v) < 1e15 else repr(v)
-    if expr.op == "cast":
-        return f"cast<{expr.value}>({to_text(expr.args[0])})"
-    return f"{expr.op}(" + ", ".join(to_text(a) for a in expr.args) + ")"
+    """A compact, stable textual form (used by the IR printer, tests and kernel names).
+
+    Subexpressions used more than once are bound once (`let $0 = ...; in ...`), so the text
+    grows with the number of distinct nodes, not with the number of paths in the DAG."""
+    order = _postorder(expr)
+    uses: dict[Expr, int] = {}
+    for e in order:
+        for a in e.args:
+            uses[a] = uses.get(a, 0) + 1
+    names: dict[Expr, str] = {}
+    text: dict[Expr, str] = {}
+    lets = []
+    for e in order:
+        if not e.args:
+            t = _leaf_text(e)
+        else:
+            inner = ", ".join(names.get(a, text[a]) for a in e.args)
+            t = f"cast<{e.value}>({inner})" if e.op == "cast" else f"{e.op}({inner})"
+        text[e] = t
+        if e.args and uses.get(e, 0) > 1:
+            names[e] = f"${len(lets)}"
+            lets.append(f"{names[e]} = {t}")
+    return f"let {'; '.join(lets)}; in {text[expr]}" if lets else text[expr]
 
 
 # --------------------------------------------------------------------------------------

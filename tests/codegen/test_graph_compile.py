@@ -176,3 +176,18 @@ def test_concurrent_processes_share_the_cache(tmp_path):
     results = [p.communicate()[0].strip() for p in procs]
     assert all(p.returncode == 0 for p in procs) and set(results) <= {"none", "disk"}
     assert len(list(tmp_path.glob("*.obj"))) == 1 and not list(tmp_path.glob(".tmp-*"))
+
+
+def test_deep_elementwise_chains_compile_in_linear_size():
+    # relu's expression reads its input three times: a fused chain is a DAG whose tree
+    # expansion has 3**k paths; texts, hashes and code must follow distinct nodes only
+    from symjit.ops import scalar as S
+    b = GraphBuilder()
+    x = b.add_input("x", TensorType((5,), "float32"))
+    y = x
+    for _ in range(12):
+        y = b.add_node("_plus_scalar", [b.add_node("relu", [y])[0]], {"scalar": -0.25})[0]
+    g = b.build([y])
+    cg = _check(g, {"x": np.linspace(-1, 3, 5, dtype=np.float32)})
+    (node,) = [n for n in cg.graph.nodes if n.op.name == "_fused_elemwise"]
+    assert len(S.to_text(node.attrs["exprs"][0])) < 12 * 200
