@@ -205,3 +205,21 @@ def test_random_flips_are_flips_and_seeded():
     assert all(np.array_equal(a, b) for a, b in zip(first, again))
     outs = {transforms.RandomFlipTopBottom()(img).asnumpy()[0, 0, 0] for _ in range(20)}
     assert outs == {0.0, 12.0}
+
+
+def test_resize_is_pixel_center_bilinear_and_center_crop():
+    img = np.arange(2 * 4 * 1, dtype=np.float32).reshape(2, 4, 1)  # rows [0..3], [4..7]
+    up = transforms.Resize((8, 4))(nd.array(img)).asnumpy()
+    assert up.shape == (4, 8, 1)
+    # row 0 output x=1 samples source x = (1 + .5) * 0.5 - .5 = 0.25, y = (0 + .5) * .5 - .5 -> clamp 0
+    np.testing.assert_allclose(up[0, :, 0], [0, 0.25, 0.75, 1.25, 1.75, 2.25, 2.75, 3], rtol=1e-6)
+    # y of output row 1 is 0.25 between source rows 0 and 1 (which differ by 4)
+    np.testing.assert_allclose(up[1, :, 0] - up[0, :, 0], 1.0, rtol=1e-6)
+    same = transforms.Resize((4, 2))(nd.array(img)).asnumpy()
+    np.testing.assert_array_equal(same, img)
+    u8 = transforms.Resize(3)(nd.array(np.full((6, 6, 3), 200, dtype=np.uint8), dtype="uint8"))
+    assert u8.shape == (3, 3, 3) and u8.dtype == np.uint8 and (u8.asnumpy() == 200).all()
+    assert transforms.Resize(4, keep_ratio=True)(nd.zeros((8, 16, 3))).shape == (4, 8, 3)
+    big = nd.array(np.arange(6 * 8 * 1).reshape(6, 8, 1))
+    np.testing.assert_array_equal(transforms.CenterCrop((4, 2))(big).asnumpy(), big.asnumpy()[2:4, 2:6])
+    assert transforms.CenterCrop(10)(big).shape == (10, 10, 1)
