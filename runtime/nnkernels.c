@@ -26,7 +26,7 @@
 
 #define NN_API __attribute__((visibility("default")))
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && __GNUC__ >= 12
 /* loop nests vectorised for the host's vector width, picked once at load time (ifunc) */
 #define NN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
