@@ -248,6 +248,7 @@ static geo_t geo_of(const int64_t *d) {
 }
 
 /* cols[(c*KK + kidx), j] = x_c[o(p0 + j) * s + k * d - p] for channels [c0, c1), columns [p0, p1) */
+NN_CLONES
 static void im2col(const geo_t *g, const float *x, int64_t c0, int64_t c1, int64_t p0, int64_t p1, float *cols) {
     const int64_t pb = p1 - p0;
     const int64_t OH = g->out[1], OW = g->out[2], D = g->in[0], H = g->in[1], W = g->in[2];
@@ -292,6 +293,7 @@ static void im2col(const geo_t *g, const float *x, int64_t c0, int64_t c1, int64
 }
 
 /* The adjoint of im2col: dx_c[o(p)*s + k*d - p] += cols[(c*KK + kidx), p] for all columns. */
+NN_CLONES
 static void col2im(const geo_t *g, const float *cols, int64_t c0, int64_t c1, float *dx) {
     const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2], D = g->in[0], H = g->in[1], W = g->in[2];
     const float *src = cols;
