@@ -168,3 +168,33 @@ def test_executor_applies_native_batch_norm_updates():
     ex.forward(is_train=True)
     np.testing.assert_allclose(ex.aux_dict["bn_moving_mean"].asnumpy(), 0.5 * x.mean((0, 2)), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(ex.aux_dict["bn_moving_var"].asnumpy(), 0.5 + 0.5 * x.var((0, 2)), rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_softmax_output_backward(dtype):
+    rng = np.random.default_rng(9)
+    cases = [((4, 5), (4,), {}),
+             ((4, 5), (4,), {"normalization": "batch", "grad_scale": 2.0}),
+             ((4, 5), (4,), {"use_ignore": True, "ignore_label": 2, "smooth_alpha": 0.1, "out_grad": True}),
+             ((4, 5), (4, 5), {"out_grad": True}),
+             ((3, 4, 2, 2), (3, 4), {"multi_output": True, "normalization": "batch", "use_ignore": True,
+                                     "ignore_label": 1}),
+             ((3, 4, 2), (3, 4), {"preserve_shape": True}),
+             ((3, 4, 2), (3, 4), {})]
+    for shape, lshape, attrs in cases:
+        k = shape[1] if attrs.get("multi_output") else shape[-1]
+        g = one_node_graph("_backward_SoftmaxOutput", [("dy", shape, dtype), ("out", shape, dtype),
+                                                       ("label", lshape, dtype)], attrs)
+        label = rng.uniform(0, 1, lshape) if lshape == shape else rng.integers(0, k, lshape)
+        feeds = {"dy": rng.standard_normal(shape).astype(dtype), "out": rng.uniform(0, 1, shape).astype(dtype),
+                 "label": label.astype(dtype)}
+        got, want, cg, _, _ = compile_and_run(g, feeds, is_train=True)
+        assert_close(got[0], want[0], rtol=1e-6, atol=1e-6)
+        assert cg.native
+    # independent: plain cross-entropy gradient p - onehot
+    p = rng.uniform(0, 1, (3, 4))
+    lab = np.array([0.0, 3.0, 1.9])
+    g = one_node_graph("_backward_SoftmaxOutput", [("dy", (3, 4), "float64"), ("out", (3, 4), "float64"),
+                                                   ("label", (3,), "float64")], {})
+    got, _, _, _, _ = compile_and_run(g, {"dy": np.zeros((3, 4)), "out": p, "label": lab}, is_train=True)
+    np.testing.assert_allclose(got[0], p - np.eye(4)[[0, 3, 1]], rtol=1e-15)

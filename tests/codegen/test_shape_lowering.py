@@ -173,3 +173,70 @@ def test_random_graphs_compiled_equal_interpreter(g, seed):
     for a, b in zip(got, want):
         assert_close(a, b, rtol=2e-5, atol=2e-5)
     assert cg.native, [n.op.name for n in cg.module.python_nodes]
+
+
+# ---- gathers ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("idt", ["float32", "int32", "int64"])
+@pytest.mark.parametrize("mode", ["clip", "wrap", "raise"])
+def test_take(idt, mode):
+    rng = np.random.default_rng(7)
+    lo, hi = (0, 5) if mode == "raise" else (-7, 9)
+    for axis, ashape in [(1, (4, 5, 3)), (0, (5, 6)), (-1, (2, 5))]:
+        g = one_node_graph("take", [("a", ashape, "float32"), ("i", (3, 2), idt)], {"axis": axis, "mode": mode})
+        feeds = {"a": rng.standard_normal(ashape).astype(np.float32),
+                 "i": rng.integers(lo, hi, (3, 2)).astype(idt)}
+        got, want, cg, _, _ = compile_and_run(g, feeds)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert cg.native
+
+
+def test_take_float_indices_truncate_and_errors_raise():
+    from symjit.base import MXNetError
+    a = np.arange(20, dtype=np.float32).reshape(4, 5)
+    g = one_node_graph("take", [("a", (4, 5), "float32"), ("i", (3,), "float32")], {"axis": 0})
+    got, _, cg, _, _ = compile_and_run(g, {"a": a, "i": np.array([1.7, -0.5, 3.2], np.float32)})
+    np.testing.assert_array_equal(got[0], a[[1, 0, 3]])
+    g = one_node_graph("take", [("a", (4, 5), "float32"), ("i", (3,), "float32")], {"mode": "raise"})
+    with pytest.raises(MXNetError, match="out of bounds"):
+        compile_and_run(g, {"a": a, "i": np.array([0, 9, 1], np.float32)})
+    with pytest.raises(MXNetError, match="finite"):
+        compile_and_run(g, {"a": a, "i": np.array([0, np.nan, 1], np.float32)})
+
+
+@pytest.mark.parametrize("idt", ["float32", "int32"])
+def test_pick_and_one_hot(idt):
+    rng = np.random.default_rng(8)
+    for axis, shape, ishape, keep, mode in [(1, (4, 5, 3), (4, 3), False, "wrap"), (-1, (4, 5), (4,), True, "clip"),
+                                           (0, (5, 2), (2,), False, "clip")]:
+        g = one_node_graph("pick", [("a", shape, "float64"), ("i", ishape, idt)],
+                           {"axis": axis, "keepdims": keep, "mode": mode})
+        feeds = {"a": rng.standard_normal(shape), "i": rng.integers(-7, 9, ishape).astype(idt)}
+        got, want, cg, _, _ = compile_and_run(g, feeds)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert cg.native
+    for dtype in ["float32", "int32", "float64"]:
+        g = one_node_graph("one_hot", [("i", (4, 3), idt)], {"depth": 5, "on_value": 2.0, "off_value": -1.0,
+                                                             "dtype": dtype})
+        i = rng.integers(-2, 7, (4, 3)).astype(idt)
+        got, want, cg, _, _ = compile_and_run(g, {"i": i})
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[0], np.where(i[..., None] == np.arange(5), 2, -1).astype(dtype))
+        assert cg.native
+
+
+@pytest.mark.parametrize("sd,dd", [("float32", "float16"), ("float16", "float32"), ("float16", "float64"),
+                                   ("int32", "float16"), ("float16", "int32"), ("float16", "uint8"),
+                                   ("uint8", "float16"), ("float16", "bool"), ("float32", "int32")])
+def test_cast_with_float16(sd, dd):
+    from symjit.codegen.llvm.target import host_target
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((5, 77)) * 300
+    x.reshape(-1)[:4] = [np.nan, np.inf, -np.inf, 70000.0]
+    with np.errstate(all="ignore"):
+        x = x.astype(sd)
+    g = one_node_graph("Cast", [("x", x.shape, sd)], {"dtype": dd})
+    got, want, cg, _, _ = compile_and_run(g, {"x": x})
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[0].dtype == np.dtype(dd)
+    assert cg.native or "+f16c" not in host_target().features.split(",")

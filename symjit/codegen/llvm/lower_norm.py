@@ -526,3 +526,94 @@ def _emit_ln_backward(ctx, name_dx, name_dg, outer, n, inner, dts) -> None:
         kw.store(_lty(t_db), convert(s_dy.get(), "float64", t_db), dbeta, k)
     kw.finish()
 
+
+
+# --------------------------------------------------------------------------------------
+# _backward_SoftmaxOutput
+# --------------------------------------------------------------------------------------
+
+@register_lowering("_backward_SoftmaxOutput")
+def lower_softmax_output_backward(node, ctx: LoweringContext):
+    """The cross-entropy gradient of SoftmaxOutput: with the output viewed as (P, K, Q) (K the
+    class axis) and one label per (p, q): g = (p - target) * factor, where target is the
+    (smoothed) one-hot of the truncated label, rows with an ignored label are 0, factor =
+    grad_scale / normalization, times the head gradient with `out_grad`. A label of the
+    output's own shape is a probability target (an elementwise kernel). The `valid`
+    normalization (a data-dependent count) keeps its Python step."""
+    dy, out, label = node.inputs
+    res = node.outputs[0]
+    attrs = node.attrs
+    if not _known(dy, out, label, res) or not _float(dy, out, res) or len(out.type.shape) < 2:
+        return None
+    if np.dtype(label.type.dtype).name not in SUPPORTED_DTYPES or _dt(label) == "bool":
+        return None
+    shape, lshape = tuple(out.type.shape), tuple(label.type.shape)
+    scale = float(attrs["grad_scale"])
+    if lshape == shape:
+        return _prob_target_grad(ctx, node, scale)
+    if attrs["normalization"] == "valid":
+        return None
+    if attrs["multi_output"]:
+        P, K, Q = shape[0], shape[1], int(np.prod(shape[2:], dtype=np.int64))
+        factor = scale / Q / (P if attrs["normalization"] == "batch" else 1)
+        if int(np.prod(lshape, dtype=np.int64)) != P * Q:
+            return None
+    else:
+        K = shape[-1] if attrs["preserve_shape"] else int(np.prod(shape[1:], dtype=np.int64))
+        P, Q = int(np.prod(shape, dtype=np.int64)) // max(K, 1), 1
+        n_lab = int(np.prod(lshape, dtype=np.int64))
+        if n_lab < P:
+            return None
+        factor = scale / (n_lab if attrs["normalization"] == "batch" else 1)
+    if P * K * Q == 0:
+        return []
+    alpha = float(attrs["smooth_alpha"])
+    dts = [_dt(v) for v in (dy, out, label, res)]
+    key = (f"smoback|{P}|{K}|{Q}|{dts}|{factor!r}|{alpha!r}|{attrs['use_ignore']}|{attrs['ignore_label']!r}|"
+           f"{attrs['out_grad']}")
+    name = ctx.unique("sj_smoback", key)
+    if name not in ctx.mb.symbols:
+        _emit_softmax_output_backward(ctx, name, P, K, Q, dts, factor, alpha, bool(attrs["use_ignore"]),
+                                      int(attrs["ignore_label"]), bool(attrs["out_grad"]))
+    return [ParallelCall(name, P * Q, max(1, GRAIN // max(K, 1)), [dy, out, label, res])]
+
+
+def _emit_softmax_output_backward(ctx, name, P, K, Q, dts, factor, alpha, use_ignore, ignore, out_grad) -> None:
+    t_dy, t_out, t_lab, t_res = dts
+    kw = KernelWriter(ctx.mb, name, 4)
+    dy, out, label, res = kw.args
+    off = alpha / (K - 1) if K > 1 else float("inf")
+    with kw.loop(kw.begin, kw.end) as c:          # c = p * Q + q
+        q = kw.b.ins("i64", f"urem i64 {c.ref}, {Q}")
+        p = kw.b.ins("i64", f"udiv i64 {c.ref}, {Q}")
+        ident = convert(kw.load(_lty(t_lab), label, c), t_lab, "int64")
+        keep = kw.b.const(1.0, "double")
+        if use_ignore:
+            keep = select(ident.eq(ignore), 0.0, 1.0, "double")
+        with kw.loop(0, K) as k:
+            at = (p * K + k) * Q + q
+            hit = k.eq(ident)
+            target = select(hit, 1.0 - alpha, off, "double") if alpha != 0.0 else select(hit, 1.0, 0.0, "double")
+            g = (_to_d(kw.load(_lty(t_out), out, at), t_out) - target) * keep * factor
+            if out_grad:
+                g = g * _to_d(kw.load(_lty(t_dy), dy, at), t_dy)
+            kw.store(_lty(t_res), convert(g, "float64", t_res), res, at)
+    kw.finish()
+
+
+def _prob_target_grad(ctx, node, scale: float):
+    """(p - label) * grad_scale [* dy]: an elementwise kernel."""
+    from ...ops import scalar as S
+    from .elementwise import ElementwiseSpec, emit_elementwise, kernel_name
+    dy, out, label = node.inputs
+    res = node.outputs[0]
+    expr = (S.Input(1) - S.Input(2)) * S.Const(scale)
+    if node.attrs["out_grad"]:
+        expr = expr * S.Input(0)
+    shape = tuple(out.type.shape)
+    spec = ElementwiseSpec((expr,), (_dt(dy), _dt(out), _dt(label)), (shape, shape, shape), _dt(out),
+                           (_dt(res),), shape)
+    name = kernel_name(spec)
+    if name not in ctx.mb.symbols:
+        emit_elementwise(ctx.mb, spec, name)
+    return [ParallelCall(name, int(np.prod(shape, dtype=np.int64)), GRAIN, [dy, out, label, res])]

@@ -341,3 +341,199 @@ def lower_backward_mean(node, ctx: LoweringContext):
     spec = ElementwiseSpec((S.Input(0) / S.Const(count),), (g.type.dtype,), (keep,), g.type.dtype,
                            (out.type.dtype,), dshape)
     return _ew_call(ctx, spec, [g, out])
+
+
+# ---- gathers: take, pick, one_hot ---------------------------------------------------------
+
+_SET_ERROR = "symjit_set_error_str"
+SYMJIT_ERR_INDEX = 3
+
+
+def _error_message(ctx: LoweringContext, text: str) -> str:
+    """A module-level constant C string (once per module); returns its symbol."""
+    name = ctx.unique("sj_msg", text)
+    if name not in ctx.mb.symbols:
+        data = text.encode() + b"\0"
+        esc = "".join(chr(c) if 32 <= c < 127 and c not in (34, 92) else f"\\{c:02X}" for c in data)
+        ctx.mb.functions.append(f"@{name} = private unnamed_addr constant [{len(data)} x i8] c\"{esc}\"\n")
+        ctx.mb.symbols.append(name)
+    from . import vecmath
+    vecmath.INTRINSIC_DECLS.setdefault(_SET_ERROR, f"declare i32 @{_SET_ERROR}(i32, ptr)")
+    ctx.mb.intrinsics.add(_SET_ERROR)
+    return name
+
+
+def _fail_if(kw: KernelWriter, cond, msg: str) -> None:
+    """Report SYMJIT_ERR_INDEX with `msg` and leave the kernel when `cond` (i1) holds; the
+    runtime's parallel-for returns the error and the graph call raises MXNetError."""
+    bad, ok = kw.label("err"), kw.label("ok")
+    kw.b.raw(f"  br i1 {cond.ref}, label %{bad}, label %{ok}")
+    kw.b.raw(f"{bad}:")
+    kw.b.raw(f"  %{bad}.rc = call i32 @{_SET_ERROR}(i32 {SYMJIT_ERR_INDEX}, ptr @{msg})")
+    kw.b.raw("  ret void")
+    kw.b.raw(f"{ok}:")
+
+
+def _index(ctx, kw: KernelWriter, v, dtype: str, op: str):
+    """An index value as i64 like the reference's `_as_index`: floats truncate toward zero;
+    a non-finite float is an error."""
+    from .elementwise import convert
+    from .vecmath import fabs
+    if np.dtype(dtype).kind == "f":
+        _fail_if(kw, fabs(v).cmp("uge", float("inf")), _error_message(ctx, f"{op}: indices must be finite"))
+    return convert(v, dtype, "int64")
+
+
+def _mapped(ctx, kw: KernelWriter, j, n: int, mode: str, op: str):
+    """Position in [0, n) of index j per mode: clip, wrap (numpy modulo) or raise."""
+    from .vecmath import select
+    if mode == "clip":
+        j = select(j < 0, 0, j)
+        return select(j > n - 1, n - 1, j)
+    if mode == "wrap":
+        r = kw.b.ins("i64", f"srem i64 {j.ref}, {n}")
+        return select(r < 0, r + n, r)
+    _fail_if(kw, (j < 0) | (j > n - 1),
+             _error_message(ctx, f"{op}: an index is out of bounds for axis of size {n} (mode='raise')"))
+    return j
+
+
+def _index_dtype_ok(v) -> bool:
+    return np.dtype(v.type.dtype).name in SUPPORTED_DTYPES and np.dtype(v.type.dtype).name != "bool"
+
+
+@register_lowering("take")
+def lower_take(node, ctx: LoweringContext):
+    """out[p, m, q] = a[p, mode(indices[m]), q] over the (P, N, Q) view of `a` around `axis`."""
+    a, idx = node.inputs
+    out = node.outputs[0]
+    if not _known(a, idx, out) or not _index_dtype_ok(idx) or a.type.dtype != out.type.dtype:
+        return None
+    ity = int_type_of_size(_itemsize(a))
+    shape = tuple(a.type.shape)
+    ax = node.attrs["axis"] % len(shape)
+    P = int(np.prod(shape[:ax], dtype=np.int64))
+    N, Q = shape[ax], int(np.prod(shape[ax + 1:], dtype=np.int64))
+    M = _size(idx)
+    if ity is None or N == 0:
+        return None
+    if P * M * Q == 0:
+        return []
+    mode, dt = node.attrs["mode"], np.dtype(idx.type.dtype).name
+    name = ctx.unique("sj_take", f"take|{ity}|{P}|{N}|{Q}|{M}|{mode}|{dt}")
+    if name not in ctx.mb.symbols:
+        kw = KernelWriter(ctx.mb, name, 3)
+        src, ip, dst = kw.args
+        with kw.loop(kw.begin, kw.end) as r:          # r = p * M + m
+            m = kw.b.ins("i64", f"urem i64 {r.ref}, {M}")
+            p = kw.b.ins("i64", f"udiv i64 {r.ref}, {M}")
+            j = _mapped(ctx, kw, _index(ctx, kw, kw.load(llvm_type(dt), ip, m), dt, "take"), N, mode, "take")
+            so, do = (p * N + j) * Q, r * Q
+            with kw.loop(0, Q) as t:
+                kw.store(ity, kw.load(ity, src, so + t), dst, do + t)
+        kw.finish()
+    return [ParallelCall(name, P * M, max(1, GRAIN // max(Q, 1)), [a, idx, out])]
+
+
+@register_lowering("pick")
+def lower_pick(node, ctx: LoweringContext):
+    """out[p, q] = data[p, mode(index[p, q]), q] over the (P, N, Q) view around `axis`."""
+    d, idx = node.inputs
+    out = node.outputs[0]
+    if node.attrs["axis"] is None or not _known(d, idx, out) or not _index_dtype_ok(idx):
+        return None
+    ity = int_type_of_size(_itemsize(d))
+    shape = tuple(d.type.shape)
+    ax = node.attrs["axis"] % len(shape)
+    P = int(np.prod(shape[:ax], dtype=np.int64))
+    N, Q = shape[ax], int(np.prod(shape[ax + 1:], dtype=np.int64))
+    if ity is None or N == 0 or d.type.dtype != out.type.dtype or _size(idx) != P * Q:
+        return None
+    if P * Q == 0:
+        return []
+    mode, dt = node.attrs["mode"], np.dtype(idx.type.dtype).name
+    name = ctx.unique("sj_pick", f"pick|{ity}|{P}|{N}|{Q}|{mode}|{dt}")
+    if name not in ctx.mb.symbols:
+        kw = KernelWriter(ctx.mb, name, 3)
+        src, ip, dst = kw.args
+        with kw.loop(kw.begin, kw.end) as r:          # r = p * Q + q
+            q = kw.b.ins("i64", f"urem i64 {r.ref}, {Q}")
+            p = kw.b.ins("i64", f"udiv i64 {r.ref}, {Q}")
+            j = _mapped(ctx, kw, _index(ctx, kw, kw.load(llvm_type(dt), ip, r), dt, "pick"), N, mode, "pick")
+            kw.store(ity, kw.load(ity, src, (p * N + j) * Q + q), dst, r)
+        kw.finish()
+    return [ParallelCall(name, P * Q, GRAIN, [d, idx, out])]
+
+
+@register_lowering("one_hot")
+def lower_one_hot(node, ctx: LoweringContext):
+    """out[m, k] = on_value if index(indices[m]) == k else off_value."""
+    idx, out = node.inputs[0], node.outputs[0]
+    if not _known(idx, out) or not _index_dtype_ok(idx):
+        return None
+    depth, ity = node.attrs["depth"], int_type_of_size(_itemsize(out))
+    if ity is None:
+        return None
+    M = _size(idx)
+    if M * depth == 0:
+        return []
+    with np.errstate(all="ignore"):
+        bits = [int(np.asarray(node.attrs[k]).astype(out.type.dtype).reshape(1).view(f"i{_itemsize(out)}")[0])
+                for k in ("on_value", "off_value")]
+    dt = np.dtype(idx.type.dtype).name
+    name = ctx.unique("sj_onehot", f"onehot|{ity}|{depth}|{bits}|{dt}")
+    if name not in ctx.mb.symbols:
+        from .vecmath import select
+        kw = KernelWriter(ctx.mb, name, 2)
+        ip, dst = kw.args
+        with kw.loop(kw.begin, kw.end) as m:
+            j = _index(ctx, kw, kw.load(llvm_type(dt), ip, m), dt, "one_hot")
+            with kw.loop(0, depth) as k:
+                kw.store(ity, select(k.eq(j), kw.b.const(bits[0], ity), kw.b.const(bits[1], ity)), dst, m * depth + k)
+        kw.finish()
+    return [ParallelCall(name, M, max(1, GRAIN // max(depth, 1)), [idx, out])]
+
+
+# ---- Cast from or to float16 ------------------------------------------------------------------
+
+@register_lowering("Cast", "cast")
+def lower_cast(node, ctx: LoweringContext):
+    """Cast: the elementwise kernel for the dtypes it supports; a conversion kernel through
+    LLVM's `half` when either side is float16 (half <-> float32 conversions are exact or
+    correctly rounded, like numpy's). float64/int64 -> float16 keep their Python step:
+    going through float32 could round twice."""
+    from .lower_basic import lower_elementwise
+    src, dst = node.inputs[0], node.outputs[0]
+    if not _known(src, dst):
+        return None
+    sd, dd = np.dtype(src.type.dtype).name, np.dtype(dst.type.dtype).name
+    if "float16" not in (sd, dd):
+        return lower_elementwise(node, ctx)
+    from .target import host_target
+    if "+f16c" not in host_target().features.split(","):
+        return None  # without F16C LLVM calls libgcc's half helpers, which the JIT does not link
+    ok = set(SUPPORTED_DTYPES) | {"float16"}
+    if sd not in ok or dd not in ok or (dd == "float16" and sd in ("float64", "int64")):
+        return None  # float64 -> half would round twice through float32 (LLVM's direct path needs libgcc)
+    n = _size(src)
+    if n == 0:
+        return []
+    name = ctx.unique("sj_cast16", f"cast16|{sd}|{dd}")
+    if name not in ctx.mb.symbols:
+        from .elementwise import convert
+        kw = KernelWriter(ctx.mb, name, 2)
+        sp, dp = kw.args
+        with kw.loop(kw.begin, kw.end) as i:
+            if sd == "float16":
+                v, vd = kw.load("half", sp, i).conv("fpext", "float"), "float32"
+            else:
+                v, vd = kw.load(llvm_type(sd), sp, i), sd
+            if dd == "float16":
+                # through float32: exact for the 8/32-bit integers that fit in half's range
+                # (larger ones become inf either way), a no-op for float32
+                h = convert(v, vd, "float32").conv("fptrunc", "half")
+                kw.store("half", h, dp, i)
+            else:
+                kw.store(llvm_type(dd), convert(v, vd, dd, c_cast=True), dp, i)
+        kw.finish()
+    return [ParallelCall(name, n, GRAIN, [src, dst])]
