@@ -101,12 +101,26 @@ class _RNNLayer(HybridBlock):
                 batch_size = inputs.shape[self._layout.find("N")]
                 states = self.begin_state(batch_size, ctx=inputs.context, dtype=inputs.dtype)
             else:
-                states = self.begin_state(0, func=symbol.zeros)
+                states = self._zero_states_like(symbol, inputs)
         if isinstance(states, (NDArray, symbol.Symbol)):
             states = [states]
         if self._use_sequence_length:
             return super().__call__(inputs, states, sequence_length, **kwargs)
         return super().__call__(inputs, states, **kwargs)
+
+    def _zero_states_like(self, F, inputs):
+        """Zero begin states (L*D, N, H) built from the symbolic input's batch axis, so that
+        shape inference needs no placeholder dims (MXNet uses zeros of shape (L*D, 0, H))."""
+        t_axis = self._layout.find("T")
+        step = F.zeros_like(F.slice_axis(inputs, axis=t_axis, begin=0, end=1))
+        col = F.sum(step, axis=2, keepdims=True)  # (1, N, 1) for TNC, (N, 1, 1) for NTC
+        if t_axis == 1:
+            col = F.swapaxes(col, dim1=0, dim2=1)
+        states = []
+        for info in self.state_info(0):
+            n, _, h = info["shape"]
+            states.append(F.broadcast_axis(col, axis=(0, 2), size=(n, h)))
+        return states
 
     # ---- tracing depends on the sequence length --------------------------------------------
     def _key(self, inputs):
