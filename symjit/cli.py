@@ -227,9 +227,28 @@ def _compile_cuda(args) -> int:
     raise CliError("--target cuda: no CUDA backend in this symjit build (only --target llvm); nothing was written")
 
 
-def _load_library(path: str):
+def _select_blas(choice: str | None) -> None:
+    """--blas: `auto` (scipy's OpenBLAS), a path, or `none`; sets SYMJIT_BLAS, which an AOT
+    library reads when it is loaded (so before runtime.load)."""
+    if choice is None:
+        return
+    if choice == "none":
+        os.environ.pop("SYMJIT_BLAS", None)
+        return
+    if choice == "auto":
+        from .codegen.llvm.lower_gemm import _openblas_library
+        found = _openblas_library()
+        if found is None:
+            raise CliError("--blas auto: no OpenBLAS found (scipy's scipy.libs); give --blas PATH")
+        choice = found
+    _require_file(choice, "BLAS library")
+    os.environ["SYMJIT_BLAS"] = os.path.abspath(choice)
+
+
+def _load_library(path: str, blas: str | None = None):
     from . import runtime
     _require_file(path, "library")
+    _select_blas(blas)
     lib = runtime.load(path)
     if len(lib) != 1:
         raise CliError(f"{path}: expected one graph, found {len(lib)}")
@@ -240,7 +259,7 @@ def cmd_run(args) -> int:
     """Run an AOT library on .npy inputs."""
     import numpy as np
     from .base import MXNetError
-    lib, entry = _load_library(args.library)
+    lib, entry = _load_library(args.library, args.blas)
     manifest_inputs = _library_inputs(entry)
     names = [n for n, _, _ in manifest_inputs]
     given = {}
@@ -323,7 +342,7 @@ def cmd_bench(args) -> int:
     rng = np.random.default_rng(0)
     results = {}
     if args.symbol.endswith(".so"):
-        _, entry = _load_library(args.symbol)
+        _, entry = _load_library(args.symbol, args.blas)
         specs = _library_inputs(entry)
         arrays = [rng.standard_normal(s).astype(d) if d.kind == "f" else np.zeros(s, d) for _, s, d in specs]
         batch = specs[0][1][0] if specs and specs[0][1] else 1
@@ -483,6 +502,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--input", "-i", action="append", default=[], metavar="NAME=FILE.npy")
     r.add_argument("--output", "-o", action="append", default=[], metavar="FILE.npy",
                    help="where to save output k (give once per output)")
+    r.add_argument("--blas", metavar="auto|PATH|none", help="BLAS for an AOT library's dense/conv layers: auto (scipy's OpenBLAS), a path to a "
+                   "library exporting sgemm_, or none (built-in kernels; the default unless SYMJIT_BLAS is set)")
     r.add_argument("--json", action="store_true", help="print a JSON summary")
     r.set_defaults(func=cmd_run)
 
@@ -494,6 +515,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--repeat", type=int, default=20, help="minimum number of timed calls")
     b.add_argument("--min-time", type=float, default=0.5, help="minimum seconds of timed calls")
     b.add_argument("--compare", action="store_true", help="also time the reference interpreter")
+    b.add_argument("--blas", metavar="auto|PATH|none", help="BLAS for an AOT library's dense/conv layers: auto (scipy's OpenBLAS), a path to a "
+                   "library exporting sgemm_, or none (built-in kernels; the default unless SYMJIT_BLAS is set)")
     b.add_argument("--quiet", "-q", action="store_true")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=cmd_bench)

@@ -8,7 +8,9 @@ segment, see codegen/llvm/executable.py) into three files:
   kernels) and a generated C file with the `symjit_graphs` descriptor table
   (runtime/symjit_runtime.h), the embedded constants (`.incbin` of one 64-byte-aligned blob)
   and a CPU check. Only the C library is needed to run it (libc, libm, pthreads): no Python,
-  no LLVM. The library exports the `symjit_*` runtime ABI and nothing else.
+  no LLVM. The library exports the `symjit_*` runtime ABI and nothing else. GEMM-shaped work
+  (dense layers, convolutions) uses runtime/nnkernels.c's built-in loop nests, or a BLAS the
+  user names at run time with `SYMJIT_BLAS=/path/libopenblas.so` (bound when the library loads).
 * `OUT.h`: a C header declaring the entry points and the tensor signature.
 * `OUT.json`: the manifest (inputs, outputs, shapes, dtypes, target CPU and features, symjit
   version, graph hash, workspace size, embedded parameters).
@@ -127,12 +129,37 @@ def _layout_blob(arrays: list[np.ndarray]) -> tuple[bytes, list[int]]:
     return b"".join(chunks), offsets
 
 
+#: C code binding an optional BLAS at load time (libraries that contain runtime/nnkernels.c)
+_BLAS_BINDING = r"""
+#include <dlfcn.h>
+#include <stdlib.h>
+extern void symjit_nn_set_blas(void *sgemm, void *set_threads_local, int64_t small_gemm);
+
+/* SYMJIT_BLAS=/path/to/libopenblas.so (any BLAS exporting Fortran sgemm_): GEMM-shaped work
+ * of at least SYMJIT_BLAS_MIN_GEMM multiply-adds goes to it; unset: built-in loop nests only,
+ * so by default the library depends on nothing but the C library. */
+__attribute__((constructor)) static void sj_bind_blas(void) {
+    const char *path = getenv("SYMJIT_BLAS");
+    if (path == NULL || path[0] == '\0') return;
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL) return;
+    void *sgemm = dlsym(lib, "sgemm_");
+    if (sgemm == NULL) sgemm = dlsym(lib, "scipy_sgemm_");
+    if (sgemm == NULL) return;
+    const char *min = getenv("SYMJIT_BLAS_MIN_GEMM");
+    symjit_nn_set_blas(sgemm, dlsym(lib, "openblas_set_num_threads_local"),
+                       min != NULL && min[0] != '\0' ? strtoll(min, NULL, 10) : %(small)d);
+}
+"""
+
+
 def _descriptor_source(name: str, segment: str, inputs: list, outputs: list, params: list, arg_map: list,
                        n_consts: int, offsets: list[int], blob_path: str, workspace: int,
-                       checks: list[str]) -> str:
+                       checks: list[str], blas: bool = False) -> str:
     """The generated C file: blob, CPU check, entry wrapper and the descriptor table.
 
-    `arg_map[i]` says where the compiled code's input i comes from: ('input', k) or ('param', k)."""
+    `arg_map[i]` says where the compiled code's input i comes from: ('input', k), ('param', k) or
+    ('null', 0) for a bound input the optimized code no longer reads."""
     L = ['#include <stdio.h>', '#include <string.h>', '#include "symjit_runtime.h"', "",
          "/* the embedded parameters: one 64-byte-aligned blob */",
          '__asm__(".section .rodata\\n.balign 64\\n.hidden sj_param_blob\\n.type sj_param_blob, @object\\n"',
@@ -162,12 +189,16 @@ def _descriptor_source(name: str, segment: str, inputs: list, outputs: list, par
           "}", "",
           "/* NULL when the library may run here, else why not */",
           "SYMJIT_API const char *symjit_aot_check(void) { return sj_cpu_problem[0] ? sj_cpu_problem : NULL; }", ""]
+    if blas:
+        from .llvm.lower_gemm import SMALL_GEMM
+        L.append(_BLAS_BINDING % {"small": int(SMALL_GEMM)})
     # entry wrapper
     L.append("static int32_t sj_entry(void **inputs, void **outputs, void **params, void *workspace) {")
     L.append("    if (sj_cpu_problem[0]) return symjit_set_error_str(SYMJIT_ERR_UNSUPPORTED, sj_cpu_problem);")
     L.append(f"    void *args[{max(len(arg_map), 1)}];")
     for i, (kind, k) in enumerate(arg_map):
-        L.append(f"    args[{i}] = {'inputs' if kind == 'input' else 'params'}[{k}];")
+        src = {"input": f"inputs[{k}]", "param": f"params[{k}]", "null": "0  /* unused by the code */"}[kind]
+        L.append(f"    args[{i}] = {src};")
     n_bound = len(params) - n_consts
     L.append(f"    int32_t rc = {segment}(args, outputs, params + {n_bound}, workspace);")
     L.append('    if (rc != 0 && symjit_last_error_code() == SYMJIT_OK)')
@@ -280,9 +311,13 @@ def build_library(compiled, out_base: str, name: str = "model", graph_hash: str 
     if len(module.segment_names) != 1:
         raise MXNetError("AOT: the graph has no native code (it computes nothing)")
     bound = dict(bound or {})
+    g = compiled.graph
+    used = {v.name for n in g.nodes for v in n.inputs} | {v.name for v in g.outputs}
     inputs, arg_map, params, arrays = [], [], [], []
     for name_, shape, dtype in compiled.input_specs:
-        if name_ in bound:
+        if name_ in bound and name_ not in used:
+            arg_map.append(("null", 0))     # bound, and folded away by the passes: not embedded
+        elif name_ in bound:
             arg_map.append(("param", len(params)))
             params.append((name_, shape, dtype))
             arrays.append(np.ascontiguousarray(bound[name_], dtype=dtype).reshape(shape))
@@ -309,12 +344,13 @@ def build_library(compiled, out_base: str, name: str = "model", graph_hash: str 
         blob, offsets = _layout_blob(arrays)
         blob_path = os.path.join(tmp, "params.bin")
         Path(blob_path).write_bytes(blob)
+        uses_nn = "@symjit_nn_" in module.ir
         desc = _descriptor_source(name, module.segment_names[0], inputs, outputs, params, arg_map, n_consts,
-                                  offsets, blob_path, module.workspace_size, checks)
+                                  offsets, blob_path, module.workspace_size, checks, blas=uses_nn)
         Path(tmp, "graphs.c").write_text(desc)
         Path(tmp, "exports.map").write_text("{ global: symjit_*; local: *; };\n")
         sources = [str(rt / s) for s in _RUNTIME_SOURCES]
-        if "@symjit_nn_" in module.ir:
+        if uses_nn:
             if not (rt / "nnkernels.c").is_file():
                 raise MXNetError("AOT: the code calls runtime/nnkernels.c, which is missing")
             sources.append(str(rt / "nnkernels.c"))
@@ -326,7 +362,7 @@ def build_library(compiled, out_base: str, name: str = "model", graph_hash: str 
             objects.append(o)
         step("linking")
         tmp_so = os.path.join(tmp, "lib.so")
-        _run([cc, "-shared", "-pthread", "-o", tmp_so, *objects, "-lm", "-Wl,-z,defs", "-Wl,-z,noexecstack",
+        _run([cc, "-shared", "-pthread", "-o", tmp_so, *objects, "-lm", "-ldl", "-Wl,-z,defs", "-Wl,-z,noexecstack",
               f"-Wl,--version-script={os.path.join(tmp, 'exports.map')}"], "linking the library")
         manifest = {
             "format": "symjit-aot-1", "symjit_version": __version__, "abi_version": 1, "graph": name,

@@ -159,3 +159,38 @@ def test_python_module_entry_point_runs_without_traceback():
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == ["symjit compile: error: symbol file 'missing-symbol.json' does not exist"]
     assert not Path("never.so").exists()
+
+
+@needs_cc
+def test_library_with_a_blas_named_at_run_time(tmp_path, run_model_exe):
+    """SYMJIT_BLAS binds a BLAS when the library loads; results agree with the built-in kernels."""
+    from symjit.codegen.llvm.lower_gemm import _openblas_library
+    blas = _openblas_library()
+    if blas is None:
+        pytest.skip("no OpenBLAS from scipy")
+    base = _build("lenet", tmp_path)
+    env = {"PATH": "/usr/bin:/bin"}
+    plain, with_blas = tmp_path / "plain.npy", tmp_path / "blas.npy"
+    for out, extra in ((plain, {}), (with_blas, {"SYMJIT_BLAS": blas, "SYMJIT_BLAS_MIN_GEMM": "0"})):
+        proc = subprocess.run([run_model_exe, f"{base}.so", str(MODELS / "lenet-input.npy"), "-o", str(out)],
+                              env={**env, **extra}, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+    a, b = np.load(plain), np.load(with_blas)
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    # a BLAS path that does not load leaves the built-in kernels in place
+    proc = subprocess.run([run_model_exe, f"{base}.so", str(MODELS / "lenet-input.npy")],
+                          env={**env, "SYMJIT_BLAS": str(tmp_path / "missing.so")}, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+@needs_cc
+def test_weights_folded_away_are_not_embedded(tmp_path):
+    """lenet's BatchNorm statistics are folded into the convolutions: only what the optimized
+    code reads is embedded."""
+    base = _build("lenet", tmp_path)
+    manifest = json.loads(Path(f"{base}.json").read_text())
+    params = mx.nd.load(str(MODELS / "lenet-0000.params"))
+    lib = runtime.load(f"{base}.so")
+    embedded = {n for n, _, _ in lib["lenet"].param_specs}
+    assert not any(k.split(":", 1)[1] in embedded for k in params if "moving" in k)
+    assert manifest["params"]["count"] == len(embedded)
