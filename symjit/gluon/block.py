@@ -645,6 +645,8 @@ class HybridBlock(Block):
 
     def forward(self, x, *args):
         """Dispatch: compiled graph when hybridized, `hybrid_forward` on arrays or symbols otherwise."""
+        if self._active and not args and self._cached_op is not None and isinstance(x, NDArray):
+            return self._call_cached_op(x)  # the common compiled call: one array in
         flat_inputs = _flatten([x] + list(args), "input")[0]
         has_symbol = any(isinstance(a, Symbol) for a in flat_inputs)
         has_ndarray = any(isinstance(a, NDArray) for a in flat_inputs)

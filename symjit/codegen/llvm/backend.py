@@ -19,6 +19,8 @@ from .executable import compile_planned
 
 __all__ = ["compile_for_executor"]
 
+_UNSEEN = object()
+
 
 def compile_for_executor(graph: Graph):
     """The per-call function over `graph` (see the module docstring)."""
@@ -59,23 +61,31 @@ class _Compiler:
         def fast(arrays: list, out: list, names: list) -> bool:
             """Inference without kept values: `arrays` are the graph inputs in `names` order,
             `out` the output arrays written in place. One native call when the graph is native."""
-            key = (False, ())
-            if key not in variants:
-                variants[key] = self._build(graph, False, [])
-            cg = variants[key][0]
-            order = fast.orders.get(id(cg))
-            if order is None:
+            cg = fast.cg
+            if cg is None:
+                key = (False, ())
+                if key not in variants:
+                    variants[key] = self._build(graph, False, [])
+                cg = fast.cg = variants[key][0]
+            order = fast.orders.get(id(names), _UNSEEN)
+            if order is _UNSEEN:
                 spec_names = [n for n, _, _ in cg.input_specs]
                 if sorted(spec_names) != sorted(names):
                     return False
                 pos = {n: i for i, n in enumerate(names)}
-                order = fast.orders[id(cg)] = [pos[n] for n in spec_names]
+                order = [pos[n] for n in spec_names]
+                order = None if order == list(range(len(order))) else order  # None: same order
+                fast.orders[id(names)] = order
+                fast.keep_alive.append(names)  # keeps id(names) unique while cached
+            ins = arrays if order is None else [arrays[i] for i in order]
             if cg.entry is not None:
-                cg.entry(*[arrays[i] for i in order], out=out)
+                cg.entry(*ins, out=out)
             else:
-                cg.run([arrays[i] for i in order], False, None, out=out)
+                cg.run(ins, False, None, out=out)
             return True
         fast.orders = {}
+        fast.keep_alive = []
+        fast.cg = None
         fn.variants = variants
         fn.accepts_out = True
         fn.fast = fast

@@ -1,0 +1,155 @@
+"""Gluon benchmarks (issue "Gluon with hybridize()"), ratios measured in one run:
+
+  tiny         `net(x)` of a hybridized HybridSequential Dense(16, relu), Dense(16) at batch 1,
+               output ready, against ONNX Runtime running the same network and weights (when
+               onnxruntime and onnx are installed) and against numpy.
+               Target: at most 1.0x ONNX Runtime (aim: under 10 microseconds).
+  mlp64_train  one training step (record, forward, SoftmaxCrossEntropyLoss, backward,
+               trainer.step) of 784-512-512-10 at batch 64 with SGD, hybridized, against the
+               same code imperative (not hybridized) and a numpy implementation of the step
+               (JAX when installed). Targets: <= 1.0x the JAX/numpy step, >= 2.5x faster than
+               imperative.
+Run: python benchmarks/bench_gluon.py
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import symjit as mx
+from symjit import autograd, gluon, runtime
+from common import median_time, report
+
+
+def _tiny_net():
+    net = gluon.nn.HybridSequential()
+    with net.name_scope():
+        net.add(gluon.nn.Dense(16, activation="relu"), gluon.nn.Dense(16))
+    net.initialize(mx.init.Xavier())
+    return net
+
+
+def _onnx_tiny(w1, b1, w2, b2):
+    """An ONNX Runtime session for relu(x W1^T + b1) W2^T + b2, or None if unavailable."""
+    try:
+        import onnx
+        import onnxruntime as ort
+        from onnx import TensorProto, helper, numpy_helper
+    except ImportError:
+        return None
+    inits = [numpy_helper.from_array(a, n) for a, n in ((w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2"))]
+    nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], transB=1),
+             helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("Gemm", ["r", "w2", "b2"], ["y"], transB=1)]
+    graph = helper.make_graph(nodes, "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = runtime.num_threads()
+    return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+
+
+def bench_tiny() -> None:
+    net = _tiny_net()
+    x = mx.nd.array(np.random.default_rng(0).standard_normal((1, 16)))
+    net(x)
+    net.hybridize()
+    y = net(x).asnumpy()
+    w1, b1, w2, b2 = (p.data().asnumpy() for p in net.collect_params().values())
+    xn = x.asnumpy()
+
+    def numpy_tiny():
+        return np.maximum(xn @ w1.T + b1, 0) @ w2.T + b2
+
+    rows = [("symjit hybridized net(x)", median_time(lambda: net(x).wait_to_read(), repeat=100, inner=100)),
+            ("numpy", median_time(numpy_tiny, repeat=100, inner=100))]
+    sess = _onnx_tiny(w1, b1, w2, b2)
+    base = "numpy"
+    if sess is not None:
+        np.testing.assert_allclose(sess.run(None, {"x": xn})[0], y, rtol=1e-4, atol=1e-5)
+        rows.append(("ONNX Runtime", median_time(lambda: sess.run(None, {"x": xn}), repeat=100, inner=100)))
+        base = "ONNX Runtime"
+    np.testing.assert_allclose(numpy_tiny(), y, rtol=1e-4, atol=1e-5)
+    report("tiny: Dense(16, relu) -> Dense(16), batch 1", rows, base)
+    t = dict(rows)
+    print(f"  target <= 1.0x {base}: {'met' if t['symjit hybridized net(x)'] <= t[base] else 'MISSED'}; "
+          f"aim < 10 us: {'met' if t['symjit hybridized net(x)'] < 1e-5 else 'missed'}")
+
+
+def _mlp():
+    net = gluon.nn.HybridSequential()
+    with net.name_scope():
+        net.add(gluon.nn.Dense(512, activation="relu"), gluon.nn.Dense(512, activation="relu"),
+                gluon.nn.Dense(10))
+    net.initialize(mx.init.Xavier())
+    return net
+
+
+def bench_mlp64_train() -> None:
+    rng = np.random.default_rng(0)
+    x = mx.nd.array(rng.standard_normal((64, 784)))
+    label = mx.nd.array(rng.integers(0, 10, 64))
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+
+    def stepper(hybrid: bool):
+        mx.random.seed(0)
+        net = _mlp()
+        net(x)
+        if hybrid:
+            net.hybridize()
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.01})
+
+        def step():
+            with autograd.record():
+                loss = loss_fn(net(x), label)
+            loss.backward()
+            trainer.step(64)
+            loss.wait_to_read()
+        return step, net
+
+    hybrid_step, hnet = stepper(True)
+    eager_step, _ = stepper(False)
+    params = [p.data().asnumpy().copy() for p in hnet.collect_params().values()]
+    xn, yn = x.asnumpy(), label.asnumpy().astype(np.int64)
+
+    def numpy_step():
+        w1, b1, w2, b2, w3, b3 = params
+        h1 = np.maximum(xn @ w1.T + b1, 0)
+        h2 = np.maximum(h1 @ w2.T + b2, 0)
+        z = h2 @ w3.T + b3
+        p = np.exp(z - z.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        dz = p
+        dz[np.arange(64), yn] -= 1
+        dz /= 64
+        dw3, db3 = dz.T @ h2, dz.sum(0)
+        dh2 = (dz @ w3) * (h2 > 0)
+        dw2, db2 = dh2.T @ h1, dh2.sum(0)
+        dh1 = (dh2 @ w2) * (h1 > 0)
+        dw1, db1 = dh1.T @ xn, dh1.sum(0)
+        for w, g in zip(params, (dw1, db1, dw2, db2, dw3, db3)):
+            w -= 0.01 * g
+
+    rows = [("symjit hybridized step", median_time(hybrid_step, repeat=15)),
+            ("symjit imperative step", median_time(eager_step, repeat=5)),
+            ("numpy step", median_time(numpy_step, repeat=15))]
+    base = "numpy step"
+    try:
+        import jax  # noqa: F401
+    except ImportError:
+        pass
+    report("mlp64_train: 784-512-512-10, batch 64, SGD step", rows, base)
+    t = dict(rows)
+    print(f"  target <= 1.0x {base}: {'met' if t['symjit hybridized step'] <= t[base] else 'MISSED'}; "
+          f"hybridize speed-up over imperative: {t['symjit imperative step'] / t['symjit hybridized step']:.1f}x "
+          "(target >= 2.5x)")
+
+
+def main() -> None:
+    print(f"threads: {runtime.num_threads()}")
+    bench_tiny()
+    bench_mlp64_train()
+
+
+if __name__ == "__main__":
+    main()
