@@ -363,3 +363,22 @@ def test_rnn_inside_a_hybridized_parent_agrees_with_imperative(layout):
     got = run()
     for a, b in zip(got, ref):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_zoneout_cell_keeps_previous_values_only_in_training():
+    cell = rnn.ZoneoutCell(rnn.RNNCell(50, input_size=2), zoneout_outputs=0.5, zoneout_states=0.5)
+    cell.initialize(mx.init.Uniform(1.0))
+    x = nd.array(np.random.RandomState(9).randn(3, 4, 2))
+    out, _ = cell.unroll(4, x, merge_outputs=True)
+    cell.base_cell._modified = False
+    ref, _ = cell.base_cell.unroll(4, x, merge_outputs=True)
+    cell.base_cell._modified = True
+    np.testing.assert_allclose(out.asnumpy(), ref.asnumpy(), rtol=1e-6)  # inference: no zoneout
+    with autograd.record():
+        tr, _ = cell.unroll(4, x, merge_outputs=True)
+    t = tr.asnumpy()
+    # step 0 keeps zeros (the initial previous output) where zoned out; later steps keep the previous output
+    kept0 = t[:, 0] == 0
+    assert 0.2 < kept0.mean() < 0.8
+    assert 0.2 < (t[:, 1] == t[:, 0]).mean() < 0.8
+    assert "ZoneoutCell(p_out=0.5, p_state=0.5, RNNCell(2 -> 50, tanh))" == repr(cell)

@@ -17,7 +17,7 @@ from ..parameter import _indent
 
 __all__ = ["RecurrentCell", "HybridRecurrentCell", "RNNCell", "LSTMCell", "GRUCell",
            "SequentialRNNCell", "HybridSequentialRNNCell", "DropoutCell", "ResidualCell",
-           "BidirectionalCell", "ModifierCell"]
+           "BidirectionalCell", "ModifierCell", "ZoneoutCell"]
 
 tensor_types = (Symbol, NDArray)
 
@@ -511,6 +511,47 @@ class ModifierCell(HybridRecurrentCell):
 
     def __repr__(self):
         return f"{self.__class__.__name__}({self.base_cell})"
+
+
+class ZoneoutCell(ModifierCell):
+    """Zoneout (training only): each output / state unit keeps its previous value with
+    probability zoneout_outputs / zoneout_states instead of taking the new one."""
+
+    def __init__(self, base_cell, zoneout_outputs=0., zoneout_states=0.):
+        if isinstance(base_cell, BidirectionalCell):
+            raise MXNetError("BidirectionalCell doesn't support zoneout since it doesn't support "
+                             "step. Please add ZoneoutCell to the cells underneath instead.")
+        super().__init__(base_cell)
+        self.zoneout_outputs = zoneout_outputs
+        self.zoneout_states = zoneout_states
+        self._prev_output = None
+
+    def __repr__(self):
+        return (f"{self.__class__.__name__}(p_out={self.zoneout_outputs}, "
+                f"p_state={self.zoneout_states}, {self.base_cell})")
+
+    def _alias(self):
+        return "zoneout"
+
+    def reset(self):
+        super().reset()
+        self._prev_output = None
+
+    def hybrid_forward(self, F, inputs, states):
+        cell, p_outputs, p_states = self.base_cell, self.zoneout_outputs, self.zoneout_states
+        next_output, next_states = cell(inputs, states)
+
+        def mask(p, like):
+            return F.Dropout(F.ones_like(like), p=p)
+        prev_output = self._prev_output
+        if prev_output is None:
+            prev_output = F.zeros_like(next_output)
+        output = F.where(mask(p_outputs, next_output), next_output, prev_output) \
+            if p_outputs != 0. else next_output
+        states = [F.where(mask(p_states, new_s), new_s, old_s) for new_s, old_s in zip(next_states, states)] \
+            if p_states != 0. else next_states
+        self._prev_output = output
+        return output, states
 
 
 class ResidualCell(ModifierCell):
