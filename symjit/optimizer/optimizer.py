@@ -182,6 +182,8 @@ def _apply(op_name: str, weight: NDArray, grad: NDArray, states, **attrs) -> Non
 class SGD(Optimizer):
     """SGD with optional momentum; MXNet's `sgd_update` / `sgd_mom_update`."""
 
+    _momentum_op = "sgd_mom_update"
+
     def __init__(self, momentum=0.0, lazy_update=True, **kwargs):
         super().__init__(**kwargs)
         self.momentum = momentum
@@ -194,29 +196,16 @@ class SGD(Optimizer):
         self._update_count(index)
         kw = dict(self._common(index), lr=self._get_lr(index), wd=self._get_wd(index))
         if state is not None:
-            _apply("sgd_mom_update", weight, grad, [state], momentum=self.momentum, **kw)
+            _apply(self._momentum_op, weight, grad, [state], momentum=self.momentum, **kw)
         else:
             _apply("sgd_update", weight, grad, [], **kw)
 
 
 @register
-class NAG(Optimizer):
-    """Nesterov accelerated gradient."""
+class NAG(SGD):
+    """Nesterov accelerated gradient (SGD whose momentum step looks ahead)."""
 
-    def __init__(self, momentum=0.0, **kwargs):
-        super().__init__(**kwargs)
-        self.momentum = momentum
-
-    def create_state(self, index, weight):
-        return _zeros_like(weight) if self.momentum != 0.0 else None
-
-    def update(self, index, weight, grad, state):
-        self._update_count(index)
-        kw = dict(self._common(index), lr=self._get_lr(index), wd=self._get_wd(index))
-        if state is not None:
-            _apply("nag_mom_update", weight, grad, [state], momentum=self.momentum, **kw)
-        else:
-            _apply("sgd_update", weight, grad, [], **kw)
+    _momentum_op = "nag_mom_update"
 
 
 @register
