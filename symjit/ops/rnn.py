@@ -354,3 +354,39 @@ class RNNParamConcat(Op):
             out.append(F.slice_axis(ograds[0], axis=0, begin=pos, end=pos + n))
             pos += n
         return out
+
+
+@register("_rnn_flat_input_weight")
+class RNNFlatInputWeight(Op):
+    """A first-layer i2h weight (rows, C), flattened, whose unknown input size C is inferred from
+    `data` (T, N, C): lets a fused RNN traced before its input size is known defer its weight
+    shape the way FullyConnected does (MXNet infers it backwards through `_rnn_param_concat`)."""
+    params = {"rows": Param(Int, doc="gates * hidden units")}
+    inputs = ("weight", "data")
+    hidden = True
+
+    def infer_shape(self, attrs, in_shapes):
+        weight, data = in_shapes
+        c = data[-1] if data is not None and len(data) == 3 else 0
+        rows = attrs["rows"]
+        if weight is not None and len(weight) != 2:
+            raise MXNetError(f"_rnn_flat_input_weight: weight must be 2-D, got shape {tuple(weight)}")
+        if weight is not None and weight[1] and c and weight[1] != c:
+            raise MXNetError(f"_rnn_flat_input_weight: shape mismatch for input 'weight': expected "
+                             f"({rows}, {c}), got {tuple(weight)}")
+        c = c or (weight[1] if weight is not None else 0)
+        return [(rows, c), data], [(rows * c,) if c else (0,)]
+
+    def infer_type(self, attrs, in_types):
+        t = in_types[0] or in_types[1]
+        return [t, in_types[1]], [t]
+
+    def compute(self, attrs, inputs, ctx):
+        w, x = inputs
+        if w.ndim != 2 or w.shape[0] != attrs["rows"] or (x.ndim == 3 and w.shape[1] != x.shape[2]):
+            raise MXNetError(f"_rnn_flat_input_weight: weight shape {w.shape} does not match "
+                             f"({attrs['rows']}, input size of data {x.shape})")
+        return [w.reshape(-1).copy()]
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        return [F.reshape_like(ograds[0], inputs[0]), F.zeros_like(inputs[1])]

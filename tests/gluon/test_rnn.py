@@ -382,3 +382,16 @@ def test_zoneout_cell_keeps_previous_values_only_in_training():
     assert 0.2 < kept0.mean() < 0.8
     assert 0.2 < (t[:, 1] == t[:, 0]).mean() < 0.8
     assert "ZoneoutCell(p_out=0.5, p_state=0.5, RNNCell(2 -> 50, tanh))" == repr(cell)
+
+
+def test_deferred_input_size_inside_a_hybridized_parent():
+    from symjit.gluon import nn
+    net = nn.HybridSequential()
+    net.add(rnn.LSTM(4, 2, bidirectional=True), nn.Dense(2, flatten=False))
+    net.initialize(mx.init.Uniform(0.5))
+    net.hybridize()
+    x = nd.array(np.random.RandomState(10).randn(5, 2, 3))
+    y = net(x).asnumpy()
+    assert net[0].l0_i2h_weight.shape == (16, 3) and net[0].r0_i2h_weight.shape == (16, 3)
+    net.hybridize(False)
+    np.testing.assert_allclose(net(x).asnumpy(), y, rtol=1e-4, atol=1e-6)

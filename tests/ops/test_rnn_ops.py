@@ -120,3 +120,16 @@ def test_rnn_param_concat_and_ndarray_entry():
         {"state_size": 2, "num_layers": 1, "mode": "rnn_tanh"}), 3),)), nd.zeros((1, 1, 2)),
         state_size=2, num_layers=1, mode="rnn_tanh")
     np.testing.assert_array_equal(out.asnumpy(), np.zeros((2, 1, 2)))
+
+
+def test_rnn_flat_input_weight_infers_the_input_size():
+    op = get_op("_rnn_flat_input_weight")
+    attrs = op.parse({"rows": 6})
+    ins, outs = op.infer_shape(attrs, [(6, 0), (4, 2, 5)])
+    assert ins[0] == (6, 5) and outs == [(30,)]
+    w = np.arange(30.0).reshape(6, 5)
+    np.testing.assert_array_equal(apply_numpy("_rnn_flat_input_weight", [w, np.zeros((4, 2, 5))], {"rows": 6})[0],
+                                  np.arange(30.0))
+    check_op_gradient("_rnn_flat_input_weight", [w, np.zeros((4, 2, 5))], {"rows": 6}, wrt=[0])
+    with pytest.raises(MXNetError, match="_rnn_flat_input_weight"):
+        op.infer_shape(attrs, [(6, 4), (4, 2, 5)])

@@ -195,9 +195,18 @@ class _RNNLayer(HybridBlock):
                              "the unrolled layer; call it on NDArrays")
         if self._layout == "NTC":
             inputs = F.swapaxes(inputs, dim1=0, dim2=1)
-        flat = [F.reshape(params[f"{d}{layer}_{g}_{t}"], shape=(-1,))
-                for t in ("weight", "bias") for layer in range(self._num_layers)
-                for d in ["l", "r"][:self._dir] for g in ("i2h", "h2h")]
+        flat = []
+        for t in ("weight", "bias"):
+            for layer in range(self._num_layers):
+                for d in ["l", "r"][:self._dir]:
+                    for g in ("i2h", "h2h"):
+                        name = f"{d}{layer}_{g}_{t}"
+                        if name.endswith("0_i2h_weight") and not getattr(self, name).shape[1]:
+                            # input size still deferred: infer it from the data
+                            flat.append(F._rnn_flat_input_weight(params[name], inputs,
+                                                                 rows=self._gates * self._hidden_size))
+                        else:
+                            flat.append(F.reshape(params[name], shape=(-1,)))
         packed = F._rnn_param_concat(*flat, dim=0, num_args=len(flat))
         rnn = F.RNN(inputs, packed, *states, state_size=self._hidden_size,
                     num_layers=self._num_layers, bidirectional=self._dir == 2, p=self._dropout,
