@@ -41,6 +41,29 @@ def race(cands: dict, repeats: int, warmup: int = 2) -> dict:
     return {k: float(np.median(v)) for k, v in times.items()}
 
 
+def blocked(cands: dict, repeats: int, rounds: int = 2) -> dict:
+    """Like `race`, but each candidate runs `repeats` times in a row (after a warm-up), in
+    `rounds` alternating blocks: a runtime whose worker threads keep spinning after a call
+    (ONNX Runtime's intra-op pool, OpenBLAS) then slows only itself, not the next candidate.
+    Medians over all blocks; CPU seconds in LAST_CPU."""
+    wall = {k: [] for k in cands}
+    cpu = {k: [] for k in cands}
+    per = max(1, repeats // rounds)
+    for _ in range(rounds):
+        for k, fn in cands.items():
+            fn()
+            fn()
+            for _ in range(per):
+                c = time.process_time()
+                t = time.perf_counter()
+                fn()
+                wall[k].append(time.perf_counter() - t)
+                cpu[k].append(time.process_time() - c)
+    LAST_CPU.clear()
+    LAST_CPU.update({k: float(np.median(v)) for k, v in cpu.items()})
+    return {k: float(np.median(v)) for k, v in wall.items()}
+
+
 def cpu_clock_ghz() -> float:
     """Nominal clock from /proc/cpuinfo ('cpu MHz'), or bogomips / 2."""
     mhz = []
@@ -168,7 +191,7 @@ def compare_with_ort(name: str, batch: int, threads: int, repeats: int, profile:
         iname = sess.get_inputs()[0].name
         cands["onnxruntime"] = lambda: sess.run(None, {iname: x})
         diff = np.abs(cg(arrays)[0] - cands["onnxruntime"]()[0]).max()
-    res = race(cands, repeats)
+    res = blocked(cands, repeats)
     cpu = dict(LAST_CPU)
     flops = conv_flops(opt)
     peak, how = peak_gflops(threads)
