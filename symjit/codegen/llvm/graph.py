@@ -229,11 +229,7 @@ class _SegmentEmitter:
             rc = self.tmp()
             L(f"  {rc} = call i32 @symjit_parallel_for(ptr @{call.kernel}, i64 {call.n}, "
               f"i64 {call.grain}, ptr {arr})")
-            bad = self.tmp()
-            L(f"  {bad} = icmp ne i32 {rc}, 0")
-            ok = f"ok{self.n}"
-            L(f"  br i1 {bad}, label %fail, label %{ok}")
-            L(f"{ok}:")
+            self._return_if_error(rc)
         elif isinstance(call, DirectCall):
             args = []
             for a in call.args:
@@ -245,13 +241,24 @@ class _SegmentEmitter:
                     from .vecmath import float_literal
                     args.append(f"double {float_literal(float(a), 'double')}")
             L(f"  call void @{call.fn}({', '.join(args)})")
+            # library kernels report failures (e.g. out of memory) through the runtime's error
+            rc = self.tmp()
+            L(f"  {rc} = call i32 @symjit_last_error_code()")
+            self._return_if_error(rc)
         else:
             raise MXNetError(f"codegen: unknown call {call!r}")
+
+    def _return_if_error(self, rc: str) -> None:
+        """Return `rc` from the segment when it is not 0 (the runtime holds the message)."""
+        bad = self.tmp()
+        self.lines.append(f"  {bad} = icmp ne i32 {rc}, 0")
+        fail, ok = f"fail{self.n}", f"ok{self.n}"
+        self.lines += [f"  br i1 {bad}, label %{fail}, label %{ok}", f"{fail}:", f"  ret i32 {rc}", f"{ok}:"]
 
     def render(self) -> str:
         body = "\n".join(self.lines)
         return (f"define i32 @{self.name}(ptr %inputs, ptr %outputs, ptr %params, ptr %ws) #1 {{\n"
-                f"entry:\n{body}\n  ret i32 0\nfail:\n  ret i32 1\n}}\n")
+                f"entry:\n  call void @symjit_clear_error()\n{body}\n  ret i32 0\n}}\n")
 
 
 @dataclass
@@ -318,6 +325,7 @@ def lower_graph(g: Graph, name: str = "graph", is_train: bool | None = None) -> 
         s.name = f"sj_{name_token(name)}_{digest}_s{i}"
         names.append(s.name)
     decls = ["declare i32 @symjit_parallel_for(ptr, i64, i64, ptr)",
+             "declare i32 @symjit_last_error_code()", "declare void @symjit_clear_error()",
              "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)"]
     ir = mb.render() + "\n" + "".join(s.render() for s in segments) + "\n".join(decls) + "\n"
     steps = [Step(segment=s.segment.name if s.segment is not None else None, node=s.node) for s in steps]
