@@ -198,3 +198,93 @@ def test_softmax_output_backward(dtype):
                                                    ("label", (3,), "float64")], {})
     got, _, _, _, _ = compile_and_run(g, {"dy": np.zeros((3, 4)), "out": p, "label": lab}, is_train=True)
     np.testing.assert_allclose(got[0], p - np.eye(4)[[0, 3, 1]], rtol=1e-15)
+
+
+@pytest.mark.parametrize("op", ["LinearRegressionOutput", "MAERegressionOutput", "LogisticRegressionOutput"])
+def test_regression_heads(op):
+    rng = np.random.default_rng(10)
+    back = {"LinearRegressionOutput": "_backward_linear_reg_out", "MAERegressionOutput": "_backward_mae_reg_out",
+            "LogisticRegressionOutput": "_backward_logistic_reg_out"}[op]
+    for shape, lshape in [((4, 3), (4, 3)), ((4, 1), (4,))]:
+        g = one_node_graph(op, [("x", shape, "float32"), ("label", lshape, "float32")], {"grad_scale": 0.5})
+        feeds = {"x": (rng.standard_normal(shape) * 30).astype(np.float32),
+                 "label": rng.standard_normal(lshape).astype(np.float32)}
+        got, want, cg, _, _ = compile_and_run(g, feeds)
+        assert_close(got[0], want[0])
+        assert cg.native
+        g = one_node_graph(back, [("label", lshape, "float32"), ("out", shape, "float32")], {"grad_scale": 0.5})
+        feeds = {"out": rng.standard_normal(shape).astype(np.float32),
+                 "label": rng.standard_normal(lshape).astype(np.float32)}
+        got, want, cg, _, _ = compile_and_run(g, feeds, is_train=True)
+        assert_close(got[0], want[0])
+        assert cg.native
+        d = feeds["out"] - feeds["label"].reshape(shape)
+        d = np.sign(d) if op == "MAERegressionOutput" else d
+        np.testing.assert_allclose(got[0], d * 0.5 / (np.prod(lshape) / lshape[0]), rtol=1e-6)
+
+
+def test_make_loss():
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    for norm, native in [("null", True), ("batch", True), ("valid", False)]:
+        g = one_node_graph("_backward_MakeLoss", [("x", (4, 3), "float32")], {"grad_scale": 3.0, "normalization": norm})
+        got, want, cg, _, _ = compile_and_run(g, {"x": x}, is_train=True)
+        assert_close(got[0], want[0])
+        assert cg.native == native
+    g = one_node_graph("MakeLoss", [("x", (4, 3), "float32")], {})
+    got, want, cg, _, _ = compile_and_run(g, {"x": x})
+    assert_close(got[0], want[0])
+    assert cg.native
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_instance_norm_backward(dtype):
+    rng = np.random.default_rng(12)
+    for shape in [(3, 4, 5), (2, 3, 4, 5)]:
+        n, c = shape[:2]
+        _check("_backward_InstanceNorm", [("dy", shape, dtype), ("x", shape, dtype), ("gamma", (c,), dtype),
+                                          ("mean", (n, c), dtype), ("var", (n, c), dtype)], {"eps": 0.01},
+               n_out=3, is_train=True, rng=rng, tol=1e-4 if dtype == "float32" else 1e-9)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_leaky_relu_family(dtype):
+    rng = np.random.default_rng(13)
+    for kind in ["leaky", "elu", "selu", "gelu"]:
+        _check("LeakyReLU", [("x", (4, 5), dtype)], {"act_type": kind, "slope": 0.3}, rng=rng, tol=2e-6)
+    for gshape in [(3,), (1,)]:
+        _check("LeakyReLU", [("x", (4, 3, 2), dtype), ("gamma", gshape, dtype)], {"act_type": "prelu"}, rng=rng)
+    x = np.array([-2.0, -0.5, 0.0, 1.5])
+    g = one_node_graph("LeakyReLU", [("x", (4,), "float64")], {"act_type": "leaky", "slope": 0.1})
+    got, _, _, _, _ = compile_and_run(g, {"x": x})
+    np.testing.assert_array_equal(got[0], np.where(x > 0, x, 0.1 * x))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_group_norm_and_backward(dtype):
+    rng = np.random.default_rng(14)
+    for shape, groups in [((3, 4, 5), 2), ((2, 6, 2, 3), 3), ((2, 4, 3), 1)]:
+        n = shape[0]
+        _check("GroupNorm", [("x", shape, dtype), ("gamma", (groups,), dtype), ("beta", (groups,), dtype)],
+               {"num_groups": groups, "eps": 0.01}, n_out=3, rng=rng)
+        _check("_backward_GroupNorm", [("dy", shape, dtype), ("x", shape, dtype), ("gamma", (groups,), dtype),
+                                       ("mean", (n, groups), dtype), ("std", (n, groups), dtype)],
+               {"num_groups": groups}, n_out=3, is_train=True, rng=rng, tol=1e-4 if dtype == "float32" else 1e-9)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("mode", ["instance", "channel", "spatial"])
+def test_l2_normalization_and_backward(dtype, mode):
+    rng = np.random.default_rng(15)
+    for shape in [(3, 4, 5), (2, 3, 2, 4)]:
+        _check("L2Normalization", [("x", shape, dtype)], {"mode": mode, "eps": 1e-6}, n_out=2, rng=rng)
+        norm_shape = {"instance": (shape[0],), "channel": (shape[0], 1) + shape[2:],
+                      "spatial": (shape[0], shape[1])}[mode]
+        _check("_backward_L2Normalization", [("dy", shape, dtype), ("y", shape, dtype), ("norm", norm_shape, dtype)],
+               {"mode": mode}, rng=rng, tol=1e-5, is_train=True)
+    x = rng.standard_normal((2, 6))
+    g = one_node_graph("L2Normalization", [("x", x.shape, "float64")], {"mode": "instance"}, n_outputs=2)
+    got, _, _, _, _ = compile_and_run(g, {"x": x})
+    nrm = np.sqrt((x * x).sum(1, keepdims=True) + 1e-10)
+    np.testing.assert_allclose(got[0], x / nrm, rtol=1e-14)
+    np.testing.assert_allclose(got[1], nrm[:, 0], rtol=1e-14)

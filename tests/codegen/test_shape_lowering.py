@@ -50,7 +50,6 @@ def test_transpose_any_axes(dtype):
     rng = np.random.default_rng(1)
     for shape, axes in [((2, 3, 4), (2, 0, 1)), ((5, 7), ()), ((2, 3, 4, 5), (1, 3, 0, 2)), ((6,), (0,))]:
         got = _check("transpose", [shape], {"axes": axes}, dtype, rng)
-        x = None
         assert got[0].shape == np.empty(shape).transpose(axes or None).shape
 
 
@@ -240,3 +239,26 @@ def test_cast_with_float16(sd, dd):
     np.testing.assert_array_equal(got[0], want[0])
     assert got[0].dtype == np.dtype(dd)
     assert cg.native or "+f16c" not in host_target().features.split(",")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mode", ["clip", "wrap"])
+def test_take_and_pick_gradients(dtype, mode):
+    rng = np.random.default_rng(11)
+    for ax, shape in [(0, (5, 3)), (1, (2, 5, 3)), (-1, (3, 5))]:
+        a = ax % len(shape)
+        ishape = (4, 2)     # duplicate indices accumulate
+        gshape = shape[:a] + ishape + shape[a + 1:]
+        g = one_node_graph("_backward_take", [("g", gshape, dtype), ("i", ishape, "float32")],
+                           {"axis": ax, "mode": mode, "shape": shape})
+        feeds = {"g": _data(rng, gshape, dtype), "i": rng.integers(-3, 8, ishape).astype(np.float32)}
+        got, want, cg, _, _ = compile_and_run(g, feeds, is_train=True)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert cg.native
+        pshape = shape[:a] + shape[a + 1:]
+        g = one_node_graph("_backward_pick", [("g", pshape, dtype), ("i", pshape, "int32")],
+                           {"axis": ax, "mode": mode, "shape": shape})
+        feeds = {"g": _data(rng, pshape, dtype), "i": rng.integers(-3, 8, pshape).astype(np.int32)}
+        got, want, cg, _, _ = compile_and_run(g, feeds, is_train=True)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert cg.native

@@ -1,7 +1,8 @@
-"""Native lowerings of normalizations along axes: the softmax family (softmax, log_softmax,
-softmin, SoftmaxActivation, SoftmaxOutput forward), LayerNorm, InstanceNorm, BatchNorm
-(inference and training, with the moving-average update) and the backward ops
-`_backward_LayerNorm` and `_backward_BatchNorm`.
+"""Native lowerings of normalizations along axes and of the loss heads: the softmax family
+(softmax, log_softmax, softmin, SoftmaxActivation, SoftmaxOutput and its backward),
+LayerNorm, InstanceNorm, BatchNorm (inference and training, with the moving-average update
+written to state outputs, see `LoweringContext.state_output`), the backward ops of the
+three norms, the regression heads (Linear/Logistic/MAE and their backward ops) and MakeLoss.
 
 Layouts. An op normalizing along one axis views its input as (outer, n, inner) and
 processes *columns*: column q = (o, i) holds the n elements at o*n*inner + i + k*inner.
@@ -11,10 +12,12 @@ vectorize (the exponential is the inlined vectorizable `vecmath` exp). BatchNorm
 normalizes per channel over every other axis: it views data as (A, C, B) and processes
 channels, each a loop over A of contiguous runs of B.
 
-Numerics: statistics and sums are accumulated in float64 (the softmax sum as MXNet's
-native kernel; LayerNorm/BatchNorm moments more accurately than the float32 reference),
-exponentials are taken in the input's float type, results are rounded once to the output
-dtype. The float32 oneDNN softmax of MXNet (a different exp polynomial and sum order) is
+Numerics: softmax sums are accumulated in float64 (as MXNet's native kernel), LayerNorm
+and InstanceNorm moments in float64 (more accurately than the float32 reference),
+BatchNorm forward and backward in the data's float type with the reference's formulas
+(training graphs with tiny batches are ill-conditioned, and there the compiled result should
+track the reference's rounding); exponentials are taken in the input's float type, results
+are rounded once to the output dtype. The float32 oneDNN softmax of MXNet (a different exp polynomial and sum order) is
 matched within float32 rounding, not bit for bit. Cases the reference handles by
 validation errors or masks (`use_length`, float16, integer data for norms) keep their
 Python step.
@@ -617,3 +620,305 @@ def _prob_target_grad(ctx, node, scale: float):
     if name not in ctx.mb.symbols:
         emit_elementwise(ctx.mb, spec, name)
     return [ParallelCall(name, int(np.prod(shape, dtype=np.int64)), GRAIN, [dy, out, label, res])]
+
+
+# --------------------------------------------------------------------------------------
+# Regression heads and MakeLoss (elementwise kernels)
+# --------------------------------------------------------------------------------------
+
+def _ew(ctx, expr, inputs, in_shapes, compute: str, out) -> list:
+    from .elementwise import ElementwiseSpec, emit_elementwise, kernel_name
+    shape = tuple(out.type.shape)
+    spec = ElementwiseSpec((expr,), tuple(_dt(v) for v in inputs), tuple(in_shapes), compute, (_dt(out),), shape)
+    name = kernel_name(spec)
+    if name not in ctx.mb.symbols:
+        emit_elementwise(ctx.mb, spec, name)
+    return [ParallelCall(name, int(np.prod(shape, dtype=np.int64)), GRAIN, list(inputs) + [out])]
+
+
+@register_lowering("LinearRegressionOutput", "MAERegressionOutput", "LogisticRegressionOutput", "MakeLoss")
+def lower_regression_forward(node, ctx: LoweringContext):
+    """Identity (sigmoid for the logistic head) of the data; the label only matters backward."""
+    from ...ops import scalar as S
+    x, out = node.inputs[0], node.outputs[0]
+    if not _known(x, out) or not _float(x, out) or int(np.prod(x.type.shape, dtype=np.int64)) == 0:
+        return None
+    expr = S.Input(0)
+    if node.op.name == "LogisticRegressionOutput":
+        expr = S.Const(1.0) / (S.Const(1.0) + S.call("exp", -S.Input(0)))
+    return _ew(ctx, expr, [x], [tuple(x.type.shape)], _dt(x), out)
+
+
+@register_lowering("_backward_linear_reg_out", "_backward_logistic_reg_out", "_backward_mae_reg_out")
+def lower_regression_backward(node, ctx: LoweringContext):
+    """(out - label) * grad_scale / (label.size / label.shape[0]); sign(...) for MAE. The label
+    is read in the output's shape (same elements, as the reference's reshape)."""
+    from ...ops import scalar as S
+    label, out = node.inputs
+    res = node.outputs[0]
+    if not _known(label, out, res) or not _float(out, res) or _dt(label) not in SUPPORTED_DTYPES:
+        return None
+    lshape, shape = tuple(label.type.shape), tuple(out.type.shape)
+    n = int(np.prod(shape, dtype=np.int64))
+    if int(np.prod(lshape, dtype=np.int64)) != n or n == 0:
+        return None
+    num_output = int(np.prod(lshape, dtype=np.int64)) / lshape[0] if lshape and lshape[0] else 1.0
+    diff = S.Input(1) - S.Input(0)
+    if node.op.name == "_backward_mae_reg_out":
+        diff = S.call("sign", diff)
+    expr = diff * S.Const(node.attrs["grad_scale"] / num_output)
+    return _ew(ctx, expr, [label, out], [shape, shape], _dt(out), res)
+
+
+@register_lowering("_backward_MakeLoss")
+def lower_make_loss_backward(node, ctx: LoweringContext):
+    """A constant fill: grad_scale, divided by the batch size with normalization='batch'
+    ('valid' counts elements at run time and keeps its Python step)."""
+    from .lower_shape import fill_call
+    x, out = node.inputs[0], node.outputs[0]
+    if not _known(x, out) or node.attrs["normalization"] == "valid":
+        return None
+    shape = tuple(x.type.shape)
+    if int(np.prod(shape, dtype=np.int64)) == 0:
+        return []
+    scale = node.attrs["grad_scale"]
+    if node.attrs["normalization"] == "batch" and shape and shape[0]:
+        scale = scale / shape[0]
+    c = fill_call(ctx, out, scale)
+    return None if c is None else [c]
+
+
+# --------------------------------------------------------------------------------------
+# _backward_InstanceNorm, GroupNorm and its backward
+# --------------------------------------------------------------------------------------
+
+@register_lowering("_backward_InstanceNorm")
+def lower_instance_norm_backward(node, ctx: LoweringContext):
+    """Rows r = (n, c) of S spatial elements: dx per row (parallel over rows), then dgamma and
+    dbeta per channel summed over (n, s) (parallel over channels)."""
+    dy, x, gamma, mean, var = node.inputs
+    dx, dgamma, dbeta = node.outputs
+    if not _known(*node.inputs, *node.outputs) or not _float(*node.inputs, *node.outputs):
+        return None
+    shape = tuple(x.type.shape)
+    if len(shape) < 3 or tuple(dy.type.shape) != shape:
+        return None
+    N, C = shape[:2]
+    S = int(np.prod(shape[2:], dtype=np.int64))
+    if any(tuple(v.type.shape) != (C,) for v in (gamma, dgamma, dbeta)) or tuple(mean.type.shape) != (N, C) \
+            or tuple(var.type.shape) != (N, C) or S == 0 or N * C == 0:
+        return None
+    return _rows_norm_backward(ctx, node, N, C, S, float(node.attrs["eps"]))
+
+
+def _rows_norm_backward(ctx, node, N: int, C: int, S: int, eps: float | None) -> list:
+    """Backward of a norm over rows r = (n, c) of S elements with gamma per c: dx per row,
+    then dgamma and dbeta per c. The saved second moment is a variance (`eps` given) or a std."""
+    dy, x, gamma, mean, sec = node.inputs
+    dx, dgamma, dbeta = node.outputs
+    dts = [_dt(v) for v in (dy, x, gamma, mean, sec, dx, dgamma, dbeta)]
+    key = f"rowsback|{N}|{C}|{S}|{dts}|{eps!r}"
+    name_dx, name_dg = ctx.unique("sj_rowsback_dx", key), ctx.unique("sj_rowsback_dg", key)
+    if name_dx not in ctx.mb.symbols:
+        _emit_rows_backward(ctx, name_dx, name_dg, N, C, S, dts, eps)
+    return [_columns_call(ctx, name_dx, N * C, S, [dy, x, gamma, mean, sec, dx]),
+            ParallelCall(name_dg, C, max(1, GRAIN // max(N * S, 1)), [dy, x, mean, sec, dgamma, dbeta])]
+
+
+def _emit_rows_backward(ctx, name_dx, name_dg, N, C, S, dts, eps) -> None:
+    t_dy, t_x, t_g, t_m, t_v, t_dx, t_dg, t_db = dts
+
+    def inv_of(v):
+        return 1.0 / (sqrt(v + eps) if eps is not None else v)
+    kw = KernelWriter(ctx.mb, name_dx, 6)
+    dy, x, gamma, mean, var, dx = kw.args
+    with kw.loop(kw.begin, kw.end) as r:
+        col = _Columns(kw, S, 1, r)
+        c = kw.b.ins("i64", f"urem i64 {r.ref}, {C}")
+        mu = _to_d(kw.load(_lty(t_m), mean, r), t_m)
+        inv = inv_of(_to_d(kw.load(_lty(t_v), var, r), t_v))
+        w = _to_d(kw.load(_lty(t_g), gamma, c), t_g)
+
+        def g(k):
+            return _to_d(kw.load(_lty(t_dy), dy, col.at(k)), t_dy) * w
+
+        def xhat(k):
+            return (_to_d(kw.load(_lty(t_x), x, col.at(k)), t_x) - mu) * inv
+        m_g = col.sum(g) / float(S)
+        m_gx = col.sum(lambda k: g(k) * xhat(k)) / float(S)
+        with kw.loop(0, S) as k:
+            kw.store(_lty(t_dx), convert(inv * (g(k) - m_g - xhat(k) * m_gx), "float64", t_dx), dx, col.at(k))
+    kw.finish()
+    kw = KernelWriter(ctx.mb, name_dg, 6)
+    dy, x, mean, var, dgamma, dbeta = kw.args
+    with kw.loop(kw.begin, kw.end) as c:
+        s_dy, s_dyx = kw.var("double", 0.0), kw.var("double", 0.0)
+        with kw.loop(0, N) as n:
+            r = n * C + c
+            mu = _to_d(kw.load(_lty(t_m), mean, r), t_m)
+            inv = inv_of(_to_d(kw.load(_lty(t_v), var, r), t_v))
+            with kw.loop(0, S) as s:
+                off = r * S + s
+                d = _to_d(kw.load(_lty(t_dy), dy, off), t_dy)
+                xh = (_to_d(kw.load(_lty(t_x), x, off), t_x) - mu) * inv
+                s_dy.set(kw.fadd(s_dy.get(), d))
+                s_dyx.set(kw.fadd(s_dyx.get(), d * xh))
+        kw.store(_lty(t_dg), convert(s_dyx.get(), "float64", t_dg), dgamma, c)
+        kw.store(_lty(t_db), convert(s_dy.get(), "float64", t_db), dbeta, c)
+    kw.finish()
+
+
+# --------------------------------------------------------------------------------------
+# LeakyReLU (leaky, elu, selu, gelu, prelu; rrelu samples and stays a Python step)
+# --------------------------------------------------------------------------------------
+
+@register_lowering("LeakyReLU")
+def lower_leaky_relu(node, ctx: LoweringContext):
+    """The activation's scalar expression (`nn_norm._leaky_expr`) as an elementwise kernel;
+    prelu reads gamma broadcast along axis 1 (or everywhere when it has one element)."""
+    from ...ops import scalar as S
+    from ...ops.nn_norm import _leaky_expr
+    x, out = node.inputs[0], node.outputs[0]
+    kind = node.attrs["act_type"]
+    if kind == "rrelu" or not _known(*node.inputs, out) or not _float(*node.inputs, out):
+        return None
+    shape = tuple(x.type.shape)
+    if int(np.prod(shape, dtype=np.int64)) == 0:
+        return None
+    if kind != "prelu":
+        return _ew(ctx, _leaky_expr(node.attrs, S.Input(0), node.attrs["slope"]), [x], [shape], _dt(x), out)
+    gamma = node.inputs[1]
+    gshape = tuple(gamma.type.shape)
+    axis = 1 if len(shape) > 1 else 0
+    if gshape == (1,):
+        bshape = (1,) * len(shape)
+    elif len(gshape) == 1 and gshape[0] == shape[axis]:
+        bshape = tuple(shape[axis] if i == axis else 1 for i in range(len(shape)))
+    else:
+        return None
+    expr = S.select(S.Input(0) > S.Const(0), S.Input(0), S.Input(0) * S.Input(1))
+    return _ew(ctx, expr, [x, gamma], [shape, bshape], _dt(x), out)
+
+
+def _group_view(node):
+    """(N, G, L) of GroupNorm's data viewed as N x G rows of L = C/G * spatial elements."""
+    x = node.inputs[1] if node.op.name == "_backward_GroupNorm" else node.inputs[0]
+    shape = tuple(x.type.shape)
+    g = node.attrs["num_groups"]
+    if len(shape) < 3 or g <= 0 or shape[1] % g:
+        return None
+    return shape[0], g, int(np.prod(shape, dtype=np.int64)) // (shape[0] * g) if shape[0] else 0
+
+
+@register_lowering("GroupNorm")
+def lower_group_norm(node, ctx: LoweringContext):
+    """InstanceNorm's kernel over the N x G group rows, with per-group gamma/beta and std."""
+    x, gamma, beta = node.inputs
+    out, mean, std = node.outputs
+    if not _known(*node.inputs, *node.outputs) or not _float(*node.inputs, *node.outputs):
+        return None
+    view = _group_view(node)
+    if view is None or view[0] * view[1] * view[2] == 0:
+        return None
+    n, g, length = view
+    if tuple(gamma.type.shape) != (g,) or tuple(beta.type.shape) != (g,):
+        return None
+    dts = {"x": _dt(x), "gamma": _dt(gamma), "out": _dt(out), "mean": _dt(mean)}
+    key = f"groupnorm|{length}|{g}|{dts}|{node.attrs['eps']!r}"
+    name = ctx.unique("sj_groupnorm", key)
+    if name not in ctx.mb.symbols:
+        _emit_moments_norm(ctx, name, length, 1, dts, float(node.attrs["eps"]), g, "std")
+    return [_columns_call(ctx, name, n * g, length, [x, gamma, beta, out, mean, std])]
+
+
+@register_lowering("_backward_GroupNorm")
+def lower_group_norm_backward(node, ctx: LoweringContext):
+    dy, x, gamma, mean, std = node.inputs
+    if not _known(*node.inputs, *node.outputs) or not _float(*node.inputs, *node.outputs):
+        return None
+    view = _group_view(node)
+    if view is None or view[0] * view[1] * view[2] == 0 or tuple(dy.type.shape) != tuple(x.type.shape):
+        return None
+    n, g, length = view
+    if tuple(gamma.type.shape) != (g,) or tuple(mean.type.shape) != (n, g) or tuple(std.type.shape) != (n, g):
+        return None
+    return _rows_norm_backward(ctx, node, n, g, length, None)
+
+
+# --------------------------------------------------------------------------------------
+# L2Normalization and its backward
+# --------------------------------------------------------------------------------------
+
+def _l2_columns(node, shape) -> tuple[int, int, int] | None:
+    """(outer, n, inner) of the normalized axes for the op's mode (`nn_norm._l2_layout`)."""
+    from ...ops.nn_norm import _l2_layout
+    try:
+        view, red, _ = _l2_layout(node.op.name, node.attrs["mode"], shape)
+    except Exception:  # noqa: BLE001 - an invalid layout keeps the reference step, which reports it
+        return None
+    a, b, c = view
+    return (a * b, c, 1) if red == 2 else (a, b, c)
+
+
+@register_lowering("L2Normalization")
+def lower_l2_normalization(node, ctx: LoweringContext):
+    """out = x / sqrt(sum(x*x) + eps) per column; the norm is the second output."""
+    x = node.inputs[0]
+    out, norm = node.outputs
+    if not _known(x, out, norm) or not _float(x, out, norm):
+        return None
+    cols = _l2_columns(node, tuple(x.type.shape))
+    if cols is None or cols[0] * cols[1] * cols[2] == 0:
+        return None
+    outer, n, inner = cols
+    dts = [_dt(v) for v in (x, out, norm)]
+    eps = float(node.attrs["eps"])
+    name = ctx.unique("sj_l2norm", f"l2norm|{n}|{inner}|{dts}|{eps!r}")
+    if name not in ctx.mb.symbols:
+        kw = KernelWriter(ctx.mb, name, 3)
+        xp, op, np_ = kw.args
+        with kw.loop(kw.begin, kw.end) as q:
+            col = _Columns(kw, n, inner, q)
+
+            def xd(k):
+                return _to_d(kw.load(_lty(dts[0]), xp, col.at(k)), dts[0])
+            nv = sqrt(col.sum(lambda k: xd(k) * xd(k)) + eps)
+            with kw.loop(0, n) as k:
+                kw.store(_lty(dts[1]), convert(xd(k) / nv, "float64", dts[1]), op, col.at(k))
+            kw.store(_lty(dts[2]), convert(nv, "float64", dts[2]), np_, q)
+        kw.finish()
+    return [_columns_call(ctx, name, outer * inner, n, [x, out, norm])]
+
+
+@register_lowering("_backward_L2Normalization")
+def lower_l2_normalization_backward(node, ctx: LoweringContext):
+    """dx = (g - y * sum(g * y)) / norm per column."""
+    dy, y, norm = node.inputs
+    dx = node.outputs[0]
+    if not _known(dy, y, norm, dx) or not _float(dy, y, norm, dx) or tuple(dy.type.shape) != tuple(y.type.shape):
+        return None
+    cols = _l2_columns(node, tuple(y.type.shape))
+    if cols is None or cols[0] * cols[1] * cols[2] == 0:
+        return None
+    outer, n, inner = cols
+    if int(np.prod(norm.type.shape, dtype=np.int64)) != outer * inner:
+        return None
+    dts = [_dt(v) for v in (dy, y, norm, dx)]
+    name = ctx.unique("sj_l2back", f"l2back|{n}|{inner}|{dts}")
+    if name not in ctx.mb.symbols:
+        kw = KernelWriter(ctx.mb, name, 4)
+        gp, yp, np_, dp = kw.args
+        with kw.loop(kw.begin, kw.end) as q:
+            col = _Columns(kw, n, inner, q)
+
+            def gd(k):
+                return _to_d(kw.load(_lty(dts[0]), gp, col.at(k)), dts[0])
+
+            def yd(k):
+                return _to_d(kw.load(_lty(dts[1]), yp, col.at(k)), dts[1])
+            s = col.sum(lambda k: gd(k) * yd(k))
+            nv = _to_d(kw.load(_lty(dts[2]), np_, q), dts[2])
+            with kw.loop(0, n) as k:
+                kw.store(_lty(dts[3]), convert((gd(k) - yd(k) * s) / nv, "float64", dts[3]), dp, col.at(k))
+        kw.finish()
+    return [_columns_call(ctx, name, outer * inner, n, [dy, y, norm, dx])]

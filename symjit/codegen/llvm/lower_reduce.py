@@ -218,14 +218,14 @@ def _emit_column(ctx, name: str, red: Reduction, kept, reduced) -> None:
     r1 = b.ins("i64", f"udiv i64 {last.ref}, {inner}") + 1
     with kw.loop(r0, r1) as r:
         row0 = r * inner
-        js = _max(kw, kw.begin - row0, kw.i64(0))
-        je = _min(kw, kw.end - row0, kw.i64(inner))
+        js = _max(kw.begin - row0, kw.i64(0))
+        je = _min(kw.end - row0, kw.i64(inner))
         idx = kw.unravel(r, [n for n, _ in outer]) if outer else []
         base = kw.offset(idx, [s for _, s in outer])
         nblocks = b.ins("i64", f"udiv i64 {(je - js + (BLOCK - 1)).ref}, {BLOCK}")
         with kw.loop(0, nblocks) as blk:
             jb = js + blk * BLOCK
-            blen = _min(kw, je - jb, kw.i64(BLOCK))
+            blen = _min(je - jb, kw.i64(BLOCK))
             init = ops.init()
             with kw.loop(0, blen) as t:
                 for arr, v in zip(arrays, init):
@@ -246,11 +246,11 @@ def _emit_column(ctx, name: str, red: Reduction, kept, reduced) -> None:
     kw.finish()
 
 
-def _min(kw, a: Val, c: Val) -> Val:
+def _min(a: Val, c: Val) -> Val:
     return select(a < c, a, c)
 
 
-def _max(kw, a: Val, c: Val) -> Val:
+def _max(a: Val, c: Val) -> Val:
     return select(a > c, a, c)
 
 
@@ -294,8 +294,11 @@ def lower_arg_reduce(node, ctx: LoweringContext):
         return None
     shape = tuple(src.type.shape)
     axis, _ = node.op.search(node.attrs)
-    axes = tuple(range(len(shape))) if axis is None else ((axis % len(shape)),) if -len(shape) <= axis < len(shape) else None
-    if axes is None:
+    if axis is None:
+        axes = tuple(range(len(shape)))
+    elif -len(shape) <= axis < len(shape):
+        axes = (axis % len(shape),)
+    else:
         return None
     kind = "argmin" if node.op.name == "argmin" else "argmax"
     return reduction_call(ctx, Reduction(kind, shape, axes, _dt(src), _dt(dst)), src, dst)

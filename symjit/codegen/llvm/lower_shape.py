@@ -1,5 +1,6 @@
 """Native lowerings of data-movement ops: strided copies, broadcasts, concatenation, splits,
-padding, gathers (take, pick, one_hot) and `where`.
+padding, gathers (take, pick, one_hot) and their scatter-add gradients (`_backward_take`,
+`_backward_pick`), `where`, `_backward_mean`, and Cast from or to float16.
 
 Every pure data-movement op here is a set of *strided copies*: an output (or a box inside
 it) receives `src[offset + sum_d i_d * stride_d]` over its index space. One kernel
@@ -16,6 +17,11 @@ array* (`np.arange` of the source's size), fitted by `fit_affine` and verified e
 every element. So the compiled op has the reference's semantics for every attribute
 combination by construction; an op whose map is not affine (none of the listed ones in
 practice) or too large to probe (`PROBE_LIMIT`) keeps its Python step.
+
+Gathers read indices like the reference (`_as_index`: floats truncate toward zero) and map
+them per mode (clip, wrap, raise). Where the reference raises (a non-finite index, an
+index out of range with mode='raise') the kernel reports SYMJIT_ERR_INDEX through the
+runtime (`symjit_set_error_str`) and the graph call raises MXNetError.
 """
 from __future__ import annotations
 
@@ -75,6 +81,9 @@ def copy_call(ctx: LoweringContext, src, dst, shape, src_strides, dst_strides,
     dims = merge_copy_dims(shape, src_strides, dst_strides) or [(1, 0, 0)]
     if any(n == 0 for n, _, _ in dims):
         return None
+    tiled = _tiled_copy(ctx, ity, dims, src, dst, src_offset, dst_offset)
+    if tiled is not None:
+        return tiled
     inner, rows_shape = dims[-1], [n for n, _, _ in dims[:-1]]
     rows = int(np.prod(rows_shape, dtype=np.int64))
     key = f"copy|{ity}|{dims}|{src_offset}|{dst_offset}"
@@ -92,6 +101,45 @@ def copy_call(ctx: LoweringContext, src, dst, shape, src_strides, dst_strides,
                 kw.store(ity, v, dp, do + j * di if di != 1 else do + j)
         kw.finish()
     return ParallelCall(name, rows, max(1, GRAIN // max(inner[0], 1)), [src, dst])
+
+
+#: edge of the square tiles of a transposing copy (elements)
+TILE = 32
+
+
+def _tiled_copy(ctx, ity: str, dims, src, dst, src_offset: int, dst_offset: int) -> ParallelCall | None:
+    """A transposing copy (the destination's innermost dim is strided in the source while
+    another dim is contiguous there) walks TILE x TILE tiles of those two dims, so reads and
+    writes both stay within cache lines; None when the copy is not of that kind or small."""
+    if len(dims) < 2 or dims[-1][1] == 1:
+        return None
+    a = next((k for k in range(len(dims) - 1) if dims[k][1] == 1), None)
+    if a is None or dims[a][0] < TILE or dims[-1][0] < TILE:
+        return None
+    other = [d for k, d in enumerate(dims[:-1]) if k != a]
+    (na, sa, da), (nb, sb, db) = dims[a], dims[-1]
+    ta, tb = -(-na // TILE), -(-nb // TILE)
+    rows_shape = [n for n, _, _ in other]
+    rows = int(np.prod(rows_shape, dtype=np.int64))
+    key = f"tcopy|{ity}|{dims}|{a}|{src_offset}|{dst_offset}"
+    name = ctx.unique("sj_tcopy", key)
+    if name not in ctx.mb.symbols:
+        from .vecmath import select
+        kw = KernelWriter(ctx.mb, name, 2)
+        sp, dp = kw.args
+        with kw.loop(kw.begin, kw.end) as w:          # w = (row * ta + tile_a) * tb + tile_b
+            idx = kw.unravel(w, rows_shape + [ta, tb])
+            so = kw.offset(idx[:-2], [s for _, s, _ in other], src_offset)
+            do = kw.offset(idx[:-2], [d for _, _, d in other], dst_offset)
+            a0, b0 = idx[-2] * TILE, idx[-1] * TILE
+            a1 = select(a0 + TILE < na, a0 + TILE, kw.i64(na))
+            b1 = select(b0 + TILE < nb, b0 + TILE, kw.i64(nb))
+            with kw.loop(b0, b1) as j:
+                with kw.loop(a0, a1) as i:
+                    v = kw.load(ity, sp, so + i * sa + j * sb)
+                    kw.store(ity, v, dp, do + i * da + j * db)
+        kw.finish()
+    return ParallelCall(name, rows * ta * tb, max(1, GRAIN // (TILE * TILE)), [src, dst])
 
 
 def fill_call(ctx: LoweringContext, dst, value: float) -> ParallelCall | None:
@@ -537,3 +585,89 @@ def lower_cast(node, ctx: LoweringContext):
                 kw.store(llvm_type(dd), convert(v, vd, dd, c_cast=True), dp, i)
         kw.finish()
     return [ParallelCall(name, n, GRAIN, [src, dst])]
+
+
+# ---- scatter-adds: the gradients of take and pick --------------------------------------------
+
+def _add(kw: KernelWriter, a, b, dtype: str):
+    return kw.b.ins(a.ty, f"{'fadd' if np.dtype(dtype).kind == 'f' else 'add'} {a.ty} {a.ref}, {b.ref}")
+
+
+def _zero(kw: KernelWriter, dtype: str):
+    return kw.b.const(0.0 if np.dtype(dtype).kind == "f" else 0, llvm_type(dtype))
+
+
+@register_lowering("_backward_take")
+def lower_backward_take(node, ctx: LoweringContext):
+    """out = zeros (P, N, Q); out[p, mode(indices[m]), :] += ograd[p, m, :] in index order (as
+    numpy's add.at). Parallel over p: each slab is written by one chunk only."""
+    g, idx = node.inputs
+    out = node.outputs[0]
+    if not _known(g, idx, out) or not _index_dtype_ok(idx) or not _ew_dtypes_ok(g, out):
+        return None
+    dt = np.dtype(out.type.dtype).name
+    if dt == "bool" or g.type.dtype != out.type.dtype:
+        return None
+    shape = tuple(out.type.shape)
+    ax = node.attrs["axis"] % len(shape)
+    P = int(np.prod(shape[:ax], dtype=np.int64))
+    N, Q = shape[ax], int(np.prod(shape[ax + 1:], dtype=np.int64))
+    M = _size(idx)
+    if N == 0 or _size(g) != P * M * Q:
+        return None
+    if P * N * Q == 0:
+        return []
+    mode, it = node.attrs["mode"], np.dtype(idx.type.dtype).name
+    name = ctx.unique("sj_take_back", f"takeback|{dt}|{P}|{N}|{Q}|{M}|{mode}|{it}")
+    if name not in ctx.mb.symbols:
+        ty = llvm_type(dt)
+        kw = KernelWriter(ctx.mb, name, 3)
+        gp, ip, dst = kw.args
+        with kw.loop(kw.begin, kw.end) as p:
+            with kw.loop(0, N * Q) as t:
+                kw.store(ty, _zero(kw, dt), dst, p * (N * Q) + t)
+            with kw.loop(0, M) as m:
+                j = _mapped(ctx, kw, _index(ctx, kw, kw.load(llvm_type(it), ip, m), it, "_backward_take"), N, mode,
+                            "_backward_take")
+                so, do = (p * M + m) * Q, (p * N + j) * Q
+                with kw.loop(0, Q) as q:
+                    kw.store(ty, _add(kw, kw.load(ty, dst, do + q), kw.load(ty, gp, so + q), dt), dst, do + q)
+        kw.finish()
+    return [ParallelCall(name, P, max(1, GRAIN // max(M * Q, 1)), [g, idx, out])]
+
+
+@register_lowering("_backward_pick")
+def lower_backward_pick(node, ctx: LoweringContext):
+    """out[p, k, q] = ograd[p, q] where k == mode(index[p, q]) else 0 (one hit per column)."""
+    g, idx = node.inputs
+    out = node.outputs[0]
+    if node.attrs["axis"] is None or not _known(g, idx, out) or not _index_dtype_ok(idx) or not _ew_dtypes_ok(g, out):
+        return None
+    dt = np.dtype(out.type.dtype).name
+    if dt == "bool" or g.type.dtype != out.type.dtype:
+        return None
+    shape = tuple(out.type.shape)
+    ax = node.attrs["axis"] % len(shape)
+    P = int(np.prod(shape[:ax], dtype=np.int64))
+    N, Q = shape[ax], int(np.prod(shape[ax + 1:], dtype=np.int64))
+    if N == 0 or _size(idx) != P * Q or _size(g) != P * Q:
+        return None
+    if P * Q == 0:
+        return []
+    mode, it = node.attrs["mode"], np.dtype(idx.type.dtype).name
+    name = ctx.unique("sj_pick_back", f"pickback|{dt}|{P}|{N}|{Q}|{mode}|{it}")
+    if name not in ctx.mb.symbols:
+        from .vecmath import select
+        ty = llvm_type(dt)
+        kw = KernelWriter(ctx.mb, name, 3)
+        gp, ip, dst = kw.args
+        with kw.loop(kw.begin, kw.end) as r:          # r = p * Q + q
+            q = kw.b.ins("i64", f"urem i64 {r.ref}, {Q}")
+            p = kw.b.ins("i64", f"udiv i64 {r.ref}, {Q}")
+            j = _mapped(ctx, kw, _index(ctx, kw, kw.load(llvm_type(it), ip, r), it, "_backward_pick"), N, mode,
+                        "_backward_pick")
+            v = _add(kw, _zero(kw, dt), kw.load(ty, gp, r), dt)      # 0 + g, as add.at into zeros
+            with kw.loop(0, N) as k:
+                kw.store(ty, select(k.eq(j), v, _zero(kw, dt)), dst, (p * N + k) * Q + q)
+        kw.finish()
+    return [ParallelCall(name, P * Q, max(1, GRAIN // max(N, 1)), [g, idx, out])]
