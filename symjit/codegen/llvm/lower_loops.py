@@ -139,8 +139,9 @@ class KernelWriter:
 
     # ---- control flow ---------------------------------------------------------------
     @contextlib.contextmanager
-    def loop(self, lo, hi):
-        """`for i in range(lo, hi)`; yields i (i64)."""
+    def loop(self, lo, hi, interleave: int | None = None):
+        """`for i in range(lo, hi)`; yields i (i64). `interleave`: vector accumulators the
+        vectorizer should use (breaks the dependence chain of a reduction)."""
         lo, hi = self.i64(lo), self.i64(hi)
         cnt = self.var("i64", lo)
         head, body, done = self.label("lh"), self.label("lb"), self.label("ld")
@@ -153,17 +154,19 @@ class KernelWriter:
         L(f"{body}:")
         yield i
         cnt.set(i + 1)
-        L(f"  br label %{head}, !llvm.loop {self._loop_md()}")
+        L(f"  br label %{head}, !llvm.loop {self._loop_md(interleave)}")
         L(f"{done}:")
 
-    def _loop_md(self) -> str:
+    def _loop_md(self, interleave: int | None = None) -> str:
         """Loop metadata: no full unrolling. Unrolling a short constant-trip loop (a
         reduction over 15 elements, say) would leave a long dependent select chain that the
         vectorizer then analyses for the *outer* loop in exponential time; the vectorizer
         still widens and interleaves these loops."""
         if self._unroll_md is None:
             self._unroll_md = self.mb.md('!"llvm.loop.unroll.disable"')
-        return self.mb.md(f"!{{!\"llvm.loop.mustprogress\"}}, {self._unroll_md}", distinct=True, self_ref=True)
+        extra = f", !{{!\"llvm.loop.interleave.count\", i32 {interleave}}}" if interleave else ""
+        return self.mb.md(f"!{{!\"llvm.loop.mustprogress\"}}, {self._unroll_md}{extra}", distinct=True,
+                          self_ref=True)
 
     @contextlib.contextmanager
     def if_(self, cond: Val):
@@ -174,16 +177,18 @@ class KernelWriter:
         self.b.raw(f"  br label %{done}")
         self.b.raw(f"{done}:")
 
-    def loop_nest(self, dims: Sequence[tuple[int, Sequence[int]]], bases: Sequence[Val], body) -> None:
+    def loop_nest(self, dims: Sequence[tuple[int, Sequence[int]]], bases: Sequence[Val], body,
+                  interleave: int | None = None) -> None:
         """Nested loops over `dims` = [(size, [stride of pointer k])], outermost first;
         `body(offsets, indices)` runs innermost with offsets[k] = bases[k] + sum(i_d *
-        stride_d[k]) and indices the loop counters (no dims: the body runs once)."""
+        stride_d[k]) and indices the loop counters (no dims: the body runs once);
+        `interleave` applies to the innermost loop."""
         def rec(d: int, offs: list, idx: list) -> None:
             if d == len(dims):
                 body(offs, idx)
                 return
             size, strides = dims[d]
-            with self.loop(0, size) as i:
+            with self.loop(0, size, interleave if d == len(dims) - 1 else None) as i:
                 rec(d + 1, [o if s == 0 else o + i * s for o, s in zip(offs, strides)], idx + [i])
         rec(0, [self.i64(b) for b in bases], [])
 

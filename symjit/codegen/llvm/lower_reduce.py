@@ -40,6 +40,9 @@ __all__ = ["Reduction", "reduction_call", "BLOCK"]
 #: outputs per block of a column reduction (stack accumulator length)
 BLOCK = 256
 
+#: independent vector accumulators of a row reduction (hides the add/max latency chain)
+INTERLEAVE = 4
+
 _KINDS = ("sum", "mean", "prod", "max", "min", "nansum", "nanprod", "norm1", "norm2", "argmax", "argmin")
 
 
@@ -196,7 +199,7 @@ def _emit_rows(ctx, name: str, red: Reduction, kept, reduced) -> None:
             new = ops.update([a.get() for a in accs], x, ridx[0] if ridx else kw.i64(0))
             for a, v in zip(accs, new):
                 a.set(v)
-        kw.loop_nest([(n, [s]) for n, s in reduced], [base], body)
+        kw.loop_nest([(n, [s]) for n, s in reduced], [base], body, interleave=INTERLEAVE)
         kw.store(oty, ops.finish([a.get() for a in accs]), dst, q)
     kw.finish()
 
