@@ -120,6 +120,8 @@ class CompiledGraph:
 
     def run(self, inputs, is_train: bool = False, rng=None, out=None) -> tuple[list, dict]:
         """(outputs, state updates {graph input Value: new array}) for one call."""
+        if self.module.seed_params:
+            self._draw_seeds(rng)
         if out is not None and self.state_specs:
             out = list(out) + [np.empty(shape, dtype) for _, shape, dtype in self.state_specs]
         if self.entry is not None:
@@ -127,6 +129,15 @@ class CompiledGraph:
             n = len(self.output_specs)
             return res[:n], dict(zip(self.module.state_updates, res[n:]))
         return self._run_hybrid(list(inputs), is_train, rng, out)
+
+    def _draw_seeds(self, rng) -> None:
+        """Fresh seeds for the random kernels of this call (written into their parameters,
+        which the native code reads by pointer)."""
+        if rng is None:
+            from ... import random as _random
+            rng = _random.generator()
+        for k in self.module.seed_params:
+            self.params[k][0] = rng.integers(0, 2**63, dtype=np.uint64)
 
     def _check(self, inputs) -> list:
         if len(inputs) != len(self.input_specs):

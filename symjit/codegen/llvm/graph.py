@@ -83,6 +83,7 @@ class LoweringContext:
     placement: "Placement | None" = None
     is_train: bool | None = None
     state_updates: list = field(default_factory=list)   # graph input Values, in slot order
+    seed_params: list = field(default_factory=list)     # param slots refreshed with a seed per call
 
     def unique(self, base: str, key: str) -> str:
         """A process-unique symbol name for a kernel determined by `key`."""
@@ -95,6 +96,17 @@ class LoweringContext:
         v = Value(f"__state{len(self.state_updates)}", target.type)
         self.placement.where[v] = ("output", len(self.graph.outputs) + len(self.state_updates))
         self.state_updates.append(target)
+        return v
+
+    def random_seed(self) -> Value:
+        """A uint64 scalar parameter that holds a fresh random seed on every call (drawn by
+        `CompiledGraph.run` from the call's generator, else `symjit.random`), for kernels
+        with counter-based random numbers (Dropout in training)."""
+        from ...ir.graph import TensorType
+        v = Value(f"__seed{len(self.seed_params)}", TensorType((1,), "uint64"))
+        self.placement.where[v] = ("param", len(self.placement.params))
+        self.seed_params.append(len(self.placement.params))
+        self.placement.params.append((v.name, np.zeros(1, np.uint64)))
         return v
 
 
@@ -278,6 +290,7 @@ class GraphModule:
     segment_names: list
     python_nodes: list
     state_updates: list = field(default_factory=list)  # graph inputs updated by extra output slots
+    seed_params: list = field(default_factory=list)    # indices of per-call seed parameters
 
 
 def lower_graph(g: Graph, name: str = "graph", is_train: bool | None = None) -> GraphModule:
@@ -330,7 +343,8 @@ def lower_graph(g: Graph, name: str = "graph", is_train: bool | None = None) -> 
     ir = mb.render() + "\n" + "".join(s.render() for s in segments) + "\n".join(decls) + "\n"
     steps = [Step(segment=s.segment.name if s.segment is not None else None, node=s.node) for s in steps]
     plan = g.annotations["memory_plan"]
-    return GraphModule(ir, steps, placement, int(plan.arena_bytes), names, python_nodes, list(ctx.state_updates))
+    return GraphModule(ir, steps, placement, int(plan.arena_bytes), names, python_nodes, list(ctx.state_updates),
+                       list(ctx.seed_params))
 
 
 def name_token(name: str) -> str:
