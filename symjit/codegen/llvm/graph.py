@@ -19,7 +19,9 @@ Where values live: graph input i -> inputs[i]; a value returned as graph output 
 occurrence) -> outputs[j]; a constant -> params[k]; any other value -> workspace + offset.
 Outputs that repeat a value, or are inputs or constants, are copied at the end.
 New values of graph inputs that an op updates (`updates_aux`) are extra output slots after
-the graph's outputs (`LoweringContext.state_output`).
+the graph's outputs (`LoweringContext.state_output`); a kernel that needs random numbers
+reads a seed parameter that `CompiledGraph.run` refreshes on every call
+(`LoweringContext.random_seed`).
 """
 from __future__ import annotations
 
