@@ -1,6 +1,7 @@
-"""Compiled kernels for large eager elementwise ops.
+"""Compiled kernels for large eager elementwise ops (and optimizer updates).
 
-An eager NDArray elementwise op over at least `MIN_ELEMENTS` elements runs the same LLVM
+An eager NDArray elementwise op (or a fused optimizer update such as `sgd_mom_update`) over at
+least `MIN_ELEMENTS` elements runs the same LLVM
 kernel a compiled graph would (`codegen.llvm.compile_elementwise`, cached per dtype and
 broadcast pattern, size-independent for flat kernels) on the runtime's thread pool, instead
 of one numpy pass per primitive of its scalar expression. Small arrays keep the numpy
@@ -14,6 +15,7 @@ import os
 
 import numpy as np
 
+from ..ops import scalar as S
 from ..ops.registry import Elementwise, broadcast_shapes
 
 __all__ = ["try_compiled_elementwise", "MIN_ELEMENTS"]
@@ -24,23 +26,38 @@ _ENABLED = os.environ.get("SYMJIT_EAGER_JIT", "1") != "0"
 _SUPPORTED = {"float32", "float64", "int32", "int64", "uint8", "int8"}
 
 
+def _expressions(op, attrs, arrays):
+    """(expressions, output dtypes, broadcast?) of an elementwise op, or None.
+
+    Elementwise ops have one expression; update ops (`optimizer_ops`: new weight and new
+    states) one per output, all over same-shaped inputs."""
+    dtype = arrays[0].dtype
+    if isinstance(op, Elementwise):
+        return (op.full_expr(attrs),), (np.dtype(op.out_dtype(attrs, dtype.name)),), op.broadcast
+    if op.kernel == "elementwise" and hasattr(op, "exprs"):
+        exprs = tuple(op.exprs(attrs, *[S.Input(i) for i in range(len(arrays))]))
+        return exprs, (dtype,) * len(exprs), False
+    return None
+
+
 def try_compiled_elementwise(op, attrs, arrays: list) -> list | None:
     """The op's outputs computed by a compiled kernel, or None to use the reference."""
-    if not _ENABLED or not isinstance(op, Elementwise) or not arrays:
-        return None
-    if max(a.size for a in arrays) < MIN_ELEMENTS:
+    if not _ENABLED or not arrays or max(a.size for a in arrays) < MIN_ELEMENTS:
         return None
     dtype = arrays[0].dtype
     if dtype.name not in _SUPPORTED or any(a.dtype != dtype for a in arrays):
         return None
+    found = _expressions(op, attrs, arrays)
+    if found is None:
+        return None
+    exprs, out_dtypes, broadcast = found
     try:
-        out_shape = broadcast_shapes(op.name, [a.shape for a in arrays]) if op.broadcast else arrays[0].shape
+        out_shape = broadcast_shapes(op.name, [a.shape for a in arrays]) if broadcast else arrays[0].shape
     except Exception:  # noqa: BLE001 - shape errors are reported by the reference path
         return None
-    if not op.broadcast and any(a.shape != out_shape for a in arrays):
+    if not broadcast and any(a.shape != out_shape for a in arrays):
         return None
-    out_dtype = np.dtype(op.out_dtype(attrs, dtype.name))
-    if out_dtype.name not in _SUPPORTED:
+    if any(d.name not in _SUPPORTED for d in out_dtypes):
         return None
     try:
         from .. import runtime
@@ -48,9 +65,9 @@ def try_compiled_elementwise(op, attrs, arrays: list) -> list | None:
     except ImportError:
         return None
     arrays = [np.ascontiguousarray(a) for a in arrays]
-    spec = ElementwiseSpec((op.full_expr(attrs),), tuple(a.dtype.name for a in arrays),
-                           tuple(a.shape for a in arrays), dtype.name, (out_dtype.name,), tuple(out_shape))
+    spec = ElementwiseSpec(exprs, tuple(a.dtype.name for a in arrays), tuple(a.shape for a in arrays),
+                           dtype.name, tuple(d.name for d in out_dtypes), tuple(out_shape))
     kernel = compile_elementwise(spec)
-    out = np.empty(out_shape, out_dtype)
-    runtime.parallel_for(kernel.address, out.size, GRAIN, arrays + [out])
-    return [out]
+    outs = [np.empty(out_shape, d) for d in out_dtypes]
+    runtime.parallel_for(kernel.address, outs[0].size, GRAIN, arrays + outs)
+    return outs
