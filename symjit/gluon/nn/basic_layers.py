@@ -326,7 +326,7 @@ class HybridLambda(HybridBlock):
 
 
 class Identity(HybridBlock):
-    """Returns its input unchanged (a placeholder layer)."""
+    """Returns its input unchanged (e.g. the identity branch of a residual HybridConcatenate)."""
 
     def __init__(self, prefix=None, params=None):
         super().__init__(prefix=prefix, params=params)
