@@ -110,7 +110,13 @@ def _shapes(net, params: dict, specs: list[str]) -> tuple[dict, dict]:
     unknown = [n for n in shapes if n not in net.list_arguments() + net.list_auxiliary_states()]
     if unknown:
         raise CliError(f"--input names {unknown} are not inputs of the model; its free inputs are {free}")
-    missing = [n for n in free if n not in shapes]
+    # inputs whose shapes follow from the given ones (e.g. weights from the data shape) need no spec
+    try:
+        arg_shapes, _, _ = net.infer_shape_partial(**shapes)
+    except Exception:  # noqa: BLE001 - a conflict is reported by the compile step with its context
+        arg_shapes = [None] * len(net.list_arguments())
+    inferred = {n: s for n, s in zip(net.list_arguments(), arg_shapes) if s and all(s)}
+    missing = [n for n in free if n not in shapes and n not in inferred]
     if missing:
         raise CliError(f"missing --input for {missing} (e.g. --input {missing[0]}:1x3x224x224)")
     for k, v in params.items():

@@ -198,3 +198,14 @@ def test_model_commands_reject_bad_files(command, tmp_path, capsys):
     rc, _, err = _run(capsys, [command, *MLP, "--input", "data:8x7", *extra])
     assert rc == 1 and "shape" in _one_line_error(err, command)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "bad.params"]
+
+
+def test_inspect_infers_weight_shapes_from_the_data_shape(tmp_path):
+    """Only inputs whose shapes cannot be inferred need --input (the mlp's weights follow from data)."""
+    import subprocess
+    import sys
+    models = Path(__file__).resolve().parents[3] / "shared" / "models"
+    res = subprocess.run([sys.executable, "-m", "symjit.cli", "inspect", str(models / "mlp-symbol.json"),
+                          "--input", "data:8x784"], capture_output=True, text=True, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "fusion groups" in res.stdout
