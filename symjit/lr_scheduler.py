@@ -91,46 +91,46 @@ class MultiFactorScheduler(LRScheduler):
         return self.base_lr
 
 
-class PolyScheduler(LRScheduler):
-    """final_lr + (base_lr - final_lr) * (1 - t / T)^pwr over `max_update` updates."""
-
-    def __init__(self, max_update, base_lr=0.01, pwr=2, final_lr=0, warmup_steps=0, warmup_begin_lr=0,
-                 warmup_mode="linear"):
-        super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
-        if not isinstance(max_update, int) or max_update < 1:
-            raise MXNetError("PolyScheduler: maximum number of updates must be strictly positive")
-        self.power = pwr
-        self.base_lr_orig = self.base_lr
-        self.max_update = max_update
-        self.final_lr = final_lr
-        self.max_steps = self.max_update - self.warmup_steps
-
-    def __call__(self, num_update: int) -> float:
-        if num_update < self.warmup_steps:
-            return self.get_warmup_lr(num_update)
-        if num_update <= self.max_update:
-            self.base_lr = self.final_lr + (self.base_lr_orig - self.final_lr) * \
-                pow(1 - float(num_update - self.warmup_steps) / float(self.max_steps), self.power)
-        return self.base_lr
-
-
-class CosineScheduler(LRScheduler):
-    """Cosine decay from base_lr to final_lr over `max_update` updates."""
+class _DecayScheduler(LRScheduler):
+    """Base of schedules that decay from base_lr to final_lr over `max_update` updates."""
 
     def __init__(self, max_update, base_lr=0.01, final_lr=0, warmup_steps=0, warmup_begin_lr=0,
                  warmup_mode="linear"):
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
         if not isinstance(max_update, int) or max_update < 1:
-            raise MXNetError("CosineScheduler: maximum number of updates must be strictly positive")
-        self.base_lr_orig = base_lr
+            raise MXNetError(f"{type(self).__name__}: maximum number of updates must be strictly positive")
+        self.base_lr_orig = self.base_lr
         self.max_update = max_update
         self.final_lr = final_lr
         self.max_steps = self.max_update - self.warmup_steps
+
+    def decay(self, progress: float) -> float:
+        """The fraction of (base_lr - final_lr) left after `progress` (0..1) of the schedule."""
+        raise MXNetError(f"{type(self).__name__} must define decay()")
 
     def __call__(self, num_update: int) -> float:
         if num_update < self.warmup_steps:
             return self.get_warmup_lr(num_update)
         if num_update <= self.max_update:
-            self.base_lr = self.final_lr + (self.base_lr_orig - self.final_lr) * \
-                (1 + math.cos(math.pi * (num_update - self.warmup_steps) / self.max_steps)) / 2
+            progress = float(num_update - self.warmup_steps) / float(self.max_steps)
+            self.base_lr = self.final_lr + (self.base_lr_orig - self.final_lr) * self.decay(progress)
         return self.base_lr
+
+
+class PolyScheduler(_DecayScheduler):
+    """final_lr + (base_lr - final_lr) * (1 - t / T)^pwr over `max_update` updates."""
+
+    def __init__(self, max_update, base_lr=0.01, pwr=2, final_lr=0, warmup_steps=0, warmup_begin_lr=0,
+                 warmup_mode="linear"):
+        super().__init__(max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr, warmup_mode)
+        self.power = pwr
+
+    def decay(self, progress: float) -> float:
+        return pow(1 - progress, self.power)
+
+
+class CosineScheduler(_DecayScheduler):
+    """Cosine decay from base_lr to final_lr over `max_update` updates."""
+
+    def decay(self, progress: float) -> float:
+        return (1 + math.cos(math.pi * progress)) / 2
