@@ -9,11 +9,9 @@ from ..ir.graph import Graph, Value
 def _candidates(n) -> list[tuple[int, int]]:
     """(output index, input index) pairs an op allows to share a buffer."""
     if n.op.name == "_fused_elemwise":
-        # a multi-output kernel may write one output before computing another that still
-        # reads the shared input (an LSTM step computes c' and h' = o * tanh(c') together)
-        if len(n.outputs) > 1:
-            return []
-        return [(0, j) for j in range(len(n.inputs))]
+        # safe for several outputs too: kernels compute every output of an element before
+        # storing any (codegen/llvm/elementwise.py), the reference computes whole arrays first
+        return [(k, j) for k in range(len(n.outputs)) for j in range(len(n.inputs))]
     return list(n.op.inplace.items())
 
 

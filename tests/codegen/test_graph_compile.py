@@ -191,3 +191,22 @@ def test_deep_elementwise_chains_compile_in_linear_size():
     cg = _check(g, {"x": np.linspace(-1, 3, 5, dtype=np.float32)})
     (node,) = [n for n in cg.graph.nodes if n.op.name == "_fused_elemwise"]
     assert len(S.to_text(node.attrs["exprs"][0])) < 12 * 200
+
+
+def test_multi_output_kernel_may_write_an_input_in_place():
+    # output 0 (from y only) overwrites input x, output 1 still reads x: every output of an
+    # element is computed before any is stored (what the in-place pass relies on for fused groups)
+    from symjit.codegen.llvm import ElementwiseSpec, compile_elementwise
+    from symjit.ops import scalar as S
+    x, y = S.Input(0), S.Input(1)
+    spec = ElementwiseSpec((y * 2.0, S.call("exp", x) + 1.0), ("float32", "float32"), ((1000,), (1000,)),
+                           "float32", ("float32", "float32"), (1000,))
+    kernel = compile_elementwise(spec)
+    a = np.linspace(-1, 1, 1000, dtype=np.float32)
+    b = np.linspace(3, 4, 1000, dtype=np.float32)
+    want = (b * 2, np.exp(a) + 1)
+    out1 = np.empty_like(a)
+    args = kernel.pack_args([a, b], [a, out1])
+    kernel.call_range(0, 1000, args)
+    np.testing.assert_allclose(a, want[0], rtol=1e-6)
+    np.testing.assert_allclose(out1, want[1], rtol=1e-6)

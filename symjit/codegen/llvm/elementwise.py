@@ -487,9 +487,10 @@ def emit_elementwise(mb: ModuleBuilder, spec: ElementwiseSpec, name: str | None 
                 return hoisted[i]
             return load(in_row_ptrs[i], idx, spec.in_dtypes[i], True)
         low = _Lowering(b, mb, spec, load_input)
-        for j, e in enumerate(spec.exprs):
-            v, dt = low.gen(e)
-            v = convert(v, dt, spec.out_dtypes[j])
+        # every output is computed before any is stored: an output may share its buffer with an
+        # input (in place) that another output still reads
+        values = [convert(*low.gen(e), spec.out_dtypes[j]) for j, e in enumerate(spec.exprs)]
+        for j, v in enumerate(values):
             ty = _lty(spec.out_dtypes[j])
             p = b.ins("ptr", f"getelementptr inbounds {ty}, ptr {out_row_ptrs[j].ref}, i64 {idx.ref}")
             L(f"  store {ty} {v.ref}, ptr {p.ref}, align {_BITS[ty] // 8}{acc}")
