@@ -201,3 +201,22 @@ def test_errors():
         mx.optimizer.SGD(learnin_rate=0.1)
     with pytest.raises(MXNetError, match="sgd_update.*shape mismatch"):
         nd.sgd_update(nd.ones((2,)), nd.ones((3,)), lr=0.1)
+
+
+@pytest.mark.parametrize("make", [lambda: mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, wd=0.01),
+                                  lambda: mx.optimizer.Adam(learning_rate=0.01, wd=0.001)])
+def test_large_updates_run_compiled_in_place_and_match_small_ones(make):
+    # >= 65536 elements: the update op runs as one compiled kernel writing weight and states in place
+    from symjit.ndarray.fastpath import MIN_ELEMENTS
+    shape = (MIN_ELEMENTS // 256 + 1, 256)
+    rng = np.random.default_rng(5)
+    w0 = rng.standard_normal(shape).astype(np.float32)
+    grads = [rng.standard_normal(shape).astype(np.float32) for _ in range(3)]
+    big, small = nd.array(w0), nd.array(w0[:2])
+    ub, us = mx.optimizer.get_updater(make()), mx.optimizer.get_updater(make())
+    buf = big._data
+    for g in grads:
+        ub(0, nd.array(g), big)
+        us(0, nd.array(g[:2]), small)
+    assert big._data is buf
+    np.testing.assert_allclose(big.asnumpy()[:2], small.asnumpy(), rtol=1e-5, atol=1e-6)

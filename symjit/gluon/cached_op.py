@@ -197,7 +197,8 @@ class CachedOp:
                 feeds[b] = data.astype(dtype, copy=False)
             # as MXNet: backward ops see the train_mode of the backward call (loss.backward(train_mode=))
             res = bwd.fn(feeds, is_train=autograd.is_training())
-            return [NDArray(np.array(r, copy=True), ctx) for r in res.outputs]
+            fed = list(feeds.values())
+            return [NDArray(_fresh(r, fed), ctx) for r in res.outputs]  # copies only what aliases a feed
 
         node = autograd.Node(None, None, list(inputs), list(outputs), backward_fn=backward_fn)
         for i, o in enumerate(outputs):

@@ -40,8 +40,12 @@ def _expressions(op, attrs, arrays):
     return None
 
 
-def try_compiled_elementwise(op, attrs, arrays: list) -> list | None:
-    """The op's outputs computed by a compiled kernel, or None to use the reference."""
+def try_compiled_elementwise(op, attrs, arrays: list, destinations: list | None = None) -> list | None:
+    """The op's outputs computed by a compiled kernel, or None to use the reference.
+
+    `destinations` (optional): arrays to write the outputs into, used when each has the output's
+    shape and dtype and is C-contiguous (they may be inputs: kernels load every input of an
+    element before storing)."""
     if not _ENABLED or not arrays or max(a.size for a in arrays) < MIN_ELEMENTS:
         return None
     dtype = arrays[0].dtype
@@ -68,6 +72,12 @@ def try_compiled_elementwise(op, attrs, arrays: list) -> list | None:
     spec = ElementwiseSpec(exprs, tuple(a.dtype.name for a in arrays), tuple(a.shape for a in arrays),
                            dtype.name, tuple(d.name for d in out_dtypes), tuple(out_shape))
     kernel = compile_elementwise(spec)
-    outs = [np.empty(out_shape, d) for d in out_dtypes]
+    outs = None
+    if destinations is not None and len(destinations) == len(out_dtypes) and all(
+            isinstance(d, np.ndarray) and d.shape == tuple(out_shape) and d.dtype == dt and d.flags.c_contiguous
+            and d.flags.writeable for d, dt in zip(destinations, out_dtypes)):
+        outs = list(destinations)
+    if outs is None:
+        outs = [np.empty(out_shape, d) for d in out_dtypes]
     runtime.parallel_for(kernel.address, outs[0].size, GRAIN, arrays + outs)
     return outs

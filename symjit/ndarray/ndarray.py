@@ -324,14 +324,15 @@ def invoke(op_name: str, inputs: Sequence[NDArray], attrs: Mapping[str, Any], ou
     ctx = _check_ctx(ctx)
     cctx = ComputeContext(is_train=autograd.is_training())
     arrays = [x._data for x in inputs]
-    results = try_compiled_elementwise(op, parsed, arrays)
+    results = try_compiled_elementwise(op, parsed, arrays, _update_destinations(op, parsed, names, inputs, out))
     if results is None:
         results = op.compute(parsed, arrays, cctx)
     n_out = op.num_outputs(parsed)
     if len(results) > n_out:  # new values of mutated inputs (aux states, optimizer states)
         targets = [names.index(a) for a in op.state_targets(parsed) if a in names]
         for i, new in zip(targets, results[n_out:]):
-            inputs[i]._data[...] = new
+            if new is not inputs[i]._data:
+                inputs[i]._data[...] = new
         results = results[:n_out]
     outputs = _wrap_outputs(op.name, results, ctx, out)
     if autograd.is_recording():
@@ -340,6 +341,20 @@ def invoke(op_name: str, inputs: Sequence[NDArray], attrs: Mapping[str, Any], ou
         return outputs
     nvis = op.num_visible_outputs(parsed)
     return outputs[0] if nvis == 1 else outputs[:nvis]
+
+
+def _update_destinations(op, attrs, names, inputs, out) -> list | None:
+    """For an optimizer update written with `out=weight`: the buffers its results end in (the
+    weight, then the mutated states), so a compiled kernel can write them in place (kernels
+    compute every output of an element before storing any). None otherwise."""
+    from .. import autograd
+    if out is None or not op.mutate_inputs or autograd.is_recording():
+        return None
+    outs = [out] if isinstance(out, NDArray) else list(out)
+    if len(outs) != 1 or not isinstance(outs[0], NDArray):
+        return None
+    states = [inputs[names.index(a)] for a in op.state_targets(attrs) if a in names]
+    return [outs[0]._data] + [t._data for t in states]
 
 
 def _wrap_outputs(op_name: str, results: list, ctx: Context, out) -> list:
@@ -360,7 +375,8 @@ def _wrap_outputs(op_name: str, results: list, ctx: Context, out) -> list:
             if autograd.is_recording() and o._ag is not None:
                 raise MXNetError(f"{op_name}: in-place writes to an array that is part of a recorded "
                                  "graph are not supported while recording")
-            o._data[...] = r
+            if r is not o._data:
+                o._data[...] = r
             wrapped.append(o)
         else:
             wrapped.append(NDArray(np.asarray(r), ctx))
