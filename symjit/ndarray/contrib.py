@@ -17,6 +17,7 @@ from ..context import current_context
 from ..ops.registry import find_op, list_ops
 from .ndarray import NDArray, invoke, zeros
 from .random import uniform
+from ..nested import flatten, regroup as _regroup
 
 __all__ = ["rand_zipfian", "while_loop", "foreach", "cond"]
 
@@ -48,29 +49,7 @@ def rand_zipfian(true_classes: NDArray, num_sampled: int, range_max: int, ctx=No
 
 def _flatten(args, what: str):
     """A nested list of NDArrays -> (flat list, format to regroup it)."""
-    if isinstance(args, NDArray):
-        return [args], 0
-    if not isinstance(args, (list, tuple)):
-        raise MXNetError(f"{what} must be (nested) list of NDArray, but got {args!r} of type "
-                         f"{type(args).__name__}")
-    flat, fmts = [], []
-    for a in args:
-        f, fmt = _flatten(a, what)
-        flat.extend(f)
-        fmts.append(fmt)
-    return flat, fmts
-
-
-def _regroup(args: list, fmt):
-    if isinstance(fmt, int):
-        if fmt == 0:
-            return args[0], args[1:]
-        return args[:fmt], args[fmt:]
-    ret = []
-    for f in fmt:
-        res, args = _regroup(args, f)
-        ret.append(res)
-    return ret, args
+    return flatten(args, NDArray, what)
 
 
 def _to_python_scalar(value, type_, name: str):

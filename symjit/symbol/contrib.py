@@ -32,6 +32,7 @@ from . import op_function
 from . import random as _random
 from .naming import AttrScope
 from .symbol import Group, Symbol, SymNode, Variable, create_op_symbol, topo_nodes
+from ..nested import flatten, regroup as _regroup
 
 __all__ = ["rand_zipfian", "while_loop", "cond", "foreach", "SymbolSubgraph"]
 
@@ -166,29 +167,7 @@ set_subgraph_loader(SymbolSubgraph.from_text)
 
 def _flatten(args, what: str):
     """A nested list of Symbols -> (flat list, format to regroup it)."""
-    if isinstance(args, Symbol):
-        return [args], 0
-    if not isinstance(args, (list, tuple)):
-        raise MXNetError(f"{what} must be a (nested) list of Symbols, but got {args!r} of type "
-                         f"{type(args).__name__}")
-    flat, fmts = [], []
-    for a in args:
-        f, fmt = _flatten(a, what)
-        flat.extend(f)
-        fmts.append(fmt)
-    return flat, fmts
-
-
-def _regroup(args: list, fmt):
-    if isinstance(fmt, int):
-        if fmt == 0:
-            return args[0], args[1:]
-        return args[:fmt], args[fmt:]
-    ret = []
-    for f in fmt:
-        res, args = _regroup(args, f)
-        ret.append(res)
-    return ret, args
+    return flatten(args, Symbol, what)
 
 
 # ------------------------------------------------------------------------------------------
