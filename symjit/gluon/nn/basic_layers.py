@@ -26,19 +26,17 @@ def _children_repr(block) -> str:
     return f"{block.__class__.__name__}(\n{modstr}\n)"
 
 
-class Sequential(Block):
-    """Stacks Blocks sequentially: `net.add(block, ...)`; forward feeds each block's output to
-    the next (a tuple output is unpacked into the next block's positional arguments)."""
-
-    def __init__(self, prefix=None, params=None):
-        super().__init__(prefix=prefix, params=params)
+class _SequentialMixin:
+    """What Sequential and HybridSequential share: children in order, indexing and slicing,
+    and feeding each child's output to the next (a tuple output is unpacked into the next
+    child's positional arguments)."""
 
     def add(self, *blocks):
         """Append blocks."""
         for block in blocks:
             self.register_child(block)
 
-    def forward(self, x, *args):
+    def _chain(self, x, *args):
         for block in self._children.values():
             x = block(x, *args)
             args = []
@@ -63,6 +61,17 @@ class Sequential(Block):
 
     def __len__(self):
         return len(self._children)
+
+
+class Sequential(_SequentialMixin, Block):
+    """Stacks Blocks sequentially: `net.add(block, ...)`; forward feeds each block's output to
+    the next (a tuple output is unpacked into the next block's positional arguments)."""
+
+    def __init__(self, prefix=None, params=None):
+        super().__init__(prefix=prefix, params=params)
+
+    def forward(self, x, *args):
+        return self._chain(x, *args)
 
     def hybridize(self, active=True, **kwargs):
         if self._children and all(isinstance(c, HybridBlock) for c in self._children.values()):
@@ -71,42 +80,14 @@ class Sequential(Block):
         super().hybridize(active, **kwargs)
 
 
-class HybridSequential(HybridBlock):
+class HybridSequential(_SequentialMixin, HybridBlock):
     """Stacks HybridBlocks sequentially (traced as one graph when hybridized)."""
 
     def __init__(self, prefix=None, params=None):
         super().__init__(prefix=prefix, params=params)
 
-    def add(self, *blocks):
-        """Append blocks."""
-        for block in blocks:
-            self.register_child(block)
-
     def hybrid_forward(self, F, x, *args):
-        for block in self._children.values():
-            x = block(x, *args)
-            args = []
-            if isinstance(x, (tuple, list)):
-                args = x[1:]
-                x = x[0]
-        if args:
-            x = tuple([x] + list(args))
-        return x
-
-    def __repr__(self):
-        return _children_repr(self)
-
-    def __getitem__(self, key):
-        layers = list(self._children.values())[key]
-        if isinstance(layers, list):
-            net = type(self)(prefix=self._prefix)
-            with net.name_scope():
-                net.add(*layers)
-            return net
-        return layers
-
-    def __len__(self):
-        return len(self._children)
+        return self._chain(x, *args)
 
 
 class Dense(HybridBlock):
