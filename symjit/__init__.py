@@ -9,6 +9,9 @@ __version__ = "0.1.0"
 
 from . import base  # noqa: F401
 from .base import MXNetError  # noqa: F401
+from .codegen import blas as _blas
+
+_blas.prefer_avx512_kernels()   # before anything loads scipy's OpenBLAS (see codegen/blas.py)
 from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus  # noqa: F401
 from . import ops  # noqa: F401
 from . import ndarray  # noqa: F401

@@ -242,8 +242,8 @@ def _select_blas(choice: str | None) -> None:
         os.environ.pop("SYMJIT_BLAS", None)
         return
     if choice == "auto":
-        from .codegen.llvm.lower_gemm import _openblas_library
-        found = _openblas_library()
+        from .codegen.blas import openblas_library
+        found = openblas_library()
         if found is None:
             raise CliError("--blas auto: no OpenBLAS found (scipy's scipy.libs); give --blas PATH")
         choice = found

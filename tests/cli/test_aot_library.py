@@ -164,8 +164,8 @@ def test_python_module_entry_point_runs_without_traceback():
 @needs_cc
 def test_library_with_a_blas_named_at_run_time(tmp_path, run_model_exe):
     """SYMJIT_BLAS binds a BLAS when the library loads; results agree with the built-in kernels."""
-    from symjit.codegen.llvm.lower_gemm import _openblas_library
-    blas = _openblas_library()
+    from symjit.codegen.blas import openblas_library
+    blas = openblas_library()
     if blas is None:
         pytest.skip("no OpenBLAS from scipy")
     base = _build("lenet", tmp_path)

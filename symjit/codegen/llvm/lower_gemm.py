@@ -25,13 +25,12 @@ Only float32 is lowered natively; other dtypes return None (the node runs its re
 from __future__ import annotations
 
 import ctypes
-import glob
-import os
 import threading
 from dataclasses import dataclass
 
 import numpy as np
 
+from .. import blas
 from .elementwise import ElementwiseSpec, emit_elementwise, kernel_name
 from .graph import DirectCall, LoweringContext, register_lowering
 
@@ -60,27 +59,6 @@ _BIND_LOCK = threading.Lock()
 _BOUND: dict[str, int] = {}
 
 
-def _openblas_library() -> str | None:
-    """Path of the OpenBLAS shared library bundled with scipy (for its thread controls)."""
-    import scipy
-    libs = os.path.join(os.path.dirname(os.path.dirname(scipy.__file__)), "scipy.libs")
-    found = sorted(glob.glob(os.path.join(libs, "libscipy_openblas*.so*")))
-    return found[0] if found else None
-
-
-def blas_sgemm_address() -> int:
-    """Address of scipy's Fortran sgemm (scipy.linalg.cython_blas), the BLAS the kernels call."""
-    from scipy.linalg import cython_blas
-    cap = cython_blas.__pyx_capi__["sgemm"]
-    get = ctypes.pythonapi.PyCapsule_GetPointer
-    get.restype = ctypes.c_void_p
-    get.argtypes = [ctypes.py_object, ctypes.c_char_p]
-    name = ctypes.pythonapi.PyCapsule_GetName
-    name.restype = ctypes.c_char_p
-    name.argtypes = [ctypes.py_object]
-    return int(get(cap, name(cap)))
-
-
 def bind_native_kernels(use_blas: bool = True, small_gemm: int = SMALL_GEMM) -> dict[str, int]:
     """Make the kernel library's functions visible to generated code and bind the BLAS
     (idempotent; `use_blas=False` or `small_gemm` re-bind, for benchmarks comparing choices).
@@ -95,15 +73,8 @@ def bind_native_kernels(use_blas: bool = True, small_gemm: int = SMALL_GEMM) -> 
                 addr = ctypes.cast(getattr(lib, sym), ctypes.c_void_p).value
                 llvm.add_symbol(sym, addr)
                 _BOUND[sym] = addr
-        sgemm = blas_sgemm_address() if use_blas else 0
-        local = 0
-        path = _openblas_library() if use_blas else None
-        if path:
-            try:
-                ob = ctypes.CDLL(path)
-                local = ctypes.cast(ob.openblas_set_num_threads_local, ctypes.c_void_p).value or 0
-            except (OSError, AttributeError):
-                local = 0
+        sgemm = blas.sgemm_address() if use_blas else 0
+        local = blas.set_threads_local_address() if use_blas else 0
         setter = lib.symjit_nn_set_blas
         setter.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
         setter.restype = None
