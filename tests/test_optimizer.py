@@ -220,3 +220,35 @@ def test_large_updates_run_compiled_in_place_and_match_small_ones(make):
         us(0, nd.array(g[:2]), small)
     assert big._data is buf
     np.testing.assert_allclose(big.asnumpy()[:2], small.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name,attrs,n_states", [
+    ("sgd_update", {"wd": 0.01, "rescale_grad": 0.5}, 0),
+    ("sgd_mom_update", {"momentum": 0.9, "wd": 0.01, "clip_gradient": 0.3}, 1),
+    ("adam_update", {"wd": 0.001, "beta1": 0.8}, 2),
+    ("rmsprop_update", {"gamma1": 0.9}, 1)])
+def test_updates_of_any_size_share_one_kernel_across_learning_rates(name, attrs, n_states):
+    # optimizer updates run a compiled kernel whose lr / wd / rescale_grad are inputs: a changing
+    # learning rate (schedules, Adam's bias correction) reuses it, and results equal the reference
+    from symjit.ndarray import fastpath
+    from symjit.ops.registry import get_op
+    op = get_op(name)
+    rng = np.random.default_rng(7)
+    w = nd.array(rng.standard_normal(300).astype(np.float32))
+    states = [nd.array(np.abs(rng.standard_normal(300)).astype(np.float32)) for _ in range(n_states)]
+    before = None
+    for step, lr in enumerate((0.1, 0.05, 0.025)):
+        g = nd.array(rng.standard_normal(300).astype(np.float32))
+        parsed = op.parse(dict(attrs, lr=lr))
+        ref = op.compute(parsed, [w._data, g._data] + [s._data for s in states], None)
+        buf = w._data
+        nd.invoke(name, [w, g] + states, dict(attrs, lr=lr), out=w)
+        assert w._data is buf                                   # written in place
+        np.testing.assert_allclose(w.asnumpy(), ref[0], rtol=2e-6, atol=1e-7)
+        for s, r in zip(states, ref[1:]):
+            np.testing.assert_allclose(s.asnumpy(), r, rtol=2e-6, atol=1e-7)
+        kernels = {k: v for k, v in fastpath._UPDATE_KERNELS.items() if k[0] == name}
+        assert kernels and all(v is not None for v in kernels.values())
+        if before is not None:
+            assert kernels == before                            # no new kernel for a new lr
+        before = kernels

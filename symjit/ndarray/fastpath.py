@@ -8,6 +8,12 @@ of one numpy pass per primitive of its scalar expression. Small arrays keep the 
 reference (compiling is not worth it, and printed results stay the reference's digits).
 Results agree with the reference within a few ulp (vectorized transcendental functions).
 `SYMJIT_EAGER_JIT=0` disables the fast path.
+
+Optimizer updates (`optimizer_ops.Update` ops) of any size >= 2 take a
+kernel whose changing hyperparameters (`DYNAMIC_SCALARS`: learning rate, weight decay, gradient
+rescale) are inputs broadcast from one-element arrays rather than constants, so one compiled
+kernel serves every parameter, every step and every learning-rate schedule; it is looked up
+by the op's structural attributes only (`_UPDATE_KERNELS`), without rebuilding expressions.
 """
 from __future__ import annotations
 
@@ -16,14 +22,22 @@ import os
 import numpy as np
 
 from ..ops import scalar as S
+from ..ops.optimizer_ops import Update
 from ..ops.registry import Elementwise, broadcast_shapes
 
-__all__ = ["try_compiled_elementwise", "MIN_ELEMENTS"]
+__all__ = ["try_compiled_elementwise", "MIN_ELEMENTS", "DYNAMIC_SCALARS"]
 
 MIN_ELEMENTS = 1 << 16
 GRAIN = 1 << 15
 _ENABLED = os.environ.get("SYMJIT_EAGER_JIT", "1") != "0"
 _SUPPORTED = {"float32", "float64", "int32", "int64", "uint8", "int8"}
+
+#: update-op attributes passed to compiled update kernels as inputs (they change between steps)
+DYNAMIC_SCALARS = ("lr", "wd", "rescale_grad")
+_FLOATS = ("float32", "float64")
+#: (op name, dtype, number of arrays, structural attrs) -> (kernel address, dynamic attr names,
+#: number of outputs), or None when the op's expressions cannot take symbolic hyperparameters
+_UPDATE_KERNELS: dict = {}
 
 
 def _expressions(op, attrs, arrays):
@@ -46,7 +60,13 @@ def try_compiled_elementwise(op, attrs, arrays: list, destinations: list | None 
     `destinations` (optional): arrays to write the outputs into, used when each has the output's
     shape and dtype and is C-contiguous (they may be inputs: kernels load every input of an
     element before storing)."""
-    if not _ENABLED or not arrays or max(a.size for a in arrays) < MIN_ELEMENTS:
+    if not _ENABLED or not arrays:
+        return None
+    if isinstance(op, Update):
+        done = _compiled_update(op, attrs, arrays, destinations)
+        if done is not None:
+            return done
+    if max(a.size for a in arrays) < MIN_ELEMENTS:
         return None
     dtype = arrays[0].dtype
     if dtype.name not in _SUPPORTED or any(a.dtype != dtype for a in arrays):
@@ -80,4 +100,67 @@ def try_compiled_elementwise(op, attrs, arrays: list, destinations: list | None 
     if outs is None:
         outs = [np.empty(out_shape, d) for d in out_dtypes]
     runtime.parallel_for(kernel.address, outs[0].size, GRAIN, arrays + outs)
+    return outs
+
+
+def _update_key(op, attrs: dict, dtype: np.dtype, n: int):
+    try:
+        structural = tuple(sorted((k, v) for k, v in attrs.items() if k not in DYNAMIC_SCALARS))
+        hash(structural)
+    except TypeError:
+        return None
+    return (op.name, dtype.name, n, structural)
+
+
+def _build_update_kernel(op, attrs: dict, dtype: np.dtype, n: int, size: int):
+    """(address, dynamic names, n_outputs) of the update kernel with symbolic hyperparameters,
+    or None when the op's expressions need concrete values."""
+    from ..codegen.llvm import ElementwiseSpec, compile_elementwise
+    dyn = tuple(k for k in DYNAMIC_SCALARS if isinstance(attrs.get(k), (int, float)))
+    symbolic = dict(attrs)
+    for j, k in enumerate(dyn):
+        symbolic[k] = S.Input(n + j)
+    try:
+        exprs = tuple(op.exprs(symbolic, *[S.Input(i) for i in range(n)]))
+    except (TypeError, ValueError, AttributeError):
+        return None
+    if not exprs or not all(isinstance(e, S.Expr) for e in exprs):
+        return None
+    spec = ElementwiseSpec(exprs, (dtype.name,) * (n + len(dyn)), ((size,),) * n + ((1,),) * len(dyn),
+                           dtype.name, (dtype.name,) * len(exprs), (size,))
+    return compile_elementwise(spec).address, dyn, len(exprs)
+
+
+def _compiled_update(op, attrs: dict, arrays: list, destinations: list | None) -> list | None:
+    """An optimizer update run by its hyperparameter-symbolic kernel, or None (reference)."""
+    dtype = arrays[0].dtype
+    size = arrays[0].size
+    if dtype.name not in _FLOATS or size < 2 or any(
+            a.dtype != dtype or a.shape != arrays[0].shape for a in arrays):
+        return None
+    key = _update_key(op, attrs, dtype, len(arrays))
+    if key is None:
+        return None
+    entry = _UPDATE_KERNELS.get(key, False)
+    if entry is False:
+        try:
+            from .. import runtime  # noqa: F401  (the native runtime must be importable)
+            entry = _build_update_kernel(op, attrs, dtype, len(arrays), size)
+        except ImportError:
+            entry = None
+        _UPDATE_KERNELS[key] = entry
+    if entry is None:
+        return None
+    from .. import runtime
+    address, dyn, n_out = entry
+    arrays = [np.ascontiguousarray(a) for a in arrays]
+    scalars = [np.array([attrs[k]], dtype) for k in dyn]
+    outs = None
+    if destinations is not None and len(destinations) == n_out and all(
+            isinstance(d, np.ndarray) and d.shape == arrays[0].shape and d.dtype == dtype and d.flags.c_contiguous
+            and d.flags.writeable for d in destinations):
+        outs = list(destinations)
+    if outs is None:
+        outs = [np.empty(arrays[0].shape, dtype) for _ in range(n_out)]
+    runtime.parallel_for(address, size, GRAIN, arrays + scalars + outs)
     return outs

@@ -18,6 +18,7 @@ import numpy as np
 from ..base import MXNetError, canonical_dtype, mx_real_t
 from ..context import Context, current_context
 from ..ops.registry import ComputeContext, Emitter, get_op
+from ..ops.optimizer_ops import Update
 from .fastpath import try_compiled_elementwise
 
 __all__ = ["NDArray", "invoke", "array", "empty", "zeros", "ones", "full", "arange", "linspace", "eye",
@@ -348,7 +349,7 @@ def _update_destinations(op, attrs, names, inputs, out) -> list | None:
     weight, then the mutated states), so a compiled kernel can write them in place (kernels
     compute every output of an element before storing any). None otherwise."""
     from .. import autograd
-    if out is None or not op.mutate_inputs or autograd.is_recording():
+    if out is None or not isinstance(op, Update) or autograd.is_recording():
         return None
     outs = [out] if isinstance(out, NDArray) else list(out)
     if len(outs) != 1 or not isinstance(outs[0], NDArray):
