@@ -33,6 +33,9 @@ Shape = tuple  # tuple of ints; 0 marks an unknown dim, None an unknown shape
 
 #: name or alias -> Op instance (aliases share the instance)
 OPS: dict[str, "Op"] = {}
+#: memo of Op.parse: (op name, raw attribute items) -> parsed attributes (never handed out)
+_PARSED: dict = {}
+_PARSED_MAX = 4096
 
 #: attribute keys that frontends may attach to nodes and that no op schema declares
 FRONTEND_ATTRS = frozenset({"name", "ctx", "out", "attr", "__layout__"})
@@ -91,8 +94,21 @@ class Op:
 
     # ---- attributes --------------------------------------------------------------
     def parse(self, raw: Mapping[str, Any]) -> dict:
-        """Parse raw attributes (Python values or MXNet strings) into canonical values."""
-        return parse_attrs(self.name, self.params, raw, FRONTEND_ATTRS)
+        """Parse raw attributes (Python values or MXNet strings) into canonical values.
+
+        Results are memoized per op for hashable raw attributes (keyed by key, value type and
+        value, so 1, 1.0 and True stay distinct); callers get a fresh dict each time."""
+        try:
+            key = tuple((k, type(v), v) for k, v in raw.items())
+            cached = _PARSED.get((self.name, key))
+        except TypeError:            # unhashable values (lists, arrays): parse every time
+            return parse_attrs(self.name, self.params, raw, FRONTEND_ATTRS)
+        if cached is None:
+            cached = parse_attrs(self.name, self.params, raw, FRONTEND_ATTRS)
+            if len(_PARSED) >= _PARSED_MAX:
+                _PARSED.clear()
+            _PARSED[(self.name, key)] = cached
+        return dict(cached)
 
     # ---- signature ---------------------------------------------------------------
     def input_names(self, attrs: Mapping) -> list[str]:
@@ -180,8 +196,14 @@ def list_ops() -> list[str]:
     return sorted(OPS)
 
 
+_LOADED = False
+
+
 def _ensure_loaded():
-    from . import _load_all  # noqa: F401  (importing the package registers every op module)
+    global _LOADED
+    if not _LOADED:
+        from . import _load_all  # noqa: F401  (importing the package registers every op module)
+        _LOADED = True
 
 
 class Emitter:

@@ -15,6 +15,7 @@ Invariants
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -410,8 +411,11 @@ def _local_derivatives(e: Expr) -> list[Expr]:
     return table[op]()
 
 
+@functools.lru_cache(maxsize=4096)
 def diff(expr: Expr, i: int) -> Expr:
-    """d expr / d Input(i), by reverse accumulation over the expression DAG (shared nodes once)."""
+    """d expr / d Input(i), by reverse accumulation over the expression DAG (shared nodes once).
+    Memoized: expressions are immutable, and eager backward passes differentiate the same few
+    expressions at every step."""
     order: list[Expr] = []
     seen: set[Expr] = set()
 
