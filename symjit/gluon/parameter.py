@@ -13,6 +13,7 @@ replicas start identical. Errors are MXNetError (a RuntimeError) with MXNet's me
 """
 from __future__ import annotations
 
+import itertools
 import re
 import warnings
 from collections import OrderedDict
@@ -29,6 +30,9 @@ __all__ = ["Parameter", "Constant", "ParameterDict", "DeferredInitializationErro
            "tensor_types", "shape_is_known"]
 
 tensor_types = (NDArray,)
+
+#: Source of Parameter generations (`next()` is atomic under the GIL).
+_GENERATIONS = itertools.count(1)
 
 
 class DeferredInitializationError(MXNetError):
@@ -121,6 +125,25 @@ class Parameter:
 
     def __repr__(self):
         return f"Parameter {self.name} (shape={self.shape}, dtype={self.dtype})"
+
+    #: Changes (to a value never used before) whenever ANY Parameter's list of value arrays is
+    #: replaced: initialize, force_reinit, deferred init finishing, cast, reset_ctx, loading into
+    #: an uninitialized Parameter, grad_req set to 'null'. Values overwritten in place (set_data,
+    #: load into an initialized Parameter, optimizer updates) keep their arrays and do not change
+    #: it: each NDArray's buffer is fixed for its lifetime, so code reading it by pointer sees them.
+    #: Caches of gathered parameter arrays (hybridized blocks' inference fast path) are valid
+    #: exactly while this equals the value read when they were built.
+    _generation = 0
+
+    @property
+    def _data(self):
+        """The value on each context (a list of NDArrays, in `_ctx_list` order), or None."""
+        return self._data_list
+
+    @_data.setter
+    def _data(self, value):
+        self._data_list = value
+        Parameter._generation = next(_GENERATIONS)
 
     # ---- attributes ------------------------------------------------------------------------
     @property
