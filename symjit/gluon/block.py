@@ -13,6 +13,13 @@ and run it through a `CachedOp`: compiled per input signature by the backend
 `symjit.executor.select_backend()` chooses, with one autograd tape node per call whose
 backward runs the compiled backward graph. Deferred parameter shapes are inferred from the
 traced Symbol on the first forward (ops' `infer_shape` fills weight shapes).
+
+Inference fast path: after a hybridized call in inference (not recording, not training) on
+plain NDArray inputs, the block keeps a plan for that input signature (`_inference_fast_call`):
+the compiled function and the parameter arrays gathered in its argument order. The next calls
+with the same signature check it cheaply (autograd state, `Parameter._generation`, input types,
+shapes, dtypes, context) and call the compiled graph directly; anything else takes the general
+path, which rebuilds the plan. Forward hooks still run around `forward` (`Block.__call__`).
 """
 from __future__ import annotations
 
@@ -358,6 +365,13 @@ class Block:
             param.cast(dtype)
 
     def __call__(self, *args):
+        if self._forward_pre_hooks or self._forward_hooks:
+            return self._call_with_hooks(args)
+        return self.forward(*args)
+
+    def _call_with_hooks(self, args):
+        """`forward` between the forward pre-hooks and the forward hooks (each list is read when
+        it runs, so a hook may add or detach hooks)."""
         for hook in list(self._forward_pre_hooks.values()):
             hook(self, args)
         out = self.forward(*args)
@@ -471,6 +485,103 @@ def _input_context(args) -> Context | None:
     return None
 
 
+def _inference_fast_call(run, sources, in_specs, ctx, out_format):
+    """The inference fast path of a hybridized block for one input signature: a function
+    `call(x, rest)` of the block's positional inputs `(x, *rest)` that returns the block's
+    output, or None when the fast path does not apply (the caller then takes the general path).
+
+    `run(*arrays)` is the compiled graph (`CachedOp.inference_runner`); `sources` gives, for each
+    of its arrays, the position of the block input fed there (an int) or the numpy array of a
+    parameter value (read by pointer, so in-place updates such as `set_data` are seen);
+    `in_specs` are the (shape, dtype) of every input; `ctx` their context.
+
+    Invariant (checked on every call, in this order, before anything runs): the result is the
+    general path's exactly when
+      * the calling thread is neither recording nor training (`autograd` state),
+      * no Parameter's list of value arrays was replaced since the plan was built
+        (`Parameter._generation` unchanged: initialize, cast, reset_ctx, load into an
+        uninitialized Parameter ... all change it),
+      * the inputs are as many plain NDArrays (not subclasses, not nested lists) with the same
+        shapes, dtypes and context as `in_specs` / `ctx`,
+      * `run` accepts the arrays (the native Entry raises MXNetError, before computing anything,
+        on an array it was not compiled for, e.g. a non-contiguous one).
+    Everything else the plan depends on (the traced graph, the block's parameters, its cached op)
+    only changes through `HybridBlock._clear_cached_op`, which drops the plan. A plan keeps the
+    parameter arrays it was built with alive until it is dropped or replaced.
+    """
+    state = autograd._STATE  # thread-local recording / training flags
+    generation = Parameter._generation
+    n_in = len(in_specs)
+    template = [None if isinstance(src, int) else src for src in sources]
+    slots = [(pos, src) for pos, src in enumerate(sources) if isinstance(src, int)]
+    single = n_in == 1 and len(slots) == 1
+    if single:
+        (shape, dtype), = in_specs
+        k = slots[0][0]
+        before, after = tuple(template[:k]), tuple(template[k + 1:])
+    single_out = out_format == 0  # one output, returned as is; else regrouped by out_format
+
+    def call_one(x, rest):
+        """The common case: one input array, fed to the graph once."""
+        if rest or state.recording or state.training or Parameter._generation != generation \
+                or type(x) is not NDArray:
+            return None
+        d = x._data
+        if d.shape != shape or d.dtype != dtype or (x._ctx is not ctx and x._ctx != ctx):
+            return None
+        try:
+            outs = run(*before, d, *after)
+        except MXNetError:
+            return None
+        if single_out:
+            return NDArray(outs[0], ctx)
+        return _regroup([NDArray(o, ctx) for o in outs], out_format)[0]
+
+    def call_many(x, rest):
+        inputs = (x,) + rest
+        if len(inputs) != n_in or state.recording or state.training \
+                or Parameter._generation != generation:
+            return None
+        for a, (shape_, dtype_) in zip(inputs, in_specs):
+            if type(a) is not NDArray:
+                return None
+            d = a._data
+            if d.shape != shape_ or d.dtype != dtype_ or (a._ctx is not ctx and a._ctx != ctx):
+                return None
+        arrays = list(template)
+        for pos, i in slots:
+            arrays[pos] = inputs[i]._data
+        try:
+            outs = run(*arrays)
+        except MXNetError:
+            return None
+        if single_out:
+            return NDArray(outs[0], ctx)
+        return _regroup([NDArray(o, ctx) for o in outs], out_format)[0]
+
+    call = call_one if single else call_many
+    call.generation = generation
+    return call
+
+
+#: Most input signatures whose fast-path plans a hybridized block keeps.
+_MAX_FAST_CALLS = 16
+
+
+def _plan_key(args):
+    """The signature of inputs `args` for the fast path (each one's shape, dtype, context), or
+    None unless they are one or more plain NDArrays."""
+    if not args:
+        return None
+    key = []
+    for a in args:
+        if type(a) is not NDArray:
+            return None
+        d = a._data
+        key.append((d.shape, d.dtype, a._ctx))
+    return tuple(key)
+
+
 class HybridBlock(Block):
     """A Block whose `hybrid_forward(F, x, ...)` runs imperatively (F = ndarray) or, once
     hybridized, is traced into a Symbol (F = symbol) and compiled per input signature."""
@@ -479,6 +590,10 @@ class HybridBlock(Block):
         super().__init__(prefix=prefix, params=params)
         self._cached_graph = ()
         self._cached_op = None
+        # inference fast path (see _inference_fast_call): the last signature's plan, and the
+        # plans of recent signatures by _plan_key; both dropped with the cached op
+        self._fast_call = None
+        self._fast_calls = {}
         self._out_format = None
         self._in_format = None
         self._active = False
@@ -552,6 +667,8 @@ class HybridBlock(Block):
     def _clear_cached_op(self):
         self._cached_graph = ()
         self._cached_op = None
+        self._fast_call = None
+        self._fast_calls = {}
 
     def _build_cache(self, *args):
         inputs, out = self._get_graph(*args)
@@ -577,6 +694,15 @@ class HybridBlock(Block):
                           "intended?", stacklevel=4)
 
     def _call_cached_op(self, *args):
+        inference = not autograd.is_recording() and not autograd.is_training()
+        key = _plan_key(args) if inference and self._fast_calls else None
+        if key is not None:  # maybe a signature seen before, not the last one
+            plan = self._fast_calls.get(key)
+            if plan is not None:
+                out = plan(args[0], args[1:])
+                if out is not None:
+                    self._fast_call = plan
+                    return out
         if self._cached_op is None:
             self._build_cache(*args)
         flat, fmt = _flatten(args, "input")
@@ -595,7 +721,44 @@ class HybridBlock(Block):
             cargs = gather()
         n_args = len(self._cached_op.arg_names)
         out = self._cached_op(cargs[:n_args], cargs[n_args:])
+        if inference and fmt == [0] * len(args):
+            self._plan_fast_call(args, cargs, ctx)
         return _regroup(out, self._out_format)[0]
+
+    def _plan_fast_call(self, args, cargs, ctx):
+        """Make the inference fast path (`_inference_fast_call`) for the signature of the inputs
+        `args` (flat), whose graph arguments were gathered as `cargs` (the cached op's arguments
+        then aux states), the block's `_fast_call`, and remember it by signature in
+        `_fast_calls`. Called right after the general path ran on them, so the parameters
+        gathered are current.
+
+        `_fast_calls` holds only plans built at the current `Parameter._generation` (at most
+        `_MAX_FAST_CALLS`), so that inputs alternating between a few signatures stay fast."""
+        key = _plan_key(args)
+        plan = None if key is None else self._make_fast_call(args, cargs, ctx)
+        if plan is None:
+            return
+        plans = self._fast_calls
+        if len(plans) >= _MAX_FAST_CALLS or any(p.generation != plan.generation for p in plans.values()):
+            plans.clear()
+        plans[key] = self._fast_call = plan
+
+    def _make_fast_call(self, args, cargs, ctx):
+        """The plan for `_plan_fast_call`, or None when the compiled graph reads an array the
+        block does not provide."""
+        op = self._cached_op
+        n_args = len(op.arg_names)
+        run, names = op.inference_runner(cargs[:n_args], cargs[n_args:])
+        index = {name: j for j, name in enumerate(op.input_names)}
+        sources = []
+        for name in names:
+            j = index.get(name)
+            if j is None:
+                return None
+            is_arg, x = self._cached_op_args[j]
+            sources.append(x if is_arg else cargs[j]._data)
+        in_specs = [(a._data.shape, a._data.dtype) for a in args]
+        return _inference_fast_call(run, sources, in_specs, ctx, self._out_format)
 
     # ---- public API --------------------------------------------------------------------------
     def hybridize(self, active=True, **kwargs):
@@ -645,6 +808,11 @@ class HybridBlock(Block):
 
     def forward(self, x, *args):
         """Dispatch: compiled graph when hybridized, `hybrid_forward` on arrays or symbols otherwise."""
+        fast = self._fast_call
+        if fast is not None:
+            out = fast(x, args)
+            if out is not None:
+                return out
         if self._active and not args and self._cached_op is not None and isinstance(x, NDArray):
             return self._call_cached_op(x)  # the common compiled call: one array in
         flat_inputs = _flatten([x] + list(args), "input")[0]
@@ -758,6 +926,11 @@ class SymbolBlock(HybridBlock):
         self._reg_params = {key[len_prefix:]: val for key, val in self._params.items()}
 
     def forward(self, x, *args):
+        fast = self._fast_call
+        if fast is not None:
+            out = fast(x, args)
+            if out is not None:
+                return out
         if isinstance(x, NDArray):
             with x.context:
                 if self._active:

@@ -14,6 +14,11 @@ compiled backward graph. Higher-order gradients through a hybridized block are n
 
 Training mode (`autograd.is_training()`) lets ops such as BatchNorm update their auxiliary
 states: the new values are written in place into the aux arrays, as MXNet does.
+
+Inference hot path: `inference_runner(args, aux)` hands out, once per signature, the compiled
+inference function over plain numpy arrays (on the native backend the graph's native Entry
+itself), which a hybridized block calls directly with its gathered parameter arrays
+(`HybridBlock._fast_call`) without going through `__call__`.
 """
 from __future__ import annotations
 
@@ -41,6 +46,7 @@ class _Entry:
     graph: object
     fn: object
     backward: dict = field(default_factory=dict)  # tuple of arg indices -> _Backward
+    runner: tuple | None = None  # (run, names) of inference_runner, made once
 
 
 class CachedOp:
@@ -52,8 +58,9 @@ class CachedOp:
         self._flags = dict(flags)
         self.arg_names = sym.list_arguments()
         self.aux_names = sym.list_auxiliary_states()
+        #: arg_names + aux_names; one list for the object's lifetime (backends key on its identity)
+        self.input_names = self.arg_names + self.aux_names
         self._cache: dict = {}
-        self._last = None  # (input specs, ctx, fast fn, output specs, names) of the last inference call
 
     @property
     def num_compiled(self) -> int:
@@ -102,13 +109,18 @@ class CachedOp:
         return bwd
 
     # ---- execution -----------------------------------------------------------------------------
+    def _entry_for(self, args, aux, ctx, is_train) -> _Entry:
+        """The compiled entry for this signature (compiled now when new)."""
+        key = self._signature(args, aux, ctx, is_train)
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._compile(args, aux, ctx)
+            self._cache[key] = entry
+        return entry
+
     def __call__(self, args, aux=()) -> list:
         """Run on NDArrays; returns the outputs as new NDArrays (a list)."""
         args, aux = list(args), list(aux)
-        if not aux and not autograd.is_recording() and not autograd.is_training():
-            hit = self._inference_call(args)
-            if hit is not None:
-                return hit
         if len(args) != len(self.arg_names) or len(aux) != len(self.aux_names):
             raise MXNetError(f"CachedOp: expected {len(self.arg_names)} arguments {self.arg_names} and "
                              f"{len(self.aux_names)} aux states, got {len(args)} and {len(aux)}")
@@ -117,20 +129,14 @@ class CachedOp:
                 raise MXNetError(f"CachedOp: input {n!r} must be an NDArray, got {type(a).__name__}")
         ctx = args[0].context if args else (aux[0].context if aux else None)
         is_train = autograd.is_training()
-        key = self._signature(args, aux, ctx, is_train)
-        entry = self._cache.get(key)
-        if entry is None:
-            entry = self._compile(args, aux, ctx)
-            self._cache[key] = entry
+        entry = self._entry_for(args, aux, ctx, is_train)
         g = entry.graph
         recording = autograd.is_recording()
         fast = getattr(entry.fn, "fast", None)
         if fast is not None and not recording and not is_train:
             # inference: the native entry writes into fresh output arrays, one call
-            if not aux:
-                self._remember(args, ctx, entry)
             outs = [np.empty(v.type.shape, v.type.dtype) for v in g.outputs]
-            if fast([a._data for a in args] + [a._data for a in aux], outs, self.arg_names + self.aux_names):
+            if fast([np.ascontiguousarray(a._data) for a in args + aux], outs, self.input_names):
                 return [NDArray(o, ctx) for o in outs]
         wrt = ()
         if recording:
@@ -153,33 +159,49 @@ class CachedOp:
             self._record(bwd, [args[i] for i in wrt], outputs, kept, ctx)
         return outputs
 
-    def _inference_call(self, args: list):
-        """The hot path of a hybridized block in inference: the last signature seen, checked
-        cheaply (array types, shapes, dtypes, context), straight into the native entry.
-        Returns None (the general path then runs) when anything differs."""
-        last = self._last
-        if last is None or len(args) != len(last[0]):
-            return None
-        specs, ctx, fast, out_specs, names = last
-        try:
-            for a, (shape, dtype) in zip(args, specs):
-                d = a._data
-                if d.shape != shape or d.dtype != dtype or a._ctx != ctx:
-                    return None
-        except AttributeError:
-            return None
-        outs = [np.empty(shape, dtype) for shape, dtype in out_specs]
-        if not fast([a._data for a in args], outs, names):
-            return None
-        return [NDArray(o, ctx) for o in outs]
+    def inference_runner(self, args, aux=()):
+        """`(run, names)` for inference (not recording, not training) on inputs with exactly the
+        signature of the NDArrays `args` / `aux` (same shapes, dtypes and context):
+        `run(*arrays)` takes C-contiguous numpy arrays, one per name of `names` (graph input
+        names, in the order the compiled code wants them), and returns the outputs as fresh
+        numpy arrays the caller owns (a sequence, in output order).
 
-    def _remember(self, args, ctx, entry) -> None:
+        On the native backend `run` is the compiled graph's native Entry itself (one C call,
+        which validates every array and raises MXNetError before running anything when one is
+        not as compiled) unless the graph needs per-call work in Python (random seeds, Python
+        nodes, state outputs). The signature's graph is compiled now if needed."""
+        args, aux = list(args), list(aux)
+        ctx = args[0].context if args else (aux[0].context if aux else None)
+        entry = self._entry_for(args, aux, ctx, False)
+        if entry.runner is None:
+            entry.runner = self._make_runner(entry, args + aux)
+        return entry.runner
+
+    def _make_runner(self, entry: _Entry, arrays: list):
         fast = getattr(entry.fn, "fast", None)
-        if fast is None:
-            return
-        self._last = ([(a._data.shape, a._data.dtype) for a in args], ctx, fast,
-                      [(tuple(v.type.shape), np.dtype(v.type.dtype)) for v in entry.graph.outputs],
-                      self.arg_names)
+        variants = getattr(entry.fn, "variants", None)
+        if fast is not None and variants is not None:
+            key = (False, ())
+            if key not in variants:  # `fast` builds the inference variant on its first call
+                fast([np.ascontiguousarray(a._data) for a in arrays],
+                     [np.empty(v.type.shape, v.type.dtype) for v in entry.graph.outputs],
+                     self.input_names)
+            cg = variants[key][0]
+            names = [n for n, _, _ in cg.input_specs]
+            if (cg.entry is not None and not cg.module.seed_params and not cg.state_specs
+                    and len(cg.output_specs) == len(entry.graph.outputs)):
+                return cg.entry, names
+
+            def run_compiled(*arrays):
+                outs, _ = cg.run(list(arrays), False, None)
+                return [_fresh(o, arrays) for o in outs]
+            return run_compiled, names
+        graph, fn = entry.graph, entry.fn
+        inputs = list(graph.args) + list(graph.aux)
+
+        def run_graph(*arrays):
+            return [_fresh(o, arrays) for o in fn(dict(zip(inputs, arrays)), is_train=False).outputs]
+        return run_graph, self.input_names
 
     def _record(self, bwd: _Backward, inputs: list, outputs: list, kept: dict, ctx):
         """Append one tape node whose backward runs the compiled backward graph."""
