@@ -471,8 +471,10 @@ def emit_elementwise(mb: ModuleBuilder, spec: ElementwiseSpec, name: str | None 
         ptrs.append(b.ins("ptr", f"load ptr, ptr {gp.ref}, align 8"))
     in_ptrs, out_ptrs = ptrs[:n_in], ptrs[n_in:]
     group = mb.md("", distinct=True)
-    loop_md = mb.md(f'!{{!"llvm.loop.parallel_accesses", {group}}}, !{{!"llvm.loop.mustprogress"}}',
-                    distinct=True, self_ref=True)
+    # interleave two vector iterations: the transcendental functions' dependency chains of
+    # consecutive iterations then overlap (benchmarks/bench_ew.py)
+    loop_md = mb.md(f'!{{!"llvm.loop.parallel_accesses", {group}}}, !{{!"llvm.loop.mustprogress"}}, '
+                    '!{!"llvm.loop.interleave.count", i32 2}', distinct=True, self_ref=True)
     acc = f", !llvm.access.group {group}"
 
     def load(ptr: Val, idx: Val | None, dt: str, in_loop: bool) -> Val:

@@ -257,12 +257,25 @@ def signbit(x: Val) -> Val:
     return x.bitcast(t.ity) < 0
 
 
-def poly(x: Val, coeffs: list[float]) -> Val:
-    """c0 + c1*x + ... + cn*x**n by Horner's rule with fused multiply-adds."""
+def _horner(x: Val, coeffs: list[float]) -> Val:
     acc = x.b.const(coeffs[-1], x.ty)
     for c in reversed(coeffs[:-1]):
         acc = fma(acc, x, c)
     return acc
+
+
+def poly(x: Val, coeffs: list[float]) -> Val:
+    """c0 + c1*x + ... + cn*x**n with fused multiply-adds.
+
+    float64 (and short polynomials): Horner's rule. float32: the even and odd coefficients as
+    two independent Horner chains in x**2, joined by one final FMA (E(x**2) + x*O(x**2)), which
+    halves the dependency chain, so the vectorized loops evaluating exp/tanh/log are not bound
+    by FMA latency (benchmarks/bench_ew.py), at the accuracy of Horner's rule."""
+    if x.ty == "double" or len(coeffs) < 5:
+        return _horner(x, coeffs)
+    x2 = x * x
+    even, odd = _horner(x2, coeffs[0::2]), _horner(x2, coeffs[1::2])
+    return fma(odd, x, even)
 
 
 def _small_int_to_float(i: Val, t: TypeInfo) -> Val:
