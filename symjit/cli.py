@@ -229,8 +229,35 @@ def cmd_compile(args) -> int:
 
 
 def _compile_cuda(args) -> int:
-    """--target cuda: this build has no CUDA backend (codegen/cuda does not exist yet)."""
-    raise CliError("--target cuda: no CUDA backend in this symjit build (only --target llvm); nothing was written")
+    """--target cuda: the inference pipeline, then codegen/cuda: OUT.cu (the generated source),
+    OUT.so (nvcc: sm_80/sm_90 machine code plus PTX, weights embedded), OUT.h and OUT.json.
+    The library's `symjit_graphs` entry takes host pointers (so `symjit run OUT.so` works on a
+    GPU machine); `symjit_cuda_run` in OUT.h takes device pointers."""
+    from .codegen.cuda.aot import build_library, find_nvcc
+    from .compiler import _to_graph
+    from .passes.manager import PassManager
+    out = args.output
+    for suffix in (".so", ".json", ".h", ".cu"):
+        if out.endswith(suffix):
+            out = out[: -len(suffix)]
+    name = args.name or Path(out).name
+    out_dir = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(out_dir):
+        raise CliError(f"output directory {out_dir!r} does not exist")
+    find_nvcc()     # no CUDA compiler: fail before the slow steps, nothing written
+    with progress(not args.quiet, "loading") as report:
+        net, params, digest = load_model(args.symbol, args.params)
+        shapes, dtypes = _shapes(net, params, args.input)
+        report("optimizing")
+        g, _ = _to_graph(net, shapes, dtypes)
+        names = {v.name for v in g.inputs}
+        bound = {k: v for k, v in params.items() if k in names}
+        planned = PassManager("inference", disabled=set(OPT_DISABLED[getattr(args, "opt", 3)])).run(g, bound)
+        result = build_library(planned, out, name=name, graph_hash=digest, bound=bound, progress=report)
+    _emit(args, {"library": result.library, "header": result.header, "source": result.source,
+                 "manifest": result.manifest_path, **result.manifest},
+          f"wrote {result.library}, {result.header}, {result.source}, {result.manifest_path}")
+    return 0
 
 
 def _select_blas(choice: str | None) -> None:

@@ -61,7 +61,7 @@ def test_parse_input_spec():
             parse_input_spec(bad)
 
 
-def test_compile_bad_inputs_one_line_and_no_files(tmp_path, capsys):
+def test_compile_bad_inputs_one_line_and_no_files(tmp_path, capsys, monkeypatch):
     out = str(tmp_path / "m")
     (tmp_path / "bad.json").write_text("{not json")
     (tmp_path / "notgraph.json").write_text('{"hello": 1}')
@@ -82,8 +82,10 @@ def test_compile_bad_inputs_one_line_and_no_files(tmp_path, capsys):
     assert rc == 1 and "missing --input for ['data']" in _one_line_error(err, "compile")
     rc, _, err = _run(capsys, ["compile", *MLP, "--input", "label:8", "--input", "data:8x784", "-o", out])
     assert rc == 1 and "not inputs of the model" in _one_line_error(err, "compile")
-    rc, _, err = _run(capsys, ["compile", *MLP, "--input", "data:8x784", "--target", "cuda", "-o", out])
-    assert rc == 1 and "no CUDA backend" in _one_line_error(err, "compile")
+    with monkeypatch.context() as m:      # --target cuda without a CUDA compiler
+        m.setenv("SYMJIT_NVCC", str(tmp_path / "no-nvcc"))
+        rc, _, err = _run(capsys, ["compile", *MLP, "--input", "data:8x784", "--target", "cuda", "-o", out])
+    assert rc == 1 and "nvcc" in _one_line_error(err, "compile")
     rc, _, err = _run(capsys, ["compile", *MLP, "--input", "data:8x784", "-o", str(tmp_path / "nodir" / "m")])
     assert rc == 1
     _one_line_error(err, "compile")

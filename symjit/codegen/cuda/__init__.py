@@ -1,0 +1,28 @@
+"""The CUDA backend: CUDA C for NVIDIA GPUs, built ahead of time with nvcc.
+
+    plan = lower_graph(planned_graph, bound_weights, name)   # graph.py: kernels + launch plan
+    text = render(plan)                                      # source.py: one self-contained .cu
+    build_library(planned_graph, "out/model", bound=...)     # aot.py: OUT.so/.cu/.h/.json via nvcc
+    lib, entry = load_emulated(plan)                         # emulate.py: the .cu run on the host CPU
+
+One module per concern: `expr` (scalar expressions -> C), `prelude` (device helpers),
+`plan` (kernels, launches, placement), `elementwise` (fused kernels), `gemm` (FullyConnected,
+dot, batch_dot, Convolution, Deconvolution: tiled shared-memory GEMM and implicit-GEMM
+convolution with fused epilogues), `reduce` (reductions, softmax family), `nn` (pooling,
+normalizations in inference), `shape` (copies and data movement), `graph` (the lowering
+registry), `source`, `aot`, `emulate`. Importing this package needs neither a GPU nor nvcc.
+"""
+from __future__ import annotations
+
+from .graph import lower_graph, supported_ops
+from .plan import LaunchPlan
+from .source import ARCHS, render
+
+__all__ = ["lower_graph", "supported_ops", "LaunchPlan", "render", "ARCHS", "plan_graph"]
+
+
+def plan_graph(g, constants=None, disabled=()):
+    """Run the inference pass pipeline (the LLVM backend's) over IR graph `g` with the graph
+    inputs named in `constants` bound to their arrays; returns the planned graph."""
+    from ...passes.manager import PassManager
+    return PassManager("inference", disabled=set(disabled)).run(g, constants or None)
