@@ -25,7 +25,7 @@ from ..ops import scalar as S
 from ..ops.optimizer_ops import Update
 from ..ops.registry import Elementwise, broadcast_shapes
 
-__all__ = ["try_compiled_elementwise", "MIN_ELEMENTS", "DYNAMIC_SCALARS"]
+__all__ = ["try_compiled_elementwise", "update_in_place", "MIN_ELEMENTS", "DYNAMIC_SCALARS"]
 
 MIN_ELEMENTS = 1 << 16
 GRAIN = 1 << 15
@@ -164,3 +164,16 @@ def _compiled_update(op, attrs: dict, arrays: list, destinations: list | None) -
         outs = [np.empty(arrays[0].shape, dtype) for _ in range(n_out)]
     runtime.parallel_for(address, size, GRAIN, arrays + scalars + outs)
     return outs
+
+
+def update_in_place(op, attrs: dict, arrays: list) -> bool:
+    """Run update op `op` (parsed `attrs`) over `arrays` = [weight, grad, states...] writing the
+    new weight and states into their own buffers; False (nothing written) when the compiled
+    kernel does not apply (then the caller takes the general `invoke` path)."""
+    if not _ENABLED or not isinstance(op, Update) or len(arrays) != len(op.input_names(attrs)):
+        return False
+    dests = [arrays[0]] + list(arrays[2:])
+    if not all(d.flags.c_contiguous and d.flags.writeable for d in dests):
+        return False
+    outs = _compiled_update(op, attrs, arrays, dests)
+    return outs is not None and all(o is d for o, d in zip(outs, dests))

@@ -13,7 +13,9 @@ import pickle
 import numpy as np
 
 from ..base import MXNetError
-from ..ndarray import NDArray, invoke, zeros
+from .. import autograd
+from ..ndarray import NDArray, fastpath, invoke, zeros
+from ..ops.registry import get_op
 
 __all__ = ["Optimizer", "register", "create", "SGD", "NAG", "Adam", "AdamW", "AdaGrad", "AdaDelta",
            "RMSProp", "Ftrl", "Signum", "SignSGD", "LAMB", "Updater", "get_updater"]
@@ -175,7 +177,15 @@ def _zeros_like(weight: NDArray) -> NDArray:
 
 
 def _apply(op_name: str, weight: NDArray, grad: NDArray, states, **attrs) -> None:
-    invoke(op_name, [weight, grad, *states], attrs, out=weight)
+    """weight and states <- update op `op_name` (in place). Plain same-context NDArrays outside
+    autograd recording go straight to the compiled update kernel; anything else (and every
+    error case) takes the general `invoke` path."""
+    arrays = [weight, grad, *states]
+    if not autograd.is_recording() and all(type(a) is NDArray and a._ctx == weight._ctx for a in arrays):
+        op = get_op(op_name)
+        if fastpath.update_in_place(op, op.parse(attrs), [a._data for a in arrays]):
+            return
+    invoke(op_name, arrays, attrs, out=weight)
 
 
 @register
