@@ -5,7 +5,7 @@ runs the same model's .onnx with the same number of intra-op threads. Prints med
 round-robin repeats, GFLOP/s, the fraction of FP32 peak, the ratio, and with --profile the
 slowest layers (each compiled alone).
 
-    python benchmarks/bench_mobilenet.py [--batch 1] [--threads N] [--repeats R] [--profile]
+    python benchmarks/bench_mobilenet.py [--batch 1] [--threads N] [--repeats R] [--profile [all]]
 """
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ def main():
     ap.add_argument("--batch", type=int, nargs="+", default=[1])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=10)
-    ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--profile", nargs="?", const="top", choices=("top", "all"),
+                    help="per-layer profile: the 15 slowest layers (default) or all, in graph order")
     a = ap.parse_args()
     for b in a.batch:
         compare_with_ort("mobilenet1.0", b, a.threads, a.repeats, a.profile)

@@ -6,6 +6,7 @@ alike); every ratio printed is measured in the same run.
 from __future__ import annotations
 
 import ctypes
+import functools
 import glob
 import os
 import time
@@ -78,10 +79,87 @@ def cpu_clock_ghz() -> float:
     return (max(mhz) / 1000.0) if mhz else 0.0
 
 
+def vector_lanes() -> int:
+    """float32 lanes of the host's widest FMA vectors: 16 with AVX-512F, 8 with AVX2/FMA, else 4."""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                return 16 if "avx512f" in flags else (8 if "fma" in flags else 4)
+    except OSError:
+        pass
+    return 4
+
+
+_FMA_PROBE = """
+declare <{w} x float> @llvm.fma.v{w}f32(<{w} x float>, <{w} x float>, <{w} x float>)
+define float @fma_probe(i64 %n) {{
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [0, %entry], [%i2, %loop]
+{phis}
+{body}
+  %i2 = add i64 %i, 1
+  %c = icmp ult i64 %i2, %n
+  br i1 %c, label %loop, label %exit
+exit:
+{sum}
+  %r = extractelement <{w} x float> %s{last}, i64 0
+  ret float %r
+}}
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def measured_fma_gflops() -> float:
+    """Single-core FP32 FMA throughput measured on this machine (GFLOP/s): a JIT-compiled loop of
+    12 independent vector FMA chains at the host's widest width (`vector_lanes`), best of 5 runs
+    of ~50 ms. This is the real peak of one core at its current clock (turbo included; it also
+    reveals CPUs that split 512-bit operations into two 256-bit halves)."""
+    import ctypes as ct
+
+    from symjit.codegen.llvm import jit
+    w, acc = vector_lanes(), 12
+    one = ", ".join(["float 1.0"] * w)
+    near1 = ", ".join(["float 0x3FEFFFFFE0000000"] * w)     # 1 - 2**-24: no folding to an add
+    tiny = ", ".join(["float 0x3E10000000000000"] * w)
+    phis = "\n".join(f"  %a{k} = phi <{w} x float> [<{one}>, %entry], [%b{k}, %loop]" for k in range(acc))
+    body = "\n".join(f"  %b{k} = call <{w} x float> @llvm.fma.v{w}f32(<{w} x float> %a{k}, "
+                     f"<{w} x float> <{near1}>, <{w} x float> <{tiny}>)" for k in range(acc))
+    sums = [f"  %s0 = fadd <{w} x float> %b0, %b1"]
+    sums += [f"  %s{k - 1} = fadd <{w} x float> %s{k - 2}, %b{k}" for k in range(2, acc)]
+    ir = _FMA_PROBE.format(w=w, phis=phis, body=body, sum="\n".join(sums), last=acc - 2)
+    code = jit.compile_ir(ir, ["fma_probe"])
+    fn = ct.CFUNCTYPE(ct.c_float, ct.c_int64)(code.addresses["fma_probe"])
+    n = 1 << 16
+    fn(n)
+    while True:      # about 50 ms per run
+        t = time.perf_counter()
+        fn(n)
+        dt = time.perf_counter() - t
+        if dt > 0.05:
+            break
+        n = int(n * max(2.0, 0.06 / max(dt, 1e-6)))
+    best = min(_timed(fn, n) for _ in range(5))
+    return n * acc * w * 2 / best / 1e9
+
+
+def _timed(fn, n) -> float:
+    t = time.perf_counter()
+    fn(n)
+    return time.perf_counter() - t
+
+
 def peak_gflops(threads: int) -> tuple[float, str]:
-    """FP32 peak: 2 FMA pipes x 8 lanes (256-bit; Zen 3/4 run AVX-512 as 2x256) x 2 flops x clock."""
-    ghz = cpu_clock_ghz()
-    return threads * 2 * 8 * 2 * ghz, f"{threads} cores x 2 FMA x 8 lanes x 2 flop x {ghz:.2f} GHz"
+    """FP32 peak of `threads` cores: the measured single-core FMA throughput
+    (`measured_fma_gflops`) times the thread count; the description also gives the clock this
+    implies for 2 FMA pipes of `vector_lanes()` lanes (what x86 cores since Haswell have)."""
+    one = measured_fma_gflops()
+    lanes = vector_lanes()
+    ghz = one / (2 * lanes * 2)
+    return threads * one, (f"{threads} cores x {one:.0f} GFLOP/s measured (= 2 FMA x {lanes} lanes x 2 flop "
+                           f"x {ghz:.2f} GHz; nominal clock {cpu_clock_ghz():.2f} GHz)")
 
 
 def numpy_blas_threads(n: int) -> bool:
@@ -133,50 +211,88 @@ def load_model_graph(name: str, batch: int):
     return cg, arrays, x, opt
 
 
+def node_flops(n) -> float:
+    """Multiply-add FLOPs (2 per MAC) of one Convolution / FullyConnected node (0 otherwise)."""
+    name = n.attrs["inner"] if n.op.name == "_with_epilogue" else n.op.name
+    if name == "Convolution":
+        w = n.inputs[1].type.shape
+        return 2.0 * np.prod(n.outputs[0].type.shape, dtype=np.float64) * np.prod(w[1:], dtype=np.float64)
+    if name == "FullyConnected":
+        w = n.inputs[1].type.shape
+        return 2.0 * np.prod(n.inputs[0].type.shape, dtype=np.float64) / w[1] * w[0] * w[1]
+    return 0.0
+
+
 def conv_flops(opt) -> float:
     """Multiply-add FLOPs (2 per MAC) of the convolutions and dense layers of a graph."""
-    total = 0.0
-    for n in opt.nodes:
-        name = n.attrs["inner"] if n.op.name == "_with_epilogue" else n.op.name
-        if name == "Convolution":
-            w = n.inputs[1].type.shape
-            y = (n.outputs[0].type.shape)
-            total += 2.0 * np.prod(y, dtype=np.float64) * np.prod(w[1:], dtype=np.float64)
-        elif name == "FullyConnected":
-            w = n.inputs[1].type.shape
-            total += 2.0 * n.inputs[0].type.shape[0] * w[0] * w[1]
-    return total
+    return float(sum(node_flops(n) for n in opt.nodes))
 
 
-def layer_profile(opt, repeats: int = 5, top: int = 12) -> list[tuple[float, str]]:
-    """Median process CPU time of every node of an optimized graph compiled alone (same
-    attributes and shapes, random inputs): (seconds, description), slowest first. With one
-    thread this is each layer's work, whatever else runs on the machine."""
+def describe(n) -> str:
+    """'Convolution 64x56x56 -> 64 k3 s1 g1 (+epi)' style summary of a node."""
+    inner = n.attrs["inner"] if n.op.name == "_with_epilogue" else n.op.name
+    attrs = n.attrs.get("inner_attrs", n.attrs)
+    xs = tuple(n.inputs[0].type.shape) if n.inputs else ()
+    if inner == "Convolution":
+        k = attrs["kernel"]
+        return (f"Conv {xs[0]}x{xs[1]}x{xs[2]}x{xs[3]} -> {n.outputs[0].type.shape[1]} k{k[0]} "
+                f"s{attrs['stride'][0] if attrs['stride'] else 1} g{attrs['num_group']}")
+    if inner == "Pooling":
+        return f"Pool {attrs['pool_type']} {xs} k{attrs['kernel']} s{attrs['stride']}"
+    if inner == "FullyConnected":
+        return f"FC {xs} -> {attrs['num_hidden']}"
+    return f"{inner} {xs}"
+
+
+def single_node_graphs(opt):
+    """(node, compiled one-node graph, its input arrays) for every non-constant node of an
+    optimized graph: the node's constant inputs stay `_const` nodes (so lowerings that use
+    compile-time weights see them), the others are random inputs of the same shape."""
     from symjit.codegen.llvm.executable import compile_planned
     from symjit.ir import GraphBuilder, TensorType
     from symjit.passes.infer import infer_types
     from symjit.passes.memory_plan import plan_memory
     rng = np.random.default_rng(0)
-    rows = []
+    producer = {n.outputs[0]: n for n in opt.nodes if n.op.name == "_const"}
     for n in opt.nodes:
         if n.op.name == "_const":
             continue
         b = GraphBuilder(name="layer")
-        ins = [b.add_input(f"i{k}", TensorType(tuple(v.type.shape), v.type.dtype)) for k, v in enumerate(n.inputs)]
+        ins = []
+        for k, v in enumerate(n.inputs):
+            c = producer.get(v)
+            if c is not None:
+                ins.append(b.add_node("_const", [], {"value": c.attrs["value"]}, already_parsed=True)[0])
+            else:
+                ins.append(b.add_input(f"i{k}", TensorType(tuple(v.type.shape), v.type.dtype)))
         outs = b.add_node(n.op, ins, n.attrs)[:len(n.outputs)]
         g, _ = infer_types(b.build(outs))
         g, _ = plan_memory(g)
         cg = compile_planned(g, "layer")
         arrays = [rng.standard_normal(v.type.shape).astype(v.type.dtype) for v in g.inputs]
-        race({"x": lambda: cg(arrays)}, repeats, warmup=1)
-        t = LAST_CPU["x"]
-        inner = n.attrs["inner"] if n.op.name == "_with_epilogue" else n.op.name
-        attrs = n.attrs.get("inner_attrs", n.attrs)
-        geo = {k: attrs[k] for k in ("kernel", "stride", "num_group", "pool_type") if k in attrs}
-        shapes = " x ".join(str(tuple(v.type.shape)) for v in n.inputs[:2])
-        rows.append((t, f"{inner:16s} {shapes} {geo}"))
-    rows.sort(reverse=True)
-    return rows[:top], sum(r[0] for r in rows)
+        yield n, cg, arrays
+
+
+def layer_profile(opt, repeats: int = 7):
+    """Every node of an optimized graph compiled alone (same attributes, shapes and constant
+    weights; random data), timed at the current thread count: [(wall s, cpu s, flops,
+    description)] in graph order."""
+    rows = []
+    for n, cg, arrays in single_node_graphs(opt):
+        wall = race({"x": lambda: cg(arrays)}, repeats, warmup=2)["x"]
+        rows.append((wall, LAST_CPU["x"], node_flops(n), describe(n)))
+    return rows
+
+
+def print_profile(rows, peak: float, top: int = 0) -> None:
+    """The per-layer table (slowest first when `top`), with GFLOP/s and shares of the sum."""
+    total = sum(r[0] for r in rows)
+    print(f"  per-layer profile (each node compiled alone; sum {total * 1e3:.2f} ms wall, "
+          f"{sum(r[1] for r in rows) * 1e3:.2f} ms cpu):")
+    order = sorted(rows, reverse=True)[:top] if top else rows
+    for wall, cpu, fl, what in order:
+        gf = f"{fl / wall / 1e9:6.1f} GF/s {fl / wall / 1e9 / peak * 100:4.0f}%" if fl else " " * 17
+        print(f"    {wall * 1e3:7.3f} ms {cpu * 1e3:7.3f} cpu {gf} {wall / total * 100:5.1f}%  {what}")
 
 
 def compare_with_ort(name: str, batch: int, threads: int, repeats: int, profile: bool) -> None:
@@ -210,7 +326,4 @@ def compare_with_ort(name: str, batch: int, threads: int, repeats: int, profile:
     else:
         print("  (onnxruntime not installed: pip install onnxruntime)")
     if profile:
-        rows, total = layer_profile(opt)
-        print(f"  per-layer CPU-time profile (each node compiled alone; sum {total * 1e3:.1f} ms):")
-        for t, what in rows:
-            print(f"    {t * 1e3:8.3f} ms  {what}")
+        print_profile(layer_profile(opt), peak, top=0 if profile == "all" else 15)

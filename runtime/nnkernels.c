@@ -17,6 +17,7 @@
  * visibility so that symjit's code generator can find them with dlsym in the extension.
  */
 #include <float.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -60,9 +61,11 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /* Scratch: one growing, 64-byte-aligned buffer per thread (chunks of one call never share).  */
 /* ---------------------------------------------------------------------------------------- */
 
-/* slots: 0 im2col blocks, 1 packed small-GEMM operands, 2..4 Winograd buffers of the caller */
-static __thread float *t_scratch[5];
-static __thread size_t t_scratch_cap[5];
+/* slots: 0 im2col blocks, 1 packed small-GEMM operands, 2..4 Winograd buffers of the caller,
+ * 5 panels packed for the AVX-512 tiles, 6..7 padded input and offset table of the caller
+ * (implicit-GEMM convolution) */
+static __thread float *t_scratch[8];
+static __thread size_t t_scratch_cap[8];
 
 /* NULL when memory is exhausted; the caller then skips its work and the error is recorded
  * (symjit_last_error) -- the only failure these kernels have. */
@@ -114,12 +117,400 @@ static void gemm_small(int ta, int tb, int64_t M, int64_t N, int64_t K, const fl
     }
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* Native AVX-512 GEMM tiles (x86-64 hosts with AVX-512F/BW/DQ/VL)                          */
+/* ---------------------------------------------------------------------------------------- */
+
+/* On AVX-512 hosts GEMM-shaped work runs on register-blocked tiles written here instead of
+ * the BLAS (benchmarks/bench_gemm_choices.py measures both): C(r, j) = sum_k A(k, r) B(k, j)
+ * [+ C] [+ bias], R rows x 16V columns per tile in R*V zmm accumulators.
+ *   B, the "vector" operand: B(k, j) = b[(j / PW) * bsp + koff(k) + j % PW], PW = 16V, with
+ *     koff(k) = k * bsk, or koff[k] from a table (implicit-GEMM convolution: the k-th row is a
+ *     shifted window of the padded input); an unpacked row-major B has bsp = PW. Loaded without
+ *     masks (masked loads make GCC spill the accumulators): a partial last panel must be
+ *     readable to its full width (`padded`) or mm_run copies it, zero-padded, first.
+ *   A, the "broadcast" operand: by rows (A(k, r) = a[r * asr + k], ask == 1) or by columns
+ *     (A(k, r) = a[k * ask + r], asr == 1). Rows past the edge of a tile compute a copy of its
+ *     first row and are not stored, so no operand is read out of bounds.
+ *   C(r, j) = c[r * csr + j * csj] with csj == 1 (vector stores) or csr == 1 (transposed,
+ *     through a small buffer); with wide_w > 0 the columns are positions q = q0 + j of an output
+ *     computed `wide_w` columns wide of which the first `valid_w` are kept:
+ *     C(r, j) = c[r * csr + (q / wide_w) * valid_w + q % wide_w] (implicit-GEMM convolution). */
+
+static int g_native = -1;   /* -1: not decided yet; 0: BLAS / loop nests; 1: AVX-512 tiles */
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define NN_HAVE_AVX512 1
+#include <immintrin.h>
+#define NN_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
+
+static int cpu_has_avx512(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+}
+#else
+static int cpu_has_avx512(void) { return 0; }
+#endif
+
+static int native_on(void) {
+    if (g_native < 0) g_native = cpu_has_avx512();
+    return g_native;
+}
+
+/* mode 0: BLAS and loop nests only (the portable path); otherwise the AVX-512 tiles where the
+ * CPU has them (the default). Returns whether the tiles are now in use. */
+NN_API int64_t symjit_nn_set_native(int64_t mode) {
+    g_native = mode == 0 ? 0 : cpu_has_avx512();
+    return g_native;
+}
+
+typedef struct {
+    int64_t K;
+    const float *a;
+    int64_t ask, asr;          /* A(k, r) = a[k * ask + r * asr]; ask == 1 or asr == 1 */
+    const float *b;
+    int64_t bsk, bsp;          /* B(k, j) = b[(j / PW) * bsp + k * bsk + j % PW] */
+    const int64_t *koff;       /* if set, k * bsk is koff[k] */
+    float *c;
+    int64_t csr, csj;          /* C(r, j) = c[r * csr + j * csj]; csj == 1 or csr == 1 */
+    int64_t wide_w, valid_w, q0;   /* wide output (csj == 1), see above */
+    const float *bias_r, *bias_j;
+    int64_t rows, cols;
+    int accumulate;            /* C += result (beta = 1) */
+    int padded;                /* B's last panel is readable to its full width */
+} mm_t;
+
+typedef void (*mm_tile_fn)(const mm_t *, int64_t r0, int64_t j0);
+
+#ifdef NN_HAVE_AVX512
+/* add the biases, then store (or accumulate) nr rows x nc columns of a tile, held in `acc` as
+ * acc[(r * V + v) * 16 + lane] */
+NN_AVX512 static void mm_store(const mm_t *p, int64_t r0, int64_t j0, int64_t nr, int64_t nc, int V,
+                               const float *acc) {
+    const int W = 16 * V;
+    float bj[64] __attribute__((aligned(64)));
+    if (p->bias_j) {
+        for (int v = 0; v < V; v++) {
+            int64_t left = nc - 16 * v;
+            __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1u);
+            _mm512_store_ps(bj + 16 * v, _mm512_maskz_loadu_ps(m, p->bias_j + j0 + 16 * v));
+        }
+    } else {
+        for (int v = 0; v < V; v++) _mm512_store_ps(bj + 16 * v, _mm512_setzero_ps());
+    }
+    if (p->csj == 1) {
+        /* runs of columns: [j, j + len) of the tile go to c + row offset + dst */
+        int64_t run_j[8], run_len[8], run_dst[8];
+        int nrun = 0;
+        if (p->wide_w == 0) {
+            run_j[0] = 0; run_len[0] = nc; run_dst[0] = j0; nrun = 1;
+        } else {
+            const int64_t Wd = p->wide_w, OW = p->valid_w;
+            int64_t q = p->q0 + j0, oh = q / Wd, ow = q % Wd, j = 0;
+            while (j < nc && nrun < 8) {
+                if (ow >= OW) { j += Wd - ow; oh++; ow = 0; continue; }
+                int64_t len = imin(OW - ow, nc - j);
+                run_j[nrun] = j; run_len[nrun] = len; run_dst[nrun] = oh * OW + ow; nrun++;
+                j += len; ow += len;
+            }
+        }
+        for (int64_t r = 0; r < nr; r++) {
+            float *cr = p->c + (r0 + r) * p->csr;
+            const float *ar = acc + r * W;
+            __m512 br = _mm512_set1_ps(p->bias_r ? p->bias_r[r0 + r] : 0.0f);
+            for (int u = 0; u < nrun; u++) {
+                const float *src = ar + run_j[u], *bsrc = bj + run_j[u];
+                float *dst = cr + run_dst[u];
+                for (int64_t t = 0; t < run_len[u]; t += 16) {
+                    int64_t left = run_len[u] - t;
+                    __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
+                    __m512 x = _mm512_add_ps(_mm512_add_ps(_mm512_maskz_loadu_ps(m, src + t), br),
+                                             _mm512_maskz_loadu_ps(m, bsrc + t));
+                    if (p->accumulate) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, dst + t));
+                    _mm512_mask_storeu_ps(dst + t, m, x);
+                }
+            }
+        }
+        return;
+    }
+    for (int v = 0; v < V; v++) {   /* transposed: C(r, j) at c[r + j * csj] */
+        int64_t lanes = imin(16, nc - 16 * v);
+        for (int64_t l = 0; l < lanes; l++) {
+            float *cj = p->c + (j0 + 16 * v + l) * p->csj + r0;
+            for (int64_t r = 0; r < nr; r++) {
+                float x = acc[(r * V + v) * 16 + l] + bj[16 * v + l] + (p->bias_r ? p->bias_r[r0 + r] : 0.0f);
+                cj[r] = p->accumulate ? cj[r] + x : x;
+            }
+        }
+    }
+}
+
+/* Where the 16-lane vectors v < V of a tile's row go (csj == 1): ns[v] masked segments, lane l
+ * of segment u stored at c + row offset + so[v][u] + l. Plain rows: one segment per vector.
+ * Wide output: lane l of vector v is position q = q0 + j0 + 16v + l, kept if q % wide_w <
+ * valid_w, stored at (q / wide_w) * valid_w + q % wide_w: one segment per output row it touches. */
+static inline __attribute__((always_inline)) void mm_segments(const mm_t *p, int64_t j0, int64_t nc, int V, int *ns,
+                                                              __mmask16 (*sm)[4], int64_t (*so)[4]) {
+    for (int v = 0; v < V; v++) {
+        int64_t lanes = imin(16, nc - 16 * v);
+        ns[v] = 0;
+        if (lanes <= 0) continue;
+        if (p->wide_w == 0) {
+            sm[v][0] = lanes >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << lanes) - 1u);
+            so[v][0] = j0 + 16 * v;
+            ns[v] = 1;
+            continue;
+        }
+        const int64_t Wd = p->wide_w, OW = p->valid_w, qv = p->q0 + j0 + 16 * v;
+        int64_t l = 0;
+        while (l < lanes && ns[v] < 4) {
+            int64_t q = qv + l, oh = q / Wd, ow = q - oh * Wd;
+            if (ow >= OW) { l += Wd - ow; continue; }
+            int64_t run = imin(OW - ow, lanes - l);
+            sm[v][ns[v]] = (__mmask16)((((1u << run) - 1u) << l) & 0xFFFFu);
+            so[v][ns[v]] = qv - oh * (Wd - OW);
+            ns[v]++;
+            l += run;
+        }
+    }
+}
+
+/* one R x 16V tile at rows [r0, r0 + R), columns [j0, j0 + 16V) (j0 a multiple of 16V) */
+#define MM_TILE(R, V, AROWS, BTAB)                                                                    \
+    NN_AVX512 static void mm_tile_##R##x##V##_##AROWS##BTAB(const mm_t *p, int64_t r0, int64_t j0) {  \
+        const int64_t K = p->K, nr = imin(R, p->rows - r0), nc = imin(16 * V, p->cols - j0);         \
+        __m512 acc[R][V];                                                                             \
+        for (int r = 0; r < R; r++)                                                                   \
+            for (int v = 0; v < V; v++) acc[r][v] = _mm512_setzero_ps();                              \
+        const float *bp = p->b + (j0 / (16 * V)) * p->bsp;                                           \
+        const int64_t bsk = p->bsk;                                                                   \
+        const int64_t *koff = p->koff;                                                                \
+        const float *ap[AROWS ? R : 1];                                                               \
+        int off[R];                                                                                   \
+        for (int r = 0; r < R; r++) off[r] = r < nr ? r : 0;                                          \
+        const float *a = p->a + r0;                                                                   \
+        const int64_t ask = p->ask;                                                                   \
+        if (AROWS)                                                                                    \
+            for (int r = 0; r < (AROWS ? R : 1); r++) ap[r] = p->a + (r0 + off[r]) * p->asr;         \
+        for (int64_t k = 0; k < K; k++) {                                                             \
+            const float *bk = BTAB ? bp + koff[k] : bp + k * bsk;                                    \
+            __m512 bv[V];                                                                             \
+            for (int v = 0; v < V; v++) bv[v] = _mm512_loadu_ps(bk + 16 * v);                         \
+            for (int r = 0; r < R; r++) {                                                             \
+                __m512 av = _mm512_set1_ps(AROWS ? ap[AROWS ? r : 0][k] : a[off[r]]);                 \
+                for (int v = 0; v < V; v++) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);       \
+            }                                                                                         \
+            if (!AROWS) a += ask;                                                                     \
+        }                                                                                             \
+        if (p->csj == 1 && !p->bias_j) { /* rows: store from registers, by masked segments */        \
+            __mmask16 sm[V][4];                                                                       \
+            int64_t so[V][4];                                                                         \
+            int ns[V];                                                                                \
+            mm_segments(p, j0, nc, V, ns, sm, so);                                                    \
+            for (int r = 0; r < R; r++) {                                                             \
+                if (r >= nr) break;                                                                   \
+                float *cr = p->c + (r0 + r) * p->csr;                                                 \
+                __m512 br = _mm512_set1_ps(p->bias_r ? p->bias_r[r0 + r] : 0.0f);                     \
+                for (int v = 0; v < V; v++) {                                                         \
+                    __m512 x = _mm512_add_ps(acc[r][v], br);                                          \
+                    for (int u = 0; u < ns[v]; u++) {                                                 \
+                        __m512 y = p->accumulate ? _mm512_add_ps(x, _mm512_maskz_loadu_ps(sm[v][u], cr + so[v][u])) : x; \
+                        _mm512_mask_storeu_ps(cr + so[v][u], sm[v][u], y);                            \
+                    }                                                                                 \
+                }                                                                                     \
+            }                                                                                         \
+            return;                                                                                   \
+        }                                                                                             \
+        /* through a float buffer: acc's address must not escape, or it leaves the registers */    \
+        float out[R * V * 16] __attribute__((aligned(64)));                                           \
+        for (int r = 0; r < R; r++)                                                                   \
+            for (int v = 0; v < V; v++) _mm512_store_ps(out + (r * V + v) * 16, acc[r][v]);          \
+        mm_store(p, r0, j0, nr, nc, V, out);                                                          \
+    }
+#define MM_TILES(R, V) MM_TILE(R, V, 1, 0) MM_TILE(R, V, 0, 0) MM_TILE(R, V, 1, 1) MM_TILE(R, V, 0, 1)
+MM_TILES(6, 4)
+MM_TILES(8, 3)
+MM_TILES(12, 2)
+MM_TILES(8, 2)
+MM_TILES(14, 1)
+#define MM_FNS(R, V) {{mm_tile_##R##x##V##_00, mm_tile_##R##x##V##_01}, {mm_tile_##R##x##V##_10, mm_tile_##R##x##V##_11}}
+#else
+#define MM_FNS(R, V) {{NULL, NULL}, {NULL, NULL}}
+#endif
+
+/* tile shapes: R rows x 16V columns; `cost` weights padded work by the measured speed of the
+ * shape (percent; 16-column tiles load one vector per R broadcasts and run slower) */
+typedef struct {
+    int R, V, cost;
+    mm_tile_fn fn[2][2];   /* [A by rows][B by offset table] */
+} mm_shape;
+
+static const mm_shape MM_SHAPES[] = {
+    {6, 4, 100, MM_FNS(6, 4)}, {8, 3, 100, MM_FNS(8, 3)}, {12, 2, 101, MM_FNS(12, 2)},
+    {8, 2, 102, MM_FNS(8, 2)}, {14, 1, 140, MM_FNS(14, 1)},
+};
+#define MM_NSHAPES ((int)(sizeof MM_SHAPES / sizeof MM_SHAPES[0]))
+
+static int g_mm_force = -2;   /* SYMJIT_MM_SHAPE (benchmarks): index into MM_SHAPES, or -1 */
+
+/* the tile shape with the least padded work (rows and columns rounded up to whole tiles) */
+static int mm_pick(int64_t rows, int64_t cols) {
+    if (g_mm_force == -2) {
+        const char *e = getenv("SYMJIT_MM_SHAPE");
+        int v = e && e[0] ? atoi(e) : -1;
+        g_mm_force = v >= 0 && v < MM_NSHAPES ? v : -1;
+    }
+    if (g_mm_force >= 0) return g_mm_force;
+    int best = 0;
+    double best_cost = 0.0;
+    for (int i = 0; i < MM_NSHAPES; i++) {
+        const mm_shape *s = &MM_SHAPES[i];
+        double c = (double)(cdiv(rows, s->R) * s->R) * (double)(cdiv(cols, 16 * s->V) * 16 * s->V) * s->cost;
+        if (i == 0 || c < best_cost) { best = i; best_cost = c; }
+    }
+    return best;
+}
+
+static int64_t mm_panel(int shape) { return 16 * MM_SHAPES[shape].V; }
+
+#ifndef MM_KC
+#define MM_KC 256                /* K block: an A tile's R x KC floats stay in L1 */
+#endif
+#ifndef MM_BLOCK_FLOATS
+#define MM_BLOCK_FLOATS 131072   /* B block (KC x columns): 512 KiB, in L2 */
+#endif
+
+/* All tiles of p, blocked for the caches: K in blocks of ~MM_KC (the first block stores, the
+ * others accumulate), columns in blocks of ~MM_BLOCK_FLOATS / KC; within a block, row tiles
+ * outer (A's R x KC floats stay in L1) and column panels inner (B's block stays in L2). A
+ * partial last panel of an unpadded B is first copied, zero-padded, to scratch slot 1. */
+static void mm_run(const mm_t *p, int shape) {
+    const mm_shape *s = &MM_SHAPES[shape];
+    mm_tile_fn fn = s->fn[p->ask == 1][p->koff != NULL];
+    const int64_t pw = 16 * s->V, K = p->K;
+    int64_t full = p->padded ? p->cols : p->cols / pw * pw;
+    float *edge_b = NULL;
+    if (full < p->cols) {
+        int64_t w = p->cols - full;
+        edge_b = scratch(1, (size_t)(K * pw));
+        if (!edge_b) return;
+        const float *src = p->b + (full / pw) * p->bsp;
+        for (int64_t k = 0; k < K; k++) {
+            memcpy(edge_b + k * pw, src + (p->koff ? p->koff[k] : k * p->bsk), (size_t)w * sizeof(float));
+            memset(edge_b + k * pw + w, 0, (size_t)(pw - w) * sizeof(float));
+        }
+    }
+    int64_t nk = imax(1, (K + MM_KC / 2) / MM_KC), kc = cdiv(K, nk);
+    int64_t panels = cdiv(p->cols, pw);
+    int64_t bp = imax(1, MM_BLOCK_FLOATS / (kc * pw));       /* panels per column block */
+    bp = cdiv(panels, cdiv(panels, bp));                      /* equal blocks */
+    for (int64_t k0 = 0; k0 < K; k0 += kc) {
+        mm_t q = *p;
+        q.K = imin(kc, K - k0);
+        q.a = p->a + k0 * p->ask;
+        if (p->koff) q.koff = p->koff + k0;
+        else q.b = p->b + k0 * p->bsk;
+        if (k0 > 0) { q.accumulate = 1; q.bias_r = NULL; q.bias_j = NULL; }
+        mm_t e = q;
+        if (edge_b) {             /* B(k, full + j) = edge_b[k * pw + j] */
+            e.b = edge_b + k0 * pw;
+            e.bsk = pw;
+            e.bsp = 0;
+            e.koff = NULL;
+        }
+        mm_tile_fn efn = s->fn[p->ask == 1][0];
+        for (int64_t c0 = 0; c0 < panels; c0 += bp) {
+            int64_t c1 = imin(panels, c0 + bp);
+            for (int64_t r0 = 0; r0 < p->rows; r0 += s->R)
+                for (int64_t c = c0; c < c1; c++) {
+                    int64_t j0 = c * pw;
+                    if (j0 < full) fn(&q, r0, j0);
+                    else efn(&e, r0, j0);
+                }
+        }
+    }
+}
+
+/* pack X (rows x K, element (i, k) at x[i * sxi + k * sxk]) into panels of pw rows:
+ * dst[(i / pw) * K * pw + k * pw + i % pw], zero-padded to whole panels */
+NN_CLONES
+static void mm_pack_panels(const float *x, int64_t sxi, int64_t sxk, int64_t rows, int64_t K, int64_t pw,
+                           float *dst) {
+    for (int64_t i0 = 0; i0 < rows; i0 += pw) {
+        int64_t n = imin(pw, rows - i0);
+        float *d = dst + (i0 / pw) * K * pw;
+        for (int64_t k = 0; k < K; k++) {
+            float *dk = d + k * pw;
+            const float *xk = x + k * sxk + i0 * sxi;
+            for (int64_t i = 0; i < n; i++) dk[i] = xk[i * sxi];
+            for (int64_t i = n; i < pw; i++) dk[i] = 0.0f;
+        }
+    }
+}
+
+/* C = op(A) op(B) + beta C on the tiles (row-major, as gemm_rm). The vector operand must have
+ * unit stride along its columns: op(B) when tb == 0 (columns of C), else op(A)^T when ta == 1
+ * (rows of C, stored transposed); otherwise the smaller of the two is packed into panels
+ * first (scratch slot 5). */
+static void native_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                        const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    if (beta != 0.0f && beta != 1.0f) {
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) C[i * ldc + j] *= beta;
+        beta = 1.0f;
+    }
+    mm_t p;
+    memset(&p, 0, sizeof p);
+    p.K = K;
+    p.accumulate = beta != 0.0f;
+    /* op(A)(m, k) = A[m * lda + k] or A[k * lda + m]; op(B)(k, n) = B[k * ldb + n] or B[n * ldb + k] */
+    int vec_n = !tb || (ta == 0 && N <= M);   /* vector along C's columns (n) */
+    if (vec_n) {
+        int shape = mm_pick(M, N);
+        int64_t pw = mm_panel(shape);
+        if (!tb) {
+            p.b = B; p.bsk = ldb; p.bsp = pw;
+        } else {
+            float *pk = scratch(5, (size_t)(cdiv(N, pw) * pw * K));
+            if (!pk) return;
+            mm_pack_panels(B, ldb, 1, N, K, pw, pk);
+            p.b = pk; p.bsk = pw; p.bsp = K * pw; p.padded = 1;
+        }
+        p.a = A;
+        if (ta) { p.ask = lda; p.asr = 1; } else { p.ask = 1; p.asr = lda; }
+        p.c = C; p.csr = ldc; p.csj = 1;
+        p.rows = M; p.cols = N;
+        mm_run(&p, shape);
+    } else {
+        int shape = mm_pick(N, M);
+        int64_t pw = mm_panel(shape);
+        if (ta) {
+            p.b = A; p.bsk = lda; p.bsp = pw;
+        } else {
+            float *pk = scratch(5, (size_t)(cdiv(M, pw) * pw * K));
+            if (!pk) return;
+            mm_pack_panels(A, lda, 1, M, K, pw, pk);
+            p.b = pk; p.bsk = pw; p.bsp = K * pw; p.padded = 1;
+        }
+        p.a = B;   /* broadcast op(B)(k, n) for r = n */
+        if (tb) { p.ask = 1; p.asr = ldb; } else { p.ask = ldb; p.asr = 1; }
+        p.c = C; p.csr = 1; p.csj = ldc;
+        p.rows = N; p.cols = M;
+        mm_run(&p, shape);
+    }
+}
+
 static void gemm_rm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                     const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0) {
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
+        return;
+    }
+    if (native_on()) {
+        native_gemm(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
         return;
     }
     if (g_sgemm == NULL || M * N * K <= g_small_gemm || M > INT32_MAX || N > INT32_MAX || K > INT32_MAX ||
@@ -334,6 +725,11 @@ typedef struct {
     symjit_kernel_fn epi;
     void **epi_args;
     int64_t mb, pb;   /* row (filter or channel) block and column block */
+    int shape;        /* AVX-512 tile shape (conv_native) */
+    int64_t serial;   /* distinguishes calls for the per-thread im2col cache */
+    float *xp;        /* implicit GEMM: zero-padded input, planes of Hp x Wp (+ slack) */
+    int64_t Hp, Wp;
+    const int64_t *koff;
 } conv_job;
 
 static int is_pointwise(const geo_t *g) {
@@ -380,6 +776,207 @@ static void conv_gemm_task(int64_t begin, int64_t end, void **argv) {
         gemm_rm(0, 0, mc, pc, Kd, job->w + f0 * Kd, Kd, B, ldb, beta, Y, g->P);
         run_epilogue_rows(job->epi, job->epi_args, (n * g->F + f0) * g->P + p0, mc, g->P, pc);
     }
+}
+
+/* AVX-512 path: one task = image n, group gi, column block [p0, p0 + pb), filter block
+ * [m0, m0 + mb); the tiles read the weights' rows directly (broadcast operand) and the im2col
+ * block (or, for 1x1 stride-1 convolutions, the input itself) as the vector operand, add the
+ * bias as they store, and the epilogue runs on the block. Tasks are ordered with the filter
+ * block fastest, and a thread keeps its last im2col block (per-thread cache keyed by call and
+ * block), so splitting the filters of one column block does not repeat its im2col. */
+static _Atomic int64_t g_call_serial;
+static __thread int64_t t_cols_serial = -1, t_cols_tag = -1;
+static __thread const float *t_cols_ptr;
+
+static void conv_native_task(int64_t begin, int64_t end, void **argv) {
+    conv_job *job = (conv_job *)argv[0];
+    const geo_t *g = &job->g;
+    const int64_t pb = job->pb, mb = job->mb;
+    const int64_t tp = cdiv(g->P, pb), tm = cdiv(g->Fg, mb);
+    const int64_t Kd = g->Cg * g->KK;
+    const int pw = is_pointwise(g);
+    for (int64_t t = begin; t < end; t++) {
+        int64_t mi = t % tm, rest = t / tm;
+        int64_t pi = rest % tp;
+        rest /= tp;
+        int64_t gi = rest % g->G, n = rest / g->G;
+        int64_t m0 = mi * mb, p0 = pi * pb;
+        int64_t mc = imin(mb, g->Fg - m0), pc = imin(pb, g->P - p0);
+        const float *xg = job->x + (n * g->C + gi * g->Cg) * g->IP;
+        mm_t p;
+        memset(&p, 0, sizeof p);
+        p.K = Kd;
+        if (pw) {
+            p.b = xg + p0;
+            p.bsk = g->P;
+            p.bsp = mm_panel(job->shape);
+        } else {
+            float *cols = scratch(0, (size_t)(Kd * pc));
+            if (!cols) return;
+            int64_t tag = (n * g->G + gi) * tp + pi;
+            if (t_cols_serial != job->serial || t_cols_tag != tag || t_cols_ptr != cols) {
+                im2col(g, xg, 0, g->Cg, p0, p0 + pc, cols);
+                t_cols_serial = job->serial;
+                t_cols_tag = tag;
+                t_cols_ptr = cols;
+            }
+            p.b = cols;
+            p.bsk = pc;
+            p.bsp = mm_panel(job->shape);
+        }
+        int64_t f0 = gi * g->Fg + m0;
+        p.a = job->w + f0 * Kd;
+        p.ask = 1;
+        p.asr = Kd;
+        p.c = job->y + (n * g->F + f0) * g->P + p0;
+        p.csr = g->P;
+        p.csj = 1;
+        p.bias_r = job->bias ? job->bias + f0 : NULL;
+        p.rows = mc;
+        p.cols = pc;
+        mm_run(&p, job->shape);
+        run_epilogue_rows(job->epi, job->epi_args, (n * g->F + f0) * g->P + p0, mc, g->P, pc);
+    }
+}
+
+/* Blocks of conv_native: im2col blocks of ~CONV_COLUMN_FLOATS (whole panels), then, while the
+ * pool has fewer blocks than it wants, more column blocks (each at least two panels wide),
+ * then filter blocks (whole row tiles). */
+static void conv_native(conv_job *job) {
+    const geo_t *g = &job->g;
+    const int64_t Kd = g->Cg * g->KK, outer = g->N * g->G;
+    job->shape = mm_pick(g->Fg, g->P);
+    const int64_t W = mm_panel(job->shape), R = MM_SHAPES[job->shape].R;
+    const int64_t panels = cdiv(g->P, W);
+    int64_t threads = symjit_get_num_threads();
+    double flops = 2.0 * (double)outer * (double)g->Fg * (double)g->P * (double)Kd;
+    int64_t want = flops < 2e5 ? 1 : (flops < 2e7 ? threads : 2 * threads);
+    int64_t per = is_pointwise(g) ? panels : imax(1, CONV_COLUMN_FLOATS / imax(Kd * W, 1));
+    int64_t tp = cdiv(panels, imin(per, panels));
+    if (outer * tp < want) tp = imax(tp, imin(cdiv(want, outer), imax(1, panels / 2)));
+    job->pb = cdiv(panels, tp) * W;
+    tp = cdiv(g->P, job->pb);
+    int64_t tm = 1;
+    if (outer * tp < want) tm = imin(cdiv(want, outer * tp), cdiv(g->Fg, R));
+    job->mb = cdiv(cdiv(g->Fg, tm), R) * R;
+    tm = cdiv(g->Fg, job->mb);
+    job->serial = atomic_fetch_add(&g_call_serial, 1) + 1;
+    void *argv[1] = {job};
+    symjit_parallel_for(conv_native_task, outer * tp * tm, 1, argv);
+}
+
+/* Implicit GEMM for 2-D stride-1 convolutions (AVX-512 path): the input is copied once into
+ * zero-padded planes of Hp x Wp = (OH + (KH-1) dh) x (OW + (KW-1) dw), and the output is computed
+ * Wp columns wide (q = oh * Wp + ow; the columns ow >= OW are discarded as they are stored). Row
+ * k = (c, kh, kw) of the GEMM's B is then the padded input shifted by c Hp Wp + kh dh Wp + kw dw:
+ * no im2col, the tiles read the input through an offset table. One task = image n, group gi,
+ * a block of q, a block of filters. */
+static int implicit_ok(const geo_t *g) {
+    return g->in[0] == 1 && g->k[0] == 1 && g->out[0] == 1 && g->s[1] == 1 && g->s[2] == 1 && !is_pointwise(g);
+}
+
+static void conv_pad_task(int64_t begin, int64_t end, void **argv) {
+    conv_job *job = (conv_job *)argv[0];
+    const geo_t *g = &job->g;
+    const int64_t H = g->in[1], W = g->in[2], Hp = job->Hp, Wp = job->Wp, ph = g->p[1], pw = g->p[2];
+    for (int64_t t = begin; t < end; t++) {   /* plane t = n * C + c */
+        const float *x = job->x + t * g->IP;
+        float *d = job->xp + t * Hp * Wp;
+        for (int64_t i = 0; i < Hp; i++) {
+            float *row = d + i * Wp;
+            int64_t ih = i - ph;
+            if (ih < 0 || ih >= H) {
+                memset(row, 0, (size_t)Wp * sizeof(float));
+                continue;
+            }
+            int64_t lo = imin(pw, Wp), hi = imin(imax(pw + W, lo), Wp);   /* [lo, hi) from x */
+            memset(row, 0, (size_t)lo * sizeof(float));
+            memcpy(row + lo, x + ih * W + (lo - pw), (size_t)(hi - lo) * sizeof(float));
+            memset(row + hi, 0, (size_t)(Wp - hi) * sizeof(float));
+        }
+    }
+}
+
+static void conv_implicit_task(int64_t begin, int64_t end, void **argv) {
+    conv_job *job = (conv_job *)argv[0];
+    const geo_t *g = &job->g;
+    const int64_t pb = job->pb, mb = job->mb, Wp = job->Wp, OW = g->out[2];
+    const int64_t Q = g->out[1] * Wp;
+    const int64_t tp = cdiv(Q, pb), tm = cdiv(g->Fg, mb);
+    const int64_t Kd = g->Cg * g->KK;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t mi = t % tm, rest = t / tm;
+        int64_t pi = rest % tp;
+        rest /= tp;
+        int64_t gi = rest % g->G, n = rest / g->G;
+        int64_t m0 = mi * mb, q0 = pi * pb;
+        int64_t mc = imin(mb, g->Fg - m0), qc = imin(pb, Q - q0);
+        int64_t f0 = gi * g->Fg + m0;
+        mm_t p;
+        memset(&p, 0, sizeof p);
+        p.K = Kd;
+        p.b = job->xp + (n * g->C + gi * g->Cg) * job->Hp * Wp + q0;
+        p.koff = job->koff;
+        p.bsp = mm_panel(job->shape);
+        p.padded = 1;
+        p.a = job->w + f0 * Kd;
+        p.ask = 1;
+        p.asr = Kd;
+        p.c = job->y + (n * g->F + f0) * g->P;
+        p.csr = g->P;
+        p.csj = 1;
+        p.wide_w = Wp;
+        p.valid_w = OW;
+        p.q0 = q0;
+        p.bias_r = job->bias ? job->bias + f0 : NULL;
+        p.rows = mc;
+        p.cols = qc;
+        mm_run(&p, job->shape);
+        int64_t q1 = q0 + qc;
+        int64_t p_lo = (q0 / Wp) * OW + imin(q0 % Wp, OW), p_hi = (q1 / Wp) * OW + imin(q1 % Wp, OW);
+        if (p_hi > p_lo) run_epilogue_rows(job->epi, job->epi_args, (n * g->F + f0) * g->P + p_lo, mc, g->P, p_hi - p_lo);
+    }
+}
+
+static int conv_implicit(conv_job *job) {
+    const geo_t *g = &job->g;
+    const int64_t KH = g->k[1], KW = g->k[2], dh = g->dl[1], dw = g->dl[2];
+    const int64_t OH = g->out[1], OW = g->out[2];
+    const int64_t Hp = OH + (KH - 1) * dh, Wp = OW + (KW - 1) * dw, Q = OH * Wp;
+    const int64_t Kd = g->Cg * g->KK, outer = g->N * g->G;
+    if (Wp < 6) return 0;   /* a vector's 16 positions must span at most 4 output rows (mm_segments) */
+    job->shape = mm_pick(g->Fg, Q);
+    const int64_t W = mm_panel(job->shape), R = MM_SHAPES[job->shape].R;
+    size_t planes = (size_t)(g->N * g->C * Hp * Wp), slack = (size_t)(W + Wp + (KW - 1) * dw + 16);
+    float *xp = scratch(6, planes + slack);
+    int64_t *koff = (int64_t *)scratch(7, (size_t)(2 * Kd));
+    if (!xp || !koff) return 0;
+    memset(xp + planes, 0, slack * sizeof(float));
+    for (int64_t c = 0; c < g->Cg; c++)
+        for (int64_t kh = 0; kh < KH; kh++)
+            for (int64_t kw = 0; kw < KW; kw++) koff[(c * KH + kh) * KW + kw] = c * Hp * Wp + kh * dh * Wp + kw * dw;
+    job->xp = xp;
+    job->Hp = Hp;
+    job->Wp = Wp;
+    job->koff = koff;
+    const int64_t panels = cdiv(Q, W);
+    int64_t threads = symjit_get_num_threads();
+    double flops = 2.0 * (double)outer * (double)g->Fg * (double)Q * (double)Kd;
+    int64_t want = flops < 2e5 ? 1 : (flops < 2e7 ? threads : 2 * threads);
+    /* column blocks: B's footprint (channels x (block + kernel rows)) within ~2x CONV_COLUMN_FLOATS */
+    int64_t per = imax(1, (2 * CONV_COLUMN_FLOATS / imax(g->Cg, 1) - (KH - 1) * dh * Wp) / W);
+    int64_t tp = cdiv(panels, imin(per, panels));
+    if (outer * tp < want) tp = imax(tp, imin(cdiv(want, outer), imax(1, panels / 2)));
+    job->pb = cdiv(panels, tp) * W;
+    tp = cdiv(Q, job->pb);
+    int64_t tm = 1;
+    if (outer * tp < want) tm = imin(cdiv(want, outer * tp), cdiv(g->Fg, R));
+    job->mb = cdiv(cdiv(g->Fg, tm), R) * R;
+    tm = cdiv(g->Fg, job->mb);
+    void *argv[1] = {job};
+    symjit_parallel_for(conv_pad_task, g->N * g->C, imax(1, 16384 / imax(Hp * Wp, 1)), argv);
+    symjit_parallel_for(conv_implicit_task, outer * tp * tm, 1, argv);
+    return 1;
 }
 
 /* depthwise: one input channel per group; one task per output plane (n, f). Each output row
@@ -669,6 +1266,8 @@ NN_API void symjit_nn_conv(const int64_t *d, const float *x, const float *w, con
         symjit_parallel_for(padded ? conv_depthwise_padded_task : conv_depthwise_task, g->N * g->F, 1, argv);
     } else if (d[22] == 2 && winograd_ok(g) && conv_winograd(&job)) {
         return;
+    } else if (native_on()) {
+        if (!(implicit_ok(g) && conv_implicit(&job))) conv_native(&job);
     } else {
         /* column blocks keep the im2col block (K x pb) within ~512 KiB of L2 */
         int64_t Kd = g->Cg * g->KK;

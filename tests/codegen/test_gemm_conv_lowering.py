@@ -408,3 +408,57 @@ def test_random_pooling_geometries(nd, data):
              "pooling_convention": data.draw(st.sampled_from(["valid", "full"])),
              "count_include_pad": data.draw(st.booleans())}
     _check(_graph("Pooling", [("x", (2, 3) + sp)], attrs))
+
+
+# ------------------------------------------------------------------------------ AVX-512 tiles vs portable path
+
+@pytest.fixture(params=[1, 0], ids=["tiles", "portable"])
+def kernel_path(request):
+    """Run a test with the kernel library's AVX-512 tiles (where the CPU has them) and with its
+    portable path (BLAS and loop nests); the tiles stay the default afterwards."""
+    from symjit.codegen.llvm.lower_gemm import set_native_kernels
+    set_native_kernels(request.param)
+    yield request.param
+    set_native_kernels(-1)
+
+
+#: geometries sized to exercise the tiles' blocking: several column and filter blocks per image,
+#: K blocks (accumulation), partial last panels, wide implicit-GEMM rows crossing panel edges,
+#: groups, dilation, asymmetric padding, batch > 1
+TILE_CONV_CASES = [
+    ((1, 64, 56, 56), 64, (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((2, 96, 13, 15), 80, (3, 3), (1, 1), (1, 0), (1, 1), 1),
+    ((1, 40, 17, 19), 24, (3, 3), (1, 1), (2, 2), (2, 2), 2),
+    ((3, 16, 9, 31), 33, (3, 5), (1, 1), (0, 2), (1, 1), 1),
+    ((1, 512, 7, 7), 64, (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((2, 48, 29, 29), 40, (3, 3), (2, 2), (1, 1), (1, 1), 1),
+    ((1, 3, 64, 64), 24, (7, 7), (2, 2), (3, 3), (1, 1), 1),
+    ((2, 70, 14, 14), 100, (1, 1), (1, 1), (0, 0), (1, 1), 1),
+    ((1, 32, 37, 37), 48, (1, 1), (1, 1), (0, 0), (1, 1), 2),
+    ((1, 24, 20), 36, (5,), (1,), (2,), (1,), 1),
+]
+
+
+@pytest.mark.parametrize("case", TILE_CONV_CASES)
+def test_convolution_tiles(case, kernel_path):
+    xs, f, k, s, p, d, g = case
+    ins = [("x", xs), ("w", (f, xs[1] // g) + k), ("b", (f,))]
+    _check(_graph("Convolution", ins, _conv_attrs(f, k, s, p, d, g, False), post=("relu",)),
+           expect_ops={"_with_epilogue"})
+
+
+@pytest.mark.parametrize("xs,h", [((64, 784), 512), ((1, 512), 1000), ((3, 300), 70), ((200, 33), 9),
+                                  ((17, 1000), 130)])
+def test_fully_connected_tiles(xs, h, kernel_path):
+    ins = [("x", xs), ("w", (h, xs[1])), ("b", (h,))]
+    _check(_graph("FullyConnected", ins, {"num_hidden": h}, post=("relu",)), expect_ops={"_with_epilogue"})
+
+
+@pytest.mark.parametrize("ls,rs,ta,tb", [
+    ((130, 600), (600, 90), False, False), ((600, 130), (600, 90), True, False),
+    ((130, 600), (90, 600), False, True), ((600, 130), (90, 600), True, True),
+    ((5, 33, 300), (5, 300, 47), False, False),
+])
+def test_dot_tiles(ls, rs, ta, tb, kernel_path):
+    op = "batch_dot" if len(ls) == 3 else "dot"
+    _check(_graph(op, [("a", ls), ("b", rs)], {"transpose_a": ta, "transpose_b": tb}))

@@ -34,7 +34,7 @@ from .. import blas
 from .elementwise import ElementwiseSpec, emit_elementwise, kernel_name
 from .graph import DirectCall, LoweringContext, register_lowering
 
-__all__ = ["NativeCall", "emit_native", "bind_native_kernels", "epilogue_spec", "is_f32", "shape_of",
+__all__ = ["NativeCall", "emit_native", "bind_native_kernels", "set_native_kernels", "epilogue_spec", "is_f32", "shape_of",
            "SMALL_GEMM", "gemm_call"]
 
 #: products with at most this many multiply-adds use the built-in loop nest instead of the BLAS
@@ -196,6 +196,17 @@ def emit_native(ctx: LoweringContext, calls: list, epilogue=None) -> list:
                                 + "\n  ret void\n}\n")
         ctx.mb.symbols.append(name)
     return [DirectCall(name, list(values))]
+
+
+def set_native_kernels(mode: int = -1) -> bool:
+    """Choose how the kernel library computes GEMM-shaped work: 1 or -1 (default) its AVX-512
+    register tiles where the CPU has AVX-512, 0 the BLAS and loop nests (the portable path).
+    Takes effect for every compiled graph at its next call. Returns whether the tiles are used."""
+    from ... import _runtime
+    fn = ctypes.CDLL(_runtime.__file__).symjit_nn_set_native
+    fn.argtypes = [ctypes.c_int64]
+    fn.restype = ctypes.c_int64
+    return bool(fn(int(mode)))
 
 
 _ONCE = []
