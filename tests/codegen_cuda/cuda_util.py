@@ -15,7 +15,7 @@ from symjit.ir import GraphBuilder, TensorType, run
 from symjit.ir.graph import Value
 
 
-def _have_nvcc() -> bool:
+def have_nvcc() -> bool:
     from symjit.codegen.cuda.aot import find_nvcc
     try:
         find_nvcc()
@@ -26,7 +26,7 @@ def _have_nvcc() -> bool:
 
 needs_cxx = pytest.mark.skipif(shutil.which(host_compiler()) is None or shutil.which("cc") is None,
                                reason="the CUDA emulation needs the host C++ compiler (c++) and cc")
-needs_nvcc = pytest.mark.skipif(not _have_nvcc(), reason="needs the CUDA compiler nvcc (not found)")
+needs_nvcc = pytest.mark.skipif(not have_nvcc(), reason="needs the CUDA compiler nvcc (not found)")
 
 
 class Net:
@@ -59,12 +59,13 @@ class Net:
         return self.b.build(self.outs)
 
 
-def emulate_graph(g, feeds: dict, tmp_path, consts: dict | None = None):
+def emulate_graph(g, feeds: dict, tmp_path, consts: dict | None = None, opt: str = "-O0", disabled=()):
     """(emulated outputs, interpreter outputs, LaunchPlan) of graph `g` after the inference
-    pipeline with `consts` bound as compile-time parameters."""
+    pipeline (minus the `disabled` passes) with `consts` bound as compile-time parameters
+    (small test graphs compile fastest unoptimized: `opt`)."""
     consts = dict(consts or {})
-    plan = lower_graph(plan_graph(g, consts), consts, g.name)
-    _, entry = load_emulated(plan, tmp_path)
+    plan = lower_graph(plan_graph(g, consts, disabled), consts, g.name)
+    _, entry = load_emulated(plan, tmp_path, opt)
     got = entry(*[np.ascontiguousarray(feeds[v.name]) for v in plan.placement.inputs])
     want = run(g, {**feeds, **consts}).outputs
     return list(got), list(want), plan
@@ -94,5 +95,62 @@ def emulate_spec(spec, arrays: list, tmp_path, name: str = "spec") -> list:
     p.where.update({v: ("input", k) for k, v in enumerate(ins)})
     p.where.update({v: ("output", j) for j, v in enumerate(outs)})
     plan = LaunchPlan(name, list(ctx.kernels.values()), steps, p, 0)
-    _, entry = load_emulated(plan, tmp_path)
+    _, entry = load_emulated(plan, tmp_path, "-O0")
     return list(entry(*[np.ascontiguousarray(a) for a in arrays]))
+
+
+def every_template_net() -> Net:
+    """One graph that uses every kernel template of the CUDA backend at least once (tiled
+    GEMM, implicit-GEMM and depthwise convolution, deconvolution, pooling, thread and block
+    reductions, thread and block softmax, BatchNorm, strided copies, fills, float and integer
+    elementwise kernels, epilogues with extra inputs)."""
+    net = Net("templates")
+    x = net.input("x", (2, 6, 9, 11))
+    w = net.input("w", (5, 6, 3, 3), const=True)
+    b = net.input("b", (5,), const=True)
+    res = net.input("res", (2, 5, 9, 11))
+    c, = net.op("Convolution", [x, w, b], kernel=(3, 3), num_filter=5, pad=(1, 1))
+    s, = net.op("elemwise_add", [c, res])
+    r, = net.op("relu", [s])
+    wd = net.input("wd", (6, 1, 3, 3), const=True)
+    dw, = net.op("Convolution", [x, wd], kernel=(3, 3), num_filter=6, num_group=6, no_bias=True)
+    wt = net.input("wt", (5, 2, 2, 2), const=True)
+    dc, = net.op("Deconvolution", [r, wt], kernel=(2, 2), num_filter=2, stride=(2, 2))
+    p, = net.op("Pooling", [r], kernel=(2, 2), stride=(2, 2), pool_type="max")
+    f, = net.op("Flatten", [p])
+    wf = net.input("wf", (10, 100), const=True)
+    bf = net.input("bf", (10,), const=True)
+    fc, = net.op("FullyConnected", [f, wf, bf], num_hidden=10)
+    sm, = net.op("softmax", [fc])
+    big = net.input("big", (2, 600))
+    net.output(r, dw, dc, sm, *net.op("sum", [x], axis=(1, 3)), *net.op("max", [big], axis=1),
+               *net.op("log_softmax", [big]), *net.op("argmax", [big], axis=1))
+    g = net.input("g", (6,), const=True, low=0.5, high=1.5)
+    mv = net.input("mv", (6,), const=True, low=0.5, high=1.5)
+    net.output(net.op("BatchNorm", [x, g, g, g, mv], fix_gamma=False)[0])
+    net.output(*net.op("transpose", [x], axes=(0, 2, 3, 1)),
+               *net.op("Pad", [x], mode="constant", pad_width=(0, 0, 0, 0, 1, 1, 1, 1), constant_value=0.0))
+    ia = net.input("ia", (3, 7), "int32", -9, 9)
+    ib = net.input("ib", (3, 7), "int32", 1, 9)
+    ba, bb = net.input("ba", (2, 3, 4)), net.input("bb", (2, 4, 5))
+    net.output(*net.op("broadcast_mod", [ia, ib]), *net.op("batch_dot", [ba, bb]), *net.op("sum", [x], axis=0))
+    return net
+
+
+MODELS = __import__("pathlib").Path(__file__).resolve().parents[3] / "shared" / "models"
+
+#: model -> input shape (/work/shared/models/README.md)
+MODEL_SHAPES = {"mlp": (8, 784), "lenet": (4, 1, 28, 28), "resnet18_v1": (1, 3, 224, 224),
+                "mobilenet1.0": (1, 3, 224, 224)}
+
+
+def model_plan(name: str):
+    """(LaunchPlan, bound weights) of a shared model, as `symjit compile --target cuda` builds it."""
+    from symjit.cli import _shapes, load_model
+    from symjit.compiler import _to_graph
+    net, params, _ = load_model(str(MODELS / f"{name}-symbol.json"), str(MODELS / f"{name}-0000.params"))
+    dims = "x".join(str(d) for d in MODEL_SHAPES[name])
+    shapes, dtypes = _shapes(net, params, [f"data:{dims}"])
+    g, _ = _to_graph(net, shapes, dtypes)
+    bound = {k: v for k, v in params.items() if k in {v.name for v in g.inputs}}
+    return lower_graph(plan_graph(g, bound), bound, name.replace(".", "_")), bound

@@ -44,9 +44,10 @@ def _run(cmd: list[str], what: str) -> None:
         raise MXNetError(f"cuda emulation: {what} failed: " + " | ".join(tail))
 
 
-def build_emulated(plan: LaunchPlan, out_dir: str | os.PathLike, opt: str = "-O1") -> Path:
+def build_emulated(plan: LaunchPlan, out_dir: str | os.PathLike, opt: str = "-O1", strict: bool = True) -> Path:
     """Compile `plan`'s CUDA source for the host into `out_dir`/NAME_emu.so (see the module
-    docstring); returns the library path. The .cu file is left beside it."""
+    docstring); returns the library path. The .cu file is left beside it. `strict`: compile
+    the generated source with -Wall -Wextra -Werror (generated code stays warning-free)."""
     out_dir = Path(out_dir)
     rt = runtime_dir()
     cxx = host_compiler()
@@ -62,7 +63,8 @@ def build_emulated(plan: LaunchPlan, out_dir: str | os.PathLike, opt: str = "-O1
     for src, lang in ((cu, "c++"), (blob_c, "c"), (rt / "errors.c", "c")):
         obj = out_dir / f"{base}_{src.stem}.o"
         if lang == "c++":
-            cmd = [cxx, "-std=c++17", opt, "-fPIC", "-fvisibility=hidden", "-DSYMJIT_CUDA_EMULATION",
+            cmd = [cxx, "-std=c++17", opt, *(["-Wall", "-Wextra", "-Wno-unused-parameter", "-Werror"] if strict else []),
+                   "-fPIC", "-fvisibility=hidden", "-DSYMJIT_CUDA_EMULATION",
                    f"-I{rt}", "-include", str(rt / "cuda_host_emu.h"), "-x", "c++", str(src), "-c", "-o", str(obj)]
         else:
             cmd = [cc, "-O1", "-fPIC", "-fvisibility=hidden", f"-I{rt}", str(src), "-c", "-o", str(obj)]
@@ -73,11 +75,12 @@ def build_emulated(plan: LaunchPlan, out_dir: str | os.PathLike, opt: str = "-O1
     return lib
 
 
-def load_emulated(plan: LaunchPlan, out_dir: str | os.PathLike | None = None):
+def load_emulated(plan: LaunchPlan, out_dir: str | os.PathLike | None = None, opt: str = "-O1"):
     """(runtime Library, its one graph Entry) of the emulated build of `plan`; `out_dir`
-    defaults to a fresh temporary directory (kept while the library is loaded)."""
+    defaults to a fresh temporary directory (kept while the library is loaded). `opt`: the
+    host compiler's optimization flag (-O0 compiles fastest, -O1 runs large graphs faster)."""
     from ... import runtime
     if out_dir is None:
         out_dir = tempfile.mkdtemp(prefix="symjit-cuda-emu-")
-    lib = runtime.load(build_emulated(plan, out_dir))
+    lib = runtime.load(build_emulated(plan, out_dir, opt))
     return lib, lib[plan.name]

@@ -163,7 +163,7 @@ def gemm_launch(ctx: LoweringContext, dtype: str, M: int, N: int, K: int, Z: int
     body += ["    " + s for s in stage(A, "As", TILE_M, "m", "m0", M, A.k_fastest)]
     body += ["    " + s for s in stage(B, "Bs", TILE_N, "n", "n0", N, B.k_fastest)]
     body += ["    __syncthreads();",
-             "    #pragma unroll",
+             "    SJ_UNROLL",
              f"    for (int kk = 0; kk < {TILE_K}; ++kk) {{",
              f"        {T} a[{_MICRO}], b[{_MICRO}];",
              f"        for (int i = 0; i < {_MICRO}; ++i) a[i] = As[kk][ty + {_SIDE} * i];",

@@ -79,7 +79,7 @@ def lower_graph(g: Graph, bound: dict | None = None, name: str = "graph") -> Lau
             continue
         fn = find_lowering(n)
         if fn is None:
-            raise MXNetError(f"cuda codegen: no CUDA lowering for op {n.op.name} ({describe_node(n.name, n.op)})")
+            raise MXNetError(f"cuda codegen: no CUDA lowering for op {n.op.name} (node {n.name!r})")
         for v in list(n.inputs) + list(n.outputs):
             if not v.type.known:
                 raise MXNetError(f"cuda codegen: {describe_node(n.name, n.op)}: value {v.name!r} has unknown "

@@ -122,14 +122,18 @@ def lower_batch_norm(node, ctx: LoweringContext) -> list:
         raise MXNetError(f"cuda codegen: BatchNorm parameters must have shape ({c},)")
     T, P = ctype(xt), ctype(pt)
     f = "f" if xt == "float32" else ""
-    gamma_v = f"({T})1" if node.attrs["fix_gamma"] else f"({T})gamma[ch]"
+    gamma_v = f"({T})1" if node.attrs["fix_gamma"] else f"({T})gamma[ch]"   # as the reference
     eps = literal(float(node.attrs["eps"]), xt)
     lines = [grid_stride_loop("i", max(total, c)) + " {",
-             f"    const int64_t ch = i < {total} ? i / {b} % {c} : i;",
-             f"    const {T} mean = ({T})mm[ch];",
-             f"    const {T} inv_std = ({T})1 / sqrt{f}(({T})mv[ch] + {eps});",
-             f"    if (i < {total}) out[i] = (X[i] - mean) * (inv_std * {gamma_v}) + ({T})beta[ch];",
-             f"    if (i < {c}) {{ mean_o[i] = ({P})mean; var_o[i] = ({P})inv_std; }}",
+             f"    if (i < {total}) {{",
+             f"        const int64_t ch = i / {b} % {c};",
+             f"        const {T} inv_std = ({T})1 / sqrt{f}(({T})mv[ch] + {eps});",
+             f"        out[i] = (X[i] - ({T})mm[ch]) * (inv_std * {gamma_v}) + ({T})beta[ch];",
+             "    }",
+             f"    if (i < {c}) {{      /* the hidden outputs: mean and inv_std per channel */",
+             f"        mean_o[i] = ({P})({T})mm[i];",
+             f"        var_o[i] = ({P})(({T})1 / sqrt{f}(({T})mv[i] + {eps}));",
+             "    }",
              "}"]
     params = [(f"const {T} *", "X"), (f"const {P} *", "gamma"), (f"const {P} *", "beta"), (f"const {P} *", "mm"),
               (f"const {P} *", "mv"), (f"{T} *", "out"), (f"{P} *", "mean_o"), (f"{P} *", "var_o")]

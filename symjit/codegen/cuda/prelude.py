@@ -12,6 +12,7 @@ Both are `kernel<<<grid, threads, 0, stream>>>(args...)` under nvcc; the host em
 the first kind as a plain loop over threads and the second with one fiber per thread of a
 block (a barrier switches fibers), so a kernel's barrier use must be declared where it is
 launched. Kernels use only statically sized `__shared__` arrays (dynamic shared memory is 0).
+`SJ_UNROLL` is `#pragma unroll` for nvcc and nothing for the host compiler.
 """
 from __future__ import annotations
 
@@ -28,8 +29,11 @@ PRELUDE = r"""
 #define SJ_DEV __device__ __forceinline__
 
 #ifndef SYMJIT_CUDA_EMULATION
+#define SJ_UNROLL _Pragma("unroll")
 #define SJ_LAUNCH(kernel, grid, threads, stream, ...) kernel<<<(grid), (threads), 0, (stream)>>>(__VA_ARGS__)
 #define SJ_LAUNCH_SYNC(kernel, grid, threads, stream, ...) kernel<<<(grid), (threads), 0, (stream)>>>(__VA_ARGS__)
+#else
+#define SJ_UNROLL
 #endif
 
 /* ---- conversions with numpy's x86 semantics (codegen/cuda/expr.py) ---- */

@@ -173,28 +173,32 @@ def reduction_launch(ctx: LoweringContext, red_kind: str, shape: tuple, axes: tu
     params = [(f"const {I} *", "X"), (f"{O} *", "Y")]
     if not block:
         lines = [grid_stride_loop("q", n_out) + " {"] + ["    " + s for s in base_lines]
-        lines += [f"    const {I} *xq = X + ({base});", f"    {A} acc = {ops.init()};", "    int64_t iacc = 0;",
-                  "    (void)iacc;", f"    for (int64_t r = 0; r < {count}; ++r) {{"]
+        lines += [f"    const {I} *xq = X + ({base});", f"    {A} acc = {ops.init()};"]
+        lines += ["    int64_t iacc = 0;"] if ops.arg else []
+        lines += [f"    for (int64_t r = 0; r < {count}; ++r) {{"]
         lines += ["        " + s for s in red_lines] + [f"        const {I} x = xq[{roff}];"]
         lines += ["        " + s for s in ops.update("acc", "iacc", "x", "r")]
         lines += ["    }", f"    Y[q] = {ops.finish('acc', 'iacc')};", "}"]
         kernel = ctx.kernel("sj_reduce", params, "\n".join("    " + s for s in lines), THREADS)
         return [ctx.launch(kernel, grid_for(n_out), [src, dst])]
-    lines = [f"__shared__ {A} sv[{THREADS}];", f"__shared__ int64_t si[{THREADS}];",
-             "const int t = (int)threadIdx.x;",
-             f"for (int64_t q = blockIdx.x; q < {n_out}; q += gridDim.x) {{"]
+    arg = ops.arg      # arg reductions carry the index of the extreme through the tree
+    lines = [f"__shared__ {A} sv[{THREADS}];"] + ([f"__shared__ int64_t si[{THREADS}];"] if arg else [])
+    lines += ["const int t = (int)threadIdx.x;", f"for (int64_t q = blockIdx.x; q < {n_out}; q += gridDim.x) {{"]
     lines += ["    " + s for s in base_lines]
-    lines += [f"    const {I} *xq = X + ({base});", f"    {A} acc = {ops.init()};", "    int64_t iacc = 0;",
-              f"    for (int64_t r = t; r < {count}; r += {THREADS}) {{"]
+    lines += [f"    const {I} *xq = X + ({base});", f"    {A} acc = {ops.init()};"]
+    lines += ["    int64_t iacc = 0;"] if arg else []
+    lines += [f"    for (int64_t r = t; r < {count}; r += {THREADS}) {{"]
     lines += ["        " + s for s in red_lines] + [f"        const {I} x = xq[{roff}];"]
     lines += ["        " + s for s in ops.update("acc", "iacc", "x", "r")]
-    lines += ["    }", "    sv[t] = acc;", "    si[t] = iacc;", "    __syncthreads();",
+    lines += ["    }", "    sv[t] = acc;"] + (["    si[t] = iacc;"] if arg else []) + ["    __syncthreads();",
               f"    for (int s = {THREADS // 2}; s > 0; s >>= 1) {{", "        if (t < s) {",
-              f"            {A} a = sv[t], b = sv[t + s];", "            int64_t ia = si[t], ib = si[t + s];",
-              "            (void)ia; (void)ib;"]
+              f"            {A} a = sv[t];", f"            const {A} b = sv[t + s];"]
+    if arg:
+        lines += ["            int64_t ia = si[t];", "            const int64_t ib = si[t + s];"]
     lines += ["            " + s for s in ops.combine("a", "ia", "b", "ib")]
-    lines += ["            sv[t] = a;", "            si[t] = ia;", "        }", "        __syncthreads();", "    }",
-              f"    if (t == 0) Y[q] = {ops.finish('sv[0]', 'si[0]')};", "    __syncthreads();", "}"]
+    lines += ["            sv[t] = a;"] + (["            si[t] = ia;"] if arg else [])
+    lines += ["        }", "        __syncthreads();", "    }",
+              f"    if (t == 0) Y[q] = {ops.finish('sv[0]', 'si[0]' if arg else '0')};", "    __syncthreads();", "}"]
     kernel = ctx.kernel("sj_reduce_block", params, "\n".join("    " + s for s in lines), THREADS, barriers=True)
     return [ctx.launch(kernel, min(n_out, MAX_GRID), [src, dst])]
 

@@ -64,7 +64,7 @@ def _value_ptr(plan: LaunchPlan, v) -> str:
 def _plan_function(plan: LaunchPlan) -> list[str]:
     L = ["static int32_t sj_plan(void *const *in, void *const *out, unsigned char *prm, unsigned char *ws,",
          "                       cudaStream_t stream) {",
-         "    (void)in; (void)out; (void)prm; (void)ws;",
+         "    (void)in; (void)out; (void)prm; (void)ws; (void)stream;",
          "    cudaError_t err;"]
     for step in plan.steps:
         if isinstance(step, Launch):
