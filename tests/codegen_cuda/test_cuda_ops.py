@@ -207,6 +207,18 @@ def test_batchnorm_kernel(tmp_path):
     assert any(k.name.startswith("sj_batchnorm") for k in plan.kernels)
 
 
+def test_embedding_and_loss_heads(tmp_path):
+    net = Net("embed")
+    idx = net.input("idx", (3, 4), low=-3, high=12)          # out-of-range indices clip
+    idx_i = net.input("idx_i", (5,), "int32", -2, 11)
+    w = net.input("w", (10, 7), const=True)
+    e, = net.op("Embedding", [idx, w], input_dim=10, output_dim=7)
+    net.output(e, *net.op("Embedding", [idx_i, w], input_dim=10, output_dim=7))
+    label = net.input("label", (3, 4, 7))
+    net.output(*net.op("LogisticRegressionOutput", [e, label]), *net.op("LinearRegressionOutput", [e, label]))
+    _check(net, tmp_path)
+
+
 def test_integer_elementwise_graph(tmp_path):
     net = Net("ints")
     a = net.input("a", (4, 6), "int32", -20, 20)

@@ -13,6 +13,8 @@ BatchNorm (inference) and LeakyReLU.
     1 / sqrt(var + eps); the hidden outputs receive mean and inv_std.
   * LeakyReLU (leaky, elu, selu, gelu, prelu; rrelu uses its inference slope): the op's own
     scalar expression (`nn_norm._leaky_expr`) as an elementwise kernel.
+  * The loss heads' forward (LinearRegressionOutput, MAERegressionOutput, MakeLoss: the data;
+    LogisticRegressionOutput: its sigmoid), as elementwise kernels; labels matter only backward.
 """
 from __future__ import annotations
 
@@ -170,3 +172,14 @@ def lower_leaky_relu(node, ctx: LoweringContext) -> list:
     expr = S.select(S.Input(0) > S.Const(0), S.Input(0), S.Input(0) * S.Input(1))
     return elementwise_launch(ctx, ElementwiseSpec((expr,), (dt, dt), (shape, bshape), dt, (dt,), shape),
                               [x, gamma, out])
+
+
+@register_lowering("LinearRegressionOutput", "MAERegressionOutput", "LogisticRegressionOutput", "MakeLoss")
+def lower_regression_forward(node, ctx: LoweringContext) -> list:
+    x, out = node.inputs[0], node.outputs[0]
+    dt = _float(node, x, out)
+    expr = S.Input(0)
+    if node.op.name == "LogisticRegressionOutput":
+        expr = S.Const(1.0) / (S.Const(1.0) + S.call("exp", -S.Input(0)))
+    shape = _shape(x)
+    return elementwise_launch(ctx, ElementwiseSpec((expr,), (dt,), (shape,), dt, (dt,), shape), [x, out])

@@ -12,6 +12,9 @@
     implementation applied to an index array (`codegen.llvm.lower_shape.probe_maps`, verified
     on every element), exactly as the LLVM backend derives them.
   * Pad (constant mode): a fill kernel, then a strided copy into the interior box.
+  * Embedding: a row gather, one thread per output element; indices (float or integer)
+    truncate toward zero and clip to the vocabulary (NaN -> row 0), as
+    `symjit.ops.nn_conv` and the CPU kernel do.
 """
 from __future__ import annotations
 
@@ -160,6 +163,34 @@ def lower_concat(node, ctx: LoweringContext) -> list:
 def lower_stack(node, ctx: LoweringContext) -> list:
     dst = node.outputs[0]
     return _join(ctx, node.inputs, dst, node.attrs["axis"] % len(dst.type.shape), True)
+
+
+@register_lowering("Embedding")
+def lower_embedding(node, ctx: LoweringContext) -> list:
+    """out[i, :] = weight[clip(trunc(idx[i])), :] (see the module docstring)."""
+    from .expr import check_dtype, ctype, kind
+    idx, w = node.inputs
+    out = node.outputs[0]
+    it = check_dtype(idx.type.dtype, "Embedding indices")
+    rows, dim = (int(d) for d in w.type.shape)
+    n = _size(idx)
+    size = _itemsize(w)
+    if size not in _UINT or _itemsize(out) != size:
+        raise MXNetError(f"cuda codegen: Embedding of {w.type.dtype} weights has no CUDA lowering")
+    if n * dim == 0:
+        return []
+    if kind(it) == "f":
+        row = (f"const double v = (double)idx[o / {dim}];\n"
+               f"        const int64_t r = v != v || v <= 0.0 ? 0 : (v >= {rows - 1}.0 ? {rows - 1} : (int64_t)v);")
+    else:
+        row = (f"const int64_t v = (int64_t)idx[o / {dim}];\n"
+               f"        const int64_t r = v <= 0 ? 0 : (v >= {rows - 1} ? {rows - 1} : v);")
+    U = _UINT[size]
+    body = "\n".join([f"    {grid_stride_loop('o', n * dim)} {{", f"        {row}",
+                      f"        out[o] = weight[r * {dim} + o % {dim}];", "    }"])
+    kernel = ctx.kernel("sj_embedding", [(f"const {ctype(it)} *", "idx"), (f"const {U} *", "weight"),
+                                         (f"{U} *", "out")], body, THREADS)
+    return [ctx.launch(kernel, grid_for(n * dim), [idx, w, out])]
 
 
 @register_lowering("Pad", "pad")

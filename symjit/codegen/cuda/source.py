@@ -8,8 +8,9 @@
 3. `sj_plan(in, out, prm, ws, stream)`: the launches and copies in order, on one stream, over
    device pointers (free inputs, outputs, the parameter block, the workspace arena laid out
    by the memory plan); a failed launch returns an error naming the kernel and its node;
-4. the host side: one lazily created device state (parameter block, staging buffers for the
-   host-pointer entry, the arena, a stream), bound to the device current at the first call;
+4. the host side: one lazily created device state, bound to the device current at the first
+   call: the parameter block and a stream; the host-pointer entry adds, at its first call, one
+   allocation holding its input and output staging buffers and the arena;
 5. the exported functions (all `SYMJIT_API`, see `aot.header_source` for their contract):
      * `symjit_graphs` -- the runtime's AOT descriptor table (runtime/symjit_runtime.h); its
        entry takes HOST pointers: inputs are copied to the device, the plan runs, outputs are
@@ -119,10 +120,11 @@ def _host_side(plan: LaunchPlan) -> list[str]:
         values = list(values)
         return f"static const {ctype} {var}[{max(len(values), 1)}] = {{{', '.join(str(int(x)) for x in values) or '0'}}};"
 
-    # device block: params | input staging | output staging | arena, each 256-byte aligned
+    # the parameter block (allocated at initialization), and the host entry's block:
+    # input staging | output staging | arena, each 256-byte aligned (allocated at its first call)
     def up(n: int) -> int:
         return -(-int(n) // 256) * 256
-    pos = up(p.param_bytes)
+    pos = 0
     in_offs = []
     for b in in_bytes:
         in_offs.append(pos)
@@ -132,7 +134,7 @@ def _host_side(plan: LaunchPlan) -> list[str]:
         out_offs.append(pos)
         pos += up(max(b, 1))
     ws_off = pos
-    total = ws_off + up(max(plan.workspace_size, 1))
+    io_bytes = ws_off + up(max(plan.workspace_size, 1))
     major, minor = MIN_COMPUTE_CAPABILITY
     L = ["/* ---- host side: device state, parameters, entry points ---- */",
          "#include <pthread.h>",
@@ -140,7 +142,8 @@ def _host_side(plan: LaunchPlan) -> list[str]:
          '#include "symjit_runtime.h"', "",
          f"#define SJ_N_IN {len(ins)}", f"#define SJ_N_OUT {len(outs)}", f"#define SJ_N_PARAMS {len(prms)}",
          f"#define SJ_WORKSPACE_BYTES {int(plan.workspace_size)}LL",
-         f"#define SJ_DEVICE_BYTES {int(total)}ULL", "",
+         f"#define SJ_PARAM_BYTES {int(max(p.param_bytes, 1))}ULL",
+         f"#define SJ_IO_BYTES {int(io_bytes)}ULL", "",
          "/* the embedded parameters: one blob, each parameter at its offset (defined by the build) */",
          'extern "C" const unsigned char sj_param_blob[];', "",
          arr("int64_t", "sj_param_offsets", p.param_offsets),
@@ -152,8 +155,9 @@ def _host_side(plan: LaunchPlan) -> list[str]:
     L += [f"static const void *const sj_param_data[{max(len(prms), 1)}] = {{\n{data}\n}};", "",
           "typedef struct {",
           "    int device;                        /* -1 until the first call */",
-          "    unsigned char *block;              /* one allocation: params | inputs | outputs | arena */",
-          "    unsigned char *params, *ws;",
+          "    unsigned char *params;             /* the parameters, uploaded from the host */",
+          "    unsigned char *io;                 /* host entry only: inputs | outputs | arena (or 0) */",
+          "    unsigned char *ws;",
           f"    void *in[{max(len(ins), 1)}], *out[{max(len(outs), 1)}];",
           f"    const void *uploaded[{max(len(prms), 1)}];  /* host pointers the device parameters came from */",
           "    cudaStream_t stream;",
@@ -168,7 +172,8 @@ def _host_side(plan: LaunchPlan) -> list[str]:
           f"cudaGetErrorString(err));",
           "}", "",
           _plan_function_marker(),
-          "/* Bind the library to the current device (first call) and allocate its block; lock held. */",
+          "/* Bind the library to the current device (first call), allocate the parameter block and a stream;",
+          " * lock held. */",
           "static int32_t sj_init_locked(void) {",
           "    int dev = 0;",
           "    cudaError_t err = cudaGetDevice(&dev);",
@@ -184,32 +189,36 @@ def _host_side(plan: LaunchPlan) -> list[str]:
           f"    if (major < {major})",
           f"        return symjit_set_error(SYMJIT_ERR_UNSUPPORTED, \"graph %s (CUDA): device %d has compute capability "
           f"%d.%d; the library needs >= {major}.{minor}\", {_c_string(name)}, dev, major, minor);",
-          "    void *block = 0;",
-          "    if ((err = cudaMalloc(&block, SJ_DEVICE_BYTES)) != cudaSuccess) return sj_fail(err, \"allocating device memory\");",
+          "    void *params = 0;",
+          "    if ((err = cudaMalloc(&params, SJ_PARAM_BYTES)) != cudaSuccess) return sj_fail(err, \"allocating device memory\");",
           "    cudaStream_t stream;",
           "    if ((err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)) != cudaSuccess) {",
-          "        cudaFree(block);",
+          "        cudaFree(params);",
           "        return sj_fail(err, \"creating a stream\");",
           "    }",
-          "    sj_st.block = (unsigned char *)block;",
-          "    sj_st.params = sj_st.block;",
-          f"    sj_st.ws = sj_st.block + {ws_off};",
-          "    for (int k = 0; k < SJ_N_IN; k++) sj_st.in[k] = sj_st.block + sj_in_offsets[k];",
-          "    for (int k = 0; k < SJ_N_OUT; k++) sj_st.out[k] = sj_st.block + sj_out_offsets[k];",
+          "    sj_st.params = (unsigned char *)params;",
+          "    sj_st.io = 0;",
           "    for (int k = 0; k < SJ_N_PARAMS; k++) sj_st.uploaded[k] = 0;",
           "    sj_st.stream = stream;",
           "    sj_st.device = dev;",
           "    return SYMJIT_OK;",
           "}", "",
-          "/* Copy parameters whose host pointer changed since the last upload; lock held. */",
+          "/* Copy parameters whose host pointer changed since the last upload, on the library's stream, and",
+          " * wait for the copies (kernels on any stream may read them afterwards); lock held. */",
           "static int32_t sj_upload_locked(void *const *params) {",
+          "    int copied = 0;",
           "    for (int k = 0; k < SJ_N_PARAMS; k++) {",
           "        if (sj_st.uploaded[k] == params[k]) continue;",
-          "        cudaError_t err = cudaMemcpy(sj_st.params + sj_param_offsets[k], params[k], (size_t)sj_param_nbytes[k],",
-          "                                     cudaMemcpyHostToDevice);",
+          "        cudaError_t err = cudaMemcpyAsync(sj_st.params + sj_param_offsets[k], params[k],",
+          "                                          (size_t)sj_param_nbytes[k], cudaMemcpyHostToDevice, sj_st.stream);",
           "        if (err != cudaSuccess) return sj_fail(err, \"copying parameters to the device\");",
-          "        sj_st.uploaded[k] = params[k];",
+          "        sj_st.uploaded[k] = 0;",
+          "        copied = 1;",
           "    }",
+          "    if (!copied) return SYMJIT_OK;",
+          "    cudaError_t err = cudaStreamSynchronize(sj_st.stream);",
+          "    if (err != cudaSuccess) return sj_fail(err, \"copying parameters to the device\");",
+          "    for (int k = 0; k < SJ_N_PARAMS; k++) sj_st.uploaded[k] = params[k];",
           "    return SYMJIT_OK;",
           "}", "",
           "/* The runtime ABI entry: HOST pointers; copy in, run, copy out, synchronize. */",
@@ -220,6 +229,17 @@ def _host_side(plan: LaunchPlan) -> list[str]:
           "    int32_t rc = sj_init_locked();",
           "    if (rc == SYMJIT_OK) rc = sj_upload_locked(params);",
           "    cudaError_t err = cudaSuccess;",
+          "    if (rc == SYMJIT_OK && sj_st.io == 0) {      /* staging buffers and the arena, once */",
+          "        void *io = 0;",
+          "        if ((err = cudaMalloc(&io, SJ_IO_BYTES)) != cudaSuccess) {",
+          "            rc = sj_fail(err, \"allocating device memory\");",
+          "        } else {",
+          "            sj_st.io = (unsigned char *)io;",
+          f"            sj_st.ws = sj_st.io + {ws_off};",
+          "            for (int k = 0; k < SJ_N_IN; k++) sj_st.in[k] = sj_st.io + sj_in_offsets[k];",
+          "            for (int k = 0; k < SJ_N_OUT; k++) sj_st.out[k] = sj_st.io + sj_out_offsets[k];",
+          "        }",
+          "    }",
           "    for (int k = 0; rc == SYMJIT_OK && k < SJ_N_IN; k++)",
           "        if ((err = cudaMemcpyAsync(sj_st.in[k], inputs[k], (size_t)sj_in_nbytes[k], cudaMemcpyHostToDevice,",
           "                                   sj_st.stream)) != cudaSuccess)",
@@ -265,7 +285,9 @@ def _host_side(plan: LaunchPlan) -> list[str]:
           "    if (sj_st.device >= 0) {",
           "        cudaStreamSynchronize(sj_st.stream);",
           "        cudaStreamDestroy(sj_st.stream);",
-          "        cudaFree(sj_st.block);",
+          "        cudaFree(sj_st.params);",
+          "        if (sj_st.io) cudaFree(sj_st.io);",
+          "        sj_st.io = 0;",
           "        sj_st.device = -1;",
           "    }",
           "    pthread_mutex_unlock(&sj_lock);",
