@@ -20,6 +20,9 @@
  *     streams, device queries reporting one device of compute capability 8.0, errors);
  *   - CUDA math functions the host C library lacks (erfinvf, erfinv).
  *
+ * Emulated launches must not run concurrently in one process (shared arrays are function statics);
+ * the generated host entry serializes its calls.
+ *
  * What it does not do: it verifies the logic of generated kernels (indexing, tiling, barriers,
  * boundary handling, the launch plan, the host entry), not GPU execution. Threads of a block never
  * run concurrently (a data race between threads cannot show), warp-level behaviour, memory

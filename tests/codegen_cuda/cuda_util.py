@@ -134,6 +134,12 @@ def every_template_net() -> Net:
     ib = net.input("ib", (3, 7), "int32", 1, 9)
     ba, bb = net.input("ba", (2, 3, 4)), net.input("bb", (2, 4, 5))
     net.output(*net.op("broadcast_mod", [ia, ib]), *net.op("batch_dot", [ba, bb]), *net.op("sum", [x], axis=0))
+    gl, bl = net.input("gl", (600,), const=True), net.input("bl", (600,), const=True)
+    gs, bs = net.input("gs", (10,), const=True), net.input("bs", (10,), const=True)
+    net.output(net.op("LayerNorm", [big, gl, bl])[0], net.op("LayerNorm", [fc, gs, bs])[0])
+    idx = net.input("idx", (2, 3), low=0, high=9)
+    net.output(*net.op("Embedding", [idx, wf], input_dim=10, output_dim=100),
+               *net.op("where", [net.input("cond", (2, 10), low=-1, high=1), fc, sm]))
     return net
 
 

@@ -43,6 +43,9 @@ def test_gemm_family(tmp_path):
     fc, = net.op("FullyConnected", [x, w, bias], num_hidden=70)
     net.output(fc)
     net.output(*net.op("relu", [fc]))                        # fused epilogue in the GEMM
+    row = net.input("row", (1, 70))
+    fc2, = net.op("FullyConnected", [x, w], num_hidden=70, no_bias=True)
+    net.output(*net.op("broadcast_mul", [fc2, row]))         # an epilogue input broadcast along rows
     net.output(*net.op("FullyConnected", [x3, w3], num_hidden=9, no_bias=True, flatten=False))
     net.output(*net.op("dot", [a, x], transpose_a=True, transpose_b=True))   # (5, 5)
     net.output(*net.op("dot", [x, bt], transpose_b=True))
@@ -165,6 +168,18 @@ def test_softmax_family(tmp_path):
     _check(net, tmp_path)
 
 
+def test_layer_norm(tmp_path):
+    net = Net("layernorm")
+    x = net.input("x", (3, 5, 7))
+    wide = net.input("wide", (2, 300))
+    for data, axis, c in ((x, -1, 7), (x, 1, 5), (wide, -1, 300)):
+        g = net.input(f"g{axis}{c}", (c,), const=True, low=0.5, high=1.5)
+        b = net.input(f"b{axis}{c}", (c,), const=True)
+        net.output(*net.op("LayerNorm", [data, g, b], axis=axis, eps=1e-4, output_mean_var=True))
+    plan = _check(net, tmp_path)
+    assert {"sj_layernorm", "sj_layernorm_block"} <= {k.name.rsplit("_", 1)[0] for k in plan.kernels}
+
+
 def test_norms_activations_and_data_movement(tmp_path):
     net = Net("misc")
     x = net.input("x", (2, 4, 3, 5))
@@ -188,6 +203,9 @@ def test_norms_activations_and_data_movement(tmp_path):
     net.output(*net.op("broadcast_to", [row], shape=(2, 4, 3, 5)))
     net.output(*net.op("Pad", [x], mode="constant", pad_width=(0, 0, 0, 0, 1, 2, 2, 1), constant_value=0.5))
     net.output(*net.op("Cast", [x], dtype="int32"), *net.op("Dropout", [x], p=0.5)[:1])
+    cond = net.input("cond", (2,), "int32", 0, 1)
+    neg, = net.op("negative", [x])
+    net.output(*net.op("where", [cond, x, neg]))
     plan = _check(net, tmp_path)
     assert len(plan.kernels) < len(plan.launches)          # identical kernels are generated once
 
@@ -216,6 +234,16 @@ def test_embedding_and_loss_heads(tmp_path):
     net.output(e, *net.op("Embedding", [idx_i, w], input_dim=10, output_dim=7))
     label = net.input("label", (3, 4, 7))
     net.output(*net.op("LogisticRegressionOutput", [e, label]), *net.op("LinearRegressionOutput", [e, label]))
+    _check(net, tmp_path)
+
+
+def test_single_element_copies(tmp_path):
+    """Copies of one element (an index space that merges to nothing) stay valid, warning-free C."""
+    net = Net("one")
+    x = net.input("x", (1, 2))
+    a, b = net.op("SliceChannel", [x], num_outputs=2, axis=1)
+    m, = net.op("elemwise_mul", [a, b])
+    net.output(m, *net.op("Concat", [m, a], dim=1, num_args=2), *net.op("transpose", [x]))
     _check(net, tmp_path)
 
 

@@ -8,9 +8,14 @@
 One module per concern: `expr` (scalar expressions -> C), `prelude` (device helpers),
 `plan` (kernels, launches, placement), `elementwise` (fused kernels), `gemm` (FullyConnected,
 dot, batch_dot, Convolution, Deconvolution: tiled shared-memory GEMM and implicit-GEMM
-convolution with fused epilogues), `reduce` (reductions, softmax family), `nn` (pooling,
-normalizations in inference), `shape` (copies and data movement), `graph` (the lowering
-registry), `source`, `aot`, `emulate`. Importing this package needs neither a GPU nor nvcc.
+convolution with fused epilogues), `reduce` (reductions, the softmax family, LayerNorm), `nn`
+(pooling, BatchNorm in inference, LeakyReLU, loss heads), `shape` (copies and data movement,
+`where`, Embedding), `graph` (the lowering registry), `source`, `aot`, `emulate`. Ops without a
+CUDA lowering raise MXNetError naming the op (`supported_ops()` lists those with one).
+Importing this package needs neither a GPU nor nvcc.
+
+The CUDA target compiles inference graphs (the `inference` pass pipeline): mode-dependent ops
+take their inference behaviour (Dropout is the identity, BatchNorm uses the moving statistics).
 """
 from __future__ import annotations
 

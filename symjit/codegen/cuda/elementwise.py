@@ -54,10 +54,15 @@ def index_offsets(idx: str, out_shape, in_shapes, prefix: str) -> tuple[list[str
     shape, strides = simplify_index_space(tuple(out_shape), [tuple(s) for s in in_shapes])
     if len(shape) <= 1:
         return [], [idx if shape and st[0] else "0" for st in strides]
-    lines = [f"int64_t {prefix}r = {idx};"]
+    used = [any(st[d] for st in strides) for d in range(len(shape))]   # dims some input moves along
+    lines = [f"int64_t {prefix}r = {idx};"] if any(used) else []
     for d in reversed(range(1, len(shape))):
-        lines.append(f"const int64_t {prefix}i{d} = {prefix}r % {shape[d]}; {prefix}r /= {shape[d]};")
-    lines.append(f"const int64_t {prefix}i0 = {prefix}r;")
+        if used[d]:
+            lines.append(f"const int64_t {prefix}i{d} = {prefix}r % {shape[d]};")
+        if any(used[:d]):
+            lines.append(f"{prefix}r /= {shape[d]};")
+    if used[0]:
+        lines.append(f"const int64_t {prefix}i0 = {prefix}r;")
     offs = []
     for st in strides:
         terms = [f"{prefix}i{d} * {s}" if s != 1 else f"{prefix}i{d}" for d, s in enumerate(st) if s]

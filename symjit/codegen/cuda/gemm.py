@@ -151,7 +151,8 @@ def gemm_launch(ctx: LoweringContext, dtype: str, M: int, N: int, K: int, Z: int
                 + ["        " + s for s in op.stmts] + [f"        val = ({T})({op.expr});", "    }",
                                                         f"    {tile}[kk][rr] = val;", "}"])
 
-    body = [f"__shared__ {T} As[{TILE_K}][{TILE_M}];", f"__shared__ {T} Bs[{TILE_K}][{TILE_N}];",
+    # rows padded by one element: staging with k fastest then writes distinct shared-memory banks
+    body = [f"__shared__ {T} As[{TILE_K}][{TILE_M + 1}];", f"__shared__ {T} Bs[{TILE_K}][{TILE_N + 1}];",
             f"const int tx = (int)threadIdx.x % {_SIDE}, ty = (int)threadIdx.x / {_SIDE};",
             "const int64_t bid = blockIdx.x;",
             f"const int64_t z = bid / {tm * tn};",

@@ -1,6 +1,6 @@
 """CUDA lowerings of reductions (sum, mean, prod, max, min, nansum, nanprod, norm, argmax,
-argmin) and of the softmax family (softmax, log_softmax, softmin, SoftmaxActivation and the
-forward of SoftmaxOutput).
+argmin) and of the normalizations along one axis: the softmax family (softmax, log_softmax,
+softmin, SoftmaxActivation and the forward of SoftmaxOutput) and LayerNorm.
 
 Canonical form (as the LLVM backend, `codegen.llvm.lower_loops.merge_dims`): the input's
 dims are classified kept/reduced, size-1 dims dropped and adjacent dims of one class merged;
@@ -20,7 +20,10 @@ reduction's float sum is grouped differently from numpy's pairwise sum (equal wi
 Softmax views data as (outer, n, inner) around the axis; column q = (o, i) holds the n
 elements at o*n*inner + i + k*inner. The column maximum is taken in the compute type, the
 exponentials in the input's float type and their sum in float64 (as the LLVM backend and
-MXNet's kernel); out = e / sum, or z - log(sum) for log_softmax.
+MXNet's kernel); out = e / sum, or z - log(sum) for log_softmax. LayerNorm uses the same
+columns: mean and variance in float64 (two passes), out = (x - mean) / sqrt(var + eps) *
+gamma[k] + beta[k], and the hidden outputs mean and std per column. Short columns are one
+thread each, long ones a block with shared-memory tree sums.
 """
 from __future__ import annotations
 
@@ -348,3 +351,68 @@ def lower_softmax_output(node, ctx: LoweringContext) -> list:
     else:
         view = (shape[0], int(np.prod(shape[1:], dtype=np.int64)), 1)
     return softmax_launch(ctx, *view, src, dst)
+
+
+# --------------------------------------------------------------------------------------
+# LayerNorm
+# --------------------------------------------------------------------------------------
+
+def _tree_sum(part: str, result: str) -> list[str]:
+    """Block statements: `result` = the sum of every thread's `part` (double), via `ssum`; ends
+    with a barrier, so `ssum` may be reused right after."""
+    return ["ssum[t] = " + part + ";", "__syncthreads();",
+            f"for (int s2 = {THREADS // 2}; s2 > 0; s2 >>= 1) {{",
+            "    if (t < s2) ssum[t] += ssum[t + s2];", "    __syncthreads();", "}",
+            f"const double {result} = ssum[0];", "__syncthreads();"]
+
+
+@register_lowering("LayerNorm")
+def lower_layer_norm(node, ctx: LoweringContext) -> list:
+    x, gamma, beta = node.inputs
+    out, mean_o, std_o = node.outputs[:3]
+    dts = {v: check_dtype(v.type.dtype, f"LayerNorm {v.name!r}") for v in (x, gamma, beta, out, mean_o, std_o)}
+    if any(d not in ("float32", "float64") for d in dts.values()):
+        raise MXNetError("cuda codegen: LayerNorm needs float32 or float64 values")
+    shape = tuple(int(d) for d in x.type.shape)
+    axis = node.attrs["axis"]
+    if not -len(shape) <= axis < len(shape):
+        raise MXNetError(f"cuda codegen: LayerNorm axis {axis} out of range for shape {shape}")
+    outer, n, inner = axis_view(shape, axis % len(shape))
+    cols = outer * inner
+    if cols * n == 0:
+        return []
+    X, G, O, Mt = (ctype(dts[v]) for v in (x, gamma, out, mean_o))
+    eps = repr(float(node.attrs["eps"]))
+    col = [f"const {X} *xc = X + (q / {inner}) * {n * inner} + q % {inner};",
+           f"{O} *yc = Y + (q / {inner}) * {n * inner} + q % {inner};"]
+    at = f"[(k) * {inner}]"
+    write = (f"yc{at} = ({O})(((double)xc{at} - mean) * inv * (double)gamma[k] + (double)beta[k]);")
+    finish = ["const double sd = sqrt(var + " + eps + ");", "const double inv = 1.0 / sd;"]
+    params = [(f"const {X} *", "X"), (f"const {G} *", "gamma"), (f"const {G} *", "beta"), (f"{O} *", "Y"),
+              (f"{Mt} *", "mean_o"), (f"{Mt} *", "std_o")]
+    args = [x, gamma, beta, out, mean_o, std_o]
+    if n <= SOFTMAX_THREAD_MAX:
+        lines = [grid_stride_loop("q", cols) + " {"] + ["    " + s for s in col]
+        lines += ["    double sum = 0.0, sq = 0.0;",
+                  f"    for (int64_t k = 0; k < {n}; ++k) sum += (double)xc{at};",
+                  f"    const double mean = sum / {n};",
+                  f"    for (int64_t k = 0; k < {n}; ++k) {{ const double d = (double)xc{at} - mean; sq += d * d; }}",
+                  f"    const double var = sq / {n};"]
+        lines += ["    " + s for s in finish]
+        lines += [f"    for (int64_t k = 0; k < {n}; ++k) {write}",
+                  f"    mean_o[q] = ({Mt})mean;", f"    std_o[q] = ({Mt})sd;", "}"]
+        kernel = ctx.kernel("sj_layernorm", params, "\n".join("    " + s for s in lines), THREADS)
+        return [ctx.launch(kernel, grid_for(cols), args)]
+    lines = [f"__shared__ double ssum[{THREADS}];", "const int t = (int)threadIdx.x;",
+             f"for (int64_t q = blockIdx.x; q < {cols}; q += gridDim.x) {{"] + ["    " + s for s in col]
+    lines += ["    double part = 0.0;", f"    for (int64_t k = t; k < {n}; k += {THREADS}) part += (double)xc{at};"]
+    lines += ["    " + s for s in _tree_sum("part", "sum")]
+    lines += [f"    const double mean = sum / {n};", "    part = 0.0;",
+              f"    for (int64_t k = t; k < {n}; k += {THREADS}) {{ const double d = (double)xc{at} - mean; "
+              "part += d * d; }"]
+    lines += ["    " + s for s in _tree_sum("part", "sq")]
+    lines += [f"    const double var = sq / {n};"] + ["    " + s for s in finish]
+    lines += [f"    for (int64_t k = t; k < {n}; k += {THREADS}) {write}",
+              f"    if (t == 0) {{ mean_o[q] = ({Mt})mean; std_o[q] = ({Mt})sd; }}", "}"]
+    kernel = ctx.kernel("sj_layernorm_block", params, "\n".join("    " + s for s in lines), THREADS, barriers=True)
+    return [ctx.launch(kernel, min(cols, MAX_GRID), args)]

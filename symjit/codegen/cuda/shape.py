@@ -12,6 +12,7 @@
     implementation applied to an index array (`codegen.llvm.lower_shape.probe_maps`, verified
     on every element), exactly as the LLVM backend derives them.
   * Pad (constant mode): a fill kernel, then a strided copy into the interior box.
+  * where(cond, x, y): an elementwise select (a (N,) condition broadcasts over rows).
   * Embedding: a row gather, one thread per output element; indices (float or integer)
     truncate toward zero and clip to the vocabulary (NaN -> row 0), as
     `symjit.ops.nn_conv` and the CPU kernel do.
@@ -48,15 +49,16 @@ def copy_launch(ctx: LoweringContext, src, dst, shape, src_strides, dst_strides,
     size = _itemsize(src)
     if size != _itemsize(dst) or size not in _UINT:
         raise MXNetError(f"cuda codegen: cannot copy {src.type.dtype} into {dst.type.dtype}")
-    dims = merge_copy_dims(shape, src_strides, dst_strides) or [(1, 0, 0)]
-    total = int(np.prod([n for n, _, _ in dims], dtype=np.int64))
-    if total == 0:
+    if any(int(n) == 0 for n in shape):
         return []
+    dims = merge_copy_dims(shape, src_strides, dst_strides)     # [] for a single element
+    total = int(np.prod([n for n, _, _ in dims], dtype=np.int64))
     U = _UINT[size]
-    lines = ["        int64_t r = i;"]
+    lines = ["        int64_t r = i;"] if len(dims) > 1 else []
     for d in reversed(range(1, len(dims))):
         lines.append(f"        const int64_t i{d} = r % {dims[d][0]}; r /= {dims[d][0]};")
-    lines.append("        const int64_t i0 = r;")
+    if dims:
+        lines.append(f"        const int64_t i0 = {'r' if len(dims) > 1 else 'i'};")
 
     def offset(base: int, which: int) -> str:
         terms = [str(base)] if base else []
@@ -163,6 +165,29 @@ def lower_concat(node, ctx: LoweringContext) -> list:
 def lower_stack(node, ctx: LoweringContext) -> list:
     dst = node.outputs[0]
     return _join(ctx, node.inputs, dst, node.attrs["axis"] % len(dst.type.shape), True)
+
+
+@register_lowering("where")
+def lower_where(node, ctx: LoweringContext) -> list:
+    from ...ops import scalar as S
+    from ..llvm.elementwise import ElementwiseSpec
+    from .elementwise import elementwise_launch
+    from .expr import check_dtype
+    c, x, y = node.inputs
+    out = node.outputs[0]
+    cd, xd, yd, od = (check_dtype(v.type.dtype, f"where {v.name!r}") for v in (c, x, y, out))
+    if xd != yd or tuple(x.type.shape) != tuple(y.type.shape):
+        raise MXNetError("cuda codegen: where needs x and y of one shape and dtype")
+    # the condition converts to x's dtype before the != 0 test: every nonzero value stays nonzero
+    if not (cd == xd or (np.dtype(cd).kind in "iub" and np.dtype(xd).kind == "f")):
+        raise MXNetError(f"cuda codegen: where with a {cd} condition and {xd} values has no CUDA lowering")
+    shape = tuple(int(d) for d in x.type.shape)
+    cshape = tuple(int(d) for d in c.type.shape)
+    if cshape != shape:
+        cshape = (cshape[0],) + (1,) * (len(shape) - 1)
+    expr = S.select(S.ne(S.Input(0), S.Const(0)), S.Input(1), S.Input(2))
+    spec = ElementwiseSpec((expr,), (cd, xd, yd), (cshape, shape, shape), xd, (od,), shape)
+    return elementwise_launch(ctx, spec, [c, x, y, out])
 
 
 @register_lowering("Embedding")
