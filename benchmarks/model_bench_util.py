@@ -273,14 +273,24 @@ def single_node_graphs(opt):
         yield n, cg, arrays
 
 
-def layer_profile(opt, repeats: int = 7):
+def layer_profile(opt, repeats: int = 15):
     """Every node of an optimized graph compiled alone (same attributes, shapes and constant
     weights; random data), timed at the current thread count: [(wall s, cpu s, flops,
-    description)] in graph order."""
+    description)] in graph order. Wall: the fastest of `repeats` calls (on a shared machine
+    the minimum is what the layer costs undisturbed); cpu: the median process CPU time (with
+    several threads Linux may not yet have accounted the workers' share of a short call)."""
     rows = []
     for n, cg, arrays in single_node_graphs(opt):
-        wall = race({"x": lambda: cg(arrays)}, repeats, warmup=2)["x"]
-        rows.append((wall, LAST_CPU["x"], node_flops(n), describe(n)))
+        fn = lambda: cg(arrays)
+        fn()
+        fn()
+        walls = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            fn()
+            walls.append(time.perf_counter() - t)
+        race({"x": fn}, 3, warmup=0)
+        rows.append((min(walls), LAST_CPU["x"], node_flops(n), describe(n)))
     return rows
 
 

@@ -139,6 +139,20 @@ static void gemm_small(int ta, int tb, int64_t M, int64_t N, int64_t K, const fl
 
 static int g_native = -1;   /* -1: not decided yet; 0: BLAS / loop nests; 1: AVX-512 tiles */
 
+/* Tuning overrides for benchmarks/bench_gemm_choices.py (0: the built-in choice). */
+enum { TUNE_KC, TUNE_SHAPE, TUNE_CONV, TUNE_WBLOCK, TUNE_COUNT };
+static int64_t g_tune[TUNE_COUNT];
+
+/* Set tuning override `key` (TUNE_KC: K block of the tiles; TUNE_SHAPE: 1 + index of a forced
+ * tile shape; TUNE_CONV: 1 + forced convolution method of the tiles, 1 im2col, 2 implicit GEMM)
+ * to `value` (0 restores the built-in choice); returns the previous value. */
+NN_API int64_t symjit_nn_tune(int64_t key, int64_t value) {
+    if (key < 0 || key >= TUNE_COUNT) return -1;
+    int64_t old = g_tune[key];
+    g_tune[key] = value;
+    return old;
+}
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define NN_HAVE_AVX512 1
 #include <immintrin.h>
@@ -157,6 +171,9 @@ static int native_on(void) {
     if (g_native < 0) g_native = cpu_has_avx512();
     return g_native;
 }
+
+/* Whether this CPU can run the AVX-512 tiles (what the default path uses). */
+NN_API int64_t symjit_nn_native_available(void) { return cpu_has_avx512(); }
 
 /* mode 0: BLAS and loop nests only (the portable path); otherwise the AVX-512 tiles where the
  * CPU has them (the default). Returns whether the tiles are now in use. */
@@ -179,6 +196,8 @@ typedef struct {
     int64_t rows, cols;
     int accumulate;            /* C += result (beta = 1) */
     int padded;                /* B's last panel is readable to its full width */
+    int panels_outer;          /* B is the large operand (packed weights): each panel once, all
+                                  row tiles against it, K blocked so both stay in L2 */
 } mm_t;
 
 typedef void (*mm_tile_fn)(const mm_t *, int64_t r0, int64_t j0);
@@ -334,6 +353,8 @@ MM_TILES(8, 3)
 MM_TILES(12, 2)
 MM_TILES(8, 2)
 MM_TILES(14, 1)
+MM_TILES(7, 4)
+MM_TILES(7, 3)
 #define MM_FNS(R, V) {{mm_tile_##R##x##V##_00, mm_tile_##R##x##V##_01}, {mm_tile_##R##x##V##_10, mm_tile_##R##x##V##_11}}
 #else
 #define MM_FNS(R, V) {{NULL, NULL}, {NULL, NULL}}
@@ -348,25 +369,20 @@ typedef struct {
 
 static const mm_shape MM_SHAPES[] = {
     {6, 4, 100, MM_FNS(6, 4)}, {8, 3, 100, MM_FNS(8, 3)}, {12, 2, 101, MM_FNS(12, 2)},
-    {8, 2, 102, MM_FNS(8, 2)}, {14, 1, 140, MM_FNS(14, 1)},
+    {8, 2, 102, MM_FNS(8, 2)}, {14, 1, 140, MM_FNS(14, 1)}, {7, 4, 100, MM_FNS(7, 4)},
+    {7, 3, 101, MM_FNS(7, 3)},
 };
 #define MM_NSHAPES ((int)(sizeof MM_SHAPES / sizeof MM_SHAPES[0]))
 
-static int g_mm_force = -2;   /* SYMJIT_MM_SHAPE (benchmarks): index into MM_SHAPES, or -1 */
-
 /* the tile shape with the least padded work (rows and columns rounded up to whole tiles) */
 static int mm_pick(int64_t rows, int64_t cols) {
-    if (g_mm_force == -2) {
-        const char *e = getenv("SYMJIT_MM_SHAPE");
-        int v = e && e[0] ? atoi(e) : -1;
-        g_mm_force = v >= 0 && v < MM_NSHAPES ? v : -1;
-    }
-    if (g_mm_force >= 0) return g_mm_force;
+    if (g_tune[TUNE_SHAPE] > 0 && g_tune[TUNE_SHAPE] <= MM_NSHAPES) return (int)g_tune[TUNE_SHAPE] - 1;
     int best = 0;
     double best_cost = 0.0;
     for (int i = 0; i < MM_NSHAPES; i++) {
         const mm_shape *s = &MM_SHAPES[i];
         double c = (double)(cdiv(rows, s->R) * s->R) * (double)(cdiv(cols, 16 * s->V) * 16 * s->V) * s->cost;
+        if (s->R > rows && i > 0) c *= 1.0 + 1e-9 * s->R;   /* equal work: prefer fewer idle rows */
         if (i == 0 || c < best_cost) { best = i; best_cost = c; }
     }
     return best;
@@ -374,8 +390,17 @@ static int mm_pick(int64_t rows, int64_t cols) {
 
 static int64_t mm_panel(int shape) { return 16 * MM_SHAPES[shape].V; }
 
+/* padded work of a shape for rows x cols (the quantity mm_pick minimises) */
+static double mm_cost(int shape, int64_t rows, int64_t cols) {
+    const mm_shape *s = &MM_SHAPES[shape];
+    return (double)(cdiv(rows, s->R) * s->R) * (double)(cdiv(cols, 16 * s->V) * 16 * s->V) * s->cost;
+}
+
 #ifndef MM_KC
-#define MM_KC 256                /* K block: an A tile's R x KC floats stay in L1 */
+#define MM_KC 8192               /* K block (measured: blocking K below this only slows the tiles) */
+#endif
+#ifndef MM_KC_PANELS
+#define MM_KC_PANELS 1024        /* K block when each B panel is streamed once (panels_outer) */
 #endif
 #ifndef MM_BLOCK_FLOATS
 #define MM_BLOCK_FLOATS 131072   /* B block (KC x columns): 512 KiB, in L2 */
@@ -401,7 +426,8 @@ static void mm_run(const mm_t *p, int shape) {
             memset(edge_b + k * pw + w, 0, (size_t)(pw - w) * sizeof(float));
         }
     }
-    int64_t nk = imax(1, (K + MM_KC / 2) / MM_KC), kc = cdiv(K, nk);
+    const int64_t kcap = g_tune[TUNE_KC] > 0 ? g_tune[TUNE_KC] : p->panels_outer ? MM_KC_PANELS : MM_KC;
+    int64_t nk = imax(1, (K + kcap / 2) / kcap), kc = cdiv(K, nk);
     int64_t panels = cdiv(p->cols, pw);
     int64_t bp = imax(1, MM_BLOCK_FLOATS / (kc * pw));       /* panels per column block */
     bp = cdiv(panels, cdiv(panels, bp));                      /* equal blocks */
@@ -420,6 +446,15 @@ static void mm_run(const mm_t *p, int shape) {
             e.koff = NULL;
         }
         mm_tile_fn efn = s->fn[p->ask == 1][0];
+        if (p->panels_outer) {
+            for (int64_t c = 0; c < panels; c++)
+                for (int64_t r0 = 0; r0 < p->rows; r0 += s->R) {
+                    int64_t j0 = c * pw;
+                    if (j0 < full) fn(&q, r0, j0);
+                    else efn(&e, r0, j0);
+                }
+            continue;
+        }
         for (int64_t c0 = 0; c0 < panels; c0 += bp) {
             int64_t c1 = imin(panels, c0 + bp);
             for (int64_t r0 = 0; r0 < p->rows; r0 += s->R)
@@ -727,9 +762,11 @@ typedef struct {
     int64_t mb, pb;   /* row (filter or channel) block and column block */
     int shape;        /* AVX-512 tile shape (conv_native) */
     int64_t serial;   /* distinguishes calls for the per-thread im2col cache */
+    const float *wp;  /* weights packed by symjit_nn_conv_pack (F-vector orientation), or NULL */
     float *xp;        /* implicit GEMM: zero-padded input, planes of Hp x Wp (+ slack) */
     int64_t Hp, Wp;
     const int64_t *koff;
+    int64_t phase_used;   /* bit a * sw + b: some tap reads phase plane (a, b) */
 } conv_job;
 
 static int is_pointwise(const geo_t *g) {
@@ -865,35 +902,174 @@ static void conv_native(conv_job *job) {
     symjit_parallel_for(conv_native_task, outer * tp * tm, 1, argv);
 }
 
-/* Implicit GEMM for 2-D stride-1 convolutions (AVX-512 path): the input is copied once into
- * zero-padded planes of Hp x Wp = (OH + (KH-1) dh) x (OW + (KW-1) dw), and the output is computed
- * Wp columns wide (q = oh * Wp + ow; the columns ow >= OW are discarded as they are stored). Row
- * k = (c, kh, kw) of the GEMM's B is then the padded input shifted by c Hp Wp + kh dh Wp + kw dw:
- * no im2col, the tiles read the input through an offset table. One task = image n, group gi,
- * a block of q, a block of filters. */
+/* F-vector orientation (AVX-512 path) for convolutions with few output positions (the 7x7 and
+ * 14x14 maps of a 224x224 network at batch 1): the tiles run along the filters (F a multiple of
+ * 16: no padded lanes) and broadcast the positions, so P = 49 costs 49 rows instead of 64 padded
+ * columns. The vector operand is the weights transposed into panels of PW filters,
+ * wp[gi][f / PW][k][f % PW] (zero-padded), packed once by symjit_nn_conv_pack when the weights are
+ * constant; the broadcast operand is the im2col matrix (or the input itself for 1x1 stride 1).
+ * Chosen when its padded work is at most 92% of the usual orientation's (the transposed stores
+ * cost a little), 75% where it needs an im2col that the implicit GEMM avoids. Returns the tile
+ * shape, or -1. */
+static int implicit_ok(const geo_t *g);
+
+static int conv_fvec_shape(const geo_t *g) {
+    if (!cpu_has_avx512() || g->Fg < 16) return -1;
+    int64_t cols_n = g->P;
+    if (implicit_ok(g))
+        cols_n = g->out[1] * (g->out[2] + (g->k[2] - 1) * g->dl[2] / g->s[2]);
+    int sn = mm_pick(g->Fg, cols_n), sf = mm_pick(g->P, g->Fg);
+    double margin = is_pointwise(g) ? 0.92 : 0.75;   /* else it pays an im2col the other avoids */
+    if (g_tune[TUNE_CONV] == 5) margin = 10.0;
+    return mm_cost(sf, g->P, g->Fg) <= margin * mm_cost(sn, g->Fg, cols_n) ? sf : -1;
+}
+
+static int64_t conv_fvec_group_floats(const geo_t *g, int shape) {
+    return cdiv(g->Fg, mm_panel(shape)) * mm_panel(shape) * g->Cg * g->KK;
+}
+
+static void conv_fvec_task(int64_t begin, int64_t end, void **argv) {
+    conv_job *job = (conv_job *)argv[0];
+    const geo_t *g = &job->g;
+    const int64_t mb = job->mb, tm = cdiv(g->Fg, mb), Kd = g->Cg * g->KK, PW = mm_panel(job->shape);
+    const int pw = is_pointwise(g);
+    for (int64_t t = begin; t < end; t++) {
+        int64_t mi = t % tm, ng = t / tm, gi = ng % g->G, n = ng / g->G;
+        int64_t m0 = mi * mb, mc = imin(mb, g->Fg - m0), f0 = gi * g->Fg + m0;
+        const float *xg = job->x + (n * g->C + gi * g->Cg) * g->IP;
+        mm_t p;
+        memset(&p, 0, sizeof p);
+        p.K = Kd;
+        if (pw) {
+            p.a = xg;
+        } else {
+            float *cols = scratch(0, (size_t)(Kd * g->P));
+            if (!cols) return;
+            if (t_cols_serial != job->serial || t_cols_tag != ng || t_cols_ptr != cols) {
+                im2col(g, xg, 0, g->Cg, 0, g->P, cols);
+                t_cols_serial = job->serial;
+                t_cols_tag = ng;
+                t_cols_ptr = cols;
+            }
+            p.a = cols;
+        }
+        p.ask = g->P;
+        p.asr = 1;
+        p.b = job->wp + gi * conv_fvec_group_floats(g, job->shape) + (m0 / PW) * Kd * PW;
+        p.bsk = PW;
+        p.bsp = Kd * PW;
+        p.padded = 1;
+        p.panels_outer = 1;
+        p.c = job->y + (n * g->F + f0) * g->P;
+        p.csr = 1;
+        p.csj = g->P;
+        p.bias_j = job->bias ? job->bias + f0 : NULL;
+        p.rows = g->P;
+        p.cols = mc;
+        mm_run(&p, job->shape);
+        run_epilogue_rows(job->epi, job->epi_args, (n * g->F + f0) * g->P, mc, g->P, g->P);
+    }
+}
+
+static void conv_fvec(conv_job *job, int shape) {
+    const geo_t *g = &job->g;
+    const int64_t outer = g->N * g->G, PW = mm_panel(shape);
+    job->shape = shape;
+    int64_t threads = symjit_get_num_threads();
+    double flops = 2.0 * (double)outer * (double)g->Fg * (double)g->P * (double)(g->Cg * g->KK);
+    int64_t want = flops < 2e5 ? 1 : (flops < 2e7 ? threads : 2 * threads);
+    int64_t panels = cdiv(g->Fg, PW), tm = outer >= want ? 1 : imin(cdiv(want, outer), panels);
+    job->mb = cdiv(panels, tm) * PW;
+    tm = cdiv(g->Fg, job->mb);
+    job->serial = atomic_fetch_add(&g_call_serial, 1) + 1;
+    void *argv[1] = {job};
+    symjit_parallel_for(conv_fvec_task, outer * tm, 1, argv);
+}
+
+/* Size in floats of the packed weights the AVX-512 path wants for this (forward, im2col-method)
+ * convolution, 0 if none; with `out`, also packs w (F, C/G, k) into it. Called when the weights
+ * are constant at compile time (lower_conv), so a call pays no packing. */
+static int wnat_ok(const geo_t *g);
+static int64_t wnat_pack_floats(const geo_t *g);
+static void wino_weights(const float *w, int64_t F, int64_t C, int64_t f0, int64_t f1, float *U);
+
+NN_API int64_t symjit_nn_conv_pack(const int64_t *d, const float *w, float *out) {
+    geo_t g = geo_of(d);
+    if (d[22] == 2) {   /* Winograd: U = G g G^T, [16][F][C] */
+        int64_t n = cpu_has_avx512() ? wnat_pack_floats(&g) : 0;
+        if (n > 0 && out) wino_weights(w, g.F, g.C, 0, g.F, out);
+        return n;
+    }
+    if (d[22] != 0) return 0;
+    int shape = conv_fvec_shape(&g);
+    if (shape < 0) return 0;
+    const int64_t PW = mm_panel(shape), Kd = g.Cg * g.KK, per = conv_fvec_group_floats(&g, shape);
+    if (out) {
+        for (int64_t gi = 0; gi < g.G; gi++)
+            mm_pack_panels(w + gi * g.Fg * Kd, Kd, 1, g.Fg, Kd, PW, out + gi * per);
+    }
+    return g.G * per;
+}
+
+/* Implicit GEMM for 2-D convolutions (AVX-512 path). With stride s = (sh, sw), the zero-padded
+ * input is split once into sh x sw phase planes of Hq x Wq, plane (a, b) of channel c holding
+ * padded-input pixel (i sh + a, j sw + b) at (i, j); tap (kh, kw) of the kernel reads phase
+ * (kh dh % sh, kw dw % sw) shifted by (kh dh / sh, kw dw / sw). The output is computed Wq
+ * columns wide (q = oh Wq + ow; columns ow >= OW are discarded as they are stored), so row
+ * k = (c, kh, kw) of the GEMM's B is one phase plane shifted by a constant: no im2col, the tiles
+ * read the planes through an offset table. Hq = OH + (KH-1) dh / sh, Wq = OW + (KW-1) dw / sw;
+ * phases no tap reads (e.g. 1x1 stride 2) are not filled. One task = image n, group gi, a block
+ * of q, a block of filters. */
 static int implicit_ok(const geo_t *g) {
-    return g->in[0] == 1 && g->k[0] == 1 && g->out[0] == 1 && g->s[1] == 1 && g->s[2] == 1 && !is_pointwise(g);
+    return g->in[0] == 1 && g->k[0] == 1 && g->out[0] == 1 && !is_pointwise(g);
+}
+
+/* phase plane (a, b) (Hq x Wq) of one zero-padded input plane x (see conv_implicit); with
+ * `interior_only` the zero border is assumed in place already (same geometry, same buffer) */
+#ifdef NN_HAVE_AVX512
+NN_AVX512 static void copy_stride2_avx512(const float *s, int64_t n, float *d);
+#endif
+
+NN_CLONES
+static void pad_phase_plane(const geo_t *g, const float *x, int64_t a, int64_t b, int64_t Hq, int64_t Wq,
+                            float *d, int interior_only) {
+    const int64_t H = g->in[1], W = g->in[2], ph = g->p[1], pw = g->p[2], sh = g->s[1], sw = g->s[2];
+    /* columns j with 0 <= j sw + b - pw < W: [lo, hi) */
+    const int64_t lo = imin(pw > b ? cdiv(pw - b, sw) : 0, Wq);
+    const int64_t hi = imin(imax(W + pw - b > 0 ? cdiv(W + pw - b, sw) : 0, lo), Wq);
+    for (int64_t i = 0; i < Hq; i++) {
+        float *restrict row = d + i * Wq;
+        int64_t ih = i * sh + a - ph;
+        if (ih < 0 || ih >= H) {
+            if (!interior_only)
+                for (int64_t j = 0; j < Wq; j++) row[j] = 0.0f;
+            continue;
+        }
+        const float *restrict src = x + ih * W + lo * sw + b - pw;
+        if (!interior_only)
+            for (int64_t j = 0; j < lo; j++) row[j] = 0.0f;
+        if (sw == 1) {
+            for (int64_t j = lo; j < hi; j++) row[j] = src[j - lo];
+#ifdef NN_HAVE_AVX512
+        } else if (sw == 2 && native_on()) {
+            copy_stride2_avx512(src, hi - lo, row + lo);
+#endif
+        } else {
+            for (int64_t j = lo; j < hi; j++) row[j] = src[(j - lo) * sw];
+        }
+        if (!interior_only)
+            for (int64_t j = hi; j < Wq; j++) row[j] = 0.0f;
+    }
 }
 
 static void conv_pad_task(int64_t begin, int64_t end, void **argv) {
     conv_job *job = (conv_job *)argv[0];
     const geo_t *g = &job->g;
-    const int64_t H = g->in[1], W = g->in[2], Hp = job->Hp, Wp = job->Wp, ph = g->p[1], pw = g->p[2];
-    for (int64_t t = begin; t < end; t++) {   /* plane t = n * C + c */
-        const float *x = job->x + t * g->IP;
-        float *d = job->xp + t * Hp * Wp;
-        for (int64_t i = 0; i < Hp; i++) {
-            float *row = d + i * Wp;
-            int64_t ih = i - ph;
-            if (ih < 0 || ih >= H) {
-                memset(row, 0, (size_t)Wp * sizeof(float));
-                continue;
-            }
-            int64_t lo = imin(pw, Wp), hi = imin(imax(pw + W, lo), Wp);   /* [lo, hi) from x */
-            memset(row, 0, (size_t)lo * sizeof(float));
-            memcpy(row + lo, x + ih * W + (lo - pw), (size_t)(hi - lo) * sizeof(float));
-            memset(row + hi, 0, (size_t)(Wp - hi) * sizeof(float));
-        }
+    const int64_t sh = g->s[1], sw = g->s[2];
+    for (int64_t t = begin; t < end; t++) {   /* plane t = ((n * C + c) * sh + a) * sw + b */
+        int64_t b = t % sw, a = (t / sw) % sh, nc = t / (sw * sh);
+        if ((job->phase_used >> (a * sw + b)) & 1)
+            pad_phase_plane(g, job->x + nc * g->IP, a, b, job->Hp, job->Wp, job->xp + t * job->Hp * job->Wp, 0);
     }
 }
 
@@ -915,7 +1091,7 @@ static void conv_implicit_task(int64_t begin, int64_t end, void **argv) {
         mm_t p;
         memset(&p, 0, sizeof p);
         p.K = Kd;
-        p.b = job->xp + (n * g->C + gi * g->Cg) * job->Hp * Wp + q0;
+        p.b = job->xp + (n * g->C + gi * g->Cg) * g->s[1] * g->s[2] * job->Hp * Wp + q0;
         p.koff = job->koff;
         p.bsp = mm_panel(job->shape);
         p.padded = 1;
@@ -940,21 +1116,26 @@ static void conv_implicit_task(int64_t begin, int64_t end, void **argv) {
 
 static int conv_implicit(conv_job *job) {
     const geo_t *g = &job->g;
-    const int64_t KH = g->k[1], KW = g->k[2], dh = g->dl[1], dw = g->dl[2];
+    const int64_t KH = g->k[1], KW = g->k[2], dh = g->dl[1], dw = g->dl[2], sh = g->s[1], sw = g->s[2];
     const int64_t OH = g->out[1], OW = g->out[2];
-    const int64_t Hp = OH + (KH - 1) * dh, Wp = OW + (KW - 1) * dw, Q = OH * Wp;
-    const int64_t Kd = g->Cg * g->KK, outer = g->N * g->G;
-    if (Wp < 6) return 0;   /* a vector's 16 positions must span at most 4 output rows (mm_segments) */
+    const int64_t Hp = OH + (KH - 1) * dh / sh, Wp = OW + (KW - 1) * dw / sw, Q = OH * Wp;
+    const int64_t Kd = g->Cg * g->KK, outer = g->N * g->G, S = sh * sw;
+    if (Wp < 6 || S > 16) return 0;   /* a vector's 16 positions span at most 4 output rows (mm_segments) */
     job->shape = mm_pick(g->Fg, Q);
     const int64_t W = mm_panel(job->shape), R = MM_SHAPES[job->shape].R;
-    size_t planes = (size_t)(g->N * g->C * Hp * Wp), slack = (size_t)(W + Wp + (KW - 1) * dw + 16);
+    size_t planes = (size_t)(g->N * g->C * S * Hp * Wp), slack = (size_t)(W + Wp + KW * dw + 16);
     float *xp = scratch(6, planes + slack);
     int64_t *koff = (int64_t *)scratch(7, (size_t)(2 * Kd));
     if (!xp || !koff) return 0;
     memset(xp + planes, 0, slack * sizeof(float));
+    job->phase_used = 0;
     for (int64_t c = 0; c < g->Cg; c++)
         for (int64_t kh = 0; kh < KH; kh++)
-            for (int64_t kw = 0; kw < KW; kw++) koff[(c * KH + kh) * KW + kw] = c * Hp * Wp + kh * dh * Wp + kw * dw;
+            for (int64_t kw = 0; kw < KW; kw++) {
+                int64_t a = kh * dh % sh, b = kw * dw % sw;
+                koff[(c * KH + kh) * KW + kw] = ((c * sh + a) * sw + b) * Hp * Wp + kh * dh / sh * Wp + kw * dw / sw;
+                job->phase_used |= (int64_t)1 << (a * sw + b);
+            }
     job->xp = xp;
     job->Hp = Hp;
     job->Wp = Wp;
@@ -964,7 +1145,7 @@ static int conv_implicit(conv_job *job) {
     double flops = 2.0 * (double)outer * (double)g->Fg * (double)Q * (double)Kd;
     int64_t want = flops < 2e5 ? 1 : (flops < 2e7 ? threads : 2 * threads);
     /* column blocks: B's footprint (channels x (block + kernel rows)) within ~2x CONV_COLUMN_FLOATS */
-    int64_t per = imax(1, (2 * CONV_COLUMN_FLOATS / imax(g->Cg, 1) - (KH - 1) * dh * Wp) / W);
+    int64_t per = imax(1, (2 * CONV_COLUMN_FLOATS / imax(g->Cg * S, 1) - (KH - 1) * dh / sh * Wp) / W);
     int64_t tp = cdiv(panels, imin(per, panels));
     if (outer * tp < want) tp = imax(tp, imin(cdiv(want, outer), imax(1, panels / 2)));
     job->pb = cdiv(panels, tp) * W;
@@ -974,8 +1155,145 @@ static int conv_implicit(conv_job *job) {
     job->mb = cdiv(cdiv(g->Fg, tm), R) * R;
     tm = cdiv(g->Fg, job->mb);
     void *argv[1] = {job};
-    symjit_parallel_for(conv_pad_task, g->N * g->C, imax(1, 16384 / imax(Hp * Wp, 1)), argv);
+    symjit_parallel_for(conv_pad_task, g->N * g->C * S, imax(1, 16384 / imax(Hp * Wp, 1)), argv);
     symjit_parallel_for(conv_implicit_task, outer * tp * tm, 1, argv);
+    return 1;
+}
+
+/* Depthwise (2-D) over the input's phase planes (as conv_implicit, per plane): the output is
+ * computed Wq columns wide, so each tap is one shifted copy of a phase plane and the plane's
+ * whole output is a few long vectorised multiply-adds (rows of 7 or 14 columns vectorise
+ * poorly on their own); the valid columns are then copied out. One task per output plane. */
+#ifdef NN_HAVE_AVX512
+/* one depthwise output plane from its padded phase planes: output row oh, columns [ow, ow + 16)
+ * accumulate the KK taps (tap t reads src + toff[t] + oh * Wq + ow) in registers, four vectors
+ * at a time, and store masked at the row's end */
+NN_AVX512 static void dw_plane_avx512(const float *src, const int64_t *toff, const float *wt, int64_t KK, float b0,
+                                      int64_t OH, int64_t OW, int64_t Wq, float *y) {
+    /* the plane's output vectors (row oh, columns [16 v, 16 v + 16)), eight at a time: eight
+     * independent accumulator chains over the taps keep both FMA pipes busy (reads past a
+     * row's end land in the slack) */
+    const int64_t per_row = cdiv(OW, 16), total = OH * per_row;
+    for (int64_t i0 = 0; i0 < total; i0 += 8) {
+        const float *base[8];
+        float *dst[8];
+        __mmask16 m[8];
+        int64_t cnt = imin(8, total - i0);
+        for (int u = 0; u < 8; u++) {
+            int64_t i = i0 + imin(u, cnt - 1), oh = i / per_row, v = i - oh * per_row;
+            int64_t left = OW - 16 * v;
+            base[u] = src + oh * Wq + 16 * v;
+            dst[u] = y + oh * OW + 16 * v;
+            m[u] = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
+        }
+        __m512 a[8];
+        for (int u = 0; u < 8; u++) a[u] = _mm512_set1_ps(b0);
+        for (int64_t t = 0; t < KK; t++) {
+            __m512 w1 = _mm512_set1_ps(wt[t]);
+            const int64_t o = toff[t];
+            for (int u = 0; u < 8; u++) a[u] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(base[u] + o), a[u]);
+        }
+        for (int u = 0; u < 8; u++)
+            if (u < cnt) _mm512_mask_storeu_ps(dst[u], m[u], a[u]);
+    }
+}
+
+/* d[j] = s[2 j] for j < n (stride-2 row of a phase plane), by deinterleaving pairs of vectors */
+NN_AVX512 static void copy_stride2_avx512(const float *s, int64_t n, float *d) {
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {   /* reads s[2j .. 2j + 30]: the last pair is masked */
+        __mmask16 m1 = (__mmask16)(j + 16 == n ? 0x7FFF : 0xFFFF);
+        __m512 v0 = _mm512_loadu_ps(s + 2 * j), v1 = _mm512_maskz_loadu_ps(m1, s + 2 * j + 16);
+        _mm512_storeu_ps(d + j, _mm512_permutex2var_ps(v0, even, v1));
+    }
+    if (j < n) {
+        int64_t need = 2 * (n - j) - 1;   /* source floats s[2j .. 2j + need) */
+        __mmask16 m0 = need >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << need) - 1u);
+        __mmask16 m1 = need > 16 ? (__mmask16)((1u << (need - 16)) - 1u) : 0;
+        __m512 v0 = _mm512_maskz_loadu_ps(m0, s + 2 * j), v1 = _mm512_maskz_loadu_ps(m1, s + 2 * j + 16);
+        _mm512_mask_storeu_ps(d + j, (__mmask16)((1u << (n - j)) - 1u), _mm512_permutex2var_ps(v0, even, v1));
+    }
+}
+#endif
+
+#define DW_BLOCK 2048   /* wide outputs accumulated at a time (L1) */
+NN_CLONES
+static void conv_depthwise_wide_task(int64_t begin, int64_t end, void **argv) {
+    conv_job *job = (conv_job *)argv[0];
+    const geo_t *g = &job->g;
+    const int64_t OH = g->out[1], OW = g->out[2], KH = g->k[1], KW = g->k[2];
+    const int64_t sh = g->s[1], sw = g->s[2], dh = g->dl[1], dw = g->dl[2];
+    const int64_t Hq = job->Hp, Wq = job->Wp, Q = OH * Wq, S = sh * sw, KK = KH * KW;
+    const int64_t slack = Wq + KW * dw + 32;   /* dw_plane_avx512 reads 16 past a row's start */
+    float *planes = scratch(0, (size_t)(S * Hq * Wq + slack + imin(Q, DW_BLOCK)));
+    if (!planes) return;
+    float *acc = planes + S * Hq * Wq + slack;
+    memset(planes + S * Hq * Wq, 0, (size_t)slack * sizeof(float));
+    int64_t last_c = -1;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t n = t / g->F, f = t % g->F, c = f / g->Fg;
+        if (c != last_c || t == begin) {
+            for (int64_t a = 0; a < sh; a++)
+                for (int64_t b = 0; b < sw; b++)
+                    if ((job->phase_used >> (a * sw + b)) & 1)
+                        pad_phase_plane(g, job->x + (n * g->C + c) * g->IP, a, b, Hq, Wq, planes + (a * sw + b) * Hq * Wq,
+                                        t != begin);
+            last_c = c;
+        }
+        const float *wf = job->w + f * KK;
+        const float b0 = job->bias ? job->bias[f] : 0.0f;
+        float *yp = job->y + (n * g->F + f) * g->P;
+#ifdef NN_HAVE_AVX512
+        if (native_on() && KK <= 64) {
+            int64_t toff[64];
+            for (int64_t kh = 0; kh < KH; kh++)
+                for (int64_t kw = 0; kw < KW; kw++)
+                    toff[kh * KW + kw] = ((kh * dh % sh) * sw + kw * dw % sw) * Hq * Wq + (kh * dh / sh) * Wq + kw * dw / sw;
+            dw_plane_avx512(planes, toff, wf, KK, b0, OH, OW, Wq, yp);
+            if (job->epi) job->epi((n * g->F + f) * g->P, (n * g->F + f + 1) * g->P, job->epi_args);
+            continue;
+        }
+#endif
+        for (int64_t q0 = 0; q0 < Q; q0 += DW_BLOCK) {
+            const int64_t qn = imin(DW_BLOCK, Q - q0);
+            for (int64_t q = 0; q < qn; q++) acc[q] = b0;
+            for (int64_t kh = 0; kh < KH; kh++)
+                for (int64_t kw = 0; kw < KW; kw++) {
+                    const float wv = wf[kh * KW + kw];
+                    const float *restrict src = planes + ((kh * dh % sh) * sw + kw * dw % sw) * Hq * Wq +
+                                                (kh * dh / sh) * Wq + kw * dw / sw + q0;
+                    float *restrict ac = acc;
+#pragma GCC ivdep
+                    for (int64_t q = 0; q < qn; q++) ac[q] += wv * src[q];
+                }
+            /* valid columns of the wide rows in [q0, q0 + qn) */
+            for (int64_t q = q0; q < q0 + qn;) {
+                int64_t oh = q / Wq, ow = q % Wq;
+                int64_t run = imin(Wq - ow, q0 + qn - q);
+                float *restrict dst = yp + oh * OW + ow;
+                const float *restrict src = acc + (q - q0);
+                for (int64_t j = 0; j < imin(run, OW - ow); j++) dst[j] = src[j];
+                q += run;
+            }
+        }
+        if (job->epi) job->epi((n * g->F + f) * g->P, (n * g->F + f + 1) * g->P, job->epi_args);
+    }
+}
+
+static int conv_depthwise_wide(conv_job *job) {
+    const geo_t *g = &job->g;
+    if (!(g->in[0] == 1 && g->k[0] == 1 && g->out[0] == 1)) return 0;
+    const int64_t KH = g->k[1], KW = g->k[2], dh = g->dl[1], dw = g->dl[2], sh = g->s[1], sw = g->s[2];
+    job->Hp = g->out[1] + (KH - 1) * dh / sh;
+    job->Wp = g->out[2] + (KW - 1) * dw / sw;
+    if (sh * sw > 16) return 0;
+    job->phase_used = 0;
+    for (int64_t kh = 0; kh < KH; kh++)
+        for (int64_t kw = 0; kw < KW; kw++) job->phase_used |= (int64_t)1 << ((kh * dh % sh) * sw + kw * dw % sw);
+    void *argv[1] = {job};
+    int64_t work = g->P * g->KK;
+    symjit_parallel_for(conv_depthwise_wide_task, g->N * g->F, imax(1, 16384 / imax(work, 1)), argv);
     return 1;
 }
 
@@ -1256,18 +1574,298 @@ static int conv_winograd(conv_job *job) {
     return 1;
 }
 
-NN_API void symjit_nn_conv(const int64_t *d, const float *x, const float *w, const float *bias, float *y,
-                           symjit_kernel_fn epi, void **epi_args) {
+/* ---------------------------------------------------------------------------------------- */
+/* Fused Winograd F(2x2, 3x3) on the AVX-512 tiles                                           */
+/* ---------------------------------------------------------------------------------------- */
+
+/* 2-D, one group, 3x3, stride 1, dilation 1. The zero-padded input is split once into its four
+ * stride-2 phase planes (Hq x Wq = (TH + 1) x (TW + 1), TH x TW the 2x2 output tiles), so the
+ * 16 inputs of tile (ty, tx) are phase (i & 1, j & 1) at (ty + i / 2, tx + j / 2): for the wide
+ * tile index q = ty Wq + tx (tiles tx = TW are padding) every input of 16 consecutive tiles is
+ * one vector load, and the transforms run 16 tiles per instruction. One task = image n, a block
+ * of whole tile rows (its V = B^T d B and M = U V stay in L2), a block of filters:
+ *   V[xi][c][t]  input transform of the block (16 x C x tb),
+ *   M[xi][f][t]  = U[xi][f][:] . V[xi][:][t]: 16 GEMMs on the tiles (K = C),
+ *   y            = A^T M A + bias, stored 2x2 per tile; the epilogue runs on the block's rows.
+ * U[xi][f][c] = G g G^T is packed once at compile time for constant weights
+ * (symjit_nn_conv_pack), else computed at the start of the call. */
+typedef struct {
+    conv_job *job;
+    const float *U;     /* [16][F][C] */
+    float *xp;          /* phase planes [n][c][2][2][Hq][Wq] (+ slack) */
+    int64_t TH, TW, Hq, Wq, rows, tb, mb;   /* rows: tile rows per block; tb: block width (q, padded) */
+    int shape;
+} wnat_job;
+
+/* U[xi][f][c] (16 x F x C) from w (F, C, 3, 3) for filters [f0, f1) */
+static void wino_weights(const float *w, int64_t F, int64_t C, int64_t f0, int64_t f1, float *U) {
+    for (int64_t f = f0; f < f1; f++)
+        for (int64_t c = 0; c < C; c++) {
+            const float *k = w + (f * C + c) * 9;
+            float t[4][3];   /* G g */
+            for (int j = 0; j < 3; j++) {
+                float a = k[j], b = k[3 + j], e = k[6 + j];
+                t[0][j] = a;
+                t[1][j] = 0.5f * (a + b + e);
+                t[2][j] = 0.5f * (a - b + e);
+                t[3][j] = e;
+            }
+            for (int i = 0; i < 4; i++) {   /* (G g) G^T */
+                float a = t[i][0], b = t[i][1], e = t[i][2];
+                float u[4] = {a, 0.5f * (a + b + e), 0.5f * (a - b + e), e};
+                for (int j = 0; j < 4; j++) U[((int64_t)(i * 4 + j) * F + f) * C + c] = u[j];
+            }
+        }
+}
+
+static void wnat_weight_task(int64_t begin, int64_t end, void **argv) {
+    wnat_job *wj = (wnat_job *)argv[0];
+    const geo_t *g = &wj->job->g;
+    wino_weights(wj->job->w, g->F, g->C, begin, end, (float *)wj->U);
+}
+
+static void wnat_pad_task(int64_t begin, int64_t end, void **argv) {
+    wnat_job *wj = (wnat_job *)argv[0];
+    const geo_t *g = &wj->job->g;
+    geo_t g2 = *g;   /* the phase planes of a stride-2 split */
+    g2.s[1] = g2.s[2] = 2;
+    for (int64_t t = begin; t < end; t++) {   /* plane t = ((n * C + c) * 2 + a) * 2 + b */
+        int64_t b = t & 1, a = (t >> 1) & 1, nc = t >> 2;
+        pad_phase_plane(&g2, wj->job->x + nc * g->IP, a, b, wj->Hq, wj->Wq, wj->xp + t * wj->Hq * wj->Wq, 0);
+    }
+}
+
+/* strides between the 16 transform points of V and M: padded by 3 cache lines so that the 16
+ * streams do not share one L1 set (C tb floats is often a multiple of 4 KiB) */
+static int64_t wnat_vstride(const wnat_job *wj) { return wj->job->g.C * wj->tb + 48; }
+static int64_t wnat_mstride(const wnat_job *wj) { return wj->mb * wj->tb + 48; }
+
+#ifdef NN_HAVE_AVX512
+/* V[xi][c][t] for t < tb (q = q0 + t) from the phase planes of image n */
+NN_AVX512 static void wnat_input(const wnat_job *wj, int64_t n, int64_t q0, float *V) {
+    const geo_t *g = &wj->job->g;
+    const int64_t C = g->C, Hq = wj->Hq, Wq = wj->Wq, tb = wj->tb, PL = Hq * Wq, vs = wnat_vstride(wj);
+    for (int64_t c = 0; c < C; c++) {
+        const float *pc = wj->xp + (n * C + c) * 4 * PL + q0;
+        const float *P00 = pc, *P01 = pc + PL, *P10 = pc + 2 * PL, *P11 = pc + 3 * PL;
+        float *vc = V + c * tb;
+        for (int64_t t = 0; t < tb; t += 16) {
+            /* d[i][j] = P_{i&1, j&1}[q + (i >> 1) Wq + (j >> 1)] */
+#define WLD(i, j) _mm512_loadu_ps(((i) & 1 ? ((j) & 1 ? P11 : P10) : ((j) & 1 ? P01 : P00)) + t + ((i) >> 1) * Wq + ((j) >> 1))
+            __m512 d[4][4];
+            for (int i = 0; i < 4; i++)
+                for (int j = 0; j < 4; j++) d[i][j] = WLD(i, j);
+#undef WLD
+            __m512 r[4][4];   /* B^T d */
+            for (int j = 0; j < 4; j++) {
+                r[0][j] = _mm512_sub_ps(d[0][j], d[2][j]);
+                r[1][j] = _mm512_add_ps(d[1][j], d[2][j]);
+                r[2][j] = _mm512_sub_ps(d[2][j], d[1][j]);
+                r[3][j] = _mm512_sub_ps(d[1][j], d[3][j]);
+            }
+            for (int i = 0; i < 4; i++) {   /* (B^T d) B */
+                float *o = vc + (int64_t)(i * 4) * vs + t;
+                _mm512_storeu_ps(o, _mm512_sub_ps(r[i][0], r[i][2]));
+                _mm512_storeu_ps(o + vs, _mm512_add_ps(r[i][1], r[i][2]));
+                _mm512_storeu_ps(o + 2 * vs, _mm512_sub_ps(r[i][2], r[i][1]));
+                _mm512_storeu_ps(o + 3 * vs, _mm512_sub_ps(r[i][1], r[i][3]));
+            }
+        }
+    }
+}
+
+/* y = A^T M A + bias for filters [f0, f0 + fc) of image n, tiles q0 + t (t < qn): each output row
+ * of 16 tiles is two interleaved vectors, stored by masked segments (valid tiles, clipped to OW) */
+NN_AVX512 static void wnat_output(const wnat_job *wj, int64_t n, int64_t q0, int64_t qn, int64_t f0, int64_t fc,
+                                  const float *M) {
+    const conv_job *job = wj->job;
+    const geo_t *g = &job->g;
+    const int64_t F = g->F, OH = g->out[1], OW = g->out[2], Wq = wj->Wq, TW = wj->TW, tb = wj->tb;
+    const int64_t fstride = wnat_mstride(wj);   /* M[xi][f][t], f relative to f0 */
+    const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+    for (int64_t t = 0; t < qn; t += 16) {
+        /* segments of the 16 tiles: lanes [l0, l1) in tile row ty from column tx0 */
+        int64_t seg_l0[4], seg_l1[4], seg_ty[4], seg_tx[4];
+        int ns = 0;
+        int64_t lanes = imin(16, qn - t), l = 0;
+        while (l < lanes && ns < 4) {
+            int64_t q = q0 + t + l, ty = q / Wq, tx = q - ty * Wq;
+            if (tx >= TW) { l += Wq - tx; continue; }
+            int64_t run = imin(TW - tx, lanes - l);
+            seg_l0[ns] = l; seg_l1[ns] = l + run; seg_ty[ns] = ty; seg_tx[ns] = tx; ns++;
+            l += run;
+        }
+        for (int64_t f = 0; f < fc; f++) {
+            const float *mp = M + f * tb + t;
+            __m512 m[4][4];
+            for (int xi = 0; xi < 16; xi++) m[xi >> 2][xi & 3] = _mm512_loadu_ps(mp + xi * fstride);
+            __m512 a0[4], a1[4];   /* A^T m */
+            for (int j = 0; j < 4; j++) {
+                a0[j] = _mm512_add_ps(_mm512_add_ps(m[0][j], m[1][j]), m[2][j]);
+                a1[j] = _mm512_sub_ps(_mm512_sub_ps(m[1][j], m[2][j]), m[3][j]);
+            }
+            const __m512 b0 = _mm512_set1_ps(job->bias ? job->bias[f0 + f] : 0.0f);
+            __m512 yv[2][2];
+            yv[0][0] = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0[0], a0[1]), a0[2]), b0);
+            yv[0][1] = _mm512_add_ps(_mm512_sub_ps(_mm512_sub_ps(a0[1], a0[2]), a0[3]), b0);
+            yv[1][0] = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a1[0], a1[1]), a1[2]), b0);
+            yv[1][1] = _mm512_add_ps(_mm512_sub_ps(_mm512_sub_ps(a1[1], a1[2]), a1[3]), b0);
+            float *yf = job->y + (n * F + f0 + f) * g->P;
+            for (int i = 0; i < 2; i++) {
+                /* z[0]: tiles 0..7 as (y_i0, y_i1) pairs, z[1]: tiles 8..15 */
+                __m512 z[2] = {_mm512_permutex2var_ps(yv[i][0], lo, yv[i][1]),
+                               _mm512_permutex2var_ps(yv[i][0], hi, yv[i][1])};
+                for (int u = 0; u < ns; u++) {
+                    int64_t oy = 2 * seg_ty[u] + i;
+                    if (oy >= OH) continue;
+                    /* output columns 2 (tx0 + l - l0) + j for lanes l in [l0, l1), clipped to OW */
+                    int64_t c_lo = 2 * seg_l0[u], c_hi = imin(2 * seg_l1[u], 2 * seg_l0[u] + OW - 2 * seg_tx[u]);
+                    float *base = yf + oy * OW + 2 * seg_tx[u] - 2 * seg_l0[u];   /* z lane e -> base[e] */
+                    for (int h = 0; h < 2; h++) {
+                        int64_t e0 = imax(c_lo - 16 * h, 0), e1 = imin(c_hi - 16 * h, 16);
+                        if (e1 <= e0) continue;
+                        __mmask16 mk = (__mmask16)((((1u << (e1 - e0)) - 1u) << e0) & 0xFFFFu);
+                        _mm512_mask_storeu_ps(base + 16 * h, mk, z[h]);
+                    }
+                }
+            }
+        }
+    }
+}
+#endif
+
+static void wnat_task(int64_t begin, int64_t end, void **argv) {
+#ifdef NN_HAVE_AVX512
+    wnat_job *wj = (wnat_job *)argv[0];
+    conv_job *job = wj->job;
+    const geo_t *g = &job->g;
+    const int64_t C = g->C, F = g->F, tb = wj->tb, mb = wj->mb, tm = cdiv(F, mb);
+    const int64_t nblk = cdiv(wj->TH, wj->rows);
+    float *V = scratch(2, (size_t)(16 * wnat_vstride(wj)));
+    float *M = scratch(3, (size_t)(16 * wnat_mstride(wj)));
+    if (!V || !M) return;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t mi = t % tm, nb = t / tm, blk = nb % nblk, n = nb / nblk;
+        int64_t ty0 = blk * wj->rows, ty1 = imin(wj->TH, ty0 + wj->rows);
+        int64_t q0 = ty0 * wj->Wq, qn = (ty1 - ty0) * wj->Wq;
+        int64_t f0 = mi * mb, fc = imin(mb, F - f0);
+        if (t_cols_serial != job->serial || t_cols_tag != nb || t_cols_ptr != V) {
+            wnat_input(wj, n, q0, V);
+            t_cols_serial = job->serial;
+            t_cols_tag = nb;
+            t_cols_ptr = V;
+        }
+        for (int xi = 0; xi < 16; xi++) {
+            mm_t p;
+            memset(&p, 0, sizeof p);
+            p.K = C;
+            p.a = wj->U + ((int64_t)xi * F + f0) * C;
+            p.ask = 1;
+            p.asr = C;
+            p.b = V + (int64_t)xi * wnat_vstride(wj);
+            p.bsk = tb;
+            p.bsp = mm_panel(wj->shape);
+            p.padded = 1;
+            p.c = M + (int64_t)xi * wnat_mstride(wj);
+            p.csr = tb;
+            p.csj = 1;
+            p.rows = fc;
+            p.cols = qn;
+            mm_run(&p, wj->shape);
+        }
+        wnat_output(wj, n, q0, qn, f0, fc, M);
+        if (job->epi) {
+            int64_t r0 = 2 * ty0, r1 = imin(2 * ty1, g->out[1]);
+            run_epilogue_rows(job->epi, job->epi_args, (n * F + f0) * g->P + r0 * g->out[2], fc, g->P,
+                              (r1 - r0) * g->out[2]);
+        }
+    }
+#endif
+}
+
+static int wnat_ok(const geo_t *g) {
+    return g->G == 1 && g->in[0] == 1 && g->k[0] == 1 && g->out[0] == 1 && g->k[1] == 3 && g->k[2] == 3 &&
+           g->s[1] == 1 && g->s[2] == 1 && g->dl[1] == 1 && g->dl[2] == 1;
+}
+
+/* Floats of the precomputed U (16 F C) for a Winograd descriptor, 0 if not applicable. */
+static int64_t wnat_pack_floats(const geo_t *g) {
+    return wnat_ok(g) ? 16 * g->F * g->C : 0;
+}
+
+static int conv_wnat(conv_job *job) {
+    const geo_t *g = &job->g;
+    wnat_job wj;
+    memset(&wj, 0, sizeof wj);
+    wj.job = job;
+    wj.TH = cdiv(g->out[1], 2);
+    wj.TW = cdiv(g->out[2], 2);
+    wj.Hq = wj.TH + 1;
+    wj.Wq = wj.TW + 1;
+    const int64_t C = g->C, F = g->F, PL = wj.Hq * wj.Wq;
+    /* tile rows per block: the least padded GEMM work over the blocks (whole panels per block),
+     * with V and M (16 (C + F) tb floats) within ~1.5 MiB of L2; ties: larger blocks */
+    int64_t wblock = g_tune[TUNE_WBLOCK] > 0 ? g_tune[TUNE_WBLOCK] : 393216;
+    double best = 0.0;
+    for (int64_t r = 1; r <= wj.TH; r++) {
+        int64_t nb = cdiv(wj.TH, r), rr = cdiv(wj.TH, nb), q = rr * wj.Wq;
+        int sh = mm_pick(F, q);
+        int64_t tbr = cdiv(q, mm_panel(sh)) * mm_panel(sh);
+        if (r > 1 && 16 * (C + F) * tbr > wblock) break;
+        double cost = (double)nb * mm_cost(sh, F, q) * (1.0 + 1.0 / (double)rr);   /* + per-block overhead */
+        if (r == 1 || cost <= best) { best = cost; wj.rows = rr; }
+    }
+    int64_t nblk = cdiv(wj.TH, wj.rows);
+    int64_t qn = wj.rows * wj.Wq;
+    wj.shape = mm_pick(F, qn);
+    const int64_t PW = mm_panel(wj.shape), R = MM_SHAPES[wj.shape].R;
+    wj.tb = cdiv(qn, PW) * PW;
+    size_t planes = (size_t)(g->N * C * 4 * PL), slack = (size_t)(wj.tb + 2 * wj.Wq + 64);
+    float *xp = scratch(6, planes + slack);
+    if (!xp) return 0;
+    memset(xp + planes, 0, slack * sizeof(float));
+    wj.xp = xp;
+    int64_t threads = symjit_get_num_threads();
+    int64_t outer = g->N * nblk, want = 2 * threads, tm = 1;
+    if (outer < want) tm = imin(cdiv(want, outer), cdiv(F, R));
+    wj.mb = cdiv(cdiv(F, tm), R) * R;
+    tm = cdiv(F, wj.mb);
+    void *argv[1] = {&wj};
+    if (job->wp) {
+        wj.U = job->wp;
+    } else {
+        float *U = scratch(5, (size_t)(16 * F * C));
+        if (!U) return 0;
+        wj.U = U;
+        symjit_parallel_for(wnat_weight_task, F, 1, argv);
+    }
+    job->serial = atomic_fetch_add(&g_call_serial, 1) + 1;
+    symjit_parallel_for(wnat_pad_task, g->N * C * 4, imax(1, 8192 / imax(PL, 1)), argv);
+    symjit_parallel_for(wnat_task, outer * tm, 1, argv);
+    return 1;
+}
+
+/* symjit_nn_conv with `wp`, the weights packed by symjit_nn_conv_pack (or NULL) */
+NN_API void symjit_nn_conv_packed(const int64_t *d, const float *x, const float *w, const float *wp,
+                                  const float *bias, float *y, symjit_kernel_fn epi, void **epi_args) {
     conv_job job = {d, geo_of(d), x, w, bias, y, epi, epi_args, 0, 0};
+    job.wp = wp;
     void *argv[1] = {&job};
     const geo_t *g = &job.g;
     if (d[22] == 1) {
+        if (g_tune[TUNE_CONV] != 3 && conv_depthwise_wide(&job)) return;
         int padded = g->in[0] == 1 && g->k[0] == 1 && g->out[0] == 1;
         symjit_parallel_for(padded ? conv_depthwise_padded_task : conv_depthwise_task, g->N * g->F, 1, argv);
-    } else if (d[22] == 2 && winograd_ok(g) && conv_winograd(&job)) {
+    } else if (d[22] == 2 && native_on() && g_tune[TUNE_CONV] != 6 && wnat_ok(g) && conv_wnat(&job)) {
+        return;
+    } else if (d[22] == 2 && !native_on() && winograd_ok(g) && conv_winograd(&job)) {
         return;
     } else if (native_on()) {
-        if (!(implicit_ok(g) && conv_implicit(&job))) conv_native(&job);
+        int fv = job.wp && d[22] == 0 ? conv_fvec_shape(g) : -1;
+        if (job.wp && g_tune[TUNE_CONV] == 5) fv = mm_pick(g->P, g->Fg);   /* benchmarks: force it */
+        if (fv >= 0 && g_tune[TUNE_CONV] != 4) conv_fvec(&job, fv);
+        else if (!(g_tune[TUNE_CONV] != 1 && implicit_ok(g) && conv_implicit(&job))) conv_native(&job);
     } else {
         /* column blocks keep the im2col block (K x pb) within ~512 KiB of L2 */
         int64_t Kd = g->Cg * g->KK;
@@ -1275,6 +1873,11 @@ NN_API void symjit_nn_conv(const int64_t *d, const float *x, const float *w, con
         int64_t tasks = g->N * g->G * cdiv(g->Fg, job.mb) * cdiv(g->P, job.pb);
         symjit_parallel_for(conv_gemm_task, tasks, 1, argv);
     }
+}
+
+NN_API void symjit_nn_conv(const int64_t *d, const float *x, const float *w, const float *bias, float *y,
+                           symjit_kernel_fn epi, void **epi_args) {
+    symjit_nn_conv_packed(d, x, w, NULL, bias, y, epi, epi_args);
 }
 
 /* Channels per task when `outer` tasks already exist: enough blocks for every thread (twice

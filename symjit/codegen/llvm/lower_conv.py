@@ -1,22 +1,36 @@
 """Convolution-family lowerings: Convolution, Deconvolution and their backward ops (and
 `_backward_bias`), as calls into runtime/nnkernels.c (see lower_gemm for the mechanism).
 
-Methods (measured in benchmarks/bench_gemm_choices.py):
-  * grouped/plain convolution: im2col of one column block into a per-thread buffer, then
-    sgemm of that block (weights x columns), bias and epilogue applied to the block while it
-    is in cache; 1x1 stride-1 unpadded convolutions skip im2col (the input is the matrix);
-  * 3x3 stride-1 convolutions with enough channels and output tiles: Winograd F(2x2, 3x3)
-    (2.25x fewer multiplications; transforms in C, the 16 products through sgemm);
-  * depthwise (one input channel per group): a direct loop nest, vectorised along the row;
-  * Deconvolution / backward data: sgemm (weights^T x input) into columns, then col2im;
-  * backward weight: im2col per image and sgemm accumulation per channel block.
+Methods (measured in benchmarks/bench_gemm_choices.py). On AVX-512 hosts the kernel library
+runs its own register tiles (lower_gemm); elsewhere GEMMs go to the BLAS:
+  * plain/grouped 2-D convolution, AVX-512: implicit GEMM -- the input split once into
+    zero-padded stride phase planes, the output computed a few columns wide so that every row
+    of the GEMM operand is a shifted plane (no im2col, any stride and dilation); 1x1 stride-1
+    convolutions read the input as the matrix; with constant weights and few output positions
+    (7x7 / 14x14 maps at batch 1) the tiles run along the filters over weights packed at
+    compile time (`pack_weights`);
+  * otherwise (3-D, portable path): im2col of one column block into a per-thread buffer, then
+    a GEMM of that block (weights x columns), bias and epilogue applied to the block in cache;
+  * 3x3 stride-1 convolutions with enough channels and output positions: Winograd F(2x2, 3x3)
+    (2.25x fewer multiplications). AVX-512: fused per block of tile rows (input transform, 16
+    tile GEMMs, output transform while in L2), the transformed weights U packed at compile time
+    when constant; portable: transforms in C, the 16 products through sgemm;
+  * depthwise (one input channel per group): per plane over its padded phase planes, the
+    output computed a few columns wide so each tap is one long vector multiply-add;
+  * Deconvolution / backward data: GEMM (weights^T x input) into columns, then col2im;
+  * backward weight: im2col per image and GEMM accumulation per channel block.
 Layouts stay NCW/NCHW/NCDHW (the frontends' layout; channel-last convolutions run their
 reference). Geometry follows symjit.ops.nn_conv exactly (`_geometry`, `deconv_pad_adj`).
 """
 from __future__ import annotations
 
+import ctypes
+
+import numpy as np
+
 from ...ops import nn_conv as C
-from .lower_gemm import PLANS, NativeCall, lower_planned, shape_of
+from .lower_gemm import (PLANS, NativeCall, add_param, const_value, kernel_library, lower_planned,
+                         native_kernels_available, shape_of)
 from .graph import register_lowering
 
 
@@ -28,22 +42,38 @@ def _pad3(t, fill) -> tuple:
 #: forward convolution methods (descriptor slot 22 of nnkernels.c)
 IM2COL, DEPTHWISE, WINOGRAD = 0, 1, 2
 
-#: Winograd F(2x2, 3x3) needs this many 2x2 output tiles (all images) and channels to beat
-#: im2col + GEMM. Measured (benchmarks/bench_gemm_choices.py --threads 1 --clock cpu, CPU time
-#: of Winograd / im2col): 64 channels 56x56: 1.29 (batch 1), 1.37 (batch 8) -- its 16 GEMMs
-#: have K=64 and the transforms dominate; 128 ch 28x28: 0.90 / 0.90; 256 ch 14x14: 1.14 at
-#: batch 1 (49 tiles), 0.63 at batch 8; 512 ch 7x7: 2.68 at batch 1 (16 tiles: the per-call
-#: weight transform of 16 F C floats dominates), 0.85 at batch 8 (128 tiles).
+#: Portable path (BLAS GEMMs): Winograd F(2x2, 3x3) needs this many 2x2 output tiles (all
+#: images) and channels to beat im2col + GEMM. Measured on a Zen 3 (AVX2) host
+#: (benchmarks/bench_gemm_choices.py --threads 1 --clock cpu, CPU time of Winograd / im2col):
+#: 64 channels 56x56: 1.29 (batch 1), 1.37 (batch 8) -- its 16 GEMMs have K=64 and the
+#: transforms dominate; 128 ch 28x28: 0.90 / 0.90; 256 ch 14x14: 1.14 at batch 1 (49 tiles),
+#: 0.63 at batch 8; 512 ch 7x7: 2.68 at batch 1 (16 tiles: the per-call weight transform of
+#: 16 F C floats dominates), 0.85 at batch 8 (128 tiles).
 WINOGRAD_MIN_TILES = 128
 WINOGRAD_MIN_CHANNELS = 128
+
+#: AVX-512 path (fused Winograd on the tiles vs implicit GEMM): the least channels (input and
+#: output) and output positions per image. Measured on a Zen 5 (AVX-512) host, one thread,
+#: constant weights (bench_gemm_choices.py, Winograd / implicit GEMM time): 64 ch 56x56 0.86
+#: (batch 1), 0.89 (batch 8); 128 ch 28x28 0.70 / 0.72; 256 ch 14x14 0.69 / 0.67; 512 ch 7x7
+#: 1.45 at batch 1 -- its 4x4 tiles per image make 20-column GEMMs and U is 16/9 of the
+#: weights, read on every call.
+WINOGRAD_TILES_MIN_CHANNELS = 64
+WINOGRAD_TILES_MIN_POSITIONS = 100
 
 
 def conv_method(n, c, g, f, kernel, stride, dilate, out_sp) -> int:
     """Forward convolution method for a geometry (measured choices, see module docstring)."""
     if g > 1 and c // g == 1:
         return DEPTHWISE
-    if (g == 1 and len(kernel) == 2 and tuple(kernel) == (3, 3) and tuple(stride) == (1, 1)
-            and tuple(dilate) == (1, 1) and min(c, f) >= WINOGRAD_MIN_CHANNELS
+    if not (g == 1 and len(kernel) == 2 and tuple(kernel) == (3, 3) and tuple(stride) == (1, 1)
+            and tuple(dilate) == (1, 1)):
+        return IM2COL
+    if native_kernels_available():
+        if min(c, f) >= WINOGRAD_TILES_MIN_CHANNELS and out_sp[0] * out_sp[1] >= WINOGRAD_TILES_MIN_POSITIONS:
+            return WINOGRAD
+        return IM2COL
+    if (min(c, f) >= WINOGRAD_MIN_CHANNELS
             and n * ((out_sp[0] + 1) // 2) * ((out_sp[1] + 1) // 2) >= WINOGRAD_MIN_TILES):
         return WINOGRAD
     return IM2COL
@@ -59,7 +89,7 @@ def _channel_first(layout) -> bool:
     return layout is None or layout in ("NCW", "NCHW", "NCDHW")
 
 
-def plan_convolution(attrs, ins, outs):
+def plan_convolution(attrs, ins, outs, ctx=None):
     geo = C._geometry("Convolution", attrs)
     if not _channel_first(geo["layout"]):
         return None
@@ -71,9 +101,37 @@ def plan_convolution(attrs, ins, outs):
     desc = conv_desc(n, c, g, f, xs[2:], geo["kernel"], ys[2:], geo["stride"], geo["dilate"], geo["pad"],
                      method)
     bias = None if attrs["no_bias"] else ins[2]
-    return [NativeCall("symjit_nn_conv", desc, [("desc",), ("v", x), ("v", w),
-                                                 ("v", bias) if bias is not None else ("null",),
-                                                 ("v", outs[0]), ("epi",), ("epi_args",)])]
+    tail = [("v", bias) if bias is not None else ("null",), ("v", outs[0]), ("epi",), ("epi_args",)]
+    packed = pack_weights(desc, const_value(ctx, w))
+    if packed is not None:
+        wp = add_param(ctx, "conv_packed", packed)
+        return [NativeCall("symjit_nn_conv_packed", desc, [("desc",), ("v", x), ("v", w), ("v", wp)] + tail)]
+    return [NativeCall("symjit_nn_conv", desc, [("desc",), ("v", x), ("v", w)] + tail)]
+
+
+plan_convolution.uses_context = True
+
+
+def pack_weights(desc, w) -> np.ndarray | None:
+    """The weights packed for the kernel library's AVX-512 path (nnkernels.c
+    `symjit_nn_conv_pack`: e.g. transposed into panels for convolutions with few output
+    positions) when `w` is a compile-time constant and the library wants them packed, else None.
+    The kernel library decides from the descriptor alone, so the packing made here matches
+    what it expects at run time."""
+    if w is None or w.dtype != np.float32:
+        return None
+    lib = kernel_library()
+    fn = lib.symjit_nn_conv_pack
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    fn.restype = ctypes.c_int64
+    d = np.ascontiguousarray(desc, dtype=np.int64)
+    w = np.ascontiguousarray(w, dtype=np.float32)
+    size = fn(d.ctypes.data, w.ctypes.data, None)
+    if size <= 0:
+        return None
+    out = np.empty(size, np.float32)
+    fn(d.ctypes.data, w.ctypes.data, out.ctypes.data)
+    return out
 
 
 def plan_deconvolution(attrs, ins, outs):

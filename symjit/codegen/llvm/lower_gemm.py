@@ -25,6 +25,7 @@ Only float32 is lowered natively; other dtypes return None (the node runs its re
 from __future__ import annotations
 
 import ctypes
+import functools
 import threading
 from dataclasses import dataclass
 
@@ -34,7 +35,8 @@ from .. import blas
 from .elementwise import ElementwiseSpec, emit_elementwise, kernel_name
 from .graph import DirectCall, LoweringContext, register_lowering
 
-__all__ = ["NativeCall", "emit_native", "bind_native_kernels", "set_native_kernels", "epilogue_spec", "is_f32", "shape_of",
+__all__ = ["NativeCall", "emit_native", "bind_native_kernels", "set_native_kernels", "native_kernels_available",
+           "const_value", "add_param", "epilogue_spec", "is_f32", "shape_of",
            "SMALL_GEMM", "gemm_call"]
 
 #: products with at most this many multiply-adds use the built-in loop nest instead of the BLAS
@@ -46,6 +48,7 @@ SMALL_GEMM = 32768
 C_SIGNATURES = {
     "symjit_nn_gemm": ["ptr"] * 7,
     "symjit_nn_conv": ["ptr"] * 7,
+    "symjit_nn_conv_packed": ["ptr"] * 8,
     "symjit_nn_conv_bwd_data": ["ptr"] * 7,
     "symjit_nn_conv_bwd_weight": ["ptr"] * 4,
     "symjit_nn_bias_bwd": ["i64", "i64", "i64", "ptr", "ptr"],
@@ -85,6 +88,35 @@ def bind_native_kernels(use_blas: bool = True, small_gemm: int = SMALL_GEMM) -> 
 # --------------------------------------------------------------------------------------------
 # Shared helpers
 # --------------------------------------------------------------------------------------------
+
+def const_value(ctx: LoweringContext | None, v) -> np.ndarray | None:
+    """The compile-time value of `v` if a `_const` node of the graph produces it, else None."""
+    if ctx is None:
+        return None
+    table = ctx.__dict__.get("_const_values")
+    if table is None:
+        table = {n.outputs[0]: n.attrs["value"] for n in ctx.graph.nodes if n.op.name == "_const"}
+        ctx.__dict__["_const_values"] = table
+    return table.get(v)
+
+
+def add_param(ctx: LoweringContext, name: str, array: np.ndarray):
+    """A new constant parameter of the compiled graph (e.g. weights packed at compile time for
+    the kernel library), passed to the code by pointer like the graph's `_const` values."""
+    from ...ir.graph import TensorType, Value
+    array = np.ascontiguousarray(array)
+    array.setflags(write=False)
+    v = Value(f"__param{len(ctx.placement.params)}_{name}", TensorType(tuple(array.shape), array.dtype.name))
+    ctx.placement.where[v] = ("param", len(ctx.placement.params))
+    ctx.placement.params.append((v.name, array))
+    return v
+
+
+def kernel_library():
+    """ctypes handle of the kernel library (symjit._runtime), for compile-time helpers."""
+    from ... import _runtime
+    return ctypes.CDLL(_runtime.__file__)
+
 
 def is_f32(*values) -> bool:
     return all(v.type.known and np.dtype(v.type.dtype) == np.float32 for v in values)
@@ -209,6 +241,15 @@ def set_native_kernels(mode: int = -1) -> bool:
     return bool(fn(int(mode)))
 
 
+@functools.lru_cache(maxsize=None)
+def native_kernels_available() -> bool:
+    """Whether the kernel library's AVX-512 tiles run on this CPU (the path its defaults, and
+    the measured choices of lower_conv, assume)."""
+    fn = kernel_library().symjit_nn_native_available
+    fn.restype = ctypes.c_int64
+    return bool(fn())
+
+
 _ONCE = []
 
 
@@ -331,10 +372,18 @@ def lower_planned(node, ctx: LoweringContext):
         return None
     if any(_size(shape_of(v)) == 0 for v in list(node.inputs) + list(node.outputs)):
         return None
-    calls = PLANS[node.op.name](node.attrs, list(node.inputs), list(node.outputs))
+    calls = _call_plan(PLANS[node.op.name], node.attrs, list(node.inputs), list(node.outputs), ctx)
     if calls is None:
         return None
     return emit_native(ctx, calls)
+
+
+def _call_plan(plan, attrs, ins, outs, ctx):
+    """plan(attrs, ins, outs), with ctx=ctx for plans that use the lowering context (marked
+    `uses_context`, e.g. to pack constant weights at compile time)."""
+    if getattr(plan, "uses_context", False):
+        return plan(attrs, ins, outs, ctx=ctx)
+    return plan(attrs, ins, outs)
 
 
 @register_lowering("_with_epilogue")
@@ -351,7 +400,7 @@ def lower_with_epilogue(node, ctx: LoweringContext):
     epi = epilogue_spec(node)
     if epi is None:
         return None
-    calls = plan(a["inner_attrs"], inner_in, [node.outputs[0]])
+    calls = _call_plan(plan, a["inner_attrs"], inner_in, [node.outputs[0]], ctx)
     if calls is None or len(calls) != 1 or ("epi",) not in calls[0].args:
         return None
     return emit_native(ctx, calls, epi)
