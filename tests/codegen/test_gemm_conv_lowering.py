@@ -239,9 +239,13 @@ POOL_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", POOL_CASES)
+@pytest.mark.parametrize("case", POOL_CASES + [
+    ((2, 7, 7, 7), {"kernel": (7, 7)}),                                    # global by its kernel
+    ((1, 3, 30, 31), {"kernel": (3, 2), "stride": (3, 1), "pad": (1, 1), "pooling_convention": "full"}),
+    ((1, 2, 5, 40), {"kernel": (5, 5), "stride": (1, 4), "pad": (2, 2)}),
+])
 @pytest.mark.parametrize("ptype", ["max", "avg", "sum"])
-def test_pooling(case, ptype):
+def test_pooling(case, ptype, kernel_path):
     xs, attrs = case
     _check(_graph("Pooling", [("x", xs)], dict(attrs, pool_type=ptype)))
 
