@@ -36,7 +36,8 @@ def _values(dt: str, seed: int, n: int = 64) -> np.ndarray:
     if np.dtype(dt).kind == "f":
         return np.concatenate([_F_SPECIAL, rng.uniform(-4, 4, n - len(_F_SPECIAL))]).astype(dt)
     info = np.iinfo(dt)
-    special = [x for x in (0, 1, -1, 2, -2, 3, 7, -7, info.max, info.max - 1, info.min + 1) if info.min <= x <= info.max]
+    special = [x for x in (0, 1, -1, 2, -2, 3, 7, -7, info.max, info.max - 1, info.min + 1)
+               if info.min <= x <= info.max]
     rest = rng.integers(max(info.min + 1, -100), min(info.max, 100), n - len(special))
     return np.concatenate([np.array(special, dtype=np.int64), rest]).astype(dt)
 
@@ -63,8 +64,8 @@ def _cases(dt: str):
 
 
 @needs_cxx
-@pytest.mark.parametrize("dt", ["float32", "int32",
-                                *(pytest.param(d, marks=pytest.mark.slow) for d in ("float64", "int64", "int8", "uint8"))])
+@pytest.mark.parametrize("dt", ["float32", "int32", *(pytest.param(d, marks=pytest.mark.slow)
+                                                      for d in ("float64", "int64", "int8", "uint8"))])
 def test_every_primitive_matches_the_reference(dt, tmp_path):
     a, b = _values(dt, 1), _values(dt, 2)[::-1].copy()
     c = (np.arange(a.size) % 9).astype(dt)          # small non-negative exponents for integer pow

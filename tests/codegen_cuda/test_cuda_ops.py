@@ -247,6 +247,15 @@ def test_single_element_copies(tmp_path):
     _check(net, tmp_path)
 
 
+def test_kernel_inputs_the_expressions_do_not_read(tmp_path):
+    """x - x simplifies to 0 but x stays a kernel input: no index variables for it."""
+    net = Net("unread")
+    x, row = net.input("x", (3, 4)), net.input("row", (1, 4))
+    d, = net.op("elemwise_sub", [x, x])
+    net.output(*net.op("broadcast_add", [d, row]))
+    _check(net, tmp_path)
+
+
 def test_integer_elementwise_graph(tmp_path):
     net = Net("ints")
     a = net.input("a", (4, 6), "int32", -20, 20)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...base import MXNetError
+from ...ops import scalar as S
 from ...ops.registry import Elementwise
 from ..llvm.elementwise import ElementwiseSpec, simplify_index_space
 from .expr import ExprEmitter, check_dtype, convert, ctype
@@ -50,7 +51,8 @@ def grid_stride_loop(var: str, n: int) -> str:
 
 def index_offsets(idx: str, out_shape, in_shapes, prefix: str) -> tuple[list[str], list[str]]:
     """(C statements, offset expression per input) of the element each input (broadcast to
-    `out_shape`) holds at flat output index `idx`."""
+    `out_shape`) holds at flat output index `idx`. Every index variable the statements declare
+    is used by some offset (pass shape () for an input that is not read: offset 0)."""
     shape, strides = simplify_index_space(tuple(out_shape), [tuple(s) for s in in_shapes])
     if len(shape) <= 1:
         return [], [idx if shape and st[0] else "0" for st in strides]
@@ -99,7 +101,9 @@ def elementwise_launch(ctx: LoweringContext, spec: ElementwiseSpec, args: list) 
     n_in = len(spec.in_dtypes)
     params = [(f"const {ctype(dt)} *", f"in{k}") for k, dt in enumerate(spec.in_dtypes)]
     params += [(f"{ctype(dt)} *", f"out{j}") for j, dt in enumerate(spec.out_dtypes)]
-    lines, offs = index_offsets("i", spec.out_shape, spec.in_shapes, "x")
+    read = set().union(*(S.inputs_of(e) for e in spec.exprs))      # inputs the expressions use
+    lines, offs = index_offsets("i", spec.out_shape, [s if k in read else () for k, s in enumerate(spec.in_shapes)],
+                                "x")
     em = ExprEmitter(spec.compute_dtype, spec.in_dtypes, lambda k: f"in{k}[{offs[k]}]")
     values = [em.gen(e) for e in spec.exprs]
     stores = [f"out{j}[i] = {convert(v, dt, spec.out_dtypes[j])};" for j, (v, dt) in enumerate(values)]

@@ -63,8 +63,8 @@ def build_emulated(plan: LaunchPlan, out_dir: str | os.PathLike, opt: str = "-O1
     for src, lang in ((cu, "c++"), (blob_c, "c"), (rt / "errors.c", "c")):
         obj = out_dir / f"{base}_{src.stem}.o"
         if lang == "c++":
-            cmd = [cxx, "-std=c++17", opt, *(["-Wall", "-Wextra", "-Wno-unused-parameter", "-Werror"] if strict else []),
-                   "-fPIC", "-fvisibility=hidden", "-DSYMJIT_CUDA_EMULATION",
+            warn = ["-Wall", "-Wextra", "-Wno-unused-parameter", "-Werror"] if strict else []
+            cmd = [cxx, "-std=c++17", opt, *warn, "-fPIC", "-fvisibility=hidden", "-DSYMJIT_CUDA_EMULATION",
                    f"-I{rt}", "-include", str(rt / "cuda_host_emu.h"), "-x", "c++", str(src), "-c", "-o", str(obj)]
         else:
             cmd = [cc, "-O1", "-fPIC", "-fvisibility=hidden", f"-I{rt}", str(src), "-c", "-o", str(obj)]

@@ -102,7 +102,9 @@ class Epilogue:
         for x in self.extras + self.outputs:
             if check_dtype(x.type.dtype) != self.dtype:
                 raise MXNetError(f"cuda codegen: epilogue value {x.name!r} is {x.type.dtype}, expected {self.dtype}")
-        lines, offs = index_offsets(o, out_shape, [_shape(x) for x in self.extras], "eo")
+        read = set().union(*(S.inputs_of(e) for e in self.exprs))
+        lines, offs = index_offsets(o, out_shape, [_shape(x) if k + 1 in read else ()
+                                                   for k, x in enumerate(self.extras)], "eo")
         em = ExprEmitter(self.dtype, (self.dtype,) * (1 + len(self.extras)),
                          lambda k: v if k == 0 else f"ex{k - 1}[{offs[k - 1]}]", prefix="y")
         vals = [em.gen(e) for e in self.exprs]

@@ -39,7 +39,8 @@ def _shape(v) -> tuple:
 def _float(node, *values) -> str:
     dts = {check_dtype(v.type.dtype, f"node {node.name!r} value {v.name!r}") for v in values}
     if len(dts) != 1 or next(iter(dts)) not in ("float32", "float64"):
-        raise MXNetError(f"cuda codegen: {node.op.name} needs float32 or float64 values of one dtype, got {sorted(dts)}")
+        raise MXNetError(f"cuda codegen: {node.op.name} needs float32 or float64 values of one dtype, "
+                         f"got {sorted(dts)}")
     return dts.pop()
 
 
@@ -53,7 +54,8 @@ def lower_pooling(node, ctx: LoweringContext) -> list:
     x, y = node.inputs[0], node.outputs[0]
     attrs = node.attrs
     if attrs["layout"] not in (None, "NCW", "NCHW", "NCDHW"):
-        raise MXNetError(f"cuda codegen: Pooling with layout {attrs['layout']} has no CUDA lowering (channel-first only)")
+        raise MXNetError(f"cuda codegen: Pooling with layout {attrs['layout']} has no CUDA lowering "
+                         "(channel-first only)")
     dt = _float(node, x, y)
     T = ctype(dt)
     xs, ys = _shape(x), _shape(y)

@@ -270,14 +270,14 @@ def softmax_launch(ctx: LoweringContext, outer: int, n: int, inner: int, src, ds
     col = [f"const {I} *xc = X + (q / {inner}) * {n * inner} + q % {inner};",
            f"{O} *yc = Y + (q / {inner}) * {n * inner} + q % {inner};"]
     zk = z("k")
+    xk = convert(f"xc[k * {inner}]", it, ct)
     value = f"(double){zk} - ls" if log else f"(double)exp{f}({zk}) / s"
     write = f"yc[(k) * {inner}] = {convert(value, 'float64', ot)};"
     neg = "-" if negate else ""
     if n <= SOFTMAX_THREAD_MAX:
         lines = [grid_stride_loop("q", cols) + " {"] + ["    " + s for s in col]
         lines += [f"    {C_} mx = {literal(float('-inf'), ct)};",
-                  f"    for (int64_t k = 0; k < {n}; ++k) {{ const {C_} v = {neg}{convert('xc[k * ' + str(inner) + ']', it, ct)};"
-                  f" mx = v > mx ? v : mx; }}",
+                  f"    for (int64_t k = 0; k < {n}; ++k) {{ const {C_} v = {neg}{xk}; mx = v > mx ? v : mx; }}",
                   "    double s = 0.0;",
                   f"    for (int64_t k = 0; k < {n}; ++k) s += (double)exp{f}({z('k')});"]
         if log:
@@ -290,11 +290,11 @@ def softmax_launch(ctx: LoweringContext, outer: int, n: int, inner: int, src, ds
              "const int t = (int)threadIdx.x;",
              f"for (int64_t q = blockIdx.x; q < {cols}; q += gridDim.x) {{"] + ["    " + s for s in col]
     lines += [f"    {C_} m = {literal(float('-inf'), ct)};",
-              f"    for (int64_t k = t; k < {n}; k += {THREADS}) {{ const {C_} v = {neg}"
-              f"{convert('xc[k * ' + str(inner) + ']', it, ct)}; m = v > m ? v : m; }}",
+              f"    for (int64_t k = t; k < {n}; k += {THREADS}) {{ const {C_} v = {neg}{xk}; m = v > m ? v : m; }}",
               "    smax[t] = m;", "    __syncthreads();",
               f"    for (int s2 = {THREADS // 2}; s2 > 0; s2 >>= 1) {{",
-              "        if (t < s2 && smax[t + s2] > smax[t]) smax[t] = smax[t + s2];", "        __syncthreads();", "    }",
+              "        if (t < s2 && smax[t + s2] > smax[t]) smax[t] = smax[t + s2];",
+              "        __syncthreads();", "    }",
               f"    const {C_} mx = smax[0];", "    double part = 0.0;",
               f"    for (int64_t k = t; k < {n}; k += {THREADS}) part += (double)exp{f}({z('k')});",
               "    ssum[t] = part;", "    __syncthreads();",

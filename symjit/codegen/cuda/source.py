@@ -118,7 +118,8 @@ def _host_side(plan: LaunchPlan) -> list[str]:
 
     def arr(ctype: str, var: str, values) -> str:
         values = list(values)
-        return f"static const {ctype} {var}[{max(len(values), 1)}] = {{{', '.join(str(int(x)) for x in values) or '0'}}};"
+        items = ", ".join(str(int(x)) for x in values) or "0"
+        return f"static const {ctype} {var}[{max(len(values), 1)}] = {{{items}}};"
 
     # the parameter block (allocated at initialization), and the host entry's block:
     # input staging | output staging | arena, each 256-byte aligned (allocated at its first call)
@@ -187,10 +188,12 @@ def _host_side(plan: LaunchPlan) -> list[str]:
           "    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);",
           "    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);",
           f"    if (major < {major})",
-          f"        return symjit_set_error(SYMJIT_ERR_UNSUPPORTED, \"graph %s (CUDA): device %d has compute capability "
-          f"%d.%d; the library needs >= {major}.{minor}\", {_c_string(name)}, dev, major, minor);",
+          "        return symjit_set_error(SYMJIT_ERR_UNSUPPORTED,",
+          f"                                \"graph %s (CUDA): device %d has compute capability %d.%d; the library \"",
+          f"                                \"needs >= {major}.{minor}\", {_c_string(name)}, dev, major, minor);",
           "    void *params = 0;",
-          "    if ((err = cudaMalloc(&params, SJ_PARAM_BYTES)) != cudaSuccess) return sj_fail(err, \"allocating device memory\");",
+          "    if ((err = cudaMalloc(&params, SJ_PARAM_BYTES)) != cudaSuccess)",
+          "        return sj_fail(err, \"allocating device memory\");",
           "    cudaStream_t stream;",
           "    if ((err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)) != cudaSuccess) {",
           "        cudaFree(params);",
@@ -210,7 +213,8 @@ def _host_side(plan: LaunchPlan) -> list[str]:
           "    for (int k = 0; k < SJ_N_PARAMS; k++) {",
           "        if (sj_st.uploaded[k] == params[k]) continue;",
           "        cudaError_t err = cudaMemcpyAsync(sj_st.params + sj_param_offsets[k], params[k],",
-          "                                          (size_t)sj_param_nbytes[k], cudaMemcpyHostToDevice, sj_st.stream);",
+          "                                          (size_t)sj_param_nbytes[k], cudaMemcpyHostToDevice,",
+          "                                          sj_st.stream);",
           "        if (err != cudaSuccess) return sj_fail(err, \"copying parameters to the device\");",
           "        sj_st.uploaded[k] = 0;",
           "        copied = 1;",
@@ -246,8 +250,8 @@ def _host_side(plan: LaunchPlan) -> list[str]:
           "            rc = sj_fail(err, \"copying inputs to the device\");",
           "    if (rc == SYMJIT_OK) rc = sj_plan(sj_st.in, sj_st.out, sj_st.params, sj_st.ws, sj_st.stream);",
           "    for (int k = 0; rc == SYMJIT_OK && k < SJ_N_OUT; k++)",
-          "        if ((err = cudaMemcpyAsync(outputs[k], sj_st.out[k], (size_t)sj_out_nbytes[k], cudaMemcpyDeviceToHost,",
-          "                                   sj_st.stream)) != cudaSuccess)",
+          "        if ((err = cudaMemcpyAsync(outputs[k], sj_st.out[k], (size_t)sj_out_nbytes[k],",
+          "                                   cudaMemcpyDeviceToHost, sj_st.stream)) != cudaSuccess)",
           "            rc = sj_fail(err, \"copying outputs from the device\");",
           "    if (sj_st.device >= 0 && (err = cudaStreamSynchronize(sj_st.stream)) != cudaSuccess && rc == SYMJIT_OK)",
           "        rc = sj_fail(err, \"running the kernels\");",
@@ -271,11 +275,14 @@ def _host_side(plan: LaunchPlan) -> list[str]:
           "    pthread_mutex_unlock(&sj_lock);",
           "    return rc;",
           "}", "",
-          "SYMJIT_API int32_t symjit_cuda_run(void *const *inputs, void *const *outputs, void *workspace, void *stream) {",
+          "SYMJIT_API int32_t symjit_cuda_run(void *const *inputs, void *const *outputs, void *workspace,",
+          "                                   void *stream) {",
           "    symjit_clear_error();",
           "    if (workspace == 0 && SJ_WORKSPACE_BYTES > 0)",
-          f"        return symjit_set_error(SYMJIT_ERR_INVALID_ARGUMENT, \"graph %s (CUDA): symjit_cuda_run needs a device "
-          f"workspace of %lld bytes\", {_c_string(name)}, (long long)SJ_WORKSPACE_BYTES);",
+          "        return symjit_set_error(SYMJIT_ERR_INVALID_ARGUMENT,",
+          "                                \"graph %s (CUDA): symjit_cuda_run needs a device workspace of \"",
+          "                                \"%lld bytes\",",
+          f"                                {_c_string(name)}, (long long)SJ_WORKSPACE_BYTES);",
           "    int32_t rc = symjit_cuda_init();",
           "    if (rc != SYMJIT_OK) return rc;",
           "    return sj_plan(inputs, outputs, sj_st.params, (unsigned char *)workspace, (cudaStream_t)stream);",
@@ -306,8 +313,10 @@ def _host_side(plan: LaunchPlan) -> list[str]:
           "    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);",
           "    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);",
           f"    if (major < {major}) {{",
-          f"        snprintf(sj_check_msg, sizeof sj_check_msg, \"symjit CUDA library %s: device %d has compute capability "
-          f"%d.%d, the library needs >= {major}.{minor} (built for {', '.join(ARCHS)})\", {_c_string(name)}, dev, major, minor);",
+          "        snprintf(sj_check_msg, sizeof sj_check_msg,",
+          f"                 \"symjit CUDA library %s: device %d has compute capability %d.%d, the library needs \"",
+          f"                 \">= {major}.{minor} (built for {', '.join(ARCHS)})\",",
+          f"                 {_c_string(name)}, dev, major, minor);",
           "        return sj_check_msg;",
           "    }",
           "    return 0;",
