@@ -182,6 +182,15 @@ def _broadcast_when_initialized(param, root_rank: int, tag: str) -> None:
     param._init_impl = wrapped
 
 
+def _reduction_buffer(grad: np.ndarray) -> np.ndarray:
+    """Where a parameter's gradients are summed and allreduced: the first gradient itself when
+    it is C-contiguous and writeable (no copy; every gradient is overwritten with the result
+    anyway), else a C-contiguous copy of it."""
+    if grad.flags.c_contiguous and grad.flags.writeable:
+        return grad
+    return np.array(grad, copy=True, order="C")
+
+
 def _make_trainer_class():
     from .gluon.trainer import Trainer
 
@@ -208,7 +217,7 @@ def _make_trainer_class():
                 if param.grad_req == "null":
                     continue
                 grads = param.list_grad()
-                acc = np.array(grads[0]._data, copy=True, order="C")
+                acc = _reduction_buffer(grads[0]._data)
                 for g in grads[1:]:
                     acc += g._data
                 if self._predivide != 1.0:
@@ -221,7 +230,8 @@ def _make_trainer_class():
                 if self._predivide != 1.0:
                     acc *= acc.dtype.type(self._predivide)
                 for g in grads:
-                    g._data[...] = acc
+                    if g._data is not acc:
+                        g._data[...] = acc
 
     return DistributedTrainer
 

@@ -6,17 +6,20 @@
   collectives over a duplicate of MPI_COMM_WORLD through mpi4py (imported only then);
 * `LocalComm` otherwise: a 1-process group whose collectives return their input.
 
-Never hang forever. Every MPI operation runs on a helper thread (blocking calls, which MPICH
-progresses fastest; one at a time, so collectives keep their order) while the calling thread
-waits for it until a deadline of `SYMJIT_KV_TIMEOUT` seconds (default 300) from its start; an
-operation still pending then raises MXNetError naming it, and the communicator becomes unusable
-(every later operation raises at once: the workers' collective sequences can no longer be
-matched). Under `symjit launch` a worker that dies leaves a note in the launch directory and
-the others fail at once, not at the deadline. A watchdog thread ends the process (exit status
-1, with a message on stderr) if an operation outlives its deadline by a grace period anyway; at
-exit a polled barrier precedes MPI_Finalize (itself under faulthandler's C-level timer, since
-it holds the GIL), and a process whose group broke, or that ends with an uncaught exception,
-skips both, so its peers fail fast instead of waiting.
+Never hang forever. Every MPI operation is a non-blocking one into the caller's buffers,
+started and completed by the calling thread (so collectives keep the program's order; and MPI
+never matches a blocking collective with a non-blocking one, so none may be blocking). `_wait`
+polls its requests: without pause at first (MPI progresses only inside the polls; most
+collectives complete within the spin), then with short sleeps, so a worker that waits for a
+late or stalled peer leaves its core to others. An operation still pending `SYMJIT_KV_TIMEOUT`
+seconds (default 300) after its start raises MXNetError naming it, and the communicator becomes
+unusable (every later operation raises at once: the workers' collective sequences can no longer
+be matched). Under `symjit launch` a worker that dies leaves a note in the launch directory and
+the others fail as soon as they see it, not at the deadline. A watchdog thread ends the process
+(exit status 1, with a message on stderr) if an operation outlives its deadline by a grace
+period anyway; at exit a polled barrier precedes MPI_Finalize (itself under faulthandler's
+C-level timer, since it holds the GIL), and a process whose group broke, or that ends with an
+uncaught exception, skips both, so its peers fail fast instead of waiting.
 
 The timeout bounds how long a worker waits for the others at one collective, so it must be
 longer than the longest time workers may drift apart between two collectives.
@@ -26,14 +29,13 @@ from __future__ import annotations
 import atexit
 import faulthandler
 import hashlib
+import itertools
 import os
 import pickle
-import queue
 import socket
 import sys
 import threading
 import time
-from contextlib import contextmanager
 
 import numpy as np
 
@@ -44,6 +46,15 @@ __all__ = ["get", "kv_timeout", "launched_size", "Communicator", "LocalComm", "M
 ENV_TIMEOUT = "SYMJIT_KV_TIMEOUT"
 ENV_LAUNCH_DIR = "SYMJIT_LAUNCH_DIR"
 DEFAULT_TIMEOUT = 300.0
+#: `MPIComm._wait` polls its requests without pause for this long (seconds) ...
+SPIN_S = 0.01
+#: ... then sleeps between polls, starting at SLEEP_MIN_S and doubling up to SLEEP_MAX_S
+SLEEP_MIN_S = 50e-6
+SLEEP_MAX_S = 0.001
+#: ... until a poll takes longer than this: it moved data, so polling without pause resumes
+BUSY_TEST_S = 50e-6
+#: seconds between two looks for the launcher's notes of dead workers, while waiting
+PEER_CHECK_S = 0.2
 #: reduction operations by name
 OPS = ("sum", "min", "max", "prod")
 
@@ -85,36 +96,38 @@ class _Watchdog:
     """Ends the process when a guarded operation outlives its deadline by a grace period.
 
     Guarded operations normally raise by themselves at their deadline; the watchdog is the
-    last resort for code that cannot poll (a blocking MPI call inside MPI_Finalize)."""
+    last resort for code that cannot poll (a blocking MPI call inside MPI_Finalize).
+    Every operation arms it, so `arm` and `disarm` take no lock (one dict operation each,
+    atomic under the GIL); the lock only starts the thread once."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._active: dict[int, tuple[float, str]] = {}
-        self._next = 0
+        self._tokens = itertools.count()
         self._thread: threading.Thread | None = None
 
-    @contextmanager
-    def guard(self, what: str, timeout: float):
-        grace = max(5.0, 0.25 * timeout)
+    def arm(self, what: str, timeout: float) -> int:
+        """Watch the operation `what` from now on; the token to `disarm` it with."""
+        if self._thread is None:
+            self._start()
+        token = next(self._tokens)
+        self._active[token] = (time.monotonic() + timeout + max(5.0, 0.25 * timeout), what)
+        return token
+
+    def disarm(self, token: int) -> None:
+        self._active.pop(token, None)
+
+    def _start(self) -> None:
         with self._lock:
-            token = self._next
-            self._next += 1
-            self._active[token] = (time.monotonic() + timeout + grace, what)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="symjit-kv-watchdog", daemon=True)
                 self._thread.start()
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._active.pop(token, None)
 
     def _run(self) -> None:
         while True:
             time.sleep(0.25)
             now = time.monotonic()
-            with self._lock:
-                late = [what for deadline, what in self._active.values() if now > deadline]
+            late = [what for deadline, what in list(self._active.values()) if now > deadline]
             if late:
                 try:
                     sys.stdout.flush()
@@ -224,7 +237,7 @@ class MPIComm(Communicator):
         self._broken: str | None = None
         self._launch_dir = os.environ.get(ENV_LAUNCH_DIR) or None
         self._next_peer_check = 0.0
-        self._wait_queue = None
+        self._abandoned: list = []  # requests of failed operations (see _wait)
         world = MPI.COMM_WORLD
         world.Set_errhandler(MPI.ERRORS_RETURN)
         self.rank = world.Get_rank()
@@ -277,70 +290,96 @@ class MPIComm(Communicator):
         return notes
 
     def _wait(self, reqs: list, what: str) -> None:
-        """Complete `reqs`; MXNetError at the deadline, on an MPI error, or when a peer worker is
-        known to have died. After a short spin, the requests are completed by MPI_Waitall on a
-        helper thread (MPICH progresses a request much faster inside Wait than through repeated
-        Tests) while this thread watches the deadline and the launcher's failure notes."""
+        """Complete the requests `reqs` (started by this thread); MXNetError at the deadline, on
+        an MPI error, or when a peer worker is known to have died.
+
+        Invariants: returns only once every request completed. Otherwise the group is broken
+        (`check` raises from then on: the workers' sequences of operations no longer match),
+        and the pending requests stay referenced by `_abandoned`, so neither they nor their
+        buffers are freed while MPI may still use them."""
         self.check()
         MPI = self.MPI
-        start = time.monotonic()
+        test = reqs[0].Test if len(reqs) == 1 else (lambda: MPI.Request.Testall(reqs))
+        token = WATCHDOG.arm(what, self.timeout)
         try:
-            while time.monotonic() - start < 0.0005:
-                if MPI.Request.Testall(reqs):
-                    return
-        except MPI.Exception as e:
-            self._fail(f"{what} failed on rank {self.rank}: MPI error: {e.Get_error_string()}")
-        self._call(lambda: MPI.Request.Waitall(reqs), what, start)
+            self._poll(test, what)
+        except BaseException as e:  # a failure, or an interruption (KeyboardInterrupt)
+            self._abandoned.append(reqs)
+            if isinstance(e, MPI.Exception):
+                self._fail(f"{what} failed on rank {self.rank}: MPI error: {e.Get_error_string()}")
+            if self._broken is None:
+                self._broken = f"{what} was interrupted on rank {self.rank}"
+            raise
+        finally:
+            WATCHDOG.disarm(token)
 
-    def _call(self, fn, what: str, start: float | None = None) -> None:
-        """Run the blocking MPI call `fn` on the helper thread (the GIL is released inside MPI);
-        this thread raises MXNetError at the deadline or when a peer worker is known to have died.
-        Each call completes before the next starts, so collectives keep their order."""
+    def _poll(self, test, what: str) -> None:
+        """Call `test()` until it returns True: without pause (`_spin`), then with sleeps in
+        between (`_doze`) until data moves again, and so on."""
+        start = time.monotonic()
+        while not _spin(test):
+            if self._doze(test, what, start):
+                return
+
+    def _doze(self, test, what: str, start: float) -> bool:
+        """Call `test()` with sleeps in between (SLEEP_MIN_S, doubling up to SLEEP_MAX_S), so a
+        worker that waits for a late or stalled peer leaves its core to others. True once
+        `test()` returned True; False as soon as a call took over BUSY_TEST_S: it moved data,
+        the peers are in, and the caller should spin again. MXNetError (`_check_deadline`) when
+        the operation begun at `start` cannot complete."""
+        nap = SLEEP_MIN_S
+        while True:
+            self._check_deadline(what, start, time.monotonic())
+            time.sleep(nap)
+            nap = min(2 * nap, SLEEP_MAX_S)
+            t = time.perf_counter()
+            if test():
+                return True
+            if time.perf_counter() - t > BUSY_TEST_S:
+                return False
+
+    def _check_deadline(self, what: str, start: float, now: float) -> None:
+        """Raise MXNetError (breaking the group) when the launcher reports a dead peer worker
+        (looked for at most every PEER_CHECK_S) or when the operation begun at `start` is
+        past its deadline."""
+        if now >= self._next_peer_check:
+            self._next_peer_check = now + PEER_CHECK_S
+            dead = self._dead_peers()
+            if dead:
+                self._fail(f"{what} failed on rank {self.rank}: {'; '.join(dead)}")
+        if now - start > self.timeout:
+            self._fail(f"{what} did not complete within {self.timeout:g} s on rank {self.rank} "
+                       f"of {self.size}: a peer worker died, stalled or skipped the operation "
+                       f"(timeout set by {ENV_TIMEOUT})")
+
+    def _run(self, what: str, start, items) -> None:
+        """`start(item)` (a non-blocking operation; returns its request) for each item, then
+        complete them all (`_wait`). An error while starting breaks the group, as a failure
+        in `_wait` does: the other workers may have started operations this one never will."""
         self.check()
-        MPI = self.MPI
-        start = time.monotonic() if start is None else start
-        done, box = threading.Event(), []
-        self._waiter().put((fn, done, box))
-        deadline = start + self.timeout
-        with WATCHDOG.guard(what, self.timeout):
-            while not done.wait(0.05):
-                now = time.monotonic()
-                if now >= self._next_peer_check:
-                    self._next_peer_check = now + 0.2
-                    dead = self._dead_peers()
-                    if dead:
-                        self._fail(f"{what} failed on rank {self.rank}: {'; '.join(dead)}")
-                if now > deadline:
-                    self._fail(f"{what} did not complete within {self.timeout:g} s on rank {self.rank} "
-                               f"of {self.size}: a peer worker died, stalled or skipped the operation "
-                               f"(timeout set by {ENV_TIMEOUT})")
-        if box:
-            err = box[0]
-            text = err.Get_error_string() if isinstance(err, MPI.Exception) else str(err)
-            self._fail(f"{what} failed on rank {self.rank}: MPI error: {text}")
-
-    def _waiter(self):
-        """Queue of the helper thread that runs blocking MPI calls (started on first use)."""
-        if self._wait_queue is None:
-            self._wait_queue = queue.SimpleQueue()
-            threading.Thread(target=_waitall_loop, args=(self.MPI, self._wait_queue),
-                             name="symjit-kv-wait", daemon=True).start()
-        return self._wait_queue
+        reqs = []
+        try:
+            for item in items:
+                reqs.append(start(item))
+        except Exception as e:  # noqa: BLE001 - reported as the operation's failure
+            self._abandoned.append(reqs)
+            text = (f"MPI error: {e.Get_error_string()}" if isinstance(e, self.MPI.Exception)
+                    else f"{type(e).__name__}: {e}")
+            self._fail(f"{what} failed on rank {self.rank}: {text}")
+        self._wait(reqs, what)
 
     # ---- collectives -----------------------------------------------------------------------------
     def allreduce(self, sends, recvs, op="sum", what="allreduce"):
         _check_op(op)
-        self.check()
-        mop = self._ops[op]
-        MPI, comm = self.MPI, self.comm
         for r in recvs:
             if r.dtype == np.bool_:
                 raise MXNetError(f"{what}: bool arrays cannot be reduced")
+        mop, in_place, comm = self._ops[op], self.MPI.IN_PLACE, self.comm
 
-        def run():  # blocking Allreduce: MPICH runs it faster than a polled Iallreduce
-            for s, r in zip(sends, recvs):
-                comm.Allreduce(MPI.IN_PLACE if s is r else s, r, mop)
-        self._call(run, what)
+        def start(pair):  # into the receive buffer itself: no copies
+            s, r = pair
+            return comm.Iallreduce(in_place if s is r else s, r, mop)
+        self._run(what, start, zip(sends, recvs))
 
     def bcast(self, arrays, root=0, what="broadcast"):
         _check_root(root, self.size)
@@ -421,15 +460,21 @@ class MPIComm(Communicator):
                 faulthandler.cancel_dump_traceback_later()
 
 
-def _waitall_loop(MPI, q) -> None:
-    """Helper thread: run each blocking MPI call put on `q`, then signal its event."""
-    while True:
-        fn, done, box = q.get()
-        try:
-            fn()
-        except Exception as e:  # noqa: BLE001 - handed to the waiting thread
-            box.append(e)
-        done.set()
+#: gives the core to another runnable process, if any (cheap when there is none)
+_yield_core = getattr(os, "sched_yield", lambda: time.sleep(0))
+
+
+def _spin(test) -> bool:
+    """Call `test()` without pause for up to SPIN_S seconds (MPI moves data only inside it:
+    there is no progress thread); whether it returned True. Each unsuccessful poll yields the
+    core, as MPICH's own blocking waits do: on an oversubscribed machine a peer sharing this
+    core then runs at once, instead of at the end of this process's time slice."""
+    end = time.monotonic() + SPIN_S
+    while not test():
+        if time.monotonic() >= end:
+            return False
+        _yield_core()
+    return True
 
 
 def _bytes_view(a: np.ndarray) -> np.ndarray:

@@ -206,6 +206,40 @@ def test_distributed_single_process():
         hvd.allreduce(mx.nd.array([1, 2], dtype="int32"))
 
 
+@pytest.mark.parametrize("predivide", [1.0, 4.0])
+def test_distributed_trainer_on_two_contexts_matches_trainer(predivide):
+    """The gradients of the contexts are summed into the first one's buffer (no copy), reduced,
+    and copied to the others: the same update as gluon.Trainer's."""
+    import symjit.distributed as hvd
+    from symjit import autograd, gluon
+    hvd.init()
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(8, 3)).astype(np.float32)
+    y = rng.normal(size=(8, 2)).astype(np.float32)
+    ctxs = [mx.cpu(0), mx.cpu(1)]
+
+    def train(make_trainer):
+        net = gluon.nn.Dense(2, in_units=3)
+        net.initialize(mx.init.Constant(0.1), ctx=ctxs)
+        trainer = make_trainer(net)
+        for _ in range(3):
+            with autograd.record():
+                losses = [mx.nd.sum(mx.nd.square(net(mx.nd.array(x[i::2], ctx=c)) - mx.nd.array(y[i::2], ctx=c)))
+                          for i, c in enumerate(ctxs)]
+            for loss in losses:
+                loss.backward()
+            trainer.step(8)
+        return net
+
+    want = train(lambda n: gluon.Trainer(n.collect_params(), "sgd", {"learning_rate": 0.1}))
+    got = train(lambda n: hvd.DistributedTrainer(n.collect_params(), "sgd", {"learning_rate": 0.1},
+                                                 gradient_predivide_factor=predivide))
+    for w in got.weight.list_data():
+        np.testing.assert_allclose(w.asnumpy(), want.weight.data().asnumpy(), atol=1e-6)
+    g0, g1 = (g.asnumpy() for g in got.weight.list_grad())
+    np.testing.assert_array_equal(g0, g1)
+
+
 def test_launcher_command_line():
     from symjit import launch
     cmd = launch.build_command("/x/mpiexec", 3, "/tmp/d", ["python", "t.py"], True, True)

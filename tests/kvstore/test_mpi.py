@@ -39,6 +39,26 @@ def test_allreduce_allgather_broadcast(group, dtype, n):
     np.testing.assert_array_equal(y.asnumpy(), got)
 
 
+def test_allreduce_with_a_late_worker(group):
+    """The early worker polls (spins, then sleeps between polls: little CPU) until the late one
+    arrives; the result is the same, in the buffers given."""
+    import time
+    n = 1 << 18
+    sends = [np.full(n, group.rank + 1, np.float32), np.arange(7, dtype=np.int64)]
+    recvs = [np.empty(n, np.float32), sends[1]]
+    total = sum(range(1, group.size + 1))
+    for late_rank in range(group.size):
+        if group.rank == late_rank:
+            time.sleep(0.3)
+        t, cpu = time.monotonic(), time.process_time()
+        group.allreduce(sends, recvs, "sum", "late allreduce")
+        wall, cpu = time.monotonic() - t, time.process_time() - cpu
+        np.testing.assert_array_equal(recvs[0], np.full(n, total, np.float32))
+        if group.rank != late_rank:
+            assert wall > 0.2 and cpu < 0.5 * wall, (wall, cpu)
+    np.testing.assert_array_equal(recvs[1], np.arange(7) * group.size ** group.size)
+
+
 @pytest.mark.parametrize("name", ["dist_sync", "dist_sync_device"])
 def test_dist_sync_store(group, name):
     kv = mx.kv.create(name)
