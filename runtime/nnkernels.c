@@ -467,11 +467,65 @@ static void mm_run(const mm_t *p, int shape) {
     }
 }
 
+#ifdef NN_HAVE_AVX512
+/* transpose of a 16 x 16 block held in r[0..15] (rows) into r (columns) */
+NN_AVX512 static inline __attribute__((always_inline)) void tr16x16(__m512 *r) {
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {   /* 64-bit interleave of pairs */
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+    }
+    /* r[4g + j], 128-bit lane L: column 4L + j of rows 4g..4g+3; a 4 x 4 transpose of lanes
+     * over g gives column 4L + j of all rows */
+    for (int j = 0; j < 4; j++) {
+        __m512 u0 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x44), u1 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xEE);
+        __m512 u2 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x44), u3 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xEE);
+        t[j] = _mm512_shuffle_f32x4(u0, u2, 0x88);
+        t[4 + j] = _mm512_shuffle_f32x4(u0, u2, 0xDD);
+        t[8 + j] = _mm512_shuffle_f32x4(u1, u3, 0x88);
+        t[12 + j] = _mm512_shuffle_f32x4(u1, u3, 0xDD);
+    }
+    for (int i = 0; i < 16; i++) r[i] = t[i];
+}
+
+/* mm_pack_panels for sxk == 1 (rows contiguous along k): 16 x 16 blocks transposed in registers */
+NN_AVX512 static void mm_pack_panels_t(const float *x, int64_t sxi, int64_t rows, int64_t K, int64_t pw,
+                                       float *dst) {
+    for (int64_t i0 = 0; i0 < rows; i0 += 16) {
+        const int64_t ni = imin(16, rows - i0);
+        float *d = dst + (i0 / pw) * K * pw + i0 % pw;
+        for (int64_t k0 = 0; k0 < K; k0 += 16) {
+            const int64_t nk = imin(16, K - k0);
+            const __mmask16 mk = nk >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nk) - 1u);
+            __m512 r[16];
+            for (int i = 0; i < 16; i++)
+                r[i] = i < ni ? _mm512_maskz_loadu_ps(mk, x + (i0 + i) * sxi + k0) : _mm512_setzero_ps();
+            tr16x16(r);
+            for (int k = 0; k < nk; k++) _mm512_storeu_ps(d + (k0 + k) * pw, r[k]);
+        }
+    }
+}
+#endif
+
 /* pack X (rows x K, element (i, k) at x[i * sxi + k * sxk]) into panels of pw rows:
  * dst[(i / pw) * K * pw + k * pw + i % pw], zero-padded to whole panels */
 NN_CLONES
 static void mm_pack_panels(const float *x, int64_t sxi, int64_t sxk, int64_t rows, int64_t K, int64_t pw,
                            float *dst) {
+#ifdef NN_HAVE_AVX512
+    if (sxk == 1 && pw % 16 == 0 && native_on()) {
+        mm_pack_panels_t(x, sxi, rows, K, pw, dst);
+        for (int64_t i = rows; i < cdiv(rows, pw) * pw; i++)   /* zero rows of the last panel */
+            for (int64_t k = 0; k < K; k++) dst[(i / pw) * K * pw + k * pw + i % pw] = 0.0f;
+        return;
+    }
+#endif
     for (int64_t i0 = 0; i0 < rows; i0 += pw) {
         int64_t n = imin(pw, rows - i0);
         float *d = dst + (i0 / pw) * K * pw;
@@ -484,6 +538,40 @@ static void mm_pack_panels(const float *x, int64_t sxi, int64_t sxk, int64_t row
     }
 }
 
+#ifdef NN_HAVE_AVX512
+/* C (M x N) = A B^T + beta C with both operands K-contiguous (A[m * lda + k], B[n * ldb + k]) and
+ * few rows M (a dense layer at batch 1..3): dot products, 16 k per instruction, 8 rows of B at a
+ * time (each B row is read once per row of A; this is memory-bound on B) */
+NN_AVX512 static void mm_gemv_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                                 int64_t ldb, float beta, float *C, int64_t ldc) {
+    const int64_t K16 = K / 16 * 16;
+    const __mmask16 tail = (__mmask16)((1u << (K - K16)) - 1u);
+    for (int64_t m = 0; m < M; m++) {
+        const float *a = A + m * lda;
+        float *c = C + m * ldc;
+        for (int64_t n0 = 0; n0 < N; n0 += 8) {
+            int64_t nr = imin(8, N - n0);
+            const float *b[8];
+            for (int r = 0; r < 8; r++) b[r] = B + (n0 + imin(r, nr - 1)) * ldb;
+            __m512 acc[8];
+            for (int r = 0; r < 8; r++) acc[r] = _mm512_setzero_ps();
+            for (int64_t k = 0; k < K16; k += 16) {
+                __m512 av = _mm512_loadu_ps(a + k);
+                for (int r = 0; r < 8; r++) acc[r] = _mm512_fmadd_ps(av, _mm512_loadu_ps(b[r] + k), acc[r]);
+            }
+            if (K16 < K) {
+                __m512 av = _mm512_maskz_loadu_ps(tail, a + K16);
+                for (int r = 0; r < 8; r++) acc[r] = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(tail, b[r] + K16), acc[r]);
+            }
+            for (int r = 0; r < nr; r++) {
+                float v = _mm512_reduce_add_ps(acc[r]);
+                c[n0 + r] = beta == 0.0f ? v : v + beta * c[n0 + r];
+            }
+        }
+    }
+}
+#endif
+
 /* C = op(A) op(B) + beta C on the tiles (row-major, as gemm_rm). The vector operand must have
  * unit stride along its columns: op(B) when tb == 0 (columns of C), else op(A)^T when ta == 1
  * (rows of C, stored transposed); otherwise the smaller of the two is packed into panels
@@ -495,6 +583,12 @@ static void native_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const f
             for (int64_t j = 0; j < N; j++) C[i * ldc + j] *= beta;
         beta = 1.0f;
     }
+#ifdef NN_HAVE_AVX512
+    if (M <= 3 && !ta && tb && K >= 16) {
+        mm_gemv_nt(M, N, K, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+#endif
     mm_t p;
     memset(&p, 0, sizeof p);
     p.K = K;
@@ -632,10 +726,139 @@ static void gemm_task(int64_t begin, int64_t end, void **argv) {
     }
 }
 
+/* AVX-512 path of symjit_nn_gemm. The tile problem per batch item: rows x cols with the vector
+ * operand along the cols --
+ *   tb == 0:            cols = n (B's rows are contiguous along n), rows = m;
+ *   ta == 1, tb == 1:   cols = m (A's rows are contiguous along m), rows = n, stored transposed;
+ *   ta == 0, tb == 1:   (dense layers) the smaller of A and B is packed into panels first, in a
+ *                       parallel phase (once per call, not per block), then as above.
+ * The bias goes to the tiles' stores (no prefill pass); tasks are blocks of whole row tiles and
+ * column panels; the epilogue runs on each finished block of C. */
+typedef struct {
+    const int64_t *d;
+    const float *A, *B, *bias;
+    float *C;
+    symjit_kernel_fn epi;
+    void **epi_args;
+    int vec_m;          /* cols = m (transposed stores) */
+    int shape;
+    float *packed;      /* packed operand (batch x panels), or NULL */
+    int64_t pstride;    /* floats per batch item in `packed` */
+    int64_t rb, cb;     /* rows / cols per block */
+} ngemm_job;
+
+#define NGEMM_PACK_K 128   /* k per packing task */
+static void ngemm_pack_task(int64_t begin, int64_t end, void **argv) {
+    ngemm_job *job = (ngemm_job *)argv[0];
+    const int64_t *d = job->d;
+    const int64_t M = d[1], N = d[2], K = d[3], PW = mm_panel(job->shape);
+    const int64_t np = job->vec_m ? cdiv(M, PW) : cdiv(N, PW), nk = cdiv(K, NGEMM_PACK_K);
+    for (int64_t t = begin; t < end; t++) {   /* t = (batch item, panel, k chunk) */
+        int64_t kc = t % nk, q = (t / nk) % np, b = t / (nk * np);
+        int64_t k0 = kc * NGEMM_PACK_K, kn = imin(NGEMM_PACK_K, K - k0);
+        const float *src = job->vec_m ? job->A + b * d[6] : job->B + b * d[7];
+        int64_t rows = job->vec_m ? M : N;
+        mm_pack_panels(src + q * PW * K + k0, K, 1, imin(PW, rows - q * PW), kn, PW,
+                       job->packed + b * job->pstride + q * K * PW + k0 * PW);
+    }
+}
+
+static void ngemm_task(int64_t begin, int64_t end, void **argv) {
+    ngemm_job *job = (ngemm_job *)argv[0];
+    const int64_t *d = job->d;
+    const int64_t M = d[1], N = d[2], K = d[3], ta = d[4], tb = d[5];
+    const int64_t lda = ta ? M : K, ldb = tb ? K : N;
+    const int64_t rows = job->vec_m ? N : M, cols = job->vec_m ? M : N;
+    const int64_t tr = cdiv(rows, job->rb), tc = cdiv(cols, job->cb), PW = mm_panel(job->shape);
+    for (int64_t t = begin; t < end; t++) {
+        int64_t b = t / (tr * tc), r = t % (tr * tc);
+        int64_t r0 = (r / tc) * job->rb, c0 = (r % tc) * job->cb;
+        int64_t rc = imin(job->rb, rows - r0), cc = imin(job->cb, cols - c0);
+        const float *A = job->A + b * d[6], *B = job->B + b * d[7];
+        float *C = job->C + b * d[8];
+        mm_t p;
+        memset(&p, 0, sizeof p);
+        p.K = K;
+        p.rows = rc;
+        p.cols = cc;
+        if (!job->vec_m) {   /* rows m, cols n: C(m, n) row-major */
+            if (job->packed) {   /* B^T packed: panels of n */
+                p.b = job->packed + b * job->pstride + (c0 / PW) * K * PW;
+                p.bsk = PW; p.bsp = K * PW; p.padded = 1;
+            } else {
+                p.b = B + c0; p.bsk = ldb; p.bsp = PW;
+            }
+            p.a = A + (ta ? r0 : r0 * lda);
+            if (ta) { p.ask = lda; p.asr = 1; } else { p.ask = 1; p.asr = lda; }
+            p.c = C + r0 * N + c0; p.csr = N; p.csj = 1;
+            if (d[9] == 1) p.bias_j = job->bias + c0;
+            else if (d[9] == 2) p.bias_r = job->bias + r0;
+        } else {             /* rows n, cols m: C(m, n) stored transposed */
+            if (job->packed) {   /* A^T packed: panels of m */
+                p.b = job->packed + b * job->pstride + (c0 / PW) * K * PW;
+                p.bsk = PW; p.bsp = K * PW; p.padded = 1;
+            } else {             /* ta == 1: A stored K x M */
+                p.b = A + c0; p.bsk = lda; p.bsp = PW;
+            }
+            p.a = B + (tb ? r0 * ldb : r0);
+            if (tb) { p.ask = 1; p.asr = ldb; } else { p.ask = ldb; p.asr = 1; }
+            p.c = C + c0 * N + r0; p.csr = 1; p.csj = N;
+            if (d[9] == 1) p.bias_r = job->bias + r0;
+            else if (d[9] == 2) p.bias_j = job->bias + c0;
+        }
+        mm_run(&p, job->shape);
+        if (job->epi) {
+            int64_t m0 = job->vec_m ? c0 : r0, mc = job->vec_m ? cc : rc;
+            int64_t n0 = job->vec_m ? r0 : c0, nc = job->vec_m ? rc : cc;
+            run_epilogue_rows(job->epi, job->epi_args, b * d[8] + m0 * N + n0, mc, N, nc);
+        }
+    }
+}
+
+/* returns 0 when the geometry is left to the general path */
+static int ngemm(const int64_t *d, const float *A, const float *B, const float *bias, float *C,
+                 symjit_kernel_fn epi, void **epi_args) {
+    const int64_t batch = d[0], M = d[1], N = d[2], K = d[3], ta = d[4], tb = d[5];
+    if (K <= 0 || (d[8] != M * N && batch > 1) || (M <= 3 && !ta && tb)) return 0;   /* gemv: gemm_task */
+    ngemm_job job;
+    memset(&job, 0, sizeof job);
+    job.d = d; job.A = A; job.B = B; job.bias = bias; job.C = C; job.epi = epi; job.epi_args = epi_args;
+    int pack = 0;
+    if (!tb) job.vec_m = 0;
+    else if (ta) job.vec_m = 1;
+    else { job.vec_m = M <= N; pack = 1; }
+    const int64_t rows = job.vec_m ? N : M, cols = job.vec_m ? M : N;
+    job.shape = mm_pick(rows, cols);
+    const int64_t PW = mm_panel(job.shape), R = MM_SHAPES[job.shape].R;
+    void *argv[1] = {&job};
+    if (pack) {
+        const int64_t np = cdiv(cols, PW);
+        job.pstride = np * PW * K;
+        job.packed = scratch(5, (size_t)(batch * job.pstride));
+        if (!job.packed) return 1;
+        symjit_parallel_for(ngemm_pack_task, batch * np * cdiv(K, NGEMM_PACK_K), imax(1, 8192 / (PW * NGEMM_PACK_K)), argv);
+    }
+    /* blocks: rows split first (whole tiles; each block reads its own part of the broadcast
+     * operand), then column panels, until the pool has enough blocks */
+    int64_t threads = symjit_get_num_threads();
+    double flops = 2.0 * (double)batch * (double)M * (double)N * (double)K;
+    int64_t want = flops < 2e5 ? 1 : (flops < 2e7 ? threads : 2 * threads);
+    int64_t tr = 1, tc = 1;
+    if (batch < want) tr = imin(cdiv(want, batch), cdiv(rows, R));
+    job.rb = cdiv(cdiv(rows, tr), R) * R;
+    tr = cdiv(rows, job.rb);
+    if (batch * tr < want) tc = imin(cdiv(want, batch * tr), cdiv(cols, PW));
+    job.cb = cdiv(cdiv(cols, tc), PW) * PW;
+    tc = cdiv(cols, job.cb);
+    symjit_parallel_for(ngemm_task, batch * tr * tc, 1, argv);
+    return 1;
+}
+
 NN_API void symjit_nn_gemm(const int64_t *d, const float *A, const float *B, const float *bias, float *C,
                            symjit_kernel_fn epi, void **epi_args) {
     gemm_job job = {d, A, B, bias, C, epi, epi_args, 0, 0};
     if (d[0] <= 0 || d[1] <= 0 || d[2] <= 0) return;
+    if (native_on() && d[1] * d[2] * d[3] > g_small_gemm && ngemm(d, A, B, bias, C, epi, epi_args)) return;
     split2(d[1], d[2], d[3], d[0], 0, &job.mb, &job.nb);
     void *argv[1] = {&job};
     int64_t tasks = d[0] * cdiv(d[1], job.mb) * cdiv(d[2], job.nb);
