@@ -42,16 +42,23 @@ def race(cands: dict, repeats: int, warmup: int = 2) -> dict:
     return {k: float(np.median(v)) for k, v in times.items()}
 
 
+#: seconds to wait before each block of `blocked`: worker threads that spin after a call
+#: (ONNX Runtime's intra-op pool, OpenBLAS, symjit's pool) go idle instead of taking a core
+#: from the next candidate's first calls
+SETTLE_S = 0.2
+
+
 def blocked(cands: dict, repeats: int, rounds: int = 2) -> dict:
     """Like `race`, but each candidate runs `repeats` times in a row (after a warm-up), in
-    `rounds` alternating blocks: a runtime whose worker threads keep spinning after a call
-    (ONNX Runtime's intra-op pool, OpenBLAS) then slows only itself, not the next candidate.
-    Medians over all blocks; CPU seconds in LAST_CPU."""
+    `rounds` alternating blocks, each block after a pause of SETTLE_S: a runtime whose worker
+    threads keep spinning after a call (ONNX Runtime's intra-op pool, OpenBLAS) then slows
+    neither itself nor the next candidate. Medians over all blocks; CPU seconds in LAST_CPU."""
     wall = {k: [] for k in cands}
     cpu = {k: [] for k in cands}
     per = max(1, repeats // rounds)
     for _ in range(rounds):
         for k, fn in cands.items():
+            time.sleep(SETTLE_S)
             fn()
             fn()
             for _ in range(per):
@@ -273,25 +280,27 @@ def single_node_graphs(opt):
         yield n, cg, arrays
 
 
-def layer_profile(opt, repeats: int = 15):
+def layer_profile(opt, rounds: int = 8, per_round: int = 3):
     """Every node of an optimized graph compiled alone (same attributes, shapes and constant
     weights; random data), timed at the current thread count: [(wall s, cpu s, flops,
-    description)] in graph order. Wall: the fastest of `repeats` calls (on a shared machine
-    the minimum is what the layer costs undisturbed); cpu: the median process CPU time (with
-    several threads Linux may not yet have accounted the workers' share of a short call)."""
-    rows = []
-    for n, cg, arrays in single_node_graphs(opt):
-        fn = lambda: cg(arrays)
+    description)] in graph order. Wall: the fastest call over `rounds` passes through all the
+    layers (`per_round` calls each), so every layer is sampled across the whole run and the
+    minimum is what it costs undisturbed on a shared machine; cpu: the median process CPU time
+    (with several threads Linux may not yet have accounted the workers' share of a short call)."""
+    layers = [(n, (lambda cg=cg, arrays=arrays: cg(arrays))) for n, cg, arrays in single_node_graphs(opt)]
+    best = [float("inf")] * len(layers)
+    cpus = [[] for _ in layers]
+    for fn in (f for _, f in layers):
         fn()
-        fn()
-        walls = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            fn()
-            walls.append(time.perf_counter() - t)
-        race({"x": fn}, 3, warmup=0)
-        rows.append((min(walls), LAST_CPU["x"], node_flops(n), describe(n)))
-    return rows
+    for _ in range(rounds):
+        for i, (n, fn) in enumerate(layers):
+            for _ in range(per_round):
+                c = time.process_time()
+                t = time.perf_counter()
+                fn()
+                best[i] = min(best[i], time.perf_counter() - t)
+                cpus[i].append(time.process_time() - c)
+    return [(best[i], float(np.median(cpus[i])), node_flops(n), describe(n)) for i, (n, _) in enumerate(layers)]
 
 
 def print_profile(rows, peak: float, top: int = 0) -> None:

@@ -271,26 +271,45 @@ NN_AVX512 static void mm_store(const mm_t *p, int64_t r0, int64_t j0, int64_t nr
  * valid_w, stored at (q / wide_w) * valid_w + q % wide_w: one segment per output row it touches. */
 static inline __attribute__((always_inline)) void mm_segments(const mm_t *p, int64_t j0, int64_t nc, int V, int *ns,
                                                               __mmask16 (*sm)[4], int64_t (*so)[4]) {
-    for (int v = 0; v < V; v++) {
-        int64_t lanes = imin(16, nc - 16 * v);
-        ns[v] = 0;
-        if (lanes <= 0) continue;
-        if (p->wide_w == 0) {
+    if (p->wide_w == 0) {
+        for (int v = 0; v < V; v++) {
+            int64_t lanes = imin(16, nc - 16 * v);
+            ns[v] = lanes > 0;
+            if (lanes <= 0) continue;
             sm[v][0] = lanes >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << lanes) - 1u);
             so[v][0] = j0 + 16 * v;
-            ns[v] = 1;
-            continue;
         }
-        const int64_t Wd = p->wide_w, OW = p->valid_w, qv = p->q0 + j0 + 16 * v;
-        int64_t l = 0;
-        while (l < lanes && ns[v] < 4) {
-            int64_t q = qv + l, oh = q / Wd, ow = q - oh * Wd;
-            if (ow >= OW) { l += Wd - ow; continue; }
-            int64_t run = imin(OW - ow, lanes - l);
-            sm[v][ns[v]] = (__mmask16)((((1u << run) - 1u) << l) & 0xFFFFu);
-            so[v][ns[v]] = qv - oh * (Wd - OW);
-            ns[v]++;
-            l += run;
+        return;
+    }
+    /* one division per tile: (oh, ow) of its first column, then advanced lane by lane */
+    const int64_t Wd = p->wide_w, OW = p->valid_w, q = p->q0 + j0;
+    int64_t oh = q / Wd, ow = q - oh * Wd;
+    for (int v = 0; v < V; v++) {
+        int64_t lanes = imin(16, nc - 16 * v), l = 0;
+        const int64_t qv = q + 16 * v;
+        ns[v] = 0;
+        while (l < lanes) {
+            if (ow >= OW) {   /* skip the discarded columns of the wide row */
+                int64_t skip = imin(Wd - ow, lanes - l);
+                l += skip;
+                ow += skip;
+            } else {
+                int64_t run = imin(OW - ow, lanes - l);
+                if (ns[v] < 4) {
+                    sm[v][ns[v]] = (__mmask16)((((1u << run) - 1u) << l) & 0xFFFFu);
+                    so[v][ns[v]] = qv - oh * (Wd - OW);
+                    ns[v]++;
+                }
+                l += run;
+                ow += run;
+            }
+            if (ow >= Wd) { oh++; ow -= Wd; }
+        }
+        if (lanes < 16) {   /* the next vector starts 16 columns on */
+            int64_t rest = 16 - imax(lanes, 0);
+            ow += rest;
+            oh += ow / Wd;
+            ow %= Wd;
         }
     }
 }
@@ -1254,14 +1273,14 @@ NN_AVX512 static void copy_stride2_avx512(const float *s, int64_t n, float *d);
 #endif
 
 NN_CLONES
-static void pad_phase_plane_fill(const geo_t *g, const float *x, int64_t a, int64_t b, int64_t Hq, int64_t Wq,
-                                 float *d, int interior_only, float fill) {
+static void pad_phase_rows(const geo_t *g, const float *x, int64_t a, int64_t b, int64_t i0, int64_t nrows,
+                           int64_t Wq, float *d, int interior_only, float fill) {
     const int64_t H = g->in[1], W = g->in[2], ph = g->p[1], pw = g->p[2], sh = g->s[1], sw = g->s[2];
     /* columns j with 0 <= j sw + b - pw < W: [lo, hi) */
     const int64_t lo = imin(pw > b ? cdiv(pw - b, sw) : 0, Wq);
     const int64_t hi = imin(imax(W + pw - b > 0 ? cdiv(W + pw - b, sw) : 0, lo), Wq);
-    for (int64_t i = 0; i < Hq; i++) {
-        float *restrict row = d + i * Wq;
+    for (int64_t i = i0; i < i0 + nrows; i++) {
+        float *restrict row = d + (i - i0) * Wq;
         int64_t ih = i * sh + a - ph;
         if (ih < 0 || ih >= H) {
             if (!interior_only)
@@ -1285,43 +1304,55 @@ static void pad_phase_plane_fill(const geo_t *g, const float *x, int64_t a, int6
     }
 }
 
+static void pad_phase_plane_fill(const geo_t *g, const float *x, int64_t a, int64_t b, int64_t Hq, int64_t Wq,
+                                 float *d, int interior_only, float fill) {
+    pad_phase_rows(g, x, a, b, 0, Hq, Wq, d, interior_only, fill);
+}
+
 static void pad_phase_plane(const geo_t *g, const float *x, int64_t a, int64_t b, int64_t Hq, int64_t Wq,
                             float *d, int interior_only) {
     pad_phase_plane_fill(g, x, a, b, Hq, Wq, d, interior_only, 0.0f);
 }
 
-static void conv_pad_task(int64_t begin, int64_t end, void **argv) {
-    conv_job *job = (conv_job *)argv[0];
-    const geo_t *g = &job->g;
-    const int64_t sh = g->s[1], sw = g->s[2];
-    for (int64_t t = begin; t < end; t++) {   /* plane t = ((n * C + c) * sh + a) * sw + b */
-        int64_t b = t % sw, a = (t / sw) % sh, nc = t / (sw * sh);
-        if ((job->phase_used >> (a * sw + b)) & 1)
-            pad_phase_plane(g, job->x + nc * g->IP, a, b, job->Hp, job->Wp, job->xp + t * job->Hp * job->Wp, 0);
-    }
-}
-
 static void conv_implicit_task(int64_t begin, int64_t end, void **argv) {
     conv_job *job = (conv_job *)argv[0];
     const geo_t *g = &job->g;
-    const int64_t pb = job->pb, mb = job->mb, Wp = job->Wp, OW = g->out[2];
-    const int64_t Q = g->out[1] * Wp;
-    const int64_t tp = cdiv(Q, pb), tm = cdiv(g->Fg, mb);
+    const int64_t RB = job->pb, mb = job->mb, Wq = job->Wp, OH = g->out[1], OW = g->out[2];
+    const int64_t sh = g->s[1], sw = g->s[2], S = sh * sw, RBH = job->Hp;   /* rows of a block's planes */
+    const int64_t tp = cdiv(OH, RB), tm = cdiv(g->Fg, mb);
     const int64_t Kd = g->Cg * g->KK;
+    const int64_t W = mm_panel(job->shape);
+    const size_t planes = (size_t)(g->Cg * S * RBH * Wq), slack = (size_t)(W + Wq + g->k[2] * g->dl[2] + 16);
+    float *buf = scratch(6, planes + slack);
+    if (!buf) return;
+    for (size_t i = planes; i < planes + slack; i++) buf[i] = 0.0f;
     for (int64_t t = begin; t < end; t++) {
         int64_t mi = t % tm, rest = t / tm;
         int64_t pi = rest % tp;
         rest /= tp;
         int64_t gi = rest % g->G, n = rest / g->G;
-        int64_t m0 = mi * mb, q0 = pi * pb;
-        int64_t mc = imin(mb, g->Fg - m0), qc = imin(pb, Q - q0);
+        int64_t m0 = mi * mb, oh0 = pi * RB, rb = imin(RB, OH - oh0);
+        int64_t mc = imin(mb, g->Fg - m0);
         int64_t f0 = gi * g->Fg + m0;
+        int64_t tag = t / tm;
+        if (t_cols_serial != job->serial || t_cols_tag != tag || t_cols_ptr != buf) {
+            /* this block's rows of the phase planes of its group's channels */
+            for (int64_t c = 0; c < g->Cg; c++)
+                for (int64_t a = 0; a < sh; a++)
+                    for (int64_t b = 0; b < sw; b++)
+                        if ((job->phase_used >> (a * sw + b)) & 1)
+                            pad_phase_rows(g, job->x + (n * g->C + gi * g->Cg + c) * g->IP, a, b, oh0, RBH, Wq,
+                                           buf + ((c * sh + a) * sw + b) * RBH * Wq, 0, 0.0f);
+            t_cols_serial = job->serial;
+            t_cols_tag = tag;
+            t_cols_ptr = buf;
+        }
         mm_t p;
         memset(&p, 0, sizeof p);
         p.K = Kd;
-        p.b = job->xp + (n * g->C + gi * g->Cg) * g->s[1] * g->s[2] * job->Hp * Wp + q0;
+        p.b = buf;
         p.koff = job->koff;
-        p.bsp = mm_panel(job->shape);
+        p.bsp = W;
         p.padded = 1;
         p.a = job->w + f0 * Kd;
         p.ask = 1;
@@ -1329,16 +1360,14 @@ static void conv_implicit_task(int64_t begin, int64_t end, void **argv) {
         p.c = job->y + (n * g->F + f0) * g->P;
         p.csr = g->P;
         p.csj = 1;
-        p.wide_w = Wp;
+        p.wide_w = Wq;
         p.valid_w = OW;
-        p.q0 = q0;
+        p.q0 = oh0 * Wq;
         p.bias_r = job->bias ? job->bias + f0 : NULL;
         p.rows = mc;
-        p.cols = qc;
+        p.cols = rb * Wq;
         mm_run(&p, job->shape);
-        int64_t q1 = q0 + qc;
-        int64_t p_lo = (q0 / Wp) * OW + imin(q0 % Wp, OW), p_hi = (q1 / Wp) * OW + imin(q1 % Wp, OW);
-        if (p_hi > p_lo) run_epilogue_rows(job->epi, job->epi_args, (n * g->F + f0) * g->P + p_lo, mc, g->P, p_hi - p_lo);
+        run_epilogue_rows(job->epi, job->epi_args, (n * g->F + f0) * g->P + oh0 * OW, mc, g->P, rb * OW);
     }
 }
 
@@ -1346,44 +1375,42 @@ static int conv_implicit(conv_job *job) {
     const geo_t *g = &job->g;
     const int64_t KH = g->k[1], KW = g->k[2], dh = g->dl[1], dw = g->dl[2], sh = g->s[1], sw = g->s[2];
     const int64_t OH = g->out[1], OW = g->out[2];
-    const int64_t Hp = OH + (KH - 1) * dh / sh, Wp = OW + (KW - 1) * dw / sw, Q = OH * Wp;
+    const int64_t halo = (KH - 1) * dh / sh, Wq = OW + (KW - 1) * dw / sw;
     const int64_t Kd = g->Cg * g->KK, outer = g->N * g->G, S = sh * sw;
-    if (Wp < 6 || S > 16) return 0;   /* a vector's 16 positions span at most 4 output rows (mm_segments) */
-    job->shape = mm_pick(g->Fg, Q);
-    const int64_t W = mm_panel(job->shape), R = MM_SHAPES[job->shape].R;
-    size_t planes = (size_t)(g->N * g->C * S * Hp * Wp), slack = (size_t)(W + Wp + KW * dw + 16);
-    float *xp = scratch(6, planes + slack);
-    int64_t *koff = (int64_t *)scratch(7, (size_t)(2 * Kd));
-    if (!xp || !koff) return 0;
-    memset(xp + planes, 0, slack * sizeof(float));
+    if (Wq < 6 || S > 16) return 0;   /* a vector's 16 positions span at most 4 output rows (mm_segments) */
     job->phase_used = 0;
-    for (int64_t c = 0; c < g->Cg; c++)
-        for (int64_t kh = 0; kh < KH; kh++)
-            for (int64_t kw = 0; kw < KW; kw++) {
-                int64_t a = kh * dh % sh, b = kw * dw % sw;
-                koff[(c * KH + kh) * KW + kw] = ((c * sh + a) * sw + b) * Hp * Wp + kh * dh / sh * Wp + kw * dw / sw;
-                job->phase_used |= (int64_t)1 << (a * sw + b);
-            }
-    job->xp = xp;
-    job->Hp = Hp;
-    job->Wp = Wp;
-    job->koff = koff;
-    const int64_t panels = cdiv(Q, W);
+    for (int64_t kh = 0; kh < KH; kh++)
+        for (int64_t kw = 0; kw < KW; kw++) job->phase_used |= (int64_t)1 << ((kh * dh % sh) * sw + kw * dw % sw);
+    int64_t used = __builtin_popcountll((unsigned long long)job->phase_used);
+    job->shape = mm_pick(g->Fg, OH * Wq);
+    const int64_t R = MM_SHAPES[job->shape].R;
+    /* output rows per block: the block's phase-plane rows (channels x phases x (rows + halo) x Wq)
+     * within ~2 x CONV_COLUMN_FLOATS (L2), then enough blocks for the pool */
     int64_t threads = symjit_get_num_threads();
-    double flops = 2.0 * (double)outer * (double)g->Fg * (double)Q * (double)Kd;
+    double flops = 2.0 * (double)outer * (double)g->Fg * (double)(OH * Wq) * (double)Kd;
     int64_t want = flops < 2e5 ? 1 : (flops < 2e7 ? threads : 2 * threads);
-    /* column blocks: B's footprint (channels x (block + kernel rows)) within ~2x CONV_COLUMN_FLOATS */
-    int64_t per = imax(1, (2 * CONV_COLUMN_FLOATS / imax(g->Cg * S, 1) - (KH - 1) * dh / sh * Wp) / W);
-    int64_t tp = cdiv(panels, imin(per, panels));
-    if (outer * tp < want) tp = imax(tp, imin(cdiv(want, outer), imax(1, panels / 2)));
-    job->pb = cdiv(panels, tp) * W;
-    tp = cdiv(Q, job->pb);
+    int64_t rb = imax(1, 2 * CONV_COLUMN_FLOATS / imax(g->Cg * used * Wq, 1) - halo);
+    int64_t tp = cdiv(OH, imin(rb, OH));
+    if (outer * tp < want) tp = imax(tp, imin(cdiv(want, outer), OH));
+    job->pb = cdiv(OH, tp);   /* rows per block */
+    tp = cdiv(OH, job->pb);
+    job->Hp = job->pb + halo;
+    job->Wp = Wq;
     int64_t tm = 1;
     if (outer * tp < want) tm = imin(cdiv(want, outer * tp), cdiv(g->Fg, R));
     job->mb = cdiv(cdiv(g->Fg, tm), R) * R;
     tm = cdiv(g->Fg, job->mb);
+    int64_t *koff = (int64_t *)scratch(7, (size_t)(2 * Kd));
+    if (!koff) return 0;
+    for (int64_t c = 0; c < g->Cg; c++)
+        for (int64_t kh = 0; kh < KH; kh++)
+            for (int64_t kw = 0; kw < KW; kw++) {
+                int64_t a = kh * dh % sh, b = kw * dw % sw;
+                koff[(c * KH + kh) * KW + kw] = (((c * sh + a) * sw + b) * job->Hp + kh * dh / sh) * Wq + kw * dw / sw;
+            }
+    job->koff = koff;
+    job->serial = atomic_fetch_add(&g_call_serial, 1) + 1;
     void *argv[1] = {job};
-    symjit_parallel_for(conv_pad_task, g->N * g->C * S, imax(1, 16384 / imax(Hp * Wp, 1)), argv);
     symjit_parallel_for(conv_implicit_task, outer * tp * tm, 1, argv);
     return 1;
 }
@@ -1806,12 +1833,13 @@ static int conv_winograd(conv_job *job) {
 /* Fused Winograd F(2x2, 3x3) on the AVX-512 tiles                                           */
 /* ---------------------------------------------------------------------------------------- */
 
-/* 2-D, one group, 3x3, stride 1, dilation 1. The zero-padded input is split once into its four
+/* 2-D, one group, 3x3, stride 1, dilation 1. The zero-padded input is split into its four
  * stride-2 phase planes (Hq x Wq = (TH + 1) x (TW + 1), TH x TW the 2x2 output tiles), so the
  * 16 inputs of tile (ty, tx) are phase (i & 1, j & 1) at (ty + i / 2, tx + j / 2): for the wide
  * tile index q = ty Wq + tx (tiles tx = TW are padding) every input of 16 consecutive tiles is
  * one vector load, and the transforms run 16 tiles per instruction. One task = image n, a block
- * of whole tile rows (its V = B^T d B and M = U V stay in L2), a block of filters:
+ * of whole tile rows, a block of filters; the task splits just its rows (+ 1) of the planes
+ * into its thread's buffer, so they, V = B^T d B and M = U V stay in that core's L2:
  *   V[xi][c][t]  input transform of the block (16 x C x tb),
  *   M[xi][f][t]  = U[xi][f][:] . V[xi][:][t]: 16 GEMMs on the tiles (K = C),
  *   y            = A^T M A + bias, stored 2x2 per tile; the epilogue runs on the block's rows.
@@ -1820,7 +1848,6 @@ static int conv_winograd(conv_job *job) {
 typedef struct {
     conv_job *job;
     const float *U;     /* [16][F][C] */
-    float *xp;          /* phase planes [n][c][2][2][Hq][Wq] (+ slack) */
     int64_t TH, TW, Hq, Wq, rows, tb, mb;   /* rows: tile rows per block; tb: block width (q, padded) */
     int shape;
 } wnat_job;
@@ -1852,29 +1879,19 @@ static void wnat_weight_task(int64_t begin, int64_t end, void **argv) {
     wino_weights(wj->job->w, g->F, g->C, begin, end, (float *)wj->U);
 }
 
-static void wnat_pad_task(int64_t begin, int64_t end, void **argv) {
-    wnat_job *wj = (wnat_job *)argv[0];
-    const geo_t *g = &wj->job->g;
-    geo_t g2 = *g;   /* the phase planes of a stride-2 split */
-    g2.s[1] = g2.s[2] = 2;
-    for (int64_t t = begin; t < end; t++) {   /* plane t = ((n * C + c) * 2 + a) * 2 + b */
-        int64_t b = t & 1, a = (t >> 1) & 1, nc = t >> 2;
-        pad_phase_plane(&g2, wj->job->x + nc * g->IP, a, b, wj->Hq, wj->Wq, wj->xp + t * wj->Hq * wj->Wq, 0);
-    }
-}
-
 /* strides between the 16 transform points of V and M: padded by 3 cache lines so that the 16
  * streams do not share one L1 set (C tb floats is often a multiple of 4 KiB) */
 static int64_t wnat_vstride(const wnat_job *wj) { return wj->job->g.C * wj->tb + 48; }
 static int64_t wnat_mstride(const wnat_job *wj) { return wj->mb * wj->tb + 48; }
 
 #ifdef NN_HAVE_AVX512
-/* V[xi][c][t] for t < tb (q = q0 + t) from the phase planes of image n */
-NN_AVX512 static void wnat_input(const wnat_job *wj, int64_t n, int64_t q0, float *V) {
+/* V[xi][c][t] for t < tb (tile q = q0 + t) from the block's rows of the phase planes,
+ * planes[c][a][b][rows + 1][Wq] */
+NN_AVX512 static void wnat_input(const wnat_job *wj, const float *planes, float *V) {
     const geo_t *g = &wj->job->g;
-    const int64_t C = g->C, Hq = wj->Hq, Wq = wj->Wq, tb = wj->tb, PL = Hq * Wq, vs = wnat_vstride(wj);
+    const int64_t C = g->C, Wq = wj->Wq, tb = wj->tb, PL = (wj->rows + 1) * Wq, vs = wnat_vstride(wj);
     for (int64_t c = 0; c < C; c++) {
-        const float *pc = wj->xp + (n * C + c) * 4 * PL + q0;
+        const float *pc = planes + c * 4 * PL;
         const float *P00 = pc, *P01 = pc + PL, *P10 = pc + 2 * PL, *P11 = pc + 3 * PL;
         float *vc = V + c * tb;
         for (int64_t t = 0; t < tb; t += 16) {
@@ -1972,14 +1989,24 @@ static void wnat_task(int64_t begin, int64_t end, void **argv) {
     const int64_t nblk = cdiv(wj->TH, wj->rows);
     float *V = scratch(2, (size_t)(16 * wnat_vstride(wj)));
     float *M = scratch(3, (size_t)(16 * wnat_mstride(wj)));
-    if (!V || !M) return;
+    const size_t nplanes = (size_t)(C * 4 * (wj->rows + 1) * wj->Wq), slack = (size_t)(wj->tb + 2 * wj->Wq + 64);
+    float *planes = scratch(6, nplanes + slack);
+    if (!V || !M || !planes) return;
+    for (size_t i = nplanes; i < nplanes + slack; i++) planes[i] = 0.0f;
     for (int64_t t = begin; t < end; t++) {
         int64_t mi = t % tm, nb = t / tm, blk = nb % nblk, n = nb / nblk;
         int64_t ty0 = blk * wj->rows, ty1 = imin(wj->TH, ty0 + wj->rows);
         int64_t q0 = ty0 * wj->Wq, qn = (ty1 - ty0) * wj->Wq;
         int64_t f0 = mi * mb, fc = imin(mb, F - f0);
         if (t_cols_serial != job->serial || t_cols_tag != nb || t_cols_ptr != V) {
-            wnat_input(wj, n, q0, V);
+            geo_t g2 = *g;   /* the phase planes of a stride-2 split, rows [ty0, ty0 + rows + 1) */
+            g2.s[1] = g2.s[2] = 2;
+            const int64_t PL = (wj->rows + 1) * wj->Wq;
+            for (int64_t c = 0; c < C; c++)
+                for (int64_t ab = 0; ab < 4; ab++)
+                    pad_phase_rows(&g2, job->x + (n * C + c) * g->IP, ab >> 1, ab & 1, ty0, wj->rows + 1, wj->Wq,
+                                   planes + (c * 4 + ab) * PL, 0, 0.0f);
+            wnat_input(wj, planes, V);
             t_cols_serial = job->serial;
             t_cols_tag = nb;
             t_cols_ptr = V;
@@ -2031,7 +2058,7 @@ static int conv_wnat(conv_job *job) {
     wj.TW = cdiv(g->out[2], 2);
     wj.Hq = wj.TH + 1;
     wj.Wq = wj.TW + 1;
-    const int64_t C = g->C, F = g->F, PL = wj.Hq * wj.Wq;
+    const int64_t C = g->C, F = g->F;
     /* tile rows per block: the least padded GEMM work over the blocks (whole panels per block),
      * with V and M (16 (C + F) tb floats) within ~1.5 MiB of L2; ties: larger blocks */
     int64_t wblock = g_tune[TUNE_WBLOCK] > 0 ? g_tune[TUNE_WBLOCK] : 393216;
@@ -2049,11 +2076,6 @@ static int conv_wnat(conv_job *job) {
     wj.shape = mm_pick(F, qn);
     const int64_t PW = mm_panel(wj.shape), R = MM_SHAPES[wj.shape].R;
     wj.tb = cdiv(qn, PW) * PW;
-    size_t planes = (size_t)(g->N * C * 4 * PL), slack = (size_t)(wj.tb + 2 * wj.Wq + 64);
-    float *xp = scratch(6, planes + slack);
-    if (!xp) return 0;
-    memset(xp + planes, 0, slack * sizeof(float));
-    wj.xp = xp;
     int64_t threads = symjit_get_num_threads();
     int64_t outer = g->N * nblk, want = 2 * threads, tm = 1;
     if (outer < want) tm = imin(cdiv(want, outer), cdiv(F, R));
@@ -2069,7 +2091,6 @@ static int conv_wnat(conv_job *job) {
         symjit_parallel_for(wnat_weight_task, F, 1, argv);
     }
     job->serial = atomic_fetch_add(&g_call_serial, 1) + 1;
-    symjit_parallel_for(wnat_pad_task, g->N * C * 4, imax(1, 8192 / imax(PL, 1)), argv);
     symjit_parallel_for(wnat_task, outer * tm, 1, argv);
     return 1;
 }
