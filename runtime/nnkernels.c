@@ -1453,6 +1453,48 @@ NN_AVX512 static void dw_plane_avx512(const float *src, const int64_t *toff, con
     }
 }
 
+/* one stride-1 depthwise output plane straight from the input plane x (H x W), no padded copy:
+ * eight output rows at a time share one column vector v (so the column masks of the KW taps,
+ * which clip the padding at the row ends, are shared), rows outside the input read a zero row */
+NN_AVX512 static void dw_plane_direct_avx512(const float *x, int64_t H, int64_t W, const float *wt, int64_t KH,
+                                             int64_t KW, int64_t dh, int64_t dw, int64_t ph, int64_t pw, float b0,
+                                             int64_t OH, int64_t OW, const float *zero, float *y) {
+    for (int64_t v0 = 0; v0 < OW; v0 += 16) {
+        __mmask16 cm[16];
+        const int64_t nkw = imin(KW, 16);
+        for (int64_t kw = 0; kw < nkw; kw++) {   /* lanes l: 0 <= v0 + l + kw dw - pw < W, v0 + l < OW */
+            uint32_t m = 0;
+            for (int l = 0; l < 16; l++) {
+                int64_t col = v0 + l + kw * dw - pw;
+                if (col >= 0 && col < W && v0 + l < OW) m |= 1u << l;
+            }
+            cm[kw] = (__mmask16)m;
+        }
+        const int64_t left = OW - v0;
+        const __mmask16 sm = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
+        for (int64_t oh0 = 0; oh0 < OH; oh0 += 8) {
+            const int64_t cnt = imin(8, OH - oh0);
+            __m512 a[8];
+            for (int u = 0; u < 8; u++) a[u] = _mm512_set1_ps(b0);
+            for (int64_t kh = 0; kh < KH; kh++) {
+                const float *row[8];
+                for (int u = 0; u < 8; u++) {
+                    int64_t ih = oh0 + imin(u, cnt - 1) + kh * dh - ph;
+                    row[u] = (ih >= 0 && ih < H ? x + ih * W : zero) + v0 - pw;
+                }
+                for (int64_t kw = 0; kw < nkw; kw++) {
+                    const __m512 w1 = _mm512_set1_ps(wt[kh * KW + kw]);
+                    const int64_t o = kw * dw;
+                    for (int u = 0; u < 8; u++)
+                        a[u] = _mm512_fmadd_ps(w1, _mm512_maskz_loadu_ps(cm[kw], row[u] + o), a[u]);
+                }
+            }
+            for (int u = 0; u < 8; u++)
+                if (u < cnt) _mm512_mask_storeu_ps(y + (oh0 + u) * OW + v0, sm, a[u]);
+        }
+    }
+}
+
 /* d[j] = s[2 j] for j < n (stride-2 row of a phase plane), by deinterleaving pairs of vectors */
 NN_AVX512 static void copy_stride2_avx512(const float *s, int64_t n, float *d) {
     const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
@@ -1480,6 +1522,25 @@ static void conv_depthwise_wide_task(int64_t begin, int64_t end, void **argv) {
     const int64_t OH = g->out[1], OW = g->out[2], KH = g->k[1], KW = g->k[2];
     const int64_t sh = g->s[1], sw = g->s[2], dh = g->dl[1], dw = g->dl[2];
     const int64_t Hq = job->Hp, Wq = job->Wp, Q = OH * Wq, S = sh * sw, KK = KH * KW;
+#ifdef NN_HAVE_AVX512
+    /* stride 1 on AVX-512: straight from the input (no padded planes), rows outside it read
+     * a zero row */
+    if (native_on() && sh == 1 && sw == 1 && KW <= 16) {
+        const int64_t zn = g->in[2] + 2 * (g->p[2] + KW * dw) + 32;
+        float *zero = scratch(0, (size_t)zn);
+        if (!zero) return;
+        memset(zero, 0, (size_t)zn * sizeof(float));
+        const float *zrow = zero + g->p[2] + KW * dw;   /* reads reach pw before and 16 + KW dw past */
+        for (int64_t t = begin; t < end; t++) {
+            int64_t n = t / g->F, f = t % g->F, c = f / g->Fg;
+            dw_plane_direct_avx512(job->x + (n * g->C + c) * g->IP, g->in[1], g->in[2], job->w + f * KK, KH, KW, dh, dw,
+                                   g->p[1], g->p[2], job->bias ? job->bias[f] : 0.0f, OH, OW, zrow,
+                                   job->y + (n * g->F + f) * g->P);
+        }
+        if (job->epi) job->epi(begin * g->P, end * g->P, job->epi_args);
+        return;
+    }
+#endif
     const int64_t slack = Wq + KW * dw + 32;   /* dw_plane_avx512 reads 16 past a row's start */
     float *planes = scratch(0, (size_t)(S * Hq * Wq + slack + imin(Q, DW_BLOCK)));
     if (!planes) return;
@@ -1506,7 +1567,6 @@ static void conv_depthwise_wide_task(int64_t begin, int64_t end, void **argv) {
                 for (int64_t kw = 0; kw < KW; kw++)
                     toff[kh * KW + kw] = ((kh * dh % sh) * sw + kw * dw % sw) * Hq * Wq + (kh * dh / sh) * Wq + kw * dw / sw;
             dw_plane_avx512(planes, toff, wf, KK, b0, OH, OW, Wq, yp);
-            if (job->epi) job->epi((n * g->F + f) * g->P, (n * g->F + f + 1) * g->P, job->epi_args);
             continue;
         }
 #endif
@@ -1532,8 +1592,9 @@ static void conv_depthwise_wide_task(int64_t begin, int64_t end, void **argv) {
                 q += run;
             }
         }
-        if (job->epi) job->epi((n * g->F + f) * g->P, (n * g->F + f + 1) * g->P, job->epi_args);
     }
+    /* the chunk's planes are consecutive: one epilogue over all of them, still in cache */
+    if (job->epi) job->epi(begin * g->P, end * g->P, job->epi_args);
 }
 
 static int conv_depthwise_wide(conv_job *job) {
