@@ -1453,22 +1453,29 @@ NN_AVX512 static void dw_plane_avx512(const float *src, const int64_t *toff, con
     }
 }
 
-/* one stride-1 depthwise output plane straight from the input plane x (H x W), no padded copy:
- * eight output rows at a time share one column vector v (so the column masks of the KW taps,
- * which clip the padding at the row ends, are shared), rows outside the input read a zero row */
+/* one depthwise output plane straight from the input plane x (H x W), no padded copy, for
+ * column strides 1 and 2: eight output rows at a time share one column vector v0 (so the column
+ * masks of the KW taps, which clip the padding at the row ends, are shared), rows outside the
+ * input read a zero row. Stride 2: tap kw reads the 32 columns from 2 v0 + kw dw - pw and keeps
+ * the even ones (one permute). */
 NN_AVX512 static void dw_plane_direct_avx512(const float *x, int64_t H, int64_t W, const float *wt, int64_t KH,
-                                             int64_t KW, int64_t dh, int64_t dw, int64_t ph, int64_t pw, float b0,
-                                             int64_t OH, int64_t OW, const float *zero, float *y) {
+                                             int64_t KW, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t ph,
+                                             int64_t pw, float b0, int64_t OH, int64_t OW, const float *zero, float *y) {
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     for (int64_t v0 = 0; v0 < OW; v0 += 16) {
-        __mmask16 cm[16];
+        __mmask16 cm[16][2];   /* per tap: lanes of the (first, second) 16 columns inside the row */
+        int64_t c0[16];
         const int64_t nkw = imin(KW, 16);
-        for (int64_t kw = 0; kw < nkw; kw++) {   /* lanes l: 0 <= v0 + l + kw dw - pw < W, v0 + l < OW */
-            uint32_t m = 0;
-            for (int l = 0; l < 16; l++) {
-                int64_t col = v0 + l + kw * dw - pw;
-                if (col >= 0 && col < W && v0 + l < OW) m |= 1u << l;
+        for (int64_t kw = 0; kw < nkw; kw++) {
+            c0[kw] = v0 * sw + kw * dw - pw;
+            for (int h = 0; h < (sw == 2 ? 2 : 1); h++) {
+                uint32_t m = 0;
+                for (int l = 0; l < 16; l++) {
+                    int64_t col = c0[kw] + 16 * h + l, o = sw == 2 ? (16 * h + l) / 2 : l;
+                    if (col >= 0 && col < W && v0 + o < OW) m |= 1u << l;
+                }
+                cm[kw][h] = (__mmask16)m;
             }
-            cm[kw] = (__mmask16)m;
         }
         const int64_t left = OW - v0;
         const __mmask16 sm = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
@@ -1479,14 +1486,22 @@ NN_AVX512 static void dw_plane_direct_avx512(const float *x, int64_t H, int64_t 
             for (int64_t kh = 0; kh < KH; kh++) {
                 const float *row[8];
                 for (int u = 0; u < 8; u++) {
-                    int64_t ih = oh0 + imin(u, cnt - 1) + kh * dh - ph;
-                    row[u] = (ih >= 0 && ih < H ? x + ih * W : zero) + v0 - pw;
+                    int64_t ih = (oh0 + imin(u, cnt - 1)) * sh + kh * dh - ph;
+                    row[u] = ih >= 0 && ih < H ? x + ih * W : zero;
                 }
                 for (int64_t kw = 0; kw < nkw; kw++) {
                     const __m512 w1 = _mm512_set1_ps(wt[kh * KW + kw]);
-                    const int64_t o = kw * dw;
-                    for (int u = 0; u < 8; u++)
-                        a[u] = _mm512_fmadd_ps(w1, _mm512_maskz_loadu_ps(cm[kw], row[u] + o), a[u]);
+                    const int64_t o = c0[kw];
+                    if (sw == 1) {
+                        for (int u = 0; u < 8; u++)
+                            a[u] = _mm512_fmadd_ps(w1, _mm512_maskz_loadu_ps(cm[kw][0], row[u] + o), a[u]);
+                    } else {
+                        for (int u = 0; u < 8; u++) {
+                            __m512 lo = _mm512_maskz_loadu_ps(cm[kw][0], row[u] + o);
+                            __m512 hi = _mm512_maskz_loadu_ps(cm[kw][1], row[u] + o + 16);
+                            a[u] = _mm512_fmadd_ps(w1, _mm512_permutex2var_ps(lo, even, hi), a[u]);
+                        }
+                    }
                 }
             }
             for (int u = 0; u < 8; u++)
@@ -1523,18 +1538,17 @@ static void conv_depthwise_wide_task(int64_t begin, int64_t end, void **argv) {
     const int64_t sh = g->s[1], sw = g->s[2], dh = g->dl[1], dw = g->dl[2];
     const int64_t Hq = job->Hp, Wq = job->Wp, Q = OH * Wq, S = sh * sw, KK = KH * KW;
 #ifdef NN_HAVE_AVX512
-    /* stride 1 on AVX-512: straight from the input (no padded planes), rows outside it read
-     * a zero row */
-    if (native_on() && sh == 1 && sw == 1 && KW <= 16) {
-        const int64_t zn = g->in[2] + 2 * (g->p[2] + KW * dw) + 32;
+    /* column stride 1 or 2 on AVX-512: straight from the input (no padded planes), rows
+     * outside it read a zero row */
+    if (native_on() && sw <= 2 && KW <= 16) {
+        const int64_t zn = g->in[2] + 64;
         float *zero = scratch(0, (size_t)zn);
         if (!zero) return;
-        memset(zero, 0, (size_t)zn * sizeof(float));
-        const float *zrow = zero + g->p[2] + KW * dw;   /* reads reach pw before and 16 + KW dw past */
+        memset(zero, 0, (size_t)zn * sizeof(float));   /* masked reads stay within [0, W) */
         for (int64_t t = begin; t < end; t++) {
             int64_t n = t / g->F, f = t % g->F, c = f / g->Fg;
-            dw_plane_direct_avx512(job->x + (n * g->C + c) * g->IP, g->in[1], g->in[2], job->w + f * KK, KH, KW, dh, dw,
-                                   g->p[1], g->p[2], job->bias ? job->bias[f] : 0.0f, OH, OW, zrow,
+            dw_plane_direct_avx512(job->x + (n * g->C + c) * g->IP, g->in[1], g->in[2], job->w + f * KK, KH, KW, sh, sw,
+                                   dh, dw, g->p[1], g->p[2], job->bias ? job->bias[f] : 0.0f, OH, OW, zero,
                                    job->y + (n * g->F + f) * g->P);
         }
         if (job->epi) job->epi(begin * g->P, end * g->P, job->epi_args);
