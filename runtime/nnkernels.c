@@ -189,6 +189,10 @@ typedef struct {
     const float *b;
     int64_t bsk, bsp;          /* B(k, j) = b[(j / PW) * bsp + k * bsk + j % PW] */
     const int64_t *koff;       /* if set, k * bsk is koff[k] */
+    const int64_t *aoff;       /* if set, A by columns through a table: A(k, r) = a[aoff[k] + pos(r)]
+                                  with pos(r) = (r / valid_w) a_pitch + r % valid_w (row tiles
+                                  never cross a multiple of valid_w) */
+    int64_t a_pitch;
     float *c;
     int64_t csr, csj;          /* C(r, j) = c[r * csr + j * csj]; csj == 1 or csr == 1 */
     int64_t wide_w, valid_w, q0;   /* wide output (csj == 1), see above */
@@ -324,22 +328,24 @@ static inline __attribute__((always_inline)) void mm_segments(const mm_t *p, int
         const float *bp = p->b + (j0 / (16 * V)) * p->bsp;                                           \
         const int64_t bsk = p->bsk;                                                                   \
         const int64_t *koff = p->koff;                                                                \
-        const float *ap[AROWS ? R : 1];                                                               \
+        const float *ap[AROWS == 1 ? R : 1];                                                          \
         int off[R];                                                                                   \
         for (int r = 0; r < R; r++) off[r] = r < nr ? r : 0;                                          \
-        const float *a = p->a + r0;                                                                   \
+        const float *a = p->a + (AROWS == 2 ? (r0 / p->valid_w) * p->a_pitch + r0 % p->valid_w : r0); \
         const int64_t ask = p->ask;                                                                   \
-        if (AROWS)                                                                                    \
-            for (int r = 0; r < (AROWS ? R : 1); r++) ap[r] = p->a + (r0 + off[r]) * p->asr;         \
+        const int64_t *aoff = p->aoff;                                                                \
+        if (AROWS == 1)                                                                               \
+            for (int r = 0; r < (AROWS == 1 ? R : 1); r++) ap[r] = p->a + (r0 + off[r]) * p->asr;    \
         for (int64_t k = 0; k < K; k++) {                                                             \
             const float *bk = BTAB ? bp + koff[k] : bp + k * bsk;                                    \
+            const float *ak = AROWS == 2 ? a + aoff[k] : a;                                           \
             __m512 bv[V];                                                                             \
             for (int v = 0; v < V; v++) bv[v] = _mm512_loadu_ps(bk + 16 * v);                         \
             for (int r = 0; r < R; r++) {                                                             \
-                __m512 av = _mm512_set1_ps(AROWS ? ap[AROWS ? r : 0][k] : a[off[r]]);                 \
+                __m512 av = _mm512_set1_ps(AROWS == 1 ? ap[AROWS == 1 ? r : 0][k] : ak[off[r]]);      \
                 for (int v = 0; v < V; v++) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);       \
             }                                                                                         \
-            if (!AROWS) a += ask;                                                                     \
+            if (AROWS == 0) a += ask;                                                                 \
         }                                                                                             \
         if (p->csj == 1 && !p->bias_j) { /* rows: store from registers, by masked segments */        \
             __mmask16 sm[V][4];                                                                       \
@@ -374,22 +380,27 @@ MM_TILES(8, 2)
 MM_TILES(14, 1)
 MM_TILES(7, 4)
 MM_TILES(7, 3)
-#define MM_FNS(R, V) {{mm_tile_##R##x##V##_00, mm_tile_##R##x##V##_01}, {mm_tile_##R##x##V##_10, mm_tile_##R##x##V##_11}}
+MM_TILE(7, 4, 2, 0)
+MM_TILE(7, 3, 2, 0)
+#define MM_FNS(R, V) {{mm_tile_##R##x##V##_00, mm_tile_##R##x##V##_01}, {mm_tile_##R##x##V##_10, mm_tile_##R##x##V##_11}, {NULL, NULL}}
+#define MM_FNS7(R, V) {{mm_tile_##R##x##V##_00, mm_tile_##R##x##V##_01}, {mm_tile_##R##x##V##_10, mm_tile_##R##x##V##_11}, {mm_tile_##R##x##V##_20, NULL}}
 #else
-#define MM_FNS(R, V) {{NULL, NULL}, {NULL, NULL}}
+#define MM_FNS(R, V) {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}}
+#define MM_FNS7(R, V) MM_FNS(R, V)
 #endif
 
 /* tile shapes: R rows x 16V columns; `cost` weights padded work by the measured speed of the
- * shape (percent; 16-column tiles load one vector per R broadcasts and run slower) */
+ * shape (percent; 16-column tiles load one vector per R broadcasts and run slower; 7 x 4 keeps
+ * one of its 28 accumulators on the stack) */
 typedef struct {
     int R, V, cost;
-    mm_tile_fn fn[2][2];   /* [A by rows][B by offset table] */
+    mm_tile_fn fn[3][2];   /* [A by columns / rows / columns through a table][B by offset table] */
 } mm_shape;
 
 static const mm_shape MM_SHAPES[] = {
     {6, 4, 100, MM_FNS(6, 4)}, {8, 3, 100, MM_FNS(8, 3)}, {12, 2, 101, MM_FNS(12, 2)},
-    {8, 2, 102, MM_FNS(8, 2)}, {14, 1, 140, MM_FNS(14, 1)}, {7, 4, 100, MM_FNS(7, 4)},
-    {7, 3, 101, MM_FNS(7, 3)},
+    {8, 2, 102, MM_FNS(8, 2)}, {14, 1, 140, MM_FNS(14, 1)}, {7, 4, 105, MM_FNS7(7, 4)},
+    {7, 3, 101, MM_FNS7(7, 3)},
 };
 #define MM_NSHAPES ((int)(sizeof MM_SHAPES / sizeof MM_SHAPES[0]))
 
@@ -419,7 +430,7 @@ static double mm_cost(int shape, int64_t rows, int64_t cols) {
 #define MM_KC 8192               /* K block (measured: blocking K below this only slows the tiles) */
 #endif
 #ifndef MM_KC_PANELS
-#define MM_KC_PANELS 1024        /* K block when each B panel is streamed once (panels_outer) */
+#define MM_KC_PANELS 2048        /* K block when each B panel is streamed once (panels_outer) */
 #endif
 #ifndef MM_BLOCK_FLOATS
 #define MM_BLOCK_FLOATS 131072   /* B block (KC x columns): 512 KiB, in L2 */
@@ -431,7 +442,8 @@ static double mm_cost(int shape, int64_t rows, int64_t cols) {
  * partial last panel of an unpadded B is first copied, zero-padded, to scratch slot 1. */
 static void mm_run(const mm_t *p, int shape) {
     const mm_shape *s = &MM_SHAPES[shape];
-    mm_tile_fn fn = s->fn[p->ask == 1][p->koff != NULL];
+    const int amode = p->aoff ? 2 : p->ask == 1;
+    mm_tile_fn fn = s->fn[amode][p->koff != NULL];
     const int64_t pw = 16 * s->V, K = p->K;
     int64_t full = p->padded ? p->cols : p->cols / pw * pw;
     float *edge_b = NULL;
@@ -453,7 +465,8 @@ static void mm_run(const mm_t *p, int shape) {
     for (int64_t k0 = 0; k0 < K; k0 += kc) {
         mm_t q = *p;
         q.K = imin(kc, K - k0);
-        q.a = p->a + k0 * p->ask;
+        if (p->aoff) q.aoff = p->aoff + k0;
+        else q.a = p->a + k0 * p->ask;
         if (p->koff) q.koff = p->koff + k0;
         else q.b = p->b + k0 * p->bsk;
         if (k0 > 0) { q.accumulate = 1; q.bias_r = NULL; q.bias_j = NULL; }
@@ -464,7 +477,7 @@ static void mm_run(const mm_t *p, int shape) {
             e.bsp = 0;
             e.koff = NULL;
         }
-        mm_tile_fn efn = s->fn[p->ask == 1][0];
+        mm_tile_fn efn = s->fn[amode][0];
         if (p->panels_outer) {
             for (int64_t c = 0; c < panels; c++)
                 for (int64_t r0 = 0; r0 < p->rows; r0 += s->R) {
@@ -1009,6 +1022,7 @@ typedef struct {
     int64_t Hp, Wp;
     const int64_t *koff;
     int64_t phase_used;   /* bit a * sw + b: some tap reads phase plane (a, b) */
+    int fv_how;           /* conv_fvec: FV_INPUT, FV_IM2COL or FV_PLANES */
 } conv_job;
 
 static int is_pointwise(const geo_t *g) {
@@ -1155,13 +1169,33 @@ static void conv_native(conv_job *job) {
  * shape, or -1. */
 static int implicit_ok(const geo_t *g);
 
+static void pad_phase_rows(const geo_t *g, const float *x, int64_t a, int64_t b, int64_t i0, int64_t nrows,
+                           int64_t Wq, float *d, int interior_only, float fill);
+
+/* how conv_fvec reads the positions (the broadcast operand) */
+enum { FV_INPUT = 0, FV_IM2COL = 1, FV_PLANES = 2 };
+
+static int conv_fvec_how(const geo_t *g) {
+    if (is_pointwise(g)) return FV_INPUT;
+    if (implicit_ok(g) && g->out[2] % 7 == 0 && g->s[1] * g->s[2] <= 16) return FV_PLANES;
+    return FV_IM2COL;
+}
+
 static int conv_fvec_shape(const geo_t *g) {
     if (!cpu_has_avx512() || g->Fg < 16) return -1;
     int64_t cols_n = g->P;
     if (implicit_ok(g))
         cols_n = g->out[1] * (g->out[2] + (g->k[2] - 1) * g->dl[2] / g->s[2]);
-    int sn = mm_pick(g->Fg, cols_n), sf = mm_pick(g->P, g->Fg);
-    double margin = is_pointwise(g) ? 0.92 : 0.75;   /* else it pays an im2col the other avoids */
+    int sn = mm_pick(g->Fg, cols_n), sf;
+    int how = conv_fvec_how(g);
+    double margin = 0.92;   /* the transposed stores cost a little */
+    if (how == FV_PLANES) {   /* row tiles of 7 positions = whole output rows (7 | OW) */
+        sf = mm_cost(5, g->P, g->Fg) <= mm_cost(6, g->P, g->Fg) ? 5 : 6;
+        if (g_tune[TUNE_SHAPE] == 6 || g_tune[TUNE_SHAPE] == 7) sf = (int)g_tune[TUNE_SHAPE] - 1;
+    } else {
+        sf = mm_pick(g->P, g->Fg);
+        if (how == FV_IM2COL) margin = 0.75;   /* it pays an im2col the other avoids */
+    }
     if (g_tune[TUNE_CONV] == 5) margin = 10.0;
     return mm_cost(sf, g->P, g->Fg) <= margin * mm_cost(sn, g->Fg, cols_n) ? sf : -1;
 }
@@ -1174,7 +1208,6 @@ static void conv_fvec_task(int64_t begin, int64_t end, void **argv) {
     conv_job *job = (conv_job *)argv[0];
     const geo_t *g = &job->g;
     const int64_t mb = job->mb, tm = cdiv(g->Fg, mb), Kd = g->Cg * g->KK, PW = mm_panel(job->shape);
-    const int pw = is_pointwise(g);
     for (int64_t t = begin; t < end; t++) {
         int64_t mi = t % tm, ng = t / tm, gi = ng % g->G, n = ng / g->G;
         int64_t m0 = mi * mb, mc = imin(mb, g->Fg - m0), f0 = gi * g->Fg + m0;
@@ -1182,8 +1215,31 @@ static void conv_fvec_task(int64_t begin, int64_t end, void **argv) {
         mm_t p;
         memset(&p, 0, sizeof p);
         p.K = Kd;
-        if (pw) {
+        if (job->fv_how == FV_INPUT) {
             p.a = xg;
+            p.ask = g->P;
+        } else if (job->fv_how == FV_PLANES) {
+            /* the image's padded phase planes; A(k, r) = planes[aoff[k] + pos(r)] */
+            const int64_t sh = g->s[1], sw = g->s[2], Hq = job->Hp, Wq = job->Wp;
+            const size_t np = (size_t)(g->Cg * sh * sw * Hq * Wq), slack = (size_t)(Wq + 64);
+            float *planes = scratch(0, np + slack);
+            if (!planes) return;
+            if (t_cols_serial != job->serial || t_cols_tag != ng || t_cols_ptr != planes) {
+                for (int64_t c = 0; c < g->Cg; c++)
+                    for (int64_t a = 0; a < sh; a++)
+                        for (int64_t b = 0; b < sw; b++)
+                            if ((job->phase_used >> (a * sw + b)) & 1)
+                                pad_phase_rows(g, xg + c * g->IP, a, b, 0, Hq, Wq, planes + ((c * sh + a) * sw + b) * Hq * Wq,
+                                               0, 0.0f);
+                for (size_t i = np; i < np + slack; i++) planes[i] = 0.0f;
+                t_cols_serial = job->serial;
+                t_cols_tag = ng;
+                t_cols_ptr = planes;
+            }
+            p.a = planes;
+            p.aoff = job->koff;
+            p.a_pitch = Wq;
+            p.valid_w = g->out[2];
         } else {
             float *cols = scratch(0, (size_t)(Kd * g->P));
             if (!cols) return;
@@ -1194,8 +1250,8 @@ static void conv_fvec_task(int64_t begin, int64_t end, void **argv) {
                 t_cols_ptr = cols;
             }
             p.a = cols;
+            p.ask = g->P;
         }
-        p.ask = g->P;
         p.asr = 1;
         p.b = job->wp + gi * conv_fvec_group_floats(g, job->shape) + (m0 / PW) * Kd * PW;
         p.bsk = PW;
@@ -1223,6 +1279,24 @@ static void conv_fvec(conv_job *job, int shape) {
     int64_t panels = cdiv(g->Fg, PW), tm = outer >= want ? 1 : imin(cdiv(want, outer), panels);
     job->mb = cdiv(panels, tm) * PW;
     tm = cdiv(g->Fg, job->mb);
+    job->fv_how = conv_fvec_how(g);
+    if (job->fv_how == FV_PLANES) {   /* phase planes of whole images and the table of A */
+        const int64_t KH = g->k[1], KW = g->k[2], dh = g->dl[1], dw = g->dl[2], sh = g->s[1], sw = g->s[2];
+        const int64_t Kd = g->Cg * g->KK;
+        job->Hp = g->out[1] + (KH - 1) * dh / sh;
+        job->Wp = g->out[2] + (KW - 1) * dw / sw;
+        int64_t *aoff = (int64_t *)scratch(7, (size_t)(2 * Kd));
+        if (!aoff) return;
+        job->phase_used = 0;
+        for (int64_t c = 0; c < g->Cg; c++)
+            for (int64_t kh = 0; kh < KH; kh++)
+                for (int64_t kw = 0; kw < KW; kw++) {
+                    int64_t a = kh * dh % sh, b = kw * dw % sw;
+                    aoff[(c * KH + kh) * KW + kw] = (((c * sh + a) * sw + b) * job->Hp + kh * dh / sh) * job->Wp + kw * dw / sw;
+                    job->phase_used |= (int64_t)1 << (a * sw + b);
+                }
+        job->koff = aoff;
+    }
     job->serial = atomic_fetch_add(&g_call_serial, 1) + 1;
     void *argv[1] = {job};
     symjit_parallel_for(conv_fvec_task, outer * tm, 1, argv);
@@ -1391,7 +1465,9 @@ static int conv_implicit(conv_job *job) {
     int64_t want = flops < 2e5 ? 1 : (flops < 2e7 ? threads : 2 * threads);
     int64_t rb = imax(1, 2 * CONV_COLUMN_FLOATS / imax(g->Cg * used * Wq, 1) - halo);
     int64_t tp = cdiv(OH, imin(rb, OH));
-    if (outer * tp < want) tp = imax(tp, imin(cdiv(want, outer), OH));
+    /* more row blocks only while each keeps two panels of columns; then filter blocks */
+    const int64_t rb_min = cdiv(2 * mm_panel(job->shape), Wq);
+    if (outer * tp < want) tp = imax(tp, imin(cdiv(want, outer), imax(1, OH / rb_min)));
     job->pb = cdiv(OH, tp);   /* rows per block */
     tp = cdiv(OH, job->pb);
     job->Hp = job->pb + halo;
