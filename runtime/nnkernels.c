@@ -318,6 +318,32 @@ static inline __attribute__((always_inline)) void mm_segments(const mm_t *p, int
     }
 }
 
+/* transpose of a 16 x 16 block held in r[0..15] (rows) into r (columns) */
+NN_AVX512 static inline __attribute__((always_inline)) void tr16x16(__m512 *r) {
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {   /* 64-bit interleave of pairs */
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+    }
+    /* r[4g + j], 128-bit lane L: column 4L + j of rows 4g..4g+3; a 4 x 4 transpose of lanes
+     * over g gives column 4L + j of all rows */
+    for (int j = 0; j < 4; j++) {
+        __m512 u0 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x44), u1 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xEE);
+        __m512 u2 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x44), u3 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xEE);
+        t[j] = _mm512_shuffle_f32x4(u0, u2, 0x88);
+        t[4 + j] = _mm512_shuffle_f32x4(u0, u2, 0xDD);
+        t[8 + j] = _mm512_shuffle_f32x4(u1, u3, 0x88);
+        t[12 + j] = _mm512_shuffle_f32x4(u1, u3, 0xDD);
+    }
+    for (int i = 0; i < 16; i++) r[i] = t[i];
+}
+
 /* one R x 16V tile at rows [r0, r0 + R), columns [j0, j0 + 16V) (j0 a multiple of 16V) */
 #define MM_TILE(R, V, AROWS, BTAB)                                                                    \
     NN_AVX512 static void mm_tile_##R##x##V##_##AROWS##BTAB(const mm_t *p, int64_t r0, int64_t j0) {  \
@@ -362,6 +388,28 @@ static inline __attribute__((always_inline)) void mm_segments(const mm_t *p, int
                         __m512 y = p->accumulate ? _mm512_add_ps(x, _mm512_maskz_loadu_ps(sm[v][u], cr + so[v][u])) : x; \
                         _mm512_mask_storeu_ps(cr + so[v][u], sm[v][u], y);                            \
                     }                                                                                 \
+                }                                                                                     \
+            }                                                                                         \
+            return;                                                                                   \
+        }                                                                                             \
+        if (p->csr == 1 && p->wide_w == 0) { /* transposed: 16 x 16 register transposes per vector */ \
+            for (int v = 0; v < V; v++) {                                                             \
+                int64_t lanes = imin(16, nc - 16 * v);                                                \
+                if (lanes <= 0) break;                                                                \
+                __m512 t[16];                                                                         \
+                for (int r = 0; r < 16; r++) {                                                        \
+                    t[r] = _mm512_setzero_ps();                                                       \
+                    if (r < R) t[r] = _mm512_add_ps(acc[r < R ? r : 0][v],                            \
+                                        _mm512_set1_ps(p->bias_r && r < nr ? p->bias_r[r0 + r] : 0.0f)); \
+                }                                                                                     \
+                tr16x16(t);                                                                           \
+                const __mmask16 rm = (__mmask16)((1u << nr) - 1u);                                    \
+                for (int64_t l = 0; l < lanes; l++) {                                                 \
+                    float *cj = p->c + (j0 + 16 * v + l) * p->csj + r0;                                \
+                    __m512 x = t[l];                                                                  \
+                    if (p->bias_j) x = _mm512_add_ps(x, _mm512_set1_ps(p->bias_j[j0 + 16 * v + l]));  \
+                    if (p->accumulate) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(rm, cj));           \
+                    _mm512_mask_storeu_ps(cj, rm, x);                                                 \
                 }                                                                                     \
             }                                                                                         \
             return;                                                                                   \
@@ -500,32 +548,6 @@ static void mm_run(const mm_t *p, int shape) {
 }
 
 #ifdef NN_HAVE_AVX512
-/* transpose of a 16 x 16 block held in r[0..15] (rows) into r (columns) */
-NN_AVX512 static inline __attribute__((always_inline)) void tr16x16(__m512 *r) {
-    __m512 t[16];
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {   /* 64-bit interleave of pairs */
-        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
-        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
-        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
-        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
-    }
-    /* r[4g + j], 128-bit lane L: column 4L + j of rows 4g..4g+3; a 4 x 4 transpose of lanes
-     * over g gives column 4L + j of all rows */
-    for (int j = 0; j < 4; j++) {
-        __m512 u0 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x44), u1 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xEE);
-        __m512 u2 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x44), u3 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xEE);
-        t[j] = _mm512_shuffle_f32x4(u0, u2, 0x88);
-        t[4 + j] = _mm512_shuffle_f32x4(u0, u2, 0xDD);
-        t[8 + j] = _mm512_shuffle_f32x4(u1, u3, 0x88);
-        t[12 + j] = _mm512_shuffle_f32x4(u1, u3, 0xDD);
-    }
-    for (int i = 0; i < 16; i++) r[i] = t[i];
-}
-
 /* mm_pack_panels for sxk == 1 (rows contiguous along k): 16 x 16 blocks transposed in registers */
 NN_AVX512 static void mm_pack_panels_t(const float *x, int64_t sxi, int64_t rows, int64_t K, int64_t pw,
                                        float *dst) {
