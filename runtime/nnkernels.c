@@ -1,15 +1,24 @@
 /*
  * nnkernels.c -- compute-bound neural-network kernels that generated code calls (float32, row-major).
  *
- * GEMM-shaped work (FullyConnected, dot, batch_dot, convolution as im2col + GEMM, their backward
- * passes, Deconvolution as GEMM + col2im) goes to a BLAS sgemm bound at run time
- * (`symjit_nn_set_blas`: symjit binds scipy's OpenBLAS); tiny products use a built-in loop nest
- * (no library call overhead). Depthwise convolution, pooling, bias gradients and embedding
- * gathers are direct loops. Work is split over the runtime's pool (`symjit_parallel_for`) into
- * output blocks; the BLAS runs single-threaded inside each block (no nested thread pools), and
- * a node's elementwise epilogue (a generated kernel `void epi(begin, end, args)` over flat
- * output indices) runs on each output block as soon as the block is complete, while it is
- * still in cache.
+ * Two paths compute GEMM-shaped work (FullyConnected, dot, batch_dot, convolutions, their
+ * backward passes, Deconvolution):
+ *   - on x86-64 hosts with AVX-512 (F/BW/DQ/VL), the default: register-blocked tiles written
+ *     here (R rows x 16V columns in zmm accumulators, "Native AVX-512 GEMM tiles" below),
+ *     driven by convolution-specific blockings that avoid im2col (implicit GEMM over zero-padded
+ *     stride phase planes, fused Winograd F(2x2, 3x3), filter-vector tiles over weights packed
+ *     at compile time), a GEMM driver for dense layers and a dot-product GEMV; depthwise
+ *     convolution and max pooling have vectorised AVX-512 loops too;
+ *   - elsewhere, or after `symjit_nn_set_native(0)` (the portable path): a BLAS sgemm bound at
+ *     run time (`symjit_nn_set_blas`: symjit binds scipy's OpenBLAS), im2col + GEMM, Winograd
+ *     with sgemm, and built-in loop nests for tiny products.
+ * benchmarks/bench_gemm_choices.py measures the choices (tiles against the BLAS, methods, tile
+ * shapes, blocking); `symjit_nn_tune` overrides them for it.
+ * Depthwise convolution, pooling, bias gradients and embedding gathers are direct loops. Work is
+ * split over the runtime's pool (`symjit_parallel_for`) into output blocks; GEMM work inside a
+ * block is single-threaded (no nested thread pools), and a node's elementwise epilogue (a
+ * generated kernel `void epi(begin, end, args)` over flat output indices) runs on each output
+ * block as soon as the block is complete, while it is still in cache.
  *
  * Geometry arrives as an int64 descriptor array (layouts documented per function; generated
  * code keeps them as module constants). Spatial convolutions and pooling are handled as 3-D
@@ -143,9 +152,12 @@ static int g_native = -1;   /* -1: not decided yet; 0: BLAS / loop nests; 1: AVX
 enum { TUNE_KC, TUNE_SHAPE, TUNE_CONV, TUNE_WBLOCK, TUNE_COUNT };
 static int64_t g_tune[TUNE_COUNT];
 
-/* Set tuning override `key` (TUNE_KC: K block of the tiles; TUNE_SHAPE: 1 + index of a forced
- * tile shape; TUNE_CONV: 1 + forced convolution method of the tiles, 1 im2col, 2 implicit GEMM)
- * to `value` (0 restores the built-in choice); returns the previous value. */
+/* Set tuning override `key` to `value` (0 restores the built-in choice); returns the previous
+ * value. For benchmarks/bench_gemm_choices.py. TUNE_KC: K block of the tiles; TUNE_SHAPE: 1 +
+ * index of a forced tile shape (MM_SHAPES); TUNE_CONV: 1 no implicit GEMM (im2col tiles), 3 the
+ * portable depthwise loops, 4 no filter-vector path, 5 the filter-vector path wherever weights
+ * can be packed (decided when packing, at compile time), 6 no fused Winograd on the tiles;
+ * TUNE_WBLOCK: the Winograd block budget (floats). */
 NN_API int64_t symjit_nn_tune(int64_t key, int64_t value) {
     if (key < 0 || key >= TUNE_COUNT) return -1;
     int64_t old = g_tune[key];
@@ -1230,15 +1242,17 @@ static void conv_fvec_task(int64_t begin, int64_t end, void **argv) {
     conv_job *job = (conv_job *)argv[0];
     const geo_t *g = &job->g;
     const int64_t mb = job->mb, tm = cdiv(g->Fg, mb), Kd = g->Cg * g->KK, PW = mm_panel(job->shape);
+    const int64_t pb = job->pb, tp = cdiv(g->P, pb);   /* position blocks (whole row tiles / rows) */
     for (int64_t t = begin; t < end; t++) {
-        int64_t mi = t % tm, ng = t / tm, gi = ng % g->G, n = ng / g->G;
+        int64_t mi = t % tm, pi = (t / tm) % tp, ng = t / (tm * tp), gi = ng % g->G, n = ng / g->G;
         int64_t m0 = mi * mb, mc = imin(mb, g->Fg - m0), f0 = gi * g->Fg + m0;
+        int64_t p0 = pi * pb, pc = imin(pb, g->P - p0);
         const float *xg = job->x + (n * g->C + gi * g->Cg) * g->IP;
         mm_t p;
         memset(&p, 0, sizeof p);
         p.K = Kd;
         if (job->fv_how == FV_INPUT) {
-            p.a = xg;
+            p.a = xg + p0;
             p.ask = g->P;
         } else if (job->fv_how == FV_PLANES) {
             /* the image's padded phase planes; A(k, r) = planes[aoff[k] + pos(r)] */
@@ -1258,7 +1272,7 @@ static void conv_fvec_task(int64_t begin, int64_t end, void **argv) {
                 t_cols_tag = ng;
                 t_cols_ptr = planes;
             }
-            p.a = planes;
+            p.a = planes + (p0 / g->out[2]) * Wq;   /* p0: whole output rows */
             p.aoff = job->koff;
             p.a_pitch = Wq;
             p.valid_w = g->out[2];
@@ -1271,7 +1285,7 @@ static void conv_fvec_task(int64_t begin, int64_t end, void **argv) {
                 t_cols_tag = ng;
                 t_cols_ptr = cols;
             }
-            p.a = cols;
+            p.a = cols + p0;
             p.ask = g->P;
         }
         p.asr = 1;
@@ -1280,14 +1294,14 @@ static void conv_fvec_task(int64_t begin, int64_t end, void **argv) {
         p.bsp = Kd * PW;
         p.padded = 1;
         p.panels_outer = 1;
-        p.c = job->y + (n * g->F + f0) * g->P;
+        p.c = job->y + (n * g->F + f0) * g->P + p0;
         p.csr = 1;
         p.csj = g->P;
         p.bias_j = job->bias ? job->bias + f0 : NULL;
-        p.rows = g->P;
+        p.rows = pc;
         p.cols = mc;
         mm_run(&p, job->shape);
-        run_epilogue_rows(job->epi, job->epi_args, (n * g->F + f0) * g->P, mc, g->P, g->P);
+        run_epilogue_rows(job->epi, job->epi_args, (n * g->F + f0) * g->P + p0, mc, g->P, pc);
     }
 }
 
@@ -1298,9 +1312,15 @@ static void conv_fvec(conv_job *job, int shape) {
     int64_t threads = symjit_get_num_threads();
     double flops = 2.0 * (double)outer * (double)g->Fg * (double)g->P * (double)(g->Cg * g->KK);
     int64_t want = flops < 2e5 ? 1 : (flops < 2e7 ? threads : 2 * threads);
+    /* blocks: filter panels first (each block reads its part of the packed weights once),
+     * then positions (whole output rows for the phase planes, whole row tiles otherwise) */
     int64_t panels = cdiv(g->Fg, PW), tm = outer >= want ? 1 : imin(cdiv(want, outer), panels);
     job->mb = cdiv(panels, tm) * PW;
     tm = cdiv(g->Fg, job->mb);
+    const int64_t unit = conv_fvec_how(g) == FV_PLANES ? g->out[2] : MM_SHAPES[shape].R;
+    const int64_t units = cdiv(g->P, unit);
+    int64_t tp = outer * tm >= want ? 1 : imin(cdiv(want, outer * tm), units);
+    job->pb = cdiv(units, tp) * unit;
     job->fv_how = conv_fvec_how(g);
     if (job->fv_how == FV_PLANES) {   /* phase planes of whole images and the table of A */
         const int64_t KH = g->k[1], KW = g->k[2], dh = g->dl[1], dw = g->dl[2], sh = g->s[1], sw = g->s[2];
@@ -1321,7 +1341,7 @@ static void conv_fvec(conv_job *job, int shape) {
     }
     job->serial = atomic_fetch_add(&g_call_serial, 1) + 1;
     void *argv[1] = {job};
-    symjit_parallel_for(conv_fvec_task, outer * tm, 1, argv);
+    symjit_parallel_for(conv_fvec_task, outer * tm * cdiv(g->P, job->pb), 1, argv);
 }
 
 /* Size in floats of the packed weights the AVX-512 path wants for this (forward, im2col-method)
@@ -1560,25 +1580,28 @@ NN_AVX512 static void dw_plane_direct_avx512(const float *x, int64_t H, int64_t 
                                              int64_t KW, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t ph,
                                              int64_t pw, float b0, int64_t OH, int64_t OW, const float *zero, float *y) {
     const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-    for (int64_t v0 = 0; v0 < OW; v0 += 16) {
-        __mmask16 cm[16][2];   /* per tap: lanes of the (first, second) 16 columns inside the row */
-        int64_t c0[16];
-        const int64_t nkw = imin(KW, 16);
-        for (int64_t kw = 0; kw < nkw; kw++) {
-            c0[kw] = v0 * sw + kw * dw - pw;
-            for (int h = 0; h < (sw == 2 ? 2 : 1); h++) {
+    const int64_t nkw = imin(KW, 16), nv = cdiv(OW, 16);
+    /* column masks per (vector, tap, half): lanes whose input column is inside the row; the
+     * loops go row group by row group so the rows a group reads stay in L1 across its vectors */
+    __mmask16 cm_s[16][16][2];
+    for (int64_t vc = 0; vc < nv; vc += 16) {   /* chunks of up to 16 vectors per row */
+    const int64_t nvc = imin(16, nv - vc);
+    for (int64_t v = vc; v < vc + nvc; v++)
+        for (int64_t kw = 0; kw < nkw; kw++)
+            for (int h = 0; h < 2; h++) {
                 uint32_t m = 0;
                 for (int l = 0; l < 16; l++) {
-                    int64_t col = c0[kw] + 16 * h + l, o = sw == 2 ? (16 * h + l) / 2 : l;
-                    if (col >= 0 && col < W && v0 + o < OW) m |= 1u << l;
+                    int64_t col = 16 * v * sw + kw * dw - pw + 16 * h + l;
+                    int64_t o = sw == 2 ? (16 * h + l) / 2 : (h ? 16 : l);
+                    if (col >= 0 && col < W && 16 * v + o < OW) m |= 1u << l;
                 }
-                cm[kw][h] = (__mmask16)m;
+                cm_s[v - vc][kw][h] = (__mmask16)m;
             }
-        }
-        const int64_t left = OW - v0;
-        const __mmask16 sm = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
-        for (int64_t oh0 = 0; oh0 < OH; oh0 += 8) {
-            const int64_t cnt = imin(8, OH - oh0);
+    for (int64_t oh0 = 0; oh0 < OH; oh0 += 8) {
+        const int64_t cnt = imin(8, OH - oh0);
+        for (int64_t v = vc; v < vc + nvc; v++) {
+            const int64_t v0 = 16 * v, left = OW - v0;
+            const __mmask16 sm = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
             __m512 a[8];
             for (int u = 0; u < 8; u++) a[u] = _mm512_set1_ps(b0);
             for (int64_t kh = 0; kh < KH; kh++) {
@@ -1589,14 +1612,15 @@ NN_AVX512 static void dw_plane_direct_avx512(const float *x, int64_t H, int64_t 
                 }
                 for (int64_t kw = 0; kw < nkw; kw++) {
                     const __m512 w1 = _mm512_set1_ps(wt[kh * KW + kw]);
-                    const int64_t o = c0[kw];
+                    const int64_t o = v0 * sw + kw * dw - pw;
+                    const __mmask16 m0 = cm_s[v - vc][kw][0];
                     if (sw == 1) {
-                        for (int u = 0; u < 8; u++)
-                            a[u] = _mm512_fmadd_ps(w1, _mm512_maskz_loadu_ps(cm[kw][0], row[u] + o), a[u]);
+                        for (int u = 0; u < 8; u++) a[u] = _mm512_fmadd_ps(w1, _mm512_maskz_loadu_ps(m0, row[u] + o), a[u]);
                     } else {
+                        const __mmask16 m1 = cm_s[v - vc][kw][1];
                         for (int u = 0; u < 8; u++) {
-                            __m512 lo = _mm512_maskz_loadu_ps(cm[kw][0], row[u] + o);
-                            __m512 hi = _mm512_maskz_loadu_ps(cm[kw][1], row[u] + o + 16);
+                            __m512 lo = _mm512_maskz_loadu_ps(m0, row[u] + o);
+                            __m512 hi = _mm512_maskz_loadu_ps(m1, row[u] + o + 16);
                             a[u] = _mm512_fmadd_ps(w1, _mm512_permutex2var_ps(lo, even, hi), a[u]);
                         }
                     }
@@ -1605,6 +1629,7 @@ NN_AVX512 static void dw_plane_direct_avx512(const float *x, int64_t H, int64_t 
             for (int u = 0; u < 8; u++)
                 if (u < cnt) _mm512_mask_storeu_ps(y + (oh0 + u) * OW + v0, sm, a[u]);
         }
+    }
     }
 }
 
@@ -2285,7 +2310,6 @@ NN_API void symjit_nn_conv_packed(const int64_t *d, const float *x, const float 
         return;
     } else if (native_on()) {
         int fv = job.wp && d[22] == 0 ? conv_fvec_shape(g) : -1;
-        if (job.wp && g_tune[TUNE_CONV] == 5) fv = mm_pick(g->P, g->Fg);   /* benchmarks: force it */
         if (fv >= 0 && g_tune[TUNE_CONV] != 4) conv_fvec(&job, fv);
         else if (!(g_tune[TUNE_CONV] != 1 && implicit_ok(g) && conv_implicit(&job))) conv_native(&job);
     } else {

@@ -3,10 +3,15 @@ machinery of every compute-bound lowering: calls into the runtime's kernel libra
 fused elementwise epilogue.
 
 The kernels live in runtime/nnkernels.c (compiled into `symjit._runtime`): float32,
-row-major, split into output blocks over the runtime's thread pool. Large products call a
-BLAS sgemm single-threaded inside each block (scipy's bundled OpenBLAS, bound once per
-process by `bind_native_kernels`); tiny products (at most `SMALL_GEMM` multiply-adds, e.g.
-a 16x16 layer at batch 1) run a built-in loop nest, so they pay no library call overhead.
+row-major, split into output blocks over the runtime's thread pool. On AVX-512 hosts they run
+their own register tiles (`set_native_kernels`, `native_kernels_available`): GEMMs pack the
+smaller operand once per call (dense layers: the activations, transposed in registers), bias
+goes into the tiles' stores, and products with 1-3 rows use a dot-product GEMV. Elsewhere (the
+portable path) large products call a BLAS sgemm single-threaded inside each block (scipy's
+bundled OpenBLAS, bound once per process by `bind_native_kernels`) and tiny products (at most
+`SMALL_GEMM` multiply-adds, e.g. a 16x16 layer at batch 1) run a built-in loop nest, so they
+pay no library call overhead. Plans may use compile-time constants (`const_value`) to add
+packed parameters (`add_param`), e.g. convolution weights in the layout the tiles read.
 `benchmarks/bench_gemm_choices.py` holds the measurements behind these choices.
 
 A lowered node becomes one `DirectCall` to a small generated wrapper function:
