@@ -149,7 +149,7 @@ static void gemm_small(int ta, int tb, int64_t M, int64_t N, int64_t K, const fl
 static int g_native = -1;   /* -1: not decided yet; 0: BLAS / loop nests; 1: AVX-512 tiles */
 
 /* Tuning overrides for benchmarks/bench_gemm_choices.py (0: the built-in choice). */
-enum { TUNE_KC, TUNE_SHAPE, TUNE_CONV, TUNE_WBLOCK, TUNE_COUNT };
+enum { TUNE_KC, TUNE_SHAPE, TUNE_CONV, TUNE_WBLOCK, TUNE_BLOCKS, TUNE_COUNT };
 static int64_t g_tune[TUNE_COUNT];
 
 /* Set tuning override `key` to `value` (0 restores the built-in choice); returns the previous
@@ -157,7 +157,7 @@ static int64_t g_tune[TUNE_COUNT];
  * index of a forced tile shape (MM_SHAPES); TUNE_CONV: 1 no implicit GEMM (im2col tiles), 3 the
  * portable depthwise loops, 4 no filter-vector path, 5 the filter-vector path wherever weights
  * can be packed (decided when packing, at compile time), 6 no fused Winograd on the tiles;
- * TUNE_WBLOCK: the Winograd block budget (floats). */
+ * TUNE_WBLOCK: the Winograd block budget (floats); TUNE_BLOCKS: blocks per thread of large calls. */
 NN_API int64_t symjit_nn_tune(int64_t key, int64_t value) {
     if (key < 0 || key >= TUNE_COUNT) return -1;
     int64_t old = g_tune[key];
@@ -479,6 +479,17 @@ static int mm_pick(int64_t rows, int64_t cols) {
 }
 
 static int64_t mm_panel(int shape) { return 16 * MM_SHAPES[shape].V; }
+
+/* Blocks the AVX-512 paths cut a call of `flops` into: one below 2e5 flops (waking the pool
+ * costs more), one per thread below 2e7, else NN_BLOCKS_PER_THREAD per thread, so that a thread
+ * slowed down (another process on its core) leaves its remaining blocks to the others. */
+#ifndef NN_BLOCKS_PER_THREAD
+#define NN_BLOCKS_PER_THREAD 4
+#endif
+static int64_t tiles_want(double flops, int64_t threads) {
+    int64_t per = g_tune[TUNE_BLOCKS] > 0 ? g_tune[TUNE_BLOCKS] : NN_BLOCKS_PER_THREAD;
+    return flops < 2e5 ? 1 : (flops < 2e7 ? threads : per * threads);
+}
 
 /* padded work of a shape for rows x cols (the quantity mm_pick minimises) */
 static double mm_cost(int shape, int64_t rows, int64_t cols) {
@@ -908,7 +919,7 @@ static int ngemm(const int64_t *d, const float *A, const float *B, const float *
      * operand), then column panels, until the pool has enough blocks */
     int64_t threads = symjit_get_num_threads();
     double flops = 2.0 * (double)batch * (double)M * (double)N * (double)K;
-    int64_t want = flops < 2e5 ? 1 : (flops < 2e7 ? threads : 2 * threads);
+    int64_t want = tiles_want(flops, threads);
     int64_t tr = 1, tc = 1;
     if (batch < want) tr = imin(cdiv(want, batch), cdiv(rows, R));
     job.rb = cdiv(cdiv(rows, tr), R) * R;
@@ -1177,7 +1188,7 @@ static void conv_native(conv_job *job) {
     const int64_t panels = cdiv(g->P, W);
     int64_t threads = symjit_get_num_threads();
     double flops = 2.0 * (double)outer * (double)g->Fg * (double)g->P * (double)Kd;
-    int64_t want = flops < 2e5 ? 1 : (flops < 2e7 ? threads : 2 * threads);
+    int64_t want = tiles_want(flops, threads);
     int64_t per = is_pointwise(g) ? panels : imax(1, CONV_COLUMN_FLOATS / imax(Kd * W, 1));
     int64_t tp = cdiv(panels, imin(per, panels));
     if (outer * tp < want) tp = imax(tp, imin(cdiv(want, outer), imax(1, panels / 2)));
@@ -1311,7 +1322,7 @@ static void conv_fvec(conv_job *job, int shape) {
     job->shape = shape;
     int64_t threads = symjit_get_num_threads();
     double flops = 2.0 * (double)outer * (double)g->Fg * (double)g->P * (double)(g->Cg * g->KK);
-    int64_t want = flops < 2e5 ? 1 : (flops < 2e7 ? threads : 2 * threads);
+    int64_t want = tiles_want(flops, threads);
     /* blocks: filter panels first (each block reads its part of the packed weights once),
      * then positions (whole output rows for the phase planes, whole row tiles otherwise) */
     int64_t panels = cdiv(g->Fg, PW), tm = outer >= want ? 1 : imin(cdiv(want, outer), panels);
@@ -1504,7 +1515,7 @@ static int conv_implicit(conv_job *job) {
      * within ~2 x CONV_COLUMN_FLOATS (L2), then enough blocks for the pool */
     int64_t threads = symjit_get_num_threads();
     double flops = 2.0 * (double)outer * (double)g->Fg * (double)(OH * Wq) * (double)Kd;
-    int64_t want = flops < 2e5 ? 1 : (flops < 2e7 ? threads : 2 * threads);
+    int64_t want = tiles_want(flops, threads);
     int64_t rb = imax(1, 2 * CONV_COLUMN_FLOATS / imax(g->Cg * used * Wq, 1) - halo);
     int64_t tp = cdiv(OH, imin(rb, OH));
     /* more row blocks only while each keeps two panels of columns; then filter blocks */
@@ -2275,7 +2286,7 @@ static int conv_wnat(conv_job *job) {
     const int64_t PW = mm_panel(wj.shape), R = MM_SHAPES[wj.shape].R;
     wj.tb = cdiv(qn, PW) * PW;
     int64_t threads = symjit_get_num_threads();
-    int64_t outer = g->N * nblk, want = 2 * threads, tm = 1;
+    int64_t outer = g->N * nblk, want = tiles_want(2.0 * g->N * F * C * 16 * g->P / 4, threads), tm = 1;
     if (outer < want) tm = imin(cdiv(want, outer), cdiv(F, R));
     wj.mb = cdiv(cdiv(F, tm), R) * R;
     tm = cdiv(F, wj.mb);
