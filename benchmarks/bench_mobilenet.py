@@ -1,9 +1,11 @@
 """mobilenet1.0 inference (224x224, batch 1) compiled by symjit vs ONNX Runtime.
 
 The model and its parameters come from /work/shared/models (exported by MXNet); ONNX Runtime
-runs the same model's .onnx with the same number of intra-op threads. Prints medians of
-round-robin repeats, GFLOP/s, the fraction of FP32 peak, the ratio, and with --profile the
-slowest layers (each compiled alone).
+runs the same model's .onnx with the same number of intra-op threads. Prints medians over
+alternating blocks of 5 calls (each block after a pause, so neither runtime's spinning worker
+threads slow the other; model_bench_util.blocked), GFLOP/s, the fraction of the measured FP32
+peak, the ratio, and with --profile the slowest layers (each compiled alone, constant weights
+kept constant; `--profile all`: every layer in graph order).
 
     python benchmarks/bench_mobilenet.py [--batch 1] [--threads N] [--repeats R] [--profile [all]]
 """
@@ -18,7 +20,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--batch", type=int, nargs="+", default=[1])
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--profile", nargs="?", const="top", choices=("top", "all"),
                     help="per-layer profile: the 15 slowest layers (default) or all, in graph order")
     a = ap.parse_args()

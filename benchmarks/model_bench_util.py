@@ -326,7 +326,7 @@ def compare_with_ort(name: str, batch: int, threads: int, repeats: int, profile:
         iname = sess.get_inputs()[0].name
         cands["onnxruntime"] = lambda: sess.run(None, {iname: x})
         diff = np.abs(cg(arrays)[0] - cands["onnxruntime"]()[0]).max()
-    res = blocked(cands, repeats)
+    res = blocked(cands, repeats, rounds=max(2, repeats // 5))   # blocks of 5 calls: both runtimes see the same machine
     cpu = dict(LAST_CPU)
     flops = conv_flops(opt)
     peak, how = peak_gflops(threads)
