@@ -1216,6 +1216,10 @@ static int implicit_ok(const geo_t *g);
 
 static void pad_phase_rows(const geo_t *g, const float *x, int64_t a, int64_t b, int64_t i0, int64_t nrows,
                            int64_t Wq, float *d, int interior_only, float fill);
+#ifdef NN_HAVE_AVX512
+NN_AVX512 static void pad_phase_rows_pair(const geo_t *g, const float *x, int64_t a, int64_t i0, int64_t nrows,
+                                          int64_t Wq, float *d0, float *d1);
+#endif
 
 /* how conv_fvec reads the positions (the broadcast operand) */
 enum { FV_INPUT = 0, FV_IM2COL = 1, FV_PLANES = 2 };
@@ -1273,11 +1277,18 @@ static void conv_fvec_task(int64_t begin, int64_t end, void **argv) {
             if (!planes) return;
             if (t_cols_serial != job->serial || t_cols_tag != ng || t_cols_ptr != planes) {
                 for (int64_t c = 0; c < g->Cg; c++)
-                    for (int64_t a = 0; a < sh; a++)
+                    for (int64_t a = 0; a < sh; a++) {
+                        float *dst = planes + (c * sh + a) * sw * Hq * Wq;
+#ifdef NN_HAVE_AVX512
+                        if (sw == 2 && ((job->phase_used >> (a * 2)) & 3) == 3) {
+                            pad_phase_rows_pair(g, xg + c * g->IP, a, 0, Hq, Wq, dst, dst + Hq * Wq);
+                            continue;
+                        }
+#endif
                         for (int64_t b = 0; b < sw; b++)
                             if ((job->phase_used >> (a * sw + b)) & 1)
-                                pad_phase_rows(g, xg + c * g->IP, a, b, 0, Hq, Wq, planes + ((c * sh + a) * sw + b) * Hq * Wq,
-                                               0, 0.0f);
+                                pad_phase_rows(g, xg + c * g->IP, a, b, 0, Hq, Wq, dst + b * Hq * Wq, 0, 0.0f);
+                    }
                 for (size_t i = np; i < np + slack; i++) planes[i] = 0.0f;
                 t_cols_serial = job->serial;
                 t_cols_tag = ng;
@@ -1431,6 +1442,41 @@ static void pad_phase_rows(const geo_t *g, const float *x, int64_t a, int64_t b,
     }
 }
 
+#ifdef NN_HAVE_AVX512
+/* pad_phase_rows for both column phases b = 0, 1 of a column stride of 2 (into d0, d1), reading
+ * each input row once: input column c goes to phase (c + pw) % 2 at (c + pw) / 2, so the even
+ * and the odd columns of a 32-column chunk (two permutes) are one masked store each. Zero fill. */
+NN_AVX512 static void pad_phase_rows_pair(const geo_t *g, const float *x, int64_t a, int64_t i0, int64_t nrows,
+                                          int64_t Wq, float *d0, float *d1) {
+    const int64_t H = g->in[1], W = g->in[2], ph = g->p[1], pw = g->p[2], sh = g->s[1];
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    float *de = (pw % 2 == 0) ? d0 : d1, *dodd = (pw % 2 == 0) ? d1 : d0;
+    const int64_t oe = pw / 2, oo = (pw + 1) / 2;   /* j = c0 / 2 + lane + offset */
+    for (int64_t i = i0; i < i0 + nrows; i++) {
+        float *re = de + (i - i0) * Wq, *ro = dodd + (i - i0) * Wq;
+        for (int64_t j = 0; j < Wq; j++) re[j] = 0.0f;
+        for (int64_t j = 0; j < Wq; j++) ro[j] = 0.0f;
+        int64_t ih = i * sh + a - ph;
+        if (ih < 0 || ih >= H) continue;
+        const float *src = x + ih * W;
+        for (int64_t c0 = 0; c0 < W; c0 += 32) {
+            int64_t left = W - c0;
+            __mmask16 m0 = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
+            __mmask16 m1 = left >= 32 ? (__mmask16)0xFFFF : left <= 16 ? 0 : (__mmask16)((1u << (left - 16)) - 1u);
+            __m512 v0 = _mm512_maskz_loadu_ps(m0, src + c0), v1 = _mm512_maskz_loadu_ps(m1, src + c0 + 16);
+            /* lanes l: even column c0 + 2l valid if < W, odd c0 + 2l + 1; destination j < Wq */
+            int64_t ne = imin(16, (left + 1) / 2), no = imin(16, left / 2);
+            int64_t je = c0 / 2 + oe, jo = c0 / 2 + oo;
+            ne = imax(0, imin(ne, Wq - je));
+            no = imax(0, imin(no, Wq - jo));
+            if (ne > 0) _mm512_mask_storeu_ps(re + je, (__mmask16)((1u << ne) - 1u), _mm512_permutex2var_ps(v0, even, v1));
+            if (no > 0) _mm512_mask_storeu_ps(ro + jo, (__mmask16)((1u << no) - 1u), _mm512_permutex2var_ps(v0, odd, v1));
+        }
+    }
+}
+#endif
+
 static void pad_phase_plane_fill(const geo_t *g, const float *x, int64_t a, int64_t b, int64_t Hq, int64_t Wq,
                                  float *d, int interior_only, float fill) {
     pad_phase_rows(g, x, a, b, 0, Hq, Wq, d, interior_only, fill);
@@ -1465,11 +1511,19 @@ static void conv_implicit_task(int64_t begin, int64_t end, void **argv) {
         if (t_cols_serial != job->serial || t_cols_tag != tag || t_cols_ptr != buf) {
             /* this block's rows of the phase planes of its group's channels */
             for (int64_t c = 0; c < g->Cg; c++)
-                for (int64_t a = 0; a < sh; a++)
+                for (int64_t a = 0; a < sh; a++) {
+                    const float *xc = job->x + (n * g->C + gi * g->Cg + c) * g->IP;
+                    float *dst = buf + (c * sh + a) * sw * RBH * Wq;
+#ifdef NN_HAVE_AVX512
+                    if (sw == 2 && ((job->phase_used >> (a * 2)) & 3) == 3) {
+                        pad_phase_rows_pair(g, xc, a, oh0, RBH, Wq, dst, dst + RBH * Wq);
+                        continue;
+                    }
+#endif
                     for (int64_t b = 0; b < sw; b++)
                         if ((job->phase_used >> (a * sw + b)) & 1)
-                            pad_phase_rows(g, job->x + (n * g->C + gi * g->Cg + c) * g->IP, a, b, oh0, RBH, Wq,
-                                           buf + ((c * sh + a) * sw + b) * RBH * Wq, 0, 0.0f);
+                            pad_phase_rows(g, xc, a, b, oh0, RBH, Wq, dst + b * RBH * Wq, 0, 0.0f);
+                }
             t_cols_serial = job->serial;
             t_cols_tag = tag;
             t_cols_ptr = buf;
@@ -2212,9 +2266,9 @@ static void wnat_task(int64_t begin, int64_t end, void **argv) {
             g2.s[1] = g2.s[2] = 2;
             const int64_t PL = (wj->rows + 1) * wj->Wq;
             for (int64_t c = 0; c < C; c++)
-                for (int64_t ab = 0; ab < 4; ab++)
-                    pad_phase_rows(&g2, job->x + (n * C + c) * g->IP, ab >> 1, ab & 1, ty0, wj->rows + 1, wj->Wq,
-                                   planes + (c * 4 + ab) * PL, 0, 0.0f);
+                for (int64_t a = 0; a < 2; a++)
+                    pad_phase_rows_pair(&g2, job->x + (n * C + c) * g->IP, a, ty0, wj->rows + 1, wj->Wq,
+                                        planes + (c * 4 + 2 * a) * PL, planes + (c * 4 + 2 * a + 1) * PL);
             wnat_input(wj, planes, V);
             t_cols_serial = job->serial;
             t_cols_tag = nb;
