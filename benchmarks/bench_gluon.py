@@ -14,6 +14,8 @@ Run: python benchmarks/bench_gluon.py
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 import symjit as mx
@@ -132,19 +134,26 @@ def bench_mlp64_train() -> None:
         for w, g in zip(params, (dw1, db1, dw2, db2, dw3, db3)):
             w -= 0.01 * g
 
-    rows = [("symjit hybridized step", median_time(hybrid_step, repeat=15)),
-            ("symjit imperative step", median_time(eager_step, repeat=5)),
-            ("numpy step", median_time(numpy_step, repeat=15))]
+    rows = [("symjit hybridized step", _settled_median(hybrid_step, 30)),
+            ("symjit imperative step", _settled_median(eager_step, 10)),
+            ("numpy step", _settled_median(numpy_step, 30))]
     base = "numpy step"
     jax_step = _jax_step(params, xn, yn)
     if jax_step is not None:
-        rows.append(("JAX jax.jit step", median_time(jax_step, repeat=15)))
+        rows.append(("JAX jax.jit step", _settled_median(jax_step, 30)))
         base = "JAX jax.jit step"
     report("mlp64_train: 784-512-512-10, batch 64, SGD step", rows, base)
     t = dict(rows)
     print(f"  target <= 1.0x {base}: {'met' if t['symjit hybridized step'] <= t[base] else 'MISSED'}; "
           f"hybridize speed-up over imperative: {t['symjit imperative step'] / t['symjit hybridized step']:.1f}x "
           "(target >= 2.5x)")
+
+
+def _settled_median(fn, repeat: int) -> float:
+    """median_time after a pause: thread pools that spin after a call (ONNX Runtime's in the
+    tiny benchmark, numpy's OpenBLAS) go idle first, so they do not slow the next candidate."""
+    time.sleep(0.5)
+    return median_time(fn, repeat=repeat, warmup=5)
 
 
 def _jax_step(params, xn, yn):
