@@ -56,16 +56,16 @@ def test_late_completion_after_spinning_and_sleeping():
     deadline = t + 3 * comm.SPIN_S
     req.Test = lambda: time.monotonic() > deadline  # completes in the sleeping phase
     g._wait([req], "op")
-    assert time.monotonic() - t < 3 * comm.SPIN_S + 0.1
+    assert time.monotonic() - t < 3 * comm.SPIN_S + 1.0  # generous: a loaded machine delays wake-ups
 
 
 def test_stalled_peer_raises_at_the_deadline_without_burning_a_core():
     g = _group(timeout=0.5)
     req = _Req(None)
-    t, cpu = time.monotonic(), time.process_time()
+    t, cpu = time.monotonic(), time.thread_time()  # this thread only: pools of other tests may spin
     with pytest.raises(MXNetError, match=r"op did not complete within 0.5 s on rank 0 of 2"):
         g._wait([req], "op")
-    wall, cpu = time.monotonic() - t, time.process_time() - cpu
+    wall, cpu = time.monotonic() - t, time.thread_time() - cpu
     assert 0.5 <= wall < 1.5
     assert cpu < 0.5 * wall  # sleeps between polls after the spin
     assert g._abandoned == [[req]]  # kept alive: MPI may still use it and its buffers
