@@ -34,7 +34,7 @@ import numpy as np
 from ... import __version__
 from ...base import MXNetError
 from ...ir.graph import Graph
-from ..aot import runtime_dir
+from ..aot import AotResult, runtime_dir
 from .graph import lower_graph
 from .plan import LaunchPlan
 from .source import ARCHS, MIN_COMPUTE_CAPABILITY, render
@@ -44,13 +44,9 @@ __all__ = ["build_library", "find_nvcc", "nvcc_version", "blob_source", "header_
 
 
 @dataclass
-class CudaAotResult:
-    """Paths of the built files and the manifest written beside them."""
-    library: str
-    header: str
+class CudaAotResult(AotResult):
+    """AotResult plus the generated CUDA source kept beside the library."""
     source: str
-    manifest_path: str
-    manifest: dict
 
 
 def find_nvcc() -> str:
@@ -253,4 +249,4 @@ def build_library(g: Graph, out_base: str, name: str = "model", graph_hash: str 
                   out_base + ".h": header_source(base_name, name, plan).encode(),
                   out_base + ".json": (json.dumps(manifest, indent=2) + "\n").encode()}
         _write_atomically(finals)
-    return CudaAotResult(out_base + ".so", out_base + ".h", out_base + ".cu", out_base + ".json", manifest)
+    return CudaAotResult(out_base + ".so", out_base + ".h", out_base + ".json", manifest, source=out_base + ".cu")
