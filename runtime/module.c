@@ -285,6 +285,15 @@ static PyObject *entry_vectorcall(PyObject *callable, PyObject *const *args, siz
         for (i = 0; i < self->n_out; i++) {
             PyObject *o = PyTuple_GET_ITEM(out_seq, i);
             PyArrayObject *oa = (PyArrayObject *)o;
+            if (o == Py_None) { /* this output only: a fresh array */
+                const TensorSpec *spec = &self->specs[self->n_in + i];
+                Py_INCREF(spec->descr);
+                o = PyArray_NewFromDescr(&PyArray_Type, spec->descr, spec->ndim, spec->shape, NULL, NULL, 0, NULL);
+                if (o == NULL) goto fail;
+                PyTuple_SET_ITEM(result, i, o);
+                out_ptrs[i] = PyArray_DATA((PyArrayObject *)o);
+                continue;
+            }
             if (check_array(self, o, &self->specs[self->n_in + i], 1, i) < 0) goto fail;
             for (Py_ssize_t j = 0; j < nargs; j++) {
                 PyArrayObject *ia = (PyArrayObject *)args[j];
@@ -296,6 +305,7 @@ static PyObject *entry_vectorcall(PyObject *callable, PyObject *const *args, siz
             }
             for (Py_ssize_t j = 0; j < i; j++) {
                 PyArrayObject *pa = (PyArrayObject *)PyTuple_GET_ITEM(out_seq, j);
+                if ((PyObject *)pa == Py_None) continue;
                 if (ranges_overlap(PyArray_BYTES(oa), PyArray_NBYTES(oa), PyArray_BYTES(pa), PyArray_NBYTES(pa))) {
                     PyErr_Format(error_class, "%U: outputs %zd and %zd overlap", self->name, j, i);
                     goto fail;
@@ -609,7 +619,8 @@ static PyTypeObject EntryType = {
               "params: sequence of (name, numpy.ndarray) passed to every call; owner: kept alive with the entry;\n"
               "release_gil: None chooses by data size; last_error: address of the error-message function of\n"
               "the code's runtime (default: this runtime's symjit_last_error).\n\n"
-              "entry(*inputs, out=None) -> tuple of output arrays (fresh ones, or the arrays in out).",
+              "entry(*inputs, out=None) -> tuple of output arrays (fresh ones, or the arrays in out;\n"
+              "a None in out stands for a fresh array for that output).",
     .tp_new = entry_new,
     .tp_dealloc = (destructor)entry_dealloc,
     .tp_traverse = (traverseproc)entry_traverse,
@@ -736,6 +747,105 @@ static PyObject *mod_parallel_for(PyObject *m, PyObject *const *args, Py_ssize_t
     PyMem_Free(ptrs);
     Py_DECREF(seq);
     return PyLong_FromLong(rc);
+}
+
+/* One parallel_for over several tensors: index space = the tensors' sizes laid end to end; a
+ * chunk [begin, end) runs the kernel on each tensor's part of it with that tensor's own args
+ * (offsets[t] <= i < offsets[t + 1] is element i - offsets[t] of tensor t). */
+typedef struct {
+    symjit_kernel_fn fn;
+    Py_ssize_t count;
+    const int64_t *offsets; /* count + 1 prefix sums */
+    void ***args;           /* per tensor: its NULL-terminated pointer array */
+} MultiJob;
+
+static void multi_task(int64_t begin, int64_t end, void **argv) {
+    const MultiJob *job = (const MultiJob *)argv[0];
+    Py_ssize_t lo = 0, hi = job->count - 1;
+    while (lo < hi) { /* the last tensor whose range starts at or before `begin` */
+        Py_ssize_t mid = (lo + hi + 1) / 2;
+        if (job->offsets[mid] <= begin) lo = mid; else hi = mid - 1;
+    }
+    for (Py_ssize_t t = lo; t < job->count && begin < end; t++) {
+        int64_t stop = end < job->offsets[t + 1] ? end : job->offsets[t + 1];
+        if (stop > begin) job->fn(begin - job->offsets[t], stop - job->offsets[t], job->args[t]);
+        begin = stop;
+    }
+}
+
+static PyObject *mod_parallel_for_multi(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+    MultiJob job;
+    long long grain;
+    PyObject *sizes = NULL, *lists = NULL, *result = NULL;
+    PyObject **held = NULL;
+    int64_t *offsets = NULL;
+    void ***tables = NULL;
+    Py_ssize_t n = 0, t, made = 0;
+    int32_t rc;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "parallel_for_multi(kernel_address, grain, sizes, arg_lists) takes 4 arguments");
+        return NULL;
+    }
+    job.fn = (symjit_kernel_fn)require_address(args[0], "parallel_for_multi kernel");
+    if (job.fn == NULL) return NULL;
+    grain = PyLong_AsLongLong(args[1]);
+    if (grain == -1 && PyErr_Occurred()) return NULL;
+    sizes = PySequence_Fast(args[2], "parallel_for_multi sizes must be a sequence");
+    if (sizes == NULL) return NULL;
+    lists = PySequence_Fast(args[3], "parallel_for_multi arg_lists must be a sequence");
+    if (lists == NULL) goto done;
+    n = PySequence_Fast_GET_SIZE(sizes);
+    if (PySequence_Fast_GET_SIZE(lists) != n) {
+        PyErr_Format(error_class, "parallel_for_multi: %zd sizes but %zd argument lists", n,
+                     PySequence_Fast_GET_SIZE(lists));
+        goto done;
+    }
+    offsets = PyMem_Calloc((size_t)n + 1, sizeof(int64_t));
+    tables = PyMem_Calloc((size_t)n + 1, sizeof(void **));
+    held = PyMem_Calloc((size_t)n + 1, sizeof(PyObject *));
+    if (offsets == NULL || tables == NULL || held == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (t = 0; t < n; t++) {
+        long long size = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(sizes, t));
+        if (size == -1 && PyErr_Occurred()) goto done;
+        if (size < 0) {
+            PyErr_Format(error_class, "parallel_for_multi: size %zd is negative (%lld)", t, size);
+            goto done;
+        }
+        offsets[t + 1] = offsets[t] + (int64_t)size;
+        held[t] = PySequence_Fast(PySequence_Fast_GET_ITEM(lists, t), "parallel_for_multi arg list must be a sequence");
+        if (held[t] == NULL) goto done;
+        made = t + 1;
+        tables[t] = pointer_array(held[t], "parallel_for_multi args");
+        if (tables[t] == NULL) goto done;
+    }
+    job.count = n;
+    job.offsets = offsets;
+    job.args = tables;
+    if (n > 0 && offsets[n] > 0) {
+        void *argv[2] = {&job, NULL};
+        Py_BEGIN_ALLOW_THREADS
+        rc = symjit_parallel_for(multi_task, offsets[n], (int64_t)grain, argv);
+        Py_END_ALLOW_THREADS
+    } else {
+        rc = 0;
+    }
+    result = PyLong_FromLong(rc);
+done:
+    if (tables != NULL) {
+        for (t = 0; t < n; t++) PyMem_Free(tables[t]);
+        PyMem_Free(tables);
+    }
+    if (held != NULL) {
+        for (t = 0; t < made; t++) Py_XDECREF(held[t]);
+        PyMem_Free(held);
+    }
+    PyMem_Free(offsets);
+    Py_XDECREF(lists);
+    Py_DECREF(sizes);
+    return result;
 }
 
 static PyObject *mod_call_kernel(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
@@ -920,6 +1030,9 @@ static PyMethodDef module_methods[] = {
     {"set_num_threads", mod_set_num_threads, METH_O, "set_num_threads(n) -> previous count (n <= 0: default)."},
     {"parallel_for", (PyCFunction)(void (*)(void))mod_parallel_for, METH_FASTCALL,
      "parallel_for(kernel_address, n, grain, args) -> error code; args: ints, None or arrays."},
+    {"parallel_for_multi", (PyCFunction)(void (*)(void))mod_parallel_for_multi, METH_FASTCALL,
+     "parallel_for_multi(kernel_address, grain, sizes, arg_lists) -> error code: one parallel_for over\n"
+     "the tensors' index ranges laid end to end, each part run with its tensor's args."},
     {"call_kernel", (PyCFunction)(void (*)(void))mod_call_kernel, METH_FASTCALL,
      "call_kernel(kernel_address, begin, end, args): run one kernel call on this thread."},
     {"arena_alloc", mod_arena_alloc, METH_O, "arena_alloc(size) -> address of a 64-byte-aligned block."},

@@ -163,9 +163,40 @@ def _topo_nodes(heads) -> list[Node]:
     return order  # inputs before users
 
 
+def _direct_gradient_buffers(order: list, heads) -> dict:
+    """{id(node): per-input gradient buffers} for the nodes whose backward may write a
+    variable's gradient straight into its `.grad` buffer (`backward_fn.accepts_out`): the
+    variable has grad_req 'write' and this node is its only use (so no other gradient is
+    summed into it) and it is not a head. `backward` then finds the buffer already written."""
+    uses: dict[int, int] = {}
+    for h in heads:
+        if h._ag is not None:
+            uses[id(h._ag.node)] = 2  # a head's own gradient is summed in: never direct
+    for node in order:
+        for x in node.inputs:
+            if x._ag is not None:
+                k = id(x._ag.node)
+                uses[k] = uses.get(k, 0) + 1
+    direct = {}
+    for node in order:
+        if not getattr(node.backward_fn, "accepts_out", False):
+            continue
+        dests = [None] * len(node.inputs)
+        for i, x in enumerate(node.inputs):
+            var = x._ag.node.variable if x._ag is not None else None
+            if (var is x and var._grad_req == "write" and var._grad is not None
+                    and uses[id(x._ag.node)] == 1 and var._grad.shape == x.shape
+                    and var._grad._data.dtype == x._data.dtype):
+                dests[i] = var._grad._data
+        if any(d is not None for d in dests):
+            direct[id(node)] = dests
+    return direct
+
+
 def _compute_grads(heads, head_grads, variables, retain_graph: bool, create_graph: bool,
-                   train_mode: bool):
-    """Return {id(variable node): gradient NDArray} for every variable reachable from heads."""
+                   train_mode: bool, order: list | None = None):
+    """Return {id(variable node): gradient NDArray} for every variable reachable from heads.
+    `order`: `_topo_nodes(heads)` when the caller already has it."""
     from .ndarray import NDArray, eager_emitter, ones
     heads = list(heads)
     for h in heads:
@@ -195,7 +226,9 @@ def _compute_grads(heads, head_grads, variables, retain_graph: bool, create_grap
                 raise MXNetError(f"head gradient shape {hg.shape} does not match head shape {h.shape}")
             accumulate(h._ag, hg)
         F = eager_emitter()
-        order = _topo_nodes(heads)
+        if order is None:
+            order = _topo_nodes(heads)
+        direct = _direct_gradient_buffers(order, heads) if variables is None and not create_graph else {}
         for node in reversed(order):
             if node.op is None and node.backward_fn is None:
                 continue
@@ -204,14 +237,15 @@ def _compute_grads(heads, head_grads, variables, retain_graph: bool, create_grap
                 continue
             ograds = [g if g is not None else o.zeros_like() for g, o in zip(ograds, node.outputs)]
             if node.backward_fn is not None:
-                in_grads = node.backward_fn(ograds)
+                dests = direct.get(id(node))
+                in_grads = node.backward_fn(ograds) if dests is None else node.backward_fn(ograds, out=dests)
             else:
                 in_grads = node.op.grad(F, node.attrs, node.inputs, node.outputs, ograds)
             for x, g in zip(node.inputs, in_grads):
                 if g is not None and x._ag is not None:
                     accumulate(x._ag, g)
     if not retain_graph:
-        for node in _topo_nodes(heads):
+        for node in order:
             if node.op is not None or node.backward_fn is not None:
                 node.freed = True
     return {key[0]: g for key, g in grads.items()}
@@ -244,7 +278,7 @@ def backward(heads, head_grads=None, retain_graph: bool = False, train_mode: boo
         if head_grads is not None and isinstance(head_grads, NDArray):
             head_grads = [head_grads]
     order = _topo_nodes(heads)
-    grads = _compute_grads(heads, head_grads, None, retain_graph, False, train_mode)
+    grads = _compute_grads(heads, head_grads, None, retain_graph, False, train_mode, order)
     for node in order:
         var = node.variable
         if var is None or var._grad_req == "null":
@@ -257,7 +291,7 @@ def backward(heads, head_grads=None, retain_graph: bool = False, train_mode: boo
             continue
         if var._grad_req == "add":
             var._grad._data[...] += g._data
-        else:
+        elif g._data is not var._grad._data:  # else written in place by the node's backward
             var._grad._data[...] = g._data
 
 

@@ -37,7 +37,7 @@ except ImportError as exc:  # pragma: no cover - only when the extension was nev
 _runtime.set_error_class(MXNetError)
 
 __all__ = ["Entry", "Library", "ABI_VERSION", "ALIGNMENT", "num_threads", "set_num_threads", "threads",
-           "symbols", "make_entry", "parallel_for", "last_error", "arena_alloc", "arena_free", "load"]
+           "symbols", "make_entry", "parallel_for", "parallel_for_multi", "last_error", "arena_alloc", "arena_free", "load"]
 
 #: A compiled graph's entry point with its signature: `entry(*inputs, out=None) -> tuple of outputs`.
 Entry = _runtime.Entry
@@ -135,6 +135,18 @@ def parallel_for(kernel_address: int, n: int, grain: int, args: Sequence[Any]) -
     memory they point to alive. Raises MXNetError with the kernel's message if a chunk failed.
     """
     code = _runtime.parallel_for(int(kernel_address), int(n), int(grain), list(args))
+    if code != 0:
+        _, message = _runtime.last_error()
+        raise MXNetError(f"parallel kernel failed: {message or 'no message'} (symjit error code {code})")
+
+
+def parallel_for_multi(kernel_address: int, grain: int, sizes: Sequence[int],
+                       arg_lists: Sequence[Sequence[Any]]) -> None:
+    """One `parallel_for` of the kernel over several tensors (multi-tensor apply): tensor t's
+    elements [0, sizes[t]) run with args `arg_lists[t]`, all tensors' ranges split together
+    over the pool in chunks of at least `grain` elements (so small tensors share a chunk and
+    large ones spread over every thread). Same args and errors as `parallel_for`."""
+    code = _runtime.parallel_for_multi(int(kernel_address), int(grain), sizes, arg_lists)
     if code != 0:
         _, message = _runtime.last_error()
         raise MXNetError(f"parallel kernel failed: {message or 'no message'} (symjit error code {code})")

@@ -252,3 +252,71 @@ def test_updates_of_any_size_share_one_kernel_across_learning_rates(name, attrs,
         if before is not None:
             assert kernels == before                            # no new kernel for a new lr
         before = kernels
+
+
+OPTIMIZERS = [
+    lambda: mx.optimizer.SGD(learning_rate=0.1),
+    lambda: mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, wd=0.01, clip_gradient=0.5),
+    lambda: mx.optimizer.NAG(learning_rate=0.1, momentum=0.9),
+    lambda: mx.optimizer.Adam(learning_rate=0.01, wd=0.001),
+    lambda: mx.optimizer.AdaGrad(learning_rate=0.1),
+    lambda: mx.optimizer.RMSProp(learning_rate=0.01, centered=True),
+    lambda: mx.optimizer.Ftrl(),
+    lambda: mx.optimizer.Signum(),
+    lambda: mx.optimizer.LAMB(learning_rate=0.01),
+    lambda: mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, multi_precision=True),
+]
+
+
+@pytest.mark.parametrize("make", OPTIMIZERS)
+def test_updater_on_a_list_equals_one_update_per_parameter(make):
+    """An Updater called with several parameters (one multi-tensor kernel call per update
+    kernel) gives exactly what one call per parameter gives, for every size (1-element
+    parameters take the reference path), dtype, per-parameter lr/wd multiplier and step."""
+    rng = np.random.default_rng(11)
+    dtype = np.float16 if make().multi_precision else np.float32
+    shapes = [(1,), (3,), (70000,), (17, 5), (2,)]
+    w0 = [rng.standard_normal(s).astype(dtype) for s in shapes]
+    grads = [[rng.standard_normal(s).astype(dtype) for s in shapes] for _ in range(3)]
+
+    def run(batched: bool):
+        opt = make()
+        opt.set_lr_mult({1: 0.5, 3: 2.0})
+        opt.set_wd_mult({2: 0.0})
+        upd = mx.optimizer.get_updater(opt)
+        ws = [nd.array(w, dtype=dtype) for w in w0]
+        for step in grads:
+            gs = [nd.array(g, dtype=dtype) for g in step]
+            if batched:
+                upd(list(range(len(ws))), gs, ws)
+            else:
+                for i, (g, w) in enumerate(zip(gs, ws)):
+                    upd(i, g, w)
+        return [w.asnumpy() for w in ws], upd.states
+
+    together, states_t = run(True)
+    alone, states_a = run(False)
+    for a, b in zip(together, alone):
+        np.testing.assert_array_equal(a, b)
+    assert sorted(states_t) == sorted(states_a)
+
+
+def test_updater_list_with_a_repeated_parameter_applies_both_updates_in_order():
+    # the second update of the same weight reads the first one's result (a flush in between)
+    w_a, w_b = nd.array(np.ones(1000, np.float32)), nd.array(np.ones(1000, np.float32))
+    g1, g2 = nd.array(np.full(1000, 2.0, np.float32)), nd.array(np.full(1000, 3.0, np.float32))
+    upd_a = mx.optimizer.get_updater(mx.optimizer.SGD(learning_rate=0.1, momentum=0.5))
+    upd_a([0, 0], [g1, g2], [w_a, w_a])
+    upd_b = mx.optimizer.get_updater(mx.optimizer.SGD(learning_rate=0.1, momentum=0.5))
+    upd_b(0, g1, w_b)
+    upd_b(0, g2, w_b)
+    np.testing.assert_array_equal(w_a.asnumpy(), w_b.asnumpy())
+    assert not np.allclose(w_a.asnumpy(), 1.0 - 0.1 * 2.0)
+
+
+def test_updater_list_applies_earlier_updates_when_a_later_one_fails():
+    upd = mx.optimizer.get_updater(mx.optimizer.SGD(learning_rate=0.1))
+    w0, w1 = nd.array(np.ones(100, np.float32)), nd.array(np.ones(100, np.float32))
+    with pytest.raises(MXNetError, match="shape"):
+        upd([0, 1], [nd.array(np.ones(100, np.float32)), nd.array(np.ones(7, np.float32))], [w0, w1])
+    np.testing.assert_allclose(w0.asnumpy(), 0.9, rtol=1e-6)

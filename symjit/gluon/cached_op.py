@@ -208,7 +208,9 @@ class CachedOp:
         st = bwd.stats
         out_types = [(o.shape, o._data.dtype) for o in outputs]
 
-        def backward_fn(ograds):
+        def backward_fn(ograds, out=None):
+            """Input gradients as NDArrays; `out`: per input, an array to write that gradient
+            into (or None), honoured where the compiled backward accepts it."""
             if autograd.is_recording():  # backward with create_graph=True
                 raise MXNetError("higher-order gradients (create_graph=True) through a hybridized block "
                                  "are not supported; call hybridize(False) on the block to differentiate "
@@ -218,10 +220,16 @@ class CachedOp:
                 data = og._data if isinstance(og, NDArray) else np.asarray(og)
                 feeds[b] = data.astype(dtype, copy=False)
             # as MXNet: backward ops see the train_mode of the backward call (loss.backward(train_mode=))
-            res = bwd.fn(feeds, is_train=autograd.is_training())
+            if out is not None and accepts_out and not any(o is f for o in out if o is not None
+                                                           for f in feeds.values()):
+                res = bwd.fn(feeds, is_train=autograd.is_training(), out=out)
+            else:
+                res = bwd.fn(feeds, is_train=autograd.is_training())
             fed = list(feeds.values())
             return [NDArray(_fresh(r, fed), ctx) for r in res.outputs]  # copies only what aliases a feed
 
+        accepts_out = getattr(bwd.fn, "accepts_out", False)
+        backward_fn.accepts_out = True
         node = autograd.Node(None, None, list(inputs), list(outputs), backward_fn=backward_fn)
         for i, o in enumerate(outputs):
             o._ag = autograd.Entry(node, i)
@@ -230,6 +238,8 @@ class CachedOp:
 def _fresh(r, fed: list) -> np.ndarray:
     """`r` as an array owned by the caller: copied when it aliases a fed input buffer."""
     r = np.asarray(r)
+    if r.flags.owndata and r.flags.c_contiguous and not any(r is f for f in fed):
+        return r  # its own buffer, so no view of a fed array (and not a fed array itself)
     if any(np.may_share_memory(r, f) for f in fed):
         return np.array(r, copy=True)
     return np.ascontiguousarray(r)

@@ -25,7 +25,8 @@ from ..ops import scalar as S
 from ..ops.optimizer_ops import Update
 from ..ops.registry import Elementwise, broadcast_shapes
 
-__all__ = ["try_compiled_elementwise", "update_in_place", "MIN_ELEMENTS", "DYNAMIC_SCALARS"]
+__all__ = ["try_compiled_elementwise", "update_in_place", "prepare_update", "run_updates", "PreparedUpdate",
+           "MIN_ELEMENTS", "DYNAMIC_SCALARS"]
 
 MIN_ELEMENTS = 1 << 16
 GRAIN = 1 << 15
@@ -34,7 +35,7 @@ _SUPPORTED = {"float32", "float64", "int32", "int64", "uint8", "int8"}
 
 #: update-op attributes passed to compiled update kernels as inputs (they change between steps)
 DYNAMIC_SCALARS = ("lr", "wd", "rescale_grad")
-_FLOATS = ("float32", "float64")
+_FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 #: (op name, dtype, number of arrays, structural attrs) -> (kernel address, dynamic attr names,
 #: number of outputs), or None when the op's expressions cannot take symbolic hyperparameters
 _UPDATE_KERNELS: dict = {}
@@ -109,7 +110,7 @@ def _update_key(op, attrs: dict, dtype: np.dtype, n: int):
         hash(structural)
     except TypeError:
         return None
-    return (op.name, dtype.name, n, structural)
+    return (op.name, dtype, n, structural)
 
 
 def _build_update_kernel(op, attrs: dict, dtype: np.dtype, n: int, size: int):
@@ -131,24 +132,31 @@ def _build_update_kernel(op, attrs: dict, dtype: np.dtype, n: int, size: int):
     return compile_elementwise(spec).address, dyn, len(exprs)
 
 
-def _compiled_update(op, attrs: dict, arrays: list, destinations: list | None) -> list | None:
-    """An optimizer update run by its hyperparameter-symbolic kernel, or None (reference)."""
-    dtype = arrays[0].dtype
-    size = arrays[0].size
-    if dtype.name not in _FLOATS or size < 2 or any(
-            a.dtype != dtype or a.shape != arrays[0].shape for a in arrays):
-        return None
-    key = _update_key(op, attrs, dtype, len(arrays))
+def _update_kernel(op, attrs: dict, dtype: np.dtype, n: int, size: int):
+    """The memoized `_build_update_kernel` result for this op's structure, or None."""
+    key = _update_key(op, attrs, dtype, n)
     if key is None:
         return None
     entry = _UPDATE_KERNELS.get(key, False)
     if entry is False:
         try:
             from .. import runtime  # noqa: F401  (the native runtime must be importable)
-            entry = _build_update_kernel(op, attrs, dtype, len(arrays), size)
+            entry = _build_update_kernel(op, attrs, dtype, n, size)
         except ImportError:
             entry = None
         _UPDATE_KERNELS[key] = entry
+    return entry
+
+
+def _compiled_update(op, attrs: dict, arrays: list, destinations: list | None) -> list | None:
+    """An optimizer update (out of place or into `destinations`) run by its
+    hyperparameter-symbolic kernel, or None (reference)."""
+    dtype = arrays[0].dtype
+    size = arrays[0].size
+    if dtype not in _FLOAT_DTYPES or size < 2 or any(a.dtype != dtype or a.shape != arrays[0].shape
+                                                     for a in arrays):
+        return None
+    entry = _update_kernel(op, attrs, dtype, len(arrays), size)
     if entry is None:
         return None
     from .. import runtime
@@ -166,14 +174,70 @@ def _compiled_update(op, attrs: dict, arrays: list, destinations: list | None) -
     return outs
 
 
+class PreparedUpdate:
+    """One in-place optimizer update ready for its compiled kernel: `arrays` = [weight, grad,
+    states...] (C-contiguous, one dtype and shape; the weight and states are the outputs,
+    written in place), `scalars` the values of the kernel's dynamic hyperparameters."""
+    __slots__ = ("address", "dtype", "arrays", "scalars", "n_out")
+
+    def __init__(self, address: int, dtype: np.dtype, arrays: list, scalars: tuple, n_out: int):
+        self.address, self.dtype, self.arrays, self.scalars, self.n_out = address, dtype, arrays, scalars, n_out
+
+    def args(self, scalar_ptrs) -> list:
+        """The kernel's pointer list: inputs, dynamic scalars, outputs (weight, states)."""
+        a = self.arrays
+        return a + list(scalar_ptrs) + [a[0]] + a[2:]
+
+
+def prepare_update(op, attrs: dict, arrays: list) -> PreparedUpdate | None:
+    """The update op `op` (parsed `attrs`) over `arrays` = [weight, grad, states...] as a
+    `PreparedUpdate` writing the weight and states in place, or None when the compiled kernel
+    does not apply (then nothing was done and the caller takes the general `invoke` path)."""
+    if not _ENABLED or not isinstance(op, Update):
+        return None
+    first = arrays[0]
+    dtype, shape = first.dtype, first.shape
+    if (dtype not in _FLOAT_DTYPES or first.size < 2 or len(arrays) != len(op.input_names(attrs))
+            or any(a.dtype != dtype or a.shape != shape or not a.flags.c_contiguous for a in arrays)):
+        return None
+    if not all(d.flags.writeable for d in arrays[:1] + arrays[2:]):
+        return None
+    entry = _update_kernel(op, attrs, dtype, len(arrays), first.size)
+    if entry is None:
+        return None
+    address, dyn, n_out = entry
+    if n_out != len(arrays) - 1:  # outputs must be exactly the weight and the states
+        return None
+    return PreparedUpdate(address, dtype, list(arrays), tuple(attrs[k] for k in dyn), n_out)
+
+
+def run_updates(updates: list) -> None:
+    """Run prepared updates: those sharing a kernel in one multi-tensor `parallel_for` (all
+    their elements split over the pool together, one native call); the updates must touch
+    pairwise distinct weights and states (each is applied exactly once)."""
+    from .. import runtime
+    groups: dict = {}
+    for u in updates:
+        groups.setdefault((u.address, u.dtype), []).append(u)
+    for (address, dtype), group in groups.items():
+        width = len(group[0].scalars)
+        values = np.array([u.scalars for u in group], dtype).reshape(len(group), width)
+        base, step = values.ctypes.data, dtype.itemsize
+        arg_lists = [u.args(range(base + i * width * step, base + (i + 1) * width * step, step))
+                     for i, u in enumerate(group)]
+        if len(group) == 1:
+            runtime.parallel_for(address, group[0].arrays[0].size, GRAIN, arg_lists[0])
+        else:
+            runtime.parallel_for_multi(address, GRAIN, [u.arrays[0].size for u in group], arg_lists)
+        del values  # kept alive until here: the kernels read the scalars by pointer
+
+
 def update_in_place(op, attrs: dict, arrays: list) -> bool:
     """Run update op `op` (parsed `attrs`) over `arrays` = [weight, grad, states...] writing the
     new weight and states into their own buffers; False (nothing written) when the compiled
     kernel does not apply (then the caller takes the general `invoke` path)."""
-    if not _ENABLED or not isinstance(op, Update) or len(arrays) != len(op.input_names(attrs)):
+    prepared = prepare_update(op, attrs, arrays)
+    if prepared is None:
         return False
-    dests = [arrays[0]] + list(arrays[2:])
-    if not all(d.flags.c_contiguous and d.flags.writeable for d in dests):
-        return False
-    outs = _compiled_update(op, attrs, arrays, dests)
-    return outs is not None and all(o is d for o, d in zip(outs, dests))
+    run_updates([prepared])
+    return True

@@ -7,6 +7,7 @@ and never touches `grad`; `_update_count` advances once per parameter per step, 
 """
 from __future__ import annotations
 
+import contextvars
 import math
 import pickle
 
@@ -153,7 +154,11 @@ class Optimizer:
     def update_multi_precision(self, index, weight, grad, state) -> None:
         if self.multi_precision and weight.dtype == np.float16:
             master, inner = state
-            self.update(index, master, grad.astype(np.float32), inner)
+            token = _PENDING.set(None)  # the copy below reads the updated master weight
+            try:
+                self.update(index, master, grad.astype(np.float32), inner)
+            finally:
+                _PENDING.reset(token)
             weight[:] = master.astype(np.float16)
         else:
             self.update(index, weight, grad, state)
@@ -176,14 +181,54 @@ def _zeros_like(weight: NDArray) -> NDArray:
     return zeros(weight.shape, weight.context, weight._data.dtype)
 
 
+class _PendingUpdates:
+    """Compiled updates collected while an `Updater` applies a list of parameters, run together
+    by `flush` (one multi-tensor native call per kernel, like MXNet's aggregated
+    `multi_sgd_update`). Invariant: no pending update reads or writes a buffer another pending
+    update writes (an update that would is preceded by a flush), so running them together
+    equals running them one after another."""
+
+    def __init__(self):
+        self.updates: list = []
+        self.read: set = set()
+        self.written: set = set()
+
+    def add(self, prepared) -> None:
+        arrays = prepared.arrays
+        reads = {id(a) for a in arrays}
+        writes = {id(arrays[0])} | {id(a) for a in arrays[2:]}
+        if reads & self.written or writes & self.read:
+            self.flush()
+        self.updates.append(prepared)
+        self.read |= reads
+        self.written |= writes
+
+    def flush(self) -> None:
+        updates, self.updates = self.updates, []
+        self.read, self.written = set(), set()
+        if updates:
+            fastpath.run_updates(updates)
+
+
+#: the `_PendingUpdates` of the Updater call in progress on this thread (None: apply at once)
+_PENDING: contextvars.ContextVar = contextvars.ContextVar("symjit_pending_updates", default=None)
+
+
 def _apply(op_name: str, weight: NDArray, grad: NDArray, states, **attrs) -> None:
     """weight and states <- update op `op_name` (in place). Plain same-context NDArrays outside
-    autograd recording go straight to the compiled update kernel; anything else (and every
-    error case) takes the general `invoke` path."""
+    autograd recording go straight to the compiled update kernel (deferred to the end of the
+    `Updater` call in progress, if any); anything else (and every error case) takes the
+    general `invoke` path at once."""
     arrays = [weight, grad, *states]
     if not autograd.is_recording() and all(type(a) is NDArray and a._ctx == weight._ctx for a in arrays):
         op = get_op(op_name)
-        if fastpath.update_in_place(op, op.parse(attrs), [a._data for a in arrays]):
+        prepared = fastpath.prepare_update(op, op.parse(attrs), [a._data for a in arrays])
+        if prepared is not None:
+            pending = _PENDING.get()
+            if pending is not None:
+                pending.add(prepared)
+            else:
+                fastpath.run_updates([prepared])
             return
     invoke(op_name, arrays, attrs, out=weight)
 
@@ -407,11 +452,18 @@ class Updater:
         indices = index if isinstance(index, (list, tuple)) else [index]
         grads = grad if isinstance(grad, (list, tuple)) else [grad]
         weights = weight if isinstance(weight, (list, tuple)) else [weight]
-        for idx, g, w in zip(indices, grads, weights):
-            if idx not in self.states:
-                self.states[idx] = self.optimizer.create_state_multi_precision(idx, w)
-                self.states_synced[idx] = True
-            self.optimizer.update_multi_precision(idx, w, g, self.states[idx])
+        pending = _PendingUpdates() if len(indices) > 1 else None
+        token = _PENDING.set(pending)
+        try:
+            for idx, g, w in zip(indices, grads, weights):
+                if idx not in self.states:
+                    self.states[idx] = self.optimizer.create_state_multi_precision(idx, w)
+                    self.states_synced[idx] = True
+                self.optimizer.update_multi_precision(idx, w, g, self.states[idx])
+        finally:
+            _PENDING.reset(token)
+            if pending is not None:
+                pending.flush()
 
     def sync_state_context(self, state, context):
         if isinstance(state, NDArray):

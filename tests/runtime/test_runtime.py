@@ -91,6 +91,47 @@ def test_parallel_for_cover_property(n, grain, threads):
     assert (counts[:n] == 1).all() and (counts[n:] == 0).all()
 
 
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.integers(0, 3000), min_size=0, max_size=7), grain=st.integers(1, 500),
+       threads=st.integers(1, 4))
+def test_parallel_for_multi_covers_each_tensor_exactly_once(sizes, grain, threads):
+    """Every element of every tensor is visited once, with its own tensor's args, in local
+    indices (guard slots after each tensor stay untouched)."""
+    runtime.set_num_threads(threads)
+    counts = [np.zeros(n + 8, np.int32) for n in sizes]
+    runtime.parallel_for_multi(TEST["kernel_count"], grain, sizes, [[c, None, None] for c in counts])
+    for n, c in zip(sizes, counts):
+        assert (c[:n] == 1).all() and (c[n:] == 0).all(), (sizes, grain, threads)
+
+
+def test_parallel_for_multi_spreads_a_large_tensor_over_threads():
+    runtime.set_num_threads(2)
+    sizes = [3, 200000, 5]
+    counts = [np.zeros(n, np.int32) for n in sizes]
+    ids = [np.zeros(n, np.int64) for n in sizes]
+    sleep = np.array([200], np.int64)
+    runtime.parallel_for_multi(TEST["kernel_count"], 1000, sizes, [[c, i, sleep] for c, i in zip(counts, ids)])
+    assert all((c == 1).all() for c in counts)
+    assert len(np.unique(ids[1])) == 2
+
+
+def test_parallel_for_multi_rejects_bad_arguments():
+    with pytest.raises(MXNetError, match="2 sizes but 1 argument lists"):
+        runtime.parallel_for_multi(TEST["kernel_count"], 1, [1, 2], [[None, None, None]])
+    with pytest.raises(MXNetError, match="negative"):
+        runtime.parallel_for_multi(TEST["kernel_count"], 1, [-1], [[None, None, None]])
+    with pytest.raises(TypeError):
+        runtime.parallel_for_multi(TEST["kernel_count"], 1, 5, [[None]])
+    with pytest.raises(MXNetError, match="expected an int address"):
+        runtime.parallel_for_multi(TEST["kernel_count"], 1, [4], [[1.5, None, None]])
+
+
+def test_parallel_for_multi_chunk_errors_reach_the_caller():
+    bad = np.array([5], np.int64)
+    with pytest.raises(MXNetError, match="index 5 is out of range"):
+        runtime.parallel_for_multi(TEST["kernel_fail"], 4, [3, 10], [[np.array([-1], np.int64), None], [bad, None]])
+
+
 def test_negative_n_runs_nothing():
     counts = np.zeros(8, np.int32)
     runtime.parallel_for(TEST["kernel_count"], -5, 1, [counts, None, None])
@@ -337,6 +378,20 @@ def test_entry_writes_into_out_arrays():
     assert res[0] is o0 and res[1] is o1
     np.testing.assert_array_equal(o0, 2.5 * np.arange(6) + 1)
     assert entry(x, y, out=None)[0] is not o0
+
+
+def test_entry_out_none_entries_get_fresh_arrays():
+    entry, _, _ = axpy_entry(6)
+    x = np.arange(6, dtype=np.float32)
+    y = np.ones(6, np.float32)
+    o0 = np.full(6, np.nan, np.float32)
+    res = entry(x, y, out=[o0, None])
+    assert res[0] is o0 and res[1].shape == (1,) and res[1].dtype == np.int64
+    np.testing.assert_array_equal(o0, 2.5 * np.arange(6) + 1)
+    out0, _ = entry(x, y, out=(None, None))
+    np.testing.assert_array_equal(out0, o0)
+    with pytest.raises(MXNetError, match="overlaps input"):
+        entry(x, y, out=[x, None])
 
 
 def test_params_are_read_on_every_call_and_can_be_swapped():

@@ -32,7 +32,8 @@ class _Compiler:
         variants: dict = {}
 
         def fn(feeds, is_train: bool = False, keep=(), rng=None, out=None) -> RunResult:
-            """`out`: arrays for the graph outputs (written in place when they fit)."""
+            """`out`: arrays for the graph outputs, written in place when they fit (None entries,
+            and every array that does not fit: fresh arrays; the kept values are always fresh)."""
             keep = list(keep)
             key = (bool(is_train), tuple(v.name for v in keep))
             if key not in variants:
@@ -48,10 +49,12 @@ class _Compiler:
                     a = np.ascontiguousarray(a, dtype=dtype)
                 arrays.append(a)
             targets = None
-            if out is not None and not keep:
-                targets = list(out)
-                if any(t.shape != shape or t.dtype != dtype or not t.flags.c_contiguous
-                       for t, (_, shape, dtype) in zip(targets, cg.output_specs)):
+            if out is not None:
+                targets = [t if t is not None and t.shape == shape and t.dtype == dtype
+                           and t.flags.c_contiguous and t.flags.writeable else None
+                           for t, (_, shape, dtype) in zip(out, cg.output_specs)]
+                targets += [None] * (len(cg.output_specs) - len(targets))
+                if all(t is None for t in targets):
                     targets = None
             outs, updates = cg.run(arrays, is_train, rng, out=targets)
             aux_by_name = {v.name: v for v in graph.aux}

@@ -119,11 +119,12 @@ class CompiledGraph:
         return self.run(inputs, is_train, rng, out)[0]
 
     def run(self, inputs, is_train: bool = False, rng=None, out=None) -> tuple[list, dict]:
-        """(outputs, state updates {graph input Value: new array}) for one call."""
+        """(outputs, state updates {graph input Value: new array}) for one call. `out`: arrays
+        for the outputs, in output order (a None entry: a fresh array for that output)."""
         if self.module.seed_params:
             self._draw_seeds(rng)
         if out is not None and self.state_specs:
-            out = list(out) + [np.empty(shape, dtype) for _, shape, dtype in self.state_specs]
+            out = list(out) + [None] * len(self.state_specs)
         if self.entry is not None:
             res = list(self.entry(*inputs) if out is None else self.entry(*inputs, out=out))
             n = len(self.output_specs)
@@ -157,8 +158,9 @@ class CompiledGraph:
 
     def _run_hybrid(self, inputs, is_train, rng, out=None) -> tuple[list, dict]:
         inputs = self._check(inputs)
-        outputs = list(out) if out is not None else [np.empty(shape, dtype) for _, shape, dtype
-                                                        in self.output_specs + self.state_specs]
+        specs = self.output_specs + self.state_specs
+        outputs = [o if o is not None else np.empty(shape, dtype)
+                   for o, (_, shape, dtype) in zip(out if out is not None else [None] * len(specs), specs)]
         ws_raw = np.empty(self.module.workspace_size + 64, dtype=np.uint8)
         shift = (-ws_raw.ctypes.data) % 64
         ws = ws_raw[shift:shift + self.module.workspace_size]
