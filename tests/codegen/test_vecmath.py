@@ -271,3 +271,20 @@ def test_avx2_targets_vectorize_float32_activations_8_wide(cpu, vec):
     assert vec in opt
     assert not [ln for ln in opt.splitlines() if " call " in ln and "@llvm." not in ln]
     assert "zmm" not in jit.assembly(elementwise_module(spec, target=target)[0], target=target)
+
+
+def test_exp_scaling_uses_vscalef_only_on_avx512_targets():
+    """exp's 2**k scaling is llvm.ldexp (one vscalefps per vector) where the target has
+    AVX-512; on AVX2 targets (explicit feature strings without it) the generic exponent-field
+    code is emitted, never an ldexp that would become a libm call per element."""
+    from symjit.codegen.llvm.target import host_target, make_target, target_feature_set
+    n = 1024
+    x = S.Input(0)
+    spec = ElementwiseSpec((1.0 / (1.0 + S.call("exp", -x)),), ("float32",), ((n,),), "float32", ("float32",), (n,))
+    avx2 = make_target("haswell", "+avx,+avx2,+fma,+sse4.2,+popcnt,+f16c,+bmi,+bmi2")
+    ir2 = elementwise_module(spec, target=avx2)[0]
+    assert "llvm.ldexp" not in ir2
+    assert "ldexp" not in jit.assembly(ir2, target=avx2)
+    if "+avx512f" in target_feature_set(host_target()):
+        ir = elementwise_module(spec)[0]
+        assert "llvm.ldexp" in ir and "vscalefps" in jit.assembly(ir)

@@ -33,7 +33,7 @@ import numpy as np
 from ...base import MXNetError
 from ...ops import scalar as S
 from . import vecmath as V
-from .target import host_target
+from .target import host_target, target_feature_set
 from .vecmath import FnBuilder, Val, fabs, select
 
 __all__ = ["ElementwiseSpec", "ModuleBuilder", "emit_elementwise", "elementwise_module", "kernel_name", "code_key",
@@ -158,22 +158,21 @@ class ModuleBuilder:
 
     def __init__(self):
         self.functions: list[str] = []
-        self.math: dict[tuple[str, str], str] = {}
+        #: math functions used, by (op, type); their text is emitted for the target at render
+        self.math_ops: list[tuple[str, str]] = []
+        self.helpers: dict[tuple[str, str], str] = {}
         self.intrinsics: set[str] = set()
         self.metadata: list[str] = []
         self.symbols: list[str] = []
 
     def math_function(self, op: str, ty: str) -> str:
-        key = (op, ty)
-        if key not in self.math:
-            text, intr = V.emit_math_function(op, ty)
-            self.math[key] = text
-            self.intrinsics |= intr
+        if (op, ty) not in self.math_ops:
+            self.math_ops.append((op, ty))
         return V.math_function_name(op, ty)
 
     def int_pow_function(self, ty: str, signed: bool) -> str:
         name, text = _int_pow_function(ty, signed)
-        self.math.setdefault(("ipow", f"{ty}{signed}"), text)
+        self.helpers.setdefault(("ipow", f"{ty}{signed}"), text)
         return name
 
     def md(self, body: str, distinct: bool = False, self_ref: bool = False) -> str:
@@ -189,9 +188,16 @@ class ModuleBuilder:
         t = target or host_target()
         feats = f' "target-features"="{t.features}"' if t.features else ""
         attrs = f'"target-cpu"="{t.cpu}"{feats} "no-trapping-math"="true"'
-        decls = sorted(V.INTRINSIC_DECLS[n] for n in self.intrinsics)
+        features = target_feature_set(t)
+        intrinsics = set(self.intrinsics)
+        math = []
+        for op, ty in self.math_ops:
+            text, used = V.emit_math_function(op, ty, features)
+            math.append(text)
+            intrinsics |= used
+        decls = sorted(V.INTRINSIC_DECLS[n] for n in intrinsics)
         parts = [f'target triple = "{t.triple}"', f'target datalayout = "{t.data_layout}"', ""]
-        parts += list(self.math.values()) + self.functions + decls
+        parts += math + list(self.helpers.values()) + self.functions + decls
         parts += [f"attributes #0 = {{ alwaysinline nounwind {attrs} }}",
                   f"attributes #1 = {{ nounwind {attrs} }}",
                   f"attributes #2 = {{ nounwind {attrs} }}"]

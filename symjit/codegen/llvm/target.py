@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
-__all__ = ["HostTarget", "host_target", "make_target", "target_description", "ensure_initialized"]
+__all__ = ["HostTarget", "host_target", "make_target", "target_description", "ensure_initialized",
+           "target_feature_set"]
 
 #: optimisation level used for both the IR pipeline and machine code generation
 OPT_LEVEL = 3
@@ -59,6 +60,13 @@ def host_target() -> HostTarget:
     """The cached host target: host CPU name and its exact feature string."""
     ensure_initialized()
     return make_target(llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten())
+
+
+def target_feature_set(t: HostTarget) -> frozenset:
+    """The features enabled in `t`'s explicit feature string ("+avx512f", ...). A target made
+    with CPU defaults (empty string) has none: code generation then assumes only the generic
+    x86-64/AVX2 instructions, which is correct on every CPU of that family."""
+    return frozenset(f for f in t.features.split(",") if f.startswith("+"))
 
 
 def target_description() -> str:

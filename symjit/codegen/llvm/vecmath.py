@@ -83,11 +83,13 @@ class FnBuilder:
     `used_intrinsics` records the intrinsics referenced, so a module declares only those.
     """
 
-    def __init__(self, prefix: str = "v"):
+    def __init__(self, prefix: str = "v", features: frozenset = frozenset()):
         self.lines: list[str] = []
         self._n = 0
         self._prefix = prefix
         self.used_intrinsics: set[str] = set()
+        #: target features ("+avx512f", ...) the code may rely on beyond the generic ones
+        self.features = features
 
     def fresh(self, hint: str = "") -> str:
         self._n += 1
@@ -109,14 +111,19 @@ class FnBuilder:
         return Val(self, ty, str(int(value)))
 
     def call_intr(self, base: str, ret: str, *args: "Val") -> "Val":
-        suffix = ".".join(_sfx(a.ty) for a in args[:1]) if base not in _CONV_INTRINSICS else \
-            f"{_sfx(ret)}.{_sfx(args[0].ty)}"
+        if base in _CONV_INTRINSICS:
+            suffix = f"{_sfx(ret)}.{_sfx(args[0].ty)}"
+        elif base in _TWO_TYPE_INTRINSICS:
+            suffix = f"{_sfx(args[0].ty)}.{_sfx(args[1].ty)}"
+        else:
+            suffix = _sfx(args[0].ty)
         name = _intrinsic(f"{base}.{suffix}", ret, [a.ty for a in args])
         self.used_intrinsics.add(name)
         return self.ins(ret, f"call {ret} @{name}(" + ", ".join(f"{a.ty} {a.ref}" for a in args) + ")")
 
 
 _CONV_INTRINSICS = {"llvm.fptosi.sat", "llvm.fptoui.sat"}
+_TWO_TYPE_INTRINSICS = {"llvm.ldexp"}
 
 
 def _sfx(ty: str) -> str:
@@ -298,6 +305,20 @@ def _pow2(k: Val, t: TypeInfo) -> Val:
     return ((ki + t.bias) << t.mant).bitcast(t.ty)
 
 
+def _scale_pow2(p: Val, k: Val, t: TypeInfo) -> Val:
+    """p * 2**k for an integer-valued float k with |k| < 2**(mant-1), overflowing to inf and
+    underflowing to subnormals/0 as the exact product rounds (k may exceed the exponent range
+    by up to 2**(bits-mant-2): the scaling is split so 2**k never overflows on its own).
+
+    With AVX-512 this is `llvm.ldexp`, one vscalefps/vscalefpd per vector (with AVX2 the same
+    intrinsic would be a libm call per element: there, two exponent-field multiplies)."""
+    if "+avx512f" in p.b.features:
+        return p.b.call_intr("llvm.ldexp", p.ty, p, _float_to_small_int(k, t).conv("trunc", "i32")
+                             if t.bits == 64 else _float_to_small_int(k, t))
+    k1 = floor(k * 0.5)
+    return p * _pow2(k1, t) * _pow2(k - k1, t)
+
+
 def _taylor(fn: Callable[[int], Fraction], n: int) -> list[float]:
     return [float(fn(i)) for i in range(n)]
 
@@ -326,32 +347,42 @@ def _ln2(t: TypeInfo):
 # exp family
 # --------------------------------------------------------------------------------------
 
+#: float32 e**r on |r| <= ln2/2: minimax (relative error 3.1e-9, 0.05 ulp) of degree 6 with
+#: c0 = c1 = 1 (exact near 0); the Taylor series needs degree 7 for the same accuracy
+EXP_F32 = [1.0, 1.0, 0.4999999403953552, 0.1666652113199234, 0.04166838899254799,
+           0.008368710055947304, 0.001381461275741458]
+#: float32 expm1(r)/r on |r| <= ln2/2: minimax (relative error 1.4e-8) of degree 5 with
+#: c0 = 1, c1 = 1/2 (Taylor: degree 6)
+EXPM1_F32 = [1.0, 0.5, 0.1666654497385025, 0.04166640341281891, 0.008366424590349197,
+             0.00139405089430511]
+
+
 def m_exp(x: Val) -> Val:
-    """e**x: k = rint(x/ln2), r = x - k*ln2 (two-part), Taylor series of e**r on |r| <= ln2/2,
-    scaled by 2**k in two steps (so 2**k never overflows before the product does)."""
+    """e**x: k = rint(x/ln2), r = x - k*ln2 (two-part), e**r by a polynomial on |r| <= ln2/2
+    (float64: Taylor series; float32: minimax `EXP_F32`), scaled by 2**k (`_scale_pow2`)."""
     t = TINFO[x.ty]
     d = t.bits == 64
-    lo, hi, n = (-750.0, 710.0, 14) if d else (-104.0, 89.0, 8)
+    lo, hi = (-750.0, 710.0) if d else (-104.0, 89.0)
     xc = clamp(x, lo, hi)
     k = rint(xc * LOG2E)
     l_hi, l_lo = _ln2(t)
     r = fma(-k, l_hi, xc)
     r = fma(-k, l_lo, r)
-    p = poly(r, _taylor(lambda i: Fraction(1, factorial(i)), n))
-    k1 = floor(k * 0.5)
-    res = p * _pow2(k1, t) * _pow2(k - k1, t)
-    return select(isnan(x), x, res)
+    p = poly(r, _taylor(lambda i: Fraction(1, factorial(i)), 14) if d else EXP_F32)
+    return _scale_pow2(p, k, t)   # a nan x stays nan: the clamp and every step propagate it
 
 
-def _expm1_core(x: Val, t: TypeInfo):
+def _expm1_core(x: Val, t: TypeInfo, lo: float | None = None, hi: float | None = None):
+    """expm1(x) without special values; `lo`/`hi`: a range the caller guarantees x is in
+    (then no clamp is emitted), else x is clamped to where the result saturates."""
     d = t.bits == 64
-    lo, hi, n = (-45.0, 710.0, 13) if d else (-20.0, 89.0, 7)
-    xc = clamp(x, lo, hi)
+    lo_c, hi_c = (-45.0, 710.0) if d else (-20.0, 89.0)
+    xc = x if lo is not None and hi is not None and lo >= lo_c and hi <= hi_c else clamp(x, lo_c, hi_c)
     k = rint(xc * LOG2E)
     l_hi, l_lo = _ln2(t)
     r = fma(-k, l_hi, xc)
     r = fma(-k, l_lo, r)
-    u = r * poly(r, _taylor(lambda i: Fraction(1, factorial(i + 1)), n))
+    u = r * poly(r, _taylor(lambda i: Fraction(1, factorial(i + 1)), 13) if d else EXPM1_F32)
     s = _pow2(k - 1.0, t)                       # 2**(k-1): representable even for k = 2**emax
     big = (s * u + (s - 0.5)) * 2.0             # 2**k * u + (2**k - 1), one rounding
     return select(k.eq(0.0), u, big)
@@ -368,13 +399,15 @@ def m_expm1(x: Val) -> Val:
 
 
 def m_tanh(x: Val) -> Val:
-    """tanh(x) = u/(u+2), u = expm1(2|x|); +-1 beyond the point where tanh rounds to 1."""
+    """tanh(x) = u/(u+2), u = expm1(2|x|), with |x| first clamped to where tanh rounds to 1
+    (20 for float64, 9.5 for float32: beyond it the formula gives exactly +-1). A nan x stays
+    nan through every step (the clamp is a compare+select that keeps it)."""
     t = TINFO[x.ty]
     a = fabs(x)
-    u = _expm1_core(a * 2.0, t)
-    res = u / (u + 2.0)
-    res = select(a > (20.0 if t.bits == 64 else 9.5), 1.0, res)
-    return select(isnan(x), x, copysign(res, x))
+    limit = 20.0 if t.bits == 64 else 9.5
+    a = select(a > limit, limit, a)
+    u = _expm1_core(a * 2.0, t, lo=0.0, hi=2.0 * limit)
+    return copysign(u / (u + 2.0), x)
 
 
 def m_sinh(x: Val) -> Val:
@@ -953,14 +986,16 @@ def math_function_name(op: str, ty: str) -> str:
     return f"sjm_{op}_{_sfx(ty)}"
 
 
-def emit_math_function(op: str, ty: str) -> tuple[str, set[str]]:
-    """Text of `define internal <ty> @sjm_<op>_<sfx>(...) alwaysinline` and the intrinsics it uses.
+def emit_math_function(op: str, ty: str, features: frozenset = frozenset()) -> tuple[str, set[str]]:
+    """Text of `define internal <ty> @sjm_<op>_<sfx>(...) alwaysinline` and the intrinsics it uses,
+    for a target with `features` (LLVM feature names such as "+avx512f"; the text may use
+    instructions only those targets vectorize well).
 
     float32 functions without a native float algorithm extend to double, evaluate, and round.
     """
     impl, native = MATH_UNARY[op] if op in MATH_UNARY else MATH_BINARY[op]
     arity = 1 if op in MATH_UNARY else 2
-    b = FnBuilder("m")
+    b = FnBuilder("m", frozenset(features))
     params = [Val(b, ty, f"%a{i}") for i in range(arity)]
     if ty == "float" and not native:
         args = [p.conv("fpext", "double") for p in params]
