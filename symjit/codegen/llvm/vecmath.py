@@ -377,15 +377,22 @@ def _expm1_core(x: Val, t: TypeInfo, lo: float | None = None, hi: float | None =
     (then no clamp is emitted), else x is clamped to where the result saturates."""
     d = t.bits == 64
     lo_c, hi_c = (-45.0, 710.0) if d else (-20.0, 89.0)
-    xc = x if lo is not None and hi is not None and lo >= lo_c and hi <= hi_c else clamp(x, lo_c, hi_c)
-    k = rint(xc * LOG2E)
+    known = lo is not None and hi is not None and lo >= lo_c and hi <= hi_c
+    xc = x if known else clamp(x, lo_c, hi_c)
+    y = xc * LOG2E
+    k = rint(y)
     l_hi, l_lo = _ln2(t)
     r = fma(-k, l_hi, xc)
     r = fma(-k, l_lo, r)
     u = r * poly(r, _taylor(lambda i: Fraction(1, factorial(i + 1)), 13) if d else EXPM1_F32)
-    s = _pow2(k - 1.0, t)                       # 2**(k-1): representable even for k = 2**emax
-    big = (s * u + (s - 0.5)) * 2.0             # 2**k * u + (2**k - 1), one rounding
-    return select(k.eq(0.0), u, big)
+    if known and hi * LOG2E < t.bias - 1:       # 2**k is representable: 2**k * u + (2**k - 1)
+        s = _pow2(k, t)
+        big = fma(s, u, s - 1.0)
+    else:                                       # 2**(k-1): representable even for k = 2**emax
+        s = _pow2(k - 1.0, t)
+        big = fma(s, u, s - 0.5) * 2.0
+    k_is_zero = y <= 0.5 if known and lo >= 0.0 else k.eq(0.0)   # rint(0.5) = 0 (ties to even)
+    return select(k_is_zero, u, big)
 
 
 def m_expm1(x: Val) -> Val:
