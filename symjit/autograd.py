@@ -15,7 +15,6 @@ backward unless `retain_graph=True`, and using a freed graph raises MXNetError.
 from __future__ import annotations
 
 import threading
-import weakref
 from contextlib import contextmanager
 from typing import Sequence
 
@@ -251,23 +250,15 @@ def _compute_grads(heads, head_grads, variables, retain_graph: bool, create_grap
     return {key[0]: g for key, g in grads.items()}
 
 
-#: variables whose gradient buffer a `backward` wrote since it was last consumed (MXNet's
-#: `NDArray._fresh_grad`, read and cleared by gluon.Trainer to detect stale gradients); held
-#: weakly, keyed by id(array)
-_FRESH_GRADS: "weakref.WeakValueDictionary[int, object]" = weakref.WeakValueDictionary()
-
-
 def is_fresh_grad(var) -> bool:
-    """True if a backward wrote `var`'s gradient since `set_fresh_grad(var, False)`."""
-    return _FRESH_GRADS.get(id(var)) is var
+    """True if a backward wrote `var`'s gradient since `set_fresh_grad(var, False)` (MXNet's
+    `NDArray._fresh_grad`, read and cleared by gluon.Trainer to detect stale gradients)."""
+    return getattr(var, "_fresh_grad", False)
 
 
 def set_fresh_grad(var, fresh: bool) -> None:
     """Mark (or clear) `var`'s gradient as written by a backward."""
-    if fresh:
-        _FRESH_GRADS[id(var)] = var
-    elif _FRESH_GRADS.get(id(var)) is var:
-        del _FRESH_GRADS[id(var)]
+    var._fresh_grad = bool(fresh)
 
 
 def backward(heads, head_grads=None, retain_graph: bool = False, train_mode: bool = True) -> None:

@@ -320,3 +320,30 @@ def test_updater_list_applies_earlier_updates_when_a_later_one_fails():
     with pytest.raises(MXNetError, match="shape"):
         upd([0, 1], [nd.array(np.ones(100, np.float32)), nd.array(np.ones(7, np.float32))], [w0, w1])
     np.testing.assert_allclose(w0.asnumpy(), 0.9, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name,raw,n_states", [
+    ("sgd_update", {"lr": 0.1}, 0),                                   # wd, rescale_grad defaulted
+    ("sgd_mom_update", {"lr": 0.1, "momentum": 0.9, "wd": 0.01}, 1),
+    ("_adadelta_update", {"rho": 0.9, "epsilon": 1e-5, "wd": 0.1, "rescale_grad": 0.5}, 2),
+    ("adam_update", {"lr": 0.01, "beta1": 0.8, "rescale_grad": 2.0}, 2)])
+def test_raw_attribute_fast_path_equals_the_reference(name, raw, n_states):
+    """prepare_update_raw (the optimizers' per-step path: no attribute parsing after the first
+    call) gives the reference results, for hyperparameters given or left at their defaults,
+    on its first (parsing) and later (cached) calls."""
+    from symjit.ndarray import fastpath
+    from symjit.ops.registry import get_op
+    op = get_op(name)
+    rng = np.random.default_rng(13)
+    w = rng.standard_normal(257).astype(np.float32)
+    states = [np.abs(rng.standard_normal(257)).astype(np.float32) for _ in range(n_states)]
+    for step in range(3):
+        g = rng.standard_normal(257).astype(np.float32)
+        attrs = dict(raw, **({"lr": raw["lr"] * (step + 1)} if "lr" in raw else {}))
+        ref = op.compute(op.parse(attrs), [w, g] + states, None)
+        prepared = fastpath.prepare_update_raw(name, attrs, [w, g] + states)
+        assert prepared is not None
+        fastpath.run_updates([prepared])
+        np.testing.assert_allclose(w, ref[0], rtol=2e-6, atol=1e-7)
+        for s, r in zip(states, ref[1:]):
+            np.testing.assert_allclose(s, r, rtol=2e-6, atol=1e-7)

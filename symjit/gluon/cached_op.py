@@ -146,8 +146,8 @@ class CachedOp:
         feeds.update({v: a._data for v, a in zip(g.aux, aux)})
         keep = [f for f, _ in bwd.stats.saved] if bwd is not None else []
         result = entry.fn(feeds, is_train=is_train, keep=keep)
-        fed = list(feeds.values())
-        outputs = [NDArray(_fresh(r, fed), ctx) for r in result.outputs]
+        fed = _Fed(feeds.values())
+        outputs = [NDArray(fed.fresh(r), ctx) for r in result.outputs]
         if is_train and result.aux_updates:
             index = {v: i for i, v in enumerate(g.aux)}
             for v, new in result.aux_updates.items():
@@ -220,13 +220,12 @@ class CachedOp:
                 data = og._data if isinstance(og, NDArray) else np.asarray(og)
                 feeds[b] = data.astype(dtype, copy=False)
             # as MXNet: backward ops see the train_mode of the backward call (loss.backward(train_mode=))
-            if out is not None and accepts_out and not any(o is f for o in out if o is not None
-                                                           for f in feeds.values()):
+            fed = _Fed(feeds.values())
+            if out is not None and accepts_out and not any(o is not None and id(o) in fed.ids for o in out):
                 res = bwd.fn(feeds, is_train=autograd.is_training(), out=out)
             else:
                 res = bwd.fn(feeds, is_train=autograd.is_training())
-            fed = list(feeds.values())
-            return [NDArray(_fresh(r, fed), ctx) for r in res.outputs]  # copies only what aliases a feed
+            return [NDArray(fed.fresh(r), ctx) for r in res.outputs]  # copies only what aliases a feed
 
         accepts_out = getattr(bwd.fn, "accepts_out", False)
         backward_fn.accepts_out = True
@@ -235,10 +234,24 @@ class CachedOp:
             o._ag = autograd.Entry(node, i)
 
 
-def _fresh(r, fed: list) -> np.ndarray:
+class _Fed:
+    """The arrays fed to one compiled call, for making its results caller-owned."""
+    __slots__ = ("arrays", "ids")
+
+    def __init__(self, arrays):
+        self.arrays = list(arrays)
+        self.ids = {id(a) for a in self.arrays}
+
+    def fresh(self, r) -> np.ndarray:
+        """`r` as an array owned by the caller: copied when it aliases a fed input buffer."""
+        return _fresh(r, self.arrays, self.ids)
+
+
+def _fresh(r, fed: list, fed_ids: set | None = None) -> np.ndarray:
     """`r` as an array owned by the caller: copied when it aliases a fed input buffer."""
     r = np.asarray(r)
-    if r.flags.owndata and r.flags.c_contiguous and not any(r is f for f in fed):
+    if r.flags.owndata and r.flags.c_contiguous and id(r) not in (
+            fed_ids if fed_ids is not None else {id(f) for f in fed}):
         return r  # its own buffer, so no view of a fed array (and not a fed array itself)
     if any(np.may_share_memory(r, f) for f in fed):
         return np.array(r, copy=True)

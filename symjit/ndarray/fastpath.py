@@ -25,7 +25,8 @@ from ..ops import scalar as S
 from ..ops.optimizer_ops import Update
 from ..ops.registry import Elementwise, broadcast_shapes
 
-__all__ = ["try_compiled_elementwise", "update_in_place", "prepare_update", "run_updates", "PreparedUpdate",
+__all__ = ["try_compiled_elementwise", "update_in_place", "prepare_update", "prepare_update_raw", "run_updates",
+           "PreparedUpdate",
            "MIN_ELEMENTS", "DYNAMIC_SCALARS"]
 
 MIN_ELEMENTS = 1 << 16
@@ -209,6 +210,52 @@ def prepare_update(op, attrs: dict, arrays: list) -> PreparedUpdate | None:
     if n_out != len(arrays) - 1:  # outputs must be exactly the weight and the states
         return None
     return PreparedUpdate(address, dtype, list(arrays), tuple(attrs[k] for k in dyn), n_out)
+
+
+#: (op name, raw structural attrs, dtype, number of arrays) -> `_update_kernel` entry, for
+#: `prepare_update_raw`: the per-step lookup without parsing attributes
+_RAW_UPDATE_KERNELS: dict = {}
+
+
+def prepare_update_raw(op_name: str, raw: dict, arrays: list) -> PreparedUpdate | None:
+    """`prepare_update` for raw (unparsed) attributes whose hyperparameters (`DYNAMIC_SCALARS`)
+    are Python numbers, as optimizers pass them: after the first call for a structure, a
+    dictionary lookup replaces parsing. Same results and None cases as `prepare_update`."""
+    if not _ENABLED:
+        return None
+    first = arrays[0]
+    dtype, shape = first.dtype, first.shape
+    try:
+        key = (op_name, tuple((k, type(v), v) for k, v in raw.items() if k not in DYNAMIC_SCALARS),
+               dtype, len(arrays))
+        entry = _RAW_UPDATE_KERNELS.get(key, False)
+    except TypeError:
+        key, entry = None, False
+    if entry is False:
+        from ..ops.registry import get_op
+        op = get_op(op_name)
+        attrs = op.parse(raw)
+        prepared = prepare_update(op, attrs, arrays)
+        if key is not None and prepared is not None:
+            address, dyn, n_out = _update_kernel(op, attrs, dtype, len(arrays), first.size)
+            if all(k not in raw or isinstance(raw[k], (int, float)) for k in dyn):
+                if len(_RAW_UPDATE_KERNELS) > 4096:
+                    _RAW_UPDATE_KERNELS.clear()
+                # hyperparameters absent from `raw` have their (structural) parsed defaults
+                defaults = tuple((k, attrs[k]) for k in dyn if k not in raw)
+                _RAW_UPDATE_KERNELS[key] = (address, dyn, n_out, dict(defaults))
+        return prepared
+    if entry is None:
+        return None
+    address, dyn, n_out, defaults = entry
+    if (first.size < 2 or any(a.dtype != dtype or a.shape != shape or not a.flags.c_contiguous for a in arrays)
+            or not all(d.flags.writeable for d in arrays[:1] + arrays[2:])):
+        return None
+    try:
+        scalars = tuple(float(raw[k]) if k in raw else defaults[k] for k in dyn)
+    except (TypeError, ValueError):
+        return None
+    return PreparedUpdate(address, dtype, list(arrays), scalars, n_out)
 
 
 def run_updates(updates: list) -> None:

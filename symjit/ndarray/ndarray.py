@@ -41,7 +41,7 @@ def _check_ctx(ctx: Context) -> Context:
 class NDArray:
     """An n-dimensional array on a device context, with MXNet 1.x semantics."""
 
-    __slots__ = ("_data", "_ctx", "_grad", "_grad_req", "_ag", "__weakref__")
+    __slots__ = ("_data", "_ctx", "_grad", "_grad_req", "_ag", "_fresh_grad", "__weakref__")
     __array_priority__ = 1000.0
 
     def __init__(self, data: np.ndarray, ctx: Context | None = None):
@@ -50,6 +50,7 @@ class NDArray:
         self._grad = None
         self._grad_req = "null"
         self._ag = None  # autograd entry (symjit.autograd.Entry) when part of a recorded graph
+        self._fresh_grad = False  # a backward wrote the gradient since it was last consumed
 
     # ---- attributes ---------------------------------------------------------------
     @property

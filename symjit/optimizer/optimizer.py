@@ -220,9 +220,10 @@ def _apply(op_name: str, weight: NDArray, grad: NDArray, states, **attrs) -> Non
     `Updater` call in progress, if any); anything else (and every error case) takes the
     general `invoke` path at once."""
     arrays = [weight, grad, *states]
-    if not autograd.is_recording() and all(type(a) is NDArray and a._ctx == weight._ctx for a in arrays):
-        op = get_op(op_name)
-        prepared = fastpath.prepare_update(op, op.parse(attrs), [a._data for a in arrays])
+    ctx = weight._ctx
+    if not autograd.is_recording() and all(type(a) is NDArray and (a._ctx is ctx or a._ctx == ctx)
+                                           for a in arrays):
+        prepared = fastpath.prepare_update_raw(op_name, attrs, [a._data for a in arrays])
         if prepared is not None:
             pending = _PENDING.get()
             if pending is not None:

@@ -30,22 +30,28 @@ def compile_for_executor(graph: Graph):
 class _Compiler:
     def compile(self, graph: Graph):
         variants: dict = {}
+        by_keep_ids: dict = {}     # (is_train, ids of the kept Values) -> variant (same Values each call)
+        aux_by_name = {v.name: v for v in graph.aux}
 
         def fn(feeds, is_train: bool = False, keep=(), rng=None, out=None) -> RunResult:
             """`out`: arrays for the graph outputs, written in place when they fit (None entries,
             and every array that does not fit: fresh arrays; the kept values are always fresh)."""
             keep = list(keep)
-            key = (bool(is_train), tuple(v.name for v in keep))
-            if key not in variants:
-                variants[key] = self._build(graph, bool(is_train), keep)
-            cg, n_out, keep_names = variants[key]
-            by_name = {}
-            for k, a in feeds.items():
-                by_name[k if isinstance(k, str) else k.name] = a
+            fast_key = (bool(is_train), tuple(map(id, keep)))
+            variant = by_keep_ids.get(fast_key)   # ids are unique: the variant holds the Values
+            if variant is None:
+                key = (bool(is_train), tuple(v.name for v in keep))
+                if key not in variants:
+                    variants[key] = self._build(graph, bool(is_train), keep)
+                if len(by_keep_ids) > 64:
+                    by_keep_ids.clear()
+                variant = by_keep_ids[fast_key] = variants[key] + (keep,)
+            cg, n_out, keep_names, _ = variant
+            by_name = {(k if k.__class__ is str else k.name): a for k, a in feeds.items()}
             arrays = []
             for name, shape, dtype in cg.input_specs:
-                a = np.asarray(by_name[name])
-                if a.dtype != dtype or not a.flags.c_contiguous:
+                a = by_name[name]
+                if a.__class__ is not np.ndarray or a.dtype != dtype or not a.flags.c_contiguous:
                     a = np.ascontiguousarray(a, dtype=dtype)
                 arrays.append(a)
             targets = None
@@ -57,7 +63,6 @@ class _Compiler:
                 if all(t is None for t in targets):
                     targets = None
             outs, updates = cg.run(arrays, is_train, rng, out=targets)
-            aux_by_name = {v.name: v for v in graph.aux}
             aux_updates = {aux_by_name[v.name]: a for v, a in updates.items() if v.name in aux_by_name}
             kept = {v: outs[n_out + i] for i, v in enumerate(keep)}
             return RunResult(outs[:n_out], aux_updates, kept)
