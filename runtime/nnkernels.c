@@ -1641,16 +1641,13 @@ NN_AVX512 static void dw_plane_avx512(const float *src, const int64_t *toff, con
  * masks of the KW taps, which clip the padding at the row ends, are shared), rows outside the
  * input read a zero row. Stride 2: tap kw reads the 32 columns from 2 v0 + kw dw - pw and keeps
  * the even ones (one permute). */
-NN_AVX512 static void dw_plane_direct_avx512(const float *x, int64_t H, int64_t W, const float *wt, int64_t KH,
-                                             int64_t KW, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t ph,
-                                             int64_t pw, float b0, int64_t OH, int64_t OW, const float *zero, float *y) {
-    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-    const int64_t nkw = imin(KW, 16), nv = cdiv(OW, 16);
-    /* column masks per (vector, tap, half): lanes whose input column is inside the row; the
-     * loops go row group by row group so the rows a group reads stay in L1 across its vectors */
-    __mmask16 cm_s[16][16][2];
-    for (int64_t vc = 0; vc < nv; vc += 16) {   /* chunks of up to 16 vectors per row */
-    const int64_t nvc = imin(16, nv - vc);
+/* Column masks of dw_plane_direct_avx512 for output vectors [vc, vc + nvc) (nvc <= 16):
+ * cm[v - vc][kw][half] = lanes whose input column is inside the row. They depend on the
+ * geometry only, so a task computes them once for all its planes. */
+typedef __mmask16 dw_masks_t[16][16][2];
+static void dw_column_masks(int64_t W, int64_t KW, int64_t sw, int64_t dw, int64_t pw, int64_t OW, int64_t vc,
+                            int64_t nvc, dw_masks_t cm) {
+    const int64_t nkw = imin(KW, 16);
     for (int64_t v = vc; v < vc + nvc; v++)
         for (int64_t kw = 0; kw < nkw; kw++)
             for (int h = 0; h < 2; h++) {
@@ -1660,8 +1657,27 @@ NN_AVX512 static void dw_plane_direct_avx512(const float *x, int64_t H, int64_t 
                     int64_t o = sw == 2 ? (16 * h + l) / 2 : (h ? 16 : l);
                     if (col >= 0 && col < W && 16 * v + o < OW) m |= 1u << l;
                 }
-                cm_s[v - vc][kw][h] = (__mmask16)m;
+                cm[v - vc][kw][h] = (__mmask16)m;
             }
+}
+
+/* `masks`: dw_column_masks for vectors [0, 16) when the plane has at most 16 output vectors
+ * (computed by the caller once per task), else NULL (computed here per chunk of 16). */
+NN_AVX512 static void dw_plane_direct_avx512(const float *x, int64_t H, int64_t W, const float *wt, int64_t KH,
+                                             int64_t KW, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t ph,
+                                             int64_t pw, float b0, int64_t OH, int64_t OW, const float *zero, float *y,
+                                             dw_masks_t masks) {
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const int64_t nkw = imin(KW, 16), nv = cdiv(OW, 16);
+    /* the loops go row group by row group so the rows a group reads stay in L1 across its vectors */
+    dw_masks_t local;
+    for (int64_t vc = 0; vc < nv; vc += 16) {   /* chunks of up to 16 vectors per row */
+    const int64_t nvc = imin(16, nv - vc);
+    __mmask16 (*cm_s)[16][2] = masks;
+    if (masks == NULL || nv > 16) {
+        dw_column_masks(W, KW, sw, dw, pw, OW, vc, nvc, local);
+        cm_s = local;
+    }
     for (int64_t oh0 = 0; oh0 < OH; oh0 += 8) {
         const int64_t cnt = imin(8, OH - oh0);
         for (int64_t v = vc; v < vc + nvc; v++) {
@@ -1733,13 +1749,21 @@ static void conv_depthwise_wide_task(int64_t begin, int64_t end, void **argv) {
         float *zero = scratch(0, (size_t)zn);
         if (!zero) return;
         memset(zero, 0, (size_t)zn * sizeof(float));   /* masked reads stay within [0, W) */
+        dw_masks_t masks;
+        const int64_t nv = cdiv(OW, 16);
+        if (nv <= 16) dw_column_masks(g->in[2], KW, sw, dw, g->p[2], OW, 0, nv, masks);
+        /* the epilogue runs on groups of planes of about DW_BLOCK outputs, while they are in cache */
+        int64_t epi_from = begin;
         for (int64_t t = begin; t < end; t++) {
             int64_t n = t / g->F, f = t % g->F, c = f / g->Fg;
             dw_plane_direct_avx512(job->x + (n * g->C + c) * g->IP, g->in[1], g->in[2], job->w + f * KK, KH, KW, sh, sw,
                                    dh, dw, g->p[1], g->p[2], job->bias ? job->bias[f] : 0.0f, OH, OW, zero,
-                                   job->y + (n * g->F + f) * g->P);
+                                   job->y + (n * g->F + f) * g->P, nv <= 16 ? masks : NULL);
+            if (job->epi && ((t + 1 - epi_from) * g->P >= DW_BLOCK || t + 1 == end)) {
+                job->epi(epi_from * g->P, (t + 1) * g->P, job->epi_args);
+                epi_from = t + 1;
+            }
         }
-        if (job->epi) job->epi(begin * g->P, end * g->P, job->epi_args);
         return;
     }
 #endif
