@@ -347,3 +347,15 @@ def test_raw_attribute_fast_path_equals_the_reference(name, raw, n_states):
         np.testing.assert_allclose(w, ref[0], rtol=2e-6, atol=1e-7)
         for s, r in zip(states, ref[1:]):
             np.testing.assert_allclose(s, r, rtol=2e-6, atol=1e-7)
+
+
+def test_raw_fast_path_tells_given_from_defaulted_hyperparameters():
+    # the same op and structure, first with wd given, then defaulted: two cache entries
+    from symjit.ndarray import fastpath
+    from symjit.ops.registry import get_op
+    op = get_op("sgd_update")
+    for raw in ({"lr": 0.5, "wd": 0.25, "rescale_grad": 2.0}, {"lr": 0.5}):
+        w, g = np.ones(64, np.float32), np.full(64, 2.0, np.float32)
+        ref = op.compute(op.parse(raw), [w, g], None)[0]
+        fastpath.run_updates([fastpath.prepare_update_raw("sgd_update", raw, [w, g])])
+        np.testing.assert_allclose(w, ref, rtol=1e-6)

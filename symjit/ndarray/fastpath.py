@@ -227,7 +227,7 @@ def prepare_update_raw(op_name: str, raw: dict, arrays: list) -> PreparedUpdate 
     dtype, shape = first.dtype, first.shape
     try:
         key = (op_name, tuple((k, type(v), v) for k, v in raw.items() if k not in DYNAMIC_SCALARS),
-               dtype, len(arrays))
+               tuple(k in raw for k in DYNAMIC_SCALARS), dtype, len(arrays))
         entry = _RAW_UPDATE_KERNELS.get(key, False)
     except TypeError:
         key, entry = None, False
