@@ -154,3 +154,26 @@ def test_recorded_indexing_flows_gradient():
         y = x[1] * 2
     y.backward()
     np.testing.assert_array_equal(x.grad.asnumpy(), [[0, 0, 0], [2, 2, 2]])
+
+
+@pytest.mark.parametrize("make", [lambda x: nd.sigmoid(x), lambda x: nd.Activation(x, act_type="sigmoid"),
+                                  lambda x: nd.tanh(x), lambda x: nd.relu(x)])
+def test_activation_gradients_come_from_the_output_without_overflow(make):
+    """sigmoid/tanh/relu gradients are computed from the output as MXNet's backward kernels do
+    (y(1-y), 1-y**2, y > 0): finite at the tails (the derivative of the forward expression,
+    exp(-x)/(1+exp(-x))**2, overflows to nan below x = -88 in float32)."""
+    xs = np.array([-100.0, -90.0, -3.0, -0.5, 0.0, 0.5, 3.0, 90.0, 100.0], np.float32)
+    x = nd.array(xs)
+    x.attach_grad()
+    with autograd.record():
+        y = make(x)
+    y.backward()
+    g, yv = x.grad.asnumpy(), y.asnumpy().astype(np.float32)
+    assert np.isfinite(g).all()
+    if np.allclose(yv, 1 / (1 + np.exp(-xs.astype(np.float64))), atol=1e-6):
+        expected = yv * (np.float32(1) - yv)
+    elif np.allclose(yv, np.tanh(xs), atol=1e-6):
+        expected = np.float32(1) - yv * yv
+    else:
+        expected = (yv > 0).astype(np.float32)
+    np.testing.assert_allclose(g, expected, rtol=1e-6, atol=1e-30)

@@ -144,7 +144,13 @@ class CachedOp:
         bwd = self._backward_for(entry, wrt) if wrt else None
         feeds = {v: a._data for v, a in zip(g.args, args)}
         feeds.update({v: a._data for v, a in zip(g.aux, aux)})
-        keep = [f for f, _ in bwd.stats.saved] if bwd is not None else []
+        saved = [f for f, _ in bwd.stats.saved] if bwd is not None else []
+        # values the backward reads: graph inputs are passed to it as they are (as MXNet's
+        # autograd holds its inputs; aux states are copied, the forward updates them in place),
+        # computed ones come back from the forward as extra outputs
+        keep = [f for f in saved if f not in feeds]
+        kept = {f: (np.array(feeds[f], copy=True) if f in self._aux_values(g) else feeds[f])
+                for f in saved if f in feeds}
         result = entry.fn(feeds, is_train=is_train, keep=keep)
         fed = _Fed(feeds.values())
         outputs = [NDArray(fed.fresh(r), ctx) for r in result.outputs]
@@ -154,10 +160,13 @@ class CachedOp:
                 arr = aux[index[v]]
                 arr._data[...] = np.asarray(new).astype(arr._data.dtype, copy=False)
         if bwd is not None:
-            aux_set = set(g.aux)
-            kept = {v: (np.array(a, copy=True) if v in aux_set else a) for v, a in result.kept.items()}
+            kept.update(result.kept)
             self._record(bwd, [args[i] for i in wrt], outputs, kept, ctx)
         return outputs
+
+    @staticmethod
+    def _aux_values(g) -> frozenset:
+        return frozenset(g.aux)
 
     def inference_runner(self, args, aux=()):
         """`(run, names)` for inference (not recording, not training) on inputs with exactly the

@@ -19,7 +19,13 @@ from .registry import Elementwise, Op, merge_shape, register
 
 
 def _expr_grad(op: Elementwise, F, attrs, inputs, outputs, ograds, expr: S.Expr | None = None):
-    """Gradient of an elementwise op from its scalar expression (see module docstring)."""
+    """Gradient of an elementwise op from its scalar expression (see module docstring), or,
+    for activations with a derivative in terms of their output (`_grad_from_output`), from
+    the output: as MXNet's backward kernels, and the input then need not be kept."""
+    dydx = _grad_from_output(op, attrs) if expr is None else None
+    if dydx is not None:
+        g = F.apply("_elemwise_expr", [outputs[0], ograds[0]], expr=S.Input(1) * dydx, num_args=2)[0]
+        return [g]
     expr = op.full_expr(attrs) if expr is None else expr
     n = len(inputs)
     dy = S.Input(n)
@@ -41,6 +47,23 @@ def _expr_grad(op: Elementwise, F, attrs, inputs, outputs, ograds, expr: S.Expr 
             g = F._broadcast_backward(g, x)
         grads.append(g)
     return grads
+
+
+#: dy/dx of activations as expressions of their output y = Input(0) (MXNet's relu_grad,
+#: sigmoid_grad, tanh_grad); equal to the derivative of the forward expression, with no
+#: overflow (the sigmoid's exp(-x)/(1+exp(-x))**2 is nan for x < -88 in float32)
+_OUTPUT_GRADS = {
+    "relu": lambda y: S.select(S.logical_or(y > 0.0, S.ne(y, y)), 1.0, 0.0),
+    "sigmoid": lambda y: y * (1.0 - y),
+    "tanh": lambda y: 1.0 - y * y,
+}
+
+
+def _grad_from_output(op, attrs):
+    """dy/dx in terms of the output for the unary activations of `_OUTPUT_GRADS`, else None."""
+    kind = attrs.get("act_type") if op.name == "Activation" else op.name
+    fn = _OUTPUT_GRADS.get(kind)
+    return fn(S.Input(0)) if fn is not None else None
 
 
 def _same_known_shape(a, b) -> bool:

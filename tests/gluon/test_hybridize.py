@@ -216,6 +216,23 @@ def test_compiled_backward_writes_gradients_into_the_grad_buffers():
         np.testing.assert_allclose(h, i, rtol=1e-4, atol=1e-5)
 
 
+def test_training_forward_returns_no_copies_of_its_inputs():
+    """Values the compiled backward reads that are graph inputs (weights, data) go to it as
+    the fed arrays: the training forward's extra outputs are computed values only."""
+    net = _mlp()
+    net.initialize()
+    net.hybridize()
+    x = nd.array(np.random.RandomState(1).randn(4, 5).astype(np.float32))
+    with autograd.record():
+        net(x).sum().backward()
+    co = net._cached_op
+    entries = list(co._cache.values())
+    inputs = set(co.arg_names + co.aux_names)
+    keys = [key for e in entries for key in e.fn.variants]
+    assert any(train for train, _ in keys)
+    assert all(not (set(names) & inputs) for _, names in keys), keys
+
+
 def test_gradient_of_a_head_that_is_also_a_block_input_sums_both_paths():
     net = nn.Dense(3, in_units=3, use_bias=False)
     net.initialize(mx.init.One())
