@@ -29,7 +29,10 @@ from .rewrite import NameSource, make_node, replace_uses
 #: largest fusion group: bounds expression depth (codegen and compile time stay linear)
 MAX_GROUP_NODES = 64
 
-_EPILOGUE_HOSTS = {"FullyConnected", "Convolution", "Deconvolution", "dot", "batch_dot"}
+_EPILOGUE_HOSTS = {"FullyConnected", "Convolution", "Deconvolution", "dot", "batch_dot",
+                   # backward GEMMs: the input gradient of a dense layer takes the activation
+                   # gradient of the layer before (dX * relu'(y)) as its epilogue
+                   "_backward_FullyConnected_data"}
 
 
 def node_exprs(n: Node) -> list[S.Expr] | None:

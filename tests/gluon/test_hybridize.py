@@ -228,6 +228,8 @@ def test_training_forward_returns_no_copies_of_its_inputs():
     co = net._cached_op
     entries = list(co._cache.values())
     inputs = set(co.arg_names + co.aux_names)
+    if not all(hasattr(e.fn, "variants") for e in entries):
+        pytest.skip("the interpreter backend keeps no compiled variants")
     keys = [key for e in entries for key in e.fn.variants]
     assert any(train for train, _ in keys)
     assert all(not (set(names) & inputs) for _, names in keys), keys
