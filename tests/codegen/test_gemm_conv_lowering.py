@@ -82,6 +82,25 @@ def test_fully_connected_epilogue(post):
     _check(g, expect_ops={"_with_epilogue"})
 
 
+@pytest.mark.parametrize("act", ["relu", "sigmoid", "tanh"])
+def test_dense_backward_hosts_the_activation_gradient_as_epilogue(act):
+    """In a training graph's backward, dX of a dense layer times the previous activation's
+    derivative (computed from that activation's output) is one GEMM with an epilogue."""
+    from symjit.passes.autodiff import autodiff
+    from symjit.passes.infer import infer_types
+    b = GraphBuilder(name=f"mlp_{act}")
+    x, w1, b1, w2, b2 = (b.add_input(n, TensorType(s, "float32")) for n, s in
+                         [("x", (8, 12)), ("w1", (16, 12)), ("b1", (16,)), ("w2", (5, 16)), ("b2", (5,))])
+    h = b.add_node(act, [b.add_node("FullyConnected", [x, w1, b1], {"num_hidden": 16})[0]])[0]
+    y = b.add_node("FullyConnected", [h, w2, b2], {"num_hidden": 5})[0]
+    fwd, _ = infer_types(b.build([y]))
+    bwd, _ = autodiff(fwd, list(fwd.inputs), "write")
+    opt, _ = compile_graph(bwd, "training")
+    hosted = [n.attrs["inner"] for n in opt.nodes if n.op.name == "_with_epilogue"]
+    assert "_backward_FullyConnected_data" in hosted, [n.op.name for n in opt.nodes]
+    _check(bwd, pipeline="training", seed=3)
+
+
 def test_tiny_mlp_is_one_native_call():
     b = GraphBuilder(name="tiny")
     x, w1, b1, w2, b2 = (b.add_input(n, TensorType(s, "float32")) for n, s in
