@@ -38,6 +38,30 @@ class _Backward:
     """The compiled backward graph for one set of differentiated arguments."""
     fn: object
     stats: object
+    #: is_train -> _DirectBackward or None (made on first use)
+    direct: dict = field(default_factory=dict)
+
+
+@dataclass
+class _DirectForward:
+    """A recorded forward run as one native Entry call (see `CachedOp._direct_forward`):
+    `order[j]` is the index in args + aux of the Entry's input j; its results are the graph
+    outputs, then the values in `computed`; `from_inputs` are the saved values that are graph
+    arguments, with their index in args."""
+    entry: object
+    order: list
+    n_out: int
+    computed: list
+    from_inputs: list
+
+
+@dataclass
+class _DirectBackward:
+    """A backward run as one native Entry call: input j is `kept[source]` for a saved forward
+    Value, or head gradient number `source` for an int."""
+    entry: object
+    sources: list
+    dtypes: list
 
 
 @dataclass
@@ -47,6 +71,7 @@ class _Entry:
     fn: object
     backward: dict = field(default_factory=dict)  # tuple of arg indices -> _Backward
     runner: tuple | None = None  # (run, names) of inference_runner, made once
+    direct: dict = field(default_factory=dict)  # (wrt, is_train) -> _DirectForward or None
 
 
 class CachedOp:
@@ -142,6 +167,21 @@ class CachedOp:
         if recording:
             wrt = tuple(i for i, a in enumerate(args) if autograd._needs_grad(a))
         bwd = self._backward_for(entry, wrt) if wrt else None
+        if bwd is not None:
+            direct = entry.direct.get((wrt, is_train), False)
+            if direct is False:
+                direct = entry.direct[(wrt, is_train)] = self._direct_forward(entry, bwd, is_train)
+            if direct is not None:
+                datas = [a._data for a in args]
+                datas += [a._data for a in aux]
+                if all(d.flags.c_contiguous for d in datas):
+                    res = direct.entry(*[datas[i] for i in direct.order])
+                    n = direct.n_out
+                    outputs = [NDArray(r, ctx) for r in res[:n]]
+                    kept = {f: datas[i] for f, i in direct.from_inputs}
+                    kept.update(zip(direct.computed, res[n:]))
+                    self._record(bwd, [args[i] for i in wrt], outputs, kept, ctx)
+                    return outputs
         feeds = {v: a._data for v, a in zip(g.args, args)}
         feeds.update({v: a._data for v, a in zip(g.aux, aux)})
         saved = [f for f, _ in bwd.stats.saved] if bwd is not None else []
@@ -167,6 +207,46 @@ class CachedOp:
     @staticmethod
     def _aux_values(g) -> frozenset:
         return frozenset(g.aux)
+
+    def _direct_forward(self, entry: _Entry, bwd: _Backward, is_train: bool):
+        """A `_DirectForward` for recording calls of this signature, or None when the run needs
+        more than one native call (random seeds, aux state updates, Python nodes) or the
+        backward reads an aux state (which the generic path copies before its update)."""
+        native_variant = getattr(entry.fn, "native_variant", None)
+        if native_variant is None or entry.graph.aux:
+            return None
+        g = entry.graph
+        saved = [f for f, _ in bwd.stats.saved]
+        index = {v: i for i, v in enumerate(g.args)}
+        computed = [f for f in saved if f not in index]
+        cg = native_variant(is_train, computed)
+        if cg is None or len(cg.output_specs) != len(g.outputs) + len(computed):
+            return None
+        pos = {v.name: i for i, v in enumerate(g.args)}
+        try:
+            order = [pos[name] for name, _, _ in cg.input_specs]
+        except KeyError:
+            return None
+        return _DirectForward(cg.entry, order, len(g.outputs), computed,
+                              [(f, index[f]) for f in saved if f in index])
+
+    @staticmethod
+    def _direct_backward(bwd: _Backward, is_train: bool):
+        """A `_DirectBackward` for this backward graph, or None (see `_direct_forward`)."""
+        native_variant = getattr(bwd.fn, "native_variant", None)
+        if native_variant is None:
+            return None
+        cg = native_variant(is_train, [])
+        if cg is None:
+            return None
+        st = bwd.stats
+        by_name = {b.name: f for f, b in st.saved}
+        by_name.update({b.name: j for j, b in enumerate(st.head_grads)})
+        try:
+            sources = [by_name[name] for name, _, _ in cg.input_specs]
+        except KeyError:
+            return None
+        return _DirectBackward(cg.entry, sources, [dtype for _, _, dtype in cg.input_specs])
 
     def inference_runner(self, args, aux=()):
         """`(run, names)` for inference (not recording, not training) on inputs with exactly the
@@ -224,6 +304,20 @@ class CachedOp:
                 raise MXNetError("higher-order gradients (create_graph=True) through a hybridized block "
                                  "are not supported; call hybridize(False) on the block to differentiate "
                                  "its gradient")
+            is_train = autograd.is_training()
+            direct = bwd.direct.get(is_train, False)
+            if direct is False:
+                direct = bwd.direct[is_train] = self._direct_backward(bwd, is_train)
+            if direct is not None:
+                heads = [og._data if isinstance(og, NDArray) else np.asarray(og) for og in ograds]
+                arrays = [np.ascontiguousarray(heads[s] if s.__class__ is int else kept[s], dtype)
+                          for s, dtype in zip(direct.sources, direct.dtypes)]
+                ids = {id(a) for a in arrays}
+                if out is not None and accepts_out and not any(o is not None and id(o) in ids for o in out):
+                    res = direct.entry(*arrays, out=out)
+                else:
+                    res = direct.entry(*arrays)
+                return [NDArray(r, ctx) for r in res]
             feeds = {b: kept[f] for f, b in st.saved}
             for b, og, (shape, dtype) in zip(st.head_grads, ograds, out_types):
                 data = og._data if isinstance(og, NDArray) else np.asarray(og)

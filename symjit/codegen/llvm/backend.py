@@ -15,7 +15,7 @@ import numpy as np
 from ...ir.graph import Graph
 from ...ir.interpreter import RunResult
 from ...passes.manager import compile_graph
-from .executable import compile_planned
+from .executable import CompiledGraph, compile_planned
 
 __all__ = ["compile_for_executor"]
 
@@ -91,9 +91,24 @@ class _Compiler:
             else:
                 cg.run(ins, False, None, out=out)
             return True
+        def native_variant(is_train: bool, keep) -> CompiledGraph | None:
+            """The compiled variant for (is_train, keep) when one call of its native Entry is
+            the whole run (no random seeds to draw, no state outputs), else None. Callers may
+            then call `cg.entry` with the inputs in `cg.input_specs` order; it returns the
+            graph outputs followed by the kept values."""
+            keep = list(keep)
+            key = (bool(is_train), tuple(v.name for v in keep))
+            if key not in variants:
+                variants[key] = self._build(graph, bool(is_train), keep)
+            cg = variants[key][0]
+            if cg.entry is None or cg.module.seed_params or cg.state_specs:
+                return None
+            return cg
+
         fast.orders = {}
         fast.keep_alive = []
         fast.cg = None
+        fn.native_variant = native_variant
         fn.variants = variants
         fn.accepts_out = True
         fn.fast = fast
