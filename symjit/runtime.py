@@ -152,6 +152,12 @@ def parallel_for_multi(kernel_address: int, grain: int, sizes: Sequence[int],
         raise MXNetError(f"parallel kernel failed: {message or 'no message'} (symjit error code {code})")
 
 
+def raise_last_error(what: str, code: int):
+    """Raise MXNetError for a failed native call that returned `code` (the runtime's message)."""
+    _, message = _runtime.last_error()
+    raise MXNetError(f"{what} failed: {message or 'no message'} (symjit error code {code})")
+
+
 def last_error() -> tuple[int, str]:
     """(code, message) of the last error the runtime recorded on this thread (0, '' if none)."""
     return _runtime.last_error()

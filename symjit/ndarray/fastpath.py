@@ -212,9 +212,12 @@ def prepare_update(op, attrs: dict, arrays: list) -> PreparedUpdate | None:
     return PreparedUpdate(address, dtype, list(arrays), tuple(attrs[k] for k in dyn), n_out)
 
 
-#: (op name, raw structural attrs, dtype, number of arrays) -> `_update_kernel` entry, for
-#: `prepare_update_raw`: the per-step lookup without parsing attributes
+#: (op name, dtype, number of arrays, which DYNAMIC_SCALARS are given, raw structural attrs
+#: and their types) -> `_update_kernel` entry, for `prepare_update_raw`: the per-step lookup
+#: without parsing attributes
 _RAW_UPDATE_KERNELS: dict = {}
+_ABSENT = object()
+assert DYNAMIC_SCALARS == ("lr", "wd", "rescale_grad")
 
 
 def prepare_update_raw(op_name: str, raw: dict, arrays: list) -> PreparedUpdate | None:
@@ -225,9 +228,12 @@ def prepare_update_raw(op_name: str, raw: dict, arrays: list) -> PreparedUpdate 
         return None
     first = arrays[0]
     dtype, shape = first.dtype, first.shape
+    structural = dict(raw)
+    given = (structural.pop("lr", _ABSENT) is not _ABSENT, structural.pop("wd", _ABSENT) is not _ABSENT,
+             structural.pop("rescale_grad", _ABSENT) is not _ABSENT)   # DYNAMIC_SCALARS
     try:
-        key = (op_name, tuple((k, type(v), v) for k, v in raw.items() if k not in DYNAMIC_SCALARS),
-               tuple(k in raw for k in DYNAMIC_SCALARS), dtype, len(arrays))
+        key = (op_name, dtype, len(arrays), given, tuple(structural.items()),
+               tuple(map(type, structural.values())))
         entry = _RAW_UPDATE_KERNELS.get(key, False)
     except TypeError:
         key, entry = None, False
@@ -248,9 +254,12 @@ def prepare_update_raw(op_name: str, raw: dict, arrays: list) -> PreparedUpdate 
     if entry is None:
         return None
     address, dyn, n_out, defaults = entry
-    if (first.size < 2 or any(a.dtype != dtype or a.shape != shape or not a.flags.c_contiguous for a in arrays)
-            or not all(d.flags.writeable for d in arrays[:1] + arrays[2:])):
+    if first.size < 2:
         return None
+    for i, a in enumerate(arrays):
+        flags = a.flags
+        if a.dtype != dtype or a.shape != shape or not flags.c_contiguous or (i != 1 and not flags.writeable):
+            return None
     try:
         scalars = tuple(float(raw[k]) if k in raw else defaults[k] for k in dyn)
     except (TypeError, ValueError):
@@ -265,18 +274,25 @@ def run_updates(updates: list) -> None:
     from .. import runtime
     groups: dict = {}
     for u in updates:
-        groups.setdefault((u.address, u.dtype), []).append(u)
+        key = (u.address, u.dtype)
+        group = groups.get(key)
+        if group is None:
+            groups[key] = [u]
+        else:
+            group.append(u)
     for (address, dtype), group in groups.items():
         width = len(group[0].scalars)
-        values = np.array([u.scalars for u in group], dtype).reshape(len(group), width)
+        values = np.array([u.scalars for u in group], dtype)
         base, step = values.ctypes.data, dtype.itemsize
         arg_lists = [u.args(range(base + i * width * step, base + (i + 1) * width * step, step))
                      for i, u in enumerate(group)]
         if len(group) == 1:
-            runtime.parallel_for(address, group[0].arrays[0].size, GRAIN, arg_lists[0])
+            code = runtime._runtime.parallel_for(address, group[0].arrays[0].size, GRAIN, arg_lists[0])
         else:
-            runtime.parallel_for_multi(address, GRAIN, [u.arrays[0].size for u in group], arg_lists)
+            code = runtime._runtime.parallel_for_multi(address, GRAIN, [u.arrays[0].size for u in group], arg_lists)
         del values  # kept alive until here: the kernels read the scalars by pointer
+        if code != 0:
+            runtime.raise_last_error("optimizer update kernel", code)
 
 
 def update_in_place(op, attrs: dict, arrays: list) -> bool:
