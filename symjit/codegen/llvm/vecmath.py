@@ -122,7 +122,7 @@ class FnBuilder:
         return self.ins(ret, f"call {ret} @{name}(" + ", ".join(f"{a.ty} {a.ref}" for a in args) + ")")
 
 
-_CONV_INTRINSICS = {"llvm.fptosi.sat", "llvm.fptoui.sat"}
+_CONV_INTRINSICS = {"llvm.fptosi.sat", "llvm.fptoui.sat", "llvm.lrint"}
 _TWO_TYPE_INTRINSICS = {"llvm.ldexp"}
 
 
@@ -364,12 +364,19 @@ def m_exp(x: Val) -> Val:
     d = t.bits == 64
     lo, hi = (-750.0, 710.0) if d else (-104.0, 89.0)
     xc = clamp(x, lo, hi)
-    k = rint(xc * LOG2E)
+    scalef = "+avx512f" in x.b.features
+    if scalef:   # k as an integer in one conversion (lrint: vcvtps2dq), shared with ldexp below
+        ki = x.b.call_intr("llvm.lrint", "i32", xc * LOG2E)
+        k = ki.conv("sitofp", x.ty)
+    else:
+        k = rint(xc * LOG2E)
     l_hi, l_lo = _ln2(t)
     r = fma(-k, l_hi, xc)
     r = fma(-k, l_lo, r)
     p = poly(r, _taylor(lambda i: Fraction(1, factorial(i)), 14) if d else EXP_F32)
-    return _scale_pow2(p, k, t)   # a nan x stays nan: the clamp and every step propagate it
+    # a nan x stays nan: the clamp and every step propagate it (lrint(nan) is some integer,
+    # and ldexp(nan, any) is nan)
+    return p.b.call_intr("llvm.ldexp", p.ty, p, ki) if scalef else _scale_pow2(p, k, t)
 
 
 def _expm1_core(x: Val, t: TypeInfo, lo: float | None = None, hi: float | None = None):
