@@ -15,6 +15,7 @@ from symjit import runtime
 from common import median_time, report
 
 N = 4 * 2 ** 20
+ROUNDS = 9
 
 
 def main() -> None:
@@ -33,9 +34,14 @@ def main() -> None:
     def numpy_ew():
         return np.maximum(a_np * b_np + c_np, 0) * (1 / (1 + np.exp(-a_np))) - np.tanh(c_np)
 
-    t_ew = median_time(lambda: exe.forward(), repeat=30)
-    t_triad = median_time(lambda: triad.forward(), repeat=30)
-    t_np = median_time(numpy_ew, repeat=5)
+    # rounds alternate the candidates, so a machine that speeds up or slows down during the run
+    # (shared hosts do) affects every ratio alike; medians over all rounds
+    samples = {"ew": [], "triad": [], "numpy": []}
+    for _ in range(ROUNDS):
+        samples["ew"].append(median_time(lambda: exe.forward(), repeat=6, warmup=1))
+        samples["triad"].append(median_time(lambda: triad.forward(), repeat=6, warmup=1))
+        samples["numpy"].append(median_time(numpy_ew, repeat=1, warmup=0))
+    t_ew, t_triad, t_np = (float(np.median(samples[k])) for k in ("ew", "triad", "numpy"))
     roof = t_triad * 4 / 3
     print(f"threads: {runtime.num_threads()}   elements: {N}   max |compiled - numpy| = {err:.2e}")
     print(f"triad bandwidth: {3 * 4 * N / t_triad / 1e9:.2f} GB/s   ew effective: {4 * 4 * N / t_ew / 1e9:.2f} GB/s")
