@@ -134,14 +134,14 @@ def bench_mlp64_train() -> None:
         for w, g in zip(params, (dw1, db1, dw2, db2, dw3, db3)):
             w -= 0.01 * g
 
-    rows = [("symjit hybridized step", _settled_median(hybrid_step, 30)),
-            ("symjit imperative step", _settled_median(eager_step, 10)),
-            ("numpy step", _settled_median(numpy_step, 30))]
+    cands = {"symjit hybridized step": (hybrid_step, 40), "symjit imperative step": (eager_step, 10),
+             "numpy step": (numpy_step, 40)}
     base = "numpy step"
     jax_step = _jax_step(params, xn, yn)
     if jax_step is not None:
-        rows.append(("JAX jax.jit step", _settled_median(jax_step, 30)))
+        cands["JAX jax.jit step"] = (jax_step, 40)
         base = "JAX jax.jit step"
+    rows = list(_alternating_medians(cands, rounds=6).items())
     report("mlp64_train: 784-512-512-10, batch 64, SGD step", rows, base)
     t = dict(rows)
     print(f"  target <= 1.0x {base}: {'met' if t['symjit hybridized step'] <= t[base] else 'MISSED'}; "
@@ -149,11 +149,22 @@ def bench_mlp64_train() -> None:
           "(target >= 2.5x)")
 
 
-def _settled_median(fn, repeat: int) -> float:
-    """median_time after a pause: thread pools that spin after a call (ONNX Runtime's in the
-    tiny benchmark, numpy's OpenBLAS) go idle first, so they do not slow the next candidate."""
-    time.sleep(0.5)
-    return median_time(fn, repeat=repeat, warmup=5)
+def _alternating_medians(cands: dict, rounds: int) -> dict:
+    """{name: median seconds per call} of candidates {name: (fn, calls per round)} measured in
+    `rounds` alternating blocks, so that the host's speed drifting during the run affects all
+    alike. Each block starts after a pause (thread pools that spin after a call, JAX's and
+    numpy's OpenBLAS, go idle first and do not slow the next candidate) and warm-up calls."""
+    samples = {k: [] for k in cands}
+    for _ in range(rounds):
+        for k, (fn, n) in cands.items():
+            time.sleep(0.2)
+            for _ in range(5):
+                fn()
+            for _ in range(n):
+                t0 = time.perf_counter()
+                fn()
+                samples[k].append(time.perf_counter() - t0)
+    return {k: float(np.median(v)) for k, v in samples.items()}
 
 
 def _jax_step(params, xn, yn):
