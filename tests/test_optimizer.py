@@ -359,3 +359,38 @@ def test_raw_fast_path_tells_given_from_defaulted_hyperparameters():
         ref = op.compute(op.parse(raw), [w, g], None)[0]
         fastpath.run_updates([fastpath.prepare_update_raw("sgd_update", raw, [w, g])])
         np.testing.assert_allclose(w, ref, rtol=1e-6)
+
+
+def test_sgd_aggregated_update_uses_one_kernel_call_and_the_schedule():
+    """SGD over a list of parameters (Trainer.step) counts every parameter, then takes each
+    one's learning rate (with the scheduler's step) and applies all in one multi-tensor call;
+    the result equals updating them one by one."""
+    from symjit.ndarray import fastpath
+    calls = []
+    real = fastpath.run_updates
+
+    def counting(updates):
+        calls.append(len(updates))
+        return real(updates)
+    sched = mx.lr_scheduler.FactorScheduler(step=2, factor=0.5)
+    opt = mx.optimizer.SGD(learning_rate=0.4, momentum=0.9, lr_scheduler=sched)
+    upd = mx.optimizer.get_updater(opt)
+    rng = np.random.default_rng(2)
+    ws = [nd.array(rng.standard_normal(s).astype(np.float32)) for s in ((5, 4), (7,), (3, 3))]
+    ref_opt = mx.optimizer.SGD(learning_rate=0.4, momentum=0.9,
+                               lr_scheduler=mx.lr_scheduler.FactorScheduler(step=2, factor=0.5))
+    ref_upd = mx.optimizer.get_updater(ref_opt)
+    refs = [w.copy() for w in ws]
+    for _ in range(5):
+        gs = [nd.array(rng.standard_normal(w.shape).astype(np.float32)) for w in ws]
+        fastpath.run_updates = counting
+        try:
+            upd([0, 1, 2], gs, ws)
+        finally:
+            fastpath.run_updates = real
+        for i, (g, w) in enumerate(zip(gs, refs)):
+            ref_upd(i, g, w)
+    assert calls == [3] * 5
+    for w, r in zip(ws, refs):
+        np.testing.assert_array_equal(w.asnumpy(), r.asnumpy())
+    assert opt.num_update == ref_opt.num_update == 5

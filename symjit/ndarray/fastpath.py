@@ -25,7 +25,8 @@ from ..ops import scalar as S
 from ..ops.optimizer_ops import Update
 from ..ops.registry import Elementwise, broadcast_shapes
 
-__all__ = ["try_compiled_elementwise", "update_in_place", "prepare_update", "prepare_update_raw", "run_updates",
+__all__ = ["try_compiled_elementwise", "update_in_place", "prepare_update", "prepare_update_raw",
+           "prepare_updates_raw", "run_updates",
            "PreparedUpdate",
            "MIN_ELEMENTS", "DYNAMIC_SCALARS"]
 
@@ -251,8 +252,15 @@ def prepare_update_raw(op_name: str, raw: dict, arrays: list) -> PreparedUpdate 
                 defaults = tuple((k, attrs[k]) for k in dyn if k not in raw)
                 _RAW_UPDATE_KERNELS[key] = (address, dyn, n_out, dict(defaults))
         return prepared
+    return _prepare_from_entry(entry, raw, arrays)
+
+
+def _prepare_from_entry(entry, raw: dict, arrays: list) -> PreparedUpdate | None:
+    """A PreparedUpdate of a `_RAW_UPDATE_KERNELS` entry, after checking the arrays."""
     if entry is None:
         return None
+    first = arrays[0]
+    dtype, shape = first.dtype, first.shape
     address, dyn, n_out, defaults = entry
     if first.size < 2:
         return None
@@ -265,6 +273,32 @@ def prepare_update_raw(op_name: str, raw: dict, arrays: list) -> PreparedUpdate 
     except (TypeError, ValueError):
         return None
     return PreparedUpdate(address, dtype, list(arrays), scalars, n_out)
+
+
+def prepare_updates_raw(op_name: str, raws: list, arrays_list: list) -> list | None:
+    """`prepare_update_raw` for several parameters whose raw attributes have the same structure
+    (the same keys and values but for the hyperparameters): the kernel is looked up once per
+    dtype. None when any of them does not take the compiled path."""
+    out = []
+    cached: dict = {}
+    for raw, arrays in zip(raws, arrays_list):
+        entry = cached.get((arrays[0].dtype, len(arrays)), False)
+        if entry is False:
+            p = prepare_update_raw(op_name, raw, arrays)
+            if p is None:
+                return None
+            structural = dict(raw)
+            given = (structural.pop("lr", _ABSENT) is not _ABSENT, structural.pop("wd", _ABSENT) is not _ABSENT,
+                     structural.pop("rescale_grad", _ABSENT) is not _ABSENT)
+            key = (op_name, arrays[0].dtype, len(arrays), given, tuple(structural.items()),
+                   tuple(map(type, structural.values())))
+            cached[(arrays[0].dtype, len(arrays))] = _RAW_UPDATE_KERNELS.get(key)
+        else:
+            p = _prepare_from_entry(entry, raw, arrays)
+            if p is None:
+                return None
+        out.append(p)
+    return out
 
 
 def run_updates(updates: list) -> None:

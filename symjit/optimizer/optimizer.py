@@ -151,6 +151,12 @@ class Optimizer:
     def update(self, index, weight: NDArray, grad: NDArray, state) -> None:
         raise MXNetError(f"{type(self).__name__} must define update()")
 
+    def _update_many(self, indices: list, weights: list, grads: list, states: list) -> bool:
+        """Update several parameters at once (MXNet's aggregated updates, `multi_sgd_update`);
+        False, with nothing done, where the optimizer has no such path (then `update` runs
+        per parameter). The base class has none."""
+        return False
+
     def update_multi_precision(self, index, weight, grad, state) -> None:
         if self.multi_precision and weight.dtype == np.float16:
             master, inner = state
@@ -255,6 +261,51 @@ class SGD(Optimizer):
             _apply(self._momentum_op, weight, grad, [state], momentum=self.momentum, **kw)
         else:
             _apply("sgd_update", weight, grad, [], **kw)
+
+    def _update_many(self, indices, weights, grads, states) -> bool:
+        """MXNet's aggregated SGD (multi_sgd_update / multi_sgd_mom_update): the counts first,
+        then every parameter's learning rate and weight decay, then one multi-tensor kernel
+        call for all (the same ops and attributes `update` applies one by one). fp16 weights
+        with float32 masters take the per-parameter path."""
+        if self.multi_precision:
+            return False
+        self._update_count(indices)
+        common = self._common(indices[0])
+        ctx = weights[0]._ctx if type(weights[0]) is NDArray else None
+        fast = not autograd.is_recording()
+        calls, datas_list, seen = {}, {}, set()
+        for idx, w, g, state in zip(indices, weights, grads, states):
+            kw = dict(common, lr=self._get_lr(idx), wd=self._get_wd(idx))
+            if state is not None:
+                name, arrays = self._momentum_op, [w, g, state]
+                kw["momentum"] = self.momentum
+            else:
+                name, arrays = "sgd_update", [w, g]
+            calls.setdefault(name, []).append((arrays, kw))
+            if fast:
+                if not all(type(a) is NDArray and (a._ctx is ctx or a._ctx == ctx) for a in arrays):
+                    fast = False
+                    continue
+                datas = [a._data for a in arrays]
+                ids = {id(d) for d in datas}
+                if ids & seen or len(ids) != len(datas):   # a repeated array: one at a time
+                    fast = False
+                seen |= ids
+                datas_list.setdefault(name, []).append(datas)
+        prepared = []
+        for name, items in calls.items() if fast else ():
+            p = fastpath.prepare_updates_raw(name, [kw for _, kw in items], datas_list[name])
+            if p is None:
+                fast = False
+                break
+            prepared += p
+        if fast:
+            fastpath.run_updates(prepared)
+        else:   # the general path, parameter by parameter (batched where it can be)
+            for name, items in calls.items():
+                for arrays, kw in items:
+                    _apply(name, arrays[0], arrays[1], arrays[2:], **kw)
+        return True
 
 
 @register
@@ -456,11 +507,14 @@ class Updater:
         pending = _PendingUpdates() if len(indices) > 1 else None
         token = _PENDING.set(pending)
         try:
-            for idx, g, w in zip(indices, grads, weights):
+            for idx, w in zip(indices, weights):
                 if idx not in self.states:
                     self.states[idx] = self.optimizer.create_state_multi_precision(idx, w)
                     self.states_synced[idx] = True
-                self.optimizer.update_multi_precision(idx, w, g, self.states[idx])
+            if pending is None or not self.optimizer._update_many(
+                    list(indices), list(weights), list(grads), [self.states[i] for i in indices]):
+                for idx, g, w in zip(indices, grads, weights):
+                    self.optimizer.update_multi_precision(idx, w, g, self.states[idx])
         finally:
             _PENDING.reset(token)
             if pending is not None:
