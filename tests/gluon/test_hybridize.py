@@ -262,6 +262,27 @@ def test_recorded_calls_run_as_one_native_call_when_they_can(make, direct):
         np.testing.assert_allclose(h_g[k], i_g[k], rtol=1e-4, atol=1e-5, err_msg=k)
 
 
+def test_recorded_dropout_takes_the_general_path_with_fresh_masks():
+    """A graph that draws random seeds per call (Dropout in training) is not run as a bare
+    Entry call: every recorded call gets a new mask, and the gradient is that call's mask."""
+    net = nn.HybridLambda(lambda F, x: F.Dropout(x, p=0.5))
+    net.hybridize()
+    x = nd.array(np.random.RandomState(3).rand(64, 32).astype(np.float32) + 0.5)
+    x.attach_grad()
+    masks = []
+    for _ in range(2):
+        with autograd.record():
+            y = net(x)
+        y.backward()
+        kept = y.asnumpy() != 0
+        np.testing.assert_allclose(x.grad.asnumpy(), kept * 2.0, rtol=1e-6)
+        np.testing.assert_allclose(y.asnumpy()[kept], 2.0 * x.asnumpy()[kept], rtol=1e-6)
+        masks.append(kept)
+    assert 0.3 < masks[0].mean() < 0.7 and (masks[0] != masks[1]).any()
+    entries = list(net._cached_op._cache.values())
+    assert all(p is None for e in entries for p in e.direct.values())
+
+
 def test_gradient_of_a_head_that_is_also_a_block_input_sums_both_paths():
     net = nn.Dense(3, in_units=3, use_bias=False)
     net.initialize(mx.init.One())
