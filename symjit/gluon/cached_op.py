@@ -7,10 +7,16 @@ place the execution backend is decided, so a native backend serves hybridized bl
 Later calls with the same signature reuse the compiled function; a new input shape compiles
 a new entry automatically.
 
-Autograd: under `autograd.record()`, when some argument needs a gradient, the forward keeps
-exactly the values the backward graph (built once per signature and set of differentiated
-arguments by the autodiff pass) reads, and ONE tape node is recorded whose backward runs that
-compiled backward graph. Higher-order gradients through a hybridized block are not recorded.
+Autograd: under `autograd.record()`, when some argument needs a gradient, ONE tape node is
+recorded whose backward runs the compiled backward graph (built once per signature and set of
+differentiated arguments by the autodiff pass). The values that graph reads reach it as they
+are when they are arguments (weights, data: as MXNet's autograd holds its inputs) or as copies
+(aux states, which the forward updates in place); computed ones the forward returns as extra
+outputs. Where the compiled code is one native Entry with nothing to do per call in Python (no
+aux states, random seeds or Python nodes), the recorded forward and the backward call that Entry
+directly (`_DirectForward`, `_DirectBackward`); the backward writes a gradient straight into the
+`.grad` buffer the autograd engine offers (`backward_fn(ograds, out=...)`).
+Higher-order gradients through a hybridized block are not recorded.
 
 Training mode (`autograd.is_training()`) lets ops such as BatchNorm update their auxiliary
 states: the new values are written in place into the aux arrays, as MXNet does.
