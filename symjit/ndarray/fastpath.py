@@ -13,7 +13,10 @@ Optimizer updates (`optimizer_ops.Update` ops) of any size >= 2 take a
 kernel whose changing hyperparameters (`DYNAMIC_SCALARS`: learning rate, weight decay, gradient
 rescale) are inputs broadcast from one-element arrays rather than constants, so one compiled
 kernel serves every parameter, every step and every learning-rate schedule; it is looked up
-by the op's structural attributes only (`_UPDATE_KERNELS`), without rebuilding expressions.
+by the op's structural attributes only (`_UPDATE_KERNELS`), without rebuilding expressions,
+and from the optimizers' raw attributes without parsing them (`prepare_update_raw`).
+`run_updates` applies prepared updates of many parameters sharing a kernel in one
+multi-tensor call (`runtime.parallel_for_multi`): the optimizer's whole step is one native call.
 """
 from __future__ import annotations
 
