@@ -394,3 +394,27 @@ def test_sgd_aggregated_update_uses_one_kernel_call_and_the_schedule():
     for w, r in zip(ws, refs):
         np.testing.assert_array_equal(w.asnumpy(), r.asnumpy())
     assert opt.num_update == ref_opt.num_update == 5
+
+
+def test_aggregated_update_over_mixed_dtypes_and_sizes():
+    # float32 and float64 parameters (two kernels), a 1-element one (reference path): one
+    # Updater call equals one call per parameter
+    rng = np.random.default_rng(4)
+    specs = [((6, 5), np.float32), ((9,), np.float64), ((1,), np.float32), ((4, 4), np.float64)]
+    w0 = [rng.standard_normal(s).astype(d) for s, d in specs]
+    gs = [[rng.standard_normal(s).astype(d) for s, d in specs] for _ in range(3)]
+
+    def run(batched):
+        upd = mx.optimizer.get_updater(mx.optimizer.SGD(learning_rate=0.2, momentum=0.5, wd=0.01))
+        ws = [nd.array(w, dtype=w.dtype) for w in w0]
+        for step in gs:
+            g = [nd.array(x, dtype=x.dtype) for x in step]
+            if batched:
+                upd(list(range(len(ws))), g, ws)
+            else:
+                for i in range(len(ws)):
+                    upd(i, g[i], ws[i])
+        return [w.asnumpy() for w in ws]
+    for a, b in zip(run(True), run(False)):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)

@@ -224,6 +224,14 @@ _ABSENT = object()
 assert DYNAMIC_SCALARS == ("lr", "wd", "rescale_grad")
 
 
+def _raw_key(op_name: str, raw: dict, dtype: np.dtype, n: int) -> tuple:
+    """The `_RAW_UPDATE_KERNELS` key of raw attributes (may be unhashable: the caller checks)."""
+    structural = dict(raw)
+    given = (structural.pop("lr", _ABSENT) is not _ABSENT, structural.pop("wd", _ABSENT) is not _ABSENT,
+             structural.pop("rescale_grad", _ABSENT) is not _ABSENT)   # DYNAMIC_SCALARS
+    return (op_name, dtype, n, given, tuple(structural.items()), tuple(map(type, structural.values())))
+
+
 def prepare_update_raw(op_name: str, raw: dict, arrays: list) -> PreparedUpdate | None:
     """`prepare_update` for raw (unparsed) attributes whose hyperparameters (`DYNAMIC_SCALARS`)
     are Python numbers, as optimizers pass them: after the first call for a structure, a
@@ -232,12 +240,8 @@ def prepare_update_raw(op_name: str, raw: dict, arrays: list) -> PreparedUpdate 
         return None
     first = arrays[0]
     dtype, shape = first.dtype, first.shape
-    structural = dict(raw)
-    given = (structural.pop("lr", _ABSENT) is not _ABSENT, structural.pop("wd", _ABSENT) is not _ABSENT,
-             structural.pop("rescale_grad", _ABSENT) is not _ABSENT)   # DYNAMIC_SCALARS
+    key = _raw_key(op_name, raw, dtype, len(arrays))
     try:
-        key = (op_name, dtype, len(arrays), given, tuple(structural.items()),
-               tuple(map(type, structural.values())))
         entry = _RAW_UPDATE_KERNELS.get(key, False)
     except TypeError:
         key, entry = None, False
@@ -285,17 +289,16 @@ def prepare_updates_raw(op_name: str, raws: list, arrays_list: list) -> list | N
     out = []
     cached: dict = {}
     for raw, arrays in zip(raws, arrays_list):
-        entry = cached.get((arrays[0].dtype, len(arrays)), False)
-        if entry is False:
+        entry = cached.get((arrays[0].dtype, len(arrays)))
+        if entry is None:   # first of its dtype, or a structure not cached (then each is prepared)
             p = prepare_update_raw(op_name, raw, arrays)
             if p is None:
                 return None
-            structural = dict(raw)
-            given = (structural.pop("lr", _ABSENT) is not _ABSENT, structural.pop("wd", _ABSENT) is not _ABSENT,
-                     structural.pop("rescale_grad", _ABSENT) is not _ABSENT)
-            key = (op_name, arrays[0].dtype, len(arrays), given, tuple(structural.items()),
-                   tuple(map(type, structural.values())))
-            cached[(arrays[0].dtype, len(arrays))] = _RAW_UPDATE_KERNELS.get(key)
+            try:
+                cached[(arrays[0].dtype, len(arrays))] = _RAW_UPDATE_KERNELS.get(
+                    _raw_key(op_name, raw, arrays[0].dtype, len(arrays)))
+            except TypeError:
+                pass
         else:
             p = _prepare_from_entry(entry, raw, arrays)
             if p is None:
