@@ -33,20 +33,24 @@ class _Compiler:
         by_keep_ids: dict = {}     # (is_train, ids of the kept Values) -> variant (same Values each call)
         aux_by_name = {v.name: v for v in graph.aux}
 
+        def variant(is_train: bool, keep: list) -> tuple:
+            """(CompiledGraph, number of graph outputs, kept names), built on first use."""
+            key = (bool(is_train), tuple(v.name for v in keep))
+            if key not in variants:
+                variants[key] = self._build(graph, bool(is_train), keep)
+            return variants[key]
+
         def fn(feeds, is_train: bool = False, keep=(), rng=None, out=None) -> RunResult:
             """`out`: arrays for the graph outputs, written in place when they fit (None entries,
             and every array that does not fit: fresh arrays; the kept values are always fresh)."""
             keep = list(keep)
             fast_key = (bool(is_train), tuple(map(id, keep)))
-            variant = by_keep_ids.get(fast_key)   # ids are unique: the variant holds the Values
-            if variant is None:
-                key = (bool(is_train), tuple(v.name for v in keep))
-                if key not in variants:
-                    variants[key] = self._build(graph, bool(is_train), keep)
+            found = by_keep_ids.get(fast_key)   # ids are unique: the entry holds the Values
+            if found is None:
                 if len(by_keep_ids) > 64:
                     by_keep_ids.clear()
-                variant = by_keep_ids[fast_key] = variants[key] + (keep,)
-            cg, n_out, keep_names, _ = variant
+                found = by_keep_ids[fast_key] = variant(is_train, keep) + (keep,)
+            cg, n_out, keep_names, _ = found
             by_name = {(k if k.__class__ is str else k.name): a for k, a in feeds.items()}
             arrays = []
             for name, shape, dtype in cg.input_specs:
@@ -71,10 +75,7 @@ class _Compiler:
             `out` the output arrays written in place. One native call when the graph is native."""
             cg = fast.cg
             if cg is None:
-                key = (False, ())
-                if key not in variants:
-                    variants[key] = self._build(graph, False, [])
-                cg = fast.cg = variants[key][0]
+                cg = fast.cg = variant(False, [])[0]
             order = fast.orders.get(id(names), _UNSEEN)
             if order is _UNSEEN:
                 spec_names = [n for n, _, _ in cg.input_specs]
@@ -96,11 +97,7 @@ class _Compiler:
             the whole run (no random seeds to draw, no state outputs), else None. Callers may
             then call `cg.entry` with the inputs in `cg.input_specs` order; it returns the
             graph outputs followed by the kept values."""
-            keep = list(keep)
-            key = (bool(is_train), tuple(v.name for v in keep))
-            if key not in variants:
-                variants[key] = self._build(graph, bool(is_train), keep)
-            cg = variants[key][0]
+            cg = variant(is_train, list(keep))[0]
             if cg.entry is None or cg.module.seed_params or cg.state_specs:
                 return None
             return cg
