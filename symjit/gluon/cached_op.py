@@ -50,10 +50,10 @@ class _Backward:
 
 @dataclass
 class _DirectForward:
-    """A recorded forward run as one native Entry call (see `CachedOp._direct_forward`):
-    `order[j]` is the index in args + aux of the Entry's input j; its results are the graph
-    outputs, then the values in `computed`; `from_inputs` are the saved values that are graph
-    arguments, with their index in args."""
+    """A recorded forward run as one native Entry call (see `CachedOp._direct_forward`; only
+    for graphs without aux states): `order[j]` is the index in args of the Entry's input j; its
+    results are the graph outputs, then the values in `computed`; `from_inputs` are the saved
+    values that are graph arguments, with their index in args."""
     entry: object
     order: list
     n_out: int
@@ -177,9 +177,8 @@ class CachedOp:
             direct = entry.direct.get((wrt, is_train), False)
             if direct is False:
                 direct = entry.direct[(wrt, is_train)] = self._direct_forward(entry, bwd, is_train)
-            if direct is not None:
+            if direct is not None:   # (graphs with aux states have none)
                 datas = [a._data for a in args]
-                datas += [a._data for a in aux]
                 if all(d.flags.c_contiguous for d in datas):
                     res = direct.entry(*[datas[i] for i in direct.order])
                     n = direct.n_out
@@ -195,8 +194,8 @@ class CachedOp:
         # autograd holds its inputs; aux states are copied, the forward updates them in place),
         # computed ones come back from the forward as extra outputs
         keep = [f for f in saved if f not in feeds]
-        kept = {f: (np.array(feeds[f], copy=True) if f in self._aux_values(g) else feeds[f])
-                for f in saved if f in feeds}
+        aux_set = set(g.aux)
+        kept = {f: (np.array(feeds[f], copy=True) if f in aux_set else feeds[f]) for f in saved if f in feeds}
         result = entry.fn(feeds, is_train=is_train, keep=keep)
         fed = _Fed(feeds.values())
         outputs = [NDArray(fed.fresh(r), ctx) for r in result.outputs]
@@ -209,10 +208,6 @@ class CachedOp:
             kept.update(result.kept)
             self._record(bwd, [args[i] for i in wrt], outputs, kept, ctx)
         return outputs
-
-    @staticmethod
-    def _aux_values(g) -> frozenset:
-        return frozenset(g.aux)
 
     def _direct_forward(self, entry: _Entry, bwd: _Backward, is_train: bool):
         """A `_DirectForward` for recording calls of this signature, or None when the run needs
