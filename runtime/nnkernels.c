@@ -1606,6 +1606,25 @@ static int conv_implicit(conv_job *job) {
 /* one depthwise output plane from its padded phase planes: output row oh, columns [ow, ow + 16)
  * accumulate the KK taps (tap t reads src + toff[t] + oh * Wq + ow) in registers, four vectors
  * at a time, and store masked at the row's end */
+
+/* Output vectors i0 .. i0+7 of a plane (row-major, `per_row` 16-lane vectors per output row of
+ * OW columns; the input rows `Wq` floats apart): where each reads (`base`) and writes (`dst`),
+ * the lanes inside the row (`m`). Returns how many of the eight exist (the rest repeat the
+ * last, so loops may run all eight). */
+NN_AVX512 static inline int64_t plane_vector_group(const float *src, float *y, int64_t OW, int64_t Wq,
+                                                   int64_t per_row, int64_t total, int64_t i0,
+                                                   const float **base, float **dst, __mmask16 *m) {
+    const int64_t cnt = imin(8, total - i0);
+    for (int u = 0; u < 8; u++) {
+        int64_t i = i0 + imin(u, cnt - 1), oh = i / per_row, v = i - oh * per_row;
+        int64_t left = OW - 16 * v;
+        base[u] = src + oh * Wq + 16 * v;
+        dst[u] = y + oh * OW + 16 * v;
+        m[u] = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
+    }
+    return cnt;
+}
+
 NN_AVX512 static void dw_plane_avx512(const float *src, const int64_t *toff, const float *wt, int64_t KK, float b0,
                                       int64_t OH, int64_t OW, int64_t Wq, float *y) {
     /* the plane's output vectors (row oh, columns [16 v, 16 v + 16)), eight at a time: eight
@@ -1616,14 +1635,7 @@ NN_AVX512 static void dw_plane_avx512(const float *src, const int64_t *toff, con
         const float *base[8];
         float *dst[8];
         __mmask16 m[8];
-        int64_t cnt = imin(8, total - i0);
-        for (int u = 0; u < 8; u++) {
-            int64_t i = i0 + imin(u, cnt - 1), oh = i / per_row, v = i - oh * per_row;
-            int64_t left = OW - 16 * v;
-            base[u] = src + oh * Wq + 16 * v;
-            dst[u] = y + oh * OW + 16 * v;
-            m[u] = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
-        }
+        const int64_t cnt = plane_vector_group(src, y, OW, Wq, per_row, total, i0, base, dst, m);
         __m512 a[8];
         for (int u = 0; u < 8; u++) a[u] = _mm512_set1_ps(b0);
         for (int64_t t = 0; t < KK; t++) {
@@ -2703,14 +2715,7 @@ NN_AVX512 static void pool_max_plane_avx512(const float *src, const int64_t *tof
         const float *base[8];
         float *dst[8];
         __mmask16 m[8];
-        int64_t cnt = imin(8, total - i0);
-        for (int u = 0; u < 8; u++) {
-            int64_t i = i0 + imin(u, cnt - 1), oh = i / per_row, v = i - oh * per_row;
-            int64_t left = OW - 16 * v;
-            base[u] = src + oh * Wq + 16 * v;
-            dst[u] = y + oh * OW + 16 * v;
-            m[u] = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
-        }
+        const int64_t cnt = plane_vector_group(src, y, OW, Wq, per_row, total, i0, base, dst, m);
         __m512 a[8];
         for (int u = 0; u < 8; u++) a[u] = _mm512_set1_ps(-FLT_MAX);
         for (int64_t t = 0; t < KK; t++) {
