@@ -18,6 +18,8 @@ import threading
 from contextlib import contextmanager
 from typing import Sequence
 
+import numpy as np
+
 from .base import MXNetError
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
@@ -171,23 +173,29 @@ def _direct_gradient_buffers(order: list, heads) -> dict:
     for h in heads:
         if h._ag is not None:
             uses[id(h._ag.node)] = 2  # a head's own gradient is summed in: never direct
+    hosts = []
     for node in order:
         for x in node.inputs:
-            if x._ag is not None:
-                k = id(x._ag.node)
+            ag = x._ag
+            if ag is not None:
+                k = id(ag.node)
                 uses[k] = uses.get(k, 0) + 1
+        fn = node.backward_fn
+        if fn is not None and getattr(fn, "accepts_out", False):
+            hosts.append(node)
     direct = {}
-    for node in order:
-        if not getattr(node.backward_fn, "accepts_out", False):
-            continue
-        dests = [None] * len(node.inputs)
-        for i, x in enumerate(node.inputs):
-            var = x._ag.node.variable if x._ag is not None else None
-            if (var is x and var._grad_req == "write" and var._grad is not None
-                    and uses[id(x._ag.node)] == 1 and var._grad.shape == x.shape
-                    and var._grad._data.dtype == x._data.dtype):
-                dests[i] = var._grad._data
-        if any(d is not None for d in dests):
+    for node in hosts:
+        dests, found = [], False
+        for x in node.inputs:
+            ag = x._ag
+            var = ag.node.variable if ag is not None else None
+            d = None
+            if var is x and var._grad_req == "write" and var._grad is not None and uses[id(ag.node)] == 1:
+                buf = var._grad._data
+                if buf.shape == x._data.shape and buf.dtype == x._data.dtype:
+                    d, found = buf, True
+            dests.append(d)
+        if found:
             direct[id(node)] = dests
     return direct
 
@@ -196,7 +204,7 @@ def _compute_grads(heads, head_grads, variables, retain_graph: bool, create_grap
                    train_mode: bool, order: list | None = None):
     """Return {id(variable node): gradient NDArray} for every variable reachable from heads.
     `order`: `_topo_nodes(heads)` when the caller already has it."""
-    from .ndarray import NDArray, eager_emitter, ones
+    from .ndarray import NDArray, eager_emitter
     heads = list(heads)
     for h in heads:
         if h._ag is None:
@@ -218,7 +226,7 @@ def _compute_grads(heads, head_grads, variables, retain_graph: bool, create_grap
     with _scope(create_graph, train_mode):
         for h, hg in zip(heads, head_grads):
             if hg is None:
-                hg = ones(h.shape, h.context, h._data.dtype)
+                hg = NDArray(np.ones(h._data.shape, h._data.dtype), h._ctx)
             elif not isinstance(hg, NDArray):
                 raise MXNetError("head gradients must be NDArrays")
             elif hg.shape != h.shape:
