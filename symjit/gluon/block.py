@@ -705,7 +705,10 @@ class HybridBlock(Block):
                     return out
         if self._cached_op is None:
             self._build_cache(*args)
-        flat, fmt = _flatten(args, "input")
+        if all(type(a) is NDArray for a in args):   # flat arrays (their format: one 0 each)
+            flat, fmt = list(args), [0] * len(args)
+        else:
+            flat, fmt = _flatten(args, "input")
         if fmt != self._in_format:
             raise MXNetError("Invalid input format")
         ctx = _input_context(flat)
@@ -813,8 +816,11 @@ class HybridBlock(Block):
             out = fast(x, args)
             if out is not None:
                 return out
-        if self._active and not args and self._cached_op is not None and isinstance(x, NDArray):
-            return self._call_cached_op(x)  # the common compiled call: one array in
+        if self._active and self._cached_op is not None and type(x) is NDArray:
+            # the common compiled call: arrays in, all on one context
+            ctx = x._ctx
+            if all(type(a) is NDArray and (a._ctx is ctx or a._ctx == ctx) for a in args):
+                return self._call_cached_op(x, *args)
         flat_inputs = _flatten([x] + list(args), "input")[0]
         has_symbol = any(isinstance(a, Symbol) for a in flat_inputs)
         has_ndarray = any(isinstance(a, NDArray) for a in flat_inputs)
