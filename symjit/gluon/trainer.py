@@ -212,12 +212,14 @@ class Trainer:
 
     def _update(self, ignore_stale_grad=False):
         updates = [[] for _ in self._updaters]
+        is_fresh, set_fresh = autograd.is_fresh_grad, autograd.set_fresh_grad
         for i, param in enumerate(self._params):
             if param.grad_req == "null":
                 continue
+            datas = param.list_data()
             if not ignore_stale_grad:
-                for data in param._check_and_get(param._data, list):
-                    if not autograd.is_fresh_grad(data):
+                for data in datas:
+                    if not is_fresh(data):
                         raise UserWarning(
                             f"Gradient of Parameter `{param.name}` on context {data.context} has not "
                             "been updated by backward since last `step`. This could mean a bug in your "
@@ -226,13 +228,13 @@ class Trainer:
                             "ignore_stale_grad=True to suppress this warning and skip updating of "
                             "Parameters with stale gradient")
             if self._update_on_kvstore:
-                for arr in param.list_data():
-                    autograd.set_fresh_grad(arr, False)
+                for arr in datas:
+                    set_fresh(arr, False)
                 continue
-            for upd, arr, grad in zip(updates, param.list_data(), param.list_grad()):
-                if not ignore_stale_grad or autograd.is_fresh_grad(arr):
+            for upd, arr, grad in zip(updates, datas, param.list_grad()):
+                if not ignore_stale_grad or is_fresh(arr):
                     upd.append((i, grad, arr))
-                    autograd.set_fresh_grad(arr, False)
+                    set_fresh(arr, False)
         for updater, upd in zip(self._updaters, updates):
             if upd:
                 idx, g, w = zip(*upd)
