@@ -1726,6 +1726,100 @@ NN_AVX512 static void dw_plane_direct_avx512(const float *x, int64_t H, int64_t 
     }
 }
 
+/* r[i] <- column i of the 16 x 16 matrix whose rows are r[0..15] (in place). */
+NN_AVX512 static inline void transpose16x16(__m512 r[16]) {
+    __m512 t[16];
+    _Pragma("GCC unroll 16")
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    _Pragma("GCC unroll 16")
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+    }
+    /* r[4q + k] now holds, in each 128-bit lane L, elements k of rows 4L'..: gather the lanes */
+    _Pragma("GCC unroll 16")
+    for (int i = 0; i < 8; i++) {
+        int q = i / 4, k = i % 4;   /* pair rows q*8 + k and q*8 + 4 + k */
+        t[i] = _mm512_shuffle_f32x4(r[8 * q + k], r[8 * q + 4 + k], 0x88);
+        t[i + 8] = _mm512_shuffle_f32x4(r[8 * q + k], r[8 * q + 4 + k], 0xDD);
+    }
+    _Pragma("GCC unroll 16")
+    for (int k = 0; k < 4; k++) {
+        r[k] = _mm512_shuffle_f32x4(t[k], t[4 + k], 0x88);
+        r[k + 8] = _mm512_shuffle_f32x4(t[k], t[4 + k], 0xDD);
+        r[k + 4] = _mm512_shuffle_f32x4(t[8 + k], t[12 + k], 0x88);
+        r[k + 12] = _mm512_shuffle_f32x4(t[8 + k], t[12 + k], 0xDD);
+    }
+}
+
+/* Depthwise convolution (one input plane per filter) of `nc` <= 16 consecutive planes at once,
+ * vectorized along the channels: the planes are transposed (16 x 16 blocks) into S, a zero-padded
+ * [Hp][Wp][16] block, each output position is a sum of KK products of 16-channel vectors, and
+ * each output row is transposed back into the nc output planes. For small planes, where a
+ * vector along a row would be mostly edge. x: the first plane (planes IP floats apart); w: the
+ * first filter's KK taps (filters KK apart); y: the first output plane (P floats apart);
+ * S: Hp * Wp * 16 floats, Hp = H + 2 ph, Wp = W + 2 pw (64-byte aligned). */
+NN_AVX512 static void dw_block_chanvec(const float *x, int64_t IP, int nc, int64_t H, int64_t W, const float *w,
+                                       int64_t KH, int64_t KW, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
+                                       int64_t ph, int64_t pw, const float *bias, int64_t OH, int64_t OW,
+                                       float *y, int64_t P, float *S) {
+    const int64_t Wp = W + 2 * pw, KK = KH * KW;
+    /* zero the padding only: the rows above and below, and the columns left and right */
+    memset(S, 0, (size_t)(ph * Wp * 16) * sizeof(float));
+    memset(S + (ph + H) * Wp * 16, 0, (size_t)(ph * Wp * 16) * sizeof(float));
+    for (int64_t h = ph; h < ph + H && pw > 0; h++) {
+        memset(S + h * Wp * 16, 0, (size_t)(pw * 16) * sizeof(float));
+        memset(S + (h * Wp + pw + W) * 16, 0, (size_t)(pw * 16) * sizeof(float));
+    }
+    __m512 r[16];
+    for (int64_t h = 0; h < H; h++)
+        for (int64_t w0 = 0; w0 < W; w0 += 16) {
+            const int64_t nw = imin(16, W - w0);
+            const __mmask16 m = (__mmask16)((1u << nw) - 1u);
+            _Pragma("GCC unroll 16")
+            for (int j = 0; j < 16; j++)
+                r[j] = j < nc ? _mm512_maskz_loadu_ps(m, x + j * IP + h * W + w0) : _mm512_setzero_ps();
+            transpose16x16(r);
+            float *dst = S + ((h + ph) * Wp + w0 + pw) * 16;
+            for (int64_t i = 0; i < nw; i++) _mm512_store_ps(dst + i * 16, r[i]);
+        }
+    _Alignas(64) float wt[16];
+    __m512 wv[16 * 16];   /* taps (KK <= 256) as 16-channel vectors */
+    for (int64_t t = 0; t < KK; t++) {
+        for (int j = 0; j < 16; j++) wt[j] = j < nc ? w[j * KK + t] : 0.0f;
+        wv[t] = _mm512_load_ps(wt);
+    }
+    for (int j = 0; j < 16; j++) wt[j] = bias != NULL && j < nc ? bias[j] : 0.0f;
+    const __m512 b0 = _mm512_load_ps(wt);
+    for (int64_t oh = 0; oh < OH; oh++)
+        for (int64_t ow0 = 0; ow0 < OW; ow0 += 16) {
+            const int64_t nw = imin(16, OW - ow0);
+            _Pragma("GCC unroll 16")
+            for (int i = 0; i < 16; i++) r[i] = b0;
+            for (int64_t kh = 0; kh < KH; kh++)
+                for (int64_t kw = 0; kw < KW; kw++) {
+                    const __m512 wk = wv[kh * KW + kw];
+                    const float *base = S + ((oh * sh + kh * dh) * Wp + ow0 * sw + kw * dw) * 16;
+                    if (nw == 16) {
+                        _Pragma("GCC unroll 16")
+                        for (int i = 0; i < 16; i++)
+                            r[i] = _mm512_fmadd_ps(wk, _mm512_load_ps(base + i * sw * 16), r[i]);
+                    } else {
+                        for (int i = 0; i < nw; i++)
+                            r[i] = _mm512_fmadd_ps(wk, _mm512_load_ps(base + i * sw * 16), r[i]);
+                    }
+                }
+            transpose16x16(r);
+            const __mmask16 m = (__mmask16)((1u << nw) - 1u);
+            for (int j = 0; j < nc; j++) _mm512_mask_storeu_ps(y + j * P + oh * OW + ow0, m, r[j]);
+        }
+}
+
 /* d[j] = s[2 j] for j < n (stride-2 row of a phase plane), by deinterleaving pairs of vectors */
 NN_AVX512 static void copy_stride2_avx512(const float *s, int64_t n, float *d) {
     const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
@@ -1746,6 +1840,9 @@ NN_AVX512 static void copy_stride2_avx512(const float *s, int64_t n, float *d) {
 #endif
 
 #define DW_BLOCK 2048   /* wide outputs accumulated at a time (L1) */
+#ifndef DW_CHANVEC_MAX_OW
+#define DW_CHANVEC_MAX_OW 32   /* depthwise output rows up to this width vectorize along channels */
+#endif
 NN_CLONES
 static void conv_depthwise_wide_task(int64_t begin, int64_t end, void **argv) {
     conv_job *job = (conv_job *)argv[0];
@@ -1761,6 +1858,27 @@ static void conv_depthwise_wide_task(int64_t begin, int64_t end, void **argv) {
         float *zero = scratch(0, (size_t)zn);
         if (!zero) return;
         memset(zero, 0, (size_t)zn * sizeof(float));   /* masked reads stay within [0, W) */
+        if (g->Fg == 1 && g->C == g->F && g->out[0] == 1 && g->in[0] == 1 && OW <= DW_CHANVEC_MAX_OW && KH * KW <= 256) {
+            /* small planes: 16 channels per vector (dw_block_chanvec), blocks within one image */
+            const int64_t H = g->in[1], W = g->in[2];
+            float *S = scratch(2, (size_t)((H + 2 * g->p[1]) * (W + 2 * g->p[2]) * 16 + 16));
+            if (!S) return;
+            S = (float *)(((uintptr_t)S + 63) & ~(uintptr_t)63);
+            int64_t epi_from = begin;
+            for (int64_t t = begin; t < end;) {
+                const int64_t n = t / g->F, f = t % g->F;
+                const int nc = (int)imin(16, imin(end - t, g->F - f));
+                dw_block_chanvec(job->x + (n * g->C + f) * g->IP, g->IP, nc, H, W, job->w + f * KK, KH, KW, sh, sw,
+                                 dh, dw, g->p[1], g->p[2], job->bias ? job->bias + f : NULL, OH, OW,
+                                 job->y + (n * g->F + f) * g->P, g->P, S);
+                t += nc;
+                if (job->epi && ((t - epi_from) * g->P >= DW_BLOCK || t == end)) {
+                    job->epi(epi_from * g->P, t * g->P, job->epi_args);
+                    epi_from = t;
+                }
+            }
+            return;
+        }
         dw_masks_t masks;
         const int64_t nv = cdiv(OW, 16);
         if (nv <= 16) dw_column_masks(g->in[2], KW, sw, dw, g->p[2], OW, 0, nv, masks);

@@ -186,6 +186,30 @@ def test_convolution(case, no_bias):
     _check(_graph("Convolution", ins, _conv_attrs(f, k, s, p, d, g, no_bias)))
 
 
+#: depthwise convolutions on small planes (output rows <= 32: vectorized along 16 channels,
+#: nnkernels.c dw_block_chanvec): partial channel blocks, several images, strides, dilation,
+#: padding 0..2, 5x5 kernels, and rows of 32 / 33 (either side of the switch)
+DW_SMALL_CASES = [
+    ((2, 20, 14, 14), (3, 3), (1, 1), (1, 1), (1, 1)),
+    ((1, 37, 7, 7), (3, 3), (1, 1), (1, 1), (1, 1)),
+    ((3, 16, 15, 11), (3, 3), (2, 2), (1, 1), (1, 1)),
+    ((1, 18, 12, 13), (3, 3), (1, 2), (2, 2), (2, 2)),
+    ((2, 5, 9, 9), (5, 5), (1, 1), (2, 2), (1, 1)),
+    ((1, 17, 6, 32), (3, 3), (1, 1), (0, 0), (1, 1)),
+    ((1, 17, 6, 34), (3, 3), (1, 1), (0, 0), (1, 1)),
+    ((1, 33, 10, 32), (3, 3), (1, 1), (1, 1), (1, 1)),
+]
+
+
+@pytest.mark.parametrize("case", DW_SMALL_CASES)
+@pytest.mark.parametrize("post", [(), ("relu",)])
+def test_depthwise_small_planes(case, post):
+    xs, k, s, p, d = case
+    c = xs[1]
+    ins = [("x", xs), ("w", (c, 1) + k), ("b", (c,))]
+    _check(_graph("Convolution", ins, _conv_attrs(c, k, s, p, d, c, False), post=post))
+
+
 @pytest.mark.parametrize("case", CONV_CASES[:6])
 def test_convolution_epilogue(case):
     xs, f, k, s, p, d, g = case
