@@ -2114,28 +2114,10 @@ typedef struct {
     int64_t th, tw, tiles, Tt, nb;
 } wino_job;
 
-NN_CLONES
 static void wino_weight_task(int64_t begin, int64_t end, void **argv) {
     wino_job *wj = (wino_job *)argv[0];
     const geo_t *g = &wj->job->g;
-    const int64_t F = g->F, C = g->C;
-    for (int64_t f = begin; f < end; f++)
-        for (int64_t c = 0; c < C; c++) {
-            const float *k = wj->job->w + (f * C + c) * 9;
-            float t[4][3];   /* G g */
-            for (int j = 0; j < 3; j++) {
-                float a = k[j], b = k[3 + j], e = k[6 + j];
-                t[0][j] = a;
-                t[1][j] = 0.5f * (a + b + e);
-                t[2][j] = 0.5f * (a - b + e);
-                t[3][j] = e;
-            }
-            for (int i = 0; i < 4; i++) {   /* (G g) G^T */
-                float a = t[i][0], b = t[i][1], e = t[i][2];
-                float u[4] = {a, 0.5f * (a + b + e), 0.5f * (a - b + e), e};
-                for (int j = 0; j < 4; j++) wj->U[((int64_t)(i * 4 + j) * F + f) * C + c] = u[j];
-            }
-        }
+    wino_weights(wj->job->w, g->F, g->C, begin, end, wj->U);
 }
 
 NN_CLONES
