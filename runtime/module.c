@@ -20,6 +20,9 @@
 #include <numpy/arrayobject.h>
 
 #include <stdatomic.h>
+#include <sys/mman.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "symjit_internal.h"
@@ -1023,6 +1026,109 @@ static PyObject *mod_describe_graphs(PyObject *m, PyObject *arg) {
     return list;
 }
 
+/* ------------------------------------------------------------------ numpy data allocator
+ *
+ * numpy's own allocator returns 16-byte-aligned buffers (large ones at page + 16), so every
+ * 64-byte vector load of a compiled kernel over an NDArray's buffer straddles two cache lines.
+ * `use_aligned_numpy_allocator` installs (NEP 49, PyDataMem_SetHandler) a handler that aligns
+ * every data buffer to SYMJIT_ALIGNMENT bytes. Invariants: the block malloc/calloc/realloc
+ * returned starts at most SYMJIT_ALIGNMENT bytes before the aligned pointer, and the pointer
+ * to that block is stored in the word just below the aligned pointer; calloc stays calloc (large
+ * zeroed arrays keep their lazily mapped pages). Arrays remember the handler that made them,
+ * so buffers allocated before or after a switch are always freed by their own allocator. */
+
+#define NP_PAD ((size_t)SYMJIT_ALIGNMENT)
+
+/* The aligned address inside a block from malloc (room for the block pointer below it). */
+static void *np_aligned_in(void *raw) {
+    return (void *)(((uintptr_t)raw + sizeof(void *) + NP_PAD - 1) & ~(uintptr_t)(NP_PAD - 1));
+}
+
+static void *np_align(void *raw) {
+    void *p;
+    if (raw == NULL) return NULL;
+    p = np_aligned_in(raw);
+    ((void **)p)[-1] = raw;
+    return p;
+}
+
+/* Like numpy's default policy: blocks of 4 MiB and more ask for transparent huge pages (fewer
+ * TLB misses and page faults when a large array is first written). Advice only: errors ignored. */
+#define NP_HUGE_BYTES ((size_t)1 << 22)
+
+static void np_advise_huge(void *block, size_t size) {
+#ifdef MADV_HUGEPAGE
+    uintptr_t first, last;
+    if (block == NULL || size < NP_HUGE_BYTES) return;
+    first = ((uintptr_t)block + 4095) & ~(uintptr_t)4095;
+    last = ((uintptr_t)block + size) & ~(uintptr_t)4095;
+    if (last > first) (void)madvise((void *)first, last - first, MADV_HUGEPAGE);
+#else
+    (void)block;
+    (void)size;
+#endif
+}
+
+static void *np_aligned_malloc(void *ctx, size_t size) {
+    void *raw;
+    (void)ctx;
+    if (size > SIZE_MAX - NP_PAD) return NULL;
+    raw = malloc(size + NP_PAD);
+    np_advise_huge(raw, size + NP_PAD);
+    return np_align(raw);
+}
+
+static void *np_aligned_calloc(void *ctx, size_t nelem, size_t elsize) {
+    void *raw;
+    (void)ctx;
+    if (elsize != 0 && nelem > (SIZE_MAX - NP_PAD) / elsize) return NULL;
+    raw = calloc(1, nelem * elsize + NP_PAD);
+    np_advise_huge(raw, nelem * elsize + NP_PAD);
+    return np_align(raw);
+}
+
+static void *np_aligned_realloc(void *ctx, void *ptr, size_t new_size) {
+    void *raw, *moved, *p;
+    size_t offset;
+    if (ptr == NULL) return np_aligned_malloc(ctx, new_size);
+    if (new_size > SIZE_MAX - NP_PAD) return NULL;
+    raw = ((void **)ptr)[-1];
+    offset = (size_t)((char *)ptr - (char *)raw);
+    moved = realloc(raw, new_size + NP_PAD);
+    if (moved == NULL) return NULL;          /* the old block is untouched, as realloc's */
+    np_advise_huge(moved, new_size + NP_PAD);
+    p = np_aligned_in(moved);                /* may sit at another offset in the new block: */
+    if ((char *)p != (char *)moved + offset) /* move the data first, then write the header */
+        memmove(p, (char *)moved + offset, new_size);
+    ((void **)p)[-1] = moved;
+    return p;
+}
+
+static void np_aligned_free(void *ctx, void *ptr, size_t size) {
+    (void)ctx;
+    (void)size;
+    if (ptr != NULL) free(((void **)ptr)[-1]);
+}
+
+static PyDataMem_Handler aligned_numpy_handler = {
+    "symjit_aligned64", 1,
+    {NULL, np_aligned_malloc, np_aligned_calloc, np_aligned_realloc, np_aligned_free}};
+
+static PyObject *mod_use_aligned_numpy_allocator(PyObject *self, PyObject *arg) {
+    PyObject *handler, *old;
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+    if (on) {
+        handler = PyCapsule_New(&aligned_numpy_handler, "mem_handler", NULL);
+        if (handler == NULL) return NULL;
+    } else {
+        handler = NULL;                      /* numpy's default policy */
+    }
+    old = PyDataMem_SetHandler(handler);
+    Py_XDECREF(handler);
+    return old;
+}
+
 static PyMethodDef module_methods[] = {
     {"symbols", mod_symbols, METH_NOARGS, "symbols() -> {name: address} of the runtime's C ABI functions."},
     {"test_symbols", mod_test_symbols, METH_NOARGS, "test_symbols() -> {name: address} of the built-in test kernels."},
@@ -1035,6 +1141,9 @@ static PyMethodDef module_methods[] = {
      "the tensors' index ranges laid end to end, each part run with its tensor's args."},
     {"call_kernel", (PyCFunction)(void (*)(void))mod_call_kernel, METH_FASTCALL,
      "call_kernel(kernel_address, begin, end, args): run one kernel call on this thread."},
+    {"use_aligned_numpy_allocator", mod_use_aligned_numpy_allocator, METH_O,
+     "use_aligned_numpy_allocator(on) -> the previous handler: numpy data buffers allocated in this context from now "
+     "on are SYMJIT_ALIGNMENT-byte aligned (on) or numpy's default (off)."},
     {"arena_alloc", mod_arena_alloc, METH_O, "arena_alloc(size) -> address of a 64-byte-aligned block."},
     {"arena_free", mod_arena_free, METH_O, "arena_free(address): free a block from arena_alloc."},
     {"last_error", mod_last_error, METH_NOARGS, "last_error() -> (code, message) of this thread."},
