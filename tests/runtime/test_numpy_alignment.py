@@ -3,6 +3,7 @@ every data buffer starts on a 64-byte boundary, contents survive realloc, calloc
 and switching it off restores numpy's default policy for new arrays only."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -60,14 +61,13 @@ def test_realloc_keeps_contents_and_alignment(start, grow):
 
 def test_switch_off_restores_default_for_new_arrays():
     kept = np.arange(4096, dtype=np.float32)
-    old = runtime.use_aligned_numpy_allocator(False)
+    runtime.use_aligned_numpy_allocator(False)
     try:
         assert _handler_name() == "default_allocator"
         plain = np.arange(4096, dtype=np.float32)
     finally:
         runtime.use_aligned_numpy_allocator(True)
     assert _handler_name() == "symjit_aligned64"
-    del old
     # arrays made under either policy stay valid and are freed by their own allocator
     np.testing.assert_array_equal(kept, plain)
     del kept, plain
@@ -89,9 +89,7 @@ def test_threads_start_with_numpy_default_and_can_opt_in():
 
 
 def test_environment_switch_keeps_numpy_default():
-    code = ("import numpy as np, symjit; print(np._core.multiarray.get_handler_name())")
-    env = {"SYMJIT_ALIGNED_NUMPY": "0"}
-    import os
-    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True,
-                         check=True).stdout.strip()
+    code = "import numpy as np, symjit; print(np._core.multiarray.get_handler_name())"
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "SYMJIT_ALIGNED_NUMPY": "0"},
+                         capture_output=True, text=True, check=True).stdout.strip()
     assert out == "default_allocator"
