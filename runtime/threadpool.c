@@ -4,7 +4,7 @@
  * Design (why it looks like this):
  *   - One process-wide pool of (threads - 1) workers; the thread that calls parallel_for does a
  *     share of the work too, so `threads` cores are busy and never more (no oversubscription).
- *   - [0, n) is cut into `nchunks` contiguous chunks of at least `grain` indices (at most
+ *   - [0, n) is cut into `nchunks` contiguous chunks of about n / nchunks >= `grain` indices (at most
  *     CHUNKS_PER_THREAD per thread, so one slow thread costs a fraction, not a multiple, of the
  *     run time); threads take chunks from an atomic counter, so a late-waking worker never
  *     delays a job: the others simply take its chunks.
@@ -97,6 +97,7 @@ typedef struct job {
     void **args;
     int64_t n;
     int64_t nchunks;
+    int64_t round_to; /* chunk starts are multiples of this (1: exact split) */
     _Alignas(64) _Atomic int64_t next; /* next chunk index to take (own cache line) */
     _Alignas(64) _Atomic uint32_t done; /* chunks finished (futex word for the caller) */
     _Atomic uint32_t caller_waiting; /* the caller sleeps on `done` */
@@ -178,10 +179,25 @@ int32_t symjit_get_num_threads(void) {
 
 /* ------------------------------------------------------------------ workers */
 
+/* Chunk boundaries are multiples of CHUNK_ALIGN indices whenever that keeps every chunk at
+ * least `grain` long: elementwise kernels over float32 (or wider) data then start every chunk on
+ * a 64-byte boundary of a 64-byte-aligned buffer, so their vector stores stay aligned (and large
+ * outputs can stream past the cache, see codegen/llvm/nontemporal.py). */
+#define CHUNK_ALIGN 16
+
+/* First index of chunk k: k * n / nchunks (spread evenly), rounded down to a multiple of
+ * job->round_to; 0 for the first chunk and n past the last. Chunks are contiguous and cover
+ * [0, n); rounding moves a boundary by less than round_to, so a chunk shrinks by less than that. */
+static int64_t chunk_start(const job_t *job, int64_t k) {
+    int64_t base = job->n / job->nchunks, extra = job->n % job->nchunks, s;
+    if (k >= job->nchunks) return job->n;
+    s = k * base + (k < extra ? k : extra);
+    return s - s % job->round_to;
+}
+
 static void chunk_bounds(const job_t *job, int64_t k, int64_t *begin, int64_t *end) {
-    int64_t base = job->n / job->nchunks, extra = job->n % job->nchunks;
-    *begin = k * base + (k < extra ? k : extra);
-    *end = *begin + base + (k < extra ? 1 : 0);
+    *begin = chunk_start(job, k);
+    *end = chunk_start(job, k + 1);
 }
 
 /* Take and run chunks until none is left. Errors a chunk reports go to the job's error slot. */
@@ -393,6 +409,7 @@ int32_t symjit_parallel_for(symjit_kernel_fn fn, int64_t n, int64_t grain, void 
     job->args = args;
     job->n = n;
     job->nchunks = nchunks;
+    job->round_to = n / nchunks >= grain + CHUNK_ALIGN ? CHUNK_ALIGN : 1;
     atomic_store_explicit(&job->next, 0, memory_order_relaxed);
     atomic_store_explicit(&job->done, 0, memory_order_relaxed);
     atomic_store_explicit(&job->caller_waiting, 0, memory_order_relaxed);

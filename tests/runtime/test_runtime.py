@@ -183,6 +183,32 @@ def test_nested_parallel_for_runs_inline():
         assert len(set(ids[begin:end].tolist())) == 1
 
 
+def _chunk_starts(n: int, grain: int) -> np.ndarray:
+    """The first index of every chunk of a parallel_for over [0, n) (the nested test kernel
+    writes a code at each chunk's begin)."""
+    codes = np.full(n, -1, np.int32)
+    counts = np.zeros(n, np.int32)
+    runtime.parallel_for(TEST["kernel_nested"], n, grain, [counts, None, None, codes])
+    assert (counts == 1).all()
+    return np.flatnonzero(codes != -1)
+
+
+@pytest.mark.parametrize("n, grain", [(1_000_003, 1000), (4 * 2**20 + 5, 16384), (100_019, 7)])
+def test_large_chunks_start_on_multiples_of_16(n, grain):
+    runtime.set_num_threads(3)
+    starts = _chunk_starts(n, grain)
+    assert starts[0] == 0 and len(starts) > 1
+    assert (starts % 16 == 0).all(), starts
+    assert np.diff(np.append(starts, n)).min() >= grain
+
+
+def test_chunks_near_the_grain_are_not_rounded():
+    runtime.set_num_threads(3)
+    n, grain = 1000, 100                     # ten chunks of exactly 100: rounding would cut them
+    starts = _chunk_starts(n, grain)
+    assert np.diff(np.append(starts, n)).min() >= grain
+
+
 def test_concurrent_calls_from_python_threads():
     runtime.set_num_threads(3)
     n, rounds, errors = 20011, 25, []

@@ -33,6 +33,7 @@ import numpy as np
 from ...base import MXNetError
 from ...ops import scalar as S
 from . import vecmath as V
+from .nontemporal import STREAM_MIN_BYTES, STREAM_SUFFIX
 from .target import host_target, target_feature_set
 from .vecmath import FnBuilder, Val, fabs, select
 
@@ -200,7 +201,8 @@ class ModuleBuilder:
         parts += math + list(self.helpers.values()) + self.functions + decls
         parts += [f"attributes #0 = {{ alwaysinline nounwind {attrs} }}",
                   f"attributes #1 = {{ nounwind {attrs} }}",
-                  f"attributes #2 = {{ nounwind {attrs} }}"]
+                  f"attributes #2 = {{ nounwind {attrs} }}",
+                  f"attributes #3 = {{ noinline nounwind {attrs} }}"]
         parts += self.metadata
         return "\n".join(parts) + "\n"
 
@@ -463,11 +465,34 @@ def _int_pow_function(ty: str, signed: bool) -> tuple[str, str]:
 # Kernel emission
 # --------------------------------------------------------------------------------------
 
+def _streams_outputs(spec: ElementwiseSpec, shape: Sequence[int]) -> bool:
+    """Whether the kernel gets a streaming-store copy (nontemporal.py): one flat loop, an x86
+    target, and outputs of at least STREAM_MIN_BYTES in all."""
+    if len(shape) != 1 or not host_target().triple.startswith("x86_64"):
+        return False
+    n = int(np.prod(spec.out_shape, dtype=np.int64))
+    return n * sum(_BITS[_lty(dt)] // 8 for dt in spec.out_dtypes) >= STREAM_MIN_BYTES
+
+
 def emit_elementwise(mb: ModuleBuilder, spec: ElementwiseSpec, name: str | None = None) -> str:
     """Add the kernel for `spec` to module `mb`; returns its symbol name."""
     name = name or kernel_name(spec)
-    n_in, n_out = len(spec.in_dtypes), len(spec.exprs)
     shape, strides = simplify_index_space(spec.out_shape, spec.in_shapes)
+    if _streams_outputs(spec, shape):
+        _emit_kernel(mb, spec, name + STREAM_SUFFIX, shape, strides, "stream")
+        _emit_kernel(mb, spec, name, shape, strides, "dispatch")
+    else:
+        _emit_kernel(mb, spec, name, shape, strides, "plain")
+    mb.symbols.append(name)
+    return name
+
+
+def _emit_kernel(mb: ModuleBuilder, spec: ElementwiseSpec, name: str, shape, strides, mode: str) -> None:
+    """Add function `name` computing `spec` over [begin, end). `mode`: "plain"; "stream", the
+    internal copy whose stores nontemporal.py makes non-temporal (ends with an sfence);
+    "dispatch", which calls the stream copy when every output is 64-byte aligned at `begin` and
+    runs its own plain loop otherwise (only for the flat loop)."""
+    n_in, n_out = len(spec.in_dtypes), len(spec.exprs)
     b = FnBuilder("k")
     L = b.raw
     L("entry:")
@@ -506,11 +531,25 @@ def emit_elementwise(mb: ModuleBuilder, spec: ElementwiseSpec, name: str | None 
     nonempty = b.ins("i1", "icmp slt i64 %begin, %end")
     if len(shape) <= 1:
         # one flat loop: every input is contiguous (stride 1) or a scalar (stride 0)
+        start = "entry"
+        if mode == "dispatch":
+            aligned = None
+            for j in range(n_out):
+                addr = b.ins("i64", f"ptrtoint ptr {out_ptrs[j].ref} to i64")
+                first = addr + b.ins("i64", f"mul i64 %begin, {_BITS[_lty(spec.out_dtypes[j])] // 8}")
+                ok = (first & 63).eq(0)
+                aligned = ok if aligned is None else aligned & ok
+            L(f"  br i1 {aligned.ref}, label %stream, label %plain")
+            L("stream:")
+            L(f"  call void @{name}{STREAM_SUFFIX}(i64 %begin, i64 %end, ptr %args)")
+            L("  ret void")
+            L("plain:")
+            start = "plain"
         hoisted = {i: load(in_ptrs[i], None, spec.in_dtypes[i], False)
                    for i in range(n_in) if not shape or strides[i][0] == 0}
         L(f"  br i1 {nonempty.ref}, label %loop, label %exit")
         L("loop:")
-        i = b.ins("i64", "phi i64 [ %begin, %entry ], [ %i.next, %loop ]")
+        i = b.ins("i64", f"phi i64 [ %begin, %{start} ], [ %i.next, %loop ]")
         out_row_ptrs = out_ptrs
         body(i, in_ptrs, hoisted)
         L(f"  %i.next = add nsw i64 {i.ref}, 1")
@@ -564,12 +603,14 @@ def emit_elementwise(mb: ModuleBuilder, spec: ElementwiseSpec, name: str | None 
         L(f"  %rmore = icmp slt i64 {left.ref}, {inner + 1}")
         L("  br i1 %rmore, label %exit, label %row")
     L("exit:")
+    if mode == "stream":    # non-temporal stores are weakly ordered: drain them before returning
+        L(f"  call void @{V._intrinsic('llvm.x86.sse.sfence', 'void', [])}()")
+        b.used_intrinsics.add("llvm.x86.sse.sfence")
     L("  ret void")
     mb.intrinsics |= b.used_intrinsics
-    mb.functions.append(f"define void @{name}(i64 %begin, i64 %end, ptr %args) #1 {{\n"
+    head = f"define internal void @{name}" if mode == "stream" else f"define void @{name}"
+    mb.functions.append(f"{head}(i64 %begin, i64 %end, ptr %args) #{3 if mode == 'stream' else 1} {{\n"
                         + "\n".join(b.lines) + "\n}\n")
-    mb.symbols.append(name)
-    return name
 
 
 def elementwise_module(spec: ElementwiseSpec, name: str | None = None, target=None) -> tuple[str, str]:

@@ -21,6 +21,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from ...base import MXNetError
+from .nontemporal import STREAM_SUFFIX, mark_streaming_stores
 from .target import OPT_LEVEL, ensure_initialized, host_target
 
 __all__ = ["parse_and_verify", "optimize", "compile_to_object", "load_object", "compile_ir",
@@ -46,29 +47,33 @@ def parse_and_verify(ir_text: str, target=None) -> llvm.ModuleRef:
     return mod
 
 
-def optimize(mod: llvm.ModuleRef, target=None) -> None:
-    """Run LLVM's O3 module pipeline (inlining, loop vectorisation, SLP) for the target (default: host)."""
+def optimize(mod: llvm.ModuleRef, target=None) -> llvm.ModuleRef:
+    """Run LLVM's O3 module pipeline (inlining, loop vectorisation, SLP) for the target (default:
+    host), then make the vector stores of streaming kernel copies non-temporal (nontemporal.py).
+    Returns the optimised module (a new one when stores were rewritten)."""
     t = target or host_target()
     pto = llvm.create_pipeline_tuning_options(speed_level=OPT_LEVEL)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
     pb = llvm.create_pass_builder(t.machine, pto)
     pb.getModulePassManager().run(mod, pb)
+    if not any(f.name.endswith(STREAM_SUFFIX) for f in mod.functions):
+        return mod
+    text, rewritten = mark_streaming_stores(str(mod))
+    return parse_and_verify(text, target) if rewritten else mod
 
 
 def optimized_ir(ir_text: str, target=None) -> str:
     """The optimised IR of a module for `target` (default: host); for tests and `symjit inspect`."""
     with _LOCK:
-        mod = parse_and_verify(ir_text, target)
-        optimize(mod, target)
+        mod = optimize(parse_and_verify(ir_text, target), target)
         return str(mod)
 
 
 def assembly(ir_text: str, target=None) -> str:
     """Assembly of an optimised module for `target` (default: host)."""
     with _LOCK:
-        mod = parse_and_verify(ir_text, target)
-        optimize(mod, target)
+        mod = optimize(parse_and_verify(ir_text, target), target)
         return (target or host_target()).machine.emit_assembly(mod)
 
 
@@ -78,8 +83,7 @@ def compile_to_object(ir_text: str, pic: bool = False) -> bytes:
     `pic=True` gives position-independent code for ahead-of-time shared libraries.
     """
     with _LOCK:
-        mod = parse_and_verify(ir_text)
-        optimize(mod)
+        mod = optimize(parse_and_verify(ir_text))
         t = host_target()
         return bytes((t.pic_machine if pic else t.machine).emit_object(mod))
 
