@@ -300,18 +300,83 @@ def layer_profile(opt, rounds: int = 8, per_round: int = 3):
                 fn()
                 best[i] = min(best[i], time.perf_counter() - t)
                 cpus[i].append(time.process_time() - c)
-    return [(best[i], float(np.median(cpus[i])), node_flops(n), describe(n)) for i, (n, _) in enumerate(layers)]
+    return [(best[i], float(np.median(cpus[i])), node_flops(n), describe(n), n.name)
+            for i, (n, _) in enumerate(layers)]
 
 
-def print_profile(rows, peak: float, top: int = 0) -> None:
-    """The per-layer table (slowest first when `top`), with GFLOP/s and shares of the sum."""
+def graph_profile(opt, arrays, calls: int = 30) -> dict:
+    """{node name: seconds per call} of every native node measured inside the whole compiled
+    graph (compiled again with profiling: codegen/llvm/profile.py), over `calls` calls."""
+    from symjit.codegen.llvm.executable import compile_planned
+    cg = compile_planned(opt, "profiled", profile=True)
+    for _ in range(3):
+        cg(arrays)
+    cg.profile(reset=True)
+    for _ in range(calls):
+        cg(arrays)
+    return {p.node: p.seconds / calls for p in cg.profile()}
+
+
+#: ONNX Runtime node types that hold a model's convolutions and dense layers
+ORT_DENSE_OPS = ("Conv", "FusedConv", "Gemm", "FusedGemm", "MatMul", "FusedMatMul")
+
+
+def ort_node_profile(onnx_path: Path, threads: int, x: np.ndarray, calls: int = 30) -> list:
+    """[(op type, node name, median seconds per call)] of ONNX Runtime's nodes in execution
+    order, from its own profiler (same session options as `ort_session`), or [] without it."""
+    try:
+        import json
+        import onnxruntime as ort
+    except ImportError:
+        return []
+    import tempfile
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.enable_profiling = True
+    with tempfile.TemporaryDirectory() as tmp:
+        so.profile_file_prefix = os.path.join(tmp, "ort")
+        sess = ort.InferenceSession(str(onnx_path), so, providers=["CPUExecutionProvider"])
+        feed = {sess.get_inputs()[0].name: x}
+        for _ in range(calls + 3):
+            sess.run(None, feed)
+        with open(sess.end_profiling()) as f:
+            events = json.load(f)
+    order, times = [], {}
+    for e in events:
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
+            key = (e["args"].get("op_name", "?"), e["name"][:-len("_kernel_time")])
+            if key not in times:
+                order.append(key)
+                times[key] = []
+            times[key].append(e["dur"] * 1e-6)
+    return [(op, name, float(np.median(times[(op, name)][3:] or times[(op, name)]))) for op, name in order]
+
+
+def print_profile(rows, peak: float, top: int = 0, in_graph: dict | None = None, ort_nodes=()) -> None:
+    """The per-layer table (slowest first when `top`), with GFLOP/s and shares of the sum:
+    each node compiled alone, and (when given) its time inside the whole graph and ONNX
+    Runtime's time for the same layer (its convolution / dense nodes matched in order)."""
     total = sum(r[0] for r in rows)
-    print(f"  per-layer profile (each node compiled alone; sum {total * 1e3:.2f} ms wall, "
+    print(f"  per-layer profile (alone: each node compiled alone, fastest call; sum {total * 1e3:.2f} ms wall, "
           f"{sum(r[1] for r in rows) * 1e3:.2f} ms cpu):")
+    ort_dense = [t for op, _, t in ort_nodes if op in ORT_DENSE_OPS]
+    ours_dense = [r[4] for r in rows if r[2]]
+    ort_of = dict(zip(ours_dense, ort_dense)) if len(ort_dense) == len(ours_dense) else {}
+    if in_graph:
+        print(f"  in graph: the same node timed inside the whole compiled graph (sum "
+              f"{sum(in_graph.values()) * 1e3:.2f} ms)" + (f"; onnxruntime: its node for the layer, from its profiler "
+                                                           f"(all its nodes: {sum(t for *_, t in ort_nodes) * 1e3:.2f} ms)"
+                                                           if ort_of else ""))
     order = sorted(rows, reverse=True)[:top] if top else rows
-    for wall, cpu, fl, what in order:
+    for wall, cpu, fl, what, name in order:
         gf = f"{fl / wall / 1e9:6.1f} GF/s {fl / wall / 1e9 / peak * 100:4.0f}%" if fl else " " * 17
-        print(f"    {wall * 1e3:7.3f} ms {cpu * 1e3:7.3f} cpu {gf} {wall / total * 100:5.1f}%  {what}")
+        extra = ""
+        if in_graph:
+            extra = f" in graph {in_graph.get(name, 0.0) * 1e3:7.3f}"
+            if ort_of:
+                extra += f" ort {ort_of[name] * 1e3:7.3f}" if name in ort_of else " " * 12
+        print(f"    {wall * 1e3:7.3f} ms {cpu * 1e3:7.3f} cpu {gf} {wall / total * 100:5.1f}%{extra}  {what}")
 
 
 def compare_with_ort(name: str, batch: int, threads: int, repeats: int, profile: bool) -> None:
@@ -345,4 +410,6 @@ def compare_with_ort(name: str, batch: int, threads: int, repeats: int, profile:
     else:
         print("  (onnxruntime not installed: pip install onnxruntime)")
     if profile:
-        print_profile(layer_profile(opt), peak, top=0 if profile == "all" else 15)
+        ort_nodes = ort_node_profile(MODELS / f"{name}.onnx", threads, x) if sess is not None else []
+        print_profile(layer_profile(opt), peak, top=0 if profile == "all" else 15,
+                      in_graph=graph_profile(opt, arrays), ort_nodes=ort_nodes)

@@ -665,6 +665,9 @@ static PyObject *mod_symbols(PyObject *m, PyObject *unused) {
     ADD(symjit_last_error);
     ADD(symjit_clear_error);
     ADD(symjit_abi_version);
+    ADD(symjit_profile_start);
+    ADD(symjit_profile_mark);
+    ADD(symjit_profile_read);
 #undef ADD
     return d;
 fail:

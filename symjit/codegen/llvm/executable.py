@@ -23,6 +23,7 @@ from ...base import MXNetError
 from .. import cache
 from .graph import ENTRY_CFUNCTYPE, GraphModule, lower_graph, run_python_node
 from .jit import compile_to_object, load_object
+from .profile import NodeTime, read_slots
 from .target import target_description
 
 __all__ = ["CompiledGraph", "compile_planned", "CompileStats"]
@@ -118,6 +119,18 @@ class CompiledGraph:
     def __call__(self, inputs, is_train: bool = False, rng=None, out=None) -> list:
         return self.run(inputs, is_train, rng, out)[0]
 
+    def profile(self, reset: bool = True) -> list[NodeTime]:
+        """Time spent in each native node over the calls since compiling (or the last reset),
+        in graph order; the last entry ("(output copies)") is copying results to the outputs.
+        Needs a graph compiled with `profile=True`."""
+        slots = self.module.profile_slots
+        if not slots:
+            raise MXNetError(f"{self.name}: compiled without profiling; compile with profile=True")
+        ns, calls = read_slots(slots[0][0], len(slots), reset)
+        return [NodeTime(n.name if n is not None else "(output copies)",
+                         n.op.name if n is not None else "memcpy", int(c), t * 1e-9)
+                for (_, n), t, c in zip(slots, ns, calls)]
+
     def run(self, inputs, is_train: bool = False, rng=None, out=None) -> tuple[list, dict]:
         """(outputs, state updates {graph input Value: new array}) for one call. `out`: arrays
         for the outputs, in output order (a None entry: a fresh array for that output)."""
@@ -201,13 +214,14 @@ class CompiledGraph:
         return outputs[:n], updates
 
 
-def compile_planned(g, name: str = "graph", is_train: bool | None = None) -> CompiledGraph:
+def compile_planned(g, name: str = "graph", is_train: bool | None = None, profile: bool = False) -> CompiledGraph:
     """Lower and JIT-compile an optimized, memory-planned graph. `is_train` fixes the mode
     the graph runs in (mode-dependent ops such as BatchNorm in training then lower
-    natively); None keeps such ops as reference steps that take the mode per call."""
+    natively); None keeps such ops as reference steps that take the mode per call.
+    `profile`: time every native node inside the graph (`CompiledGraph.profile()`)."""
     stats = CompileStats()
     t0 = time.perf_counter()
-    module = lower_graph(g, name, is_train)
+    module = lower_graph(g, name, is_train, profile)
     stats.lower_s = time.perf_counter() - t0
     _bind_runtime_symbols()
     code = _object_for(module, stats) if module.segment_names else None

@@ -37,6 +37,7 @@ from ...ir.builder import describe_node
 from ...ir.graph import Graph, Node, Value
 from ...ops.registry import ComputeContext
 from .elementwise import ModuleBuilder
+from .profile import allocate_slots
 
 __all__ = ["ParallelCall", "MemcpyCall", "DirectCall", "LOWERINGS", "register_lowering", "LoweringContext",
            "GraphModule", "lower_graph", "ENTRY_CFUNCTYPE"]
@@ -205,6 +206,7 @@ class _SegmentEmitter:
         self.lines: list[str] = []
         self.n = 0
         self.ptr_cache: dict[Value, str] = {}
+        self.profiled = False
 
     def tmp(self) -> str:
         self.n += 1
@@ -269,10 +271,16 @@ class _SegmentEmitter:
         fail, ok = f"fail{self.n}", f"ok{self.n}"
         self.lines += [f"  br i1 {bad}, label %{fail}, label %{ok}", f"{fail}:", f"  ret i32 {rc}", f"{ok}:"]
 
+    def mark(self, slot: int) -> None:
+        """Profiling: charge the time since the previous mark (or the segment's start) to `slot`."""
+        self.profiled = True
+        self.lines.append(f"  call void @symjit_profile_mark(i32 {slot})")
+
     def render(self) -> str:
         body = "\n".join(self.lines)
+        start = "  call void @symjit_profile_start()\n" if self.profiled else ""
         return (f"define i32 @{self.name}(ptr %inputs, ptr %outputs, ptr %params, ptr %ws) #1 {{\n"
-                f"entry:\n  call void @symjit_clear_error()\n{body}\n  ret i32 0\n}}\n")
+                f"entry:\n  call void @symjit_clear_error()\n{start}{body}\n  ret i32 0\n}}\n")
 
 
 @dataclass
@@ -293,12 +301,19 @@ class GraphModule:
     python_nodes: list
     state_updates: list = field(default_factory=list)  # graph inputs updated by extra output slots
     seed_params: list = field(default_factory=list)    # indices of per-call seed parameters
+    #: profiling: (counter slot, node) of every native node, in order (empty when not profiled)
+    profile_slots: list = field(default_factory=list)
 
 
-def lower_graph(g: Graph, name: str = "graph", is_train: bool | None = None) -> GraphModule:
+def lower_graph(g: Graph, name: str = "graph", is_train: bool | None = None,
+                profile: bool = False) -> GraphModule:
     """Lower every node (see the module docstring) into one module and a list of steps.
-    `is_train`: the mode the graph will run in, or None when it is chosen per call."""
+    `is_train`: the mode the graph will run in, or None when it is chosen per call.
+    `profile`: after each native node's calls, charge the time to the node's counter slot
+    (profile.py; slots listed in `GraphModule.profile_slots`)."""
     placement = place_values(g)
+    first_slot = allocate_slots(len(g.nodes) + 1) if profile else 0
+    profile_slots = []
     mb = ModuleBuilder()
     ctx = LoweringContext(mb, g, placement, is_train)
     steps: list[Step] = []
@@ -324,6 +339,9 @@ def lower_graph(g: Graph, name: str = "graph", is_train: bool | None = None) -> 
             steps.append(Step(segment=current))
         for c in calls:
             current.emit(c)
+        if profile:
+            profile_slots.append((first_slot + len(profile_slots), n))
+            current.mark(profile_slots[-1][0])
     if placement.output_copies:
         if current is None:
             current = _SegmentEmitter("", placement)
@@ -333,6 +351,9 @@ def lower_graph(g: Graph, name: str = "graph", is_train: bool | None = None) -> 
             dst = Value(f"__out{j}", v.type)  # the storage of output slot j
             placement.where[dst] = ("output", j)
             current.emit(MemcpyCall(dst, v, _nbytes(v)))
+        if profile:
+            profile_slots.append((first_slot + len(profile_slots), None))   # the output copies
+            current.mark(profile_slots[-1][0])
     bodies = "".join(s.render() for s in segments)
     digest = hashlib.sha1((mb.render() + bodies + key.hexdigest()).encode()).hexdigest()[:16]
     names = []
@@ -342,11 +363,13 @@ def lower_graph(g: Graph, name: str = "graph", is_train: bool | None = None) -> 
     decls = ["declare i32 @symjit_parallel_for(ptr, i64, i64, ptr)",
              "declare i32 @symjit_last_error_code()", "declare void @symjit_clear_error()",
              "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)"]
+    if profile:
+        decls += ["declare void @symjit_profile_start()", "declare void @symjit_profile_mark(i32)"]
     ir = mb.render() + "\n" + "".join(s.render() for s in segments) + "\n".join(decls) + "\n"
     steps = [Step(segment=s.segment.name if s.segment is not None else None, node=s.node) for s in steps]
     plan = g.annotations["memory_plan"]
     return GraphModule(ir, steps, placement, int(plan.arena_bytes), names, python_nodes, list(ctx.state_updates),
-                       list(ctx.seed_params))
+                       list(ctx.seed_params), profile_slots)
 
 
 def name_token(name: str) -> str:
