@@ -17,14 +17,6 @@ typedef struct symjit_error_state {
 /* The calling thread's error state (never NULL). */
 symjit_error_state *symjit__thread_error(void);
 
-/* Per-node profiling of JIT-compiled graphs (profile.c): SYMJIT_PROFILE_SLOTS counters of
- * nanoseconds and calls. symjit_profile_read copies slots [first, first + count) into ns/calls
- * (and zeroes them when reset != 0); SYMJIT_ERR_INDEX for a range outside the slots. */
-#define SYMJIT_PROFILE_SLOTS 65536
-SYMJIT_API void symjit_profile_start(void);
-SYMJIT_API void symjit_profile_mark(int32_t slot);
-SYMJIT_API int32_t symjit_profile_read(int32_t first, int32_t count, int64_t *ns, int64_t *calls, int32_t reset);
-
 /* Test kernels and a test entry compiled into the runtime, exposed to Python for the tests. */
 void symjit__test_kernel_count(int64_t begin, int64_t end, void **args);
 void symjit__test_kernel_nested(int64_t begin, int64_t end, void **args);

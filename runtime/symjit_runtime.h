@@ -135,6 +135,17 @@ SYMJIT_API void symjit_clear_error(void);
 
 SYMJIT_API int32_t symjit_abi_version(void);
 
+/* Per-node profiling of JIT-compiled graphs (profile.c; in the Python extension's runtime only,
+ * AOT libraries are never compiled with profiling): SYMJIT_PROFILE_SLOTS counters of
+ * nanoseconds and calls. A profiled segment calls symjit_profile_start() on entry and
+ * symjit_profile_mark(slot) after each node, charging the time since the previous mark on this
+ * thread to `slot`. symjit_profile_read copies slots [first, first + count) into ns/calls (and
+ * zeroes them when reset != 0); SYMJIT_ERR_INDEX for a range outside the slots. */
+#define SYMJIT_PROFILE_SLOTS 65536
+SYMJIT_API void symjit_profile_start(void);
+SYMJIT_API void symjit_profile_mark(int32_t slot);
+SYMJIT_API int32_t symjit_profile_read(int32_t first, int32_t count, int64_t *ns, int64_t *calls, int32_t reset);
+
 /* ---------------------------------------------------------------- AOT graph descriptors
  * An AOT library exports `const symjit_graph_desc *symjit_graphs(int32_t *count)`, returning an
  * array of `*count` graph descriptors that live as long as the library is loaded. */

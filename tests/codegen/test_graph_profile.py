@@ -79,3 +79,13 @@ def test_profile_of_an_unprofiled_graph_is_an_error():
     with pytest.raises(MXNetError, match="compiled without profiling"):
         cg.profile()
     assert "symjit_profile" not in cg.module.ir
+
+
+def test_slot_count_matches_the_runtime_and_bad_ranges_are_errors():
+    from pathlib import Path
+
+    from symjit.codegen.llvm import profile
+    header = (Path(__file__).resolve().parents[2] / "runtime" / "symjit_runtime.h").read_text()
+    assert f"#define SYMJIT_PROFILE_SLOTS {profile.SLOTS}\n" in header
+    with pytest.raises(MXNetError, match="outside"):
+        profile.read_slots(profile.SLOTS - 1, 2)
