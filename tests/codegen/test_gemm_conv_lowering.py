@@ -210,6 +210,30 @@ def test_depthwise_small_planes(case, post):
     _check(_graph("Convolution", ins, _conv_attrs(c, k, s, p, d, c, False), post=post))
 
 
+#: 3x3 stride-1 depthwise on wide planes (output rows > 32: nnkernels.c dw3x3_plane_rows_avx512,
+#: ten input rows per group of eight output rows, column shifts in registers): row widths around
+#: and between vector multiples, fewer than eight or not a multiple of eight rows, padding 0..2
+#: across the columns, row padding beyond the kernel, several images and a channel multiplier
+DW_ROWS_CASES = [
+    ((1, 3, 9, 33), (1, 1), 1),
+    ((2, 4, 17, 48), (1, 1), 1),
+    ((1, 2, 5, 40), (0, 0), 1),
+    ((1, 2, 20, 47), (2, 2), 1),
+    ((1, 3, 11, 64), (3, 1), 1),
+    ((1, 2, 8, 100), (1, 0), 2),
+    ((1, 1, 3, 35), (0, 2), 1),
+]
+
+
+@pytest.mark.parametrize("case", DW_ROWS_CASES)
+@pytest.mark.parametrize("post", [(), ("relu",)])
+def test_depthwise_3x3_wide_rows(case, post):
+    xs, p, mult = case
+    c = xs[1]
+    ins = [("x", xs), ("w", (c * mult, 1, 3, 3)), ("b", (c * mult,))]
+    _check(_graph("Convolution", ins, _conv_attrs(c * mult, (3, 3), (1, 1), p, (1, 1), c, False), post=post))
+
+
 @pytest.mark.parametrize("case", CONV_CASES[:6])
 def test_convolution_epilogue(case):
     xs, f, k, s, p, d, g = case
