@@ -1796,6 +1796,75 @@ NN_AVX512 static void dw3x3_plane_rows_avx512(const float *x, int64_t H, int64_t
     (void)d2;
 }
 
+/* dw3x3_plane_rows_avx512 for stride 2 (both directions): a group of eight output rows reads
+ * seventeen input rows; each is loaded once per output vector (its 32 columns from 2 v0, plus
+ * the 16 before them when the left padding reaches back, or after them when a tap reaches past),
+ * split into even and odd columns, and the three taps' columns are those or one permute away:
+ * per output vector 9 FMAs, about 6.4 loads and 6.4 permutes against 18 loads and 9 permutes
+ * when each tap loads its own 32 columns. Preconditions: pw <= 2; `zrow` as for the stride-1
+ * kernel. */
+NN_AVX512 static void dw3x3s2_plane_rows_avx512(const float *x, int64_t H, int64_t W, const float *wt, int64_t ph,
+                                                int64_t pw, float b0, int64_t OH, int64_t OW, const float *zrow,
+                                                float *y) {
+    int32_t ev[16], od[16], back[16], fwd[16];
+    for (int j = 0; j < 16; j++) {
+        ev[j] = 2 * j;
+        od[j] = 2 * j + 1;
+        back[j] = j - 1;   /* lane 0 from the block before: patched per tap below */
+        fwd[j] = j + 1;    /* lane 15 from the block after (index 16: its first lane) */
+    }
+    const __m512i even = _mm512_loadu_si512(ev), odd = _mm512_loadu_si512(od), nxt = _mm512_loadu_si512(fwd);
+    back[0] = 16 + 14;
+    const __m512i prev_e = _mm512_loadu_si512(back);   /* d = -2: E shifted right, lane 0 = L[14] */
+    back[0] = 16 + 15;
+    const __m512i prev_o = _mm512_loadu_si512(back);   /* d = -1: O shifted right, lane 0 = L[15] */
+    const int need_left = pw > 0, need_right = 2 - pw >= 2;
+    __m512 w[9];
+    for (int k = 0; k < 9; k++) w[k] = _mm512_set1_ps(wt[k]);
+    const int64_t nv = cdiv(OW, 16);
+    for (int64_t oh0 = 0; oh0 < OH; oh0 += 8) {
+        const int64_t cnt = imin(8, OH - oh0), r0 = 2 * oh0 - ph;   /* input rows r0 .. r0 + 16 */
+        for (int64_t v = 0; v < nv; v++) {
+            const int64_t c0 = 32 * v;   /* input column of output column 16 v, tap d = 0 */
+            const __mmask16 m_left = lanes_below(W - c0 + 16), m0 = lanes_below(W - c0), m1 = lanes_below(W - c0 - 16),
+                            m_right = lanes_below(W - c0 - 32);
+            __m512 a[8];
+            _Pragma("GCC unroll 8")
+            for (int u = 0; u < 8; u++) a[u] = _mm512_set1_ps(b0);
+            _Pragma("GCC unroll 17")
+            for (int i = 0; i < 17; i++) {
+                const int64_t r = r0 + i;
+                const float *row = (r >= 0 && r < H ? x + r * W : zrow) + c0;
+                const __m512 x0 = _mm512_maskz_loadu_ps(m0, row), x1 = _mm512_maskz_loadu_ps(m1, row + 16);
+                const __m512 E = _mm512_permutex2var_ps(x0, even, x1), O = _mm512_permutex2var_ps(x0, odd, x1);
+                const __m512 L = need_left && c0 > 0 ? _mm512_maskz_loadu_ps(m_left, row - 16) : _mm512_setzero_ps();
+                const __m512 R = need_right ? _mm512_maskz_loadu_ps(m_right, row + 32) : _mm512_setzero_ps();
+                __m512 sv[3];
+                _Pragma("GCC unroll 3")
+                for (int kw = 0; kw < 3; kw++) {
+                    const int64_t d = kw - pw;   /* output column c reads input column 2 c + d */
+                    sv[kw] = d == 0 ? E : d == 1 ? O : d == -1 ? _mm512_permutex2var_ps(O, prev_o, L)
+                           : d == -2 ? _mm512_permutex2var_ps(E, prev_e, L) : _mm512_permutex2var_ps(E, nxt, R);
+                }
+                /* output row u uses input row r0 + 2 u + kh */
+                _Pragma("GCC unroll 3")
+                for (int kh = 0; kh < 3; kh++) {
+                    if ((i - kh) % 2 != 0) continue;
+                    const int u = (i - kh) / 2;
+                    if (u < 0 || u >= 8) continue;
+                    a[u] = _mm512_fmadd_ps(w[3 * kh], sv[0], a[u]);
+                    a[u] = _mm512_fmadd_ps(w[3 * kh + 1], sv[1], a[u]);
+                    a[u] = _mm512_fmadd_ps(w[3 * kh + 2], sv[2], a[u]);
+                }
+            }
+            const __mmask16 sm = lanes_below(OW - 16 * v);
+            _Pragma("GCC unroll 8")
+            for (int u = 0; u < 8; u++)
+                if (u < cnt) _mm512_mask_storeu_ps(y + (oh0 + u) * OW + 16 * v, sm, a[u]);
+        }
+    }
+}
+
 /* r[i] <- column i of the 16 x 16 matrix whose rows are r[0..15] (in place). */
 NN_AVX512 static inline void transpose16x16(__m512 r[16]) {
     __m512 t[16];
@@ -1949,7 +2018,7 @@ static void conv_depthwise_wide_task(int64_t begin, int64_t end, void **argv) {
             }
             return;
         }
-        const int rows3x3 = KH == 3 && KW == 3 && sh == 1 && sw == 1 && dh == 1 && dw == 1 && g->p[2] <= 2;
+        const int rows3x3 = KH == 3 && KW == 3 && sh == sw && sh <= 2 && dh == 1 && dw == 1 && g->p[2] <= 2;
         dw_masks_t masks;
         const int64_t nv = cdiv(OW, 16);
         if (nv <= 16 && !rows3x3) dw_column_masks(g->in[2], KW, sw, dw, g->p[2], OW, 0, nv, masks);
@@ -1957,7 +2026,11 @@ static void conv_depthwise_wide_task(int64_t begin, int64_t end, void **argv) {
         int64_t epi_from = begin;
         for (int64_t t = begin; t < end; t++) {
             int64_t n = t / g->F, f = t % g->F, c = f / g->Fg;
-            if (rows3x3)
+            if (rows3x3 && sh == 2)
+                dw3x3s2_plane_rows_avx512(job->x + (n * g->C + c) * g->IP, g->in[1], g->in[2], job->w + f * KK,
+                                          g->p[1], g->p[2], job->bias ? job->bias[f] : 0.0f, OH, OW, zero + 16,
+                                          job->y + (n * g->F + f) * g->P);
+            else if (rows3x3)
                 dw3x3_plane_rows_avx512(job->x + (n * g->C + c) * g->IP, g->in[1], g->in[2], job->w + f * KK, g->p[1],
                                         g->p[2], job->bias ? job->bias[f] : 0.0f, OH, OW, zero + 16,
                                         job->y + (n * g->F + f) * g->P);

@@ -225,6 +225,18 @@ DW_ROWS_CASES = [
 ]
 
 
+#: the same at stride 2 (dw3x3s2_plane_rows_avx512: seventeen input rows per eight output rows,
+#: even/odd column split): output rows of 33 and more, odd input widths, padding 0..2
+DW_ROWS_S2_CASES = [
+    ((1, 3, 9, 66), (1, 1)),
+    ((2, 2, 17, 97), (1, 1)),
+    ((1, 2, 20, 70), (0, 0)),
+    ((1, 3, 12, 67), (2, 2)),
+    ((1, 2, 5, 130), (3, 1)),
+    ((1, 2, 19, 68), (0, 2)),
+]
+
+
 @pytest.mark.parametrize("case", DW_ROWS_CASES)
 @pytest.mark.parametrize("post", [(), ("relu",)])
 def test_depthwise_3x3_wide_rows(case, post):
@@ -232,6 +244,15 @@ def test_depthwise_3x3_wide_rows(case, post):
     c = xs[1]
     ins = [("x", xs), ("w", (c * mult, 1, 3, 3)), ("b", (c * mult,))]
     _check(_graph("Convolution", ins, _conv_attrs(c * mult, (3, 3), (1, 1), p, (1, 1), c, False), post=post))
+
+
+@pytest.mark.parametrize("case", DW_ROWS_S2_CASES)
+@pytest.mark.parametrize("post", [(), ("relu",)])
+def test_depthwise_3x3_stride2_wide_rows(case, post):
+    xs, p = case
+    c = xs[1]
+    ins = [("x", xs), ("w", (c, 1, 3, 3)), ("b", (c,))]
+    _check(_graph("Convolution", ins, _conv_attrs(c, (3, 3), (2, 2), p, (1, 1), c, False), post=post))
 
 
 @pytest.mark.parametrize("case", CONV_CASES[:6])
