@@ -1726,135 +1726,100 @@ NN_AVX512 static void dw_plane_direct_avx512(const float *x, int64_t H, int64_t 
     }
 }
 
-/* one 3x3 depthwise output plane with stride 1 and dilation 1 (the common "same" layer),
- * straight from the input plane x (H x W): eight output rows at a time. Each of the ten input
- * rows the group reads is loaded once per output vector (three loads: the vector and its left
- * and right neighbours, zero outside the row; rows outside the plane read `zrow`), its three
- * column shifts are built in registers (two-source permutes) and the (up to three) output
- * rows that use it take their taps from them: per output vector 9 FMAs, 3.75 loads and 2.5
- * permutes, against 9 unaligned loads when each tap loads its own columns. All loop bounds
- * are compile-time constants, so the accumulators and shifted rows stay in registers.
- * Preconditions: pw <= 15; `zrow` points 16 floats into at least W + 48 zero floats. */
+/* One 3x3 depthwise output plane with dilation 1 and stride S = 1 or 2 in both directions,
+ * straight from the input plane x (H x W), eight output rows at a time. Each of the input rows
+ * the group reads (10 for S = 1, 17 for S = 2) is loaded once per output vector, zero outside
+ * the row (rows outside the plane read `zrow`), and the three taps' columns are built from it
+ * in registers; every output row of the group that uses the row (kh = i - S u) takes its taps
+ * from them. S = 1: the vector and its left and right neighbours, each shift one two-source
+ * permute. S = 2: the 32 columns from 2 v0 split into even and odd ones (taps 0 and 1 away),
+ * taps at -1 / -2 / +2 one more permute with the 16 columns before or after. Per output vector:
+ * 9 FMAs and (S = 1) 3.75 loads + 2.5 permutes or (S = 2) about 6.4 loads + 6.4 permutes, where
+ * loading each tap's columns separately costs 9 (S = 1) or 18 loads + 9 permutes (S = 2). All
+ * loop bounds are compile-time constants, so accumulators and taps stay in registers.
+ * Preconditions: pw <= 2; `zrow` points 16 floats into at least W + 48 zero floats. */
 static inline __mmask16 lanes_below(int64_t n) {
     return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1u);
 }
 
-NN_AVX512 static void dw3x3_plane_rows_avx512(const float *x, int64_t H, int64_t W, const float *wt, int64_t ph,
-                                              int64_t pw, float b0, int64_t OH, int64_t OW, const float *zrow,
-                                              float *y) {
-    __m512i idx[3];
-    for (int kw = 0; kw < 3; kw++) {
-        const int64_t d = kw - pw;   /* tap kw of output column c reads input column c + d */
-        int32_t lanes[16];
-        for (int j = 0; j < 16; j++) lanes[j] = (int32_t)(d < 0 ? j + d + 16 : j + d);
-        idx[kw] = _mm512_loadu_si512(lanes);
-    }
-    const int64_t d0 = -pw, d2 = 2 - pw;
-    __m512 w[9];
-    for (int k = 0; k < 9; k++) w[k] = _mm512_set1_ps(wt[k]);
-    const int64_t nv = cdiv(OW, 16);
-    for (int64_t oh0 = 0; oh0 < OH; oh0 += 8) {
-        const int64_t cnt = imin(8, OH - oh0), r0 = oh0 - ph;   /* input rows r0 .. r0 + 9 */
-        for (int64_t v = 0; v < nv; v++) {
-            const int64_t v0 = 16 * v;
-            const __mmask16 m_left = lanes_below(W - v0 + 16), m_cur = lanes_below(W - v0),
-                            m_right = lanes_below(W - v0 - 16);
-            __m512 a[8];
-            _Pragma("GCC unroll 8")
-            for (int u = 0; u < 8; u++) a[u] = _mm512_set1_ps(b0);
-            _Pragma("GCC unroll 10")
-            for (int i = 0; i < 10; i++) {
-                const int64_t r = r0 + i;
-                const float *row = (r >= 0 && r < H ? x + r * W : zrow) + v0;
-                const __m512 cur = _mm512_maskz_loadu_ps(m_cur, row);
-                const __m512 left = v0 > 0 ? _mm512_maskz_loadu_ps(m_left, row - 16) : _mm512_setzero_ps();
-                const __m512 right = _mm512_maskz_loadu_ps(m_right, row + 16);
-                __m512 s[3];
-                _Pragma("GCC unroll 3")
-                for (int kw = 0; kw < 3; kw++) {
-                    const int64_t d = kw - pw;
-                    s[kw] = d == 0 ? cur : d < 0 ? _mm512_permutex2var_ps(left, idx[kw], cur)
-                                                 : _mm512_permutex2var_ps(cur, idx[kw], right);
-                }
-                /* output row u uses input row r0 + u + kh: here kh = i - u */
-                _Pragma("GCC unroll 3")
-                for (int kh = 0; kh < 3; kh++) {
-                    const int u = i - kh;
-                    if (u < 0 || u >= 8) continue;
-                    a[u] = _mm512_fmadd_ps(w[3 * kh], s[0], a[u]);
-                    a[u] = _mm512_fmadd_ps(w[3 * kh + 1], s[1], a[u]);
-                    a[u] = _mm512_fmadd_ps(w[3 * kh + 2], s[2], a[u]);
-                }
-            }
-            const __mmask16 sm = lanes_below(OW - v0);
-            _Pragma("GCC unroll 8")
-            for (int u = 0; u < 8; u++)
-                if (u < cnt) _mm512_mask_storeu_ps(y + (oh0 + u) * OW + v0, sm, a[u]);
-        }
-    }
-    (void)d0;
-    (void)d2;
+/* permute indices: lane j from lane j + off of (a, b) concatenated, for off in [-16, 16] */
+NN_AVX512 static inline __m512i lanes_from(int off) {
+    int32_t lanes[16];
+    for (int j = 0; j < 16; j++) lanes[j] = (int32_t)(j + off < 0 ? j + off + 32 : j + off);
+    return _mm512_loadu_si512(lanes);
 }
 
-/* dw3x3_plane_rows_avx512 for stride 2 (both directions): a group of eight output rows reads
- * seventeen input rows; each is loaded once per output vector (its 32 columns from 2 v0, plus
- * the 16 before them when the left padding reaches back, or after them when a tap reaches past),
- * split into even and odd columns, and the three taps' columns are those or one permute away:
- * per output vector 9 FMAs, about 6.4 loads and 6.4 permutes against 18 loads and 9 permutes
- * when each tap loads its own 32 columns. Preconditions: pw <= 2; `zrow` as for the stride-1
- * kernel. */
-NN_AVX512 static void dw3x3s2_plane_rows_avx512(const float *x, int64_t H, int64_t W, const float *wt, int64_t ph,
-                                                int64_t pw, float b0, int64_t OH, int64_t OW, const float *zrow,
-                                                float *y) {
-    int32_t ev[16], od[16], back[16], fwd[16];
+NN_AVX512 static inline __attribute__((always_inline)) void dw3x3_rows_core(
+    const float *x, int64_t H, int64_t W, const float *wt, int64_t ph, int64_t pw, float b0, int64_t OH,
+    int64_t OW, const float *zrow, float *y, const int S) {
+    const int ROWS = 8 * S + 3 - S;   /* input rows per group of eight output rows */
+    /* tap kw reads input column S c + d of output column c, d = kw - pw in [-2, 2]; its lanes
+     * come from (first, second) = S = 1: (left, cur) for d < 0, (cur, right) for d > 0;
+     * S = 2: (left, odd / even) for d < 0, (even, right) for d = 2 */
+    __m512i idx[3];
+    for (int kw = 0; kw < 3; kw++) {
+        const int d = (int)(kw - pw);
+        idx[kw] = S == 1 ? (d < 0 ? lanes_from(d + 16) : lanes_from(d))
+                         : (d < 0 ? lanes_from(-1) : lanes_from(1));
+        if (S == 2 && d < 0) {   /* lane 0 from the block before: its column 2 v0 + d */
+            int32_t lanes[16];
+            _mm512_storeu_si512(lanes, idx[kw]);
+            lanes[0] = 16 + 16 + d;
+            idx[kw] = _mm512_loadu_si512(lanes);
+        }
+    }
+    int32_t ev[16], od[16];   /* S = 2: the even and the odd columns of 32 */
     for (int j = 0; j < 16; j++) {
         ev[j] = 2 * j;
         od[j] = 2 * j + 1;
-        back[j] = j - 1;   /* lane 0 from the block before: patched per tap below */
-        fwd[j] = j + 1;    /* lane 15 from the block after (index 16: its first lane) */
     }
-    const __m512i even = _mm512_loadu_si512(ev), odd = _mm512_loadu_si512(od), nxt = _mm512_loadu_si512(fwd);
-    back[0] = 16 + 14;
-    const __m512i prev_e = _mm512_loadu_si512(back);   /* d = -2: E shifted right, lane 0 = L[14] */
-    back[0] = 16 + 15;
-    const __m512i prev_o = _mm512_loadu_si512(back);   /* d = -1: O shifted right, lane 0 = L[15] */
-    const int need_left = pw > 0, need_right = 2 - pw >= 2;
+    const __m512i evens = _mm512_loadu_si512(ev), odds = _mm512_loadu_si512(od);
+    const int need_left = pw > 0, need_right = S == 1 ? 2 - pw > 0 : 2 - pw >= 2;
     __m512 w[9];
     for (int k = 0; k < 9; k++) w[k] = _mm512_set1_ps(wt[k]);
     const int64_t nv = cdiv(OW, 16);
     for (int64_t oh0 = 0; oh0 < OH; oh0 += 8) {
-        const int64_t cnt = imin(8, OH - oh0), r0 = 2 * oh0 - ph;   /* input rows r0 .. r0 + 16 */
+        const int64_t cnt = imin(8, OH - oh0), r0 = S * oh0 - ph;   /* input rows r0 .. r0 + ROWS - 1 */
         for (int64_t v = 0; v < nv; v++) {
-            const int64_t c0 = 32 * v;   /* input column of output column 16 v, tap d = 0 */
-            const __mmask16 m_left = lanes_below(W - c0 + 16), m0 = lanes_below(W - c0), m1 = lanes_below(W - c0 - 16),
-                            m_right = lanes_below(W - c0 - 32);
+            const int64_t c0 = 16 * S * v;   /* input column of output column 16 v at d = 0 */
+            const __mmask16 m_left = lanes_below(W - c0 + 16), m0 = lanes_below(W - c0),
+                            m1 = lanes_below(W - c0 - 16), m_right = lanes_below(W - c0 - 16 * S);
             __m512 a[8];
             _Pragma("GCC unroll 8")
             for (int u = 0; u < 8; u++) a[u] = _mm512_set1_ps(b0);
             _Pragma("GCC unroll 17")
-            for (int i = 0; i < 17; i++) {
+            for (int i = 0; i < ROWS; i++) {
                 const int64_t r = r0 + i;
                 const float *row = (r >= 0 && r < H ? x + r * W : zrow) + c0;
-                const __m512 x0 = _mm512_maskz_loadu_ps(m0, row), x1 = _mm512_maskz_loadu_ps(m1, row + 16);
-                const __m512 E = _mm512_permutex2var_ps(x0, even, x1), O = _mm512_permutex2var_ps(x0, odd, x1);
-                const __m512 L = need_left && c0 > 0 ? _mm512_maskz_loadu_ps(m_left, row - 16) : _mm512_setzero_ps();
-                const __m512 R = need_right ? _mm512_maskz_loadu_ps(m_right, row + 32) : _mm512_setzero_ps();
-                __m512 sv[3];
+                const __m512 left = need_left && c0 > 0 ? _mm512_maskz_loadu_ps(m_left, row - 16) : _mm512_setzero_ps();
+                const __m512 right = need_right ? _mm512_maskz_loadu_ps(m_right, row + 16 * S) : _mm512_setzero_ps();
+                const __m512 x0 = _mm512_maskz_loadu_ps(m0, row);
+                __m512 cur = x0, odd_cols = x0;
+                if (S == 2) {
+                    const __m512 x1 = _mm512_maskz_loadu_ps(m1, row + 16);
+                    cur = _mm512_permutex2var_ps(x0, evens, x1);
+                    odd_cols = _mm512_permutex2var_ps(x0, odds, x1);
+                }
+                __m512 t[3];
                 _Pragma("GCC unroll 3")
                 for (int kw = 0; kw < 3; kw++) {
-                    const int64_t d = kw - pw;   /* output column c reads input column 2 c + d */
-                    sv[kw] = d == 0 ? E : d == 1 ? O : d == -1 ? _mm512_permutex2var_ps(O, prev_o, L)
-                           : d == -2 ? _mm512_permutex2var_ps(E, prev_e, L) : _mm512_permutex2var_ps(E, nxt, R);
+                    const int64_t d = kw - pw;
+                    if (S == 1)
+                        t[kw] = d == 0 ? cur : d < 0 ? _mm512_permutex2var_ps(left, idx[kw], cur)
+                                                     : _mm512_permutex2var_ps(cur, idx[kw], right);
+                    else
+                        t[kw] = d == 0 ? cur : d == 1 ? odd_cols
+                              : d < 0 ? _mm512_permutex2var_ps(d == -1 ? odd_cols : cur, idx[kw], left)
+                                      : _mm512_permutex2var_ps(cur, idx[kw], right);
                 }
-                /* output row u uses input row r0 + 2 u + kh */
                 _Pragma("GCC unroll 3")
                 for (int kh = 0; kh < 3; kh++) {
-                    if ((i - kh) % 2 != 0) continue;
-                    const int u = (i - kh) / 2;
+                    if ((i - kh) % S != 0) continue;
+                    const int u = (i - kh) / S;
                     if (u < 0 || u >= 8) continue;
-                    a[u] = _mm512_fmadd_ps(w[3 * kh], sv[0], a[u]);
-                    a[u] = _mm512_fmadd_ps(w[3 * kh + 1], sv[1], a[u]);
-                    a[u] = _mm512_fmadd_ps(w[3 * kh + 2], sv[2], a[u]);
+                    a[u] = _mm512_fmadd_ps(w[3 * kh], t[0], a[u]);
+                    a[u] = _mm512_fmadd_ps(w[3 * kh + 1], t[1], a[u]);
+                    a[u] = _mm512_fmadd_ps(w[3 * kh + 2], t[2], a[u]);
                 }
             }
             const __mmask16 sm = lanes_below(OW - 16 * v);
@@ -1863,6 +1828,15 @@ NN_AVX512 static void dw3x3s2_plane_rows_avx512(const float *x, int64_t H, int64
                 if (u < cnt) _mm512_mask_storeu_ps(y + (oh0 + u) * OW + 16 * v, sm, a[u]);
         }
     }
+}
+
+NN_AVX512 static void dw3x3_plane_rows_avx512(const float *x, int64_t H, int64_t W, const float *wt, int64_t sh,
+                                              int64_t ph, int64_t pw, float b0, int64_t OH, int64_t OW,
+                                              const float *zrow, float *y) {
+    if (sh == 2)
+        dw3x3_rows_core(x, H, W, wt, ph, pw, b0, OH, OW, zrow, y, 2);
+    else
+        dw3x3_rows_core(x, H, W, wt, ph, pw, b0, OH, OW, zrow, y, 1);
 }
 
 /* r[i] <- column i of the 16 x 16 matrix whose rows are r[0..15] (in place). */
@@ -2026,13 +2000,9 @@ static void conv_depthwise_wide_task(int64_t begin, int64_t end, void **argv) {
         int64_t epi_from = begin;
         for (int64_t t = begin; t < end; t++) {
             int64_t n = t / g->F, f = t % g->F, c = f / g->Fg;
-            if (rows3x3 && sh == 2)
-                dw3x3s2_plane_rows_avx512(job->x + (n * g->C + c) * g->IP, g->in[1], g->in[2], job->w + f * KK,
-                                          g->p[1], g->p[2], job->bias ? job->bias[f] : 0.0f, OH, OW, zero + 16,
-                                          job->y + (n * g->F + f) * g->P);
-            else if (rows3x3)
-                dw3x3_plane_rows_avx512(job->x + (n * g->C + c) * g->IP, g->in[1], g->in[2], job->w + f * KK, g->p[1],
-                                        g->p[2], job->bias ? job->bias[f] : 0.0f, OH, OW, zero + 16,
+            if (rows3x3)
+                dw3x3_plane_rows_avx512(job->x + (n * g->C + c) * g->IP, g->in[1], g->in[2], job->w + f * KK, sh,
+                                        g->p[1], g->p[2], job->bias ? job->bias[f] : 0.0f, OH, OW, zero + 16,
                                         job->y + (n * g->F + f) * g->P);
             else
                 dw_plane_direct_avx512(job->x + (n * g->C + c) * g->IP, g->in[1], g->in[2], job->w + f * KK, KH, KW, sh,
