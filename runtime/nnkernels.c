@@ -149,7 +149,7 @@ static void gemm_small(int ta, int tb, int64_t M, int64_t N, int64_t K, const fl
 static int g_native = -1;   /* -1: not decided yet; 0: BLAS / loop nests; 1: AVX-512 tiles */
 
 /* Tuning overrides for benchmarks/bench_gemm_choices.py (0: the built-in choice). */
-enum { TUNE_KC, TUNE_SHAPE, TUNE_CONV, TUNE_WBLOCK, TUNE_BLOCKS, TUNE_COUNT };
+enum { TUNE_KC, TUNE_SHAPE, TUNE_CONV, TUNE_WBLOCK, TUNE_BLOCKS, TUNE_PREFETCH, TUNE_COUNT };
 static int64_t g_tune[TUNE_COUNT];
 
 /* Set tuning override `key` to `value` (0 restores the built-in choice); returns the previous
@@ -157,7 +157,8 @@ static int64_t g_tune[TUNE_COUNT];
  * index of a forced tile shape (MM_SHAPES); TUNE_CONV: 1 no implicit GEMM (im2col tiles), 3 the
  * portable depthwise loops, 4 no filter-vector path, 5 the filter-vector path wherever weights
  * can be packed (decided when packing, at compile time), 6 no fused Winograd on the tiles;
- * TUNE_WBLOCK: the Winograd block budget (floats); TUNE_BLOCKS: blocks per thread of large calls. */
+ * TUNE_WBLOCK: the Winograd block budget (floats); TUNE_BLOCKS: blocks per thread of large calls;
+ * TUNE_PREFETCH: 1 no prefetching of the next weight panel (mm_run). */
 NN_API int64_t symjit_nn_tune(int64_t key, int64_t value) {
     if (key < 0 || key >= TUNE_COUNT) return -1;
     int64_t old = g_tune[key];
@@ -214,6 +215,8 @@ typedef struct {
     int padded;                /* B's last panel is readable to its full width */
     int panels_outer;          /* B is the large operand (packed weights): each panel once, all
                                   row tiles against it, K blocked so both stay in L2 */
+    const char *pf;            /* if set, a tile prefetches pf + k * pf_step (into L2) at step k */
+    int64_t pf_step;
 } mm_t;
 
 typedef void (*mm_tile_fn)(const mm_t *, int64_t r0, int64_t j0);
@@ -374,7 +377,10 @@ NN_AVX512 static inline __attribute__((always_inline)) void tr16x16(__m512 *r) {
         const int64_t *aoff = p->aoff;                                                                \
         if (AROWS == 1)                                                                               \
             for (int r = 0; r < (AROWS == 1 ? R : 1); r++) ap[r] = p->a + (r0 + off[r]) * p->asr;    \
+        const char *pf = p->pf;                                                                       \
+        const int64_t pf_step = p->pf_step;                                                           \
         for (int64_t k = 0; k < K; k++) {                                                             \
+            if (pf) _mm_prefetch(pf + k * pf_step, _MM_HINT_T1);                                      \
             const float *bk = BTAB ? bp + koff[k] : bp + k * bsk;                                    \
             const float *ak = AROWS == 2 ? a + aoff[k] : a;                                           \
             __m512 bv[V];                                                                             \
@@ -550,9 +556,19 @@ static void mm_run(const mm_t *p, int shape) {
         }
         mm_tile_fn efn = s->fn[amode][0];
         if (p->panels_outer) {
+            /* the next panel streams in from memory while the row tiles run over this one (from
+             * L1/L2): row tile i prefetches the i-th of ntiles equal parts of it */
+            const int64_t ntiles = cdiv(p->rows, s->R), part = cdiv(q.K * pw * (int64_t)sizeof(float), ntiles);
             for (int64_t c = 0; c < panels; c++)
                 for (int64_t r0 = 0; r0 < p->rows; r0 += s->R) {
                     int64_t j0 = c * pw;
+                    mm_t *t = j0 < full ? &q : &e;
+                    if (!p->koff && (c + 1) * pw < full && g_tune[TUNE_PREFETCH] != 1) {
+                        t->pf = (const char *)(q.b + (c + 1) * q.bsp) + (r0 / s->R) * part;
+                        t->pf_step = imin(64, cdiv(part, q.K));
+                    } else {
+                        t->pf = NULL;
+                    }
                     if (j0 < full) fn(&q, r0, j0);
                     else efn(&e, r0, j0);
                 }
