@@ -149,7 +149,7 @@ static void gemm_small(int ta, int tb, int64_t M, int64_t N, int64_t K, const fl
 static int g_native = -1;   /* -1: not decided yet; 0: BLAS / loop nests; 1: AVX-512 tiles */
 
 /* Tuning overrides for benchmarks/bench_gemm_choices.py (0: the built-in choice). */
-enum { TUNE_KC, TUNE_SHAPE, TUNE_CONV, TUNE_WBLOCK, TUNE_BLOCKS, TUNE_PREFETCH, TUNE_COUNT };
+enum { TUNE_KC, TUNE_SHAPE, TUNE_CONV, TUNE_WBLOCK, TUNE_BLOCKS, TUNE_PREFETCH, TUNE_CHANVEC_OW, TUNE_COUNT };
 static int64_t g_tune[TUNE_COUNT];
 
 /* Set tuning override `key` to `value` (0 restores the built-in choice); returns the previous
@@ -158,7 +158,9 @@ static int64_t g_tune[TUNE_COUNT];
  * portable depthwise loops, 4 no filter-vector path, 5 the filter-vector path wherever weights
  * can be packed (decided when packing, at compile time), 6 no fused Winograd on the tiles;
  * TUNE_WBLOCK: the Winograd block budget (floats); TUNE_BLOCKS: blocks per thread of large calls;
- * TUNE_PREFETCH: 1 no prefetching of the next weight panel (mm_run). */
+ * TUNE_PREFETCH: 1 no prefetching of the next weight panel (mm_run); TUNE_CHANVEC_OW: the widest
+ * depthwise output row that vectorizes along channels (default DW_CHANVEC_MAX_OW, or below
+ * DW_ROWS_MIN_OW_S1 / _S2 where the 3x3 row kernel applies; -1: none). */
 NN_API int64_t symjit_nn_tune(int64_t key, int64_t value) {
     if (key < 0 || key >= TUNE_COUNT) return -1;
     int64_t old = g_tune[key];
@@ -1972,6 +1974,13 @@ NN_AVX512 static void copy_stride2_avx512(const float *s, int64_t n, float *d) {
 #ifndef DW_CHANVEC_MAX_OW
 #define DW_CHANVEC_MAX_OW 32   /* depthwise output rows up to this width vectorize along channels */
 #endif
+/* ... except 3x3 layers the row kernel (dw3x3_rows_core) takes, from these widths on (stride
+ * 1, stride 2). Measured in mobilenet1.0, in-graph, 2 threads, interleaved (TUNE_CHANVEC_OW):
+ * row kernel / channel vectors 0.56-0.58 at 128 ch 56->28 stride 2, 0.85-0.86 at 256 ch 28x28,
+ * 0.82 at 256 ch 28->14 stride 2, 1.08-1.12 at 512 ch 14x14 stride 1, 1.2 at 512 ch 14->7 and
+ * 1.5 at 1024 ch 7x7 (7 of 16 lanes used). */
+#define DW_ROWS_MIN_OW_S1 16
+#define DW_ROWS_MIN_OW_S2 14
 NN_CLONES
 static void conv_depthwise_wide_task(int64_t begin, int64_t end, void **argv) {
     conv_job *job = (conv_job *)argv[0];
@@ -1987,7 +1996,11 @@ static void conv_depthwise_wide_task(int64_t begin, int64_t end, void **argv) {
         float *zero = scratch(0, (size_t)zn);
         if (!zero) return;
         memset(zero, 0, (size_t)zn * sizeof(float));   /* masked reads stay within [0, W) */
-        if (g->Fg == 1 && g->C == g->F && g->out[0] == 1 && g->in[0] == 1 && OW <= DW_CHANVEC_MAX_OW && KH * KW <= 256) {
+        const int rows3x3 = KH == 3 && KW == 3 && sh == sw && sh <= 2 && dh == 1 && dw == 1 && g->p[2] <= 2;
+        const int64_t chanvec_max = g_tune[TUNE_CHANVEC_OW] ? g_tune[TUNE_CHANVEC_OW]
+                                  : rows3x3 ? (sh == 1 ? DW_ROWS_MIN_OW_S1 : DW_ROWS_MIN_OW_S2) - 1
+                                            : DW_CHANVEC_MAX_OW;
+        if (g->Fg == 1 && g->C == g->F && g->out[0] == 1 && g->in[0] == 1 && OW <= chanvec_max && KH * KW <= 256) {
             /* small planes: 16 channels per vector (dw_block_chanvec), blocks within one image */
             const int64_t H = g->in[1], W = g->in[2];
             float *S = scratch(2, (size_t)((H + 2 * g->p[1]) * (W + 2 * g->p[2]) * 16 + 16));
@@ -2008,7 +2021,6 @@ static void conv_depthwise_wide_task(int64_t begin, int64_t end, void **argv) {
             }
             return;
         }
-        const int rows3x3 = KH == 3 && KW == 3 && sh == sw && sh <= 2 && dh == 1 && dw == 1 && g->p[2] <= 2;
         dw_masks_t masks;
         const int64_t nv = cdiv(OW, 16);
         if (nv <= 16 && !rows3x3) dw_column_masks(g->in[2], KW, sw, dw, g->p[2], OW, 0, nv, masks);

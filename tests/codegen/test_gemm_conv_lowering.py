@@ -186,9 +186,10 @@ def test_convolution(case, no_bias):
     _check(_graph("Convolution", ins, _conv_attrs(f, k, s, p, d, g, no_bias)))
 
 
-#: depthwise convolutions on small planes (output rows <= 32: vectorized along 16 channels,
-#: nnkernels.c dw_block_chanvec): partial channel blocks, several images, strides, dilation,
-#: padding 0..2, 5x5 kernels, and rows of 32 / 33 (either side of the switch)
+#: depthwise convolutions on small planes (output rows <= 32 -- for 3x3 stride 1 / 2 layers
+#: without dilation, rows below 16 / 14 -- vectorized along 16 channels, nnkernels.c
+#: dw_block_chanvec; the others take the row kernels): partial channel blocks, several images,
+#: strides, dilation, padding 0..2, 5x5 kernels, rows on either side of the switches
 DW_SMALL_CASES = [
     ((2, 20, 14, 14), (3, 3), (1, 1), (1, 1), (1, 1)),
     ((1, 37, 7, 7), (3, 3), (1, 1), (1, 1), (1, 1)),
@@ -198,6 +199,11 @@ DW_SMALL_CASES = [
     ((1, 17, 6, 32), (3, 3), (1, 1), (0, 0), (1, 1)),
     ((1, 17, 6, 34), (3, 3), (1, 1), (0, 0), (1, 1)),
     ((1, 33, 10, 32), (3, 3), (1, 1), (1, 1), (1, 1)),
+    ((1, 19, 9, 15), (3, 3), (1, 1), (1, 1), (1, 1)),       # 15 wide: channel vectors
+    ((1, 19, 9, 16), (3, 3), (1, 1), (1, 1), (1, 1)),       # 16 wide: row kernel
+    ((1, 21, 9, 26), (3, 3), (2, 2), (1, 1), (1, 1)),       # 13 wide at stride 2: channel vectors
+    ((1, 21, 9, 28), (3, 3), (2, 2), (1, 1), (1, 1)),       # 14 wide at stride 2: row kernel
+    ((1, 18, 12, 30), (3, 3), (1, 1), (1, 1), (2, 2)),      # dilated: channel vectors up to 32
 ]
 
 
