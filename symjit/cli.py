@@ -2,7 +2,7 @@
 
     symjit compile MODEL-symbol.json [MODEL-0000.params] --input data:1x3x224x224[:float32] -o OUT
     symjit run OUT.so --input data=x.npy [--output y.npy]
-    symjit bench MODEL-symbol.json [MODEL-0000.params] --input data:1x784 | symjit bench OUT.so
+    symjit bench MODEL-symbol.json [MODEL-0000.params] --input data:1x784 [--profile [N]] | symjit bench OUT.so
     symjit inspect MODEL-symbol.json [--input ...] [--json]
     symjit viz MODEL-symbol.json -o net.svg [--input ...] [--optimized] [--memory-plan plan.svg]
 
@@ -192,13 +192,13 @@ def _model_args(p: argparse.ArgumentParser, need_input: bool = True) -> None:
 OPT_DISABLED = {0: ("fusion", "inplace"), 1: ("fusion",), 2: (), 3: ()}
 
 
-def _compile_model(args, name: str, report):
+def _compile_model(args, name: str, report, profile: bool = False):
     from . import compile as sj_compile
     net, params, digest = load_model(args.symbol, args.params)
     shapes, dtypes = _shapes(net, params, args.input)
     report("optimizing")
     model = sj_compile(net, shapes=shapes, params=params, dtypes=dtypes, name=name,
-                       disabled=OPT_DISABLED[getattr(args, "opt", 3)])
+                       disabled=OPT_DISABLED[getattr(args, "opt", 3)], profile=profile)
     return model, digest
 
 
@@ -381,22 +381,48 @@ def cmd_bench(args) -> int:
         batch = specs[0][1][0] if specs and specs[0][1] else 1
         results["aot"] = _stats(_time_calls(lambda: entry(*arrays), args.warmup, args.repeat, args.min_time), batch)
     else:
+        if args.profile is not None and args.profile < 0:
+            raise CliError(f"--profile: expected a number of nodes >= 0, got {args.profile}")
         with progress(not args.quiet, "compiling") as report:
-            model, _ = _compile_model(args, "bench", report)
+            model, _ = _compile_model(args, "bench", report, profile=args.profile is not None)
         specs = [(n, s, d) for n, s, d in model.compiled.input_specs if n in model.input_names]
         arrays = {n: (rng.standard_normal(s).astype(d) if d.kind == "f" else np.zeros(s, d)) for n, s, d in specs}
         batch = specs[0][1][0] if specs and specs[0][1] else 1
         results["jit"] = _stats(_time_calls(lambda: model(**arrays), args.warmup, args.repeat, args.min_time), batch)
+        if args.profile is not None:
+            results["profile"] = _node_profile(model, lambda: model(**arrays), max(10, args.repeat))
         if args.compare:
             net, params, _ = load_model(args.symbol, args.params)
             interp = _interpreter(net, params, arrays)
             results["interpreter"] = _stats(_time_calls(interp, 1, max(3, args.repeat // 10), 0.0), batch)
+    timings = {k: v for k, v in results.items() if k != "profile"}
     text = "\n".join(f"{k:12s} median {v['median_ms']:.3f} ms  p10 {v['p10_ms']:.3f}  p90 {v['p90_ms']:.3f}  "
-                     f"{v['throughput_per_s']:.1f} samples/s  ({v['calls']} calls)" for k, v in results.items())
+                     f"{v['throughput_per_s']:.1f} samples/s  ({v['calls']} calls)" for k, v in timings.items())
     if "jit" in results and "interpreter" in results:
         text += f"\nJIT speed-up over the interpreter: x{results['interpreter']['median_ms'] / results['jit']['median_ms']:.2f}"
+    if "profile" in results:
+        text += "\n" + _profile_text(results["profile"], args.profile)
     _emit(args, results, text)
     return 0
+
+
+def _node_profile(model, call, calls: int) -> list[dict]:
+    """Each native node's mean time per call inside the compiled code, over `calls` calls
+    (after the timed ones), slowest first: [{node, op, ms, share}]."""
+    model.profile(reset=True)
+    for _ in range(calls):
+        call()
+    nodes = model.profile()
+    total = sum(n.seconds for n in nodes) or 1.0
+    rows = [{"node": n.node, "op": n.op, "ms": n.mean_seconds * 1e3, "share": n.seconds / total} for n in nodes]
+    return sorted(rows, key=lambda r: -r["ms"])
+
+
+def _profile_text(rows: list[dict], top: int) -> str:
+    shown = rows[:top] if top else rows
+    lines = [f"per-node time inside the compiled graph (mean per call; {len(shown)} of {len(rows)} nodes, slowest first):"]
+    lines += [f"  {r['ms']:9.3f} ms  {r['share'] * 100:5.1f}%  {r['node']} ({r['op']})" for r in shown]
+    return "\n".join(lines)
 
 
 def _interpreter(net, params: dict, arrays: dict):
@@ -548,6 +574,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--repeat", type=int, default=20, help="minimum number of timed calls")
     b.add_argument("--min-time", type=float, default=0.5, help="minimum seconds of timed calls")
     b.add_argument("--compare", action="store_true", help="also time the reference interpreter")
+    b.add_argument("--profile", type=int, nargs="?", const=15, metavar="N",
+                   help="time each node inside the compiled graph and print the N slowest (default 15; 0: all)")
     b.add_argument("--blas", metavar="auto|PATH|none", help="BLAS for an AOT library's dense/conv layers: auto (scipy's OpenBLAS), a path to a "
                    "library exporting sgemm_, or none (built-in kernels; the default unless SYMJIT_BLAS is set)")
     b.add_argument("--quiet", "-q", action="store_true")

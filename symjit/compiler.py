@@ -102,13 +102,19 @@ class CompiledModel:
     def native(self) -> bool:
         return self.compiled.native
 
+    def profile(self, reset: bool = True) -> list:
+        """Each native node's time inside the compiled code since compiling or the last reset
+        (`NodeTime`s in graph order); needs `compile(..., profile=True)`."""
+        return self.compiled.profile(reset)
+
     def report(self) -> str:
         return self.manager.report()
 
 
 def compile(obj, shapes: Mapping | None = None, params: Mapping | None = None, dtypes: Mapping | None = None,
-            pipeline: str = "inference", disabled=(), name: str = "model") -> CompiledModel:
-    """Compile a Symbol, HybridBlock or Graph for the CPU (see the module docstring)."""
+            pipeline: str = "inference", disabled=(), name: str = "model", profile: bool = False) -> CompiledModel:
+    """Compile a Symbol, HybridBlock or Graph for the CPU (see the module docstring).
+    `profile`: time every native node inside the compiled code (`CompiledModel.profile()`)."""
     from .codegen.llvm.executable import compile_planned
     g, default_params = _to_graph(obj, shapes, dtypes)
     consts = dict(default_params)
@@ -116,7 +122,7 @@ def compile(obj, shapes: Mapping | None = None, params: Mapping | None = None, d
     consts = {k: v for k, v in consts.items() if k in {i.name for i in g.inputs}}
     pm = PassManager(pipeline, disabled=set(disabled))
     opt = pm.run(g, consts if pipeline == "inference" else None)
-    compiled = compile_planned(opt, name)
+    compiled = compile_planned(opt, name, profile=profile)
     bound = consts if pipeline == "inference" else {}
     names = [n for n, _, _ in compiled.input_specs if n not in bound]
     model = CompiledModel(opt, compiled, pm, names)

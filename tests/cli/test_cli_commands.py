@@ -150,6 +150,27 @@ def test_bench_library_and_jit(mlp_lib, capsys):
     assert res["jit"]["throughput_per_s"] == pytest.approx(8 / (res["jit"]["median_ms"] / 1e3))
 
 
+def test_bench_profile_lists_every_node_slowest_first(capsys):
+    rc, out, _ = _run(capsys, ["bench", *LENET, "--input", "data:4x1x28x28", "--warmup", "1", "--repeat", "3",
+                               "--min-time", "0", "--profile", "-q", "--json"])
+    res = json.loads(out)
+    rows = res["profile"]
+    assert rc == 0 and res["jit"]["calls"] >= 3
+    assert [r["ms"] for r in rows] == sorted((r["ms"] for r in rows), reverse=True)
+    assert abs(sum(r["share"] for r in rows) - 1.0) < 1e-6 and all(r["ms"] >= 0 for r in rows)
+    assert any(r["op"].startswith("Convolution") for r in rows)
+    rc, out, _ = _run(capsys, ["bench", *LENET, "--input", "data:4x1x28x28", "--warmup", "1", "--repeat", "3",
+                               "--min-time", "0", "--profile", "2", "-q"])
+    lines = out.splitlines()
+    head = next(i for i, l in enumerate(lines) if l.startswith("per-node time inside the compiled graph"))
+    assert rc == 0 and f"2 of {len(rows)} nodes" in lines[head] and len(lines) == head + 3
+
+
+def test_bench_profile_rejects_a_negative_count(capsys):
+    rc, _, err = _run(capsys, ["bench", *LENET, "--input", "data:4x1x28x28", "--profile", "-1", "-q"])
+    assert rc == 1 and "--profile: expected a number of nodes >= 0, got -1" in err
+
+
 def test_inspect_json_and_text(capsys):
     rc, out, _ = _run(capsys, ["inspect", *LENET, "--input", "data:4x1x28x28", "--json"])
     data = json.loads(out)

@@ -89,3 +89,20 @@ def test_slot_count_matches_the_runtime_and_bad_ranges_are_errors():
     assert f"#define SYMJIT_PROFILE_SLOTS {profile.SLOTS}\n" in header
     with pytest.raises(MXNetError, match="outside"):
         profile.read_slots(profile.SLOTS - 1, 2)
+
+
+def test_compiled_model_profile_names_fused_ops():
+    import symjit as mx
+    x = mx.sym.Variable("x")
+    w = mx.sym.Variable("w")
+    y = mx.sym.relu(mx.sym.FullyConnected(x, w, num_hidden=8, no_bias=True))
+    rng = np.random.default_rng(3)
+    model = mx.compile(y, shapes={"x": (4, 16)}, params={"w": rng.standard_normal((8, 16)).astype(np.float32)},
+                       profile=True)
+    xs = rng.standard_normal((4, 16)).astype(np.float32)
+    for _ in range(3):
+        out = model(x=xs)[0]
+    np.testing.assert_allclose(out, np.maximum(xs @ model._bound["w"].T, 0), rtol=1e-5, atol=1e-6)
+    prof = model.profile()
+    assert {p.calls for p in prof} == {3}
+    assert any(p.op == "FullyConnected+epilogue" for p in prof), [p.op for p in prof]

@@ -86,6 +86,16 @@ def _object_for(module: GraphModule, stats: CompileStats):
     return code
 
 
+def _op_label(n) -> str:
+    """A profiled node's operation: its op, the fused op (+ "epilogue") for a compute node
+    carrying an elementwise epilogue, "memcpy" for the output copies (n is None)."""
+    if n is None:
+        return "memcpy"
+    if n.op.name == "_with_epilogue":
+        return f"{n.attrs['inner']}+epilogue"
+    return n.op.name
+
+
 def _spec(v):
     return (v.name, tuple(int(d) for d in v.type.shape), np.dtype(v.type.dtype))
 
@@ -127,8 +137,7 @@ class CompiledGraph:
         if not slots:
             raise MXNetError(f"{self.name}: compiled without profiling; compile with profile=True")
         ns, calls = read_slots(slots[0][0], len(slots), reset)
-        return [NodeTime(n.name if n is not None else "(output copies)",
-                         n.op.name if n is not None else "memcpy", int(c), t * 1e-9)
+        return [NodeTime(n.name if n is not None else "(output copies)", _op_label(n), int(c), t * 1e-9)
                 for (_, n), t, c in zip(slots, ns, calls)]
 
     def run(self, inputs, is_train: bool = False, rng=None, out=None) -> tuple[list, dict]:
