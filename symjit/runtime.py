@@ -44,7 +44,9 @@ def use_aligned_numpy_allocator(on: bool = True):
 
     NDArrays, compiled-graph outputs and arrays made by numpy itself then start on a cache line,
     so a kernel's 64-byte vector loads and stores never straddle two lines (numpy's default
-    gives 16-byte alignment). Kernels accept any alignment either way: this is speed only."""
+    gives 16-byte alignment). Kernels accept any alignment either way: this is speed only.
+    The buffers are not free()-compatible (see runtime/README.md): extensions must release
+    numpy data through numpy's allocator, as NEP 49 requires."""
     return _runtime.use_aligned_numpy_allocator(bool(on))
 
 
