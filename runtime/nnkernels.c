@@ -219,13 +219,36 @@ typedef struct {
                                   row tiles against it, K blocked so both stay in L2 */
     const char *pf;            /* if set, a tile prefetches pf + k * pf_step (into L2) at step k */
     int64_t pf_step;
+    int relu;                  /* the stored values are relu(C) (the symjit_nn_epi_relu epilogue) */
 } mm_t;
+
+/* The ReLU epilogue, as the `relu` op computes it: y if y > 0 or y is NaN, else +0. As an
+ * epilogue kernel (inputs then outputs: args[0] the result, args[1] where it goes, here the
+ * same buffer) over flat indices [begin, end). Kernels whose stores apply it in registers
+ * (relu_ps) recognise it (epi_is_relu) and do not call it; the others call it like any
+ * generated epilogue. */
+NN_API void symjit_nn_epi_relu(int64_t begin, int64_t end, void **args) {
+    const float *x = (const float *)args[0];
+    float *y = (float *)args[1];
+    for (int64_t i = begin; i < end; i++) {
+        float v = x[i];
+        y[i] = (v > 0.0f || v != v) ? v : 0.0f;
+    }
+}
+
+static inline int epi_is_relu(symjit_kernel_fn epi) { return epi == symjit_nn_epi_relu; }
 
 typedef void (*mm_tile_fn)(const mm_t *, int64_t r0, int64_t j0);
 
 #ifdef NN_HAVE_AVX512
+/* relu on 16 lanes with the op's semantics: lanes not <= 0 (positive or NaN) kept, others +0 */
+NN_AVX512 static inline __m512 relu_ps(__m512 x) {
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_NLE_UQ), x);
+}
+
 /* add the biases, then store (or accumulate) nr rows x nc columns of a tile, held in `acc` as
- * acc[(r * V + v) * 16 + lane] */
+ * acc[(r * V + v) * 16 + lane]; relu last when p->relu */
+
 NN_AVX512 static void mm_store(const mm_t *p, int64_t r0, int64_t j0, int64_t nr, int64_t nc, int V,
                                const float *acc) {
     const int W = 16 * V;
@@ -268,6 +291,7 @@ NN_AVX512 static void mm_store(const mm_t *p, int64_t r0, int64_t j0, int64_t nr
                     __m512 x = _mm512_add_ps(_mm512_add_ps(_mm512_maskz_loadu_ps(m, src + t), br),
                                              _mm512_maskz_loadu_ps(m, bsrc + t));
                     if (p->accumulate) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, dst + t));
+                    if (p->relu) x = relu_ps(x);
                     _mm512_mask_storeu_ps(dst + t, m, x);
                 }
             }
@@ -280,7 +304,8 @@ NN_AVX512 static void mm_store(const mm_t *p, int64_t r0, int64_t j0, int64_t nr
             float *cj = p->c + (j0 + 16 * v + l) * p->csj + r0;
             for (int64_t r = 0; r < nr; r++) {
                 float x = acc[(r * V + v) * 16 + l] + bj[16 * v + l] + (p->bias_r ? p->bias_r[r0 + r] : 0.0f);
-                cj[r] = p->accumulate ? cj[r] + x : x;
+                if (p->accumulate) x += cj[r];
+                cj[r] = p->relu && !(x > 0.0f || x != x) ? 0.0f : x;
             }
         }
     }
@@ -406,6 +431,7 @@ NN_AVX512 static inline __attribute__((always_inline)) void tr16x16(__m512 *r) {
                     __m512 x = _mm512_add_ps(acc[r][v], br);                                          \
                     for (int u = 0; u < ns[v]; u++) {                                                 \
                         __m512 y = p->accumulate ? _mm512_add_ps(x, _mm512_maskz_loadu_ps(sm[v][u], cr + so[v][u])) : x; \
+                        if (p->relu) y = relu_ps(y);                                                  \
                         _mm512_mask_storeu_ps(cr + so[v][u], sm[v][u], y);                            \
                     }                                                                                 \
                 }                                                                                     \
@@ -429,6 +455,7 @@ NN_AVX512 static inline __attribute__((always_inline)) void tr16x16(__m512 *r) {
                     __m512 x = t[l];                                                                  \
                     if (p->bias_j) x = _mm512_add_ps(x, _mm512_set1_ps(p->bias_j[j0 + 16 * v + l]));  \
                     if (p->accumulate) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(rm, cj));           \
+                    if (p->relu) x = relu_ps(x);                                                      \
                     _mm512_mask_storeu_ps(cj, rm, x);                                                 \
                 }                                                                                     \
             }                                                                                         \
@@ -549,6 +576,7 @@ static void mm_run(const mm_t *p, int shape) {
         if (p->koff) q.koff = p->koff + k0;
         else q.b = p->b + k0 * p->bsk;
         if (k0 > 0) { q.accumulate = 1; q.bias_r = NULL; q.bias_j = NULL; }
+        q.relu = p->relu && k0 + kc >= K;   /* partial sums stay as they are */
         mm_t e = q;
         if (edge_b) {             /* B(k, full + j) = edge_b[k * pw + j] */
             e.b = edge_b + k0 * pw;
@@ -901,8 +929,9 @@ static void ngemm_task(int64_t begin, int64_t end, void **argv) {
             if (d[9] == 1) p.bias_r = job->bias + r0;
             else if (d[9] == 2) p.bias_j = job->bias + c0;
         }
+        p.relu = epi_is_relu(job->epi);
         mm_run(&p, job->shape);
-        if (job->epi) {
+        if (job->epi && !p.relu) {
             int64_t m0 = job->vec_m ? c0 : r0, mc = job->vec_m ? cc : rc;
             int64_t n0 = job->vec_m ? r0 : c0, nc = job->vec_m ? rc : cc;
             run_epilogue_rows(job->epi, job->epi_args, b * d[8] + m0 * N + n0, mc, N, nc);
@@ -1190,8 +1219,9 @@ static void conv_native_task(int64_t begin, int64_t end, void **argv) {
         p.bias_r = job->bias ? job->bias + f0 : NULL;
         p.rows = mc;
         p.cols = pc;
+        p.relu = epi_is_relu(job->epi);
         mm_run(&p, job->shape);
-        run_epilogue_rows(job->epi, job->epi_args, (n * g->F + f0) * g->P + p0, mc, g->P, pc);
+        if (!p.relu) run_epilogue_rows(job->epi, job->epi_args, (n * g->F + f0) * g->P + p0, mc, g->P, pc);
     }
 }
 
@@ -1340,8 +1370,9 @@ static void conv_fvec_task(int64_t begin, int64_t end, void **argv) {
         p.bias_j = job->bias ? job->bias + f0 : NULL;
         p.rows = pc;
         p.cols = mc;
+        p.relu = epi_is_relu(job->epi);
         mm_run(&p, job->shape);
-        run_epilogue_rows(job->epi, job->epi_args, (n * g->F + f0) * g->P + p0, mc, g->P, pc);
+        if (!p.relu) run_epilogue_rows(job->epi, job->epi_args, (n * g->F + f0) * g->P + p0, mc, g->P, pc);
     }
 }
 
@@ -1565,8 +1596,10 @@ static void conv_implicit_task(int64_t begin, int64_t end, void **argv) {
         p.bias_r = job->bias ? job->bias + f0 : NULL;
         p.rows = mc;
         p.cols = rb * Wq;
+        p.relu = epi_is_relu(job->epi);
         mm_run(&p, job->shape);
-        run_epilogue_rows(job->epi, job->epi_args, (n * g->F + f0) * g->P + oh0 * OW, mc, g->P, rb * OW);
+        if (!p.relu)
+            run_epilogue_rows(job->epi, job->epi_args, (n * g->F + f0) * g->P + oh0 * OW, mc, g->P, rb * OW);
     }
 }
 
@@ -1755,6 +1788,7 @@ NN_AVX512 static void dw_plane_direct_avx512(const float *x, int64_t H, int64_t 
  * 9 FMAs and (S = 1) 3.75 loads + 2.5 permutes or (S = 2) about 6.4 loads + 6.4 permutes, where
  * loading each tap's columns separately costs 9 (S = 1) or 18 loads + 9 permutes (S = 2). All
  * loop bounds are compile-time constants, so accumulators and taps stay in registers.
+ * `relu`: store relu of the results (the fused ReLU epilogue).
  * Preconditions: pw <= 2; `zrow` points 16 floats into at least W + 48 zero floats. */
 static inline __mmask16 lanes_below(int64_t n) {
     return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1u);
@@ -1769,7 +1803,7 @@ NN_AVX512 static inline __m512i lanes_from(int off) {
 
 NN_AVX512 static inline __attribute__((always_inline)) void dw3x3_rows_core(
     const float *x, int64_t H, int64_t W, const float *wt, int64_t ph, int64_t pw, float b0, int64_t OH,
-    int64_t OW, const float *zrow, float *y, const int S) {
+    int64_t OW, const float *zrow, float *y, const int relu, const int S) {
     const int ROWS = 8 * S + 3 - S;   /* input rows per group of eight output rows */
     /* tap kw reads input column S c + d of output column c, d = kw - pw in [-2, 2]; its lanes
      * come from (first, second) = S = 1: (left, cur) for d < 0, (cur, right) for d > 0;
@@ -1843,18 +1877,18 @@ NN_AVX512 static inline __attribute__((always_inline)) void dw3x3_rows_core(
             const __mmask16 sm = lanes_below(OW - 16 * v);
             _Pragma("GCC unroll 8")
             for (int u = 0; u < 8; u++)
-                if (u < cnt) _mm512_mask_storeu_ps(y + (oh0 + u) * OW + 16 * v, sm, a[u]);
+                if (u < cnt) _mm512_mask_storeu_ps(y + (oh0 + u) * OW + 16 * v, sm, relu ? relu_ps(a[u]) : a[u]);
         }
     }
 }
 
 NN_AVX512 static void dw3x3_plane_rows_avx512(const float *x, int64_t H, int64_t W, const float *wt, int64_t sh,
                                               int64_t ph, int64_t pw, float b0, int64_t OH, int64_t OW,
-                                              const float *zrow, float *y) {
+                                              const float *zrow, float *y, int relu) {
     if (sh == 2)
-        dw3x3_rows_core(x, H, W, wt, ph, pw, b0, OH, OW, zrow, y, 2);
+        dw3x3_rows_core(x, H, W, wt, ph, pw, b0, OH, OW, zrow, y, relu, 2);
     else
-        dw3x3_rows_core(x, H, W, wt, ph, pw, b0, OH, OW, zrow, y, 1);
+        dw3x3_rows_core(x, H, W, wt, ph, pw, b0, OH, OW, zrow, y, relu, 1);
 }
 
 /* r[i] <- column i of the 16 x 16 matrix whose rows are r[0..15] (in place). */
@@ -2026,17 +2060,18 @@ static void conv_depthwise_wide_task(int64_t begin, int64_t end, void **argv) {
         if (nv <= 16 && !rows3x3) dw_column_masks(g->in[2], KW, sw, dw, g->p[2], OW, 0, nv, masks);
         /* the epilogue runs on groups of planes of about DW_BLOCK outputs, while they are in cache */
         int64_t epi_from = begin;
+        const int relu = rows3x3 && epi_is_relu(job->epi);   /* applied by the row kernel's stores */
         for (int64_t t = begin; t < end; t++) {
             int64_t n = t / g->F, f = t % g->F, c = f / g->Fg;
             if (rows3x3)
                 dw3x3_plane_rows_avx512(job->x + (n * g->C + c) * g->IP, g->in[1], g->in[2], job->w + f * KK, sh,
                                         g->p[1], g->p[2], job->bias ? job->bias[f] : 0.0f, OH, OW, zero + 16,
-                                        job->y + (n * g->F + f) * g->P);
+                                        job->y + (n * g->F + f) * g->P, relu);
             else
                 dw_plane_direct_avx512(job->x + (n * g->C + c) * g->IP, g->in[1], g->in[2], job->w + f * KK, KH, KW, sh,
                                        sw, dh, dw, g->p[1], g->p[2], job->bias ? job->bias[f] : 0.0f, OH, OW, zero,
                                        job->y + (n * g->F + f) * g->P, nv <= 16 ? masks : NULL);
-            if (job->epi && ((t + 1 - epi_from) * g->P >= DW_BLOCK || t + 1 == end)) {
+            if (job->epi && !relu && ((t + 1 - epi_from) * g->P >= DW_BLOCK || t + 1 == end)) {
                 job->epi(epi_from * g->P, (t + 1) * g->P, job->epi_args);
                 epi_from = t + 1;
             }

@@ -134,8 +134,9 @@ def _unary(name: str, fn: Callable[[S.Expr], S.Expr], aliases=(), doc: str = "")
     register(name, aliases)(cls)
 
 
-def _relu(x: S.Expr) -> S.Expr:
-    """max(x, 0) that propagates NaN (MXNet 1.9's relu)."""
+def relu_expr(x: S.Expr) -> S.Expr:
+    """max(x, 0) that propagates NaN (MXNet 1.9's relu). The kernel library recognises an
+    epilogue that is exactly this of the result and applies it in its stores."""
     return S.select(S.logical_or(x > 0.0, S.ne(x, x)), x, 0.0)
 
 
@@ -174,7 +175,7 @@ _UNARY_TABLE: dict[str, tuple[Callable[[S.Expr], S.Expr], tuple]] = {
     "rint": (lambda x: S.call("rint", x), ()),
     "trunc": (lambda x: S.call("trunc", x), ()),
     "fix": (lambda x: S.call("trunc", x), ()),
-    "relu": (lambda x: _relu(x), ()),
+    "relu": (lambda x: relu_expr(x), ()),
     "sigmoid": (lambda x: 1.0 / (1.0 + S.call("exp", -x)), ()),
     "softsign": (lambda x: x / (1.0 + S.call("abs", x)), ()),
     "erf": (lambda x: S.call("erf", x), ()),
@@ -258,7 +259,7 @@ class Clip(Elementwise):
 
 
 _ACT = {
-    "relu": lambda x: _relu(x),
+    "relu": lambda x: relu_expr(x),
     "sigmoid": lambda x: 1.0 / (1.0 + S.call("exp", -x)),
     "tanh": lambda x: S.call("tanh", x),
     "softrelu": lambda x: S.select(x > 20.0, x, S.call("log1p", S.call("exp", x))),

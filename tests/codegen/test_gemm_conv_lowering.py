@@ -604,3 +604,64 @@ def test_convolution_constant_weights(case, kernel_path):
     w = np.ones((f, xs[1] // g) + k, np.float32)
     a, b = pack_weights(desc, w), pack_weights(desc, w)
     assert (a is None) == (b is None) and (a is None or np.array_equal(a, b))
+
+
+# ------------------------------------------------------------------ ReLU epilogue in the stores
+
+#: (data shape, num_filter, kernel, stride, pad, groups): the kernel paths whose stores apply a
+#: ReLU epilogue themselves (nnkernels.c symjit_nn_epi_relu): 1x1 over many positions (GEMM
+#: tiles, rows stored from registers), few positions over packed weights (filter-vector tiles,
+#: transposed stores; 3072 inputs per output: two K blocks, so ReLU must wait for the last),
+#: stride 2 (implicit GEMM over phase planes, wide rows), depthwise wide planes (row kernel)
+RELU_CASES = [
+    ((1, 24, 20, 20), 40, (1, 1), (1, 1), (0, 0), 1),
+    ((1, 512, 7, 7), 32, (3, 3), (1, 1), (1, 1), 1),
+    ((1, 3072, 7, 7), 48, (1, 1), (1, 1), (0, 0), 1),
+    ((2, 16, 23, 23), 24, (3, 3), (2, 2), (1, 1), 1),
+    ((1, 8, 40, 40), 8, (3, 3), (1, 1), (1, 1), 8),
+    ((1, 8, 41, 70), 8, (3, 3), (2, 2), (1, 1), 8),
+]
+
+
+def _compile_with_constant_weights(g, feeds):
+    consts = {k: v for k, v in feeds.items() if k != "x"}
+    opt, _ = compile_graph(g, "inference", constants=consts)
+    return compile_planned(opt, g.name), [np.ascontiguousarray(feeds[v.name]) for v in opt.inputs]
+
+
+@pytest.mark.parametrize("case", RELU_CASES)
+def test_relu_epilogue_applied_in_the_stores(case):
+    xs, f, k, s, p, grp = case
+    ins = [("x", xs), ("w", (f, xs[1] // grp) + k), ("b", (f,))]
+    g = _graph("Convolution", ins, _conv_attrs(f, k, s, p, (1, 1), grp, False), post=("relu",))
+    rng = np.random.default_rng(5)
+    feeds = _feeds(g, rng)
+    feeds["x"][0, 0, :3, :3] = np.nan                    # NaN must survive the ReLU
+    cg, arrays = _compile_with_constant_weights(g, feeds)
+    assert "@symjit_nn_epi_relu" in cg.module.ir and "@sj_epi" not in cg.module.ir
+    got, want = cg(arrays)[0], run(g, feeds).outputs[0]
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert np.isnan(got).any() and (got[~np.isnan(got)] >= 0).all() and (want == 0).mean() > 0.2
+    assert not np.signbit(got[got == 0]).any()         # relu gives +0, never -0
+    ok = ~np.isnan(want)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=1e-4, atol=1e-4 * float(np.abs(want[ok]).max()))
+
+
+@pytest.mark.parametrize("m, k, h", [(64, 300, 200), (3, 13000, 40)])   # the second: two K blocks
+def test_relu_epilogue_of_a_dense_layer(m, k, h):
+    rng = np.random.default_rng(6)
+    g = _graph("FullyConnected", [("x", (m, k)), ("w", (h, k)), ("b", (h,))], {"num_hidden": h}, post=("relu",))
+    feeds = _feeds(g, rng)
+    cg, arrays = _compile_with_constant_weights(g, feeds)
+    assert "@symjit_nn_epi_relu" in cg.module.ir
+    want = run(g, feeds).outputs[0]
+    assert (want == 0).mean() > 0.2
+    np.testing.assert_allclose(cg(arrays)[0], want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_other_epilogues_stay_generated():
+    rng = np.random.default_rng(6)
+    g = _graph("FullyConnected", [("x", (64, 300)), ("w", (200, 300)), ("b", (200,))],
+               {"num_hidden": 200}, post=("sigmoid",))
+    cg, arrays = _compile_with_constant_weights(g, _feeds(g, rng))
+    assert "@symjit_nn_epi_relu" not in cg.module.ir and "@sj_epi" in cg.module.ir

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...ops import scalar as S
+from ...ops.elemwise import relu_expr
 from .. import blas
 from .elementwise import ElementwiseSpec, emit_elementwise, kernel_name
 from .graph import DirectCall, LoweringContext, register_lowering
@@ -50,7 +52,12 @@ __all__ = ["NativeCall", "emit_native", "bind_native_kernels", "set_native_kerne
 SMALL_GEMM = 32768
 
 #: C signature of each kernel-library function, as LLVM parameter types
+#: the kernel library's ReLU epilogue (nnkernels.c symjit_nn_epi_relu): kernels that know it
+#: apply it in their stores instead of a second pass over the output
+RELU_EPILOGUE = "symjit_nn_epi_relu"
+
 C_SIGNATURES = {
+    RELU_EPILOGUE: ["i64", "i64", "ptr"],
     "symjit_nn_gemm": ["ptr"] * 7,
     "symjit_nn_conv": ["ptr"] * 7,
     "symjit_nn_conv_packed": ["ptr"] * 8,
@@ -164,6 +171,13 @@ def epilogue_spec(node):
     return spec, [outs[0]] + extras + [outs[j] for j in order]
 
 
+def _is_relu_epilogue(spec) -> bool:
+    """Whether an epilogue is exactly relu of the result in place (float32, one output, no
+    other inputs): then the library's RELU_EPILOGUE replaces the generated kernel."""
+    return (len(spec.exprs) == 1 and len(spec.in_dtypes) == 1 and spec.out_dtypes == ("float32",)
+            and spec.exprs[0] == relu_expr(S.Input(0)))
+
+
 def _declare(ctx: LoweringContext, fn: str) -> None:
     declared = ctx.mb.__dict__.setdefault("_nn_declared", set())
     if fn not in declared:
@@ -187,9 +201,13 @@ def emit_native(ctx: LoweringContext, calls: list, epilogue=None) -> list:
     epi_name, epi_slots = None, []
     if epilogue is not None:
         spec, epi_values = epilogue
-        epi_name = kernel_name(spec, "sj_epi")
-        if epi_name not in ctx.mb.symbols:
-            emit_elementwise(ctx.mb, spec, epi_name)
+        if _is_relu_epilogue(spec):
+            epi_name = RELU_EPILOGUE
+            _declare(ctx, RELU_EPILOGUE)
+        else:
+            epi_name = kernel_name(spec, "sj_epi")
+            if epi_name not in ctx.mb.symbols:
+                emit_elementwise(ctx.mb, spec, epi_name)
         epi_slots = [slot(v) for v in epi_values]
     arg_slots = [[slot(x[1]) if x[0] == "v" else None for x in c.args] for c in calls]
     key = repr([(c.fn, c.desc, [x if x[0] != "v" else ("v", s) for x, s in zip(c.args, sl)])
