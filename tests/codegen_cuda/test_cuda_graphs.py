@@ -39,3 +39,16 @@ def test_random_graphs_match_the_interpreter(g):
 @given(random_graph(max_nodes=24))
 def test_many_random_graphs_match_the_interpreter(g):
     _check(g, seed=1)
+
+
+def test_gemm_epilogue_that_ignores_the_product():
+    """A dense layer whose fused epilogue does not read the product (zeros_like of it, plus
+    another input): the generated GEMM must still compile warning-free (nvcc -Werror rules)."""
+    from symjit.ir import GraphBuilder, TensorType
+    b = GraphBuilder(name="ignored_product")
+    x = b.add_input("x", TensorType((4, 8), "float32"))
+    w = b.add_input("w", TensorType((5, 8), "float32"))
+    c = b.add_input("c", TensorType((4, 5), "float32"))
+    y = b.add_node("FullyConnected", [x, w], {"num_hidden": 5, "no_bias": True})[0]
+    z = b.add_node("zeros_like", [y])[0]
+    _check(b.build([b.add_node("elemwise_add", [z, c])[0]]))

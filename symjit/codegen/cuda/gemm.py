@@ -180,7 +180,8 @@ def gemm_launch(ctx: LoweringContext, dtype: str, M: int, N: int, K: int, Z: int
              f"    for (int j = 0; j < {_MICRO}; ++j) {{",
              f"        const int64_t m = m0 + ty + {_SIDE} * i, n = n0 + tx + {_SIDE} * j;",
              f"        if (m >= {M} || n >= {N}) continue;",
-             "        const " + T + " r = acc[i][j];"]
+             "        const " + T + " r = acc[i][j];",
+             "        (void)r;   /* an epilogue may not read the product (e.g. zeros_like) */"]
     body += ["        " + s for s in store("m", "n", "z", "r")]
     body += ["    }", "}"]
     kernel = ctx.kernel("sj_gemm", params, "\n".join("    " + s for s in body), THREADS, barriers=True)
