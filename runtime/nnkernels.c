@@ -227,13 +227,12 @@ typedef struct {
  * same buffer) over flat indices [begin, end). Kernels whose stores apply it in registers
  * (relu_ps) recognise it (epi_is_relu) and do not call it; the others call it like any
  * generated epilogue. */
+static inline float relu_f(float v) { return (v > 0.0f || v != v) ? v : 0.0f; }
+
 NN_API void symjit_nn_epi_relu(int64_t begin, int64_t end, void **args) {
     const float *x = (const float *)args[0];
     float *y = (float *)args[1];
-    for (int64_t i = begin; i < end; i++) {
-        float v = x[i];
-        y[i] = (v > 0.0f || v != v) ? v : 0.0f;
-    }
+    for (int64_t i = begin; i < end; i++) y[i] = relu_f(x[i]);
 }
 
 static inline int epi_is_relu(symjit_kernel_fn epi) { return epi == symjit_nn_epi_relu; }
@@ -248,7 +247,6 @@ NN_AVX512 static inline __m512 relu_ps(__m512 x) {
 
 /* add the biases, then store (or accumulate) nr rows x nc columns of a tile, held in `acc` as
  * acc[(r * V + v) * 16 + lane]; relu last when p->relu */
-
 NN_AVX512 static void mm_store(const mm_t *p, int64_t r0, int64_t j0, int64_t nr, int64_t nc, int V,
                                const float *acc) {
     const int W = 16 * V;
@@ -305,7 +303,7 @@ NN_AVX512 static void mm_store(const mm_t *p, int64_t r0, int64_t j0, int64_t nr
             for (int64_t r = 0; r < nr; r++) {
                 float x = acc[(r * V + v) * 16 + l] + bj[16 * v + l] + (p->bias_r ? p->bias_r[r0 + r] : 0.0f);
                 if (p->accumulate) x += cj[r];
-                cj[r] = p->relu && !(x > 0.0f || x != x) ? 0.0f : x;
+                cj[r] = p->relu ? relu_f(x) : x;
             }
         }
     }
@@ -599,8 +597,7 @@ static void mm_run(const mm_t *p, int shape) {
                     } else {
                         t->pf = NULL;
                     }
-                    if (j0 < full) fn(&q, r0, j0);
-                    else efn(&e, r0, j0);
+                    (j0 < full ? fn : efn)(t, r0, j0);
                 }
             continue;
         }
@@ -1777,6 +1774,18 @@ NN_AVX512 static void dw_plane_direct_avx512(const float *x, int64_t H, int64_t 
     }
 }
 
+/* the lanes j < n of a 16-lane mask (n <= 0: none, n >= 16: all) */
+static inline __mmask16 lanes_below(int64_t n) {
+    return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1u);
+}
+
+/* permute indices: lane j from lane j + off of (a, b) concatenated, for off in [-16, 16] */
+NN_AVX512 static inline __m512i lanes_from(int off) {
+    int32_t lanes[16];
+    for (int j = 0; j < 16; j++) lanes[j] = (int32_t)(j + off < 0 ? j + off + 32 : j + off);
+    return _mm512_loadu_si512(lanes);
+}
+
 /* One 3x3 depthwise output plane with dilation 1 and stride S = 1 or 2 in both directions,
  * straight from the input plane x (H x W), eight output rows at a time. Each of the input rows
  * the group reads (10 for S = 1, 17 for S = 2) is loaded once per output vector, zero outside
@@ -1790,17 +1799,6 @@ NN_AVX512 static void dw_plane_direct_avx512(const float *x, int64_t H, int64_t 
  * loop bounds are compile-time constants, so accumulators and taps stay in registers.
  * `relu`: store relu of the results (the fused ReLU epilogue).
  * Preconditions: pw <= 2; `zrow` points 16 floats into at least W + 48 zero floats. */
-static inline __mmask16 lanes_below(int64_t n) {
-    return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1u);
-}
-
-/* permute indices: lane j from lane j + off of (a, b) concatenated, for off in [-16, 16] */
-NN_AVX512 static inline __m512i lanes_from(int off) {
-    int32_t lanes[16];
-    for (int j = 0; j < 16; j++) lanes[j] = (int32_t)(j + off < 0 ? j + off + 32 : j + off);
-    return _mm512_loadu_si512(lanes);
-}
-
 NN_AVX512 static inline __attribute__((always_inline)) void dw3x3_rows_core(
     const float *x, int64_t H, int64_t W, const float *wt, int64_t ph, int64_t pw, float b0, int64_t OH,
     int64_t OW, const float *zrow, float *y, const int relu, const int S) {

@@ -175,7 +175,7 @@ _UNARY_TABLE: dict[str, tuple[Callable[[S.Expr], S.Expr], tuple]] = {
     "rint": (lambda x: S.call("rint", x), ()),
     "trunc": (lambda x: S.call("trunc", x), ()),
     "fix": (lambda x: S.call("trunc", x), ()),
-    "relu": (lambda x: relu_expr(x), ()),
+    "relu": (relu_expr, ()),
     "sigmoid": (lambda x: 1.0 / (1.0 + S.call("exp", -x)), ()),
     "softsign": (lambda x: x / (1.0 + S.call("abs", x)), ()),
     "erf": (lambda x: S.call("erf", x), ()),
@@ -259,7 +259,7 @@ class Clip(Elementwise):
 
 
 _ACT = {
-    "relu": lambda x: relu_expr(x),
+    "relu": relu_expr,
     "sigmoid": lambda x: 1.0 / (1.0 + S.call("exp", -x)),
     "tanh": lambda x: S.call("tanh", x),
     "softrelu": lambda x: S.select(x > 20.0, x, S.call("log1p", S.call("exp", x))),

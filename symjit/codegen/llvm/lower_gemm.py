@@ -51,11 +51,13 @@ __all__ = ["NativeCall", "emit_native", "bind_native_kernels", "set_native_kerne
 #: call, at 8x128x128 = 131072 madds the BLAS is 5x faster; the threshold sits between)
 SMALL_GEMM = 32768
 
-#: C signature of each kernel-library function, as LLVM parameter types
 #: the kernel library's ReLU epilogue (nnkernels.c symjit_nn_epi_relu): kernels that know it
 #: apply it in their stores instead of a second pass over the output
 RELU_EPILOGUE = "symjit_nn_epi_relu"
+#: the epilogue expression it replaces: relu of the result (Input(0)) in place
+_RELU_OF_RESULT = relu_expr(S.Input(0))
 
+#: C signature of each kernel-library function, as LLVM parameter types
 C_SIGNATURES = {
     RELU_EPILOGUE: ["i64", "i64", "ptr"],
     "symjit_nn_gemm": ["ptr"] * 7,
@@ -175,7 +177,7 @@ def _is_relu_epilogue(spec) -> bool:
     """Whether an epilogue is exactly relu of the result in place (float32, one output, no
     other inputs): then the library's RELU_EPILOGUE replaces the generated kernel."""
     return (len(spec.exprs) == 1 and len(spec.in_dtypes) == 1 and spec.out_dtypes == ("float32",)
-            and spec.exprs[0] == relu_expr(S.Input(0)))
+            and spec.exprs[0] == _RELU_OF_RESULT)
 
 
 def _declare(ctx: LoweringContext, fn: str) -> None:
