@@ -1926,7 +1926,10 @@ NN_AVX512 static inline void transpose16x16(__m512 r[16]) {
  * each output row is transposed back into the nc output planes. For small planes, where a
  * vector along a row would be mostly edge. x: the first plane (planes IP floats apart); w: the
  * first filter's KK taps (filters KK apart); y: the first output plane (P floats apart);
- * S: Hp * Wp * 16 floats, Hp = H + 2 ph, Wp = W + 2 pw (64-byte aligned). */
+ * S: Hp * Wp * 16 + chanvec_slack(sw) floats, Hp = H + 2 ph, Wp = W + 2 pw (64-byte aligned);
+ * the slack is zeroed here and read by the blocks of 16 positions that run past the plane. */
+static int64_t chanvec_slack(int64_t sw) { return (16 * sw + 16) * 16; }
+
 NN_AVX512 static void dw_block_chanvec(const float *x, int64_t IP, int nc, int64_t H, int64_t W, const float *w,
                                        int64_t KH, int64_t KW, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
                                        int64_t ph, int64_t pw, const float *bias, int64_t OH, int64_t OW,
@@ -1934,7 +1937,7 @@ NN_AVX512 static void dw_block_chanvec(const float *x, int64_t IP, int nc, int64
     const int64_t Wp = W + 2 * pw, KK = KH * KW;
     /* zero the padding only: the rows above and below, and the columns left and right */
     memset(S, 0, (size_t)(ph * Wp * 16) * sizeof(float));
-    memset(S + (ph + H) * Wp * 16, 0, (size_t)(ph * Wp * 16) * sizeof(float));
+    memset(S + (ph + H) * Wp * 16, 0, (size_t)(ph * Wp * 16 + chanvec_slack(sw)) * sizeof(float));
     for (int64_t h = ph; h < ph + H && pw > 0; h++) {
         memset(S + h * Wp * 16, 0, (size_t)(pw * 16) * sizeof(float));
         memset(S + (h * Wp + pw + W) * 16, 0, (size_t)(pw * 16) * sizeof(float));
@@ -1959,6 +1962,38 @@ NN_AVX512 static void dw_block_chanvec(const float *x, int64_t IP, int nc, int64
     }
     for (int j = 0; j < 16; j++) wt[j] = bias != NULL && j < nc ? bias[j] : 0.0f;
     const __m512 b0 = _mm512_load_ps(wt);
+    if (sh == sw) {
+        /* wide rows: output position q = oh Wp + ow (ow < Wp) reads S at sw q + the tap's
+         * offset, so 16 consecutive q are one block of unrolled loads whatever the plane width;
+         * the positions with ow >= OW are computed and dropped (each channel's valid lanes
+         * compressed into consecutive outputs). S has slack after the padded plane. */
+        int64_t toff[256];
+        for (int64_t kh = 0; kh < KH; kh++)
+            for (int64_t kw = 0; kw < KW; kw++) toff[kh * KW + kw] = (kh * dh * Wp + kw * dw) * 16;
+        const int64_t Q = (OH - 1) * Wp + OW;
+        int64_t done = 0, ow = 0;   /* outputs stored per channel so far; column of position q0 */
+        for (int64_t q0 = 0; q0 < Q; q0 += 16) {
+            _Pragma("GCC unroll 16")
+            for (int i = 0; i < 16; i++) r[i] = b0;
+            const float *base = S + sw * q0 * 16;
+            for (int64_t t = 0; t < KK; t++) {
+                const __m512 wk = wv[t];
+                const float *b = base + toff[t];
+                _Pragma("GCC unroll 16")
+                for (int i = 0; i < 16; i++) r[i] = _mm512_fmadd_ps(wk, _mm512_load_ps(b + i * sw * 16), r[i]);
+            }
+            transpose16x16(r);
+            uint32_t valid = 0;
+            for (int i = 0; i < 16; i++, ow = ow + 1 == Wp ? 0 : ow + 1)
+                valid |= (uint32_t)(q0 + i < Q && ow < OW) << i;
+            const int nvalid = __builtin_popcount(valid);
+            const __mmask16 sm = lanes_below(nvalid);
+            for (int j = 0; j < nc; j++)
+                _mm512_mask_storeu_ps(y + j * P + done, sm, _mm512_maskz_compress_ps((__mmask16)valid, r[j]));
+            done += nvalid;
+        }
+        return;
+    }
     for (int64_t oh = 0; oh < OH; oh++)
         for (int64_t ow0 = 0; ow0 < OW; ow0 += 16) {
             const int64_t nw = imin(16, OW - ow0);
@@ -1968,14 +2003,9 @@ NN_AVX512 static void dw_block_chanvec(const float *x, int64_t IP, int nc, int64
                 for (int64_t kw = 0; kw < KW; kw++) {
                     const __m512 wk = wv[kh * KW + kw];
                     const float *base = S + ((oh * sh + kh * dh) * Wp + ow0 * sw + kw * dw) * 16;
-                    if (nw == 16) {
-                        _Pragma("GCC unroll 16")
-                        for (int i = 0; i < 16; i++)
-                            r[i] = _mm512_fmadd_ps(wk, _mm512_load_ps(base + i * sw * 16), r[i]);
-                    } else {
-                        for (int i = 0; i < nw; i++)
-                            r[i] = _mm512_fmadd_ps(wk, _mm512_load_ps(base + i * sw * 16), r[i]);
-                    }
+                    _Pragma("GCC unroll 16")
+                    for (int i = 0; i < 16; i++)   /* past nw: reads the slack, lanes dropped */
+                        r[i] = _mm512_fmadd_ps(wk, _mm512_load_ps(base + i * sw * 16), r[i]);
                 }
             transpose16x16(r);
             const __mmask16 m = (__mmask16)((1u << nw) - 1u);
@@ -2035,7 +2065,7 @@ static void conv_depthwise_wide_task(int64_t begin, int64_t end, void **argv) {
         if (g->Fg == 1 && g->C == g->F && g->out[0] == 1 && g->in[0] == 1 && OW <= chanvec_max && KH * KW <= 256) {
             /* small planes: 16 channels per vector (dw_block_chanvec), blocks within one image */
             const int64_t H = g->in[1], W = g->in[2];
-            float *S = scratch(2, (size_t)((H + 2 * g->p[1]) * (W + 2 * g->p[2]) * 16 + 16));
+            float *S = scratch(2, (size_t)((H + 2 * g->p[1]) * (W + 2 * g->p[2]) * 16 + chanvec_slack(sw) + 16));
             if (!S) return;
             S = (float *)(((uintptr_t)S + 63) & ~(uintptr_t)63);
             int64_t epi_from = begin;

@@ -204,6 +204,12 @@ DW_SMALL_CASES = [
     ((1, 21, 9, 26), (3, 3), (2, 2), (1, 1), (1, 1)),       # 13 wide at stride 2: channel vectors
     ((1, 21, 9, 28), (3, 3), (2, 2), (1, 1), (1, 1)),       # 14 wide at stride 2: row kernel
     ((1, 18, 12, 30), (3, 3), (1, 1), (1, 1), (2, 2)),      # dilated: channel vectors up to 32
+    # equal strides run as wide rows (16 positions of a padded row-major plane per block, the
+    # columns past the row dropped): blocks spanning rows, 1- and 3-wide rows, stride 3
+    ((1, 24, 14, 14), (3, 3), (2, 2), (1, 1), (1, 1)),
+    ((2, 19, 7, 7), (3, 3), (2, 2), (0, 0), (1, 1)),
+    ((1, 16, 5, 9), (3, 5), (3, 3), (1, 2), (1, 1)),
+    ((1, 9, 3, 3), (3, 3), (1, 1), (0, 0), (1, 1)),
 ]
 
 
