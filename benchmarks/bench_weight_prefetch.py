@@ -1,15 +1,22 @@
-"""Prefetching the next weight panel in the filter-vector convolutions (nnkernels.c mm_run,
-`panels_outer`): each packed weight panel is streamed once per call, and at batch 1 the deep
-layers' weights (resnet18's 512-channel 3x3, mobilenet's 1024-channel 1x1) come from memory on
-every call. Row tile i of a panel prefetches the i-th part of the next panel, so the next
-panel streams in while the current one is computed from L1/L2.
+"""Software prefetching in the kernel library, measured on whole networks. Two prefetches:
+
+* weights (nnkernels.c mm_run, `panels_outer`): in the filter-vector convolutions each packed
+  weight panel is streamed once per call, and at batch 1 the deep layers' weights (resnet18's
+  512-channel 3x3, mobilenet's 1024-channel 1x1) come from memory on every call. Row tile i of
+  a panel prefetches the i-th part of the next panel, so the next panel streams in while the
+  current one is computed from L1/L2.
+* depthwise (nnkernels.c dw3x3_rows_core): the 3x3 depthwise row kernel reads 10 (stride 1) or
+  17 (stride 2) input rows column vector by column vector, more streams than the hardware
+  prefetchers follow, and inside a network its input has left the caches; each group of output
+  rows prefetches the rows the next group adds.
 
 Compiles the model once with in-graph profiling and alternates, in the same process, the
-library's default (prefetch) with the override that disables it (symjit_nn_tune
-TUNE_PREFETCH = 1); prints the whole-call medians and every convolution whose in-graph time
-differs by more than 5%.
+library's default (prefetch) with the override that disables the chosen prefetch
+(symjit_nn_tune TUNE_PREFETCH = 1 for the weights, 2 for the depthwise rows); prints the
+whole-call medians and every convolution whose in-graph time differs by more than 5%.
 
     python benchmarks/bench_weight_prefetch.py [--model resnet18_v1 mobilenet1.0] [--threads 2]
+                                               [--what weights|depthwise]
 """
 from __future__ import annotations
 
@@ -21,11 +28,12 @@ import numpy as np
 
 from model_bench_util import describe, load_model_graph
 
-#: symjit_nn_tune key (nnkernels.c) and value that disable the prefetch
-TUNE_PREFETCH, NO_PREFETCH = 5, 1
+#: symjit_nn_tune key (nnkernels.c) and the values that disable each prefetch
+TUNE_PREFETCH = 5
+NO_PREFETCH = {"weights": 1, "depthwise": 2}
 
 
-def compare(name: str, threads: int, rounds: int = 8, calls: int = 10) -> None:
+def compare(name: str, threads: int, what: str = "weights", rounds: int = 8, calls: int = 10) -> None:
     from symjit import runtime
     from symjit.codegen.llvm import lower_gemm
     from symjit.codegen.llvm.executable import compile_planned
@@ -36,8 +44,9 @@ def compare(name: str, threads: int, rounds: int = 8, calls: int = 10) -> None:
     _, arrays, _, opt = load_model_graph(name, 1)
     cg = compile_planned(opt, "prefetch_ab", profile=True)
     nodes = {n.name: n for n in opt.nodes}
-    whole = {0: [], NO_PREFETCH: []}
-    per = {0: {}, NO_PREFETCH: {}}
+    off = NO_PREFETCH[what]
+    whole = {0: [], off: []}
+    per = {0: {}, off: {}}
     try:
         for _ in range(rounds):              # alternate: a machine that speeds up or slows down affects both
             for mode in whole:
@@ -52,12 +61,12 @@ def compare(name: str, threads: int, rounds: int = 8, calls: int = 10) -> None:
                     per[mode].setdefault(p.node, []).append(p.seconds / calls)
     finally:
         tune(TUNE_PREFETCH, 0)
-    a, b = (float(np.median(whole[m])) for m in (0, NO_PREFETCH))
-    print(f"{name} batch 1, threads {threads}: whole call {a * 1e3:.2f} ms with prefetch, {b * 1e3:.2f} ms "
+    a, b = (float(np.median(whole[m])) for m in (0, off))
+    print(f"{name} batch 1, threads {threads}, {what} prefetch: whole call {a * 1e3:.2f} ms with prefetch, {b * 1e3:.2f} ms "
           f"without (x{a / b:.3f})")
     for node, times in per[0].items():
         n = nodes.get(node)
-        with_pf, without = float(np.median(times)), float(np.median(per[NO_PREFETCH][node]))
+        with_pf, without = float(np.median(times)), float(np.median(per[off][node]))
         if n is not None and "Conv" in describe(n) and without > 5e-5 and abs(with_pf - without) > 0.05 * without:
             print(f"  {describe(n):42s} {with_pf * 1e3:7.3f} ms with, {without * 1e3:7.3f} ms without "
                   f"(x{with_pf / without:.2f})")
@@ -67,9 +76,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", nargs="+", default=["resnet18_v1", "mobilenet1.0"])
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--what", choices=sorted(NO_PREFETCH), default="weights")
     args = ap.parse_args()
     for name in args.model:
-        compare(name, args.threads)
+        compare(name, args.threads, args.what)
 
 
 if __name__ == "__main__":
