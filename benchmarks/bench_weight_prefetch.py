@@ -3,8 +3,9 @@
 * weights (nnkernels.c mm_run, `panels_outer`): in the filter-vector convolutions each packed
   weight panel is streamed once per call, and at batch 1 the deep layers' weights (resnet18's
   512-channel 3x3, mobilenet's 1024-channel 1x1) come from memory on every call. Row tile i of
-  a panel prefetches the i-th part of the next panel, so the next panel streams in while the
-  current one is computed from L1/L2.
+  a block (a panel's K block) prefetches the i-th part of the next block, so it streams in while
+  the current one is computed from L1/L2: the next panel, or after a K block's last panel the
+  next K block's first (`--what kblock` switches only that second case off).
 * depthwise (nnkernels.c dw3x3_rows_core): the 3x3 depthwise row kernel reads 10 (stride 1) or
   17 (stride 2) input rows column vector by column vector, more streams than the hardware
   prefetchers follow, and inside a network its input has left the caches; each group of output
@@ -12,11 +13,12 @@
 
 Compiles the model once with in-graph profiling and alternates, in the same process, the
 library's default (prefetch) with the override that disables the chosen prefetch
-(symjit_nn_tune TUNE_PREFETCH = 1 for the weights, 2 for the depthwise rows); prints the
-whole-call medians and every convolution whose in-graph time differs by more than 5%.
+(symjit_nn_tune TUNE_PREFETCH = 1 for the weights, 2 for the depthwise rows, 3 for the next K
+block's panel); prints the whole-call medians and every convolution whose in-graph time
+differs by more than 5%.
 
     python benchmarks/bench_weight_prefetch.py [--model resnet18_v1 mobilenet1.0] [--threads 2]
-                                               [--what weights|depthwise]
+                                               [--what weights|depthwise|kblock]
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from model_bench_util import describe, load_model_graph
 
 #: symjit_nn_tune key (nnkernels.c) and the values that disable each prefetch
 TUNE_PREFETCH = 5
-NO_PREFETCH = {"weights": 1, "depthwise": 2}
+NO_PREFETCH = {"weights": 1, "depthwise": 2, "kblock": 3}
 
 
 def compare(name: str, threads: int, what: str = "weights", rounds: int = 8, calls: int = 10) -> None:

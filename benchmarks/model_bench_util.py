@@ -197,8 +197,9 @@ def ort_session(onnx_path: Path, threads: int):
     return ort.InferenceSession(str(onnx_path), so, providers=["CPUExecutionProvider"])
 
 
-def load_model_graph(name: str, batch: int):
-    """(compiled symjit graph callable, input array, optimized graph) for a shared model."""
+def load_model_graph(name: str, batch: int, disabled=()):
+    """(compiled symjit graph callable, input array, optimized graph) for a shared model;
+    `disabled`: pass names the inference pipeline skips."""
     import symjit as mx
     from symjit.codegen.llvm.executable import compile_planned
     from symjit.passes.infer import infer_types
@@ -211,19 +212,30 @@ def load_model_graph(name: str, batch: int):
     g, _ = lower(sym)
     g, _ = infer_types(g, shapes={"data": x.shape})
     consts = {k.split(":", 1)[1]: v.asnumpy() for k, v in params.items()}
-    opt, _ = compile_graph(g, "inference", constants=consts)
+    opt, _ = compile_graph(g, "inference", constants=consts, disabled=set(disabled))
     cg = compile_planned(opt, name)
     feeds = {"data": x, **consts}
     arrays = [np.ascontiguousarray(feeds[v.name]) for v in opt.inputs]
     return cg, arrays, x, opt
 
 
+def conv_output_shape(n) -> tuple:
+    """The convolution's output shape of a Convolution-like node (for `_conv_pool`, the shape
+    before the pooling)."""
+    if n.op.name != "_conv_pool":
+        return tuple(n.outputs[0].type.shape)
+    from symjit.ops.registry import get_op
+    _, (y,) = get_op("Convolution").infer_shape(n.attrs["conv_attrs"], [tuple(v.type.shape) for v in n.inputs])
+    return tuple(y)
+
+
 def node_flops(n) -> float:
-    """Multiply-add FLOPs (2 per MAC) of one Convolution / FullyConnected node (0 otherwise)."""
+    """Multiply-add FLOPs (2 per MAC) of one Convolution / FullyConnected node (0 otherwise;
+    a `_conv_pool` node counts its convolution's)."""
     name = n.attrs["inner"] if n.op.name == "_with_epilogue" else n.op.name
-    if name == "Convolution":
+    if name in ("Convolution", "_conv_pool"):
         w = n.inputs[1].type.shape
-        return 2.0 * np.prod(n.outputs[0].type.shape, dtype=np.float64) * np.prod(w[1:], dtype=np.float64)
+        return 2.0 * np.prod(conv_output_shape(n), dtype=np.float64) * np.prod(w[1:], dtype=np.float64)
     if name == "FullyConnected":
         w = n.inputs[1].type.shape
         return 2.0 * np.prod(n.inputs[0].type.shape, dtype=np.float64) / w[1] * w[0] * w[1]
@@ -238,12 +250,13 @@ def conv_flops(opt) -> float:
 def describe(n) -> str:
     """'Convolution 64x56x56 -> 64 k3 s1 g1 (+epi)' style summary of a node."""
     inner = n.attrs["inner"] if n.op.name == "_with_epilogue" else n.op.name
-    attrs = n.attrs.get("inner_attrs", n.attrs)
+    attrs = n.attrs.get("inner_attrs", n.attrs.get("conv_attrs", n.attrs))
     xs = tuple(n.inputs[0].type.shape) if n.inputs else ()
-    if inner == "Convolution":
+    if inner in ("Convolution", "_conv_pool"):
         k = attrs["kernel"]
+        pool = f" + max pool k{n.attrs['pool_attrs']['kernel'][0]}" if inner == "_conv_pool" else ""
         return (f"Conv {xs[0]}x{xs[1]}x{xs[2]}x{xs[3]} -> {n.outputs[0].type.shape[1]} k{k[0]} "
-                f"s{attrs['stride'][0] if attrs['stride'] else 1} g{attrs['num_group']}")
+                f"s{attrs['stride'][0] if attrs['stride'] else 1} g{attrs['num_group']}{pool}")
     if inner == "Pooling":
         return f"Pool {attrs['pool_type']} {xs} k{attrs['kernel']} s{attrs['stride']}"
     if inner == "FullyConnected":

@@ -189,7 +189,7 @@ def _model_args(p: argparse.ArgumentParser, need_input: bool = True) -> None:
 # --------------------------------------------------------------------------------------------
 
 #: graph passes switched off at each --opt level (LLVM always optimizes at O3)
-OPT_DISABLED = {0: ("fusion", "inplace"), 1: ("fusion",), 2: (), 3: ()}
+OPT_DISABLED = {0: ("fusion", "conv_pool", "inplace"), 1: ("fusion", "conv_pool"), 2: (), 3: ()}
 
 
 def _compile_model(args, name: str, report, profile: bool = False):
@@ -233,6 +233,7 @@ def _compile_cuda(args) -> int:
     OUT.so (nvcc: sm_80/sm_90 machine code plus PTX, weights embedded), OUT.h and OUT.json.
     The library's `symjit_graphs` entry takes host pointers (so `symjit run OUT.so` works on a
     GPU machine); `symjit_cuda_run` in OUT.h takes device pointers."""
+    from .codegen.cuda import CPU_ONLY_PASSES
     from .codegen.cuda.aot import build_library, find_nvcc
     from .compiler import _to_graph
     from .passes.manager import PassManager
@@ -252,7 +253,8 @@ def _compile_cuda(args) -> int:
         g, _ = _to_graph(net, shapes, dtypes)
         names = {v.name for v in g.inputs}
         bound = {k: v for k, v in params.items() if k in names}
-        planned = PassManager("inference", disabled=set(OPT_DISABLED[getattr(args, "opt", 3)])).run(g, bound)
+        disabled = set(OPT_DISABLED[getattr(args, "opt", 3)]) | set(CPU_ONLY_PASSES)
+        planned = PassManager("inference", disabled=disabled).run(g, bound)
         result = build_library(planned, out, name=name, graph_hash=digest, bound=bound, progress=report)
     _emit(args, {"library": result.library, "header": result.header, "source": result.source,
                  "manifest": result.manifest_path, **result.manifest},

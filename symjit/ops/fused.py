@@ -10,7 +10,10 @@ generators find everything they need in the attributes:
   * `_with_epilogue`   — a library op (GEMM, convolution, pooling...) whose output is
                          immediately transformed by elementwise expressions, applied while the
                          result is in registers: `Input(0)` of each expression is the inner op's
-                         output, `Input(k)` (k >= 1) the extra inputs after the inner op's inputs.
+                         output, `Input(k)` (k >= 1) the extra inputs after the inner op's inputs;
+  * `_conv_pool`       — a convolution (optionally relu'd) whose output only a max pooling
+                         reads: one op, so that the convolution's output never has to be stored
+                         whole (passes/conv_pool.py).
 """
 from __future__ import annotations
 
@@ -134,3 +137,33 @@ class WithEpilogue(Op):
             raise MXNetError(f"{self.name}: unsupported dtype {y.dtype}")
         return [fresh_array(np.broadcast_to(S.evaluate(e, args, y.dtype), shape), args)
                 for e in attrs["exprs"]]
+
+
+@register("_conv_pool")
+class ConvPool(Op):
+    """Pooling(relu?(Convolution(inputs))): attrs `conv_attrs` and `pool_attrs` (the two ops'
+    parsed attributes), `relu` (the convolution's output goes through relu first), `num_args`
+    (the convolution's inputs: data, weight[, bias]). Same values as the three ops in turn."""
+    params = {"conv_attrs": Param(Any_), "pool_attrs": Param(Any_), "relu": Param(Any_, False),
+              "num_args": Param(Int), "members": Param(Any_, ())}
+    hidden = True
+    differentiable = False
+    kernel = "conv_pool"
+
+    def input_names(self, attrs):
+        return get_op("Convolution").input_names(attrs["conv_attrs"])
+
+    def infer_shape(self, attrs, in_shapes):
+        ins, (y,) = get_op("Convolution").infer_shape(attrs["conv_attrs"], list(in_shapes))
+        _, (out,) = get_op("Pooling").infer_shape(attrs["pool_attrs"], [y])
+        return list(ins), [out]
+
+    def infer_type(self, attrs, in_types):
+        return get_op("Convolution").infer_type(attrs["conv_attrs"], list(in_types))
+
+    def compute(self, attrs, inputs, ctx: ComputeContext):
+        from .elemwise import relu_expr
+        y = get_op("Convolution").compute(attrs["conv_attrs"], list(inputs), ctx)[0]
+        if attrs["relu"]:
+            y = np.asarray(S.evaluate(relu_expr(S.Input(0)), [y], y.dtype), dtype=y.dtype)
+        return get_op("Pooling").compute(attrs["pool_attrs"], [y], ctx)

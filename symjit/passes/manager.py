@@ -7,7 +7,7 @@ skip passes by name (API: `disabled=`; environment: `SYMJIT_DISABLE_PASSES=cse,f
 
 Pipelines
   inference: bind constants -> infer -> inference rewrites -> simplify -> fold constants ->
-             CSE -> DCE -> fusion -> in-place -> memory plan
+             CSE -> DCE -> fusion -> convolution + max pooling -> in-place -> memory plan
   training:  infer -> simplify (BlockGrad kept) -> CSE -> DCE -> fusion -> in-place ->
              memory plan (the autodiff pass builds the backward graph before this pipeline)
 """
@@ -23,6 +23,7 @@ from ..base import MXNetError
 from ..ir.graph import Graph
 from ..ir.printer import format_graph
 from ..ir.verify import verify
+from .conv_pool import fuse_conv_pool
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .fold_constants import bind_constants, fold_constants
@@ -52,6 +53,7 @@ PIPELINES: dict[str, list[tuple[str, Pass]]] = {
         ("cse", eliminate_common_subexpressions),
         ("dce", eliminate_dead_code),
         ("fusion", fuse),
+        ("conv_pool", fuse_conv_pool),
         ("inplace", plan_inplace),
         ("memory_plan", plan_memory),
     ],

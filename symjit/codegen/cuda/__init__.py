@@ -23,11 +23,16 @@ from .graph import lower_graph, supported_ops
 from .plan import LaunchPlan
 from .source import ARCHS, render
 
-__all__ = ["lower_graph", "supported_ops", "LaunchPlan", "render", "ARCHS", "plan_graph"]
+__all__ = ["lower_graph", "supported_ops", "LaunchPlan", "render", "ARCHS", "plan_graph", "CPU_ONLY_PASSES"]
+
+
+#: inference passes whose fused ops only the CPU kernel library implements
+CPU_ONLY_PASSES = ("conv_pool",)
 
 
 def plan_graph(g, constants=None, disabled=()):
-    """Run the inference pass pipeline (the LLVM backend's) over IR graph `g` with the graph
-    inputs named in `constants` bound to their arrays; returns the planned graph."""
+    """Run the inference pass pipeline (the LLVM backend's, less CPU_ONLY_PASSES) over IR graph
+    `g` with the graph inputs named in `constants` bound to their arrays; returns the planned
+    graph."""
     from ...passes.manager import PassManager
-    return PassManager("inference", disabled=set(disabled)).run(g, constants or None)
+    return PassManager("inference", disabled=set(disabled) | set(CPU_ONLY_PASSES)).run(g, constants or None)

@@ -29,9 +29,11 @@ import ctypes
 import numpy as np
 
 from ...ops import nn_conv as C
+from ...ops.registry import get_op
 from .lower_gemm import (PLANS, NativeCall, add_param, const_value, kernel_library, lower_planned,
                          native_kernels_available, shape_of)
 from .graph import register_lowering
+from .lower_pool import pool_desc
 
 
 def _pad3(t, fill) -> tuple:
@@ -203,8 +205,36 @@ def plan_backward_bias(attrs, ins, outs):
                                                    ("v", dy), ("v", outs[0])])]
 
 
+def plan_conv_pool(attrs, ins, outs, ctx=None):
+    """`_conv_pool` (passes/conv_pool.py): one symjit_nn_conv_pool call; its descriptor is the
+    convolution's (the method chosen as for the convolution alone), the max pooling's over the
+    convolution's output, and the relu flag."""
+    conv_attrs = attrs["conv_attrs"]
+    geo = C._geometry("Convolution", conv_attrs)
+    if not _channel_first(geo["layout"]):
+        return None
+    x, w = ins[0], ins[1]
+    xs = shape_of(x)
+    _, (ys,) = get_op("Convolution").infer_shape(conv_attrs, [shape_of(v) for v in ins])
+    pdesc = pool_desc(attrs["pool_attrs"], tuple(ys), shape_of(outs[0]))
+    if pdesc is None:
+        return None
+    n, c, f, g = xs[0], xs[1], ys[1], geo["num_group"]
+    method = conv_method(n, c, g, f, geo["kernel"], geo["stride"], geo["dilate"], ys[2:])
+    desc = (conv_desc(n, c, g, f, xs[2:], geo["kernel"], ys[2:], geo["stride"], geo["dilate"], geo["pad"], method)
+            + pdesc + (int(bool(attrs["relu"])),))
+    packed = pack_weights(desc[:23], const_value(ctx, w))
+    wp = ("v", add_param(ctx, "conv_packed", packed)) if packed is not None else ("null",)
+    bias = ("null",) if conv_attrs["no_bias"] else ("v", ins[2])
+    return [NativeCall("symjit_nn_conv_pool", desc, [("desc",), ("v", x), ("v", w), wp, bias, ("v", outs[0])])]
+
+
+plan_conv_pool.uses_context = True
+
+
 _CONV_PLANS = {
     "Convolution": plan_convolution,
+    "_conv_pool": plan_conv_pool,
     "Deconvolution": plan_deconvolution,
     "_backward_Convolution_data": plan_conv_backward_data,
     "_backward_Convolution_weight": plan_conv_backward_weight,

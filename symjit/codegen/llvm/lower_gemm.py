@@ -63,6 +63,7 @@ C_SIGNATURES = {
     "symjit_nn_gemm": ["ptr"] * 7,
     "symjit_nn_conv": ["ptr"] * 7,
     "symjit_nn_conv_packed": ["ptr"] * 8,
+    "symjit_nn_conv_pool": ["ptr"] * 6,
     "symjit_nn_conv_bwd_data": ["ptr"] * 7,
     "symjit_nn_conv_bwd_weight": ["ptr"] * 4,
     "symjit_nn_bias_bwd": ["i64", "i64", "i64", "ptr", "ptr"],
