@@ -1,4 +1,4 @@
-"""Software prefetching in the kernel library, measured on whole networks. Two prefetches:
+"""Software prefetching in the kernel library, measured on whole networks. Three prefetches:
 
 * weights (nnkernels.c mm_run, `panels_outer`): in the filter-vector convolutions each packed
   weight panel is streamed once per call, and at batch 1 the deep layers' weights (resnet18's
@@ -6,6 +6,10 @@
   a block (a panel's K block) prefetches the i-th part of the next block, so it streams in while
   the current one is computed from L1/L2: the next panel, or after a K block's last panel the
   next K block's first (`--what kblock` switches only that second case off).
+* planes (nnkernels.c prefetch_plane_rows): the implicit-GEMM, Winograd and filter-vector
+  convolutions copy a block of rows of every input channel into phase planes; each channel's
+  rows are a short run of their own that the hardware prefetchers meet cold, so each copy
+  prefetches the next channel's rows first.
 * depthwise (nnkernels.c dw3x3_rows_core): the 3x3 depthwise row kernel reads 10 (stride 1) or
   17 (stride 2) input rows column vector by column vector, more streams than the hardware
   prefetchers follow, and inside a network its input has left the caches; each group of output
@@ -14,11 +18,11 @@
 Compiles the model once with in-graph profiling and alternates, in the same process, the
 library's default (prefetch) with the override that disables the chosen prefetch
 (symjit_nn_tune TUNE_PREFETCH = 1 for the weights, 2 for the depthwise rows, 3 for the next K
-block's panel); prints the whole-call medians and every convolution whose in-graph time
+block's panel, 4 for the planes); prints the whole-call medians and every convolution whose in-graph time
 differs by more than 5%.
 
-    python benchmarks/bench_weight_prefetch.py [--model resnet18_v1 mobilenet1.0] [--threads 2]
-                                               [--what weights|depthwise|kblock]
+    python benchmarks/bench_weight_prefetch.py [--model resnet18_v1 mobilenet1.0] [--threads 2] [--batch 1]
+                                               [--what weights|depthwise|kblock|planes]
 """
 from __future__ import annotations
 
@@ -32,10 +36,10 @@ from model_bench_util import describe, load_model_graph
 
 #: symjit_nn_tune key (nnkernels.c) and the values that disable each prefetch
 TUNE_PREFETCH = 5
-NO_PREFETCH = {"weights": 1, "depthwise": 2, "kblock": 3}
+NO_PREFETCH = {"weights": 1, "depthwise": 2, "kblock": 3, "planes": 4}
 
 
-def compare(name: str, threads: int, what: str = "weights", rounds: int = 8, calls: int = 10) -> None:
+def compare(name: str, threads: int, what: str = "weights", batch: int = 1, rounds: int = 8) -> None:
     from symjit import runtime
     from symjit.codegen.llvm import lower_gemm
     from symjit.codegen.llvm.executable import compile_planned
@@ -43,7 +47,8 @@ def compare(name: str, threads: int, what: str = "weights", rounds: int = 8, cal
     tune = lower_gemm.kernel_library().symjit_nn_tune
     tune.restype = ctypes.c_int64
     tune.argtypes = [ctypes.c_int64, ctypes.c_int64]
-    _, arrays, _, opt = load_model_graph(name, 1)
+    _, arrays, _, opt = load_model_graph(name, batch)
+    calls = 10 if batch == 1 else 3
     cg = compile_planned(opt, "prefetch_ab", profile=True)
     nodes = {n.name: n for n in opt.nodes}
     off = NO_PREFETCH[what]
@@ -64,7 +69,7 @@ def compare(name: str, threads: int, what: str = "weights", rounds: int = 8, cal
     finally:
         tune(TUNE_PREFETCH, 0)
     a, b = (float(np.median(whole[m])) for m in (0, off))
-    print(f"{name} batch 1, threads {threads}, {what} prefetch: whole call {a * 1e3:.2f} ms with prefetch, {b * 1e3:.2f} ms "
+    print(f"{name} batch {batch}, threads {threads}, {what} prefetch: whole call {a * 1e3:.2f} ms with prefetch, {b * 1e3:.2f} ms "
           f"without (x{a / b:.3f})")
     for node, times in per[0].items():
         n = nodes.get(node)
@@ -78,10 +83,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", nargs="+", default=["resnet18_v1", "mobilenet1.0"])
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--what", choices=sorted(NO_PREFETCH), default="weights")
     args = ap.parse_args()
     for name in args.model:
-        compare(name, args.threads, args.what)
+        compare(name, args.threads, args.what, args.batch)
 
 
 if __name__ == "__main__":
