@@ -1,4 +1,4 @@
-"""Software prefetching in the kernel library, measured on whole networks. Three prefetches:
+"""Software prefetching in the kernel library, measured on whole networks. Four prefetches:
 
 * weights (nnkernels.c mm_run, `panels_outer`): in the filter-vector convolutions each packed
   weight panel is streamed once per call, and at batch 1 the deep layers' weights (resnet18's
@@ -10,6 +10,9 @@
   convolutions copy a block of rows of every input channel into phase planes; each channel's
   rows are a short run of their own that the hardware prefetchers meet cold, so each copy
   prefetches the next channel's rows first.
+* rows (nnkernels.c mm_run, A by rows): the GEMMs whose rows are weights read row by row (the
+  Winograd layers' U, implicit-GEMM convolutions) start each row tile with R cold streams; the
+  first tile of a row pass prefetches the next row tile's rows.
 * depthwise (nnkernels.c dw3x3_rows_core): the 3x3 depthwise row kernel reads 10 (stride 1) or
   17 (stride 2) input rows column vector by column vector, more streams than the hardware
   prefetchers follow, and inside a network its input has left the caches; each group of output
@@ -18,11 +21,11 @@
 Compiles the model once with in-graph profiling and alternates, in the same process, the
 library's default (prefetch) with the override that disables the chosen prefetch
 (symjit_nn_tune TUNE_PREFETCH = 1 for the weights, 2 for the depthwise rows, 3 for the next K
-block's panel, 4 for the planes); prints the whole-call medians and every convolution whose in-graph time
+block's panel, 4 for the planes, 5 for the rows); prints the whole-call medians and every convolution whose in-graph time
 differs by more than 5%.
 
     python benchmarks/bench_weight_prefetch.py [--model resnet18_v1 mobilenet1.0] [--threads 2] [--batch 1]
-                                               [--what weights|depthwise|kblock|planes]
+                                               [--what weights|depthwise|kblock|planes|rows]
 """
 from __future__ import annotations
 
@@ -36,7 +39,7 @@ from model_bench_util import describe, load_model_graph
 
 #: symjit_nn_tune key (nnkernels.c) and the values that disable each prefetch
 TUNE_PREFETCH = 5
-NO_PREFETCH = {"weights": 1, "depthwise": 2, "kblock": 3, "planes": 4}
+NO_PREFETCH = {"weights": 1, "depthwise": 2, "kblock": 3, "planes": 4, "rows": 5}
 
 
 def compare(name: str, threads: int, what: str = "weights", batch: int = 1, rounds: int = 8) -> None:

@@ -163,7 +163,8 @@ static int64_t g_tune[TUNE_COUNT];
  * TUNE_PREFETCH: 1 no prefetching of the next weight block (mm_run), 2 no prefetching of the
  * next input rows in the 3x3 depthwise row kernel (dw3x3_rows_core), 3 the next weight block
  * only within a K block (not the next K block's first panel), 4 no prefetching of the next
- * channel's rows when copying phase planes (prefetch_plane_rows); TUNE_CHANVEC_OW: the widest
+ * channel's rows when copying phase planes (prefetch_plane_rows), 5 no prefetching of the next
+ * row tile's rows of A (mm_run); TUNE_CHANVEC_OW: the widest
  * depthwise output row that vectorizes along channels (default DW_CHANVEC_MAX_OW, or below
  * DW_ROWS_MIN_OW_S1 / _S2 where the 3x3 row kernel applies; -1: none). */
 NN_API int64_t symjit_nn_tune(int64_t key, int64_t value) {
@@ -626,13 +627,23 @@ static void mm_run(const mm_t *p, int shape) {
             }
             continue;
         }
+        /* A by rows, rows contiguous (weights, K not blocked): in the first column block the
+         * first tile of a row pass prefetches the next row tile's R rows (R floats a step),
+         * which otherwise arrive as R cold streams at the start of the next pass */
+        const int pf_rows = amode == 1 && p->asr == K && kc == K && !p->aoff && g_tune[TUNE_PREFETCH] != 5;
         for (int64_t c0 = 0; c0 < panels; c0 += bp) {
             int64_t c1 = imin(panels, c0 + bp);
             for (int64_t r0 = 0; r0 < p->rows; r0 += s->R)
                 for (int64_t c = c0; c < c1; c++) {
                     int64_t j0 = c * pw;
-                    if (j0 < full) fn(&q, r0, j0);
-                    else efn(&e, r0, j0);
+                    mm_t *t = j0 < full ? &q : &e;
+                    if (pf_rows && c == 0 && r0 + s->R < p->rows) {
+                        t->pf = (const char *)(p->a + (r0 + s->R) * p->asr);
+                        t->pf_step = s->R * (int64_t)sizeof(float);
+                    } else {
+                        t->pf = NULL;
+                    }
+                    (j0 < full ? fn : efn)(t, r0, j0);
                 }
         }
     }
