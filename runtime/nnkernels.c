@@ -2593,6 +2593,7 @@ NN_AVX512 static void wnat_output(const wnat_job *wj, int64_t n, int64_t q0, int
     const int64_t fstride = wnat_mstride(wj);   /* M[xi][f][t], f relative to f0 */
     const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
     const __m512i hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+    const int relu = epi_is_relu(job->epi);   /* applied here; other epilogues after the block */
     for (int64_t t = 0; t < qn; t += 16) {
         /* segments of the 16 tiles: lanes [l0, l1) in tile row ty from column tx0 */
         int64_t seg_l0[4], seg_l1[4], seg_ty[4], seg_tx[4];
@@ -2620,6 +2621,8 @@ NN_AVX512 static void wnat_output(const wnat_job *wj, int64_t n, int64_t q0, int
             yv[0][1] = _mm512_add_ps(_mm512_sub_ps(_mm512_sub_ps(a0[1], a0[2]), a0[3]), b0);
             yv[1][0] = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a1[0], a1[1]), a1[2]), b0);
             yv[1][1] = _mm512_add_ps(_mm512_sub_ps(_mm512_sub_ps(a1[1], a1[2]), a1[3]), b0);
+            if (relu)
+                for (int i = 0; i < 4; i++) yv[i >> 1][i & 1] = relu_ps(yv[i >> 1][i & 1]);
             float *yf = job->y + (n * F + f0 + f) * g->P;
             for (int i = 0; i < 2; i++) {
                 /* z[0]: tiles 0..7 as (y_i0, y_i1) pairs, z[1]: tiles 8..15 */
@@ -2697,7 +2700,7 @@ static void wnat_task(int64_t begin, int64_t end, void **argv) {
             mm_run(&p, wj->shape);
         }
         wnat_output(wj, n, q0, qn, f0, fc, M);
-        if (job->epi) {
+        if (job->epi && !epi_is_relu(job->epi)) {
             int64_t r0 = 2 * ty0, r1 = imin(2 * ty1, g->out[1]);
             run_epilogue_rows(job->epi, job->epi_args, (n * F + f0) * g->P + r0 * g->out[2], fc, g->P,
                               (r1 - r0) * g->out[2]);
