@@ -1,4 +1,4 @@
-"""Software prefetching in the kernel library, measured on whole networks. Four prefetches:
+"""Software prefetching in the kernel library, measured on whole networks:
 
 * weights (nnkernels.c mm_run, `panels_outer`): in the filter-vector convolutions each packed
   weight panel is streamed once per call, and at batch 1 the deep layers' weights (resnet18's
@@ -17,15 +17,19 @@
   17 (stride 2) input rows column vector by column vector, more streams than the hardware
   prefetchers follow, and inside a network its input has left the caches; each group of output
   rows prefetches the rows the next group adds.
+* dwout (the same kernel): and prefetches for writing the rows the next group stores: inside a
+  network the arena's lines were last written in the previous call and have left the caches
+  since (the weights stream through them), so every first store of a line waits for memory.
 
 Compiles the model once with in-graph profiling and alternates, in the same process, the
 library's default (prefetch) with the override that disables the chosen prefetch
 (symjit_nn_tune TUNE_PREFETCH = 1 for the weights, 2 for the depthwise rows, 3 for the next K
-block's panel, 4 for the planes, 5 for the rows); prints the whole-call medians and every convolution whose in-graph time
+block's panel, 4 for the planes, 5 for the rows, 7 for the depthwise output rows); prints the
+whole-call medians and every convolution whose in-graph time
 differs by more than 5%.
 
     python benchmarks/bench_weight_prefetch.py [--model resnet18_v1 mobilenet1.0] [--threads 2] [--batch 1]
-                                               [--what weights|depthwise|kblock|planes|rows]
+                                               [--what weights|depthwise|kblock|planes|rows|dwout]
 """
 from __future__ import annotations
 
@@ -39,7 +43,7 @@ from model_bench_util import describe, load_model_graph
 
 #: symjit_nn_tune key (nnkernels.c) and the values that disable each prefetch
 TUNE_PREFETCH = 5
-NO_PREFETCH = {"weights": 1, "depthwise": 2, "kblock": 3, "planes": 4, "rows": 5}
+NO_PREFETCH = {"weights": 1, "depthwise": 2, "kblock": 3, "planes": 4, "rows": 5, "dwout": 7}
 
 
 def compare(name: str, threads: int, what: str = "weights", batch: int = 1, rounds: int = 8) -> None:

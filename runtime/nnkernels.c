@@ -164,7 +164,8 @@ static int64_t g_tune[TUNE_COUNT];
  * next input rows in the 3x3 depthwise row kernel (dw3x3_rows_core), 3 the next weight block
  * only within a K block (not the next K block's first panel), 4 no prefetching of the next
  * channel's rows when copying phase planes (prefetch_plane_rows), 5 no prefetching of the next
- * row tile's rows of A (mm_run); TUNE_CHANVEC_OW: the widest
+ * row tile's rows of A (mm_run), 7 no prefetching for writing of the next output rows in the
+ * 3x3 depthwise row kernel; TUNE_CHANVEC_OW: the widest
  * depthwise output row that vectorizes along channels (default DW_CHANVEC_MAX_OW, or below
  * DW_ROWS_MIN_OW_S1 / _S2 where the 3x3 row kernel applies; -1: none). */
 NN_API int64_t symjit_nn_tune(int64_t key, int64_t value) {
@@ -188,7 +189,7 @@ static inline void prefetch_plane_rows(const float *x, int64_t H, int64_t W, int
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define NN_HAVE_AVX512 1
 #include <immintrin.h>
-#define NN_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
+#define NN_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,prfchw")))
 
 static int cpu_has_avx512(void) {
     __builtin_cpu_init();
@@ -1887,6 +1888,11 @@ NN_AVX512 static inline __attribute__((always_inline)) void dw3x3_rows_core(
                     const int64_t r = r0 + ROWS + i;
                     if (r < H) _mm_prefetch((const char *)(x + r * W + c0), _MM_HINT_T0);
                     if (r < H && S == 2) _mm_prefetch((const char *)(x + r * W + c0 + 16), _MM_HINT_T0);
+                }
+                if (g_tune[TUNE_PREFETCH] != 7) {   /* and for writing, the rows it stores */
+                    _Pragma("GCC unroll 8")
+                    for (int u = 0; u < 8; u++)
+                        if (oh0 + 8 + u < OH) __builtin_prefetch(y + (oh0 + 8 + u) * OW + 16 * v, 1, 3);
                 }
             }
             __m512 a[8];
