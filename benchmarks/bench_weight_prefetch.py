@@ -20,16 +20,19 @@
 * dwout (the same kernel): and prefetches for writing the rows the next group stores: inside a
   network the arena's lines were last written in the previous call and have left the caches
   since (the weights stream through them), so every first store of a line waits for memory.
+* gemmout, winoout (nnkernels.c mm_run `pfw`, wnat_output): the same for the GEMM tiles that
+  store to the arena (implicit-GEMM and 1x1 convolutions: the tile two panels on) and for the
+  Winograd output transform (the next 16 tiles).
 
 Compiles the model once with in-graph profiling and alternates, in the same process, the
 library's default (prefetch) with the override that disables the chosen prefetch
 (symjit_nn_tune TUNE_PREFETCH = 1 for the weights, 2 for the depthwise rows, 3 for the next K
-block's panel, 4 for the planes, 5 for the rows, 7 for the depthwise output rows); prints the
+block's panel, 4 for the planes, 5 for the rows, 7, 8, 9 for the output rows); prints the
 whole-call medians and every convolution whose in-graph time
 differs by more than 5%.
 
     python benchmarks/bench_weight_prefetch.py [--model resnet18_v1 mobilenet1.0] [--threads 2] [--batch 1]
-                                               [--what weights|depthwise|kblock|planes|rows|dwout]
+                                               [--what weights|depthwise|kblock|planes|rows|dwout|gemmout|winoout]
 """
 from __future__ import annotations
 
@@ -43,7 +46,8 @@ from model_bench_util import describe, load_model_graph
 
 #: symjit_nn_tune key (nnkernels.c) and the values that disable each prefetch
 TUNE_PREFETCH = 5
-NO_PREFETCH = {"weights": 1, "depthwise": 2, "kblock": 3, "planes": 4, "rows": 5, "dwout": 7}
+NO_PREFETCH = {"weights": 1, "depthwise": 2, "kblock": 3, "planes": 4, "rows": 5, "dwout": 7, "gemmout": 8,
+               "winoout": 9}
 
 
 def compare(name: str, threads: int, what: str = "weights", batch: int = 1, rounds: int = 8) -> None:

@@ -165,7 +165,8 @@ static int64_t g_tune[TUNE_COUNT];
  * only within a K block (not the next K block's first panel), 4 no prefetching of the next
  * channel's rows when copying phase planes (prefetch_plane_rows), 5 no prefetching of the next
  * row tile's rows of A (mm_run), 7 no prefetching for writing of the next output rows in the
- * 3x3 depthwise row kernel; TUNE_CHANVEC_OW: the widest
+ * 3x3 depthwise row kernel, 8 no prefetching for writing of the GEMM tiles' output (mm_run,
+ * `pfw`), 9 the same in the Winograd output transform (wnat_output); TUNE_CHANVEC_OW: the widest
  * depthwise output row that vectorizes along channels (default DW_CHANVEC_MAX_OW, or below
  * DW_ROWS_MIN_OW_S1 / _S2 where the 3x3 row kernel applies; -1: none). */
 NN_API int64_t symjit_nn_tune(int64_t key, int64_t value) {
@@ -238,6 +239,8 @@ typedef struct {
     const char *pf;            /* if set, a tile prefetches pf + k * pf_step (into L2) at step k */
     int64_t pf_step;
     int relu;                  /* the stored values are relu(C) (the symjit_nn_epi_relu epilogue) */
+    int pfw;                   /* C is the arena (csj == 1): prefetch for writing what the tile two
+                                  panels on stores (mm_run) */
 } mm_t;
 
 /* The ReLU epilogue, as the `relu` op computes it: y if y > 0 or y is NaN, else +0. As an
@@ -558,6 +561,23 @@ static double mm_cost(int shape, int64_t rows, int64_t cols) {
 #define MM_BLOCK_FLOATS 131072   /* B block (KC x columns): 512 KiB, in L2 */
 #endif
 
+/* Prefetch for writing the part of C that tile (r0, j0) stores (csj == 1): inside a network the
+ * arena's lines were last written in the previous call and the weights streamed since have
+ * evicted them, so a tile's first store to each line would wait for memory. */
+static inline void mm_prefetch_out(const mm_t *p, int64_t r0, int64_t R, int64_t j0, int64_t pw) {
+    if (j0 >= p->cols) return;
+    int64_t a = j0, b = imin(j0 + pw, p->cols) - 1;
+    if (p->wide_w) {   /* positions of the wide columns q0 + j (see mm_segments) */
+        const int64_t Wd = p->wide_w, OW = p->valid_w, qa = p->q0 + a, qb = p->q0 + b;
+        a = (qa / Wd) * OW + imin(qa % Wd, OW - 1);
+        b = (qb / Wd) * OW + imin(qb % Wd, OW - 1);
+    }
+    for (int64_t r = r0; r < imin(r0 + R, p->rows); r++) {
+        const char *s = (const char *)(p->c + r * p->csr + a), *e = (const char *)(p->c + r * p->csr + b);
+        for (s = (const char *)((uintptr_t)s & ~(uintptr_t)63); s <= e; s += 64) __builtin_prefetch(s, 1, 3);
+    }
+}
+
 /* All tiles of p, blocked for the caches: K in blocks of ~MM_KC (the first block stores, the
  * others accumulate), columns in blocks of ~MM_BLOCK_FLOATS / KC; within a block, row tiles
  * outer (A's R x KC floats stay in L1) and column panels inner (B's block stays in L2). A
@@ -638,6 +658,10 @@ static void mm_run(const mm_t *p, int shape) {
                 for (int64_t c = c0; c < c1; c++) {
                     int64_t j0 = c * pw;
                     mm_t *t = j0 < full ? &q : &e;
+                    if (p->pfw && k0 == 0 && g_tune[TUNE_PREFETCH] != 8) {
+                        if (c == c0) mm_prefetch_out(p, r0, s->R, j0 + pw, pw);
+                        mm_prefetch_out(p, r0, s->R, j0 + 2 * pw, pw);
+                    }
                     if (pf_rows && c == 0 && r0 + s->R < p->rows) {
                         t->pf = (const char *)(p->a + (r0 + s->R) * p->asr);
                         t->pf_step = s->R * (int64_t)sizeof(float);
@@ -1250,6 +1274,7 @@ static void conv_native_task(int64_t begin, int64_t end, void **argv) {
         p.c = job->y + (n * g->F + f0) * g->P + p0;
         p.csr = g->P;
         p.csj = 1;
+        p.pfw = 1;
         p.bias_r = job->bias ? job->bias + f0 : NULL;
         p.rows = mc;
         p.cols = pc;
@@ -1629,6 +1654,7 @@ static void conv_implicit_task(int64_t begin, int64_t end, void **argv) {
         p.csr = g->P;
         p.csj = 1;
         p.wide_w = Wq;
+        p.pfw = 1;
         p.valid_w = OW;
         p.q0 = oh0 * Wq;
         p.bias_r = job->bias ? job->bias + f0 : NULL;
@@ -2612,6 +2638,12 @@ NN_AVX512 static void wnat_output(const wnat_job *wj, int64_t n, int64_t q0, int
             seg_l0[ns] = l; seg_l1[ns] = l + run; seg_ty[ns] = ty; seg_tx[ns] = tx; ns++;
             l += run;
         }
+        /* output rows 2 ty, 2 ty + 1 and columns [2 tx, 2 tx + 32) of the next 16 tiles' first */
+        int64_t pf_oy = -1, pf_ox = 0, pf_ox_end = 0;
+        if (t + 16 < qn && g_tune[TUNE_PREFETCH] != 9) {
+            const int64_t q = q0 + t + 16, ty = q / Wq, tx = q - ty * Wq;
+            if (tx < TW) { pf_oy = 2 * ty; pf_ox = 2 * tx; pf_ox_end = imin(2 * tx + 32, OW); }
+        }
         for (int64_t f = 0; f < fc; f++) {
             const float *mp = M + f * tb + t;
             __m512 m[4][4];
@@ -2630,6 +2662,9 @@ NN_AVX512 static void wnat_output(const wnat_job *wj, int64_t n, int64_t q0, int
             if (relu)
                 for (int i = 0; i < 4; i++) yv[i >> 1][i & 1] = relu_ps(yv[i >> 1][i & 1]);
             float *yf = job->y + (n * F + f0 + f) * g->P;
+            if (pf_oy >= 0)   /* for writing: what the next 16 tiles store (the arena is cold) */
+                for (int i = 0; i < 2 && pf_oy + i < OH; i++)
+                    for (int64_t c = pf_ox; c < pf_ox_end; c += 16) __builtin_prefetch(yf + (pf_oy + i) * OW + c, 1, 3);
             for (int i = 0; i < 2; i++) {
                 /* z[0]: tiles 0..7 as (y_i0, y_i1) pairs, z[1]: tiles 8..15 */
                 __m512 z[2] = {_mm512_permutex2var_ps(yv[i][0], lo, yv[i][1]),
