@@ -2020,7 +2020,7 @@ static int64_t chanvec_slack(int64_t sw) { return (16 * sw + 16) * 16; }
 NN_AVX512 static void dw_block_chanvec(const float *x, int64_t IP, int nc, int64_t H, int64_t W, const float *w,
                                        int64_t KH, int64_t KW, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
                                        int64_t ph, int64_t pw, const float *bias, int64_t OH, int64_t OW,
-                                       float *y, int64_t P, float *S) {
+                                       float *y, int64_t P, float *S, int relu) {
     const int64_t Wp = W + 2 * pw, KK = KH * KW;
     /* zero the padding only: the rows above and below, and the columns left and right */
     memset(S, 0, (size_t)(ph * Wp * 16) * sizeof(float));
@@ -2069,6 +2069,8 @@ NN_AVX512 static void dw_block_chanvec(const float *x, int64_t IP, int nc, int64
                 _Pragma("GCC unroll 16")
                 for (int i = 0; i < 16; i++) r[i] = _mm512_fmadd_ps(wk, _mm512_load_ps(b + i * sw * 16), r[i]);
             }
+            if (relu)
+                for (int i = 0; i < 16; i++) r[i] = relu_ps(r[i]);
             transpose16x16(r);
             uint32_t valid = 0;
             for (int i = 0; i < 16; i++, ow = ow + 1 == Wp ? 0 : ow + 1)
@@ -2094,6 +2096,8 @@ NN_AVX512 static void dw_block_chanvec(const float *x, int64_t IP, int nc, int64
                     for (int i = 0; i < 16; i++)   /* past nw: reads the slack, lanes dropped */
                         r[i] = _mm512_fmadd_ps(wk, _mm512_load_ps(base + i * sw * 16), r[i]);
                 }
+            if (relu)
+                for (int i = 0; i < 16; i++) r[i] = relu_ps(r[i]);
             transpose16x16(r);
             const __mmask16 m = (__mmask16)((1u << nw) - 1u);
             for (int j = 0; j < nc; j++) _mm512_mask_storeu_ps(y + j * P + oh * OW + ow0, m, r[j]);
@@ -2161,9 +2165,9 @@ static void conv_depthwise_wide_task(int64_t begin, int64_t end, void **argv) {
                 const int nc = (int)imin(16, imin(end - t, g->F - f));
                 dw_block_chanvec(job->x + (n * g->C + f) * g->IP, g->IP, nc, H, W, job->w + f * KK, KH, KW, sh, sw,
                                  dh, dw, g->p[1], g->p[2], job->bias ? job->bias + f : NULL, OH, OW,
-                                 job->y + (n * g->F + f) * g->P, g->P, S);
+                                 job->y + (n * g->F + f) * g->P, g->P, S, epi_is_relu(job->epi));
                 t += nc;
-                if (job->epi && ((t - epi_from) * g->P >= DW_BLOCK || t == end)) {
+                if (job->epi && !epi_is_relu(job->epi) && ((t - epi_from) * g->P >= DW_BLOCK || t == end)) {
                     job->epi(epi_from * g->P, t * g->P, job->epi_args);
                     epi_from = t;
                 }
