@@ -1366,7 +1366,12 @@ static void conv_fvec_task(int64_t begin, int64_t end, void **argv) {
     const int64_t mb = job->mb, tm = cdiv(g->Fg, mb), Kd = g->Cg * g->KK, PW = mm_panel(job->shape);
     const int64_t pb = job->pb, tp = cdiv(g->P, pb);   /* position blocks (whole row tiles / rows) */
     for (int64_t t = begin; t < end; t++) {
-        int64_t mi = t % tm, pi = (t / tm) % tp, ng = t / (tm * tp), gi = ng % g->G, n = ng / g->G;
+        /* position blocks innermost: the pool hands consecutive tasks to different threads, so
+         * the tasks of one filter block run side by side and its weights stream from memory
+         * once (filter blocks innermost read each again after all the others) */
+        int64_t pi = t % tp, mi = (t / tp) % tm, ng = t / (tm * tp);
+        if (g_tune[TUNE_CONV] == 8) { mi = t % tm; pi = (t / tm) % tp; }
+        const int64_t gi = ng % g->G, n = ng / g->G;
         int64_t m0 = mi * mb, mc = imin(mb, g->Fg - m0), f0 = gi * g->Fg + m0;
         int64_t p0 = pi * pb, pc = imin(pb, g->P - p0);
         const float *xg = job->x + (n * g->C + gi * g->Cg) * g->IP;
