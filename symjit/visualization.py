@@ -268,9 +268,14 @@ def _ir_label(node) -> str:
     return f"{node.op.name}\n{node.name}"
 
 
+#: ops that passes create from several nodes (attr `members`: the names of those nodes)
+_FUSED_OPS = ("_fused_elemwise", "_with_epilogue", "_conv_pool")
+
+
 def _plot_optimized(symbol, title, save_format, shape, dtype, node_attrs, params):
     """Digraph of the optimized IR: graph inputs as ovals, constants hidden, one box per node,
-    each fusion group (`_fused_elemwise`, `_with_epilogue`) a cluster listing its members."""
+    each fusion group (`_fused_elemwise`, `_with_epilogue`, `_conv_pool`) a cluster listing its
+    members."""
     from graphviz import Digraph
     if shape is None:
         raise MXNetError("plot_network(optimized=True) needs `shape` (input name -> shape) to run the passes")
@@ -287,14 +292,14 @@ def _plot_optimized(symbol, title, save_format, shape, dtype, node_attrs, params
         if n.op.name == "_const":
             continue
         members = list(n.attrs.get("members") or ())
-        if n.op.name in ("_fused_elemwise", "_with_epilogue") and members:
+        if n.op.name in _FUSED_OPS and members:
             with dot.subgraph(name=f"cluster_{n.name}") as c:
                 c.attr(label=f"{n.op.name} {n.name}", style="rounded,dashed", color="#555555")
                 prev = None
                 for k, m in enumerate(members):
                     mid = f"{n.name}/m{k}"
                     c.node(name=mid, label=m, **dict(base_attr, fillcolor=_COLORS[1] if k == 0 and
-                                                      n.op.name == "_with_epilogue" else _COLORS[7]))
+                                                      n.op.name != "_fused_elemwise" else _COLORS[7]))
                     if prev is not None:
                         c.edge(mid, prev, dir="back", arrowtail="open", style="dotted")
                     prev = mid

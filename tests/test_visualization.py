@@ -185,6 +185,19 @@ def test_optimized_plot_has_one_cluster_per_fusion_group():
             assert f"label={m} " in dot.source or f'label="{m}"' in dot.source
 
 
+def test_optimized_plot_shows_convolution_and_max_pooling_as_one_node():
+    data = mx.sym.var("data")
+    net = mx.sym.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=8, name="conv0")
+    net = mx.sym.Activation(net, act_type="relu", name="relu0")
+    net = mx.sym.Pooling(net, kernel=(2, 2), stride=(2, 2), pool_type="max", name="pool0")
+    shape = {"data": (1, 3, 16, 16)}
+    rep = mx.inspect(net, shapes=shape)
+    assert [(op, m) for _, op, m in rep.groups] == [("_conv_pool", ["conv0", "relu0", "pool0"])]
+    dot = mx.viz.plot_network(net, shape=shape, optimized=True)
+    assert re.findall(r"subgraph cluster_(\S+) \{", dot.source) == [rep.groups[0][0]]
+    assert all(f"label={m} " in dot.source or f'label="{m}"' in dot.source for m in ("conv0", "relu0", "pool0"))
+
+
 def _png_pixels(data: bytes) -> np.ndarray:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     w, h = struct.unpack(">II", data[16:24])
