@@ -11,11 +11,8 @@ the fused node against the convolution and pooling nodes it replaces.
 from __future__ import annotations
 
 import argparse
-import time
 
-import numpy as np
-
-from model_bench_util import describe, load_model_graph
+from model_bench_util import describe, load_model_graph, profiled_rounds
 
 
 def compare(name: str, batch: int, threads: int, rounds: int = 8) -> None:
@@ -31,27 +28,16 @@ def compare(name: str, batch: int, threads: int, rounds: int = 8) -> None:
         print(f"{name}: no convolution + max pooling to fuse")
         return
     members = {m for n in variants["fused"][2].nodes if n.op.name == "_conv_pool" for m in n.attrs["members"]}
-    calls = 10 if batch == 1 else 3
-    whole = {k: [] for k in variants}
-    per = {k: {} for k in variants}
-    for _ in range(rounds):
-        for label, (cg, arrays, _) in variants.items():
-            cg(arrays)
-            cg.profile(reset=True)
-            t = time.perf_counter()
-            for _ in range(calls):
-                cg(arrays)
-            whole[label].append((time.perf_counter() - t) / calls)
-            for p in cg.profile():
-                per[label].setdefault(p.node, []).append(p.seconds / calls)
-    a, b = (float(np.median(whole[k])) for k in ("fused", "separate"))
+    res = profiled_rounds({label: (lambda: None, cg, arrays) for label, (cg, arrays, _) in variants.items()},
+                          rounds, 10 if batch == 1 else 3)
+    a, b = res.median("fused"), res.median("separate")
     print(f"{name} batch {batch}, threads {threads}: whole call {a * 1e3:.2f} ms fused, {b * 1e3:.2f} ms separate "
-          f"(x{a / b:.3f})")
-    fused_t = sum(float(np.median(per["fused"][n])) for n in fused_nodes)
+          f"(x{a / b:.3f}; paired per round x{res.paired('fused', 'separate'):.3f})")
+    fused_t = sum(res.node("fused", n) for n in fused_nodes)
     sep_nodes = [n for n in variants["separate"][2].nodes
                  if n.name in members or (n.op.name == "_with_epilogue" and set(n.attrs["members"]) & members)
                  or n.name.endswith(tuple(f"{m}_epilogue" for m in members))]
-    sep_t = sum(float(np.median(per["separate"].get(n.name, [0.0]))) for n in sep_nodes)
+    sep_t = sum(res.node("separate", n.name) for n in sep_nodes)
     print(f"  in graph: fused node(s) {fused_t * 1e3:.3f} ms; the nodes they replace "
           f"({', '.join(describe(n) for n in sep_nodes)}) {sep_t * 1e3:.3f} ms (x{fused_t / sep_t:.2f})")
 

@@ -38,11 +38,8 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import time
 
-import numpy as np
-
-from model_bench_util import describe, load_model_graph
+from model_bench_util import describe, load_model_graph, profiled_rounds
 
 #: symjit_nn_tune key (nnkernels.c) and the values that disable each prefetch
 TUNE_PREFETCH = 5
@@ -63,28 +60,17 @@ def compare(name: str, threads: int, what: str = "weights", batch: int = 1, roun
     cg = compile_planned(opt, "prefetch_ab", profile=True)
     nodes = {n.name: n for n in opt.nodes}
     off = NO_PREFETCH[what]
-    whole = {0: [], off: []}
-    per = {0: {}, off: {}}
     try:
-        for _ in range(rounds):              # alternate: a machine that speeds up or slows down affects both
-            for mode in whole:
-                tune(TUNE_PREFETCH, mode)
-                cg(arrays)
-                cg.profile(reset=True)
-                t = time.perf_counter()
-                for _ in range(calls):
-                    cg(arrays)
-                whole[mode].append((time.perf_counter() - t) / calls)
-                for p in cg.profile():
-                    per[mode].setdefault(p.node, []).append(p.seconds / calls)
+        res = profiled_rounds({mode: (lambda mode=mode: tune(TUNE_PREFETCH, mode), cg, arrays) for mode in (0, off)},
+                              rounds, calls)
     finally:
         tune(TUNE_PREFETCH, 0)
-    a, b = (float(np.median(whole[m])) for m in (0, off))
+    a, b = res.median(0), res.median(off)
     print(f"{name} batch {batch}, threads {threads}, {what} prefetch: whole call {a * 1e3:.2f} ms with prefetch, {b * 1e3:.2f} ms "
-          f"without (x{a / b:.3f})")
-    for node, times in per[0].items():
+          f"without (x{a / b:.3f}; paired per round x{res.paired(0, off):.3f})")
+    for node in res.per[0]:
         n = nodes.get(node)
-        with_pf, without = float(np.median(times)), float(np.median(per[off][node]))
+        with_pf, without = res.node(0, node), res.node(off, node)
         if n is not None and "Conv" in describe(n) and without > 5e-5 and abs(with_pf - without) > 0.05 * without:
             print(f"  {describe(n):42s} {with_pf * 1e3:7.3f} ms with, {without * 1e3:7.3f} ms without "
                   f"(x{with_pf / without:.2f})")

@@ -10,6 +10,7 @@ import functools
 import glob
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -315,6 +316,47 @@ def layer_profile(opt, rounds: int = 8, per_round: int = 3):
                 cpus[i].append(time.process_time() - c)
     return [(best[i], float(np.median(cpus[i])), node_flops(n), describe(n), n.name)
             for i, (n, _) in enumerate(layers)]
+
+
+@dataclass
+class ProfiledRounds:
+    """Per-call seconds of several variants measured in alternating rounds (`profiled_rounds`):
+    `whole[label]` one figure per round, `per[label][node]` the in-graph profile per round."""
+    whole: dict
+    per: dict
+
+    def median(self, label) -> float:
+        return float(np.median(self.whole[label]))
+
+    def paired(self, a, b) -> float:
+        """Median over the rounds of a's time / b's time in the same round."""
+        return float(np.median(np.array(self.whole[a]) / np.array(self.whole[b])))
+
+    def node(self, label, node) -> float:
+        return float(np.median(self.per[label].get(node, [0.0])))
+
+
+def profiled_rounds(variants: dict, rounds: int = 8, calls: int = 10) -> ProfiledRounds:
+    """variants: label -> (prepare, compiled graph with profiling, its input arrays). Each round
+    runs every variant in turn -- prepare() (e.g. set a tuning switch), one warm-up call, then
+    `calls` timed calls -- in reversed order every other round, so that a machine that speeds up
+    or slows down affects all of them and none always runs first."""
+    labels = list(variants)
+    whole = {k: [] for k in labels}
+    per = {k: {} for k in labels}
+    for r in range(rounds):
+        for label in (labels if r % 2 == 0 else labels[::-1]):
+            prepare, cg, arrays = variants[label]
+            prepare()
+            cg(arrays)
+            cg.profile(reset=True)
+            t = time.perf_counter()
+            for _ in range(calls):
+                cg(arrays)
+            whole[label].append((time.perf_counter() - t) / calls)
+            for p in cg.profile():
+                per[label].setdefault(p.node, []).append(p.seconds / calls)
+    return ProfiledRounds(whole, per)
 
 
 def graph_profile(opt, arrays, calls: int = 30) -> dict:

@@ -1602,18 +1602,96 @@ static void pad_phase_plane(const geo_t *g, const float *x, int64_t a, int64_t b
     pad_phase_plane_fill(g, x, a, b, Hq, Wq, d, interior_only, 0.0f);
 }
 
+/* Bit a sw + b set for each stride phase (a, b) some tap of the kernel reads. */
+static int64_t phases_used(const geo_t *g) {
+    int64_t used = 0;
+    for (int64_t kh = 0; kh < g->k[1]; kh++)
+        for (int64_t kw = 0; kw < g->k[2]; kw++)
+            used |= (int64_t)1 << ((kh * g->dl[1] % g->s[1]) * g->s[2] + kw * g->dl[2] % g->s[2]);
+    return used;
+}
+
+/* The table of B's rows for block planes of job->Hp x job->Wp (scratch slot 7): row
+ * k = (c, kh, kw) is phase plane (kh dh % sh, kw dw % sw) of channel c shifted by
+ * (kh dh / sh, kw dw / sw). NULL when out of memory. */
+static const int64_t *implicit_tap_offsets(const conv_job *job) {
+    const geo_t *g = &job->g;
+    const int64_t KH = g->k[1], KW = g->k[2], dh = g->dl[1], dw = g->dl[2], sh = g->s[1], sw = g->s[2];
+    int64_t *koff = (int64_t *)scratch(7, (size_t)(2 * g->Cg * g->KK));
+    if (!koff) return NULL;
+    for (int64_t c = 0; c < g->Cg; c++)
+        for (int64_t kh = 0; kh < KH; kh++)
+            for (int64_t kw = 0; kw < KW; kw++) {
+                int64_t a = kh * dh % sh, b = kw * dw % sw;
+                koff[(c * KH + kh) * KW + kw] = (((c * sh + a) * sw + b) * job->Hp + kh * dh / sh) * job->Wp + kw * dw / sw;
+            }
+    return koff;
+}
+
+/* This thread's buffer of a block's phase planes (scratch slot 6), its slack after them zeroed
+ * (the wide rows' last panel reads past the planes), or NULL. */
+static float *implicit_planes_buffer(const conv_job *job) {
+    const geo_t *g = &job->g;
+    const size_t planes = (size_t)(g->Cg * g->s[1] * g->s[2] * job->Hp * job->Wp);
+    const size_t slack = (size_t)(mm_panel(job->shape) + job->Wp + g->k[2] * g->dl[2] + 16);
+    float *buf = scratch(6, planes + slack);
+    if (buf) memset(buf + planes, 0, slack * sizeof(float));
+    return buf;
+}
+
+/* Rows [oh0, oh0 + job->Hp) of the phase planes of image n, group gi's channels, into buf
+ * (channel c, phase (a, b) at buf + ((c sh + a) sw + b) Hp Wp); the next channel's input rows
+ * are prefetched while one is copied. */
+static void implicit_block_planes(const conv_job *job, int64_t n, int64_t gi, int64_t oh0, float *buf) {
+    const geo_t *g = &job->g;
+    const int64_t sh = g->s[1], sw = g->s[2], RBH = job->Hp, Wq = job->Wp;
+    const int64_t ih0 = oh0 * sh - g->p[1], ih1 = (oh0 + RBH) * sh - g->p[1];   /* rows read */
+    for (int64_t c = 0; c < g->Cg; c++)
+        for (int64_t a = 0; a < sh; a++) {
+            const float *xc = job->x + (n * g->C + gi * g->Cg + c) * g->IP;
+            if (a == 0 && c + 1 < g->Cg) prefetch_plane_rows(xc + g->IP, g->in[1], g->in[2], ih0, ih1);
+            float *dst = buf + (c * sh + a) * sw * RBH * Wq;
+#ifdef NN_HAVE_AVX512
+            if (sw == 2 && ((job->phase_used >> (a * 2)) & 3) == 3) {
+                pad_phase_rows_pair(g, xc, a, oh0, RBH, Wq, dst, dst + RBH * Wq);
+                continue;
+            }
+#endif
+            for (int64_t b = 0; b < sw; b++)
+                if ((job->phase_used >> (a * sw + b)) & 1)
+                    pad_phase_rows(g, xc, a, b, oh0, RBH, Wq, dst + b * RBH * Wq, 0, 0.0f);
+        }
+}
+
+/* The implicit GEMM of filters [f0, f0 + mc) over a block's phase planes (buf): every field
+ * but where C goes (c, csr, q0), its columns and the prefetch choices. */
+static mm_t implicit_tiles(const conv_job *job, const float *buf, int64_t f0, int64_t mc) {
+    const geo_t *g = &job->g;
+    mm_t p;
+    memset(&p, 0, sizeof p);
+    p.K = g->Cg * g->KK;
+    p.b = buf;
+    p.koff = job->koff;
+    p.bsp = mm_panel(job->shape);
+    p.padded = 1;
+    p.a = job->w + f0 * p.K;
+    p.ask = 1;
+    p.asr = p.K;
+    p.csj = 1;
+    p.wide_w = job->Wp;
+    p.valid_w = g->out[2];
+    p.bias_r = job->bias ? job->bias + f0 : NULL;
+    p.rows = mc;
+    return p;
+}
+
 static void conv_implicit_task(int64_t begin, int64_t end, void **argv) {
     conv_job *job = (conv_job *)argv[0];
     const geo_t *g = &job->g;
     const int64_t RB = job->pb, mb = job->mb, Wq = job->Wp, OH = g->out[1], OW = g->out[2];
-    const int64_t sh = g->s[1], sw = g->s[2], S = sh * sw, RBH = job->Hp;   /* rows of a block's planes */
     const int64_t tp = cdiv(OH, RB), tm = cdiv(g->Fg, mb);
-    const int64_t Kd = g->Cg * g->KK;
-    const int64_t W = mm_panel(job->shape);
-    const size_t planes = (size_t)(g->Cg * S * RBH * Wq), slack = (size_t)(W + Wq + g->k[2] * g->dl[2] + 16);
-    float *buf = scratch(6, planes + slack);
+    float *buf = implicit_planes_buffer(job);
     if (!buf) return;
-    for (size_t i = planes; i < planes + slack; i++) buf[i] = 0.0f;
     for (int64_t t = begin; t < end; t++) {
         int64_t mi = t % tm, rest = t / tm;
         int64_t pi = rest % tp;
@@ -1624,46 +1702,16 @@ static void conv_implicit_task(int64_t begin, int64_t end, void **argv) {
         int64_t f0 = gi * g->Fg + m0;
         int64_t tag = t / tm;
         if (t_cols_serial != job->serial || t_cols_tag != tag || t_cols_ptr != buf) {
-            /* this block's rows of the phase planes of its group's channels */
-            const int64_t ih0 = oh0 * sh - g->p[1], ih1 = (oh0 + RBH) * sh - g->p[1];   /* rows read */
-            for (int64_t c = 0; c < g->Cg; c++)
-                for (int64_t a = 0; a < sh; a++) {
-                    const float *xc = job->x + (n * g->C + gi * g->Cg + c) * g->IP;
-                    if (a == 0 && c + 1 < g->Cg) prefetch_plane_rows(xc + g->IP, g->in[1], g->in[2], ih0, ih1);
-                    float *dst = buf + (c * sh + a) * sw * RBH * Wq;
-#ifdef NN_HAVE_AVX512
-                    if (sw == 2 && ((job->phase_used >> (a * 2)) & 3) == 3) {
-                        pad_phase_rows_pair(g, xc, a, oh0, RBH, Wq, dst, dst + RBH * Wq);
-                        continue;
-                    }
-#endif
-                    for (int64_t b = 0; b < sw; b++)
-                        if ((job->phase_used >> (a * sw + b)) & 1)
-                            pad_phase_rows(g, xc, a, b, oh0, RBH, Wq, dst + b * RBH * Wq, 0, 0.0f);
-                }
+            implicit_block_planes(job, n, gi, oh0, buf);
             t_cols_serial = job->serial;
             t_cols_tag = tag;
             t_cols_ptr = buf;
         }
-        mm_t p;
-        memset(&p, 0, sizeof p);
-        p.K = Kd;
-        p.b = buf;
-        p.koff = job->koff;
-        p.bsp = W;
-        p.padded = 1;
-        p.a = job->w + f0 * Kd;
-        p.ask = 1;
-        p.asr = Kd;
+        mm_t p = implicit_tiles(job, buf, f0, mc);
         p.c = job->y + (n * g->F + f0) * g->P;
         p.csr = g->P;
-        p.csj = 1;
-        p.wide_w = Wq;
         p.pfw = 1;
-        p.valid_w = OW;
         p.q0 = oh0 * Wq;
-        p.bias_r = job->bias ? job->bias + f0 : NULL;
-        p.rows = mc;
         p.cols = rb * Wq;
         p.relu = epi_is_relu(job->epi);
         mm_run(&p, job->shape);
@@ -1679,9 +1727,7 @@ static int conv_implicit(conv_job *job) {
     const int64_t halo = (KH - 1) * dh / sh, Wq = OW + (KW - 1) * dw / sw;
     const int64_t Kd = g->Cg * g->KK, outer = g->N * g->G, S = sh * sw;
     if (Wq < 6 || S > 16) return 0;   /* a vector's 16 positions span at most 4 output rows (mm_segments) */
-    job->phase_used = 0;
-    for (int64_t kh = 0; kh < KH; kh++)
-        for (int64_t kw = 0; kw < KW; kw++) job->phase_used |= (int64_t)1 << ((kh * dh % sh) * sw + kw * dw % sw);
+    job->phase_used = phases_used(g);
     int64_t used = __builtin_popcountll((unsigned long long)job->phase_used);
     job->shape = mm_pick(g->Fg, OH * Wq);
     const int64_t R = MM_SHAPES[job->shape].R;
@@ -1703,15 +1749,8 @@ static int conv_implicit(conv_job *job) {
     if (outer * tp < want) tm = imin(cdiv(want, outer * tp), cdiv(g->Fg, R));
     job->mb = cdiv(cdiv(g->Fg, tm), R) * R;
     tm = cdiv(g->Fg, job->mb);
-    int64_t *koff = (int64_t *)scratch(7, (size_t)(2 * Kd));
-    if (!koff) return 0;
-    for (int64_t c = 0; c < g->Cg; c++)
-        for (int64_t kh = 0; kh < KH; kh++)
-            for (int64_t kw = 0; kw < KW; kw++) {
-                int64_t a = kh * dh % sh, b = kw * dw % sw;
-                koff[(c * KH + kh) * KW + kw] = (((c * sh + a) * sw + b) * job->Hp + kh * dh / sh) * Wq + kw * dw / sw;
-            }
-    job->koff = koff;
+    job->koff = implicit_tap_offsets(job);
+    if (!job->koff) return 0;
     job->serial = atomic_fetch_add(&g_call_serial, 1) + 1;
     void *argv[1] = {job};
     symjit_parallel_for(conv_implicit_task, outer * tp * tm, 1, argv);
@@ -2266,9 +2305,7 @@ static int conv_depthwise_wide(conv_job *job) {
     job->Hp = g->out[1] + (KH - 1) * dh / sh;
     job->Wp = g->out[2] + (KW - 1) * dw / sw;
     if (sh * sw > 16) return 0;
-    job->phase_used = 0;
-    for (int64_t kh = 0; kh < KH; kh++)
-        for (int64_t kw = 0; kw < KW; kw++) job->phase_used |= (int64_t)1 << ((kh * dh % sh) * sw + kw * dw % sw);
+    job->phase_used = phases_used(g);
     void *argv[1] = {job};
     int64_t work = g->P * g->KK;
     symjit_parallel_for(conv_depthwise_wide_task, g->N * g->F, imax(1, 16384 / imax(work, 1)), argv);
@@ -3324,15 +3361,12 @@ static void conv_pool_task(int64_t begin, int64_t end, void **argv) {
     conv_job *cj = &job->cj;
     const geo_t *g = &cj->g;
     const int64_t *pd = job->pd;
-    const int64_t OH = g->out[1], OW = g->out[2], POH = pd[5], POW = pd[6], Wq = cj->Wp, RBH = cj->Hp;
-    const int64_t sh = g->s[1], sw = g->s[2], S = sh * sw, Kd = g->Cg * g->KK, W = mm_panel(cj->shape);
-    const size_t planes = (size_t)(g->Cg * S * RBH * Wq), slack = (size_t)(W + Wq + g->k[2] * g->dl[2] + 16);
+    const int64_t OH = g->out[1], OW = g->out[2], POH = pd[5], POW = pd[6], Wq = cj->Wp;
     const int64_t TW = POW * pd[12] + pd[9] + 48;   /* a padded row of vertical maxima */
     const size_t tmp_n = (size_t)(job->PB * TW), rows_n = (size_t)(cj->mb * job->RBc * OW);
-    float *buf = scratch(6, planes + slack), *rows = scratch(8, rows_n + tmp_n);
+    float *buf = implicit_planes_buffer(cj), *rows = scratch(8, rows_n + tmp_n);
     if (!buf || !rows) return;
     float *tmp = rows + rows_n;
-    for (size_t i = planes; i < planes + slack; i++) buf[i] = 0.0f;
     for (size_t i = 0; i < tmp_n; i++) tmp[i] = -FLT_MAX;   /* columns [pw_, pw_ + OW) are rewritten per row */
     for (int64_t t = begin; t < end; t++) {
         const int64_t mi = t % job->tm, pi = (t / job->tm) % job->tp, n = t / (job->tm * job->tp);
@@ -3343,41 +3377,14 @@ static void conv_pool_task(int64_t begin, int64_t end, void **argv) {
         const int64_t cr1 = imax(imin((ph1 - 1) * pd[11] - pd[14] + pd[8], OH), cr0);
         if (cr1 > cr0) {
             if (t_cols_serial != cj->serial || t_cols_tag != t / job->tm || t_cols_ptr != buf) {
-                const int64_t ih0 = cr0 * sh - g->p[1], ih1 = (cr0 + RBH) * sh - g->p[1];   /* rows read */
-                for (int64_t c = 0; c < g->Cg; c++)
-                    for (int64_t a = 0; a < sh; a++) {
-                        const float *xc = cj->x + (n * g->C + c) * g->IP;
-                        if (a == 0 && c + 1 < g->Cg) prefetch_plane_rows(xc + g->IP, g->in[1], g->in[2], ih0, ih1);
-                        float *dst = buf + (c * sh + a) * sw * RBH * Wq;
-                        if (sw == 2 && ((cj->phase_used >> (a * 2)) & 3) == 3) {
-                            pad_phase_rows_pair(g, xc, a, cr0, RBH, Wq, dst, dst + RBH * Wq);
-                            continue;
-                        }
-                        for (int64_t b = 0; b < sw; b++)
-                            if ((cj->phase_used >> (a * sw + b)) & 1)
-                                pad_phase_rows(g, xc, a, b, cr0, RBH, Wq, dst + b * RBH * Wq, 0, 0.0f);
-                    }
+                implicit_block_planes(cj, n, 0, cr0, buf);
                 t_cols_serial = cj->serial;
                 t_cols_tag = t / job->tm;
                 t_cols_ptr = buf;
             }
-            mm_t p;
-            memset(&p, 0, sizeof p);
-            p.K = Kd;
-            p.b = buf;
-            p.koff = cj->koff;
-            p.bsp = W;
-            p.padded = 1;
-            p.a = cj->w + f0 * Kd;
-            p.ask = 1;
-            p.asr = Kd;
+            mm_t p = implicit_tiles(cj, buf, f0, mc);
             p.c = rows;              /* filter r, row cr0 + i, column ow at rows[r RBc OW + i OW + ow] */
             p.csr = job->RBc * OW;
-            p.csj = 1;
-            p.wide_w = Wq;
-            p.valid_w = OW;
-            p.bias_r = cj->bias ? cj->bias + f0 : NULL;
-            p.rows = mc;
             p.cols = (cr1 - cr0) * Wq;
             p.relu = job->relu;
             mm_run(&p, cj->shape);
@@ -3402,9 +3409,7 @@ static int conv_pool_fast(conv_pool_job *job) {
     const int64_t OH = g->out[1], OW = g->out[2], POH = pd[5];
     const int64_t halo = (KH - 1) * dh / sh, Wq = OW + (KW - 1) * dw / sw, Kd = g->Cg * g->KK;
     if (Wq < 6 || sh * sw > 16) return 0;   /* as conv_implicit */
-    cj->phase_used = 0;
-    for (int64_t kh = 0; kh < KH; kh++)
-        for (int64_t kw = 0; kw < KW; kw++) cj->phase_used |= (int64_t)1 << ((kh * dh % sh) * sw + kw * dw % sw);
+    cj->phase_used = phases_used(g);
     cj->shape = mm_pick(g->F, OH * Wq);
     const int64_t R = MM_SHAPES[cj->shape].R;
     /* pooled rows per block: the convolution rows of all filters within ~CONV_COLUMN_FLOATS
@@ -3414,27 +3419,32 @@ static int conv_pool_fast(conv_pool_job *job) {
     int64_t threads = symjit_get_num_threads();
     double flops = 2.0 * (double)g->N * (double)g->F * (double)(OH * Wq) * (double)Kd;
     int64_t want = tiles_want(flops, threads);
-    int64_t pb = imax(1, ((CONV_COLUMN_FLOATS / imax(g->F * OW, 1)) - pkh) / psh + 1);
-    pb = imin(pb, POH);
-    if (g->N * cdiv(POH, pb) < want) pb = imin(pb, imax(imin(4, pb), cdiv(POH, cdiv(want, g->N))));
-    job->PB = pb;
-    job->tp = cdiv(POH, pb);
-    job->RBc = imax(1, imin((pb - 1) * psh + pkh, OH));
-    int64_t tm = 1;
-    if (g->N * job->tp < want) tm = imin(cdiv(want, g->N * job->tp), cdiv(g->F, R));
-    cj->mb = cdiv(cdiv(g->F, tm), R) * R;
+    /* pooled rows per block and filter blocks: at least `want` tasks, each block's convolution
+     * rows (of its filters) within ~CONV_COLUMN_FLOATS (L2); of those, the least convolution
+     * rows computed twice (the windows' overlap), then the fewest filter blocks (each builds
+     * its row block's phase planes again) */
+    double best = 0.0;
+    for (int64_t tm = 1; tm <= cdiv(g->F, R); tm++) {
+        const int64_t mb = cdiv(cdiv(g->F, tm), R) * R;
+        if (tm > 1 && cdiv(g->F, mb) < tm) continue;   /* the same blocks as fewer */
+        int64_t pb = imin(imax(1, ((CONV_COLUMN_FLOATS / imax(mb * OW, 1)) - pkh) / psh + 1), POH);
+        pb = imin(pb, imax(1, cdiv(POH, cdiv(want, g->N * tm))));
+        const int64_t tp = cdiv(POH, pb), rbc = imax(1, imin((pb - 1) * psh + pkh, OH));
+        const double cost = (double)(tp * rbc) / (double)OH + 0.01 * (double)tm +
+                            (g->N * tp * tm < want ? 1.0 : 0.0);
+        if (tm == 1 || cost < best) {
+            best = cost;
+            job->PB = pb;
+            cj->mb = mb;
+        }
+    }
+    job->tp = cdiv(POH, job->PB);
+    job->RBc = imax(1, imin((job->PB - 1) * psh + pkh, OH));
     job->tm = cdiv(g->F, cj->mb);
     cj->Hp = job->RBc + halo;
     cj->Wp = Wq;
-    int64_t *koff = (int64_t *)scratch(7, (size_t)(2 * Kd));
-    if (!koff) return 1;   /* out of memory: recorded, nothing to fall back to */
-    for (int64_t c = 0; c < g->Cg; c++)
-        for (int64_t kh = 0; kh < KH; kh++)
-            for (int64_t kw = 0; kw < KW; kw++) {
-                int64_t a = kh * dh % sh, b = kw * dw % sw;
-                koff[(c * KH + kh) * KW + kw] = (((c * sh + a) * sw + b) * cj->Hp + kh * dh / sh) * Wq + kw * dw / sw;
-            }
-    cj->koff = koff;
+    cj->koff = implicit_tap_offsets(cj);
+    if (!cj->koff) return 1;   /* out of memory: recorded, nothing to fall back to */
     cj->serial = atomic_fetch_add(&g_call_serial, 1) + 1;
     void *argv[1] = {job};
     symjit_parallel_for(conv_pool_task, g->N * job->tp * job->tm, 1, argv);
