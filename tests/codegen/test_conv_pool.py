@@ -25,13 +25,13 @@ TUNE_CONV, FUSED_OFF = 2, 7   # nnkernels.c symjit_nn_tune key and value
 
 
 def _net(xs, f, k, s, p, d=None, post=("relu",), pool=None, no_bias=False, extra_reader=False,
-         conv_is_output=False):
+         conv_is_output=False, groups=1):
     """x -> Convolution -> post ops -> Pooling (max unless `pool` says otherwise)."""
     b = GraphBuilder(name="conv_pool")
     x = b.add_input("x", TensorType(xs, "float32"))
-    w = b.add_input("w", TensorType((f, xs[1]) + k, "float32"))
+    w = b.add_input("w", TensorType((f, xs[1] // groups) + k, "float32"))
     ins = [x, w] + ([] if no_bias else [b.add_input("b", TensorType((f,), "float32"))])
-    y = b.add_node("Convolution", ins, {"num_filter": f, "kernel": k, "stride": s, "pad": p,
+    y = b.add_node("Convolution", ins, {"num_filter": f, "kernel": k, "stride": s, "pad": p, "num_group": groups,
                                         "dilate": d or (1,) * len(k), "no_bias": no_bias})[0]
     for op in post:
         y = b.add_node(op, [y])[0]
@@ -165,6 +165,21 @@ def test_fused_equals_separate_and_interpreter(case, no_bias, conv_pool_path):
     assert got.shape == ref.shape
     scale = max(float(np.abs(ref[np.isfinite(ref)]).max()), 1.0)
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5 * scale)
+
+
+@pytest.mark.parametrize("groups,f", [(2, 6), (8, 8), (8, 16)])   # grouped, depthwise, multiplier 2
+def test_grouped_and_depthwise_convolutions_take_the_fallback(groups, f, conv_pool_path):
+    g = _net((2, 8, 21, 19), f, (3, 3), (1, 1), (1, 1), pool={"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1)},
+             groups=groups)
+    rng = np.random.default_rng(groups)
+    feeds = {v.name: rng.standard_normal(v.type.shape).astype(np.float32) for v in g.inputs}
+    fused_opt, fused = _compiled(g)
+    assert _ops(fused_opt) == ["_conv_pool"]
+    sep_opt, separate = _compiled(g, disabled=("conv_pool",))
+    got = _run(fused_opt, fused, feeds)
+    np.testing.assert_array_equal(got, _run(sep_opt, separate, feeds))
+    ref = run(g, feeds).outputs[0]
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5 * max(float(np.abs(ref).max()), 1.0))
 
 
 def test_nan_inputs_pool_like_the_separate_ops(conv_pool_path):
