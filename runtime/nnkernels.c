@@ -437,6 +437,18 @@ NN_AVX512 static inline __attribute__((always_inline)) void tr16x16(__m512 *r) {
             }                                                                                         \
             if (AROWS == 0) a += ask;                                                                 \
         }                                                                                             \
+        if (p->csj == 1 && !p->bias_j && p->wide_w == 0 && nr == R && nc == 16 * V && !p->accumulate && \
+            g_tune[TUNE_CONV] != 11) { /* a whole tile of plain rows: straight stores */               \
+            for (int r = 0; r < R; r++) {                                                             \
+                float *cr = p->c + (r0 + r) * p->csr + j0;                                            \
+                const __m512 br = _mm512_set1_ps(p->bias_r ? p->bias_r[r0 + r] : 0.0f);               \
+                for (int v = 0; v < V; v++) {                                                         \
+                    __m512 y = _mm512_add_ps(acc[r][v], br);                                          \
+                    _mm512_storeu_ps(cr + 16 * v, p->relu ? relu_ps(y) : y);                          \
+                }                                                                                     \
+            }                                                                                         \
+            return;                                                                                   \
+        }                                                                                             \
         if (p->csj == 1 && !p->bias_j) { /* rows: store from registers, by masked segments */        \
             __mmask16 sm[V][4];                                                                       \
             int64_t so[V][4];                                                                         \
