@@ -3313,8 +3313,9 @@ static void pool_bwd_task(int64_t begin, int64_t end, void **argv) {
  * overlap rows are computed by both neighbouring blocks) and pools them at once.
  *
  * Fast path: AVX-512 tiles, plain 2-D convolution (one group, not 1x1 stride 1, weights not
- * packed for the filter-vector tiles). Otherwise the convolution runs whole into scratch,
- * then the pooling: the same values either way (the same tiles and pooling order). */
+ * packed for the filter-vector tiles). Otherwise, image by image, the convolution runs whole
+ * into scratch, then the pooling: the same values either way (the same tiles and pooling
+ * order; a convolution's images are independent). */
 typedef struct {
     conv_job cj;
     const int64_t *pd;
@@ -3492,11 +3493,19 @@ NN_API void symjit_nn_conv_pool(const int64_t *d, const float *x, const float *w
         return;
     }
     if (conv_pool_fast(&job)) return;
-    float *full = scratch(8, (size_t)(g->N * g->F * g->P));
-    if (!full) return;
-    void *epi_args[2] = {full, full};
-    symjit_nn_conv_packed(d, x, w, wp, bias, full, job.relu ? symjit_nn_epi_relu : NULL, epi_args);
-    symjit_nn_pool(job.pd, full, y);
+    /* image by image, so that the scratch holds one image's convolution output */
+    int64_t d1[43];
+    memcpy(d1, d, sizeof d1);
+    d1[0] = 1;
+    d1[23] = g->F;
+    float *one = scratch(8, (size_t)(g->F * g->P));
+    if (!one) return;
+    void *epi_args[2] = {one, one};
+    for (int64_t n = 0; n < g->N; n++) {
+        symjit_nn_conv_packed(d1, x + n * g->C * g->IP, w, wp, bias, one, job.relu ? symjit_nn_epi_relu : NULL,
+                              epi_args);
+        symjit_nn_pool(d1 + 23, one, y + n * g->F * job.pd[5] * job.pd[6]);
+    }
 }
 
 /* dx (planes, in) from dy and y (planes, out) and x (planes, in): the gradient of symjit_nn_pool;
