@@ -158,7 +158,9 @@ static int64_t g_tune[TUNE_COUNT];
  * index of a forced tile shape (MM_SHAPES); TUNE_CONV: 1 no implicit GEMM (im2col tiles), 3 the
  * portable depthwise loops, 4 no filter-vector path, 5 the filter-vector path wherever weights
  * can be packed (decided when packing, at compile time), 6 no fused Winograd on the tiles, 7
- * convolution + max pooling as a whole convolution then the pooling (symjit_nn_conv_pool);
+ * convolution + max pooling as a whole convolution then the pooling (symjit_nn_conv_pool), 8
+ * the filter-vector tasks with filter blocks innermost, 11 whole tiles of plain rows stored
+ * through the masked-segment loop;
  * TUNE_WBLOCK: the Winograd block budget (floats); TUNE_BLOCKS: blocks per thread of large calls;
  * TUNE_PREFETCH: 1 no prefetching of the next weight block (mm_run), 2 no prefetching of the
  * next input rows in the 3x3 depthwise row kernel (dw3x3_rows_core), 3 the next weight block

@@ -70,9 +70,9 @@ def fuse_conv_pool(g: Graph) -> tuple[Graph, dict]:
         if not (y.type.known and y.type.dtype == "float32" and pool.outputs[0].type.known):
             continue
         conv_attrs, relu = found
-        k = len(conv.inputs) if conv.op.name == "Convolution" else conv.attrs["num_inner"]
-        node = make_node(names, "_conv_pool", list(conv.inputs[:k]),
-                         {"conv_attrs": conv_attrs, "pool_attrs": pool.attrs, "relu": relu, "num_args": k,
+        node = make_node(names, "_conv_pool", list(conv.inputs),   # a relu epilogue has no extra inputs
+                         {"conv_attrs": conv_attrs, "pool_attrs": pool.attrs, "relu": relu,
+                          "num_args": len(conv.inputs),
                           "members": tuple(conv.attrs.get("members", (conv.name,))) + (pool.name,)},
                          base=f"{conv.name}_pool")
         if node.outputs[0].type.shape != pool.outputs[0].type.shape:
