@@ -3329,10 +3329,10 @@ typedef struct {
 #ifdef NN_HAVE_AVX512
 /* Max pooling of the rows [ph0, ph1) of one plane from its convolution rows [cr0, cr0 + nr)
  * (`src`, OW floats apart). First each pooled row's vertical maxima go to row ph - ph0 of
- * `tmp` (TW floats apart, column ow at pw_ + ow, -FLT_MAX around: the caller fills it once),
- * then the horizontal windows read them (all the stores first: a load overlapping a recent
- * unaligned store would wait for it). vmaxps(v, acc) keeps acc where v is NaN, as
- * pool_max_plane_avx512; windows over no row give -FLT_MAX. */
+ * `tmp` (TW floats apart, column ow at pw_ + ow, -FLT_MAX around: the caller fills it once;
+ * TW covers the reads of the last vector's lanes too), then the horizontal windows read them.
+ * vmaxps(v, acc) keeps acc where v is NaN, as pool_max_plane_avx512; windows over no row give
+ * -FLT_MAX. */
 NN_AVX512 static void conv_pool_rows(const int64_t *pd, const float *src, int64_t cr0, int64_t nr, int64_t ph0,
                                      int64_t ph1, float *tmp, int64_t TW, float *out) {
     const int64_t OH = pd[2], OW = pd[3], POW = pd[6], KH = pd[8], KW = pd[9], sh = pd[11], sw = pd[12];
@@ -3363,7 +3363,7 @@ NN_AVX512 static void conv_pool_rows(const int64_t *pd, const float *src, int64_
                 __m512 v;
                 if (sw == 1) v = _mm512_loadu_ps(t);
                 else if (sw == 2) v = _mm512_permutex2var_ps(_mm512_loadu_ps(t), even, _mm512_loadu_ps(t + 16));
-                else v = _mm512_i32gather_ps(strided, t, 4);
+                else v = _mm512_mask_i32gather_ps(lowest, m, strided, t, 4);
                 acc = _mm512_max_ps(v, acc);
             }
             _mm512_mask_storeu_ps(y + pw, m, acc);
@@ -3377,7 +3377,7 @@ static void conv_pool_task(int64_t begin, int64_t end, void **argv) {
     const geo_t *g = &cj->g;
     const int64_t *pd = job->pd;
     const int64_t OH = g->out[1], OW = g->out[2], POH = pd[5], POW = pd[6], Wq = cj->Wp;
-    const int64_t TW = POW * pd[12] + pd[9] + 48;   /* a padded row of vertical maxima */
+    const int64_t TW = (POW + 16) * pd[12] + pd[9] + 16;   /* a padded row of vertical maxima */
     const size_t tmp_n = (size_t)(job->PB * TW), rows_n = (size_t)(cj->mb * job->RBc * OW);
     float *buf = implicit_planes_buffer(cj), *rows = scratch(8, rows_n + tmp_n);
     if (!buf || !rows) return;

@@ -123,6 +123,8 @@ CASES = [
      {"kernel": (2, 2), "stride": (2, 2), "pooling_convention": "full"}, ("relu",)),
     # stride-3 pooling (the gathered columns), convolution stride 3, no activation
     ((1, 4, 20, 23), 13, (5, 5), (3, 3), (2, 2), (1, 1), {"kernel": (3, 3), "stride": (3, 3), "pad": (1, 1)}, ()),
+    # stride-5 pooling (gathered columns far apart), windows wider than the stride
+    ((1, 3, 47, 61), 9, (3, 3), (1, 1), (1, 1), (1, 1), {"kernel": (6, 7), "stride": (5, 5), "pad": (2, 3)}, ("relu",)),
     # stride-1 pooling, dilated convolution
     ((2, 3, 15, 16), 8, (3, 3), (1, 1), (0, 0), (2, 2), {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 1)}, ("relu",)),
     # asymmetric kernels and strides
