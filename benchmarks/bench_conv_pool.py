@@ -2,9 +2,10 @@
 measured on whole networks.
 
 Compiles the model twice in one process, with and without the `conv_pool` pass (both with
-in-graph profiling), and alternates calls of the two in rounds (a machine that speeds up or
-slows down affects both); prints the whole-call medians, their ratio, and the in-graph time of
-the fused node against the convolution and pooling nodes it replaces.
+in-graph profiling), and alternates calls of the two in rounds (model_bench_util.profiled_rounds:
+a machine that speeds up or slows down affects both); prints the whole-call medians, their
+ratio and the median per-round ratio, and the in-graph time of the fused node against the
+convolution and pooling nodes it replaces.
 
     python benchmarks/bench_conv_pool.py [--model resnet18_v1] [--batch 1 8] [--threads 2]
 """
@@ -35,8 +36,7 @@ def compare(name: str, batch: int, threads: int, rounds: int = 8) -> None:
           f"(x{a / b:.3f}; paired per round x{res.paired('fused', 'separate'):.3f})")
     fused_t = sum(res.node("fused", n) for n in fused_nodes)
     sep_nodes = [n for n in variants["separate"][2].nodes
-                 if n.name in members or (n.op.name == "_with_epilogue" and set(n.attrs["members"]) & members)
-                 or n.name.endswith(tuple(f"{m}_epilogue" for m in members))]
+                 if n.name in members or set(n.attrs.get("members") or ()) & members]
     sep_t = sum(res.node("separate", n.name) for n in sep_nodes)
     print(f"  in graph: fused node(s) {fused_t * 1e3:.3f} ms; the nodes they replace "
           f"({', '.join(describe(n) for n in sep_nodes)}) {sep_t * 1e3:.3f} ms (x{fused_t / sep_t:.2f})")
