@@ -578,7 +578,8 @@ static double mm_cost(int shape, int64_t rows, int64_t cols) {
 /* Prefetch for writing the part of C that tile (r0, j0) stores (csj == 1): inside a network the
  * arena's lines were last written in the previous call and the weights streamed since have
  * evicted them, so a tile's first store to each line would wait for memory. */
-static inline void mm_prefetch_out(const mm_t *p, int64_t r0, int64_t R, int64_t j0, int64_t pw) {
+__attribute__((target("prfchw"), noinline))   /* prefetchw (mm_run is built for any x86-64) */
+static void mm_prefetch_out(const mm_t *p, int64_t r0, int64_t R, int64_t j0, int64_t pw) {
     if (j0 >= p->cols) return;
     int64_t a = j0, b = imin(j0 + pw, p->cols) - 1;
     if (p->wide_w) {   /* positions of the wide columns q0 + j (see mm_segments) */
