@@ -1960,7 +1960,7 @@ NN_AVX512 static inline __attribute__((always_inline)) void dw3x3_rows_core(
     __m512 w[9];
     for (int k = 0; k < 9; k++) w[k] = _mm512_set1_ps(wt[k]);
     const int64_t nv = cdiv(OW, 16);
-    const int prefetch = g_tune[TUNE_PREFETCH] != 2;
+    const int prefetch = g_tune[TUNE_PREFETCH] != 2, prefetch_out = g_tune[TUNE_PREFETCH] != 7;
     for (int64_t oh0 = 0; oh0 < OH; oh0 += 8) {
         const int64_t cnt = imin(8, OH - oh0), r0 = S * oh0 - ph;   /* input rows r0 .. r0 + ROWS - 1 */
         for (int64_t v = 0; v < nv; v++) {
@@ -1974,11 +1974,11 @@ NN_AVX512 static inline __attribute__((always_inline)) void dw3x3_rows_core(
                     if (r < H) _mm_prefetch((const char *)(x + r * W + c0), _MM_HINT_T0);
                     if (r < H && S == 2) _mm_prefetch((const char *)(x + r * W + c0 + 16), _MM_HINT_T0);
                 }
-                if (g_tune[TUNE_PREFETCH] != 7) {   /* and for writing, the rows it stores */
-                    _Pragma("GCC unroll 8")
-                    for (int u = 0; u < 8; u++)
-                        if (oh0 + 8 + u < OH) __builtin_prefetch(y + (oh0 + 8 + u) * OW + 16 * v, 1, 3);
-                }
+            }
+            if (prefetch_out) {   /* for writing, the rows the next group stores */
+                _Pragma("GCC unroll 8")
+                for (int u = 0; u < 8; u++)
+                    if (oh0 + 8 + u < OH) __builtin_prefetch(y + (oh0 + 8 + u) * OW + 16 * v, 1, 3);
             }
             __m512 a[8];
             _Pragma("GCC unroll 8")
