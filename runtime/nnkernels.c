@@ -160,8 +160,8 @@ static int64_t g_tune[TUNE_COUNT];
  * can be packed (decided when packing, at compile time), 6 no fused Winograd on the tiles, 7
  * convolution + max pooling as a whole convolution then the pooling (symjit_nn_conv_pool), 8
  * the filter-vector tasks with filter blocks innermost, 11 whole tiles of plain rows stored
- * through the masked-segment loop;
- * TUNE_WBLOCK: the Winograd block budget (floats); TUNE_BLOCKS: blocks per thread of large calls;
+ * through the masked-segment loop, 12 the fused Winograd's previous blocks (wnat_blocks_v1);
+ * TUNE_WBLOCK: the fused Winograd's budget for V + M (floats, wnat_blocks); TUNE_BLOCKS: blocks per thread of large calls;
  * TUNE_PREFETCH: 1 no prefetching of the next weight block (mm_run), 2 no prefetching of the
  * next input rows in the 3x3 depthwise row kernel (dw3x3_rows_core), 3 the next weight block
  * only within a K block (not the next K block's first panel), 4 no prefetching of the next
@@ -2821,6 +2821,85 @@ static int64_t wnat_pack_floats(const geo_t *g) {
     return wnat_ok(g) ? 16 * g->F * g->C : 0;
 }
 
+/* Rows computed for `rows` rows cut into blocks of `block`, each block into tiles of R */
+static int64_t padded_rows(int64_t rows, int64_t block, int64_t R) {
+    return rows / block * cdiv(block, R) * R + cdiv(rows % block, R) * R;
+}
+
+/* The blocks of conv_wnat: tile rows per block (wj->rows), tile shape, block width (wj->tb)
+ * and filters per task (wj->mb). A task is one block of tile rows of one image and a block of
+ * filters: it builds the block's phase planes and input transform V (16 C tb floats, in this
+ * thread's scratch), runs the 16 tile GEMMs into M (16 mb tb floats) and the output transform.
+ * Filters are split only when the blocks of all images are fewer than the threads: a thread
+ * that takes another filter block of a block transforms its input again, and threads on
+ * different filter blocks stream different parts of U at the same time (measured in-graph,
+ * resnet18_v1 batch 1, 2 threads: 256 channels 14x14, 2 blocks, 4 filter blocks -> 1:
+ * 0.82-0.88x the time). Each (rows, shape) is costed as the tiles' padded multiply-adds
+ * (weighted by the shape's measured speed; 1 + 0.3 x the excess when V + M outgrow
+ * WNAT_VM_FLOATS, so that they stay in L2 with the stream of U) plus the input transform (6
+ * multiply-add equivalents per element of V, its halo row included) per thread that builds
+ * it, over the tasks' balance across the threads. Measured against the previous choice (the
+ * least padded work with V + M within 1.5 MiB, then filter blocks for 4 tasks per thread)
+ * in-graph, resnet18_v1, 2 threads (bench_weight_prefetch-style A/B, TUNE_CONV 12): batch 1:
+ * 64 ch 56x56 0.89-0.92x, 128 ch 28x28 0.92-0.96x, 256 ch 14x14 0.82-0.88x; batch 8
+ * 0.94-0.99x. */
+#define WNAT_VM_FLOATS 196608   /* 768 KiB of the 1 MiB L2 */
+#define WNAT_V_FLOPS 6.0
+static void wnat_blocks(wnat_job *wj, int64_t want, int64_t threads) {
+    const geo_t *g = &wj->job->g;
+    const int64_t C = g->C, F = g->F, N = g->N, TH = wj->TH, Wq = wj->Wq;
+    const double budget = (double)(g_tune[TUNE_WBLOCK] > 0 ? g_tune[TUNE_WBLOCK] : WNAT_VM_FLOATS);
+    double best = -1.0;
+    for (int64_t r = 1; r <= TH; r++) {
+        const int64_t nb = cdiv(TH, r);
+        if (cdiv(TH, nb) != r) continue;   /* the same blocks as a smaller r */
+        const int64_t blocks = N * nb;
+        for (int sh = 0; sh < MM_NSHAPES; sh++) {
+            const int64_t R = MM_SHAPES[sh].R, pw = mm_panel(sh), tb = cdiv(r * Wq, pw) * pw;
+            int64_t tm = blocks >= threads ? 1 : imin(cdiv(want, blocks), cdiv(F, R));
+            const int64_t mb = cdiv(cdiv(F, tm), R) * R;
+            tm = cdiv(F, mb);
+            const int64_t tasks = blocks * tm;
+            double gemm = 16.0 * (double)C * (double)padded_rows(F, mb, R) * (double)tb * MM_SHAPES[sh].cost / 100.0;
+            const double vm = 16.0 * (double)((C + mb) * tb);
+            if (vm > budget) gemm *= 1.0 + 0.3 * (vm - budget) / budget;
+            const double v = WNAT_V_FLOPS * 16.0 * (double)(C * tb) * (double)(r + 1) / (double)r;
+            const double spread = (double)(cdiv(tasks, threads) * threads) / (double)tasks;
+            const double wall = (double)blocks * (gemm + v * (double)imin(tm, threads)) * spread;
+            if (best < 0.0 || wall < best) {
+                best = wall;
+                wj->rows = r;
+                wj->shape = sh;
+                wj->mb = mb;
+                wj->tb = tb;
+            }
+        }
+    }
+}
+
+/* conv_wnat's blocks before wnat_blocks (TUNE_CONV 12, for the A/B): the least padded GEMM
+ * work with V and M (16 (C + F) tb floats) within 1.5 MiB (ties: larger blocks), then filter
+ * blocks until there are `want` tasks */
+static void wnat_blocks_v1(wnat_job *wj, int64_t want) {
+    const geo_t *g = &wj->job->g;
+    const int64_t C = g->C, F = g->F;
+    double best = 0.0;
+    for (int64_t r = 1; r <= wj->TH; r++) {
+        int64_t nb = cdiv(wj->TH, r), rr = cdiv(wj->TH, nb), q = rr * wj->Wq;
+        int sh = mm_pick(F, q);
+        int64_t tbr = cdiv(q, mm_panel(sh)) * mm_panel(sh);
+        if (r > 1 && 16 * (C + F) * tbr > 393216) break;
+        double cost = (double)nb * mm_cost(sh, F, q) * (1.0 + 1.0 / (double)rr);
+        if (r == 1 || cost <= best) { best = cost; wj->rows = rr; }
+    }
+    const int64_t outer = g->N * cdiv(wj->TH, wj->rows), qn = wj->rows * wj->Wq;
+    wj->shape = mm_pick(F, qn);
+    const int64_t PW = mm_panel(wj->shape), R = MM_SHAPES[wj->shape].R;
+    wj->tb = cdiv(qn, PW) * PW;
+    int64_t tm = outer < want ? imin(cdiv(want, outer), cdiv(F, R)) : 1;
+    wj->mb = cdiv(cdiv(F, tm), R) * R;
+}
+
 static int conv_wnat(conv_job *job) {
     const geo_t *g = &job->g;
     wnat_job wj;
@@ -2830,29 +2909,11 @@ static int conv_wnat(conv_job *job) {
     wj.TW = cdiv(g->out[2], 2);
     wj.Hq = wj.TH + 1;
     wj.Wq = wj.TW + 1;
-    const int64_t C = g->C, F = g->F;
-    /* tile rows per block: the least padded GEMM work over the blocks (whole panels per block),
-     * with V and M (16 (C + F) tb floats) within ~1.5 MiB of L2; ties: larger blocks */
-    int64_t wblock = g_tune[TUNE_WBLOCK] > 0 ? g_tune[TUNE_WBLOCK] : 393216;
-    double best = 0.0;
-    for (int64_t r = 1; r <= wj.TH; r++) {
-        int64_t nb = cdiv(wj.TH, r), rr = cdiv(wj.TH, nb), q = rr * wj.Wq;
-        int sh = mm_pick(F, q);
-        int64_t tbr = cdiv(q, mm_panel(sh)) * mm_panel(sh);
-        if (r > 1 && 16 * (C + F) * tbr > wblock) break;
-        double cost = (double)nb * mm_cost(sh, F, q) * (1.0 + 1.0 / (double)rr);   /* + per-block overhead */
-        if (r == 1 || cost <= best) { best = cost; wj.rows = rr; }
-    }
-    int64_t nblk = cdiv(wj.TH, wj.rows);
-    int64_t qn = wj.rows * wj.Wq;
-    wj.shape = mm_pick(F, qn);
-    const int64_t PW = mm_panel(wj.shape), R = MM_SHAPES[wj.shape].R;
-    wj.tb = cdiv(qn, PW) * PW;
-    int64_t threads = symjit_get_num_threads();
-    int64_t outer = g->N * nblk, want = tiles_want(2.0 * g->N * F * C * 16 * g->P / 4, threads), tm = 1;
-    if (outer < want) tm = imin(cdiv(want, outer), cdiv(F, R));
-    wj.mb = cdiv(cdiv(F, tm), R) * R;
-    tm = cdiv(F, wj.mb);
+    const int64_t C = g->C, F = g->F, threads = symjit_get_num_threads();
+    const int64_t want = tiles_want(2.0 * g->N * F * C * 16 * g->P / 4, threads);
+    if (g_tune[TUNE_CONV] == 12) wnat_blocks_v1(&wj, want);
+    else wnat_blocks(&wj, want, threads);
+    const int64_t tm = cdiv(F, wj.mb), outer = g->N * cdiv(wj.TH, wj.rows);
     void *argv[1] = {&wj};
     if (job->wp) {
         wj.U = job->wp;

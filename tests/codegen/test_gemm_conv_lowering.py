@@ -10,6 +10,7 @@ pooling, gathers and copies are exact.
 """
 from __future__ import annotations
 
+import ctypes
 from pathlib import Path
 
 import numpy as np
@@ -610,6 +611,50 @@ def test_convolution_constant_weights(case, kernel_path):
     w = np.ones((f, xs[1] // g) + k, np.float32)
     a, b = pack_weights(desc, w), pack_weights(desc, w)
     assert (a is None) == (b is None) and (a is None or np.array_equal(a, b))
+
+
+#: fused Winograd (nnkernels.c conv_wnat) geometries whose blocks differ between the block
+#: choosers and thread counts: many small blocks (64 ch 56x56), filters split across threads
+#: (one block of tile rows), odd output sizes (the last tile row and column clipped), batch 2
+WNAT_BLOCK_CASES = [
+    ((1, 64, 56, 56), 64), ((1, 128, 28, 28), 128), ((1, 256, 14, 14), 256),
+    ((1, 64, 11, 13), 72), ((2, 96, 15, 13), 64),
+]
+
+
+@pytest.mark.parametrize("xs,f", WNAT_BLOCK_CASES)
+def test_winograd_blocks_do_not_change_the_result(xs, f):
+    """The fused Winograd's blocks (tile rows per block, tile shape, filters per task) only
+    reorder independent work: every output element sums its input channels in the same order,
+    so the result is bit-identical for the built-in choice (wnat_blocks), the previous one
+    (symjit_nn_tune TUNE_CONV 12) and 1, 2 or 3 threads, and matches the interpreter."""
+    from symjit import runtime
+    from symjit.codegen.llvm.lower_conv import WINOGRAD, conv_method
+    from symjit.codegen.llvm.lower_gemm import kernel_library, native_kernels_available
+    if not native_kernels_available():
+        pytest.skip("the fused Winograd needs the AVX-512 tiles")
+    assert conv_method(xs[0], xs[1], 1, f, (3, 3), (1, 1), (1, 1), xs[2:]) == WINOGRAD
+    g = _conv_const_weights(xs, f, (3, 3), (1, 1), (1, 1), (1, 1), 1)
+    opt, _ = compile_graph(g, "inference")
+    cg = compile_planned(opt, g.name)
+    x = np.random.default_rng(1).standard_normal(xs).astype(np.float32)
+    tune = kernel_library().symjit_nn_tune
+    tune.restype = ctypes.c_int64
+    tune.argtypes = [ctypes.c_int64, ctypes.c_int64]
+    results = {}
+    try:
+        for choice in (0, 12):
+            tune(2, choice)
+            for n in (1, 2, 3):
+                with runtime.threads(n):
+                    results[(choice, n)] = cg([x])[0]
+    finally:
+        tune(2, 0)
+    first = results[(0, 1)]
+    for key, y in results.items():
+        assert np.array_equal(y, first), key
+    ref = run(g, {"x": x}).outputs[0]
+    np.testing.assert_allclose(first, ref, rtol=1e-4, atol=1e-5 * max(float(np.abs(ref).max()), 1.0))
 
 
 # ------------------------------------------------------------------ ReLU epilogue in the stores
