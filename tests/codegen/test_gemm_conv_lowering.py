@@ -223,10 +223,11 @@ def test_depthwise_small_planes(case, post):
     _check(_graph("Convolution", ins, _conv_attrs(c, k, s, p, d, c, False), post=post))
 
 
-#: 3x3 stride-1 depthwise on wide planes (output rows > 32: nnkernels.c dw3x3_plane_rows_avx512,
-#: ten input rows per group of eight output rows, column shifts in registers): row widths around
-#: and between vector multiples, fewer than eight or not a multiple of eight rows, padding 0..2
-#: across the columns, row padding beyond the kernel, several images and a channel multiplier
+#: 3x3 stride-1 depthwise on wide planes (output rows of 16 and more: nnkernels.c dw3x3_s1_plane,
+#: six output rows per group, three masked column loads per input row; and the permute-based row
+#: kernel it replaced, dw3x3_rows_core, still selectable): row widths around and between vector
+#: multiples, fewer than six or not a multiple of six rows, padding 0..2 across the columns, row
+#: padding beyond the kernel, several images and a channel multiplier
 DW_ROWS_CASES = [
     ((1, 3, 9, 33), (1, 1), 1),
     ((2, 4, 17, 48), (1, 1), 1),
@@ -250,9 +251,23 @@ DW_ROWS_S2_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", DW_ROWS_CASES)
+@pytest.fixture(params=["grouped", "permute"])
+def dw_s1_kernel(request):
+    """The stride-1 3x3 depthwise kernel: dw3x3_s1_plane (default) or dw3x3_rows_core
+    (symjit_nn_tune TUNE_CONV 13)."""
+    from symjit.codegen.llvm.lower_gemm import kernel_library
+    tune = kernel_library().symjit_nn_tune
+    tune.restype = ctypes.c_int64
+    tune.argtypes = [ctypes.c_int64, ctypes.c_int64]
+    tune(2, 13 if request.param == "permute" else 0)
+    yield request.param
+    tune(2, 0)
+
+
+@pytest.mark.parametrize("case", DW_ROWS_CASES + [((1, 5, 6, 16), (1, 1), 1), ((1, 4, 13, 28), (1, 1), 1),
+                                                  ((2, 3, 112, 112), (1, 1), 1)])
 @pytest.mark.parametrize("post", [(), ("relu",)])
-def test_depthwise_3x3_wide_rows(case, post):
+def test_depthwise_3x3_wide_rows(case, post, dw_s1_kernel):
     xs, p, mult = case
     c = xs[1]
     ins = [("x", xs), ("w", (c * mult, 1, 3, 3)), ("b", (c * mult,))]

@@ -15,8 +15,12 @@ runs its own register tiles (lower_gemm); elsewhere GEMMs go to the BLAS:
     (2.25x fewer multiplications). AVX-512: fused per block of tile rows (input transform, 16
     tile GEMMs, output transform while in L2), the transformed weights U packed at compile time
     when constant; portable: transforms in C, the 16 products through sgemm;
-  * depthwise (one input channel per group): per plane over its padded phase planes, the
-    output computed a few columns wide so each tap is one long vector multiply-add;
+  * depthwise (one input channel per group), AVX-512: 3x3 on planes with output rows of 16 and
+    more by row kernels straight from the input plane (stride 1: masked column loads per input
+    row; stride 2: even/odd column split), smaller planes 16 channels per vector (wide rows of
+    the padded plane), other kernels by column vectors with edge masks; portable: per plane over
+    its padded phase planes, the output computed a few columns wide so each tap is one long
+    vector multiply-add;
   * Deconvolution / backward data: GEMM (weights^T x input) into columns, then col2im;
   * backward weight: im2col per image and GEMM accumulation per channel block.
 Layouts stay NCW/NCHW/NCDHW (the frontends' layout; channel-last convolutions run their
