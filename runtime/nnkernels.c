@@ -162,7 +162,8 @@ static int64_t g_tune[TUNE_COUNT];
  * the filter-vector tasks with filter blocks innermost, 11 whole tiles of plain rows stored
  * through the masked-segment loop, 12 the fused Winograd's previous blocks (wnat_blocks_v1),
  * 13 the permute-based row kernel (dw3x3_rows_core) for stride-1 3x3 depthwise planes;
- * TUNE_WBLOCK: the fused Winograd's budget for V + M (floats, wnat_blocks); TUNE_BLOCKS: blocks per thread of large calls;
+ * TUNE_WBLOCK: the fused Winograd's budget for V + M (floats, wnat_blocks); TUNE_BLOCKS: blocks
+ * per thread of large calls;
  * TUNE_PREFETCH: 1 no prefetching of the next weight block (mm_run), 2 no prefetching of the
  * next input rows in the 3x3 depthwise row kernel (dw3x3_rows_core), 3 the next weight block
  * only within a K block (not the next K block's first panel), 4 no prefetching of the next
@@ -2910,10 +2911,10 @@ static int64_t padded_rows(int64_t rows, int64_t block, int64_t R) {
  * WNAT_VM_FLOATS, so that they stay in L2 with the stream of U) plus the input transform (6
  * multiply-add equivalents per element of V, its halo row included) per thread that builds
  * it, over the tasks' balance across the threads. Measured against the previous choice (the
- * least padded work with V + M within 1.5 MiB, then filter blocks for 4 tasks per thread)
- * in-graph, resnet18_v1, 2 threads (bench_weight_prefetch-style A/B, TUNE_CONV 12): batch 1:
- * 64 ch 56x56 0.89-0.92x, 128 ch 28x28 0.92-0.96x, 256 ch 14x14 0.82-0.88x; batch 8
- * 0.94-0.99x. */
+ * least padded work with V + M within 1.5 MiB, then filter blocks for 4 tasks per thread;
+ * TUNE_CONV 12), in-graph, resnet18_v1, 2 threads, paired rounds: batch 1 64 ch 56x56
+ * 0.89-0.94x, 128 ch 28x28 0.92-0.97x, 256 ch 14x14 0.82-0.88x, whole call 0.94-0.97x (1
+ * thread 0.96x); batch 8 whole call 0.99x. */
 #define WNAT_VM_FLOATS 196608   /* 768 KiB of the 1 MiB L2 */
 #define WNAT_V_FLOPS 6.0
 static void wnat_blocks(wnat_job *wj, int64_t want, int64_t threads) {

@@ -251,17 +251,26 @@ DW_ROWS_S2_CASES = [
 ]
 
 
-@pytest.fixture(params=["grouped", "permute"])
-def dw_s1_kernel(request):
-    """The stride-1 3x3 depthwise kernel: dw3x3_s1_plane (default) or dw3x3_rows_core
-    (symjit_nn_tune TUNE_CONV 13)."""
+#: nnkernels.c symjit_nn_tune: the key of the kernel-choice overrides and the values used here
+TUNE_CONV, WNAT_PREVIOUS_BLOCKS, DW_PERMUTE_ROWS = 2, 12, 13
+
+
+def _kernel_tune():
+    """nnkernels.c symjit_nn_tune(key, value) -> previous value (0 restores the built-in choice)."""
     from symjit.codegen.llvm.lower_gemm import kernel_library
     tune = kernel_library().symjit_nn_tune
     tune.restype = ctypes.c_int64
     tune.argtypes = [ctypes.c_int64, ctypes.c_int64]
-    tune(2, 13 if request.param == "permute" else 0)
+    return tune
+
+
+@pytest.fixture(params=["grouped", "permute"])
+def dw_s1_kernel(request):
+    """The stride-1 3x3 depthwise kernel: dw3x3_s1_plane (default) or dw3x3_rows_core."""
+    tune = _kernel_tune()
+    tune(TUNE_CONV, DW_PERMUTE_ROWS if request.param == "permute" else 0)
     yield request.param
-    tune(2, 0)
+    tune(TUNE_CONV, 0)
 
 
 @pytest.mark.parametrize("case", DW_ROWS_CASES + [((1, 5, 6, 16), (1, 1), 1), ((1, 4, 13, 28), (1, 1), 1),
@@ -645,7 +654,7 @@ def test_winograd_blocks_do_not_change_the_result(xs, f):
     (symjit_nn_tune TUNE_CONV 12) and 1, 2 or 3 threads, and matches the interpreter."""
     from symjit import runtime
     from symjit.codegen.llvm.lower_conv import WINOGRAD, conv_method
-    from symjit.codegen.llvm.lower_gemm import kernel_library, native_kernels_available
+    from symjit.codegen.llvm.lower_gemm import native_kernels_available
     if not native_kernels_available():
         pytest.skip("the fused Winograd needs the AVX-512 tiles")
     assert conv_method(xs[0], xs[1], 1, f, (3, 3), (1, 1), (1, 1), xs[2:]) == WINOGRAD
@@ -653,18 +662,16 @@ def test_winograd_blocks_do_not_change_the_result(xs, f):
     opt, _ = compile_graph(g, "inference")
     cg = compile_planned(opt, g.name)
     x = np.random.default_rng(1).standard_normal(xs).astype(np.float32)
-    tune = kernel_library().symjit_nn_tune
-    tune.restype = ctypes.c_int64
-    tune.argtypes = [ctypes.c_int64, ctypes.c_int64]
+    tune = _kernel_tune()
     results = {}
     try:
-        for choice in (0, 12):
-            tune(2, choice)
+        for choice in (0, WNAT_PREVIOUS_BLOCKS):
+            tune(TUNE_CONV, choice)
             for n in (1, 2, 3):
                 with runtime.threads(n):
                     results[(choice, n)] = cg([x])[0]
     finally:
-        tune(2, 0)
+        tune(TUNE_CONV, 0)
     first = results[(0, 1)]
     for key, y in results.items():
         assert np.array_equal(y, first), key
