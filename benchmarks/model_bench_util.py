@@ -186,8 +186,9 @@ def numpy_blas_threads(n: int) -> bool:
     return False
 
 
-def ort_session(onnx_path: Path, threads: int):
-    """An ONNX Runtime CPU session with `threads` intra-op threads, or None if unavailable."""
+def ort_session(onnx_path: Path, threads: int, profile_prefix: str | None = None):
+    """An ONNX Runtime CPU session with `threads` intra-op threads (with its profiler on, writing
+    under `profile_prefix`, when given), or None if unavailable."""
     try:
         import onnxruntime as ort
     except ImportError:
@@ -195,6 +196,9 @@ def ort_session(onnx_path: Path, threads: int):
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
+    if profile_prefix is not None:
+        so.enable_profiling = True
+        so.profile_file_prefix = profile_prefix
     return ort.InferenceSession(str(onnx_path), so, providers=["CPUExecutionProvider"])
 
 
@@ -379,19 +383,12 @@ ORT_DENSE_OPS = ("Conv", "FusedConv", "Gemm", "FusedGemm", "MatMul", "FusedMatMu
 def ort_node_profile(onnx_path: Path, threads: int, x: np.ndarray, calls: int = 30) -> list:
     """[(op type, node name, median seconds per call)] of ONNX Runtime's nodes in execution
     order, from its own profiler (same session options as `ort_session`), or [] without it."""
-    try:
-        import json
-        import onnxruntime as ort
-    except ImportError:
-        return []
+    import json
     import tempfile
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.enable_profiling = True
     with tempfile.TemporaryDirectory() as tmp:
-        so.profile_file_prefix = os.path.join(tmp, "ort")
-        sess = ort.InferenceSession(str(onnx_path), so, providers=["CPUExecutionProvider"])
+        sess = ort_session(onnx_path, threads, os.path.join(tmp, "ort"))
+        if sess is None:
+            return []
         feed = {sess.get_inputs()[0].name: x}
         for _ in range(calls + 3):
             sess.run(None, feed)
@@ -414,14 +411,8 @@ def ort_profiler_cost(onnx_path: Path, threads: int, x: np.ndarray, repeats: int
     on costs (measured: mobilenet1.0 2 threads 4.29 vs 3.75 ms, resnet18_v1 10.43 vs 10.08 ms;
     nothing at 1 thread), so they overstate each node by about that fraction."""
     import tempfile
-    import onnxruntime as ort
     with tempfile.TemporaryDirectory() as tmp:
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = threads
-        so.inter_op_num_threads = 1
-        so.enable_profiling = True
-        so.profile_file_prefix = os.path.join(tmp, "ort")
-        on = ort.InferenceSession(str(onnx_path), so, providers=["CPUExecutionProvider"])
+        on = ort_session(onnx_path, threads, os.path.join(tmp, "ort"))
         off = ort_session(onnx_path, threads)
         feed = {on.get_inputs()[0].name: x}
         res = blocked({"on": lambda: on.run(None, feed), "off": lambda: off.run(None, feed)}, repeats,
