@@ -51,8 +51,10 @@ SPIN_S = 0.01
 #: ... then sleeps between polls, starting at SLEEP_MIN_S and doubling up to SLEEP_MAX_S
 SLEEP_MIN_S = 50e-6
 SLEEP_MAX_S = 0.001
-#: ... until a poll takes more CPU time than this: it moved data, so polling without pause
-#: resumes (CPU time, not wall time: a poll the scheduler interrupted did not move data)
+#: ... until two polls in a row take more CPU time than this: they moved data, so polling
+#: without pause resumes (CPU time, not wall time: a poll the scheduler interrupted did not
+#: move data; two: MPI's progress engine makes a lone idle poll that slow now and then, and on
+#: a busy machine often enough that each sent the waiting worker back to a 10 ms spin)
 BUSY_TEST_S = 50e-6
 #: seconds between two looks for the launcher's notes of dead workers, while waiting
 PEER_CHECK_S = 0.2
@@ -325,10 +327,12 @@ class MPIComm(Communicator):
     def _doze(self, test, what: str, start: float) -> bool:
         """Call `test()` with sleeps in between (SLEEP_MIN_S, doubling up to SLEEP_MAX_S), so a
         worker that waits for a late or stalled peer leaves its core to others. True once
-        `test()` returned True; False as soon as a call took over BUSY_TEST_S: it moved data,
-        the peers are in, and the caller should spin again. MXNetError (`_check_deadline`) when
+        `test()` returned True; False as soon as two calls in a row took over BUSY_TEST_S (after
+        a slow one the next comes after SLEEP_MIN_S): they moved data, the peers are in, and the
+        caller should spin again. MXNetError (`_check_deadline`) when
         the operation begun at `start` cannot complete."""
         nap = SLEEP_MIN_S
+        busy = False
         while True:
             self._check_deadline(what, start, time.monotonic())
             time.sleep(nap)
@@ -336,8 +340,12 @@ class MPIComm(Communicator):
             t = time.thread_time()   # CPU time: a poll descheduled on a busy machine moved nothing
             if test():
                 return True
-            if time.thread_time() - t > BUSY_TEST_S:
+            if time.thread_time() - t <= BUSY_TEST_S:
+                busy = False
+            elif busy:
                 return False
+            else:   # one slow poll: look again soon, spin if that one is slow too
+                busy, nap = True, SLEEP_MIN_S
 
     def _check_deadline(self, what: str, start: float, now: float) -> None:
         """Raise MXNetError (breaking the group) when the launcher reports a dead peer worker
