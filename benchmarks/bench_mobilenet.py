@@ -4,8 +4,9 @@ The model and its parameters come from /work/shared/models (exported by MXNet); 
 runs the same model's .onnx with the same number of intra-op threads. Prints medians over
 alternating blocks of 5 calls (each block after a pause, so neither runtime's spinning worker
 threads slow the other; model_bench_util.blocked), GFLOP/s, the fraction of the measured FP32
-peak, the ratio, and with --profile the slowest layers (each compiled alone, constant weights
-kept constant; `--profile all`: every layer in graph order).
+peak, the ratio (of the medians, and the median of the rounds' paired ratios), and with
+--profile the slowest layers (each compiled alone, constant weights kept constant;
+`--profile all`: every layer in graph order).
 
     python benchmarks/bench_mobilenet.py [--batch 1] [--threads N] [--repeats R] [--profile [all]]
 """

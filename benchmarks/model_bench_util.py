@@ -1,7 +1,8 @@
 """Shared pieces of the model benchmarks: timing, peak FLOP/s of this machine, baselines.
 
 Timings are medians of round-robin repeats (candidates alternate, so machine load affects all
-alike); every ratio printed is measured in the same run.
+alike); every ratio printed is measured in the same run, and `blocked` also gives the median of
+its rounds' paired ratios (LAST_PAIRED), steadier on a machine whose speed drifts.
 """
 from __future__ import annotations
 
@@ -49,27 +50,45 @@ def race(cands: dict, repeats: int, warmup: int = 2) -> dict:
 SETTLE_S = 0.2
 
 
+#: per candidate of the last `blocked`: the median over its rounds of (the candidate's block
+#: median / the first candidate's block median in the same round). Both blocks of a round run
+#: within a second, so a machine that changes speed between rounds moves both: on a noisy
+#: machine this ratio varies less from run to run than the ratio of the overall medians.
+LAST_PAIRED: dict = {}
+
+
 def blocked(cands: dict, repeats: int, rounds: int = 2) -> dict:
     """Like `race`, but each candidate runs `repeats` times in a row (after a warm-up), in
-    `rounds` alternating blocks, each block after a pause of SETTLE_S: a runtime whose worker
-    threads keep spinning after a call (ONNX Runtime's intra-op pool, OpenBLAS) then slows
-    neither itself nor the next candidate. Medians over all blocks; CPU seconds in LAST_CPU."""
+    `rounds` blocks, each block after a pause of SETTLE_S: a runtime whose worker threads keep
+    spinning after a call (ONNX Runtime's intra-op pool, OpenBLAS) then slows neither itself
+    nor the next candidate. The candidates' order alternates from round to round (forward,
+    then backward), so neither always runs first after the pause. Medians over all blocks; CPU
+    seconds in LAST_CPU; per-round (paired) ratios to the first candidate in LAST_PAIRED."""
     wall = {k: [] for k in cands}
     cpu = {k: [] for k in cands}
+    block = {k: [] for k in cands}
     per = max(1, repeats // rounds)
-    for _ in range(rounds):
-        for k, fn in cands.items():
+    names = list(cands)
+    for r in range(rounds):
+        for k in (names if r % 2 == 0 else names[::-1]):
+            fn = cands[k]
             time.sleep(SETTLE_S)
             fn()
             fn()
+            times = []
             for _ in range(per):
                 c = time.process_time()
                 t = time.perf_counter()
                 fn()
-                wall[k].append(time.perf_counter() - t)
+                times.append(time.perf_counter() - t)
                 cpu[k].append(time.process_time() - c)
+            wall[k].extend(times)
+            block[k].append(float(np.median(times)))
     LAST_CPU.clear()
     LAST_CPU.update({k: float(np.median(v)) for k, v in cpu.items()})
+    first = np.array(block[names[0]])
+    LAST_PAIRED.clear()
+    LAST_PAIRED.update({k: float(np.median(np.array(v) / first)) for k, v in block.items()})
     return {k: float(np.median(v)) for k, v in wall.items()}
 
 
@@ -460,7 +479,7 @@ def compare_with_ort(name: str, batch: int, threads: int, repeats: int, profile:
         cands["onnxruntime"] = lambda: sess.run(None, {iname: x})
         diff = np.abs(cg(arrays)[0] - cands["onnxruntime"]()[0]).max()
     res = blocked(cands, repeats, rounds=max(2, repeats // 5))   # blocks of 5 calls: both runtimes see the same machine
-    cpu = dict(LAST_CPU)
+    cpu, paired = dict(LAST_CPU), dict(LAST_PAIRED)
     flops = conv_flops(opt)
     peak, how = peak_gflops(threads)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
@@ -474,7 +493,8 @@ def compare_with_ort(name: str, batch: int, threads: int, repeats: int, profile:
               f"{gf / peak * 100:5.1f}% of peak")
     if sess is not None:
         print(f"  ratio symjit / onnxruntime = {res['symjit'] / res['onnxruntime']:.2f} (wall), "
-              f"{cpu['symjit'] / cpu['onnxruntime']:.2f} (cpu time)")
+              f"{cpu['symjit'] / cpu['onnxruntime']:.2f} (cpu time), "
+              f"{1.0 / paired['onnxruntime']:.2f} (wall, median of the rounds' ratios)")
     else:
         print("  (onnxruntime not installed: pip install onnxruntime)")
     if profile:
