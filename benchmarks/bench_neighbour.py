@@ -2,11 +2,11 @@
 
 The neighbour is another process that keeps one core busy for `--busy` ms out of every
 `--busy + --idle` ms (a noisy tenant on a shared machine), on whichever core the scheduler
-gives it or, with `--cpu K`, pinned to core K (a tenant that slows one of the model's threads). Both runtimes are timed in
-alternating blocks (model_bench_util.blocked) without and then with the neighbour, in one run,
-and the table prints each runtime's slowdown and the symjit / ONNX Runtime ratio in both
-conditions: a runtime whose threads wait on a descheduled thread, or end up sharing one core,
-loses more than the other.
+gives it or, with `--cpu K`, pinned to core K (a tenant that slows one of the model's threads).
+Both runtimes are timed in alternating blocks (model_bench_util.blocked) without and then with
+the neighbour, in one run, and the table prints each runtime's slowdown and the symjit / ONNX
+Runtime ratio in both conditions: a runtime whose threads wait on a descheduled thread, or end
+up sharing one core, loses more than the other.
 
     python benchmarks/bench_neighbour.py [--model mobilenet1.0] [--busy 1] [--idle 3] [--cpu K] [--repeats 40]
 """

@@ -50,8 +50,8 @@ def race(cands: dict, repeats: int, warmup: int = 2) -> dict:
 SETTLE_S = 0.2
 
 
-#: per candidate of the last `blocked`: the median over its rounds of (the candidate's block
-#: median / the first candidate's block median in the same round). Both blocks of a round run
+#: per candidate of the last `blocked`: the median over its rounds of (the first candidate's
+#: block median / this candidate's block median in the same round). Both blocks of a round run
 #: within a second, so a machine that changes speed between rounds moves both: on a noisy
 #: machine this ratio varies less from run to run than the ratio of the overall medians.
 LAST_PAIRED: dict = {}
@@ -88,7 +88,7 @@ def blocked(cands: dict, repeats: int, rounds: int = 2) -> dict:
     LAST_CPU.update({k: float(np.median(v)) for k, v in cpu.items()})
     first = np.array(block[names[0]])
     LAST_PAIRED.clear()
-    LAST_PAIRED.update({k: float(np.median(np.array(v) / first)) for k, v in block.items()})
+    LAST_PAIRED.update({k: float(np.median(first / np.array(v))) for k, v in block.items()})
     return {k: float(np.median(v)) for k, v in wall.items()}
 
 
@@ -494,7 +494,7 @@ def compare_with_ort(name: str, batch: int, threads: int, repeats: int, profile:
     if sess is not None:
         print(f"  ratio symjit / onnxruntime = {res['symjit'] / res['onnxruntime']:.2f} (wall), "
               f"{cpu['symjit'] / cpu['onnxruntime']:.2f} (cpu time), "
-              f"{1.0 / paired['onnxruntime']:.2f} (wall, median of the rounds' ratios)")
+              f"{paired['onnxruntime']:.2f} (wall, median of the rounds' ratios)")
     else:
         print("  (onnxruntime not installed: pip install onnxruntime)")
     if profile:

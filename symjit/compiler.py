@@ -20,6 +20,7 @@ import numpy as np
 from .base import MXNetError
 from .ir.graph import Graph
 from .ir.printer import format_graph
+from .ops.fused import FUSED_OPS
 from .passes.infer import infer_types
 from .passes.manager import PassManager
 
@@ -163,7 +164,7 @@ def inspect(obj, shapes: Mapping | None = None, params: Mapping | None = None, d
     pm = PassManager(pipeline)
     opt = pm.run(g, consts or None)
     groups = [(n.name, n.op.name, list(n.attrs.get("members", ()))) for n in opt.nodes
-              if n.op.name in ("_fused_elemwise", "_with_epilogue", "_conv_pool")]
+              if n.op.name in FUSED_OPS]
     plan = opt.annotations.get("memory_plan")
     return InspectReport(format_graph(g), format_graph(opt), pm.report(), groups,
                          plan.summary() if plan else "(none)", pm.unoptimized_bytes, len(g.nodes),

@@ -268,15 +268,11 @@ def _ir_label(node) -> str:
     return f"{node.op.name}\n{node.name}"
 
 
-#: ops that passes create from several nodes (attr `members`: the names of those nodes)
-_FUSED_OPS = ("_fused_elemwise", "_with_epilogue", "_conv_pool")
-
-
 def _plot_optimized(symbol, title, save_format, shape, dtype, node_attrs, params):
     """Digraph of the optimized IR: graph inputs as ovals, constants hidden, one box per node,
-    each fusion group (`_fused_elemwise`, `_with_epilogue`, `_conv_pool`) a cluster listing its
-    members."""
+    each fusion group (ops/fused.py FUSED_OPS) a cluster listing its members."""
     from graphviz import Digraph
+    from .ops.fused import FUSED_OPS
     if shape is None:
         raise MXNetError("plot_network(optimized=True) needs `shape` (input name -> shape) to run the passes")
     g = _optimized_graph(symbol, shape, dtype, params)
@@ -292,7 +288,7 @@ def _plot_optimized(symbol, title, save_format, shape, dtype, node_attrs, params
         if n.op.name == "_const":
             continue
         members = list(n.attrs.get("members") or ())
-        if n.op.name in _FUSED_OPS and members:
+        if n.op.name in FUSED_OPS and members:
             with dot.subgraph(name=f"cluster_{n.name}") as c:
                 c.attr(label=f"{n.op.name} {n.name}", style="rounded,dashed", color="#555555")
                 prev = None

@@ -24,6 +24,10 @@ from . import scalar as S
 from .attrs import Any_, Dtype, Int, Param
 from .registry import ComputeContext, Op, broadcast_shapes, fresh_array, get_op, register
 
+#: the ops above that stand for several nodes of the graph before the passes (attr `members`:
+#: those nodes' names), as reports and plots show them
+FUSED_OPS = ("_fused_elemwise", "_with_epilogue", "_conv_pool")
+
 
 @register("_const")
 class Const(Op):
