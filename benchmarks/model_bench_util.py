@@ -246,6 +246,9 @@ def load_model_graph(name: str, batch: int, disabled=()):
 def conv_output_shape(n) -> tuple:
     """The convolution's output shape of a Convolution-like node (for `_conv_pool`, the shape
     before the pooling)."""
+    if n.op.name == "_conv_blocked":
+        from symjit.ops.blocked import nchw_shape
+        return nchw_shape(n.op.name, n.outputs[0].type.shape)
     if n.op.name != "_conv_pool":
         return tuple(n.outputs[0].type.shape)
     from symjit.ops.registry import get_op
@@ -255,9 +258,9 @@ def conv_output_shape(n) -> tuple:
 
 def node_flops(n) -> float:
     """Multiply-add FLOPs (2 per MAC) of one Convolution / FullyConnected node (0 otherwise;
-    a `_conv_pool` node counts its convolution's)."""
+    `_conv_pool` and `_conv_blocked` nodes count their convolution's)."""
     name = n.attrs["inner"] if n.op.name == "_with_epilogue" else n.op.name
-    if name in ("Convolution", "_conv_pool"):
+    if name in ("Convolution", "_conv_pool", "_conv_blocked"):
         w = n.inputs[1].type.shape
         return 2.0 * np.prod(conv_output_shape(n), dtype=np.float64) * np.prod(w[1:], dtype=np.float64)
     if name == "FullyConnected":
@@ -276,10 +279,14 @@ def describe(n) -> str:
     inner = n.attrs["inner"] if n.op.name == "_with_epilogue" else n.op.name
     attrs = n.attrs.get("inner_attrs", n.attrs.get("conv_attrs", n.attrs))
     xs = tuple(n.inputs[0].type.shape) if n.inputs else ()
-    if inner in ("Convolution", "_conv_pool"):
+    if inner == "_conv_blocked":
+        from symjit.ops.blocked import nchw_shape
+        xs = nchw_shape(inner, xs)
+    if inner in ("Convolution", "_conv_pool", "_conv_blocked"):
         k = attrs["kernel"]
-        pool = f" + max pool k{n.attrs['pool_attrs']['kernel'][0]}" if inner == "_conv_pool" else ""
-        return (f"Conv {xs[0]}x{xs[1]}x{xs[2]}x{xs[3]} -> {n.outputs[0].type.shape[1]} k{k[0]} "
+        pool = (f" + max pool k{n.attrs['pool_attrs']['kernel'][0]}" if inner == "_conv_pool"
+                else " NCHW16c" if inner == "_conv_blocked" else "")
+        return (f"Conv {xs[0]}x{xs[1]}x{xs[2]}x{xs[3]} -> {conv_output_shape(n)[1]} k{k[0]} "
                 f"s{attrs['stride'][0] if attrs['stride'] else 1} g{attrs['num_group']}{pool}")
     if inner == "Pooling":
         return f"Pool {attrs['pool_type']} {xs} k{attrs['kernel']} s{attrs['stride']}"

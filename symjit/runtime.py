@@ -55,7 +55,8 @@ if os.environ.get("SYMJIT_ALIGNED_NUMPY", "1").strip() != "0":
     use_aligned_numpy_allocator(True)
 
 __all__ = ["Entry", "Library", "ABI_VERSION", "ALIGNMENT", "num_threads", "set_num_threads", "threads",
-           "symbols", "make_entry", "use_aligned_numpy_allocator", "parallel_for", "parallel_for_multi", "last_error", "arena_alloc", "arena_free", "load"]
+           "symbols", "make_entry", "use_aligned_numpy_allocator", "parallel_for", "parallel_for_multi", "last_error", "arena_alloc", "arena_free", "load",
+           "native_kernels_in_use"]
 
 #: A compiled graph's entry point with its signature: `entry(*inputs, out=None) -> tuple of outputs`.
 Entry = _runtime.Entry
@@ -89,6 +90,14 @@ def threads(n: int | None) -> Iterator[int]:
         yield num_threads()
     finally:
         set_num_threads(previous)
+
+
+def native_kernels_in_use() -> bool:
+    """Whether the kernel library (runtime/nnkernels.c) runs its AVX-512 paths now: the CPU has
+    AVX-512 and they have not been switched off (codegen's `set_native_kernels(0)`)."""
+    fn = ctypes.CDLL(_runtime.__file__).symjit_nn_native_in_use
+    fn.restype = ctypes.c_int64
+    return bool(fn())
 
 
 _SYMBOLS: dict[str, int] | None = None

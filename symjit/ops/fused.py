@@ -26,7 +26,7 @@ from .registry import ComputeContext, Op, broadcast_shapes, fresh_array, get_op,
 
 #: the ops above that stand for several nodes of the graph before the passes (attr `members`:
 #: those nodes' names), as reports and plots show them
-FUSED_OPS = ("_fused_elemwise", "_with_epilogue", "_conv_pool")
+FUSED_OPS = ("_fused_elemwise", "_with_epilogue", "_conv_pool", "_conv_blocked")
 
 
 @register("_const")

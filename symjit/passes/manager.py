@@ -7,7 +7,8 @@ skip passes by name (API: `disabled=`; environment: `SYMJIT_DISABLE_PASSES=cse,f
 
 Pipelines
   inference: bind constants -> infer -> inference rewrites -> simplify -> fold constants ->
-             CSE -> DCE -> fusion -> convolution + max pooling -> in-place -> memory plan
+             CSE -> DCE -> fusion -> convolution + max pooling -> blocked layout -> in-place ->
+             memory plan
   training:  infer -> simplify (BlockGrad kept) -> CSE -> DCE -> fusion -> in-place ->
              memory plan (the autodiff pass builds the backward graph before this pipeline)
 """
@@ -23,6 +24,7 @@ from ..base import MXNetError
 from ..ir.graph import Graph
 from ..ir.printer import format_graph
 from ..ir.verify import verify
+from .blocked_layout import blocked_layout
 from .conv_pool import fuse_conv_pool
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
@@ -54,6 +56,7 @@ PIPELINES: dict[str, list[tuple[str, Pass]]] = {
         ("dce", eliminate_dead_code),
         ("fusion", fuse),
         ("conv_pool", fuse_conv_pool),
+        ("blocked_layout", blocked_layout),
         ("inplace", plan_inplace),
         ("memory_plan", plan_memory),
     ],

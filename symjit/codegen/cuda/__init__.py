@@ -27,7 +27,7 @@ __all__ = ["lower_graph", "supported_ops", "LaunchPlan", "render", "ARCHS", "pla
 
 
 #: inference passes whose fused ops only the CPU kernel library implements
-CPU_ONLY_PASSES = ("conv_pool",)
+CPU_ONLY_PASSES = ("conv_pool", "blocked_layout")
 
 
 def plan_graph(g, constants=None, disabled=()):

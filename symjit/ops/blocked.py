@@ -1,0 +1,120 @@
+"""Channel-blocked layout ops, created by passes/blocked_layout.py (hidden from the MXNet API).
+
+A blocked tensor holds an NCHW tensor (N, C, H, W) as (N, C // 16, H, W, 16): element
+(n, c, h, w) at [n, c // 16, h, w, c % 16], so that the 16 channels of a block at one pixel
+are contiguous (one vector). C is a multiple of 16.
+
+  * `_to_blocked`    — NCHW -> blocked;
+  * `_from_blocked`  — blocked -> NCHW;
+  * `_conv_blocked`  — a 2-D convolution (attrs `conv_attrs`, the Convolution's parsed
+                       attributes) on a blocked input giving a blocked output, optionally
+                       relu'd (`relu`); data blocked, weight and bias in MXNet's layout.
+
+The reference implementations convert to NCHW, run the registered ops and convert back, so
+the interpreter computes exactly what the original nodes compute.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import MXNetError
+from . import scalar as S
+from .attrs import Any_, Int, Param
+from .registry import ComputeContext, Op, get_op, register
+
+#: channels per block
+BLOCK = 16
+
+
+def blocked_shape(op: str, shape) -> tuple:
+    """The blocked shape of an NCHW shape (MXNetError naming `op` unless C % 16 == 0)."""
+    shape = tuple(int(d) for d in shape)
+    if len(shape) != 4 or shape[1] % BLOCK != 0:
+        raise MXNetError(f"{op}: expected an NCHW shape with channels a multiple of {BLOCK}, got {shape}")
+    n, c, h, w = shape
+    return (n, c // BLOCK, h, w, BLOCK)
+
+
+def nchw_shape(op: str, shape) -> tuple:
+    """The NCHW shape of a blocked shape (MXNetError naming `op` unless it is (N, Cb, H, W, 16))."""
+    shape = tuple(int(d) for d in shape)
+    if len(shape) != 5 or shape[4] != BLOCK:
+        raise MXNetError(f"{op}: expected a blocked shape (N, C/{BLOCK}, H, W, {BLOCK}), got {shape}")
+    n, cb, h, w, _ = shape
+    return (n, cb * BLOCK, h, w)
+
+
+def to_blocked(x: np.ndarray) -> np.ndarray:
+    n, cb, h, w, _ = blocked_shape("_to_blocked", x.shape)
+    return np.ascontiguousarray(x.reshape(n, cb, BLOCK, h, w).transpose(0, 1, 3, 4, 2))
+
+
+def from_blocked(x: np.ndarray) -> np.ndarray:
+    n, c, h, w = nchw_shape("_from_blocked", x.shape)
+    return np.ascontiguousarray(x.transpose(0, 1, 4, 2, 3).reshape(n, c, h, w))
+
+
+class _Reorder(Op):
+    inputs = ("data",)
+    params = {}
+    hidden = True
+    differentiable = False
+    kernel = "layout"
+    _shape = staticmethod(blocked_shape)
+    _convert = staticmethod(to_blocked)
+
+    def infer_shape(self, attrs, in_shapes):
+        (x,) = in_shapes
+        if x is None:
+            return [None], [None]
+        return [tuple(x)], [self._shape(self.name, x)]
+
+    def infer_type(self, attrs, in_types):
+        return list(in_types), [in_types[0]]
+
+    def compute(self, attrs, inputs, ctx: ComputeContext):
+        return [self._convert(inputs[0])]
+
+
+@register("_to_blocked")
+class ToBlocked(_Reorder):
+    """NCHW (N, C, H, W) -> blocked (N, C/16, H, W, 16)."""
+
+
+@register("_from_blocked")
+class FromBlocked(_Reorder):
+    """Blocked (N, C/16, H, W, 16) -> NCHW (N, C, H, W)."""
+    _shape = staticmethod(nchw_shape)
+    _convert = staticmethod(from_blocked)
+
+
+@register("_conv_blocked")
+class ConvBlocked(Op):
+    """to_blocked(relu?(Convolution(from_blocked(data), weight[, bias]))): attrs `conv_attrs`
+    (the Convolution's parsed attributes), `relu`, `num_args` (2 or 3), `members` (the names
+    of the nodes it replaced, for reports)."""
+    params = {"conv_attrs": Param(Any_), "relu": Param(Any_, False), "num_args": Param(Int),
+              "members": Param(Any_, ())}
+    hidden = True
+    differentiable = False
+    kernel = "conv"
+
+    def input_names(self, attrs):
+        return get_op("Convolution").input_names(attrs["conv_attrs"])
+
+    def infer_shape(self, attrs, in_shapes):
+        x = in_shapes[0]
+        nchw = None if x is None else nchw_shape(self.name, x)
+        ins, (y,) = get_op("Convolution").infer_shape(attrs["conv_attrs"], [nchw] + list(in_shapes[1:]))
+        return [x] + list(ins[1:]), [None if y is None else blocked_shape(self.name, y)]
+
+    def infer_type(self, attrs, in_types):
+        return get_op("Convolution").infer_type(attrs["conv_attrs"], list(in_types))
+
+    def compute(self, attrs, inputs, ctx: ComputeContext):
+        from .elemwise import relu_expr
+        x = from_blocked(inputs[0])
+        y = get_op("Convolution").compute(attrs["conv_attrs"], [x] + list(inputs[1:]), ctx)[0]
+        if attrs["relu"]:
+            y = np.asarray(S.evaluate(relu_expr(S.Input(0)), [y], y.dtype), dtype=y.dtype)
+        return [to_blocked(y)]

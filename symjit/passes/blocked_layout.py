@@ -1,0 +1,172 @@
+"""Channel-blocked layout: chains of pointwise and 3x3 depthwise convolutions run in NCHW16c.
+
+Candidates (after epilogue fusion): 2-D channel-first float32 convolutions -- `Convolution`,
+or a `_with_epilogue` of one whose epilogue is exactly relu of the result -- with compile-time
+constant weights (and bias), input and output channels multiples of 16, that are either
+  * pointwise: 1x1, stride 1, no padding, one group, or
+  * depthwise: 3x3, groups == input channels == output channels, padding 1, stride 1 or 2,
+    dilation 1.
+Candidates joined producer -> consumer (one reads the other's output as its data) form
+chains; each chain of at least MIN_CHAIN convolutions with a depthwise one among them becomes
+`_conv_blocked` nodes (ops/blocked.py) whose data and outputs are blocked, with one
+`_to_blocked` for each value that enters the chain and one `_from_blocked` for each chain
+output that something else reads (another node, or the graph's outputs).
+
+Why: in NCHW a 3x3 depthwise output vector runs along a row, so its taps are shifted, masked,
+line-crossing loads (stride 2: permutes too); in NCHW16c each tap is one aligned vector of 16
+channels and stride 2 costs what stride 1 does. Measured in mobilenet1.0 on a Zen 5 (AVX-512)
+host, in graph, one thread (benchmarks/bench_blocked_layout.py, blocked / NCHW time): the 3x3
+depthwise layers 0.23-0.45 from 56x56 down, 0.69 at 64 channels 112x112 stride 2, 1.17 at 32
+channels 112x112 stride 1 (the NCHW row kernel is at its best on wide rows); the pointwise
+layers between them 0.96-1.10 (tiles of pixels x filter vectors here, of filters x pixel vectors
+in NCHW); the conversion into the layout after the stem 2-4% of the call. A lone pointwise
+convolution, or a chain without a depthwise one, would only pay for the conversions.
+
+`enabled`: the pass runs only where the kernel library's AVX-512 kernels are in use (None:
+ask the runtime); elsewhere the NCHW paths (the BLAS) are faster, although the blocked kernels
+have portable loops too. The CUDA code generator disables the pass (codegen/cuda
+`CPU_ONLY_PASSES`).
+
+Guarantees: the graph computes the same values (the same products summed in the same order
+per output as the NCHW kernels up to float reassociation; the interpreter's reference runs
+the original ops); the node list stays topologically sorted; idempotent (`_conv_blocked`
+nodes are not candidates).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir.graph import Graph, Node, Value
+from ..ops import scalar as S
+from ..ops.blocked import BLOCK, blocked_shape
+from ..ops.elemwise import relu_expr
+from ..ops.nn_conv import _geometry
+from .rewrite import NameSource, make_node, replace_uses
+
+#: the fewest convolutions a chain needs to be worth its two layout conversions
+MIN_CHAIN = 2
+
+_RELU_OF_RESULT = relu_expr(S.Input(0))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A convolution the blocked kernels can run: its attrs, relu epilogue, and kind."""
+    conv_attrs: dict
+    relu: bool
+    depthwise: bool
+
+
+def _const_input(v: Value, producer: dict) -> bool:
+    n = producer.get(v)
+    return n is not None and n.op.name == "_const"
+
+
+def candidate(n: Node, producer: dict) -> Candidate | None:
+    """The module docstring's conditions for one node."""
+    if n.op.name == "Convolution":
+        attrs, relu = n.attrs, False
+    elif (n.op.name == "_with_epilogue" and n.attrs["inner"] == "Convolution"
+          and n.attrs["num_args"] == n.attrs["num_inner"] and tuple(n.attrs["exprs"]) == (_RELU_OF_RESULT,)):
+        attrs, relu = n.attrs["inner_attrs"], True
+    else:
+        return None
+    if len(attrs["kernel"]) != 2 or len(n.outputs) != 1:
+        return None
+    geo = _geometry("Convolution", attrs)
+    if geo["layout"] not in (None, "NCHW"):
+        return None
+    x, y = n.inputs[0], n.outputs[0]
+    if not all(v.type.known and v.type.dtype == "float32" and len(v.type.shape) == 4 for v in (x, y)):
+        return None
+    if not all(_const_input(v, producer) for v in n.inputs[1:]):
+        return None
+    c, f = x.type.shape[1], y.type.shape[1]
+    if c % BLOCK or f % BLOCK or c == 0 or f == 0:
+        return None
+    plain = geo["dilate"] == (1, 1)
+    if plain and geo["num_group"] == 1 and geo["kernel"] == (1, 1) and geo["stride"] == (1, 1) and geo["pad"] == (0, 0):
+        return Candidate(attrs, relu, False)
+    if (plain and geo["num_group"] == c == f and geo["kernel"] == (3, 3) and geo["pad"] == (1, 1)
+            and geo["stride"] in ((1, 1), (2, 2))):
+        return Candidate(attrs, relu, True)
+    return None
+
+
+def _chains(g: Graph, found: dict, producer: dict) -> list[list[Node]]:
+    """Candidates grouped by producer -> consumer data edges (union-find), in graph order."""
+    parent = {id(n): id(n) for n in g.nodes if id(n) in found}
+
+    def root(k):
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    for n in g.nodes:
+        if id(n) not in found:
+            continue
+        p = producer.get(n.inputs[0])
+        if p is not None and id(p) in found:
+            parent[root(id(n))] = root(id(p))
+    groups: dict = {}
+    for n in g.nodes:
+        if id(n) in found:
+            groups.setdefault(root(id(n)), []).append(n)
+    return list(groups.values())
+
+
+def blocked_layout(g: Graph, enabled: bool | None = None) -> tuple[Graph, dict]:
+    """The module docstring's rewrite; stats: `blocked_convolutions`, `layout_conversions`."""
+    if enabled is None:
+        from ..runtime import native_kernels_in_use
+        enabled = native_kernels_in_use()
+    if not enabled:
+        return g, {"blocked_convolutions": 0, "layout_conversions": 0}
+    g = g.copy()
+    producer = {v: n for n in g.nodes for v in n.outputs}
+    found = {id(n): c for n in g.nodes if (c := candidate(n, producer)) is not None}
+    chosen: set[int] = set()
+    for chain in _chains(g, found, producer):
+        if len(chain) >= MIN_CHAIN and any(found[id(n)].depthwise for n in chain):
+            chosen.update(id(n) for n in chain)
+    if not chosen:
+        return g, {"blocked_convolutions": 0, "layout_conversions": 0}
+    readers: dict = {}
+    for n in g.nodes:
+        for v in n.inputs:
+            readers.setdefault(v, []).append(n)
+    graph_outputs = set(g.outputs)
+    names = NameSource(g)
+    blocked: dict[Value, Value] = {}     # NCHW value -> its blocked twin
+    mapping: dict[Value, Value] = {}     # chain outputs read elsewhere -> their NCHW conversion
+    nodes: list[Node] = []
+    conversions = 0
+    for n in g.nodes:
+        if id(n) not in chosen:
+            nodes.append(n)
+            continue
+        c = found[id(n)]
+        x, y = n.inputs[0], n.outputs[0]
+        if x not in blocked:
+            to = make_node(names, "_to_blocked", [x], {}, base=f"{n.name}_to_blocked")
+            nodes.append(to)
+            blocked[x] = to.outputs[0]
+            conversions += 1
+        node = make_node(names, "_conv_blocked", [blocked[x]] + list(n.inputs[1:]),
+                         {"conv_attrs": c.conv_attrs, "relu": c.relu, "num_args": len(n.inputs),
+                          "members": tuple(n.attrs.get("members", (n.name,)))},
+                         base=f"{n.name}_blocked")
+        if node.outputs[0].type.shape != blocked_shape("blocked_layout", y.type.shape):
+            raise AssertionError(f"blocked_layout: {n.name}: blocked output {node.outputs[0].type.shape} "
+                                 f"does not match {y.type.shape}")
+        nodes.append(node)
+        blocked[y] = node.outputs[0]
+        if y in graph_outputs or any(id(r) not in chosen for r in readers.get(y, [])):
+            back = make_node(names, "_from_blocked", [node.outputs[0]], {}, base=f"{n.name}_from_blocked")
+            nodes.append(back)
+            mapping[y] = back.outputs[0]
+            conversions += 1
+    g.nodes = nodes
+    replace_uses(g, mapping)
+    return g, {"blocked_convolutions": len(chosen), "layout_conversions": conversions}
