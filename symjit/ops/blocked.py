@@ -18,8 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import MXNetError
-from . import scalar as S
-from .attrs import Any_, Int, Param
+from .fused import ConvolutionRelu
 from .registry import ComputeContext, Op, get_op, register
 
 #: channels per block
@@ -89,18 +88,10 @@ class FromBlocked(_Reorder):
 
 
 @register("_conv_blocked")
-class ConvBlocked(Op):
-    """to_blocked(relu?(Convolution(from_blocked(data), weight[, bias]))): attrs `conv_attrs`
-    (the Convolution's parsed attributes), `relu`, `num_args` (2 or 3), `members` (the names
-    of the nodes it replaced, for reports)."""
-    params = {"conv_attrs": Param(Any_), "relu": Param(Any_, False), "num_args": Param(Int),
-              "members": Param(Any_, ())}
-    hidden = True
-    differentiable = False
+class ConvBlocked(ConvolutionRelu):
+    """to_blocked(relu?(Convolution(from_blocked(data), weight[, bias]))), ConvolutionRelu's
+    attrs."""
     kernel = "conv"
-
-    def input_names(self, attrs):
-        return get_op("Convolution").input_names(attrs["conv_attrs"])
 
     def infer_shape(self, attrs, in_shapes):
         x = in_shapes[0]
@@ -108,13 +99,5 @@ class ConvBlocked(Op):
         ins, (y,) = get_op("Convolution").infer_shape(attrs["conv_attrs"], [nchw] + list(in_shapes[1:]))
         return [x] + list(ins[1:]), [None if y is None else blocked_shape(self.name, y)]
 
-    def infer_type(self, attrs, in_types):
-        return get_op("Convolution").infer_type(attrs["conv_attrs"], list(in_types))
-
     def compute(self, attrs, inputs, ctx: ComputeContext):
-        from .elemwise import relu_expr
-        x = from_blocked(inputs[0])
-        y = get_op("Convolution").compute(attrs["conv_attrs"], [x] + list(inputs[1:]), ctx)[0]
-        if attrs["relu"]:
-            y = np.asarray(S.evaluate(relu_expr(S.Input(0)), [y], y.dtype), dtype=y.dtype)
-        return [to_blocked(y)]
+        return [to_blocked(self.convolution_relu(attrs, [from_blocked(inputs[0])] + list(inputs[1:]), ctx))]

@@ -143,31 +143,42 @@ class WithEpilogue(Op):
                 for e in attrs["exprs"]]
 
 
-@register("_conv_pool")
-class ConvPool(Op):
-    """Pooling(relu?(Convolution(inputs))): attrs `conv_attrs` and `pool_attrs` (the two ops'
-    parsed attributes), `relu` (the convolution's output goes through relu first), `num_args`
-    (the convolution's inputs: data, weight[, bias]). Same values as the three ops in turn."""
-    params = {"conv_attrs": Param(Any_), "pool_attrs": Param(Any_), "relu": Param(Any_, False),
-              "num_args": Param(Int), "members": Param(Any_, ())}
+class ConvolutionRelu(Op):
+    """Base of ops that run a Convolution, optionally relu'd, then something more: attrs
+    `conv_attrs` (the Convolution's parsed attributes), `relu`, `num_args` (the convolution's
+    inputs: data, weight[, bias]), `members` (the names of the nodes it replaced)."""
+    params = {"conv_attrs": Param(Any_), "relu": Param(Any_, False), "num_args": Param(Int),
+              "members": Param(Any_, ())}
     hidden = True
     differentiable = False
-    kernel = "conv_pool"
 
     def input_names(self, attrs):
         return get_op("Convolution").input_names(attrs["conv_attrs"])
+
+    def infer_type(self, attrs, in_types):
+        return get_op("Convolution").infer_type(attrs["conv_attrs"], list(in_types))
+
+    @staticmethod
+    def convolution_relu(attrs, inputs, ctx: ComputeContext) -> np.ndarray:
+        """relu?(Convolution(inputs)) by the registered ops' reference implementations."""
+        from .elemwise import relu_expr
+        y = get_op("Convolution").compute(attrs["conv_attrs"], list(inputs), ctx)[0]
+        if attrs["relu"]:
+            y = np.asarray(S.evaluate(relu_expr(S.Input(0)), [y], y.dtype), dtype=y.dtype)
+        return y
+
+
+@register("_conv_pool")
+class ConvPool(ConvolutionRelu):
+    """Pooling(relu?(Convolution(inputs))): ConvolutionRelu's attrs and `pool_attrs` (the
+    pooling's parsed attributes). Same values as the three ops in turn."""
+    params = dict(ConvolutionRelu.params, pool_attrs=Param(Any_))
+    kernel = "conv_pool"
 
     def infer_shape(self, attrs, in_shapes):
         ins, (y,) = get_op("Convolution").infer_shape(attrs["conv_attrs"], list(in_shapes))
         _, (out,) = get_op("Pooling").infer_shape(attrs["pool_attrs"], [y])
         return list(ins), [out]
 
-    def infer_type(self, attrs, in_types):
-        return get_op("Convolution").infer_type(attrs["conv_attrs"], list(in_types))
-
     def compute(self, attrs, inputs, ctx: ComputeContext):
-        from .elemwise import relu_expr
-        y = get_op("Convolution").compute(attrs["conv_attrs"], list(inputs), ctx)[0]
-        if attrs["relu"]:
-            y = np.asarray(S.evaluate(relu_expr(S.Input(0)), [y], y.dtype), dtype=y.dtype)
-        return get_op("Pooling").compute(attrs["pool_attrs"], [y], ctx)
+        return get_op("Pooling").compute(attrs["pool_attrs"], [self.convolution_relu(attrs, inputs, ctx)], ctx)

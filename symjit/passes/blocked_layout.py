@@ -37,17 +37,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.graph import Graph, Node, Value
-from ..ops import scalar as S
 from ..ops.blocked import BLOCK, blocked_shape
-from ..ops.elemwise import relu_expr
 from ..ops.nn_conv import _geometry
-from .rewrite import NameSource, make_node, replace_uses
+from .rewrite import NameSource, convolution_relu, make_node, replace_uses
 
 #: the fewest convolutions a chain needs to be worth its two layout conversions
 MIN_CHAIN = 2
-
-_RELU_OF_RESULT = relu_expr(S.Input(0))
-
 
 @dataclass(frozen=True)
 class Candidate:
@@ -64,13 +59,10 @@ def _const_input(v: Value, producer: dict) -> bool:
 
 def candidate(n: Node, producer: dict) -> Candidate | None:
     """The module docstring's conditions for one node."""
-    if n.op.name == "Convolution":
-        attrs, relu = n.attrs, False
-    elif (n.op.name == "_with_epilogue" and n.attrs["inner"] == "Convolution"
-          and n.attrs["num_args"] == n.attrs["num_inner"] and tuple(n.attrs["exprs"]) == (_RELU_OF_RESULT,)):
-        attrs, relu = n.attrs["inner_attrs"], True
-    else:
+    found = convolution_relu(n)
+    if found is None:
         return None
+    attrs, relu = found
     if len(attrs["kernel"]) != 2 or len(n.outputs) != 1:
         return None
     geo = _geometry("Convolution", attrs)

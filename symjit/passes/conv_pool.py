@@ -19,25 +19,18 @@ in the same order); the node list stays topologically sorted; idempotent.
 from __future__ import annotations
 
 from ..ir.graph import Graph, Node
-from ..ops import scalar as S
-from ..ops.elemwise import relu_expr
-from .rewrite import NameSource, make_node, replace_uses
-
-_RELU_OF_RESULT = relu_expr(S.Input(0))
+from .rewrite import NameSource, convolution_relu, make_node, replace_uses
 
 
 def _conv_of(n: Node) -> tuple[dict, bool] | None:
     """(convolution attrs, relu) if `n` is a fusable convolution, else None."""
-    if n.op.name == "Convolution":
-        attrs, relu = n.attrs, False
-    elif (n.op.name == "_with_epilogue" and n.attrs["inner"] == "Convolution"
-          and n.attrs["num_args"] == n.attrs["num_inner"] and tuple(n.attrs["exprs"]) == (_RELU_OF_RESULT,)):
-        attrs, relu = n.attrs["inner_attrs"], True
-    else:
+    found = convolution_relu(n)
+    if found is None:
         return None
+    attrs, _ = found
     if len(attrs["kernel"]) != 2 or attrs["layout"] not in (None, "NCHW") or len(n.outputs) != 1:
         return None
-    return attrs, relu
+    return found
 
 
 def _is_max_pool_2d(n: Node) -> bool:

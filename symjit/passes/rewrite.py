@@ -11,7 +11,7 @@ from ..ir.builder import infer_node_types
 from ..ir.graph import Graph, Node, Value
 from ..ops.registry import get_op
 
-__all__ = ["replace_uses", "make_node", "NameSource", "use_counts", "attrs_key"]
+__all__ = ["replace_uses", "make_node", "NameSource", "use_counts", "attrs_key", "convolution_relu"]
 
 
 class NameSource:
@@ -48,6 +48,20 @@ def make_node(names: NameSource, op_name: str, inputs: Sequence[Value], attrs: M
     n_out = op.num_outputs(parsed)
     outs = [Value(node_name if n_out == 1 else names(f"{node_name}:{i}"), t) for i, t in enumerate(out_types)]
     return Node(node_name, op, parsed, list(inputs), outs)
+
+
+def convolution_relu(n: Node) -> tuple[dict, bool] | None:
+    """(Convolution attrs, relu) when `n` is a Convolution, or a `_with_epilogue` of one whose
+    epilogue is exactly relu of the result (no other inputs); else None."""
+    from ..ops import scalar as S
+    from ..ops.elemwise import relu_expr
+    if n.op.name == "Convolution":
+        return n.attrs, False
+    if (n.op.name == "_with_epilogue" and n.attrs["inner"] == "Convolution"
+            and n.attrs["num_args"] == n.attrs["num_inner"]
+            and tuple(n.attrs["exprs"]) == (relu_expr(S.Input(0)),)):
+        return n.attrs["inner_attrs"], True
+    return None
 
 
 def use_counts(g: Graph) -> dict:
