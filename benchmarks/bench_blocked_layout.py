@@ -31,7 +31,7 @@ def per_layer(name: str, calls: int) -> None:
     for label, disabled in (("nchw", ("blocked_layout",)), ("blocked", ())):
         _, arrays, _, opt = load_model_graph(name, 1, disabled=disabled)
         graphs[label] = (compile_planned(opt, label, profile=True), arrays, {n.name: n for n in opt.nodes})
-    times = {label: {} for label in graphs}
+    times = {label: {} for label in graphs}   # layer -> ([seconds], node)
     for i in range(calls):
         for label in (list(graphs) if i % 2 == 0 else list(graphs)[::-1]):
             cg, arrays, nodes = graphs[label]
@@ -41,7 +41,7 @@ def per_layer(name: str, calls: int) -> None:
             for p in cg.profile():
                 n = nodes.get(p.node)
                 key = _member(n) if n is not None and node_flops(n) > 0 else p.node
-                times[label].setdefault(key, [[], n]).__getitem__(0).append(p.seconds)
+                times[label].setdefault(key, ([], n))[0].append(p.seconds)
     med = {label: {k: (float(np.median(v[0])) * 1e3, v[1]) for k, v in t.items()} for label, t in times.items()}
     print(f"{'nchw ms':>8} {'blocked':>8} {'ratio':>6}  layer")
     total = [0.0, 0.0]

@@ -170,7 +170,8 @@ static int64_t g_tune[TUNE_COUNT];
  * channel's rows when copying phase planes (prefetch_plane_rows), 5 no prefetching of the next
  * row tile's rows of A (mm_run), 7 no prefetching for writing of the next output rows in the
  * 3x3 depthwise row kernel, 8 no prefetching for writing of the GEMM tiles' output (mm_run,
- * `pfw`), 9 the same in the Winograd output transform (wnat_output); TUNE_CHANVEC_OW: the widest
+ * `pfw`), 9 the same in the Winograd output transform (wnat_output), 10 no prefetching for
+ * writing of the next tile's output in the blocked pointwise tiles (PWB_TILE); TUNE_CHANVEC_OW: the widest
  * depthwise output row that vectorizes along channels (default DW_CHANVEC_MAX_OW, or below
  * DW_ROWS_MIN_OW_S1 / _S2 where the 3x3 row kernel applies; -1: none). */
 NN_API int64_t symjit_nn_tune(int64_t key, int64_t value) {

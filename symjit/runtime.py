@@ -92,12 +92,14 @@ def threads(n: int | None) -> Iterator[int]:
         set_num_threads(previous)
 
 
+_NATIVE_IN_USE = ctypes.CDLL(_runtime.__file__).symjit_nn_native_in_use
+_NATIVE_IN_USE.restype = ctypes.c_int64
+
+
 def native_kernels_in_use() -> bool:
     """Whether the kernel library (runtime/nnkernels.c) runs its AVX-512 paths now: the CPU has
     AVX-512 and they have not been switched off (codegen's `set_native_kernels(0)`)."""
-    fn = ctypes.CDLL(_runtime.__file__).symjit_nn_native_in_use
-    fn.restype = ctypes.c_int64
-    return bool(fn())
+    return bool(_NATIVE_IN_USE())
 
 
 _SYMBOLS: dict[str, int] | None = None

@@ -27,10 +27,10 @@ ask the runtime); elsewhere the NCHW paths (the BLAS) are faster, although the b
 have portable loops too. The CUDA code generator disables the pass (codegen/cuda
 `CPU_ONLY_PASSES`).
 
-Guarantees: the graph computes the same values (the same products summed in the same order
-per output as the NCHW kernels up to float reassociation; the interpreter's reference runs
-the original ops); the node list stays topologically sorted; idempotent (`_conv_blocked`
-nodes are not candidates).
+Guarantees: the graph computes the same values up to float reassociation (the blocked kernels
+sum each output's products in another order than the NCHW ones; the interpreter's reference
+runs the original ops); the node list stays topologically sorted; idempotent
+(`_conv_blocked` nodes are not candidates).
 """
 from __future__ import annotations
 
@@ -43,6 +43,7 @@ from .rewrite import NameSource, convolution_relu, make_node, replace_uses
 
 #: the fewest convolutions a chain needs to be worth its two layout conversions
 MIN_CHAIN = 2
+
 
 @dataclass(frozen=True)
 class Candidate:

@@ -25,7 +25,8 @@ runs its own register tiles (lower_gemm); elsewhere GEMMs go to the BLAS:
   * backward weight: im2col per image and GEMM accumulation per channel block.
 Layouts stay NCW/NCHW/NCDHW (the frontends' layout; channel-last convolutions run their
 reference), except where passes/blocked_layout.py moves chains of pointwise and 3x3 depthwise
-convolutions into NCHW16c (`_conv_blocked`, lowered in lower_blocked.py). Geometry follows symjit.ops.nn_conv exactly (`_geometry`, `deconv_pad_adj`).
+convolutions into NCHW16c (`_conv_blocked`, lowered in lower_blocked.py). Geometry follows
+symjit.ops.nn_conv exactly (`_geometry`, `deconv_pad_adj`).
 """
 from __future__ import annotations
 
