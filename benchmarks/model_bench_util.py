@@ -279,7 +279,7 @@ def describe(n) -> str:
     inner = n.attrs["inner"] if n.op.name == "_with_epilogue" else n.op.name
     attrs = n.attrs.get("inner_attrs", n.attrs.get("conv_attrs", n.attrs))
     xs = tuple(n.inputs[0].type.shape) if n.inputs else ()
-    if inner == "_conv_blocked":
+    if inner == "_conv_blocked" and n.attrs.get("data_blocked", True):
         from symjit.ops.blocked import nchw_shape
         xs = nchw_shape(inner, xs)
     if inner in ("Convolution", "_conv_pool", "_conv_blocked"):

@@ -3811,8 +3811,12 @@ NN_API void symjit_nn_from_blocked(const int64_t *d, const float *x, float *y) {
  * Pointwise (1x1, stride 1, no padding): x (N, C/16, H, W, 16) -> y (N, F/16, H, W, 16);
  * wp: the weights (F, C) packed as panels [F / 16V][C][16V] (filter f: panel f / 16V, lane
  * f % 16V). Depthwise (3x3, padding 1, C == F): wp [C/16][9][16] (tap kh 3 + kw of channel
- * 16 cb + l at (cb 9 + kh 3 + kw) 16 + l). bias: F floats or NULL. relu: store relu(result). */
-enum { BLOCKED_POINTWISE = 0, BLOCKED_DEPTHWISE = 1 };
+ * 16 cb + l at (cb 9 + kh 3 + kw) 16 + l). bias: F floats or NULL. relu: store relu(result).
+ * Direct (kind BLOCKED_DIRECT, the convolution at a chain's entry, e.g. a network's stem): x in
+ * NCHW (N, C, H, W), any C, one group, no dilation -> y (N, F/16, OH, OW, 16); the descriptor
+ * goes on with 11 KH, 12 KW, 13 pad_h, 14 pad_w (stride d[8] both directions); wp: the weights
+ * (F, C, KH, KW) packed as panels [F / 16V][C][KH][KW][16V]. */
+enum { BLOCKED_POINTWISE = 0, BLOCKED_DEPTHWISE = 1, BLOCKED_DIRECT = 2 };
 
 typedef struct {
     const float *x, *wp, *bias;
@@ -3820,7 +3824,8 @@ typedef struct {
     int64_t N, C, F, H, W, OH, OW, S, V, R;
     int relu;
     int64_t panels, ptiles, pb, pg;   /* pointwise: 16V-filter panels, R-pixel tiles; blocks of each per task */
-    int64_t rb;                       /* depthwise: row blocks per plane */
+    int64_t rb;                       /* depthwise: row blocks per plane; direct: per image */
+    int64_t KH, KW, PH, PW;           /* direct: kernel and padding */
 } blocked_job;
 
 #ifdef NN_HAVE_AVX512
@@ -4036,15 +4041,148 @@ static void dwb_task(int64_t begin, int64_t end, void **argv) {
     }
 }
 
-/* the pixel tile height for V filter vectors: 28 accumulators or fewer, and for V = 4 the
- * height of 6 or 7 that pads the plane's pixels least */
+/* Direct convolution into the blocked layout. Output pixels whose taps all lie inside the
+ * input (the interior) run in tiles of R consecutive pixels of a row x the panel's V filter
+ * vectors: per tap V weight vectors and R broadcast input values; the other pixels (the
+ * padding's border) and the portable path take dirb_pixel, which skips taps outside. */
+#ifdef NN_HAVE_AVX512
+/* x: the image's input at channel 0, at the tile's first tap (row oh S - PH, column ow0 S - PW);
+ * wp: the panel; y: the panel's first output block at pixel (oh, ow0); nr: the pixels stored
+ * (the others recompute the first one). DIRB_TILE(R, V, S, KW) is the tile for one stride and
+ * kernel width (S, KW > 0: every offset a constant), DIRB_TILE(R, V, 0, 0) the tile for any. */
+#define DIRB_TILE(R, V, SC, KWC)                                                                            \
+    NN_AVX512 static void dirb_tile_##R##x##V##_##SC##_##KWC(const blocked_job *j, const float *x,           \
+                                                             const float *wp, const float *bias, float *y,   \
+                                                             int64_t nr) {                                   \
+        const int64_t OHW = j->OH * j->OW, HW = j->H * j->W, S = SC ? SC : j->S, KW = KWC ? KWC : j->KW;   \
+        __m512 acc[R][V];                                                                                  \
+        for (int v = 0; v < V; v++) {                                                                      \
+            const __m512 b = bias ? _mm512_loadu_ps(bias + 16 * v) : _mm512_setzero_ps();                   \
+            for (int r = 0; r < R; r++) acc[r][v] = b;                                                     \
+        }                                                                                                  \
+        int64_t off[R];                                                                                    \
+        for (int r = 0; r < R; r++) off[r] = SC ? r * SC : (r < nr ? r : 0) * S;                           \
+        const float *w = wp;                                                                               \
+        for (int64_t c = 0; c < j->C; c++)                                                                 \
+            for (int64_t kh = 0; kh < j->KH; kh++) {                                                       \
+                const float *xr = x + c * HW + kh * j->W;                                                  \
+                _Pragma("GCC unroll 1")                                                                    \
+                for (int64_t kw = 0; kw < KW; kw++, w += 16 * V) {                                         \
+                    __m512 b[V];                                                                           \
+                    for (int v = 0; v < V; v++) b[v] = _mm512_loadu_ps(w + 16 * v);                        \
+                    for (int r = 0; r < R; r++) {                                                          \
+                        const __m512 a = _mm512_set1_ps(xr[off[r] + kw]);                                  \
+                        for (int v = 0; v < V; v++) acc[r][v] = _mm512_fmadd_ps(a, b[v], acc[r][v]);       \
+                    }                                                                                      \
+                }                                                                                          \
+            }                                                                                              \
+        for (int v = 0; v < V; v++)                                                                        \
+            for (int r = 0; r < R; r++)                                                                    \
+                if (r < nr) _mm512_storeu_ps(y + (v * OHW + r) * BLK, j->relu ? relu_ps(acc[r][v]) : acc[r][v]); \
+    }
+#define DIRB_TILES(R, V) DIRB_TILE(R, V, 0, 0) DIRB_TILE(R, V, 1, 3) DIRB_TILE(R, V, 2, 3)
+DIRB_TILES(6, 4)
+DIRB_TILES(9, 3)
+DIRB_TILES(14, 2)
+DIRB_TILES(14, 1)
+
+typedef void (*dirb_tile_fn)(const blocked_job *, const float *, const float *, const float *, float *, int64_t);
+
+/* the tile for V filter vectors: of the job's stride and kernel width (full tiles) if there is
+ * one, else the general one */
+static dirb_tile_fn dirb_tile_for(const blocked_job *j, int general) {
+    static const dirb_tile_fn tiles[4][3] = {
+        {dirb_tile_14x1_0_0, dirb_tile_14x1_1_3, dirb_tile_14x1_2_3},
+        {dirb_tile_14x2_0_0, dirb_tile_14x2_1_3, dirb_tile_14x2_2_3},
+        {dirb_tile_9x3_0_0, dirb_tile_9x3_1_3, dirb_tile_9x3_2_3},
+        {dirb_tile_6x4_0_0, dirb_tile_6x4_1_3, dirb_tile_6x4_2_3},
+    };
+    const int fixed = !general && j->KW == 3 && (j->S == 1 || j->S == 2);
+    return tiles[j->V - 1][fixed ? j->S : 0];
+}
+#endif
+
+/* one output pixel (oh, ow) of one panel: x the image's input, wp the panel, y the panel's
+ * first output block at the pixel */
+NN_CLONES
+static void dirb_pixel(const blocked_job *j, const float *x, const float *wp, const float *bias, float *y,
+                       int64_t oh, int64_t ow) {
+    const int64_t pw = 16 * j->V;
+    float acc[64];
+    for (int64_t i = 0; i < pw; i++) acc[i] = bias ? bias[i] : 0.0f;
+    for (int64_t c = 0; c < j->C; c++)
+        for (int64_t kh = 0; kh < j->KH; kh++) {
+            const int64_t ih = oh * j->S - j->PH + kh;
+            if (ih < 0 || ih >= j->H) continue;
+            for (int64_t kw = 0; kw < j->KW; kw++) {
+                const int64_t iw = ow * j->S - j->PW + kw;
+                if (iw < 0 || iw >= j->W) continue;
+                const float a = x[(c * j->H + ih) * j->W + iw];
+                const float *w = wp + ((c * j->KH + kh) * j->KW + kw) * pw;
+                for (int64_t i = 0; i < pw; i++) acc[i] += a * w[i];
+            }
+        }
+    for (int64_t v = 0; v < j->V; v++)
+        for (int l = 0; l < BLK; l++) {
+            const float r = acc[16 * v + l];
+            y[v * j->OH * j->OW * BLK + l] = j->relu ? relu_f(r) : r;
+        }
+}
+
+/* the interior [lo, hi) of an output axis: positions o whose taps o S - pad + [0, K) lie in [0, n) */
+static void interior(int64_t n, int64_t K, int64_t S, int64_t pad, int64_t On, int64_t *lo, int64_t *hi) {
+    *lo = imin(On, cdiv(pad, S));
+    *hi = n - K + pad >= 0 ? imin(On, (n - K + pad) / S + 1) : 0;
+    if (*hi < *lo) *hi = *lo;
+}
+
+/* tasks: (image, block of output rows); per row every panel, its interior in tiles */
+static void dirb_task(int64_t begin, int64_t end, void **argv) {
+    const blocked_job *j = (const blocked_job *)argv[0];
+    const int64_t OH = j->OH, OW = j->OW, pw = 16 * j->V, panels = j->F / pw;
+    int64_t rlo, rhi, clo, chi;
+    interior(j->H, j->KH, j->S, j->PH, OH, &rlo, &rhi);
+    interior(j->W, j->KW, j->S, j->PW, OW, &clo, &chi);
+#ifdef NN_HAVE_AVX512
+    const dirb_tile_fn full = native_on() ? dirb_tile_for(j, 0) : NULL, part = native_on() ? dirb_tile_for(j, 1) : NULL;
+    const int64_t R = j->R;
+#endif
+    for (int64_t t = begin; t < end; t++) {
+        const int64_t n = t / j->rb, ib = t % j->rb;
+        const int64_t oh0 = ib * OH / j->rb, oh1 = (ib + 1) * OH / j->rb;
+        const float *x = j->x + n * j->C * j->H * j->W;
+        for (int64_t oh = oh0; oh < oh1; oh++)
+            for (int64_t q = 0; q < panels; q++) {
+                const float *wp = j->wp + q * j->C * j->KH * j->KW * pw, *bias = j->bias ? j->bias + q * pw : NULL;
+                float *y = j->y + (n * j->F + q * pw) * OH * OW + oh * OW * BLK;
+                int64_t lo = 0, hi = 0;   /* the columns taken by tiles */
+#ifdef NN_HAVE_AVX512
+                if (full && oh >= rlo && oh < rhi) {
+                    lo = clo, hi = chi;
+                    const float *xr = x + (oh * j->S - j->PH) * j->W - j->PW;
+                    for (int64_t ow = lo; ow < hi; ow += R)
+                        (ow + R <= hi ? full : part)(j, xr + ow * j->S, wp, bias, y + ow * BLK, imin(R, hi - ow));
+                }
+#endif
+                for (int64_t ow = 0; ow < OW; ow++)
+                    if (ow < lo || ow >= hi) dirb_pixel(j, x, wp, bias, y + ow * BLK, oh, ow);
+            }
+    }
+}
+
+/* the pixel tile height for V filter vectors: 28 accumulators or fewer. For V = 4, 7 rows
+ * only where they pad the plane's pixels at least 5% less than 6: the 7 x 4 tile needs 33
+ * vector registers (28 sums, 4 weight vectors, the broadcast) and spills one sum. Measured in
+ * mobilenet1.0, one thread, in graph (7 / 6 rows time): 1.03-1.06 at 14x14 (196 pixels, 198
+ * in 6-row tiles), 0.95-0.96 at 7x7 (49 pixels, 54 in 6-row tiles). */
 static int64_t pwb_rows(int64_t V, int64_t P) {
-    if (V == 4) return cdiv(P, 7) * 7 < cdiv(P, 6) * 6 ? 7 : 6;
+    if (V == 4) return cdiv(P, 7) * 7 * 20 < cdiv(P, 6) * 6 * 19 ? 7 : 6;
     return V == 3 ? 8 : V == 2 ? 12 : 14;
 }
 
 NN_API void symjit_nn_conv_blocked(const int64_t *d, const float *x, const float *wp, const float *bias, float *y) {
-    blocked_job j = {x, wp, bias, y, d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[10], 0, (int)d[9], 0, 0, 0, 0, 0};
+    blocked_job j = {x, wp, bias, y, d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[10], 0, (int)d[9],
+                     0, 0, 0, 0, 0, 0, 0, 0, 0};
     const int64_t threads = symjit_get_num_threads();
     void *argv[1] = {&j};
     const int ok_channels = j.C % BLK == 0 && j.F % BLK == 0 && j.C > 0 && j.F > 0;
@@ -4057,6 +4195,15 @@ NN_API void symjit_nn_conv_blocked(const int64_t *d, const float *x, const float
         j.pg = imin(j.panels, want);
         j.pb = imax(1, imin(j.ptiles, cdiv(want, j.pg)));
         symjit_parallel_for(pwb_task, j.N * j.pb * j.pg, 1, argv);
+        return;
+    }
+    if (d[0] == BLOCKED_DIRECT && j.C > 0 && j.F % BLK == 0 && j.F > 0 && j.V >= 1 && j.V <= 4 &&
+        j.F % (16 * j.V) == 0 && j.S >= 1 && d[11] >= 1 && d[12] >= 1 && d[13] >= 0 && d[14] >= 0) {
+        j.KH = d[11], j.KW = d[12], j.PH = d[13], j.PW = d[14];
+        j.R = j.V == 4 ? 6 : j.V == 3 ? 9 : 14;   /* 14-28 sums, the tiles above */
+        const double flops = 2.0 * (double)j.N * (double)(j.OH * j.OW) * (double)j.F * (double)(j.C * j.KH * j.KW);
+        j.rb = imax(1, imin(j.OH, cdiv(tiles_want(flops, threads), j.N)));
+        symjit_parallel_for(dirb_task, j.N * j.rb, 1, argv);
         return;
     }
     if (d[0] == BLOCKED_DEPTHWISE && ok_channels && j.C == j.F && (j.S == 1 || j.S == 2)) {

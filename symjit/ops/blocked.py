@@ -7,8 +7,10 @@ are contiguous (one vector). C is a multiple of 16.
   * `_to_blocked`    — NCHW -> blocked;
   * `_from_blocked`  — blocked -> NCHW;
   * `_conv_blocked`  — a 2-D convolution (attrs `conv_attrs`, the Convolution's parsed
-                       attributes) on a blocked input giving a blocked output, optionally
-                       relu'd (`relu`); data blocked, weight and bias in MXNet's layout.
+                       attributes) giving a blocked output, optionally relu'd (`relu`); data
+                       blocked (`data_blocked`, the default) or NCHW (the convolution where a
+                       chain enters the layout: it stores blocked directly), weight and bias
+                       in MXNet's layout.
 
 The reference implementations convert to NCHW, run the registered ops and convert back, so
 the interpreter computes exactly what the original nodes compute.
@@ -18,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import MXNetError
+from .attrs import Bool, Param
 from .fused import ConvolutionRelu
 from .registry import ComputeContext, Op, get_op, register
 
@@ -90,14 +93,16 @@ class FromBlocked(_Reorder):
 @register("_conv_blocked")
 class ConvBlocked(ConvolutionRelu):
     """to_blocked(relu?(Convolution(from_blocked(data), weight[, bias]))), ConvolutionRelu's
-    attrs."""
+    attrs; with `data_blocked` false the data is NCHW (no from_blocked)."""
+    params = dict(ConvolutionRelu.params, data_blocked=Param(Bool, True))
     kernel = "conv"
 
     def infer_shape(self, attrs, in_shapes):
         x = in_shapes[0]
-        nchw = None if x is None else nchw_shape(self.name, x)
+        nchw = x if x is None or not attrs["data_blocked"] else nchw_shape(self.name, x)
         ins, (y,) = get_op("Convolution").infer_shape(attrs["conv_attrs"], [nchw] + list(in_shapes[1:]))
         return [x] + list(ins[1:]), [None if y is None else blocked_shape(self.name, y)]
 
     def compute(self, attrs, inputs, ctx: ComputeContext):
-        return [to_blocked(self.convolution_relu(attrs, [from_blocked(inputs[0])] + list(inputs[1:]), ctx))]
+        x = from_blocked(inputs[0]) if attrs["data_blocked"] else inputs[0]
+        return [to_blocked(self.convolution_relu(attrs, [x] + list(inputs[1:]), ctx))]

@@ -10,7 +10,11 @@ Candidates joined producer -> consumer (one reads the other's output as its data
 chains; each chain of at least MIN_CHAIN convolutions with a depthwise one among them becomes
 `_conv_blocked` nodes (ops/blocked.py) whose data and outputs are blocked, with one
 `_to_blocked` for each value that enters the chain and one `_from_blocked` for each chain
-output that something else reads (another node, or the graph's outputs).
+output that something else reads (another node, or the graph's outputs). A value entering a
+chain that only the chain reads and that an entry convolution produces (`entry_candidate`:
+fewer than 16 input channels, one group, no dilation, equal strides, constant weights, output
+channels a multiple of 16 -- a network's stem) needs no conversion: that convolution becomes a
+`_conv_blocked` with NCHW data (`data_blocked` false) that stores the blocked layout directly.
 
 Why: in NCHW a 3x3 depthwise output vector runs along a row, so its taps are shifted, masked,
 line-crossing loads (stride 2: permutes too); in NCHW16c each tap is one aligned vector of 16
@@ -19,8 +23,9 @@ host, in graph, one thread (benchmarks/bench_blocked_layout.py, blocked / NCHW t
 depthwise layers 0.23-0.45 from 56x56 down, 0.69 at 64 channels 112x112 stride 2, 1.17 at 32
 channels 112x112 stride 1 (the NCHW row kernel is at its best on wide rows); the pointwise
 layers between them 0.96-1.10 (tiles of pixels x filter vectors here, of filters x pixel vectors
-in NCHW); the conversion into the layout after the stem 2-4% of the call. A lone pointwise
-convolution, or a chain without a depthwise one, would only pay for the conversions.
+in NCHW); the conversion into the layout after the stem 2-4% of the call, which the entry
+convolution removes. A lone pointwise convolution, or a chain without a depthwise one, would
+only pay for the conversions.
 
 `enabled`: the pass runs only where the kernel library's AVX-512 kernels are in use (None:
 ask the runtime); elsewhere the NCHW paths (the BLAS) are faster, although the blocked kernels
@@ -58,8 +63,9 @@ def _const_input(v: Value, producer: dict) -> bool:
     return n is not None and n.op.name == "_const"
 
 
-def candidate(n: Node, producer: dict) -> Candidate | None:
-    """The module docstring's conditions for one node."""
+def _conv2d(n: Node, producer: dict):
+    """(attrs, relu, geometry, C, F) of a 2-D NCHW float32 convolution with an optional relu
+    epilogue and constant weights (and bias), else None."""
     found = convolution_relu(n)
     if found is None:
         return None
@@ -74,7 +80,27 @@ def candidate(n: Node, producer: dict) -> Candidate | None:
         return None
     if not all(_const_input(v, producer) for v in n.inputs[1:]):
         return None
-    c, f = x.type.shape[1], y.type.shape[1]
+    return attrs, relu, geo, x.type.shape[1], y.type.shape[1]
+
+
+def entry_candidate(n: Node, producer: dict) -> Candidate | None:
+    """A convolution that can store the blocked layout from NCHW data (module docstring)."""
+    found = _conv2d(n, producer)
+    if found is None:
+        return None
+    attrs, relu, geo, c, f = found
+    if (0 < c < BLOCK and f % BLOCK == 0 and f > 0 and geo["num_group"] == 1 and geo["dilate"] == (1, 1)
+            and geo["stride"][0] == geo["stride"][1]):
+        return Candidate(attrs, relu, False)
+    return None
+
+
+def candidate(n: Node, producer: dict) -> Candidate | None:
+    """The module docstring's conditions for one node."""
+    found = _conv2d(n, producer)
+    if found is None:
+        return None
+    attrs, relu, geo, c, f = found
     if c % BLOCK or f % BLOCK or c == 0 or f == 0:
         return None
     plain = geo["dilate"] == (1, 1)
@@ -130,12 +156,26 @@ def blocked_layout(g: Graph, enabled: bool | None = None) -> tuple[Graph, dict]:
         for v in n.inputs:
             readers.setdefault(v, []).append(n)
     graph_outputs = set(g.outputs)
+    entries = {}                         # id -> Candidate of the entry convolutions (docstring)
+    for n in g.nodes:
+        if id(n) in chosen:
+            x = n.inputs[0]
+            p = producer.get(x)
+            if (p is not None and id(p) not in chosen and x not in graph_outputs
+                    and all(id(r) in chosen for r in readers[x])
+                    and (e := entry_candidate(p, producer)) is not None):
+                entries[id(p)] = e
     names = NameSource(g)
     blocked: dict[Value, Value] = {}     # NCHW value -> its blocked twin
     mapping: dict[Value, Value] = {}     # chain outputs read elsewhere -> their NCHW conversion
     nodes: list[Node] = []
     conversions = 0
     for n in g.nodes:
+        if id(n) in entries:
+            node = _blocked_node(names, n, entries[id(n)], n.inputs[0], data_blocked=False)
+            nodes.append(node)
+            blocked[n.outputs[0]] = node.outputs[0]
+            continue
         if id(n) not in chosen:
             nodes.append(n)
             continue
@@ -146,10 +186,7 @@ def blocked_layout(g: Graph, enabled: bool | None = None) -> tuple[Graph, dict]:
             nodes.append(to)
             blocked[x] = to.outputs[0]
             conversions += 1
-        node = make_node(names, "_conv_blocked", [blocked[x]] + list(n.inputs[1:]),
-                         {"conv_attrs": c.conv_attrs, "relu": c.relu, "num_args": len(n.inputs),
-                          "members": tuple(n.attrs.get("members", (n.name,)))},
-                         base=f"{n.name}_blocked")
+        node = _blocked_node(names, n, c, blocked[x])
         if node.outputs[0].type.shape != blocked_shape("blocked_layout", y.type.shape):
             raise AssertionError(f"blocked_layout: {n.name}: blocked output {node.outputs[0].type.shape} "
                                  f"does not match {y.type.shape}")
@@ -162,4 +199,12 @@ def blocked_layout(g: Graph, enabled: bool | None = None) -> tuple[Graph, dict]:
             conversions += 1
     g.nodes = nodes
     replace_uses(g, mapping)
-    return g, {"blocked_convolutions": len(chosen), "layout_conversions": conversions}
+    return g, {"blocked_convolutions": len(chosen) + len(entries), "layout_conversions": conversions}
+
+
+def _blocked_node(names: NameSource, n: Node, c: Candidate, data: Value, data_blocked: bool = True) -> Node:
+    """The `_conv_blocked` node computing n's convolution from `data`."""
+    return make_node(names, "_conv_blocked", [data] + list(n.inputs[1:]),
+                     {"conv_attrs": c.conv_attrs, "relu": c.relu, "num_args": len(n.inputs),
+                      "members": tuple(n.attrs.get("members", (n.name,))), "data_blocked": data_blocked},
+                     base=f"{n.name}_blocked")

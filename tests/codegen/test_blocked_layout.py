@@ -56,6 +56,12 @@ def _chain(xs, layers, relu=(), bias=True, outputs=(), seed=0):
     return b.build([y] + outs), consts
 
 
+def _conv(f, k, s=1, p=0):
+    """a dense convolution: f filters, kernel k (int or pair), stride s, padding p (int or pair)"""
+    pair = lambda v: v if isinstance(v, tuple) else (v, v)
+    return {"num_filter": f, "kernel": pair(k), "stride": (s, s), "pad": pair(p)}
+
+
 def _ops(g):
     return [n.op.name for n in g.nodes if n.op.name != "_const"]
 
@@ -137,6 +143,30 @@ def test_a_chain_value_read_outside_the_chain_is_converted_back_once():
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
 
+def test_an_entry_convolution_stores_the_blocked_layout_directly():
+    g, consts = _chain((1, 3, 16, 16), [_conv(32, 3, 2, 1), _dw(32), _pw(64)], relu=(0, 1))
+    opt, pm = _optimize(g, consts)
+    assert _ops(opt) == ["_conv_blocked"] * 3 + ["_from_blocked"]
+    stats = [r.stats for r in pm.records if r.name == "blocked_layout"]
+    assert stats == [{"blocked_convolutions": 3, "layout_conversions": 1}]
+    entry = opt.nodes[[n.op.name for n in opt.nodes].index("_conv_blocked")]
+    assert entry.attrs["data_blocked"] is False and entry.attrs["relu"] is True
+    assert entry.inputs[0].type.shape == (1, 3, 16, 16) and entry.outputs[0].type.shape == (1, 2, 8, 8, 16)
+    assert [n.attrs["data_blocked"] for n in opt.nodes if n.op.name == "_conv_blocked"][1:] == [True, True]
+
+
+@pytest.mark.parametrize("why,xs,layers,outputs", [
+    ("its output is also a graph output", (1, 3, 8, 8), [_conv(16, 3, 1, 1), _dw(16), _pw(16)], (0,)),
+    ("16 input channels", (1, 16, 8, 8), [_conv(16, 3, 1, 1), _dw(16), _pw(16)], ()),
+    ("unequal strides", (1, 3, 8, 8), [dict(_conv(16, 3, 1, 1), stride=(1, 2)), _dw(16), _pw(16)], ()),
+])
+def test_entry_convolutions_that_keep_the_conversion(why, xs, layers, outputs):
+    g, consts = _chain(xs, layers, outputs=outputs)
+    opt, _ = _optimize(g, consts)
+    assert _ops(opt).count("_to_blocked") == 1, why
+    assert all(n.attrs["data_blocked"] for n in opt.nodes if n.op.name == "_conv_blocked"), why
+
+
 def test_cuda_planning_keeps_nchw():
     from symjit.codegen.cuda import plan_graph
     g, consts = _chain((1, 32, 8, 8), [_pw(32), _dw(32)])
@@ -165,8 +195,16 @@ def test_reorder_shape_errors_name_the_op():
 
 #: (data shape, layers, relu indices, bias): odd sizes, stride 2 on odd and even planes, 1x1
 #: and 1xW planes, batch > 1, every panel width (F / 16 = 1, 2, 3, 4, 5 blocks), pixel counts
-#: that are not multiples of the tile heights
+#: that are not multiples of the tile heights; entry convolutions (NCHW data, fewer than 16
+#: channels) with the tiles for 3-wide kernels at stride 1 and 2 and the general ones (5x5,
+#: 7x7, 3x5), planes without an interior (every pixel next to the padding), several panels
 CASES = [
+    ((2, 3, 37, 45), [_conv(32, 3, 2, 1), _dw(32), _pw(32)], (0, 1), True),
+    ((1, 5, 20, 23), [_conv(48, 3, 1, 1), _dw(48), _pw(16)], (0,), False),
+    ((2, 1, 11, 30), [_conv(64, 5, 2, 2), _dw(64), _pw(64)], (0, 2), True),
+    ((1, 2, 9, 9), [_conv(80, 7, 2, 3), _dw(80, 2), _pw(16)], (), True),
+    ((1, 7, 6, 40), [_conv(32, (3, 5), 1, (0, 2)), _dw(32), _pw(128)], (0, 1), True),
+    ((1, 3, 2, 2), [_conv(16, 3, 1, 1), _dw(16), _pw(16)], (0,), True),
     ((1, 32, 56, 56), [_pw(32), _dw(32), _pw(64), _dw(64, 2), _pw(128)], (0, 1, 2, 3), True),
     ((2, 16, 13, 17), [_pw(16), _dw(16), _pw(48), _dw(48, 2), _pw(80)], (1, 3), True),
     ((1, 64, 7, 7), [_dw(64), _pw(64), _dw(64, 2), _pw(32)], (0, 1, 2), False),
@@ -196,6 +234,7 @@ def test_blocked_equals_nchw_and_interpreter(case, kernel_path):
     feeds = {"x": rng.standard_normal(xs).astype(np.float32)}
     blocked_opt, blocked = _compiled(g, consts, True)
     assert "_conv_blocked" in _ops(blocked_opt)
+    assert ("_to_blocked" in _ops(blocked_opt)) == (xs[1] % 16 == 0)   # entry convolutions store blocked
     nchw_opt, nchw = _compiled(g, consts, False)
     assert "_conv_blocked" not in _ops(nchw_opt)
     if kernel_path == "portable":

@@ -3,8 +3,8 @@ runtime/nnkernels.c (`symjit_nn_to_blocked`, `symjit_nn_from_blocked`,
 `symjit_nn_conv_blocked`; see lower_gemm for the mechanism).
 
 `_conv_blocked` needs its weights at compile time: they are packed here for the kernel
-(pointwise: panels [F / 16V][C][16V], V filter vectors per tile; depthwise: [C/16][9][16]),
-and the kernel's descriptor carries V (nnkernels.c documents the layout of both)."""
+(pointwise and direct: panels [F / 16V][C][KH][KW][16V], V filter vectors per tile; depthwise:
+[C/16][9][16]), and the kernel's descriptor carries V (nnkernels.c documents the layouts)."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,7 +15,7 @@ from .graph import register_lowering
 from .lower_gemm import PLANS, NativeCall, add_param, const_value, lower_planned, shape_of
 
 #: descriptor kinds of symjit_nn_conv_blocked
-POINTWISE, DEPTHWISE = 0, 1
+POINTWISE, DEPTHWISE, DIRECT = 0, 1, 2
 
 
 #: pointwise planes with at least this many pixels take tiles of 12 pixels x 2 filter vectors
@@ -35,10 +35,10 @@ def panel_vectors(filters: int, pixels: int) -> int:
     return next(v for v in (4, 3, 2, 1) if blocks % v == 0)
 
 
-def pack_pointwise(w: np.ndarray, v: int) -> np.ndarray:
-    """(F, C, 1, 1) weights -> panels [F / 16v][C][16v]."""
-    f, c = w.shape[:2]
-    return np.ascontiguousarray(w.reshape(f // (16 * v), 16 * v, c).transpose(0, 2, 1), dtype=np.float32)
+def pack_panels(w: np.ndarray, v: int) -> np.ndarray:
+    """(F, C, KH, KW) weights -> panels [F / 16v][C][KH][KW][16v] (pointwise: [F / 16v][C][16v])."""
+    f = w.shape[0]
+    return np.ascontiguousarray(w.reshape(f // (16 * v), 16 * v, -1).transpose(0, 2, 1), dtype=np.float32)
 
 
 def pack_depthwise(w: np.ndarray) -> np.ndarray:
@@ -52,16 +52,28 @@ def plan_conv_blocked(attrs, ins, outs, ctx=None):
     if w is None:
         return None
     geo = _geometry("Convolution", attrs["conv_attrs"])
-    n, cb, h, wd, _ = shape_of(ins[0])
     _, fb, oh, ow, _ = shape_of(outs[0])
-    c, f = cb * BLOCK, fb * BLOCK
+    f = fb * BLOCK
+    relu = int(bool(attrs["relu"]))
+    if not attrs.get("data_blocked", True):
+        n, c, h, wd = shape_of(ins[0])
+        v = next(v for v in (4, 3, 2, 1) if fb % v == 0)
+        desc = (DIRECT, n, c, f, h, wd, oh, ow, geo["stride"][0], relu, v, *geo["kernel"], *geo["pad"])
+        packed = pack_panels(w, v)
+        return _conv_blocked_call(ctx, desc, packed, ins, outs)
+    n, cb, h, wd, _ = shape_of(ins[0])
+    c = cb * BLOCK
     if geo["num_group"] == 1:
         v = panel_vectors(f, h * wd)
-        kind, packed = POINTWISE, pack_pointwise(w, v)
+        kind, packed = POINTWISE, pack_panels(w, v)
     else:
         v = 1
         kind, packed = DEPTHWISE, pack_depthwise(w)
-    desc = (kind, n, c, f, h, wd, oh, ow, geo["stride"][0], int(bool(attrs["relu"])), v)
+    desc = (kind, n, c, f, h, wd, oh, ow, geo["stride"][0], relu, v)
+    return _conv_blocked_call(ctx, desc, packed, ins, outs)
+
+
+def _conv_blocked_call(ctx, desc, packed, ins, outs):
     wp = add_param(ctx, "conv_blocked", packed)
     bias = ("v", ins[2]) if len(ins) > 2 else ("null",)
     return [NativeCall("symjit_nn_conv_blocked", desc, [("desc",), ("v", ins[0]), ("v", wp), bias, ("v", outs[0])])]
