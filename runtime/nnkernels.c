@@ -3832,26 +3832,23 @@ typedef struct {
 /* pointwise tile: pixels [p0, p0 + R) x the panel's 16V filters. x: the image's input at
  * channel block 0, pixel 0; wp: the panel; bias: the panel's 16V (or NULL); y: the panel's
  * first output block at pixel 0. Rows past the plane recompute pixel p0 and are not stored. */
-#define PWB_TILE(R, V)                                                                                      \
-    NN_AVX512 static void pwb_tile_##R##x##V(const float *x, int64_t P, int64_t CB, const float *wp,         \
-                                             const float *bias, float *y, int64_t p0, int relu) {            \
-        const int64_t nr = imin(R, P - p0);                                                                \
-        const int pf_next = g_tune[TUNE_PREFETCH] != 10;                                                   \
-        __m512 acc[R][V];                                                                                  \
-        for (int v = 0; v < V; v++) {                                                                      \
-            const __m512 b = bias ? _mm512_loadu_ps(bias + 16 * v) : _mm512_setzero_ps();                   \
-            for (int r = 0; r < R; r++) acc[r][v] = b;                                                     \
-        }                                                                                                  \
-        int off[R];                                                                                        \
-        for (int r = 0; r < R; r++) off[r] = (int)((r < nr ? r : 0) * BLK);                                \
+#define PWB_TILE(R, V, FULL)                                                                                \
+    NN_AVX512 static void pwb_tile_##R##x##V##_##FULL(const float *x, int64_t P, int64_t CB, const float *wp, \
+                                                      const float *bias, float *y, int64_t p0, int relu) {   \
+        const int64_t nr = FULL ? R : imin(R, P - p0);                                                     \
+        if (CB < 1) __builtin_unreachable();   /* (callers) keeps the sums in registers */                 \
+        __m512 acc[R][V], b0[V];                                                                           \
+        for (int v = 0; v < V; v++) b0[v] = bias ? _mm512_loadu_ps(bias + 16 * v) : _mm512_setzero_ps();    \
+        for (int r = 0; r < R; r++)                                                                        \
+            for (int v = 0; v < V; v++) acc[r][v] = b0[v];                                                 \
+        if (FULL && p0 + 2 * R <= P && g_tune[TUNE_PREFETCH] != 10)                                        \
+            for (int v = 0; v < V; v++)   /* for writing: the lines the next tile stores */                \
+                for (int r = 0; r < R; r++) __builtin_prefetch(y + (v * P + p0 + R + r) * BLK, 1, 3);       \
+        int64_t off[R];                                                                                    \
+        for (int r = 0; r < R; r++) off[r] = (FULL || r < nr ? r : 0) * BLK;                               \
         const float *xp = x + p0 * BLK;                                                                    \
-        if (pf_next && p0 + R < P)   /* for writing: the lines the next tile stores */                     \
-            for (int v = 0; v < V; v++)                                                                    \
-                for (int r = 0; r < R && p0 + R + r < P; r++)                                              \
-                    __builtin_prefetch(y + (v * P + p0 + R + r) * BLK, 1, 3);                               \
         for (int64_t cb = 0; cb < CB; cb++) {                                                              \
             const float *xc = xp + cb * P * BLK, *w = wp + cb * BLK * BLK * V;                             \
-            _Pragma("GCC unroll 4")                                                                        \
             for (int ci = 0; ci < BLK; ci++) {                                                             \
                 __m512 b[V];                                                                               \
                 for (int v = 0; v < V; v++) b[v] = _mm512_loadu_ps(w + ci * BLK * V + 16 * v);             \
@@ -3861,26 +3858,33 @@ typedef struct {
                 }                                                                                          \
             }                                                                                              \
         }                                                                                                  \
-        for (int v = 0; v < V; v++) {                                                                      \
+        for (int v = 0; v < V; v++) {  /* (two store loops: a relu'd copy of the sums would spill them) */ \
             float *yv = y + (v * P + p0) * BLK;                                                            \
-            for (int r = 0; r < R; r++)                                                                    \
-                if (r < nr) _mm512_storeu_ps(yv + r * BLK, relu ? relu_ps(acc[r][v]) : acc[r][v]);          \
+            if (relu)                                                                                      \
+                for (int r = 0; r < R; r++) {                                                              \
+                    if (FULL || r < nr) _mm512_storeu_ps(yv + r * BLK, relu_ps(acc[r][v]));                \
+                }                                                                                          \
+            else                                                                                           \
+                for (int r = 0; r < R; r++)                                                                \
+                    if (FULL || r < nr) _mm512_storeu_ps(yv + r * BLK, acc[r][v]);                         \
         }                                                                                                  \
     }
-PWB_TILE(6, 4)
-PWB_TILE(7, 4)
-PWB_TILE(8, 3)
-PWB_TILE(12, 2)
-PWB_TILE(14, 1)
+#define PWB_TILES(R, V) PWB_TILE(R, V, 0) PWB_TILE(R, V, 1)
+PWB_TILES(6, 4)
+PWB_TILES(7, 4)
+PWB_TILES(8, 3)
+PWB_TILES(12, 2)
+PWB_TILES(14, 1)
 
 typedef void (*pwb_tile_fn)(const float *, int64_t, int64_t, const float *, const float *, float *, int64_t, int);
 
-static pwb_tile_fn pwb_tile_for(int64_t R, int64_t V) {
+/* the tile of R rows x V vectors: whole (every row inside the plane) or not */
+static pwb_tile_fn pwb_tile_for(int64_t R, int64_t V, int full) {
     switch (V) {
-    case 4: return R == 7 ? pwb_tile_7x4 : pwb_tile_6x4;
-    case 3: return pwb_tile_8x3;
-    case 2: return pwb_tile_12x2;
-    default: return pwb_tile_14x1;
+    case 4: return R == 7 ? (full ? pwb_tile_7x4_1 : pwb_tile_7x4_0) : (full ? pwb_tile_6x4_1 : pwb_tile_6x4_0);
+    case 3: return full ? pwb_tile_8x3_1 : pwb_tile_8x3_0;
+    case 2: return full ? pwb_tile_12x2_1 : pwb_tile_12x2_0;
+    default: return full ? pwb_tile_14x1_1 : pwb_tile_14x1_0;
     }
 }
 #endif
@@ -3911,7 +3915,8 @@ static void pwb_task(int64_t begin, int64_t end, void **argv) {
     const blocked_job *j = (const blocked_job *)argv[0];
     const int64_t P = j->H * j->W, CB = j->C / BLK, per = j->pb * j->pg, pw = 16 * j->V;
 #ifdef NN_HAVE_AVX512
-    const pwb_tile_fn fn = native_on() ? pwb_tile_for(j->R, j->V) : NULL;
+    const pwb_tile_fn full = native_on() ? pwb_tile_for(j->R, j->V, 1) : NULL;
+    const pwb_tile_fn part = native_on() ? pwb_tile_for(j->R, j->V, 0) : NULL;
 #endif
     for (int64_t t = begin; t < end; t++) {
         const int64_t n = t / per, ib = (t % per) / j->pg, ig = (t % per) % j->pg;
@@ -3923,8 +3928,8 @@ static void pwb_task(int64_t begin, int64_t end, void **argv) {
             float *y = j->y + (n * j->F + q * pw) * P;
             for (int64_t tile = t0; tile < t1; tile++) {
 #ifdef NN_HAVE_AVX512
-                if (fn) {
-                    fn(x, P, CB, wp, bias, y, tile * j->R, j->relu);
+                if (full) {
+                    ((tile + 1) * j->R <= P ? full : part)(x, P, CB, wp, bias, y, tile * j->R, j->relu);
                     continue;
                 }
 #endif
