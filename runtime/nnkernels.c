@@ -4053,18 +4053,19 @@ static void dwb_task(int64_t begin, int64_t end, void **argv) {
 #ifdef NN_HAVE_AVX512
 /* x: the image's input at channel 0, at the tile's first tap (row oh S - PH, column ow0 S - PW);
  * wp: the panel; y: the panel's first output block at pixel (oh, ow0); nr: the pixels stored
- * (the others recompute the first one). DIRB_TILE(R, V, S, KW) is the tile for one stride and
- * kernel width (S, KW > 0: every offset a constant), DIRB_TILE(R, V, 0, 0) the tile for any. */
+ * (the others recompute the first one). DIRB_TILE(R, V, S, KW) is the whole tile (nr == R) for
+ * one stride and kernel width (S, KW > 0: every offset a constant), DIRB_TILE(R, V, 0, 0) the
+ * tile for any. */
 #define DIRB_TILE(R, V, SC, KWC)                                                                            \
     NN_AVX512 static void dirb_tile_##R##x##V##_##SC##_##KWC(const blocked_job *j, const float *x,           \
                                                              const float *wp, const float *bias, float *y,   \
                                                              int64_t nr) {                                   \
         const int64_t OHW = j->OH * j->OW, HW = j->H * j->W, S = SC ? SC : j->S, KW = KWC ? KWC : j->KW;   \
-        __m512 acc[R][V];                                                                                  \
-        for (int v = 0; v < V; v++) {                                                                      \
-            const __m512 b = bias ? _mm512_loadu_ps(bias + 16 * v) : _mm512_setzero_ps();                   \
-            for (int r = 0; r < R; r++) acc[r][v] = b;                                                     \
-        }                                                                                                  \
+        if (j->C < 1 || j->KH < 1 || KW < 1) __builtin_unreachable();   /* sums stay in registers */    \
+        __m512 acc[R][V], b0[V];                                                                           \
+        for (int v = 0; v < V; v++) b0[v] = bias ? _mm512_loadu_ps(bias + 16 * v) : _mm512_setzero_ps();    \
+        for (int r = 0; r < R; r++)                                                                        \
+            for (int v = 0; v < V; v++) acc[r][v] = b0[v];                                                 \
         int64_t off[R];                                                                                    \
         for (int r = 0; r < R; r++) off[r] = SC ? r * SC : (r < nr ? r : 0) * S;                           \
         const float *w = wp;                                                                               \
@@ -4081,9 +4082,15 @@ static void dwb_task(int64_t begin, int64_t end, void **argv) {
                     }                                                                                      \
                 }                                                                                          \
             }                                                                                              \
-        for (int v = 0; v < V; v++)                                                                        \
-            for (int r = 0; r < R; r++)                                                                    \
-                if (r < nr) _mm512_storeu_ps(y + (v * OHW + r) * BLK, j->relu ? relu_ps(acc[r][v]) : acc[r][v]); \
+        for (int v = 0; v < V; v++) {                                                                      \
+            if (j->relu)                                                                                   \
+                for (int r = 0; r < R; r++) {                                                              \
+                    if (SC || r < nr) _mm512_storeu_ps(y + (v * OHW + r) * BLK, relu_ps(acc[r][v]));             \
+                }                                                                                          \
+            else                                                                                           \
+                for (int r = 0; r < R; r++)                                                                \
+                    if (SC || r < nr) _mm512_storeu_ps(y + (v * OHW + r) * BLK, acc[r][v]);                 \
+        }                                                                                                  \
     }
 #define DIRB_TILES(R, V) DIRB_TILE(R, V, 0, 0) DIRB_TILE(R, V, 1, 3) DIRB_TILE(R, V, 2, 3)
 DIRB_TILES(6, 4)
