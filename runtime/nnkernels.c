@@ -4186,7 +4186,7 @@ static void dirb_task(int64_t begin, int64_t end, void **argv) {
  * only where they pad the plane's pixels at least 5% less than 6: the 7 x 4 tile needs 33
  * vector registers (28 sums, 4 weight vectors, the broadcast) and spills one sum. Measured in
  * mobilenet1.0, one thread, in graph (7 / 6 rows time): 1.03-1.06 at 14x14 (196 pixels, 198
- * in 6-row tiles), 0.95-0.96 at 7x7 (49 pixels, 54 in 6-row tiles). */
+ * in 6-row tiles), 0.94-0.96 at 7x7 (49 pixels, 54 in 6-row tiles). */
 static int64_t pwb_rows(int64_t V, int64_t P) {
     if (V == 4) return cdiv(P, 7) * 7 * 20 < cdiv(P, 6) * 6 * 19 ? 7 : 6;
     return V == 3 ? 8 : V == 2 ? 12 : 14;

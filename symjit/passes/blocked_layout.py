@@ -20,11 +20,11 @@ Why: in NCHW a 3x3 depthwise output vector runs along a row, so its taps are shi
 line-crossing loads (stride 2: permutes too); in NCHW16c each tap is one aligned vector of 16
 channels and stride 2 costs what stride 1 does. Measured in mobilenet1.0 on a Zen 5 (AVX-512)
 host, in graph, one thread (benchmarks/bench_blocked_layout.py, blocked / NCHW time): the 3x3
-depthwise layers 0.23-0.45 from 56x56 down, 0.69 at 64 channels 112x112 stride 2, 1.17 at 32
-channels 112x112 stride 1 (the NCHW row kernel is at its best on wide rows); the pointwise
-layers between them 0.96-1.10 (tiles of pixels x filter vectors here, of filters x pixel vectors
-in NCHW); the conversion into the layout after the stem 2-4% of the call, which the entry
-convolution removes. A lone pointwise convolution, or a chain without a depthwise one, would
+depthwise layers 0.23-0.40 from 56x56 down, 0.97 at 64 channels 112x112 stride 2, 0.80 at 32
+channels 112x112 stride 1; the pointwise layers between them 0.76-0.99 (tiles of pixels x
+filter vectors here, of filters x pixel vectors in NCHW), 1.05-1.07 at 7x7; the stem as an
+entry convolution 0.65 (it also saves the conversion into the layout, 2-4% of the call);
+the whole call 0.89. A lone pointwise convolution, or a chain without a depthwise one, would
 only pay for the conversions.
 
 `enabled`: the pass runs only where the kernel library's AVX-512 kernels are in use (None:
