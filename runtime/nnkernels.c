@@ -3829,6 +3829,18 @@ typedef struct {
 } blocked_job;
 
 #ifdef NN_HAVE_AVX512
+/* one step of a tile of R rows x V filter vectors (the blocked pointwise and direct tiles):
+ * acc[r][v] += x[off[r]] * w[16 v, 16 v + 16) */
+#define RV_STEP(R, V, acc, w, x, off)                                                                       \
+    do {                                                                                                   \
+        __m512 b_[V];                                                                                      \
+        for (int v_ = 0; v_ < V; v_++) b_[v_] = _mm512_loadu_ps((w) + 16 * v_);                            \
+        for (int r_ = 0; r_ < R; r_++) {                                                                   \
+            const __m512 a_ = _mm512_set1_ps((x)[(off)[r_]]);                                              \
+            for (int v_ = 0; v_ < V; v_++) (acc)[r_][v_] = _mm512_fmadd_ps(a_, b_[v_], (acc)[r_][v_]);      \
+        }                                                                                                  \
+    } while (0)
+
 /* pointwise tile: pixels [p0, p0 + R) x the panel's 16V filters. x: the image's input at
  * channel block 0, pixel 0; wp: the panel; bias: the panel's 16V (or NULL); y: the panel's
  * first output block at pixel 0. Rows past the plane recompute pixel p0 and are not stored. */
@@ -3849,14 +3861,7 @@ typedef struct {
         const float *xp = x + p0 * BLK;                                                                    \
         for (int64_t cb = 0; cb < CB; cb++) {                                                              \
             const float *xc = xp + cb * P * BLK, *w = wp + cb * BLK * BLK * V;                             \
-            for (int ci = 0; ci < BLK; ci++) {                                                             \
-                __m512 b[V];                                                                               \
-                for (int v = 0; v < V; v++) b[v] = _mm512_loadu_ps(w + ci * BLK * V + 16 * v);             \
-                for (int r = 0; r < R; r++) {                                                              \
-                    const __m512 a = _mm512_set1_ps(xc[off[r] + ci]);                                      \
-                    for (int v = 0; v < V; v++) acc[r][v] = _mm512_fmadd_ps(a, b[v], acc[r][v]);           \
-                }                                                                                          \
-            }                                                                                              \
+            for (int ci = 0; ci < BLK; ci++) RV_STEP(R, V, acc, w + ci * BLK * V, xc + ci, off);            \
         }                                                                                                  \
         for (int v = 0; v < V; v++) {  /* (two store loops: a relu'd copy of the sums would spill them) */ \
             float *yv = y + (v * P + p0) * BLK;                                                            \
@@ -4073,14 +4078,7 @@ static void dwb_task(int64_t begin, int64_t end, void **argv) {
             for (int64_t kh = 0; kh < j->KH; kh++) {                                                       \
                 const float *xr = x + c * HW + kh * j->W;                                                  \
                 _Pragma("GCC unroll 1")                                                                    \
-                for (int64_t kw = 0; kw < KW; kw++, w += 16 * V) {                                         \
-                    __m512 b[V];                                                                           \
-                    for (int v = 0; v < V; v++) b[v] = _mm512_loadu_ps(w + 16 * v);                        \
-                    for (int r = 0; r < R; r++) {                                                          \
-                        const __m512 a = _mm512_set1_ps(xr[off[r] + kw]);                                  \
-                        for (int v = 0; v < V; v++) acc[r][v] = _mm512_fmadd_ps(a, b[v], acc[r][v]);       \
-                    }                                                                                      \
-                }                                                                                          \
+                for (int64_t kw = 0; kw < KW; kw++, w += 16 * V) RV_STEP(R, V, acc, w, xr + kw, off);       \
             }                                                                                              \
         for (int v = 0; v < V; v++) {                                                                      \
             if (j->relu)                                                                                   \
