@@ -3843,12 +3843,13 @@ typedef struct {
 
 /* pointwise tile: pixels [p0, p0 + R) x the panel's 16V filters. x: the image's input at
  * channel block 0, pixel 0; wp: the panel; bias: the panel's 16V (or NULL); y: the panel's
- * first output block at pixel 0. Rows past the plane recompute pixel p0 and are not stored. */
+ * first output block at pixel 0. FULL: every row inside the plane (constant offsets, plain
+ * stores); else rows past the plane recompute pixel p0 and are not stored. */
 #define PWB_TILE(R, V, FULL)                                                                                \
     NN_AVX512 static void pwb_tile_##R##x##V##_##FULL(const float *x, int64_t P, int64_t CB, const float *wp, \
                                                       const float *bias, float *y, int64_t p0, int relu) {   \
         const int64_t nr = FULL ? R : imin(R, P - p0);                                                     \
-        if (CB < 1) __builtin_unreachable();   /* (callers) keeps the sums in registers */                 \
+        if (CB < 1) __builtin_unreachable();   /* C >= 16: lets GCC keep the sums in registers */         \
         __m512 acc[R][V], b0[V];                                                                           \
         for (int v = 0; v < V; v++) b0[v] = bias ? _mm512_loadu_ps(bias + 16 * v) : _mm512_setzero_ps();    \
         for (int r = 0; r < R; r++)                                                                        \
@@ -4077,7 +4078,7 @@ static void dwb_task(int64_t begin, int64_t end, void **argv) {
         for (int64_t c = 0; c < j->C; c++)                                                                 \
             for (int64_t kh = 0; kh < j->KH; kh++) {                                                       \
                 const float *xr = x + c * HW + kh * j->W;                                                  \
-                _Pragma("GCC unroll 1")                                                                    \
+                _Pragma("GCC unroll 1")   /* unrolled, the taps share broadcasts and spill the sums */     \
                 for (int64_t kw = 0; kw < KW; kw++, w += 16 * V) RV_STEP(R, V, acc, w, xr + kw, off);       \
             }                                                                                              \
         for (int v = 0; v < V; v++) {                                                                      \
