@@ -27,12 +27,16 @@ POINTWISE, DEPTHWISE, DIRECT = 0, 1, 2
 WIDE_PLANE_PIXELS = 12544
 
 
+def widest_panel(filters: int) -> int:
+    """The most filter vectors (4 at most) that divide the filters into whole panels."""
+    return next(v for v in (4, 3, 2, 1) if (filters // BLOCK) % v == 0)
+
+
 def panel_vectors(filters: int, pixels: int) -> int:
     """Filter vectors per pointwise tile (nnkernels.c picks the tile height from it)."""
-    blocks = filters // BLOCK
-    if pixels >= WIDE_PLANE_PIXELS and blocks % 2 == 0:
+    if pixels >= WIDE_PLANE_PIXELS and (filters // BLOCK) % 2 == 0:
         return 2
-    return next(v for v in (4, 3, 2, 1) if blocks % v == 0)
+    return widest_panel(filters)
 
 
 def pack_panels(w: np.ndarray, v: int) -> np.ndarray:
@@ -57,7 +61,7 @@ def plan_conv_blocked(attrs, ins, outs, ctx=None):
     relu = int(bool(attrs["relu"]))
     if not attrs.get("data_blocked", True):
         n, c, h, wd = shape_of(ins[0])
-        v = next(v for v in (4, 3, 2, 1) if fb % v == 0)
+        v = widest_panel(f)
         desc = (DIRECT, n, c, f, h, wd, oh, ow, geo["stride"][0], relu, v, *geo["kernel"], *geo["pad"])
         packed = pack_panels(w, v)
         return _conv_blocked_call(ctx, desc, packed, ins, outs)
