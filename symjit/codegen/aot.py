@@ -33,7 +33,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -45,7 +44,8 @@ import numpy as np
 from .. import __version__
 from ..base import MXNetError
 
-__all__ = ["build_library", "runtime_dir", "DTYPE_CODES", "cpu_feature_checks", "AotResult", "non_native_ops"]
+__all__ = ["build_library", "runtime_dir", "DTYPE_CODES", "cpu_feature_checks", "AotResult", "non_native_ops",
+           "check_output_dir", "write_files_atomically", "signature_macros"]
 
 #: MXNet type flags, as in runtime/symjit_runtime.h
 DTYPE_CODES = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5, "int64": 6,
@@ -86,6 +86,66 @@ def runtime_dir() -> Path:
 def non_native_ops(compiled) -> list[str]:
     """Ops of a CompiledGraph that have no native lowering (sorted, unique)."""
     return sorted({n.op.name for n in compiled.module.python_nodes})
+
+
+def _umask() -> int:
+    """The process's file-creation mask (read without changing it where /proc allows)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def check_output_dir(path: str, what: str = "output") -> str:
+    """The absolute directory that will hold output `path`, after checking (by creating and
+    removing a temporary file there) that files can be written in it; MXNetError naming `path`
+    otherwise. Run it before slow work, so that a bad destination is reported at once."""
+    d = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(d):
+        raise MXNetError(f"{what} {path!r}: directory {d!r} does not exist")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".symjit-probe-", dir=d)
+    except OSError as e:
+        raise MXNetError(f"{what} {path!r}: cannot write in directory {d!r} ({e.strerror})") from None
+    os.close(fd)
+    os.unlink(probe)
+    return d
+
+
+def write_files_atomically(files: dict, executable: tuple[str, ...] = (".so",)) -> None:
+    """Write {path: bytes or str} through temporary names beside each path, then rename them
+    all: either every file is replaced or none is (a failure removes the temporary files).
+    Permissions follow the umask as for any new file (0666 & ~umask), and 0777 & ~umask for
+    paths ending in one of `executable` (shared libraries). Errors name the user's path."""
+    mask = _umask()
+    staged = []
+    try:
+        for path, data in files.items():
+            path = os.path.abspath(path)
+            try:
+                fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", dir=os.path.dirname(path))
+            except OSError as e:
+                raise MXNetError(f"cannot write {path!r} ({e.strerror})") from None
+            staged.append((tmp, path))
+            with os.fdopen(fd, "wb") as f:
+                f.write(data.encode() if isinstance(data, str) else data)
+            os.chmod(tmp, (0o777 if path.endswith(executable) else 0o666) & ~mask)
+        for tmp, path in staged:
+            try:
+                os.replace(tmp, path)
+            except OSError as e:
+                raise MXNetError(f"cannot write {path!r} ({e.strerror})") from None
+    except BaseException:
+        for tmp, _ in staged:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        raise
 
 
 def cpu_feature_checks(features: str) -> list[str]:
@@ -232,6 +292,21 @@ def c_macro_token(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text.upper())
 
 
+def signature_macros(tok: str, workspace: int, inputs: list, outputs: list) -> list[str]:
+    """The header's tensor-signature macros for (name, shape, dtype) inputs and outputs.
+    Sizes say their unit in the name: `_ELEMS` counts elements, `_BYTES` counts bytes."""
+    L = ["/* Sizes: *_ELEMS are element counts, *_BYTES are byte counts. */",
+         f"#define {tok}_WORKSPACE_BYTES {int(workspace)}",
+         f"#define {tok}_NUM_INPUTS {len(inputs)}", f"#define {tok}_NUM_OUTPUTS {len(outputs)}"]
+    for kind, specs in (("INPUT", inputs), ("OUTPUT", outputs)):
+        for i, (tname, shape, dtype) in enumerate(specs):
+            count = int(np.prod(shape, dtype=np.int64))
+            L.append(f"/* {kind.lower()} {i} {tname!r}: {_ctype(dtype)}[{']['.join(str(d) for d in shape)}] */")
+            L.append(f"#define {tok}_{kind}{i}_ELEMS {count}")
+            L.append(f"#define {tok}_{kind}{i}_BYTES {count * np.dtype(dtype).itemsize}")
+    return L
+
+
 def _header_source(base: str, name: str, inputs: list, outputs: list, workspace: int) -> str:
     """OUT.h: the library's exported functions and its tensor signature as macros."""
     guard, tok = c_macro_token(base) + "_H", c_macro_token(name)
@@ -242,14 +317,8 @@ def _header_source(base: str, name: str, inputs: list, outputs: list, workspace:
          " * Returns NULL with *count = -1 when this CPU lacks a feature the code needs. */",
          "const symjit_graph_desc *symjit_graphs(int32_t *count);",
          "/* NULL when the library can run on this CPU, else a message naming the missing features. */",
-         "const char *symjit_aot_check(void);", "",
-         f"#define {tok}_WORKSPACE_SIZE {int(workspace)}",
-         f"#define {tok}_NUM_INPUTS {len(inputs)}", f"#define {tok}_NUM_OUTPUTS {len(outputs)}"]
-    for kind, specs in (("INPUT", inputs), ("OUTPUT", outputs)):
-        for i, (tname, shape, dtype) in enumerate(specs):
-            count = int(np.prod(shape, dtype=np.int64))
-            L.append(f"/* {kind.lower()} {i} {tname!r}: {_ctype(dtype)}[{']['.join(str(d) for d in shape)}] */")
-            L.append(f"#define {tok}_{kind}{i}_SIZE {count}")
+         "const char *symjit_aot_check(void);", ""]
+    L += signature_macros(tok, workspace, inputs, outputs)
     L += ["", "#ifdef __cplusplus", "}", "#endif", f"#endif /* {guard} */", ""]
     return "\n".join(L)
 
@@ -338,9 +407,7 @@ def build_library(compiled, out_base: str, name: str = "model", graph_hash: str 
     rt = runtime_dir()
     cc = os.environ.get("CC", "cc")
     out_base = os.path.abspath(out_base)
-    out_dir = os.path.dirname(out_base) or "."
-    if not os.path.isdir(out_dir):
-        raise MXNetError(f"AOT: output directory {out_dir} does not exist")
+    check_output_dir(out_base + ".so")
     base_name = os.path.basename(out_base)
     with tempfile.TemporaryDirectory(prefix="symjit-aot-") as tmp:
         step("generating machine code")
@@ -381,23 +448,6 @@ def build_library(compiled, out_base: str, name: str = "model", graph_hash: str 
             "library_sha256": hashlib.sha256(Path(tmp_so).read_bytes()).hexdigest(),
         }
         header = _header_source(base_name, name, inputs, outputs, module.workspace_size)
-        finals = {out_base + ".so": None, out_base + ".h": header, out_base + ".json": json.dumps(manifest, indent=2)}
-        staged = []
-        try:
-            for path, text in finals.items():
-                fd, tmp_path = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", dir=out_dir)
-                os.close(fd)
-                staged.append((tmp_path, path))
-                if text is None:
-                    shutil.copyfile(tmp_so, tmp_path)
-                    os.chmod(tmp_path, 0o755)
-                else:
-                    Path(tmp_path).write_text(text + ("" if text.endswith("\n") else "\n"))
-            for tmp_path, path in staged:
-                os.replace(tmp_path, path)
-        except BaseException:
-            for tmp_path, _ in staged:
-                if os.path.exists(tmp_path):
-                    os.unlink(tmp_path)
-            raise
+        write_files_atomically({out_base + ".so": Path(tmp_so).read_bytes(), out_base + ".h": header,
+                                out_base + ".json": json.dumps(manifest, indent=2) + "\n"})
     return AotResult(out_base + ".so", out_base + ".h", out_base + ".json", manifest)

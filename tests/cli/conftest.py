@@ -1,12 +1,13 @@
 """Shared fixtures of the CLI tests: one AOT library of the `mlp` model per session."""
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-MODELS = Path(__file__).resolve().parents[3] / "shared" / "models"
+MODELS = Path(os.environ.get("SYMJIT_SHARED_DIR") or Path(__file__).resolve().parents[3] / "shared") / "models"
 
 
 @pytest.fixture(scope="session")

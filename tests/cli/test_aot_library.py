@@ -17,7 +17,7 @@ from symjit import runtime
 from symjit.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-MODELS = ROOT.parent / "shared" / "models"
+MODELS = Path(os.environ.get("SYMJIT_SHARED_DIR") or ROOT.parent / "shared") / "models"
 EXAMPLE = ROOT / "runtime" / "examples" / "run_model.c"
 
 needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="needs the system C compiler `cc`")
@@ -117,7 +117,7 @@ def test_library_exports_only_the_runtime_abi(mlp_lib):
     assert all(n.startswith("symjit_") for n in exported), sorted(exported)
     header = Path(f"{base}.h").read_text()
     assert "const symjit_graph_desc *symjit_graphs(int32_t *count);" in header
-    assert "#define MLP_INPUT0_SIZE 6272" in header
+    assert "#define MLP_INPUT0_ELEMS 6272" in header and "#define MLP_INPUT0_BYTES 25088" in header
 
 
 @needs_cc

@@ -54,7 +54,7 @@ def test_compile_writes_library_source_header_and_manifest(mlp_cuda):
     assert manifest["library_sha256"] == hashlib.sha256((d / "mlp.so").read_bytes()).hexdigest()
     header = (d / "mlp.h").read_text()
     for decl in ("symjit_graphs", "symjit_cuda_run", "symjit_cuda_workspace_size", "symjit_aot_check",
-                 "#define MLP_INPUT0_SIZE 6272", "#define MLP_OUTPUT0_SIZE 80", "HOST pointers", "DEVICE-pointer"):
+                 "#define MLP_INPUT0_ELEMS 6272", "#define MLP_OUTPUT0_ELEMS 80", "HOST pointers", "DEVICE-pointer"):
         assert decl in header
 
 
