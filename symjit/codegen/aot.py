@@ -18,7 +18,10 @@ segment, see codegen/llvm/executable.py) into three files:
 Graph inputs that were bound to constants at compile time (the weights) and the graph's
 constants are the descriptor's *parameters*, embedded in the library; its *inputs* are the
 inputs left free (e.g. `data`). The exported entry maps parameters back into the compiled
-code's argument order.
+code's argument order. Weights that the kernel library reads in a packed layout (convolution
+panels, Winograd transforms: `Placement.packings`) are not embedded twice: the library holds
+their source and packs them with the same kernel-library function at its first use (the
+`symjit_graphs` call), into memory freed when the library is unloaded.
 
 CPU features: the code is compiled for the host CPU. A library constructor checks with
 `__builtin_cpu_supports` every x86 vector/bit-manipulation feature the code may use; on a CPU
@@ -214,12 +217,16 @@ __attribute__((constructor)) static void sj_bind_blas(void) {
 
 
 def _descriptor_source(name: str, segment: str, inputs: list, outputs: list, params: list, arg_map: list,
-                       n_consts: int, offsets: list[int], blob_path: str, workspace: int,
-                       checks: list[str], blas: bool = False) -> str:
-    """The generated C file: blob, CPU check, entry wrapper and the descriptor table.
+                       n_consts: int, offsets: list, blob_path: str, workspace: int,
+                       checks: list[str], blas: bool = False, packings: dict | None = None) -> str:
+    """The generated C file: blob, CPU check, load-time packing, entry wrapper and the
+    descriptor table.
 
     `arg_map[i]` says where the compiled code's input i comes from: ('input', k), ('param', k) or
-    ('null', 0) for a bound input the optimized code no longer reads."""
+    ('null', 0) for a bound input the optimized code no longer reads. `offsets[k]` is param k's
+    place in the blob, or None for a param in `packings` ({k: (source param, descriptor,
+    floats)}): the kernel library packs it from its source when the library is first used."""
+    packings = packings or {}
     L = ['#include <stdio.h>', '#include <string.h>', '#include "symjit_runtime.h"', "",
          "/* the embedded parameters: one 64-byte-aligned blob */",
          '__asm__(".section .rodata\\n.balign 64\\n.hidden sj_param_blob\\n.type sj_param_blob, @object\\n"',
@@ -227,8 +234,10 @@ def _descriptor_source(name: str, segment: str, inputs: list, outputs: list, par
          'extern const unsigned char sj_param_blob[] __attribute__((visibility("hidden")));', "",
          f"extern int32_t {segment}(void **inputs, void **outputs, void **params, void *workspace);", ""]
     L += _tensor_table("sj_inputs", inputs) + _tensor_table("sj_outputs", outputs) + _tensor_table("sj_params", params)
-    data = ",\n".join(f"    sj_param_blob + {off}" for off in offsets) or "    0"
-    L += [f"static const void *const sj_param_data[] = {{\n{data}\n}};", ""]
+    data = ",\n".join("    0  /* packed when loaded */" if off is None else f"    sj_param_blob + {off}"
+                      for off in offsets) or "    0"
+    L += [f"static const void *{'' if packings else 'const '}sj_param_data[] = {{\n{data}\n}};", ""]
+    L += _packing_source(name, packings)
     # CPU check
     L += ["static char sj_cpu_problem[512];", "",
           "__attribute__((constructor)) static void sj_check_cpu(void) {",
@@ -255,6 +264,7 @@ def _descriptor_source(name: str, segment: str, inputs: list, outputs: list, par
     # entry wrapper
     L.append("static int32_t sj_entry(void **inputs, void **outputs, void **params, void *workspace) {")
     L.append("    if (sj_cpu_problem[0]) return symjit_set_error_str(SYMJIT_ERR_UNSUPPORTED, sj_cpu_problem);")
+    L.append("    if (!sj_packed()) return symjit_set_error_str(SYMJIT_ERR_OUT_OF_MEMORY, sj_pack_problem);")
     L.append(f"    void *args[{max(len(arg_map), 1)}];")
     for i, (kind, k) in enumerate(arg_map):
         src = {"input": f"inputs[{k}]", "param": f"params[{k}]", "null": "0  /* unused by the code */"}[kind]
@@ -275,10 +285,62 @@ def _descriptor_source(name: str, segment: str, inputs: list, outputs: list, par
           "        *count = -1;",
           "        return NULL;",
           "    }",
+          "    if (!sj_packed()) {",
+          "        symjit_set_error_str(SYMJIT_ERR_OUT_OF_MEMORY, sj_pack_problem);",
+          "        *count = -1;",
+          "        return NULL;",
+          "    }",
           "    *count = 1;",
           "    return sj_graphs;",
           "}", ""]
     return "\n".join(L)
+
+
+def _packing_source(name: str, packings: dict) -> list[str]:
+    """C code that packs weights once, at the library's first use (`sj_packed()`: 1 when the
+    packed params are in place), with the kernel library's `symjit_nn_conv_pack`, the function
+    that packed them at compile time; freed when the library is unloaded."""
+    L = ["static char sj_pack_problem[512];"]
+    if not packings:
+        return L + ["static int sj_packed(void) { return 1; }", ""]
+    L += ["#include <pthread.h>",
+          "extern int64_t symjit_nn_conv_pack(const int64_t *d, const float *w, float *out);"]
+    rows = []
+    for i, (k, (src, desc, floats)) in enumerate(sorted(packings.items())):
+        L.append(f"static const int64_t sj_pack_desc{i}[] = {{{', '.join(str(int(d)) for d in desc)}}};")
+        rows.append(f"    {{{k}, {src}, {int(floats)}, sj_pack_desc{i}}}")
+    L += ["static const struct { int32_t param, source; int64_t floats; const int64_t *desc; } sj_packings[] = {",
+          ",\n".join(rows), "};",
+          "static pthread_once_t sj_pack_once = PTHREAD_ONCE_INIT;", "",
+          "static void sj_pack(void) {",
+          "    for (size_t i = 0; i < sizeof sj_packings / sizeof sj_packings[0]; i++) {",
+          "        const float *w = (const float *)sj_param_data[sj_packings[i].source];",
+          "        int64_t n = symjit_nn_conv_pack(sj_packings[i].desc, w, NULL);",
+          "        if (n != sj_packings[i].floats) {",
+          "            snprintf(sj_pack_problem, sizeof sj_pack_problem, \"symjit AOT library %s: parameter %d packs to "
+          "%lld floats on this CPU, %lld when the library was built; rebuild it on this machine with symjit "
+          f"compile\", {_c_string(name)}, (int)sj_packings[i].param, (long long)n, (long long)sj_packings[i].floats);",
+          "            return;",
+          "        }",
+          "        float *packed = symjit_arena_alloc((size_t)n * sizeof(float));",
+          "        if (packed == NULL) {",
+          "            snprintf(sj_pack_problem, sizeof sj_pack_problem, \"symjit AOT library %s: cannot allocate %lld "
+          f"bytes for packed weights\", {_c_string(name)}, (long long)n * 4);",
+          "            return;",
+          "        }",
+          "        symjit_nn_conv_pack(sj_packings[i].desc, w, packed);",
+          "        sj_param_data[sj_packings[i].param] = packed;",
+          "    }",
+          "}", "",
+          "static int sj_packed(void) {",
+          "    pthread_once(&sj_pack_once, sj_pack);",
+          "    return sj_pack_problem[0] == 0;",
+          "}", "",
+          "__attribute__((destructor)) static void sj_free_packed(void) {",
+          "    for (size_t i = 0; i < sizeof sj_packings / sizeof sj_packings[0]; i++)",
+          "        symjit_arena_free((void *)sj_param_data[sj_packings[i].param]);",
+          "}", ""]
+    return L
 
 
 def _ctype(dtype) -> str:
@@ -401,6 +463,11 @@ def build_library(compiled, out_base: str, name: str = "model", graph_hash: str 
         params.append((pname, tuple(array.shape), array.dtype))
         arrays.append(np.ascontiguousarray(array))
     n_consts = len(compiled.params)
+    n_bound = len(params) - n_consts
+    # weights packed by the kernel library are packed again when the library is loaded, from
+    # their embedded source: the file holds each weight once (not its packed copy as well)
+    packings = {n_bound + k: (n_bound + src, desc, int(arrays[n_bound + k].size))
+                for k, (src, desc) in getattr(module.placement, "packings", {}).items()}
     outputs = list(compiled.output_specs)
     target = host_target()
     checks = cpu_feature_checks(target.features)
@@ -412,12 +479,15 @@ def build_library(compiled, out_base: str, name: str = "model", graph_hash: str 
     with tempfile.TemporaryDirectory(prefix="symjit-aot-") as tmp:
         step("generating machine code")
         Path(tmp, "graph.o").write_bytes(_pic_object(module.ir))
-        blob, offsets = _layout_blob(arrays)
+        blob, blob_offsets = _layout_blob([a for k, a in enumerate(arrays) if k not in packings])
+        spots = iter(blob_offsets)
+        offsets = [None if k in packings else next(spots) for k in range(len(arrays))]
         blob_path = os.path.join(tmp, "params.bin")
         Path(blob_path).write_bytes(blob)
         uses_nn = "@symjit_nn_" in module.ir
         desc = _descriptor_source(name, module.segment_names[0], inputs, outputs, params, arg_map, n_consts,
-                                  offsets, blob_path, module.workspace_size, checks, blas=uses_nn)
+                                  offsets, blob_path, module.workspace_size, checks, blas=uses_nn,
+                                  packings=packings)
         Path(tmp, "graphs.c").write_text(desc)
         Path(tmp, "exports.map").write_text("{ global: symjit_*; local: *; };\n")
         sources = [str(rt / s) for s in _RUNTIME_SOURCES]
@@ -440,7 +510,10 @@ def build_library(compiled, out_base: str, name: str = "model", graph_hash: str 
             "graph_hash": graph_hash,
             "inputs": [{"name": n, "shape": list(s), "dtype": np.dtype(d).name} for n, s, d in inputs],
             "outputs": [{"name": n, "shape": list(s), "dtype": np.dtype(d).name} for n, s, d in outputs],
-            "params": {"count": len(params), "bytes": int(sum(a.nbytes for a in arrays)), "embedded": True},
+            "params": {"count": len(params), "embedded": True,
+                       "bytes": int(sum(a.nbytes for k, a in enumerate(arrays) if k not in packings)),
+                       "packed_when_loaded": {"count": len(packings),
+                                              "bytes": int(sum(arrays[k].nbytes for k in packings))}},
             "workspace_bytes": int(module.workspace_size),
             "target": {"triple": target.triple, "cpu": target.cpu, "required_features": checks,
                        "llvm_features": target.features},
