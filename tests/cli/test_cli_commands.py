@@ -10,26 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cli_util import one_line_error as _one_line_error, run_cli as _run
 from symjit.cli import main, parse_input_spec, CliError
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = Path(os.environ.get("SYMJIT_SHARED_DIR") or ROOT.parent / "shared") / "models"
 MLP = [str(MODELS / "mlp-symbol.json"), str(MODELS / "mlp-0000.params")]
 LENET = [str(MODELS / "lenet-symbol.json"), str(MODELS / "lenet-0000.params")]
-
-
-def _run(capsys, argv):
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def _one_line_error(err: str, command: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith(f"symjit {command}: error: "), err
-    assert "Traceback" not in err
-    return lines[0]
 
 
 def test_console_script_declared():

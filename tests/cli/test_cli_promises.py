@@ -16,20 +16,8 @@ import pytest
 
 import symjit as mx
 from symjit import cli
+from cli_util import one_line_error as _one_line_error, run_cli as _run
 from symjit.cli import main
-
-
-def _run(capsys, argv):
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def _one_line_error(err: str, command: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith(f"symjit {command}: error: "), err
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
