@@ -242,7 +242,7 @@ def cmd_compile(args) -> int:
         if out.endswith(suffix):
             out = out[: -len(suffix)]
     name = args.name or Path(out).name
-    check_outputs(out + ".so")
+    check_outputs(args.output)
     with progress(not args.quiet, "loading") as report:
         model, digest = _compile_model(args, name, report)
         if not model.compiled.native:
@@ -271,7 +271,7 @@ def _compile_cuda(args) -> int:
         if out.endswith(suffix):
             out = out[: -len(suffix)]
     name = args.name or Path(out).name
-    check_outputs(out + ".so")
+    check_outputs(args.output)
     find_nvcc()     # no CUDA compiler: fail before the slow steps, nothing written
     with progress(not args.quiet, "loading") as report:
         net, params, digest = load_model(args.symbol, args.params)

@@ -91,10 +91,12 @@ def test_an_unwritable_destination_is_reported_before_compiling(tiny, tmp_path, 
     def no_compile(*_a, **_k):
         raise AssertionError("compiled before checking the destination")
     monkeypatch.setattr(cli, "_compile_model", no_compile)
-    for out in ("/proc/x", str(tmp_path / "nodir" / "m")):
+    nodir = tmp_path / "nodir"
+    for out, why in (("/proc/x", "cannot write in directory '/proc'"),
+                     (str(nodir / "m"), f"directory '{nodir}' does not exist")):
         rc, _, err = _run(capsys, ["compile", *tiny, "-i", "data:2x5", "-q", "-o", out])
         line = _one_line_error(err, "compile")
-        assert rc == 1 and f"'{out}.so'" in line, line
+        assert rc == 1 and f"-o '{out}': {why}" in line, line
         assert "Error" not in line.split("error:", 1)[1] and ".so." not in line, line
     monkeypatch.setattr(cli, "_load_library", no_compile)
     rc, _, err = _run(capsys, ["run", "lib.so", "-i", "x.npy", "-o", "/proc/y.npy"])
