@@ -45,7 +45,9 @@ def test_compile_writes_library_source_header_and_manifest(mlp_cuda):
     assert sorted(p.name for p in d.iterdir()) == ["mlp.cu", "mlp.h", "mlp.json", "mlp.so"]
     manifest = json.loads((d / "mlp.json").read_text())
     assert printed["manifest"] == str(d / "mlp.json")
-    assert (printed["library"], printed["header"], printed["source"]) == ("mlp.so", "mlp.h", "mlp.cu")
+    assert (printed["library"], printed["header"], printed["source"]) == (str(d / "mlp.so"), str(d / "mlp.h"),
+                                                                         str(d / "mlp.cu"))
+    assert (manifest["library"], manifest["header"], manifest["source"]) == ("mlp.so", "mlp.h", "mlp.cu")
     assert manifest["target"]["name"] == "cuda" and manifest["target"]["archs"] == ["sm_80", "sm_90"]
     assert manifest["target"]["ptx"] == "compute_90" and manifest["target"]["min_compute_capability"] == "8.0"
     assert manifest["inputs"] == [{"name": "data", "shape": [8, 784], "dtype": "float32"}]
