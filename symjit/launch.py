@@ -13,7 +13,8 @@ Differences from a bare `mpiexec -n N cmd`:
 * If workers are still running `--timeout` seconds (default: SYMJIT_KV_TIMEOUT + 30) after a
   worker failed, the launcher ends them: a job never hangs.
 * Every line a worker prints (stdout and stderr) is prefixed with its rank (`[rank 1] ...`)
-  and written whole, so the ranks' lines never interleave mid-line.
+  and written whole, so the ranks' lines never interleave mid-line (workers run with
+  PYTHONUNBUFFERED=1 unless it is set, so their lines appear as they are printed).
 * `--rank0-output` keeps only rank 0's output on the terminal; the other ranks' output goes to
   files and is printed for a rank that fails.
 
