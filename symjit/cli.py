@@ -9,8 +9,11 @@
 Conventions: `--help` on every command; exit status 0 on success, 1 on a failure the input
 caused (missing or malformed files, wrong shapes, a graph that cannot be compiled AOT), 2 on a
 usage error (argparse); errors are one line on stderr (`symjit <command>: error: ...`), never a
-traceback; output files are written to a temporary name and renamed, so a failed command
-leaves no partial file. `--json` prints machine-readable results on stdout.
+traceback (SYMJIT_DEBUG=1 adds it); `main` is the one place that turns exceptions into those
+lines. Output destinations are checked before any slow step; all of a command's output files
+are written to temporary names and renamed together at the end, so a failed command leaves
+no partial file; their permissions follow the umask. `--json` prints machine-readable results
+on stdout, with absolute paths.
 """
 from __future__ import annotations
 
@@ -20,7 +23,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import threading
 import time
 from contextlib import contextmanager
@@ -31,6 +33,11 @@ __all__ = ["main"]
 
 class CliError(Exception):
     """A failure caused by the command's input: reported as one line, exit status 1."""
+
+
+#: the largest input (bytes) an --input spec may declare; larger ones are refused before
+#: anything is allocated for them
+MAX_INPUT_BYTES = 1 << 36
 
 
 # --------------------------------------------------------------------------------------------
@@ -54,6 +61,12 @@ def parse_input_spec(text: str) -> tuple[str, tuple[int, ...], str]:
         dtype = np.dtype(dtype).name
     except TypeError:
         raise CliError(f"--input {text!r}: unknown dtype {dtype!r}") from None
+    nbytes = np.dtype(dtype).itemsize
+    for d in shape:
+        nbytes *= d
+    if nbytes > MAX_INPUT_BYTES:
+        raise CliError(f"--input {text!r}: {nbytes} bytes, more than the {MAX_INPUT_BYTES >> 30} GiB an input "
+                       "may declare")
     return parts[0], shape, dtype
 
 
@@ -101,6 +114,22 @@ def _free_inputs(net, params: dict) -> list[str]:
     return [n for n in net.list_arguments() if n not in params]
 
 
+#: operator input slots that hold learned parameters (their shapes follow from the data's)
+PARAMETER_SLOTS = frozenset({"weight", "bias", "gamma", "beta", "moving_mean", "moving_var", "parameters"})
+
+
+def _parameter_variables(net) -> set[str]:
+    """Variables read only through parameter slots of their operators (weights, biases, ...)."""
+    slots: dict = {}
+    for node in net._nodes():
+        if node.is_variable:
+            continue
+        for (src, _), slot in zip(node.inputs, node.input_names()):
+            if src.is_variable:
+                slots.setdefault(src.name, set()).add(slot)
+    return {name for name, used in slots.items() if used <= PARAMETER_SLOTS}
+
+
 def _shapes(net, params: dict, specs: list[str]) -> tuple[dict, dict]:
     """Shapes and dtypes of the model's free inputs from --input specs (all must be given)."""
     parsed = [parse_input_spec(s) for s in specs]
@@ -118,7 +147,9 @@ def _shapes(net, params: dict, specs: list[str]) -> tuple[dict, dict]:
     inferred = {n: s for n, s in zip(net.list_arguments(), arg_shapes) if s and all(s)}
     missing = [n for n in free if n not in shapes and n not in inferred]
     if missing:
-        raise CliError(f"missing --input for {missing} (e.g. --input {missing[0]}:1x3x224x224)")
+        # name the data inputs; parameters are named only when the data does not determine them
+        data = [n for n in missing if n not in _parameter_variables(net)] or missing
+        raise CliError(f"missing --input for {data} (e.g. --input {data[0]}:1x3x224x224)")
     for k, v in params.items():
         if k in shapes:
             continue
@@ -155,21 +186,19 @@ def progress(enabled: bool, label: str):
         sys.stderr.flush()
 
 
-def atomic_write(path: str, data: bytes | str) -> None:
-    """Write a file through a temporary name in the same directory, then rename it."""
-    path = os.path.abspath(path)
-    d = os.path.dirname(path)
-    if not os.path.isdir(d):
-        raise CliError(f"output directory {d!r} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", dir=d)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+def write_outputs(files: dict) -> None:
+    """Write all of a command's output files at once ({path: bytes or str}): temporary names,
+    then one rename each at the end; nothing is left behind if any of them fails."""
+    from .codegen.aot import write_files_atomically
+    write_files_atomically(files)
+
+
+def check_outputs(*paths: str | None, flag: str = "-o") -> None:
+    """Fail now, naming the user's path, if an output could not be written later."""
+    from .codegen.aot import check_output_dir
+    for p in paths:
+        if p:
+            check_output_dir(p, flag)
 
 
 def _emit(args, data: dict, text: str) -> None:
@@ -212,9 +241,7 @@ def cmd_compile(args) -> int:
         if out.endswith(suffix):
             out = out[: -len(suffix)]
     name = args.name or Path(out).name
-    out_dir = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(out_dir):
-        raise CliError(f"output directory {out_dir!r} does not exist")
+    check_outputs(args.output)
     with progress(not args.quiet, "loading") as report:
         model, digest = _compile_model(args, name, report)
         if not model.compiled.native:
@@ -222,8 +249,9 @@ def cmd_compile(args) -> int:
                            + ", ".join(aot.non_native_ops(model.compiled)))
         result = aot.build_library(model.compiled, out, name=name, graph_hash=digest, bound=model._bound,
                                    progress=report)
-    _emit(args, {"library": result.library, "header": result.header, "manifest": result.manifest_path,
-                 **result.manifest},
+    # the manifest file names its neighbours relative to itself; the printed result is absolute
+    _emit(args, {**result.manifest, "library": result.library, "header": result.header,
+                 "manifest": result.manifest_path},
           f"wrote {result.library}, {result.header}, {result.manifest_path}")
     return 0
 
@@ -242,9 +270,7 @@ def _compile_cuda(args) -> int:
         if out.endswith(suffix):
             out = out[: -len(suffix)]
     name = args.name or Path(out).name
-    out_dir = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(out_dir):
-        raise CliError(f"output directory {out_dir!r} does not exist")
+    check_outputs(args.output)
     find_nvcc()     # no CUDA compiler: fail before the slow steps, nothing written
     with progress(not args.quiet, "loading") as report:
         net, params, digest = load_model(args.symbol, args.params)
@@ -256,8 +282,8 @@ def _compile_cuda(args) -> int:
         disabled = set(OPT_DISABLED[getattr(args, "opt", 3)]) | set(CPU_ONLY_PASSES)
         planned = PassManager("inference", disabled=disabled).run(g, bound)
         result = build_library(planned, out, name=name, graph_hash=digest, bound=bound, progress=report)
-    _emit(args, {"library": result.library, "header": result.header, "source": result.source,
-                 "manifest": result.manifest_path, **result.manifest},
+    _emit(args, {**result.manifest, "library": result.library, "header": result.header, "source": result.source,
+                 "manifest": result.manifest_path},
           f"wrote {result.library}, {result.header}, {result.source}, {result.manifest_path}")
     return 0
 
@@ -292,12 +318,13 @@ def _load_library(path: str, blas: str | None = None):
 
 def cmd_run(args) -> int:
     """Run an AOT library on .npy inputs."""
+    import io
     import numpy as np
-    from .base import MXNetError
+    check_outputs(*args.output)
     lib, entry = _load_library(args.library, args.blas)
     manifest_inputs = _library_inputs(entry)
     names = [n for n, _, _ in manifest_inputs]
-    given = {}
+    given, path_of = {}, {}
     for s in args.input:
         name, sep, path = s.partition("=")
         if not sep:
@@ -309,6 +336,7 @@ def cmd_run(args) -> int:
             given[name] = np.load(path, allow_pickle=False)
         except Exception as e:  # noqa: BLE001
             raise CliError(f"{path}: not a .npy file: {e}") from None
+        path_of[name] = path
     missing = [n for n in names if n not in given]
     extra = [n for n in given if n not in names]
     if missing or extra:
@@ -318,28 +346,25 @@ def cmd_run(args) -> int:
         a = given[n]
         if a.shape != shape:
             raise CliError(f"input {n!r} has shape {a.shape}, the library expects {shape}")
-        if a.dtype != dtype:
-            if not np.can_cast(a.dtype, dtype, "same_kind"):
-                raise CliError(f"input {n!r} has dtype {a.dtype}, the library expects {dtype}")
-            a = a.astype(dtype)
+        if a.dtype != dtype:   # never cast silently (as runtime/examples/run_model.c)
+            raise CliError(f"input {n!r} ({path_of[n]}) has dtype {a.dtype}, the library expects {dtype}; "
+                           f"convert it (e.g. x.astype('{dtype}'))")
         arrays.append(np.ascontiguousarray(a))
-    try:
-        outs = entry(*arrays)
-    except MXNetError as e:
-        raise CliError(str(e)) from None
+    if args.output and len(args.output) != len(entry.outputs):
+        raise CliError(f"the graph has {len(entry.outputs)} outputs, got {len(args.output)} --output paths")
+    outs = entry(*arrays)
     if args.output:
-        if len(args.output) != len(outs):
-            raise CliError(f"the graph has {len(outs)} outputs, got {len(args.output)} --output paths")
+        files = {}
         for path, y in zip(args.output, outs):
-            import io
             buf = io.BytesIO()
             np.save(buf, y)
-            atomic_write(path, buf.getvalue())
+            files[path] = buf.getvalue()
+        write_outputs(files)
     summary = [{"shape": list(y.shape), "dtype": y.dtype.name, "min": float(y.min()) if y.size else None,
                 "max": float(y.max()) if y.size else None} for y in outs]
     text = "\n".join(f"output {k}: shape {tuple(s['shape'])} {s['dtype']}, min {s['min']}, max {s['max']}"
                      for k, s in enumerate(summary))
-    _emit(args, {"outputs": summary, "files": args.output or []}, text)
+    _emit(args, {"outputs": summary, "files": [os.path.abspath(p) for p in args.output]}, text)
     return 0
 
 
@@ -383,8 +408,6 @@ def cmd_bench(args) -> int:
         batch = specs[0][1][0] if specs and specs[0][1] else 1
         results["aot"] = _stats(_time_calls(lambda: entry(*arrays), args.warmup, args.repeat, args.min_time), batch)
     else:
-        if args.profile is not None and args.profile < 0:
-            raise CliError(f"--profile: expected a number of nodes >= 0, got {args.profile}")
         with progress(not args.quiet, "compiling") as report:
             model, _ = _compile_model(args, "bench", report, profile=args.profile is not None)
         specs = [(n, s, d) for n, s, d in model.compiled.input_specs if n in model.input_names]
@@ -452,12 +475,32 @@ def cmd_inspect(args) -> int:
             "passes": [n for n, _ in PIPELINES["inference"]],
             "pass_report": rep.passes.splitlines(),
             "fusion_groups": [{"name": n, "op": op, "members": m} for n, op, m in rep.groups],
-            "memory_plan": rep.memory, "unoptimized_bytes": rep.unoptimized_bytes}
+            "memory_plan": rep.memory, "unoptimized_bytes": rep.unoptimized_bytes,
+            "params": _params_summary(params, args.list_params)}
     if dumps:
         data["ir_after_pass"] = dumps
-    text = "".join(f"# ---- IR after {k} ----\n{v}\n\n" for k, v in dumps.items()) + str(rep)
+    text = ("".join(f"# ---- IR after {k} ----\n{v}\n\n" for k, v in dumps.items()) + str(rep)
+            + "\n\n" + _params_text(data["params"]))
     _emit(args, data, text)
     return 0
+
+
+def _params_summary(params: dict, listed: bool) -> dict:
+    """{count, bytes} of the params file's arrays, and with `listed` each one's name, shape,
+    dtype and bytes (an inspect of a large model would otherwise list thousands of lines)."""
+    out = {"count": len(params), "bytes": int(sum(v.nbytes for v in params.values()))}
+    if listed:
+        out["arrays"] = [{"name": k, "shape": list(v.shape), "dtype": v.dtype.name, "bytes": int(v.nbytes)}
+                         for k, v in params.items()]
+    return out
+
+
+def _params_text(summary: dict) -> str:
+    head = f"parameters: {summary['count']} arrays, {summary['bytes']} B"
+    if "arrays" not in summary:
+        return head + (" (--list-params lists them)" if summary["count"] else "")
+    return "\n".join([head + ":"] + [f"  {a['name']}: {a['dtype']}{a['shape']} {a['bytes']} B"
+                                    for a in summary["arrays"]])
 
 
 def _inspect_with_dumps(net, shapes, params, dtypes):
@@ -496,33 +539,36 @@ def cmd_viz(args) -> int:
         shapes, dtypes = _shapes(net, params, args.input)
     if not args.output and not args.memory_plan:
         raise CliError("nothing to draw: give -o OUT.svg and/or --memory-plan PLAN.svg")
+    files = {}
     if args.output:
         fmt = Path(args.output).suffix.lstrip(".").lower()
         if fmt not in ("svg", "png", "pdf", "dot", "gv"):
             raise CliError(f"-o {args.output}: unknown format {fmt!r} (use .svg, .png, .pdf or .dot)")
+    if args.memory_plan:
+        mfmt = Path(args.memory_plan).suffix.lstrip(".").lower()
+        if mfmt not in ("svg", "png"):
+            raise CliError(f"--memory-plan {args.memory_plan}: use .svg or .png")
+    check_outputs(args.output)
+    check_outputs(args.memory_plan, flag="--memory-plan")
+    if args.output:
         # the weights' shapes go along, so that a wrong --input shape conflicts with them
         dot = viz.plot_network(net, title=Path(args.output).stem, save_format="svg" if fmt in ("dot", "gv") else fmt,
                                shape=shapes, hide_weights=not args.show_weights, optimized=args.optimized,
                                params=params)
         if fmt in ("dot", "gv"):
-            atomic_write(args.output, dot.source)
+            files[args.output] = dot.source
         else:
             if shutil.which("dot") is None:
                 raise CliError("rendering needs Graphviz's `dot` program (install graphviz), or write .dot")
             import graphviz
             try:
-                data = dot.pipe(format=fmt, quiet=True)
+                files[args.output] = dot.pipe(format=fmt, quiet=True)
             except graphviz.ExecutableNotFound:
                 raise CliError("rendering needs Graphviz's `dot` program (install graphviz)") from None
-            atomic_write(args.output, data)
     if args.memory_plan:
-        fmt = Path(args.memory_plan).suffix.lstrip(".").lower()
-        if fmt not in ("svg", "png"):
-            raise CliError(f"--memory-plan {args.memory_plan}: use .svg or .png")
-        data = viz.plot_memory_plan(net, shapes, params=params, dtype=dtypes, fmt=fmt)
-        atomic_write(args.memory_plan, data)
-    _emit(args, {"files": [p for p in (args.output, args.memory_plan) if p]},
-          "wrote " + ", ".join(p for p in (args.output, args.memory_plan) if p))
+        files[args.memory_plan] = viz.plot_memory_plan(net, shapes, params=params, dtype=dtypes, fmt=mfmt)
+    write_outputs(files)      # both pictures or neither
+    _emit(args, {"files": [os.path.abspath(p) for p in files]}, "wrote " + ", ".join(files))
     return 0
 
 
@@ -535,6 +581,31 @@ def cmd_launch(argv: list[str]) -> int:
 # --------------------------------------------------------------------------------------------
 # parser
 # --------------------------------------------------------------------------------------------
+
+def _count(least: int):
+    """argparse type: an integer >= `least`."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {least}, got {value}")
+        return value
+    parse.__name__ = f"integer >= {least}"
+    return parse
+
+
+def _seconds(text: str) -> float:
+    """argparse type: a finite number of seconds >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, got {text}")
+    return value
+
 
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
@@ -572,11 +643,11 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Benchmark with warm-up; reports medians. MODEL-symbol.json (with --input) "
                                    "runs the JIT, OUT.so the AOT library; --compare adds the interpreter.")
     _model_args(b, need_input=False)
-    b.add_argument("--warmup", type=int, default=3)
-    b.add_argument("--repeat", type=int, default=20, help="minimum number of timed calls")
-    b.add_argument("--min-time", type=float, default=0.5, help="minimum seconds of timed calls")
+    b.add_argument("--warmup", type=_count(0), default=3, help="untimed calls first (>= 0, default 3)")
+    b.add_argument("--repeat", type=_count(1), default=20, help="minimum number of timed calls (>= 1, default 20)")
+    b.add_argument("--min-time", type=_seconds, default=0.5, help="minimum seconds of timed calls (default 0.5)")
     b.add_argument("--compare", action="store_true", help="also time the reference interpreter")
-    b.add_argument("--profile", type=int, nargs="?", const=15, metavar="N",
+    b.add_argument("--profile", type=_count(0), nargs="?", const=15, metavar="N",
                    help="time each node inside the compiled graph and print the N slowest (default 15; 0: all)")
     b.add_argument("--blas", metavar="auto|PATH|none", help="BLAS for an AOT library's dense/conv layers: auto (scipy's OpenBLAS), a path to a "
                    "library exporting sgemm_, or none (built-in kernels; the default unless SYMJIT_BLAS is set)")
@@ -588,6 +659,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Run the inference pass pipeline and report what it did.")
     _model_args(i)
     i.add_argument("--dump-passes", action="store_true", help="print the IR after every pass")
+    i.add_argument("--list-params", action="store_true",
+                   help="list each array of the params file (default: their count and total bytes)")
     i.add_argument("--json", action="store_true")
     i.set_defaults(func=cmd_inspect)
 
@@ -616,21 +689,36 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_launch(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
-    from .base import MXNetError
     try:
         return args.func(args)
-    except (CliError, MXNetError) as e:
-        msg = str(e).replace("\n", " ").strip()
     except BrokenPipeError:   # `symjit inspect ... | head`: the reader left; not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (ValueError, TypeError, KeyError, IndexError, OSError) as e:
-        msg = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     except KeyboardInterrupt:
         sys.stderr.write("symjit: interrupted\n")
         return 130
-    sys.stderr.write(f"symjit {args.command}: error: {msg}\n")
-    return 1
+    except Exception as e:  # noqa: BLE001 - the one place where failures become one line
+        if os.environ.get("SYMJIT_DEBUG", "") not in ("", "0"):
+            import traceback
+            traceback.print_exc()
+        sys.stderr.write(f"symjit {args.command}: error: {error_line(e)}\n")
+        return 1
+
+
+def error_line(e: BaseException) -> str:
+    """One line for the user: the message of a symjit or input error; for an operating-system
+    error the path and the reason; other exceptions keep their class name (they are bugs)."""
+    from .base import MXNetError
+    if isinstance(e, OSError) and e.strerror:
+        where = f"{e.filename}: " if e.filename is not None else ""
+        msg = f"{where}{e.strerror}"
+    elif isinstance(e, MemoryError):
+        msg = "out of memory" + (f" ({e})" if str(e) else "") + "; try smaller --input shapes"
+    elif isinstance(e, (CliError, MXNetError)):
+        msg = str(e)
+    else:
+        msg = f"{type(e).__name__}: {e} (SYMJIT_DEBUG=1 shows the traceback)"
+    return " ".join(msg.split())
 
 
 if __name__ == "__main__":

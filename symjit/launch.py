@@ -12,22 +12,27 @@ Differences from a bare `mpiexec -n N cmd`:
   directory; MPICH's own cleanup, which would kill them silently, is turned off).
 * If workers are still running `--timeout` seconds (default: SYMJIT_KV_TIMEOUT + 30) after a
   worker failed, the launcher ends them: a job never hangs.
+* Every line a worker prints (stdout and stderr) is prefixed with its rank (`[rank 1] ...`)
+  and written whole, so the ranks' lines never interleave mid-line (workers run with
+  PYTHONUNBUFFERED=1 unless it is set, so their lines appear as they are printed).
 * `--rank0-output` keeps only rank 0's output on the terminal; the other ranks' output goes to
   files and is printed for a rank that fails.
 
-The exit status is 0 when every worker exits 0, else the first failing worker's status
-(128 + signal for a signal). This file uses only the standard library: the supervisor runs it
+The exit status is 0 when every worker exits 0, else the status of the worker that failed
+first (128 + signal for a signal), also when the launcher had to end stalled workers after it. This file uses only the standard library: the supervisor runs it
 as a script without importing symjit.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 __all__ = ["main", "find_mpiexec", "build_command"]
@@ -83,8 +88,32 @@ def _describe(rc: int) -> str:
     return f"exited with status {rc}"
 
 
+def _status(rc: int) -> int:
+    """A Popen return code as an exit status (128 + signal for a signal)."""
+    return 128 - rc if rc < 0 else rc
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def _relay(pipe, fd: int, prefix: bytes, lock: threading.Lock) -> None:
+    """Copy `pipe` to `fd` line by line, each line prefixed and written in one piece."""
+    for line in iter(pipe.readline, b""):
+        if not line.endswith(b"\n"):
+            line += b"\n"
+        with lock:
+            try:
+                _write_all(fd, prefix + line)
+            except OSError:
+                pass
+    pipe.close()
+
+
 def _worker(launch_dir: str, rank0_output: bool, cmd: list[str]) -> int:
-    """Supervise one rank: run `cmd`, forward signals, leave a note if it fails."""
+    """Supervise one rank: run `cmd` with its output prefixed by the rank, forward signals,
+    leave a note (status, time, message) if it fails."""
     rank = _rank_from_env()
     out = None
     if rank0_output and rank != 0:
@@ -92,11 +121,23 @@ def _worker(launch_dir: str, rank0_output: bool, cmd: list[str]) -> int:
     # Hydra (with auto-cleanup off) signals SIGUSR1 to a rank's process group when another rank
     # finishes; neither the supervisor nor the worker must die of it (ignoring survives exec)
     signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    env = dict(os.environ)
+    env.setdefault("PYTHONUNBUFFERED", "1")    # lines reach the terminal as they are printed
+    relays = []
     try:
-        child = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT if out else None, close_fds=False)
+        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=False, env=env)
     except OSError as e:
-        rc, why = 127, f"could not be started: {e}"
+        rc, why, pid = 127, f"could not be started: {e}", "?"
     else:
+        pid = child.pid
+        lock = threading.Lock()
+        prefix = f"[rank {rank}] ".encode()
+        targets = (out.fileno(), out.fileno()) if out is not None else (sys.stdout.fileno(), sys.stderr.fileno())
+        for pipe, fd in zip((child.stdout, child.stderr), targets):
+            t = threading.Thread(target=_relay, args=(pipe, fd, prefix, lock), daemon=True)
+            t.start()
+            relays.append(t)
+
         def forward(signum, _frame):
             try:
                 child.send_signal(signum)
@@ -106,16 +147,19 @@ def _worker(launch_dir: str, rank0_output: bool, cmd: list[str]) -> int:
             signal.signal(s, forward)
         rc = child.wait()
         why = _describe(rc)
+    for t in relays:        # the rest of the output (a grandchild holding the pipes open is not waited for)
+        t.join(timeout=2.0)
     if out is not None:
         out.close()
+    status = _status(rc)
     if rc != 0:
-        note = f"worker rank {rank} (pid {getattr(locals().get('child'), 'pid', '?')}) {why}"
+        note = f"worker rank {rank} (pid {pid}) {why}"
         tmp = os.path.join(launch_dir, f".failed.{rank}")
         with open(tmp, "w") as f:
-            f.write(note)
+            json.dump({"status": status, "time": time.time(), "message": note}, f)
         os.replace(tmp, os.path.join(launch_dir, f"failed.{rank}"))
         print(f"symjit launch: {note}", file=sys.stderr, flush=True)
-    return 128 - rc if rc < 0 else rc
+    return status
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -201,10 +245,27 @@ def _end_group(proc: subprocess.Popen) -> None:
             continue
 
 
+def _failures(launch_dir: str) -> list[tuple[float, int, int]]:
+    """(time, rank, exit status) of each failed rank's note, earliest first."""
+    found = []
+    for f in os.listdir(launch_dir):
+        if not f.startswith("failed."):
+            continue
+        rank = int(f.split(".")[1])
+        try:
+            with open(os.path.join(launch_dir, f)) as fh:
+                note = json.load(fh)
+            found.append((float(note["time"]), rank, int(note["status"])))
+        except (OSError, ValueError, KeyError, TypeError):
+            found.append((float("inf"), rank, 1))
+    return sorted(found)
+
+
 def _report(launch_dir: str, n: int, rc: int) -> int:
-    """Print the output files of failed ranks; the job's exit status."""
-    failed = sorted(int(f.split(".")[1]) for f in os.listdir(launch_dir) if f.startswith("failed."))
-    for rank in failed:
+    """Print the output files of failed ranks; the job's exit status: that of the rank that
+    failed first (not the launcher's signal to stalled ranks after it), else mpiexec's."""
+    failed = _failures(launch_dir)
+    for _, rank, _ in sorted(failed, key=lambda f: f[1]):
         path = os.path.join(launch_dir, f"output.{rank}")
         if os.path.exists(path):
             with open(path, "rb") as f:
@@ -213,11 +274,9 @@ def _report(launch_dir: str, n: int, rc: int) -> int:
             sys.stdout.flush()
             sys.stdout.buffer.write(data)
             sys.stdout.flush()
-    if rc < 0:
-        return 128 - rc
-    if rc == 0 and failed:
-        return 1
-    return rc
+    if failed:
+        return failed[0][2] or 1
+    return _status(rc)
 
 
 if __name__ == "__main__":

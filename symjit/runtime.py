@@ -249,6 +249,59 @@ def _embedded_param(address: int, shape: tuple[int, ...], dtype: str, handle: ct
     return view
 
 
+def _elf_file_size(head: bytes) -> int | None:
+    """The least size a complete ELF file with this header has (the end of its furthest
+    program segment and of its section header table), or None if `head` is not 64-bit ELF.
+    `head` must hold the ELF header and the program headers."""
+    import struct
+    if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2:
+        return None
+    endian = "<" if head[5] == 1 else ">"
+    phoff, shoff = struct.unpack_from(endian + "QQ", head, 32)
+    phentsize, phnum, shentsize, shnum = struct.unpack_from(endian + "HHHH", head, 54)
+    need = shoff + shentsize * shnum if shoff else 64
+    for i in range(phnum):
+        at = phoff + i * phentsize
+        if at + 56 > len(head):
+            return max(need, at + 56)
+        _type, _flags, offset, _vaddr, _paddr, filesz = struct.unpack_from(endian + "IIQQQQ", head, at)
+        need = max(need, offset + filesz)
+    return need
+
+
+def check_library_file(path: str) -> None:
+    """MXNetError unless `path` is a complete shared library: a truncated file would be mapped
+    by the dynamic loader and kill the process with SIGBUS when its missing pages are read.
+    Checks the size the ELF headers promise and, when the `symjit compile` manifest
+    (OUT.json naming this library) lies beside it, the manifest's `library_sha256`."""
+    import hashlib
+    import json
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        head = f.read(65536)
+    need = _elf_file_size(head)
+    if need is None:
+        raise MXNetError(f"load: cannot load {path!r}: not a 64-bit ELF shared library")
+    if size < need:
+        raise MXNetError(f"load: cannot load {path!r}: the file is truncated ({size} bytes, its headers need {need}); "
+                         "rebuild it (symjit compile)")
+    manifest = os.path.splitext(path)[0] + ".json"
+    try:
+        with open(manifest, "rb") as f:
+            info = json.loads(f.read(1 << 20))
+    except (OSError, ValueError):
+        return
+    if not isinstance(info, dict) or info.get("library") != os.path.basename(path) or "library_sha256" not in info:
+        return
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != info["library_sha256"]:
+        raise MXNetError(f"load: cannot load {path!r}: it does not match its manifest {manifest!r} (library_sha256 differs: "
+                         "the file was modified or is incomplete); rebuild it (symjit compile)")
+
+
 def load(path: str | os.PathLike[str], params: Mapping[str, np.ndarray] | None = None) -> Library:
     """Load an AOT library (built against runtime/symjit_runtime.h) and wrap its graphs.
 
@@ -258,6 +311,7 @@ def load(path: str | os.PathLike[str], params: Mapping[str, np.ndarray] | None =
     path = os.fspath(path)
     if not os.path.exists(path):
         raise MXNetError(f"load: no such file {path!r}")
+    check_library_file(path)
     try:
         handle = ctypes.CDLL(os.path.abspath(path))
     except OSError as exc:

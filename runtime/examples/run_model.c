@@ -8,9 +8,12 @@
  * .npy file per graph input (format 1.0/2.0, C order, the dtype and shape the graph was compiled
  * for), allocates the workspace with the library's own `symjit_arena_alloc`, calls the entry
  * point with the embedded parameters, and writes each output as .npy (or prints a summary).
+ * Before dlopen() it checks that the file is as long as its ELF headers say: the loader maps a
+ * truncated library without complaint, and reading its missing pages later kills with SIGBUS.
  * Exit status: 0 success, 1 bad input or a failed call, 2 usage error; messages on stderr.
  */
 #include <dlfcn.h>
+#include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +137,37 @@ static int write_npy(const char *path, const symjit_tensor_desc *t, const void *
     return 0;
 }
 
+/* 0 if `path` is a 64-bit ELF file at least as long as its program segments and section header
+ * table reach (a complete library), else 1 with a message. */
+static int check_library_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) { fprintf(stderr, "run_model: cannot open %s\n", path); return 1; }
+    Elf64_Ehdr eh;
+    int bad = fread(&eh, sizeof eh, 1, f) != 1 || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+              eh.e_ident[EI_CLASS] != ELFCLASS64;
+    unsigned long long need = 0;
+    if (!bad) {
+        need = eh.e_shoff + (unsigned long long)eh.e_shentsize * eh.e_shnum;
+        for (int i = 0; i < eh.e_phnum && !bad; i++) {
+            Elf64_Phdr ph;
+            bad = fseek(f, (long)(eh.e_phoff + (unsigned long long)i * eh.e_phentsize), SEEK_SET) != 0 ||
+                  fread(&ph, sizeof ph, 1, f) != 1;
+            if (!bad && ph.p_offset + ph.p_filesz > need) need = ph.p_offset + ph.p_filesz;
+        }
+    }
+    long size = bad || fseek(f, 0, SEEK_END) != 0 ? -1 : ftell(f);
+    fclose(f);
+    if (bad || size < 0) {
+        fprintf(stderr, "run_model: %s is not a 64-bit ELF shared library (or is truncated)\n", path);
+        return 1;
+    }
+    if ((unsigned long long)size < need) {
+        fprintf(stderr, "run_model: %s is truncated (%ld bytes, its headers need %llu); rebuild it with symjit "
+                        "compile\n", path, size, need);
+        return 1;
+    }
+    return 0;
+}
 
 int main(int argc, char **argv) {
     const char *lib_path = NULL, *inputs[256], *outputs[MAX_OUTPUT_FILES];
@@ -156,6 +190,7 @@ int main(int argc, char **argv) {
     }
     char path[4096];
     snprintf(path, sizeof path, "%s%s", strchr(lib_path, '/') ? "" : "./", lib_path);
+    if (check_library_file(path) != 0) return 1;
     void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (lib == NULL) { fprintf(stderr, "run_model: %s\n", dlerror()); return 1; }
     symjit_graphs_fn graphs = (symjit_graphs_fn)dlsym(lib, "symjit_graphs");

@@ -18,7 +18,10 @@ segment, see codegen/llvm/executable.py) into three files:
 Graph inputs that were bound to constants at compile time (the weights) and the graph's
 constants are the descriptor's *parameters*, embedded in the library; its *inputs* are the
 inputs left free (e.g. `data`). The exported entry maps parameters back into the compiled
-code's argument order.
+code's argument order. Weights that the kernel library reads in a packed layout (convolution
+panels, Winograd transforms: `Placement.packings`) are not embedded twice: the library holds
+their source and packs them with the same kernel-library function at its first use (the
+`symjit_graphs` call), into memory freed when the library is unloaded.
 
 CPU features: the code is compiled for the host CPU. A library constructor checks with
 `__builtin_cpu_supports` every x86 vector/bit-manipulation feature the code may use; on a CPU
@@ -33,7 +36,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -45,7 +47,8 @@ import numpy as np
 from .. import __version__
 from ..base import MXNetError
 
-__all__ = ["build_library", "runtime_dir", "DTYPE_CODES", "cpu_feature_checks", "AotResult", "non_native_ops"]
+__all__ = ["build_library", "runtime_dir", "DTYPE_CODES", "cpu_feature_checks", "AotResult", "non_native_ops",
+           "check_output_dir", "write_files_atomically", "signature_macros"]
 
 #: MXNet type flags, as in runtime/symjit_runtime.h
 DTYPE_CODES = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5, "int64": 6,
@@ -86,6 +89,66 @@ def runtime_dir() -> Path:
 def non_native_ops(compiled) -> list[str]:
     """Ops of a CompiledGraph that have no native lowering (sorted, unique)."""
     return sorted({n.op.name for n in compiled.module.python_nodes})
+
+
+def _umask() -> int:
+    """The process's file-creation mask (read without changing it where /proc allows)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def check_output_dir(path: str, what: str = "output") -> str:
+    """The absolute directory that will hold output `path`, after checking (by creating and
+    removing a temporary file there) that files can be written in it; MXNetError naming `path`
+    otherwise. Run it before slow work, so that a bad destination is reported at once."""
+    d = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(d):
+        raise MXNetError(f"{what} {path!r}: directory {d!r} does not exist")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".symjit-probe-", dir=d)
+    except OSError as e:
+        raise MXNetError(f"{what} {path!r}: cannot write in directory {d!r} ({e.strerror})") from None
+    os.close(fd)
+    os.unlink(probe)
+    return d
+
+
+def write_files_atomically(files: dict, executable: tuple[str, ...] = (".so",)) -> None:
+    """Write {path: bytes or str} through temporary names beside each path, then rename them
+    all: either every file is replaced or none is (a failure removes the temporary files).
+    Permissions follow the umask as for any new file (0666 & ~umask), and 0777 & ~umask for
+    paths ending in one of `executable` (shared libraries). Errors name the user's path."""
+    mask = _umask()
+    staged = []
+    try:
+        for path, data in files.items():
+            path = os.path.abspath(path)
+            try:
+                fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", dir=os.path.dirname(path))
+            except OSError as e:
+                raise MXNetError(f"cannot write {path!r} ({e.strerror})") from None
+            staged.append((tmp, path))
+            with os.fdopen(fd, "wb") as f:
+                f.write(data.encode() if isinstance(data, str) else data)
+            os.chmod(tmp, (0o777 if path.endswith(executable) else 0o666) & ~mask)
+        for tmp, path in staged:
+            try:
+                os.replace(tmp, path)
+            except OSError as e:
+                raise MXNetError(f"cannot write {path!r} ({e.strerror})") from None
+    except BaseException:
+        for tmp, _ in staged:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        raise
 
 
 def cpu_feature_checks(features: str) -> list[str]:
@@ -154,12 +217,16 @@ __attribute__((constructor)) static void sj_bind_blas(void) {
 
 
 def _descriptor_source(name: str, segment: str, inputs: list, outputs: list, params: list, arg_map: list,
-                       n_consts: int, offsets: list[int], blob_path: str, workspace: int,
-                       checks: list[str], blas: bool = False) -> str:
-    """The generated C file: blob, CPU check, entry wrapper and the descriptor table.
+                       n_consts: int, offsets: list, blob_path: str, workspace: int,
+                       checks: list[str], blas: bool = False, packings: dict | None = None) -> str:
+    """The generated C file: blob, CPU check, load-time packing, entry wrapper and the
+    descriptor table.
 
     `arg_map[i]` says where the compiled code's input i comes from: ('input', k), ('param', k) or
-    ('null', 0) for a bound input the optimized code no longer reads."""
+    ('null', 0) for a bound input the optimized code no longer reads. `offsets[k]` is param k's
+    place in the blob, or None for a param in `packings` ({k: (source param, descriptor,
+    floats)}): the kernel library packs it from its source when the library is first used."""
+    packings = packings or {}
     L = ['#include <stdio.h>', '#include <string.h>', '#include "symjit_runtime.h"', "",
          "/* the embedded parameters: one 64-byte-aligned blob */",
          '__asm__(".section .rodata\\n.balign 64\\n.hidden sj_param_blob\\n.type sj_param_blob, @object\\n"',
@@ -167,8 +234,10 @@ def _descriptor_source(name: str, segment: str, inputs: list, outputs: list, par
          'extern const unsigned char sj_param_blob[] __attribute__((visibility("hidden")));', "",
          f"extern int32_t {segment}(void **inputs, void **outputs, void **params, void *workspace);", ""]
     L += _tensor_table("sj_inputs", inputs) + _tensor_table("sj_outputs", outputs) + _tensor_table("sj_params", params)
-    data = ",\n".join(f"    sj_param_blob + {off}" for off in offsets) or "    0"
-    L += [f"static const void *const sj_param_data[] = {{\n{data}\n}};", ""]
+    data = ",\n".join("    0  /* packed when loaded */" if off is None else f"    sj_param_blob + {off}"
+                      for off in offsets) or "    0"
+    L += [f"static const void *{'' if packings else 'const '}sj_param_data[] = {{\n{data}\n}};", ""]
+    L += _packing_source(name, packings)
     # CPU check
     L += ["static char sj_cpu_problem[512];", "",
           "__attribute__((constructor)) static void sj_check_cpu(void) {",
@@ -195,6 +264,7 @@ def _descriptor_source(name: str, segment: str, inputs: list, outputs: list, par
     # entry wrapper
     L.append("static int32_t sj_entry(void **inputs, void **outputs, void **params, void *workspace) {")
     L.append("    if (sj_cpu_problem[0]) return symjit_set_error_str(SYMJIT_ERR_UNSUPPORTED, sj_cpu_problem);")
+    L.append("    if (!sj_packed()) return symjit_set_error_str(SYMJIT_ERR_OUT_OF_MEMORY, sj_pack_problem);")
     L.append(f"    void *args[{max(len(arg_map), 1)}];")
     for i, (kind, k) in enumerate(arg_map):
         src = {"input": f"inputs[{k}]", "param": f"params[{k}]", "null": "0  /* unused by the code */"}[kind]
@@ -215,10 +285,62 @@ def _descriptor_source(name: str, segment: str, inputs: list, outputs: list, par
           "        *count = -1;",
           "        return NULL;",
           "    }",
+          "    if (!sj_packed()) {",
+          "        symjit_set_error_str(SYMJIT_ERR_OUT_OF_MEMORY, sj_pack_problem);",
+          "        *count = -1;",
+          "        return NULL;",
+          "    }",
           "    *count = 1;",
           "    return sj_graphs;",
           "}", ""]
     return "\n".join(L)
+
+
+def _packing_source(name: str, packings: dict) -> list[str]:
+    """C code that packs weights once, at the library's first use (`sj_packed()`: 1 when the
+    packed params are in place), with the kernel library's `symjit_nn_conv_pack`, the function
+    that packed them at compile time; freed when the library is unloaded."""
+    L = ["static char sj_pack_problem[512];"]
+    if not packings:
+        return L + ["static int sj_packed(void) { return 1; }", ""]
+    L += ["#include <pthread.h>",
+          "extern int64_t symjit_nn_conv_pack(const int64_t *d, const float *w, float *out);"]
+    rows = []
+    for i, (k, (src, desc, floats)) in enumerate(sorted(packings.items())):
+        L.append(f"static const int64_t sj_pack_desc{i}[] = {{{', '.join(str(int(d)) for d in desc)}}};")
+        rows.append(f"    {{{k}, {src}, {int(floats)}, sj_pack_desc{i}}}")
+    L += ["static const struct { int32_t param, source; int64_t floats; const int64_t *desc; } sj_packings[] = {",
+          ",\n".join(rows), "};",
+          "static pthread_once_t sj_pack_once = PTHREAD_ONCE_INIT;", "",
+          "static void sj_pack(void) {",
+          "    for (size_t i = 0; i < sizeof sj_packings / sizeof sj_packings[0]; i++) {",
+          "        const float *w = (const float *)sj_param_data[sj_packings[i].source];",
+          "        int64_t n = symjit_nn_conv_pack(sj_packings[i].desc, w, NULL);",
+          "        if (n != sj_packings[i].floats) {",
+          "            snprintf(sj_pack_problem, sizeof sj_pack_problem, \"symjit AOT library %s: parameter %d packs to "
+          "%lld floats on this CPU, %lld when the library was built; rebuild it on this machine with symjit "
+          f"compile\", {_c_string(name)}, (int)sj_packings[i].param, (long long)n, (long long)sj_packings[i].floats);",
+          "            return;",
+          "        }",
+          "        float *packed = symjit_arena_alloc((size_t)n * sizeof(float));",
+          "        if (packed == NULL) {",
+          "            snprintf(sj_pack_problem, sizeof sj_pack_problem, \"symjit AOT library %s: cannot allocate %lld "
+          f"bytes for packed weights\", {_c_string(name)}, (long long)n * 4);",
+          "            return;",
+          "        }",
+          "        symjit_nn_conv_pack(sj_packings[i].desc, w, packed);",
+          "        sj_param_data[sj_packings[i].param] = packed;",
+          "    }",
+          "}", "",
+          "static int sj_packed(void) {",
+          "    pthread_once(&sj_pack_once, sj_pack);",
+          "    return sj_pack_problem[0] == 0;",
+          "}", "",
+          "__attribute__((destructor)) static void sj_free_packed(void) {",
+          "    for (size_t i = 0; i < sizeof sj_packings / sizeof sj_packings[0]; i++)",
+          "        symjit_arena_free((void *)sj_param_data[sj_packings[i].param]);",
+          "}", ""]
+    return L
 
 
 def _ctype(dtype) -> str:
@@ -232,6 +354,21 @@ def c_macro_token(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text.upper())
 
 
+def signature_macros(tok: str, workspace: int, inputs: list, outputs: list) -> list[str]:
+    """The header's tensor-signature macros for (name, shape, dtype) inputs and outputs.
+    Sizes say their unit in the name: `_ELEMS` counts elements, `_BYTES` counts bytes."""
+    L = ["/* Sizes: *_ELEMS are element counts, *_BYTES are byte counts. */",
+         f"#define {tok}_WORKSPACE_BYTES {int(workspace)}",
+         f"#define {tok}_NUM_INPUTS {len(inputs)}", f"#define {tok}_NUM_OUTPUTS {len(outputs)}"]
+    for kind, specs in (("INPUT", inputs), ("OUTPUT", outputs)):
+        for i, (tname, shape, dtype) in enumerate(specs):
+            count = int(np.prod(shape, dtype=np.int64))
+            L.append(f"/* {kind.lower()} {i} {tname!r}: {_ctype(dtype)}[{']['.join(str(d) for d in shape)}] */")
+            L.append(f"#define {tok}_{kind}{i}_ELEMS {count}")
+            L.append(f"#define {tok}_{kind}{i}_BYTES {count * np.dtype(dtype).itemsize}")
+    return L
+
+
 def _header_source(base: str, name: str, inputs: list, outputs: list, workspace: int) -> str:
     """OUT.h: the library's exported functions and its tensor signature as macros."""
     guard, tok = c_macro_token(base) + "_H", c_macro_token(name)
@@ -242,14 +379,8 @@ def _header_source(base: str, name: str, inputs: list, outputs: list, workspace:
          " * Returns NULL with *count = -1 when this CPU lacks a feature the code needs. */",
          "const symjit_graph_desc *symjit_graphs(int32_t *count);",
          "/* NULL when the library can run on this CPU, else a message naming the missing features. */",
-         "const char *symjit_aot_check(void);", "",
-         f"#define {tok}_WORKSPACE_SIZE {int(workspace)}",
-         f"#define {tok}_NUM_INPUTS {len(inputs)}", f"#define {tok}_NUM_OUTPUTS {len(outputs)}"]
-    for kind, specs in (("INPUT", inputs), ("OUTPUT", outputs)):
-        for i, (tname, shape, dtype) in enumerate(specs):
-            count = int(np.prod(shape, dtype=np.int64))
-            L.append(f"/* {kind.lower()} {i} {tname!r}: {_ctype(dtype)}[{']['.join(str(d) for d in shape)}] */")
-            L.append(f"#define {tok}_{kind}{i}_SIZE {count}")
+         "const char *symjit_aot_check(void);", ""]
+    L += signature_macros(tok, workspace, inputs, outputs)
     L += ["", "#ifdef __cplusplus", "}", "#endif", f"#endif /* {guard} */", ""]
     return "\n".join(L)
 
@@ -332,25 +463,31 @@ def build_library(compiled, out_base: str, name: str = "model", graph_hash: str 
         params.append((pname, tuple(array.shape), array.dtype))
         arrays.append(np.ascontiguousarray(array))
     n_consts = len(compiled.params)
+    n_bound = len(params) - n_consts
+    # weights packed by the kernel library are packed again when the library is loaded, from
+    # their embedded source: the file holds each weight once (not its packed copy as well)
+    packings = {n_bound + k: (n_bound + src, desc, int(arrays[n_bound + k].size))
+                for k, (src, desc) in getattr(module.placement, "packings", {}).items()}
     outputs = list(compiled.output_specs)
     target = host_target()
     checks = cpu_feature_checks(target.features)
     rt = runtime_dir()
     cc = os.environ.get("CC", "cc")
     out_base = os.path.abspath(out_base)
-    out_dir = os.path.dirname(out_base) or "."
-    if not os.path.isdir(out_dir):
-        raise MXNetError(f"AOT: output directory {out_dir} does not exist")
+    check_output_dir(out_base + ".so")
     base_name = os.path.basename(out_base)
     with tempfile.TemporaryDirectory(prefix="symjit-aot-") as tmp:
         step("generating machine code")
         Path(tmp, "graph.o").write_bytes(_pic_object(module.ir))
-        blob, offsets = _layout_blob(arrays)
+        blob, blob_offsets = _layout_blob([a for k, a in enumerate(arrays) if k not in packings])
+        spots = iter(blob_offsets)
+        offsets = [None if k in packings else next(spots) for k in range(len(arrays))]
         blob_path = os.path.join(tmp, "params.bin")
         Path(blob_path).write_bytes(blob)
         uses_nn = "@symjit_nn_" in module.ir
         desc = _descriptor_source(name, module.segment_names[0], inputs, outputs, params, arg_map, n_consts,
-                                  offsets, blob_path, module.workspace_size, checks, blas=uses_nn)
+                                  offsets, blob_path, module.workspace_size, checks, blas=uses_nn,
+                                  packings=packings)
         Path(tmp, "graphs.c").write_text(desc)
         Path(tmp, "exports.map").write_text("{ global: symjit_*; local: *; };\n")
         sources = [str(rt / s) for s in _RUNTIME_SOURCES]
@@ -373,7 +510,10 @@ def build_library(compiled, out_base: str, name: str = "model", graph_hash: str 
             "graph_hash": graph_hash,
             "inputs": [{"name": n, "shape": list(s), "dtype": np.dtype(d).name} for n, s, d in inputs],
             "outputs": [{"name": n, "shape": list(s), "dtype": np.dtype(d).name} for n, s, d in outputs],
-            "params": {"count": len(params), "bytes": int(sum(a.nbytes for a in arrays)), "embedded": True},
+            "params": {"count": len(params), "embedded": True,
+                       "bytes": int(sum(a.nbytes for k, a in enumerate(arrays) if k not in packings)),
+                       "packed_when_loaded": {"count": len(packings),
+                                              "bytes": int(sum(arrays[k].nbytes for k in packings))}},
             "workspace_bytes": int(module.workspace_size),
             "target": {"triple": target.triple, "cpu": target.cpu, "required_features": checks,
                        "llvm_features": target.features},
@@ -381,23 +521,6 @@ def build_library(compiled, out_base: str, name: str = "model", graph_hash: str 
             "library_sha256": hashlib.sha256(Path(tmp_so).read_bytes()).hexdigest(),
         }
         header = _header_source(base_name, name, inputs, outputs, module.workspace_size)
-        finals = {out_base + ".so": None, out_base + ".h": header, out_base + ".json": json.dumps(manifest, indent=2)}
-        staged = []
-        try:
-            for path, text in finals.items():
-                fd, tmp_path = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", dir=out_dir)
-                os.close(fd)
-                staged.append((tmp_path, path))
-                if text is None:
-                    shutil.copyfile(tmp_so, tmp_path)
-                    os.chmod(tmp_path, 0o755)
-                else:
-                    Path(tmp_path).write_text(text + ("" if text.endswith("\n") else "\n"))
-            for tmp_path, path in staged:
-                os.replace(tmp_path, path)
-        except BaseException:
-            for tmp_path, _ in staged:
-                if os.path.exists(tmp_path):
-                    os.unlink(tmp_path)
-            raise
+        write_files_atomically({out_base + ".so": Path(tmp_so).read_bytes(), out_base + ".h": header,
+                                out_base + ".json": json.dumps(manifest, indent=2) + "\n"})
     return AotResult(out_base + ".so", out_base + ".h", out_base + ".json", manifest)

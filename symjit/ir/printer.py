@@ -8,18 +8,25 @@ graph mlp(%data: float32[8,784], %fc1_weight: float32[128,784]) aux() {
 }
 ```
 Only attributes that differ from the op's defaults are shown, sorted by name; scalar
-expressions (fused elementwise ops) print in their text form. Types print as
+expressions (fused elementwise ops) print in their text form; array values (a `_const`'s
+weights) print in full up to ARRAY_PRINT_LIMIT elements, larger ones as `<dtype[shape], N B>`
+(the text of a large model stays one line per node). Types print as
 `dtype[d0,d1]` with `?` for unknown parts.
 """
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..ops import scalar as S
 from ..ops.attrs import REQUIRED, format_attr
 from .graph import Graph, Node, Value
 
-__all__ = ["format_graph", "format_node", "format_attrs"]
+__all__ = ["format_graph", "format_node", "format_attrs", "ARRAY_PRINT_LIMIT"]
+
+#: arrays with more elements print as a summary
+ARRAY_PRINT_LIMIT = 16
 
 
 def _val(v: Value) -> str:
@@ -47,7 +54,14 @@ def format_attrs(n: Node) -> str:
         p = n.op.params.get(key)
         if p is not None and p.default is not REQUIRED and _same(p.default, value):
             continue
-        text = S.to_text(value) if isinstance(value, S.Expr) else format_attr(value)
+        if isinstance(value, S.Expr):
+            text = S.to_text(value)
+        elif isinstance(value, np.ndarray) and value.size > ARRAY_PRINT_LIMIT:
+            text = f"<{value.dtype.name}[{','.join(str(d) for d in value.shape)}], {value.nbytes} B>"
+        elif isinstance(value, np.ndarray):
+            text = np.array2string(value, max_line_width=1 << 30).replace("\n", "")
+        else:
+            text = format_attr(value)
         items.append(f"{key}={text}")
     return "{" + ", ".join(items) + "}" if items else ""
 

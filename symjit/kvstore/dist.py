@@ -37,6 +37,7 @@ never completes raises MXNetError; nothing waits forever.
 from __future__ import annotations
 
 import atexit
+import sys
 import threading
 import time
 from typing import Any
@@ -68,6 +69,23 @@ def create(name: str) -> KVStoreBase:
     raise MXNetError(f"Unknown distributed KVStore type {name!r}")
 
 
+_SINGLE_WORKER_NOTED = False
+
+
+def _group(name: str):
+    """The process's communicator for a store of type `name`. A process not started by a
+    launcher trains alone: a script meant for N workers would silently compute a one-worker
+    result, so that is said once per process on stderr."""
+    global _SINGLE_WORKER_NOTED
+    comm = comm_mod.get()
+    if isinstance(comm, comm_mod.LocalComm) and not _SINGLE_WORKER_NOTED:
+        _SINGLE_WORKER_NOTED = True
+        print(f"symjit.kvstore: {name!r} store in a process not started by a launcher: training as a "
+              "single worker (num_workers=1); start N workers with `symjit launch -n N -- python SCRIPT`",
+              file=sys.stderr, flush=True)
+    return comm
+
+
 def _agree(comm, local: Any, what: str) -> None:
     """Check that every worker calls the same collective with the same metadata; MXNetError on
     every worker otherwise (so no worker goes on to a data transfer the others skip)."""
@@ -91,7 +109,7 @@ class DistSyncKVStore(KVStore):
     def __init__(self, name: str):
         super().__init__(name)
         self._on_device = "device" in name
-        self._comm = comm_mod.get()
+        self._comm = _group(name)
         self._wmerge: dict = {}
 
     @property
@@ -141,7 +159,7 @@ class HorovodKVStore(KVStoreBase):
 
     def __init__(self, name: str = "horovod"):
         self._type = name
-        self._comm = comm_mod.get()
+        self._comm = _group(name)
 
     @property
     def type(self) -> str:
@@ -353,7 +371,7 @@ class DistAsyncKVStore(KVStore):
     def __init__(self, name: str):
         super().__init__(name)
         self._on_device = "device" in name
-        self._comm = comm_mod.get()
+        self._comm = _group(name)
         self._closed = False
         mpi_comm = MPI = None
         if self._comm.size > 1:

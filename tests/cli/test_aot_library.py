@@ -17,8 +17,7 @@ from symjit import runtime
 from symjit.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-MODELS = ROOT.parent / "shared" / "models"
-EXAMPLE = ROOT / "runtime" / "examples" / "run_model.c"
+MODELS = Path(os.environ.get("SYMJIT_SHARED_DIR") or ROOT.parent / "shared") / "models"
 
 needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="needs the system C compiler `cc`")
 
@@ -36,17 +35,6 @@ def _jit_output(model: str) -> np.ndarray:
     params = mx.nd.load(str(MODELS / f"{model}-0000.params"))
     m = mx.compile(sym, shapes={"data": SHAPES[model]}, params=params)
     return m(data=np.load(MODELS / f"{model}-input.npy"))[0]
-
-
-@pytest.fixture(scope="session")
-def run_model_exe(tmp_path_factory) -> str:
-    """The C example, built with the system C compiler."""
-    if shutil.which("cc") is None:
-        pytest.skip("needs the system C compiler `cc`")
-    exe = tmp_path_factory.mktemp("example") / "run_model"
-    subprocess.run(["cc", "-O2", "-Wall", "-Werror", f"-I{ROOT / 'runtime'}", str(EXAMPLE), "-o", str(exe), "-ldl"],
-                   check=True, capture_output=True)
-    return str(exe)
 
 
 def _build(model: str, out_dir: Path) -> Path:
@@ -117,7 +105,7 @@ def test_library_exports_only_the_runtime_abi(mlp_lib):
     assert all(n.startswith("symjit_") for n in exported), sorted(exported)
     header = Path(f"{base}.h").read_text()
     assert "const symjit_graph_desc *symjit_graphs(int32_t *count);" in header
-    assert "#define MLP_INPUT0_SIZE 6272" in header
+    assert "#define MLP_INPUT0_ELEMS 6272" in header and "#define MLP_INPUT0_BYTES 25088" in header
 
 
 @needs_cc

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tomllib
 from pathlib import Path
@@ -9,26 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cli_util import one_line_error as _one_line_error, run_cli as _run
 from symjit.cli import main, parse_input_spec, CliError
 
 ROOT = Path(__file__).resolve().parents[2]
-MODELS = ROOT.parent / "shared" / "models"
+MODELS = Path(os.environ.get("SYMJIT_SHARED_DIR") or ROOT.parent / "shared") / "models"
 MLP = [str(MODELS / "mlp-symbol.json"), str(MODELS / "mlp-0000.params")]
 LENET = [str(MODELS / "lenet-symbol.json"), str(MODELS / "lenet-0000.params")]
-
-
-def _run(capsys, argv):
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def _one_line_error(err: str, command: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith(f"symjit {command}: error: "), err
-    assert "Traceback" not in err
-    return lines[0]
 
 
 def test_console_script_declared():
@@ -167,8 +155,9 @@ def test_bench_profile_lists_every_node_slowest_first(capsys):
 
 
 def test_bench_profile_rejects_a_negative_count(capsys):
-    rc, _, err = _run(capsys, ["bench", *LENET, "--input", "data:4x1x28x28", "--profile", "-1", "-q"])
-    assert rc == 1 and "--profile: expected a number of nodes >= 0, got -1" in err
+    with pytest.raises(SystemExit) as e:
+        main(["bench", *LENET, "--input", "data:4x1x28x28", "--profile", "-1", "-q"])
+    assert e.value.code == 2 and "--profile: expected an integer >= 0, got -1" in capsys.readouterr().err
 
 
 def test_inspect_json_and_text(capsys):
@@ -227,7 +216,7 @@ def test_inspect_infers_weight_shapes_from_the_data_shape(tmp_path):
     """Only inputs whose shapes cannot be inferred need --input (the mlp's weights follow from data)."""
     import subprocess
     import sys
-    models = Path(__file__).resolve().parents[3] / "shared" / "models"
+    models = MODELS
     res = subprocess.run([sys.executable, "-m", "symjit.cli", "inspect", str(models / "mlp-symbol.json"),
                           "--input", "data:8x784"], capture_output=True, text=True, cwd=tmp_path)
     assert res.returncode == 0, res.stderr

@@ -45,7 +45,9 @@ def test_compile_writes_library_source_header_and_manifest(mlp_cuda):
     assert sorted(p.name for p in d.iterdir()) == ["mlp.cu", "mlp.h", "mlp.json", "mlp.so"]
     manifest = json.loads((d / "mlp.json").read_text())
     assert printed["manifest"] == str(d / "mlp.json")
-    assert (printed["library"], printed["header"], printed["source"]) == ("mlp.so", "mlp.h", "mlp.cu")
+    assert (printed["library"], printed["header"], printed["source"]) == (str(d / "mlp.so"), str(d / "mlp.h"),
+                                                                         str(d / "mlp.cu"))
+    assert (manifest["library"], manifest["header"], manifest["source"]) == ("mlp.so", "mlp.h", "mlp.cu")
     assert manifest["target"]["name"] == "cuda" and manifest["target"]["archs"] == ["sm_80", "sm_90"]
     assert manifest["target"]["ptx"] == "compute_90" and manifest["target"]["min_compute_capability"] == "8.0"
     assert manifest["inputs"] == [{"name": "data", "shape": [8, 784], "dtype": "float32"}]
@@ -54,7 +56,7 @@ def test_compile_writes_library_source_header_and_manifest(mlp_cuda):
     assert manifest["library_sha256"] == hashlib.sha256((d / "mlp.so").read_bytes()).hexdigest()
     header = (d / "mlp.h").read_text()
     for decl in ("symjit_graphs", "symjit_cuda_run", "symjit_cuda_workspace_size", "symjit_aot_check",
-                 "#define MLP_INPUT0_SIZE 6272", "#define MLP_OUTPUT0_SIZE 80", "HOST pointers", "DEVICE-pointer"):
+                 "#define MLP_INPUT0_ELEMS 6272", "#define MLP_OUTPUT0_ELEMS 80", "HOST pointers", "DEVICE-pointer"):
         assert decl in header
 
 

@@ -235,7 +235,8 @@ def test_dead_or_stalled_worker_fails_the_others_in_time(group, tmp_path, mode):
     res = launch(str(script), args=(mode,), SYMJIT_KV_TIMEOUT=4)
     out = res.stdout + res.stderr
     assert res.returncode != 0, out
-    line = [ln for ln in out.splitlines() if ln.startswith("rank0 failed after")]
+    # the launcher prefixes each worker's line with its rank
+    line = [ln.split("] ", 1)[1] for ln in out.splitlines() if ln.startswith("[rank 0] rank0 failed after")]
     assert line, out
     seconds = float(line[0].split()[3])
     if mode == "kill":

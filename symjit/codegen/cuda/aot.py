@@ -34,7 +34,7 @@ import numpy as np
 from ... import __version__
 from ...base import MXNetError
 from ...ir.graph import Graph
-from ..aot import AotResult, c_macro_token, runtime_dir
+from ..aot import AotResult, c_macro_token, check_output_dir, runtime_dir, signature_macros, write_files_atomically
 from .graph import lower_graph
 from .plan import LaunchPlan
 from .source import ARCHS, MIN_COMPUTE_CAPABILITY, render
@@ -148,38 +148,12 @@ def header_source(base: str, name: str, plan: LaunchPlan) -> str:
          "/* Bind to the current device and upload the parameters now (otherwise done by the first call). */",
          "int32_t symjit_cuda_init(void);",
          "/* Free the library's device memory (the next call initializes again). */",
-         "void symjit_cuda_release(void);", "",
-         f"#define {tok}_WORKSPACE_SIZE {int(plan.workspace_size)}",
-         f"#define {tok}_NUM_INPUTS {len(p.inputs)}", f"#define {tok}_NUM_OUTPUTS {len(p.outputs)}"]
-    from ..aot import _ctype
-    for kind, values in (("INPUT", p.inputs), ("OUTPUT", p.outputs)):
-        for i, v in enumerate(values):
-            shape = tuple(int(d) for d in v.type.shape)
-            L.append(f"/* {kind.lower()} {i} {v.name!r}: {_ctype(v.type.dtype)}[{']['.join(str(d) for d in shape)}] */")
-            L.append(f"#define {tok}_{kind}{i}_SIZE {int(np.prod(shape, dtype=np.int64))}")
+         "void symjit_cuda_release(void);", ""]
+    L += signature_macros(tok, int(plan.workspace_size),
+                          [(v.name, tuple(int(d) for d in v.type.shape), v.type.dtype) for v in p.inputs],
+                          [(v.name, tuple(int(d) for d in v.type.shape), v.type.dtype) for v in p.outputs])
     L += ["", "#ifdef __cplusplus", "}", "#endif", f"#endif /* {guard} */", ""]
     return "\n".join(L)
-
-
-def _write_atomically(finals: dict) -> None:
-    """Write {path: bytes} through temporary names in their directories, then rename all."""
-    staged = []
-    try:
-        for path, data in finals.items():
-            fd, tmp_path = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", dir=os.path.dirname(path))
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            staged.append((tmp_path, path))
-            mask = os.umask(0)
-            os.umask(mask)
-            os.chmod(tmp_path, (0o755 if path.endswith(".so") else 0o644) & ~mask)
-        for tmp_path, path in staged:
-            os.replace(tmp_path, path)
-    except BaseException:
-        for tmp_path, _ in staged:
-            if os.path.exists(tmp_path):
-                os.unlink(tmp_path)
-        raise
 
 
 def _spec(v) -> dict:
@@ -194,9 +168,7 @@ def build_library(g: Graph, out_base: str, name: str = "model", graph_hash: str 
     graph inputs stay inputs of the library."""
     step = progress or (lambda _msg: None)
     out_base = os.path.abspath(out_base)
-    out_dir = os.path.dirname(out_base) or "."
-    if not os.path.isdir(out_dir):
-        raise MXNetError(f"output directory {out_dir} does not exist")
+    check_output_dir(out_base + ".so")
     nvcc = find_nvcc()
     cc = os.environ.get("CC", "cc")
     rt = runtime_dir()
@@ -247,5 +219,5 @@ def build_library(g: Graph, out_base: str, name: str = "model", graph_hash: str 
         finals = {out_base + ".so": lib_bytes, out_base + ".cu": src.encode(),
                   out_base + ".h": header_source(base_name, name, plan).encode(),
                   out_base + ".json": (json.dumps(manifest, indent=2) + "\n").encode()}
-        _write_atomically(finals)
+        write_files_atomically(finals)
     return CudaAotResult(out_base + ".so", out_base + ".h", out_base + ".json", manifest, source=out_base + ".cu")

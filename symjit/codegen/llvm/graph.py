@@ -165,6 +165,10 @@ class Placement:
     where: dict = field(default_factory=dict)
     params: list = field(default_factory=list)       # (name, array) for each constant
     output_copies: list = field(default_factory=list)  # (output index, source Value)
+    #: params computed from other params by the kernel library: packed param index ->
+    #: (source param index, int64 descriptor) for `symjit_nn_conv_pack(desc, source, out)`,
+    #: so that an AOT library can embed the source alone and pack when it is loaded
+    packings: dict = field(default_factory=dict)
 
 
 def place_values(g: Graph) -> Placement:

@@ -110,9 +110,8 @@ def plan_convolution(attrs, ins, outs, ctx=None):
                      method)
     bias = None if attrs["no_bias"] else ins[2]
     tail = [("v", bias) if bias is not None else ("null",), ("v", outs[0]), ("epi",), ("epi_args",)]
-    packed = pack_weights(desc, const_value(ctx, w))
-    if packed is not None:
-        wp = add_param(ctx, "conv_packed", packed)
+    wp = packed_param(ctx, desc, w)
+    if wp is not None:
         return [NativeCall("symjit_nn_conv_packed", desc, [("desc",), ("v", x), ("v", w), ("v", wp)] + tail)]
     return [NativeCall("symjit_nn_conv", desc, [("desc",), ("v", x), ("v", w)] + tail)]
 
@@ -140,6 +139,20 @@ def pack_weights(desc, w) -> np.ndarray | None:
     out = np.empty(size, np.float32)
     fn(d.ctypes.data, w.ctypes.data, out.ctypes.data)
     return out
+
+
+def packed_param(ctx, desc, w):
+    """A new param holding constant weights `w` packed for descriptor `desc` (pack_weights),
+    or None when `w` is not constant or the kernel library wants no packing. The placement
+    records how it was made (Placement.packings), so AOT libraries can pack at load time."""
+    packed = pack_weights(desc, const_value(ctx, w))
+    if packed is None:
+        return None
+    wp = add_param(ctx, "conv_packed", packed)
+    source = ctx.placement.where.get(w)
+    if source is not None and source[0] == "param":
+        ctx.placement.packings[ctx.placement.where[wp][1]] = (source[1], tuple(int(d) for d in desc))
+    return wp
 
 
 def plan_deconvolution(attrs, ins, outs):
@@ -229,8 +242,8 @@ def plan_conv_pool(attrs, ins, outs, ctx=None):
     method = conv_method(n, c, g, f, geo["kernel"], geo["stride"], geo["dilate"], ys[2:])
     desc = (conv_desc(n, c, g, f, xs[2:], geo["kernel"], ys[2:], geo["stride"], geo["dilate"], geo["pad"], method)
             + pdesc + (int(bool(attrs["relu"])),))
-    packed = pack_weights(desc[:23], const_value(ctx, w))
-    wp = ("v", add_param(ctx, "conv_packed", packed)) if packed is not None else ("null",)
+    packed = packed_param(ctx, desc[:23], w)
+    wp = ("v", packed) if packed is not None else ("null",)
     bias = ("null",) if conv_attrs["no_bias"] else ("v", ins[2])
     return [NativeCall("symjit_nn_conv_pool", desc, [("desc",), ("v", x), ("v", w), wp, bias, ("v", outs[0])])]
 
