@@ -28,7 +28,7 @@ from .target import OPT_LEVEL, ensure_initialized, host_target
 __all__ = ["parse_and_verify", "optimize", "compile_to_object", "load_object", "compile_ir",
            "optimized_ir", "assembly", "CompiledCode", "KERNEL_CFUNCTYPE", "ElementwiseKernel", "live_engines"]
 
-_LOCK = threading.RLock()      # LLVM's global context and the engine are not thread-safe
+_LOCK = threading.RLock()      # LLVM (contexts, engines, their disposal) is not thread-safe
 
 #: C signature of every generated kernel: void kernel(int64 begin, int64 end, void **args)
 KERNEL_CFUNCTYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
@@ -160,7 +160,8 @@ class CompiledCode:
         self.addresses = {s: engine.address(s) for s in symbols}
         self._engine = engine
         _LIVE.add(self)
-        weakref.finalize(self, _retire, engine)
+        # at interpreter exit the code stays: the process's memory goes with it anyway
+        weakref.finalize(self, _retire, engine).atexit = False
 
     def function(self, name: str, cfunctype=KERNEL_CFUNCTYPE):
         """A ctypes callable for symbol `name` (ctypes releases the GIL during the call); the
