@@ -1,30 +1,62 @@
-"""The on-disk cache of compiled code: object files keyed by what they were compiled from.
+"""The on-disk cache of compiled code: objects keyed by what they were compiled from.
 
-Directory: `SYMJIT_CACHE_DIR`, else `$XDG_CACHE_HOME/symjit`, else `~/.cache/symjit`.
-Each entry is one file `<key>.obj` holding a header (magic, format version, payload length,
-SHA-256 of the payload, the key) followed by the payload. Guarantees:
-  * writes are atomic (temporary file in the same directory, then `os.replace`), so a
-    concurrent reader sees either no entry or a complete one, and concurrent writers of the
-    same key both leave a valid entry;
-  * a truncated, corrupt or foreign file (wrong magic, version, key, length or checksum) is
-    never returned: `get` reports a miss, and the caller recompiles and overwrites it;
-  * nothing is written outside the cache directory; an unwritable directory disables the
-    disk cache for the process (compiling still works).
+Directory: `SYMJIT_CACHE_DIR`, else `$XDG_CACHE_HOME/symjit`, else `~/.cache/symjit`
+(`SYMJIT_CACHE=0` turns the disk cache off). Everything stored here is executable code
+(JIT objects, AOT objects, the runtime's C objects), so nothing is loaded unless it was
+written by this user through `put`:
+
+  * trust: the directory must be a real directory owned by the effective user and not
+    writable by group or others; otherwise the cache is refused (one warning per directory
+    and process) and callers compile without it. Entry and key files are opened relative to
+    the directory's descriptor (`dir_fd`), never following symlinks (`O_NOFOLLOW`), without
+    blocking (`O_NONBLOCK`: a FIFO opens at once), and used only when `fstat` says they are
+    regular files owned by the user, not writable by group or others;
+  * bounded: an entry larger than `MAX_ENTRY_BYTES` is rejected before it is read, and
+    never written;
+  * authenticated: each entry is `header + payload + HMAC-SHA256(secret, header + payload)`
+    with a per-user secret (`KEY_NAME` in the directory: 32 random bytes, mode 0600, created
+    once and atomically with a no-clobber link; a missing, short, foreign or non-private key
+    file is replaced by a fresh one, which invalidates every entry). The header carries the
+    key the entry was stored under, so an entry renamed to another key is rejected too;
+  * atomic writes: a temporary file (mode 0600, `O_EXCL`) in the directory, then `rename`,
+    so a concurrent reader sees no entry or a complete one;
+  * failures are misses: a truncated, forged, foreign, oversized or unreadable entry is
+    never returned; `get` reports a miss and the caller recompiles and overwrites it.
 """
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
+import secrets
+import stat
 import struct
-import tempfile
+import threading
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
-__all__ = ["cache_dir", "get", "put", "make_key"]
+__all__ = ["cache_dir", "get", "put", "make_key", "MAX_ENTRY_BYTES", "KEY_NAME"]
 
 _MAGIC = b"SJOBJ\x00"
-_FORMAT = 1
-_HEADER = struct.Struct("<6sHQ32s64s")  # magic, format, payload length, sha256, key (hex, padded)
-_DISABLED = False
+_FORMAT = 2
+_HEADER = struct.Struct("<6sHQ64s")  # magic, format, payload length, key (hex)
+_MAC_SIZE = hashlib.sha256().digest_size
+_SECRET_SIZE = 32
+
+#: entries (header + payload + MAC) larger than this are never read or written
+MAX_ENTRY_BYTES = 64 << 20
+#: the per-user secret's file name inside the cache directory
+KEY_NAME = "hmac-sha256.key"
+
+_O_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_WARNED: set[str] = set()
+_WARN_LOCK = threading.Lock()
+
+
+class _Untrusted(Exception):
+    """The cache directory may not be used (the message says why)."""
 
 
 def cache_dir() -> Path:
@@ -44,52 +76,191 @@ def make_key(*parts: str) -> str:
     return h.hexdigest()
 
 
-def _path(key: str) -> Path:
-    if len(key) != 64 or any(c not in "0123456789abcdef" for c in key):
+def _entry_name(key: str) -> str:
+    if not isinstance(key, str) or len(key) != 64 or any(c not in "0123456789abcdef" for c in key):
         raise ValueError(f"invalid cache key {key!r}")
-    return cache_dir() / f"{key}.obj"
+    return f"{key}.obj"
+
+
+def _enabled() -> bool:
+    return os.environ.get("SYMJIT_CACHE", "1") != "0"
+
+
+def _private_problem(st: os.stat_result) -> str | None:
+    """Why a file or directory with this status may not be trusted (None: it may)."""
+    if st.st_uid != os.geteuid():
+        return f"owned by uid {st.st_uid}, not by the current user (uid {os.geteuid()})"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def _warn_once(d: Path, why: str) -> None:
+    with _WARN_LOCK:
+        if str(d) in _WARNED:
+            return
+        _WARNED.add(str(d))
+    warnings.warn(f"symjit: not using the compile cache {str(d)!r}: {why}; compiling without a cache "
+                  "(fix it, or set SYMJIT_CACHE_DIR to a private directory)", RuntimeWarning, stacklevel=3)
+
+
+@contextmanager
+def _open_dir(create: bool) -> Iterator[int | None]:
+    """A descriptor of the verified cache directory (None: it does not exist and `create` is
+    False). Raises _Untrusted when it exists but may not be used."""
+    d = cache_dir()
+    if create:
+        try:
+            d.parent.mkdir(parents=True, exist_ok=True)
+            os.mkdir(d, 0o700)
+        except FileExistsError:
+            pass
+        except OSError as e:
+            raise _Untrusted(f"cannot create it ({e.strerror})") from None
+    try:
+        fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        if create:
+            raise _Untrusted("it vanished while being created") from None
+        yield None
+        return
+    except OSError as e:
+        raise _Untrusted(f"cannot open it ({e.strerror})") from None
+    try:
+        why = _private_problem(os.fstat(fd))
+        if why is not None:
+            raise _Untrusted(why)
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _read_regular(dfd: int, name: str, limit: int, private: bool = False) -> bytes | None:
+    """The bytes of `name` in the directory if it is a regular file owned by the user, not
+    writable by others (`private`: no group or other permission at all), and at most `limit`
+    bytes; else None. Never follows a symlink and never blocks (FIFOs, devices and sockets
+    are refused after a non-blocking open, before any read)."""
+    try:
+        fd = os.open(name, _O_READ, dir_fd=dfd)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if (not stat.S_ISREG(st.st_mode) or _private_problem(st) is not None or st.st_size > limit
+                or private and st.st_mode & 0o077):
+            return None
+        chunks, left = [], st.st_size + 1      # one byte more: a file that grew is rejected
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        return data if len(data) == st.st_size else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _write_atomic(dfd: int, name: str, data: bytes, replace: bool = True) -> bool:
+    """Write `data` to `name` in the directory through a 0600 temporary file and a rename
+    (`replace=False`: a no-clobber link, so an existing file wins). Returns whether `name`
+    now holds `data`."""
+    tmp = f".tmp-{secrets.token_hex(8)}-{name}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
+    try:
+        try:
+            os.fchmod(fd, 0o600)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        if replace:
+            os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            return True
+        try:
+            os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
+            return True
+        except FileExistsError:
+            return False
+    finally:
+        try:
+            os.unlink(tmp, dir_fd=dfd)
+        except OSError:
+            pass
+
+
+def _secret(dfd: int, create: bool) -> bytes | None:
+    """The per-user secret of the directory. A missing or untrustworthy key file is replaced
+    by a fresh secret when `create` (None otherwise: every entry is then a miss)."""
+    for _ in range(3):
+        key = _read_regular(dfd, KEY_NAME, _SECRET_SIZE, private=True)
+        if key is not None and len(key) == _SECRET_SIZE:
+            return key
+        if not create:
+            return None
+        fresh = secrets.token_bytes(_SECRET_SIZE)
+        try:
+            os.stat(KEY_NAME, dir_fd=dfd, follow_symlinks=False)
+            exists = True
+        except FileNotFoundError:
+            exists = False
+        if _write_atomic(dfd, KEY_NAME, fresh, replace=exists):
+            return fresh
+        # another process created the key first: read theirs
+    return None
+
+
+def _mac(secret: bytes, body: bytes) -> bytes:
+    return hmac.new(secret, body, hashlib.sha256).digest()
 
 
 def get(key: str) -> bytes | None:
-    """The payload stored under `key`, or None (missing, unreadable, corrupt or foreign)."""
-    if os.environ.get("SYMJIT_CACHE", "1") == "0":
+    """The payload stored under `key`, or None (missing, unreadable, forged, corrupt,
+    oversized or foreign; or the cache is off or untrusted)."""
+    name = _entry_name(key)
+    if not _enabled():
         return None
     try:
-        data = _path(key).read_bytes()
-    except OSError:
+        with _open_dir(create=False) as dfd:
+            if dfd is None:
+                return None
+            secret = _secret(dfd, create=False)
+            if secret is None:
+                return None
+            data = _read_regular(dfd, name, MAX_ENTRY_BYTES)
+    except _Untrusted as e:
+        _warn_once(cache_dir(), str(e))
         return None
-    if len(data) < _HEADER.size:
+    if data is None or len(data) < _HEADER.size + _MAC_SIZE:
         return None
-    magic, fmt, length, digest, stored_key = _HEADER.unpack_from(data)
-    payload = data[_HEADER.size:]
-    if (magic != _MAGIC or fmt != _FORMAT or stored_key.rstrip(b"\x00").decode(errors="replace") != key
-            or length != len(payload) or hashlib.sha256(payload).digest() != digest):
+    body, mac = data[:-_MAC_SIZE], data[-_MAC_SIZE:]
+    if not hmac.compare_digest(_mac(secret, body), mac):
         return None
-    return payload
+    magic, fmt, length, stored_key = _HEADER.unpack_from(body)
+    if magic != _MAGIC or fmt != _FORMAT or stored_key != key.encode() or length != len(body) - _HEADER.size:
+        return None
+    return body[_HEADER.size:]
 
 
 def put(key: str, payload: bytes) -> bool:
-    """Store `payload` under `key` atomically; returns False if the cache is not writable."""
-    global _DISABLED
-    if _DISABLED or os.environ.get("SYMJIT_CACHE", "1") == "0":
+    """Store `payload` under `key` atomically; returns False when it was not stored (cache off,
+    untrusted or unwritable, or the entry would exceed MAX_ENTRY_BYTES)."""
+    name = _entry_name(key)
+    if not _enabled() or _HEADER.size + len(payload) + _MAC_SIZE > MAX_ENTRY_BYTES:
         return False
-    d = cache_dir()
     try:
-        d.mkdir(parents=True, exist_ok=True)
-        header = _HEADER.pack(_MAGIC, _FORMAT, len(payload), hashlib.sha256(payload).digest(),
-                              key.encode().ljust(64, b"\x00"))
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".obj", dir=d)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(header + payload)
-            os.replace(tmp, _path(key))
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-    except OSError:
-        _DISABLED = True
+        with _open_dir(create=True) as dfd:
+            secret = _secret(dfd, create=True)
+            if secret is None:
+                return False
+            body = _HEADER.pack(_MAGIC, _FORMAT, len(payload), key.encode()) + bytes(payload)
+            return _write_atomic(dfd, name, body + _mac(secret, body))
+    except _Untrusted as e:
+        _warn_once(cache_dir(), str(e))
         return False
-    return True
+    except OSError:
+        return False

@@ -28,6 +28,7 @@ itself), which a hybridized block calls directly with its gathered parameter arr
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -82,7 +83,13 @@ class _Entry:
 
 class CachedOp:
     """Run `sym` (arguments in `list_arguments()` order, aux states in
-    `list_auxiliary_states()` order) through compiled graphs cached per signature."""
+    `list_auxiliary_states()` order) through compiled graphs cached per signature.
+
+    At most `max_signatures` compiled signatures are kept (least recently used dropped first;
+    their machine code is freed once nothing else, e.g. a recorded backward, still holds it),
+    so a block fed ever new shapes does not grow without bound."""
+
+    max_signatures = 64
 
     def __init__(self, sym, flags=()):
         self._sym = sym
@@ -91,11 +98,11 @@ class CachedOp:
         self.aux_names = sym.list_auxiliary_states()
         #: arg_names + aux_names; one list for the object's lifetime (backends key on its identity)
         self.input_names = self.arg_names + self.aux_names
-        self._cache: dict = {}
+        self._cache: OrderedDict = OrderedDict()
 
     @property
     def num_compiled(self) -> int:
-        """How many signatures have been compiled (for tests and diagnostics)."""
+        """How many compiled signatures are kept (for tests and diagnostics)."""
         return len(self._cache)
 
     # ---- compilation ---------------------------------------------------------------------------
@@ -147,6 +154,10 @@ class CachedOp:
         if entry is None:
             entry = self._compile(args, aux, ctx)
             self._cache[key] = entry
+            while len(self._cache) > self.max_signatures:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(key)
         return entry
 
     def __call__(self, args, aux=()) -> list:

@@ -8,7 +8,8 @@ definition is used by:
   * the code generators (each primitive below has an LLVM and a CUDA lowering).
 
 Invariants
-  * Expressions are immutable and hashable (CSE and caches key on them).
+  * Expressions are immutable and hash-consed: structurally equal means identical, so
+    `==` and `hash` are O(1) (CSE and caches key on them).
   * Arithmetic is done in one compute dtype per expression; constants take that dtype.
   * Comparisons and logical ops yield 1 or 0 in the compute dtype (MXNet semantics),
     and `select(c, a, b)` tests `c != 0`.
@@ -16,7 +17,9 @@ Invariants
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+import struct
+import threading
+import weakref
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -26,38 +29,76 @@ __all__ = ["Expr", "Input", "Const", "UNARY", "BINARY", "evaluate", "substitute"
            "logical_xor", "logical_not", "pow_", "to_text", "diff"]
 
 
-@dataclass(frozen=True, eq=False)
+#: live expressions by (op, args, value key); an entry goes when its expression is collected
+_INTERNED: "weakref.WeakValueDictionary[tuple, Expr]" = weakref.WeakValueDictionary()
+_INTERN_LOCK = threading.Lock()
+
+
+def _value_key(v) -> tuple:
+    """The interning key of a leaf/cast value: floats by their bits, so 0.0 and -0.0 (equal as
+    numbers) stay distinct constants and NaN constants are shared."""
+    if isinstance(v, float):
+        return (float, struct.pack("<d", v))
+    return (type(v), v)
+
+
 class Expr:
     """A node of a scalar expression: `op` applied to `args`; `value` for leaves and casts.
 
-    Expressions are DAGs (fusion shares subexpressions), so every operation on them works
-    per distinct node, never per path: the hash is computed once per node from the children's
-    cached hashes, and equality checks identity and hashes before structure.
+    Expressions are hash-consed: constructing an expression equal in structure to a live
+    one returns that same object (children are interned first, so the intern key holds
+    the children themselves and compares them by identity). Hence structural equality is
+    identity, `==` and `hash` are O(1) on any DAG, and memos keyed by expressions never walk
+    trees. Expressions are immutable; fusion shares subexpressions, so every operation on
+    them works per distinct node, never per path.
     """
-    op: str
-    args: tuple = ()
-    value: object = None
+    __slots__ = ("op", "args", "value", "_hash", "__weakref__")
 
-    def __post_init__(self):
-        object.__setattr__(self, "_hash", hash((self.op, self.args, self.value)))
+    def __new__(cls, op: str, args: tuple = (), value: object = None):
+        args = tuple(args)
+        for a in args:
+            if type(a) is not Expr:
+                raise TypeError(f"scalar expression {op!r}: arguments must be Expr, got {type(a).__name__}")
+        key = (op, args, _value_key(value))
+        with _INTERN_LOCK:
+            e = _INTERNED.get(key)
+            if e is None:
+                e = object.__new__(cls)
+                object.__setattr__(e, "op", op)
+                object.__setattr__(e, "args", args)
+                object.__setattr__(e, "value", value)
+                object.__setattr__(e, "_hash", hash(key))
+                _INTERNED[key] = e
+        return e
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"scalar expressions are immutable (cannot set {name!r})")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"scalar expressions are immutable (cannot delete {name!r})")
 
     def __hash__(self) -> int:
         return self._hash
 
     def __eq__(self, other) -> bool:
-        if self is other:
-            return True
-        if not isinstance(other, Expr) or self._hash != other._hash:
-            return False
-        return self.op == other.op and self.value == other.value and self.args == other.args
+        return self is other
 
     def __ne__(self, other) -> bool:
-        return not self.__eq__(other)
+        return self is not other
 
-    def __reduce__(self):  # hashes are per process: rebuild, never copy them
+    def __repr__(self) -> str:  # the let-bound text: linear in distinct nodes, as to_text
+        return f"Expr<{to_text(self)}>"
+
+    def __reduce__(self):  # hashes and identities are per process: rebuild (and intern) on load
         return (Expr, (self.op, self.args, self.value))
 
-    # arithmetic builds larger expressions; equality stays structural (dataclass eq)
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    # arithmetic builds larger expressions (comparisons too: `==` is identity, see above)
     def __add__(self, o): return Expr("add", (self, _e(o)))
     def __radd__(self, o): return Expr("add", (_e(o), self))
     def __sub__(self, o): return Expr("sub", (self, _e(o)))

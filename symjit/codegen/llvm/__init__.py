@@ -19,7 +19,10 @@ __all__ = ["ElementwiseSpec", "ModuleBuilder", "emit_elementwise", "elementwise_
            "load_object", "host_target", "target_description"]
 
 
-_CODE: dict[str, int] = {}      # kernel symbol name -> address of loaded code
+#: kernel symbol name -> its loaded code. Eager kernels stay loaded for the process (their
+#: number is bounded by the distinct kernel texts): callers such as `ndarray.fastpath` keep
+#: their raw addresses.
+_CODE: dict[str, CompiledCode] = {}
 
 
 @functools.lru_cache(maxsize=1024)
@@ -30,8 +33,8 @@ def compile_elementwise(spec: ElementwiseSpec) -> ElementwiseKernel:
     one compiled kernel: the symbol name is a hash of the code key.
     """
     name = kernel_name(spec)
-    addr = _CODE.get(name)
-    if addr is None:
+    code = _CODE.get(name)
+    if code is None:
         ir_text, name = elementwise_module(spec, name)
-        addr = _CODE[name] = compile_ir(ir_text, [name]).addresses[name]
-    return ElementwiseKernel(addr, spec.in_dtypes, spec.in_shapes, spec.out_dtypes, spec.out_shape, name=name)
+        code = _CODE[name] = compile_ir(ir_text, [name])
+    return ElementwiseKernel(code.addresses[name], spec.in_dtypes, spec.in_shapes, spec.out_dtypes, spec.out_shape, name=name)

@@ -5,15 +5,17 @@
   * when every node lowered natively the whole graph is one `symjit.runtime.Entry` call
     (validation of count, shape, dtype and layout happens in C before any native code runs);
   * otherwise native segments and reference steps alternate over shared buffers.
-Compiled objects are cached in memory and on disk (`codegen.cache`) under the SHA-256 of the
-module text, the target description and the symjit version: a second process loads the
-object instead of running LLVM.
+Compiled objects are cached in memory while in use and on disk (`codegen.cache`) under the
+SHA-256 of the module text, the target description and the symjit version: a second process
+loads the object instead of running LLVM. A CompiledGraph (and its runtime Entry) holds its
+CompiledCode, so machine code is freed with the last compiled graph that can run it.
 """
 from __future__ import annotations
 
 import ctypes
 import threading
 import time
+import weakref
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -22,7 +24,7 @@ from ... import __version__
 from ...base import MXNetError
 from .. import cache
 from .graph import ENTRY_CFUNCTYPE, GraphModule, lower_graph, run_python_node
-from .jit import compile_to_object, load_object
+from .jit import CompiledCode, compile_to_object, load_object
 from .profile import NodeTime, read_slots
 from .target import target_description
 
@@ -58,7 +60,9 @@ class CompileStats:
                 f"load={self.load_s * 1e3:.1f} ms, cache={self.cache})")
 
 
-_MEMORY: dict[str, object] = {}
+#: live compiled objects by cache key: a graph compiled again while another compiled graph
+#: with the same module text is alive shares its code; entries go with their last user
+_MEMORY: "weakref.WeakValueDictionary[str, CompiledCode]" = weakref.WeakValueDictionary()
 
 
 def _object_for(module: GraphModule, stats: CompileStats):

@@ -2,19 +2,20 @@
 
 One code path for fresh and cached code: IR text is parsed, verified, optimised with the
 new pass manager (O3, loop and SLP vectorisation) for the host TargetMachine, lowered to a
-relocatable object (`compile_to_object`), and the object is loaded into the process-wide
-MCJIT engine (`load_object`). A disk cache stores the object bytes and later calls only
-`load_object` (no LLVM optimisation or code generation), which takes milliseconds.
+relocatable object (`compile_to_object`), and the object is loaded into an MCJIT engine of
+its own (`load_object`), owned by the returned `CompiledCode`: the machine code is freed when
+the last holder of that object goes. A disk cache stores the object bytes and later calls
+only `load_object` (no LLVM optimisation or code generation), which takes milliseconds.
 
-Symbols are process-global: every kernel name must be unique (names carry a hash of what
-they compute, see `elementwise.kernel_name`). Loading an object whose symbols are already
-loaded reuses the loaded code.
+Symbol names are unique by construction (they carry a hash of what they compute, see
+`elementwise.kernel_name`); loading an object whose symbols a live CompiledCode already
+defines returns that CompiledCode.
 """
 from __future__ import annotations
 
 import ctypes
 import threading
-from dataclasses import dataclass, field
+import weakref
 from typing import Sequence
 
 import llvmlite.binding as llvm
@@ -25,9 +26,9 @@ from .nontemporal import STREAM_SUFFIX, mark_streaming_stores
 from .target import OPT_LEVEL, ensure_initialized, host_target
 
 __all__ = ["parse_and_verify", "optimize", "compile_to_object", "load_object", "compile_ir",
-           "optimized_ir", "assembly", "CompiledCode", "KERNEL_CFUNCTYPE", "ElementwiseKernel"]
+           "optimized_ir", "assembly", "CompiledCode", "KERNEL_CFUNCTYPE", "ElementwiseKernel", "live_engines"]
 
-_LOCK = threading.RLock()      # LLVM's global context and the engine are not thread-safe
+_LOCK = threading.RLock()      # LLVM (contexts, engines, their disposal) is not thread-safe
 
 #: C signature of every generated kernel: void kernel(int64 begin, int64 end, void **args)
 KERNEL_CFUNCTYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
@@ -37,7 +38,9 @@ def parse_and_verify(ir_text: str, target=None) -> llvm.ModuleRef:
     """Parse IR text into a verified module carrying the target's (default: host's) triple and data layout."""
     ensure_initialized()
     try:
-        mod = llvm.parse_assembly(ir_text)
+        # a context per module: types and constants LLVM uniques in a context live as long as
+        # the context, so parsing into the global one would keep every module's for good
+        mod = llvm.parse_assembly(ir_text, context=llvm.create_context())
         mod.verify()
     except RuntimeError as e:
         raise MXNetError(f"codegen: generated LLVM IR is invalid: {e}") from e
@@ -55,6 +58,8 @@ def optimize(mod: llvm.ModuleRef, target=None) -> llvm.ModuleRef:
     pto = llvm.create_pipeline_tuning_options(speed_level=OPT_LEVEL)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
+    # a fresh pass builder per module: llvmlite registers each run's instrumentation callbacks
+    # into the builder, so a reused builder would call into a finished run's state
     pb = llvm.create_pass_builder(t.machine, pto)
     pb.getModulePassManager().run(mod, pb)
     if not any(f.name.endswith(STREAM_SUFFIX) for f in mod.functions):
@@ -89,68 +94,114 @@ def compile_to_object(ir_text: str, pic: bool = False) -> bytes:
 
 
 class _Engine:
-    """The process-wide MCJIT engine that owns all loaded kernel objects."""
+    """One MCJIT engine holding one loaded object file. MCJIT cannot unload single objects,
+    so each object gets its own engine and freeing the engine frees its machine code."""
 
-    def __init__(self):
+    def __init__(self, object_bytes: bytes):
         ensure_initialized()
         t = host_target()
         target = llvm.Target.from_triple(t.triple)
         tm = target.create_target_machine(cpu=t.cpu, features=t.features, opt=OPT_LEVEL, jit=True)
         empty = llvm.parse_assembly(f'target triple = "{t.triple}"\n')
-        self.engine = llvm.create_mcjit_compiler(empty, tm)
-        self.objects: list = []            # keep object files alive with the engine
-        self.symbols: dict[str, int] = {}
+        self.engine = llvm.create_mcjit_compiler(empty, tm)   # owns the module and the target machine
+        self.object = llvm.ObjectFileRef.from_data(object_bytes)
+        self.engine.add_object_file(self.object)
+        self.engine.finalize_object()
+
+    def address(self, symbol: str) -> int:
+        addr = self.engine.get_function_address(symbol)
+        if not addr:
+            raise MXNetError(f"codegen: symbol {symbol!r} not found in the compiled object")
+        return addr
+
+    def close(self) -> None:
+        self.engine.close()
 
 
-_ENGINE: _Engine | None = None
+#: engines of collected CompiledCode objects, disposed under _LOCK (a finalizer may run in
+#: any thread at any allocation, possibly while another thread is inside LLVM)
+_RETIRED: list[_Engine] = []
+#: live CompiledCode objects by the symbols they define (symbols are unique by construction)
+_BY_SYMBOL: "weakref.WeakValueDictionary[str, CompiledCode]" = weakref.WeakValueDictionary()
+_LIVE: "weakref.WeakSet[CompiledCode]" = weakref.WeakSet()
 
 
-def _engine() -> _Engine:
-    global _ENGINE
-    if _ENGINE is None:
-        _ENGINE = _Engine()
-    return _ENGINE
+def _retire(engine: _Engine) -> None:
+    """Finalizer of a CompiledCode: its engine goes now if LLVM is free, else at the next load."""
+    _RETIRED.append(engine)
+    if _LOCK.acquire(blocking=False):
+        try:
+            _dispose_retired()
+        finally:
+            _LOCK.release()
 
 
-@dataclass
+def _dispose_retired() -> None:
+    """Dispose retired engines (caller holds _LOCK)."""
+    while _RETIRED:
+        _RETIRED.pop().close()
+
+
+def live_engines() -> int:
+    """How many JIT engines (one per loaded object) are not yet disposed."""
+    return len(_LIVE) + len(_RETIRED)
+
+
 class CompiledCode:
-    """Loaded machine code: the object bytes (cacheable) and the address of each symbol."""
-    object_bytes: bytes
-    addresses: dict[str, int] = field(default_factory=dict)
+    """Loaded machine code: the object bytes (cacheable) and the address of each symbol.
+
+    Lifetime: the code stays loaded exactly as long as this object is reachable; every
+    holder of an address (a CompiledGraph, a runtime Entry via `owner`, an ElementwiseKernel)
+    keeps a reference to it, and when the last one goes the engine and its code are freed.
+    """
+
+    def __init__(self, object_bytes: bytes, engine: _Engine, symbols: Sequence[str]):
+        self.object_bytes = object_bytes
+        self.addresses = {s: engine.address(s) for s in symbols}
+        self._engine = engine
+        _LIVE.add(self)
+        # at interpreter exit the code stays: the process's memory goes with it anyway
+        weakref.finalize(self, _retire, engine).atexit = False
 
     def function(self, name: str, cfunctype=KERNEL_CFUNCTYPE):
-        """A ctypes callable for symbol `name` (ctypes releases the GIL during the call)."""
+        """A ctypes callable for symbol `name` (ctypes releases the GIL during the call); the
+        caller keeps this CompiledCode alive while it may call it."""
         return cfunctype(self.addresses[name])
 
 
+def _loaded(symbols: Sequence[str]) -> CompiledCode | None:
+    """A live CompiledCode that defines every one of `symbols` (caller holds _LOCK)."""
+    found = {_BY_SYMBOL.get(s) for s in symbols}
+    if len(found) == 1:
+        (code,) = found
+        if code is not None:
+            code.addresses.update((s, code._engine.address(s)) for s in symbols if s not in code.addresses)
+            return code
+    return None
+
+
 def load_object(object_bytes: bytes, symbols: Sequence[str]) -> CompiledCode:
-    """Load an object produced by `compile_to_object` and resolve `symbols`."""
+    """Load an object produced by `compile_to_object` and resolve `symbols`; a live
+    CompiledCode that already defines all of them is returned instead of loading again."""
     with _LOCK:
-        eng = _engine()
-        missing = [s for s in symbols if s not in eng.symbols]
-        if missing:
-            obj = llvm.ObjectFileRef.from_data(object_bytes)
-            eng.engine.add_object_file(obj)
-            eng.objects.append(obj)
-            eng.engine.finalize_object()
-            for s in missing:
-                addr = eng.engine.get_function_address(s)
-                if not addr:
-                    raise MXNetError(f"codegen: symbol {s!r} not found in the compiled object")
-                eng.symbols[s] = addr
-        return CompiledCode(object_bytes, {s: eng.symbols[s] for s in symbols})
+        _dispose_retired()
+        code = _loaded(symbols)
+        if code is None:
+            code = CompiledCode(object_bytes, _Engine(object_bytes), symbols)
+            for s in symbols:
+                _BY_SYMBOL[s] = code
+        return code
 
 
 def compile_ir(ir_text: str, symbols: Sequence[str]) -> CompiledCode:
     """Optimise, lower and load IR text; returns the object bytes and symbol addresses.
 
-    When every symbol is already loaded in this process the loaded code is reused and
-    `object_bytes` is empty (use `compile_to_object` to get bytes for a disk cache).
+    When a live CompiledCode already defines every symbol it is returned (no compilation).
     """
     with _LOCK:
-        eng = _engine()
-        if all(s in eng.symbols for s in symbols):   # already loaded in this process
-            return CompiledCode(b"", {s: eng.symbols[s] for s in symbols})
+        code = _loaded(symbols)
+        if code is not None:
+            return code
         return load_object(compile_to_object(ir_text), symbols)
 
 
