@@ -42,7 +42,7 @@ from typing import Callable
 
 import numpy as np
 
-from .. import __version__
+from .._version import __version__
 from ..base import MXNetError
 
 __all__ = ["build_library", "runtime_dir", "DTYPE_CODES", "cpu_feature_checks", "AotResult", "non_native_ops"]
@@ -286,11 +286,10 @@ def _compile_c(cc: str, rt: Path, src: str, out: str, cached: bool) -> None:
 
 def _pic_object(ir: str) -> bytes:
     """compile_to_object(ir, pic=True), cached on disk like the JIT's objects."""
-    from .. import __version__ as version
     from . import cache
     from .llvm.jit import compile_to_object
     from .llvm.target import target_description
-    key = cache.make_key("aot-pic-object", ir, target_description(), version)
+    key = cache.make_key("aot-pic-object", ir, target_description(), __version__)
     obj = cache.get(key)
     if obj is None:
         obj = compile_to_object(ir, pic=True)

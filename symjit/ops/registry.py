@@ -23,6 +23,7 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 import numpy as np
 
 from ..base import MXNetError
+from . import rng
 from . import scalar as S
 from .attrs import Param, parse_attrs
 
@@ -49,8 +50,7 @@ class ComputeContext:
 
     def random(self) -> np.random.Generator:
         if self.rng is None:
-            from .. import random as _random
-            return _random.generator()
+            return rng.generator()
         return self.rng
 
 

@@ -18,8 +18,9 @@ import time
 import llvmlite.binding as llvm
 import numpy as np
 
-from ... import __version__
+from ..._version import __version__
 from ...base import MXNetError
+from ...ops import rng as global_rng
 from .. import cache
 from .graph import ENTRY_CFUNCTYPE, GraphModule, lower_graph, run_python_node
 from .jit import compile_to_object, load_object
@@ -157,8 +158,7 @@ class CompiledGraph:
         """Fresh seeds for the random kernels of this call (written into their parameters,
         which the native code reads by pointer)."""
         if rng is None:
-            from ... import random as _random
-            rng = _random.generator()
+            rng = global_rng.generator()
         for k in self.module.seed_params:
             self.params[k][0] = rng.integers(0, 2**63, dtype=np.uint64)
 
