@@ -42,11 +42,8 @@ FRONTEND = 10
 CORE_MAX = 5
 
 #: (importing module, imported module) -> why this upward import is allowed (each one must still
-#: exist, see test_allowed_exceptions_are_still_needed)
-ALLOWED: dict[tuple[str, str], str] = {
-    ("symjit.passes.blocked_layout", "symjit.runtime"):
-        "asks the host which kernels are in use; goes when the pipeline is chosen for a Target",
-}
+#: exist, see test_allowed_exceptions_are_still_needed). Empty: none is.
+ALLOWED: dict[tuple[str, str], str] = {}
 
 
 def module_name(path: Path) -> str:
@@ -155,3 +152,30 @@ def test_importing_the_core_loads_no_frontend(core):
     assert "symjit.ops.registry" in out
     frontends = [m for m in out if layer(m) > CORE_MAX and m != "symjit"]
     assert not frontends, f"import {core} loaded {frontends}"
+
+
+def private_names_used(name: str, path: Path) -> list[str]:
+    """`from M import _x` and `m._x` (m an imported module) in one module: another module's
+    private names, which a caller must not depend on."""
+    tree = ast.parse(path.read_text(), str(path))
+    modules, found = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                if a.name.startswith("_") and not a.name.startswith("__") and node.module != "__future__":
+                    found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: imports {a.name}")
+                else:
+                    modules.add(a.asname or a.name)
+        elif isinstance(node, ast.Import):
+            modules.update((a.asname or a.name).split(".")[0] for a in node.names)
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
+                and node.attr.startswith("_") and not node.attr.startswith("__")):
+            found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: uses {node.value.id}.{node.attr}")
+    return found
+
+
+def test_passes_and_codegen_use_no_private_names_of_other_modules():
+    bad = [f for name, path in all_modules().items()
+           if name.startswith(("symjit.passes", "symjit.codegen")) for f in private_names_used(name, path)]
+    assert not bad, "\n".join(bad)

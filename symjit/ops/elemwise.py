@@ -184,16 +184,26 @@ _UNARY_TABLE: dict[str, tuple[Callable[[S.Expr], S.Expr], tuple]] = {
     "gammaln": (lambda x: S.call("lgamma", x), ()),
     "negative": (lambda x: -x, ()),
     "logical_not": (lambda x: S.logical_not(x), ()),
-    "_copy": (lambda x: x, ("identity",)),
 }
 
 for _name, (_fn, _aliases) in _UNARY_TABLE.items():
     _unary(_name, _fn, _aliases)
 
 
+@register("_copy", aliases=("identity",))
+class Copy(Elementwise):
+    """y = x, in a buffer of its own."""
+    reshape_only = True
+
+    def expr(self, attrs, x):
+        return x
+
+
 @register("BlockGrad", aliases=("stop_gradient",))
 class BlockGrad(Elementwise):
     """Identity forward; no gradient flows to the input."""
+    reshape_only = True
+    gradient_barrier = True
     def expr(self, attrs, x):
         return x
 

@@ -151,11 +151,11 @@ def header_source(base: str, name: str, plan: LaunchPlan) -> str:
          "void symjit_cuda_release(void);", "",
          f"#define {tok}_WORKSPACE_SIZE {int(plan.workspace_size)}",
          f"#define {tok}_NUM_INPUTS {len(p.inputs)}", f"#define {tok}_NUM_OUTPUTS {len(p.outputs)}"]
-    from ..aot import _ctype
+    from ..aot import c_type_name
     for kind, values in (("INPUT", p.inputs), ("OUTPUT", p.outputs)):
         for i, v in enumerate(values):
             shape = tuple(int(d) for d in v.type.shape)
-            L.append(f"/* {kind.lower()} {i} {v.name!r}: {_ctype(v.type.dtype)}[{']['.join(str(d) for d in shape)}] */")
+            L.append(f"/* {kind.lower()} {i} {v.name!r}: {c_type_name(v.type.dtype)}[{']['.join(str(d) for d in shape)}] */")
             L.append(f"#define {tok}_{kind}{i}_SIZE {int(np.prod(shape, dtype=np.int64))}")
     L += ["", "#ifdef __cplusplus", "}", "#endif", f"#endif /* {guard} */", ""]
     return "\n".join(L)
