@@ -92,7 +92,6 @@ class PassManager:
     default target is a generic CPU (llvm) without the kernel library's optional paths; the
     code generators hand in the target they compile for (codegen/llvm/target.py)."""
     pipeline: str | Sequence[tuple[str, Pass]] = "inference"
-    target: Target = field(default_factory=Target)
     disabled: set = field(default_factory=set)
     debug: bool = False
     dump: set = field(default_factory=set)  # pass names (or "all") whose output is printed
@@ -101,6 +100,8 @@ class PassManager:
     #: bytes of the intermediates of the graph as it came in (after type inference), each in its
     #: own buffer: the baseline the memory plan is measured against
     unoptimized_bytes: int = 0
+    #: what the graph is compiled for (chooses the target-specific passes)
+    target: Target = field(default_factory=Target)
 
     def __post_init__(self):
         requested = set(self.disabled)
