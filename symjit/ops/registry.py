@@ -13,7 +13,7 @@ It carries:
                     input index} that may share a buffer);
   * traits        — facts that passes and both code generators read instead of lists of op
                     names: `reshape_only`, `gradient_barrier`, `broadcast_only`,
-                    `epilogue_host`, `inference_rewrite` (see `Op`). Adding a reshape-like op
+                    `epilogue_host`, `neutral_scalar`, `inference_rewrite` (see `Op`). Adding a reshape-like op
                     or a GEMM-like op that hosts fused epilogues is one definition with the
                     trait set; every layer picks it up.
 
@@ -111,6 +111,9 @@ class Op:
     #: elementwise epilogue may be fused into (`_with_epilogue`, passes/fusion.py); a code
     #: generator that lowers the op lowers it with an epilogue too
     epilogue_host: ClassVar[bool] = False
+    #: for an op of input 0 and a `scalar` attribute: the scalar that makes it the identity
+    #: (x + 0, x * 1, x ** 1, ...); simplification drops such nodes
+    neutral_scalar: ClassVar[float | None] = None
 
     def inference_rewrite(self, F: "Emitter", attrs: Mapping, inputs: Sequence,
                           in_shapes: Sequence) -> list | None:

@@ -2,7 +2,7 @@
 
 Each rule looks at one node (and sometimes its producer) and either returns a Value that
 already computes the node's result (the node is bypassed) or a replacement node. Rules:
-  * x*1, x/1, x+0, x-0, x**1, Cast to the same dtype, a `reshape_only` op (Reshape, Flatten,
+  * x*1, x/1, x+0, x-0, x**1 (the op's `neutral_scalar`), Cast to the same dtype, a `reshape_only` op (Reshape, Flatten,
     _copy, ...) or a `broadcast_only` op (broadcast_to, ...) to the same shape -> x
   * a `gradient_barrier` op (BlockGrad/stop_gradient) -> x in inference graphs (it only
     matters to autodiff)
@@ -21,16 +21,13 @@ from .rewrite import NameSource, make_node, replace_uses
 
 Rule = Callable[[Node, dict, NameSource, bool], "Value | Node | None"]
 
-_NEUTRAL_SCALAR = {"_mul_scalar": 1.0, "_div_scalar": 1.0, "_plus_scalar": 0.0, "_minus_scalar": 0.0,
-                   "_power_scalar": 1.0}
-
 
 def _same_type(a: Value, b: Value) -> bool:
     return a.type.shape_known and a.type.shape == b.type.shape and a.type.dtype == b.type.dtype
 
 
 def rule_neutral(n: Node, producers, names, training):
-    if n.op.name in _NEUTRAL_SCALAR and n.attrs.get("scalar") == _NEUTRAL_SCALAR[n.op.name]:
+    if n.op.neutral_scalar is not None and n.attrs.get("scalar") == n.op.neutral_scalar:
         return n.inputs[0]
     if n.op.gradient_barrier:
         return None if training else n.inputs[0]

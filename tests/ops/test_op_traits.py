@@ -29,6 +29,8 @@ def test_trait_sets():
     assert ops_with("broadcast_only") == {"broadcast_to", "broadcast_axis", "broadcast_like"}
     assert ops_with("epilogue_host") == EPILOGUE_HOSTS
     assert get_op("RNN").gates == {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
+    assert {op.name: op.neutral_scalar for op in set(OPS.values()) if op.neutral_scalar is not None} == {
+        "_plus_scalar": 0.0, "_minus_scalar": 0.0, "_mul_scalar": 1.0, "_div_scalar": 1.0, "_power_scalar": 1.0}
 
 
 @pytest.mark.parametrize("name", sorted(RESHAPE_ONLY))
