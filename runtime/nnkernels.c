@@ -152,8 +152,7 @@ static void gemm_small(int ta, int tb, int64_t M, int64_t N, int64_t K, const fl
 
 static int g_native = -1;   /* -1: not decided yet; 0: BLAS / loop nests; 1: AVX-512 tiles */
 
-/* Tuning overrides for benchmarks/bench_gemm_choices.py (0: the built-in choice). */
-enum { TUNE_KC, TUNE_SHAPE, TUNE_CONV, TUNE_WBLOCK, TUNE_BLOCKS, TUNE_PREFETCH, TUNE_CHANVEC_OW, TUNE_COUNT };
+/* Tuning overrides for the benchmarks (0: the built-in choice); keys: nnkernels.h */
 static int64_t g_tune[TUNE_COUNT];
 
 /* Set tuning override `key` to `value` (0 restores the built-in choice); returns the previous

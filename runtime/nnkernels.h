@@ -23,7 +23,21 @@
 /* BLAS binding: Fortran sgemm_ (NULL: built-in loop nests only), its per-thread thread-count
  * setter, and the smallest GEMM (multiply-adds) sent to it */
 NN_API void symjit_nn_set_blas(void *sgemm, void *set_threads_local, int64_t small_gemm);
-/* benchmark override of a tuning choice (TUNE_* keys in nnkernels.c); returns the old value */
+/* Tuning overrides, for the benchmarks that measure the kernel library's choices
+ * (benchmarks/bench_gemm_choices.py, bench_weight_prefetch.py); 0 keeps the built-in choice.
+ * The values each key takes are listed at symjit_nn_tune in nnkernels.c. Python reads the keys
+ * as symjit.codegen.llvm.lower_gemm.TUNE_KEYS (checked against this enum by a test). */
+enum {
+    TUNE_KC,          /* K block of the GEMM tiles (floats) */
+    TUNE_SHAPE,       /* 1 + index of a forced tile shape (MM_SHAPES) */
+    TUNE_CONV,        /* a forced convolution path (A/B of the measured choices) */
+    TUNE_WBLOCK,      /* the fused Winograd's budget for V + M (floats) */
+    TUNE_BLOCKS,      /* blocks per thread of large calls */
+    TUNE_PREFETCH,    /* one software prefetch switched off */
+    TUNE_CHANVEC_OW,  /* widest depthwise output row vectorized along channels (-1: none) */
+    TUNE_COUNT
+};
+/* set tuning override `key` to `value`; returns the previous value (-1: no such key) */
 NN_API int64_t symjit_nn_tune(int64_t key, int64_t value);
 /* whether this CPU can run the AVX-512 paths / whether they are in use now / switch them
  * (mode 0: portable paths only; otherwise AVX-512 where available) */

@@ -44,3 +44,11 @@ def test_the_parser_reads_parameter_types():
     protos = _prototypes("NN_API void symjit_nn_x(const int64_t *d, int64_t n, void **args);\n"
                          "NN_API int64_t symjit_nn_y(void);\n")
     assert protos == {"symjit_nn_x": ["const int64_t *", "int64_t", "void **"], "symjit_nn_y": []}
+
+
+def test_tuning_keys_match_the_header():
+    from symjit.codegen.llvm.lower_gemm import TUNE_KEYS
+    body = re.search(r"enum \{(.*?)\};", (RUNTIME / "nnkernels.h").read_text(), re.S).group(1)
+    names = [m.group(1) for m in re.finditer(r"\bTUNE_(\w+)\b", body)]
+    assert names[-1] == "COUNT"
+    assert TUNE_KEYS == {n.lower(): i for i, n in enumerate(names[:-1])}

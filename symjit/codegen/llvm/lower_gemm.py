@@ -58,6 +58,9 @@ SMALL_GEMM = 32768
 #: apply it in their stores instead of a second pass over the output
 RELU_EPILOGUE = "symjit_nn_epi_relu"
 
+#: symjit_nn_tune keys (runtime/nnkernels.h), for the benchmarks that measure the library's choices
+TUNE_KEYS = {"kc": 0, "shape": 1, "conv": 2, "wblock": 3, "blocks": 4, "prefetch": 5, "chanvec_ow": 6}
+
 #: C signature of each kernel-library function, as LLVM parameter types
 C_SIGNATURES = {
     RELU_EPILOGUE: ["i64", "i64", "ptr"],
