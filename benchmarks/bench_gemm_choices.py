@@ -51,7 +51,7 @@ from symjit.ir import GraphBuilder, TensorType
 from symjit.passes.manager import compile_graph
 
 #: symjit_nn_tune keys (nnkernels.c)
-TUNE_KC, TUNE_SHAPE, TUNE_CONV = 0, 1, 2
+TUNE_KC, TUNE_SHAPE, TUNE_CONV = (lower_gemm.TUNE_KEYS[k] for k in ("kc", "shape", "conv"))
 #: TUNE_CONV values: 0 the library's choice; 1 im2col tiles (no implicit GEMM); 4 no filter-vector
 #: path; 5 force the filter-vector path; 6 no fused Winograd (tiles)
 CONV_AUTO, CONV_NO_IMPLICIT, CONV_NO_FVEC, CONV_FORCE_FVEC = 0, 1, 4, 5

@@ -226,6 +226,7 @@ def load_model_graph(name: str, batch: int, disabled=()):
     `disabled`: pass names the inference pipeline skips."""
     import symjit as mx
     from symjit.codegen.llvm.executable import compile_planned
+    from symjit.codegen.llvm.target import compile_target
     from symjit.passes.infer import infer_types
     from symjit.passes.manager import compile_graph
     from symjit.symbol.lower import lower
@@ -236,7 +237,8 @@ def load_model_graph(name: str, batch: int, disabled=()):
     g, _ = lower(sym)
     g, _ = infer_types(g, shapes={"data": x.shape})
     consts = {k.split(":", 1)[1]: v.asnumpy() for k, v in params.items()}
-    opt, _ = compile_graph(g, "inference", constants=consts, disabled=set(disabled))
+    opt, _ = compile_graph(g, "inference", constants=consts, disabled=set(disabled),
+                           target=compile_target("native"))
     cg = compile_planned(opt, name)
     feeds = {"data": x, **consts}
     arrays = [np.ascontiguousarray(feeds[v.name]) for v in opt.inputs]

@@ -32,12 +32,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nnkernels.h"
 #include "symjit_runtime.h"
 
 #define NN_API __attribute__((visibility("default")))
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && __GNUC__ >= 12
-/* loop nests vectorised for the host's vector width, picked once at load time (ifunc) */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && __GNUC__ >= 12 \
+    && !defined(SYMJIT_NO_AVX512)
+/* loop nests vectorised for the host's vector width, picked once at load time (ifunc); a
+ * library built for one CPU (-march, SYMJIT_NO_AVX512) has one version, for that CPU */
 #define NN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define NN_CLONES
@@ -149,8 +152,7 @@ static void gemm_small(int ta, int tb, int64_t M, int64_t N, int64_t K, const fl
 
 static int g_native = -1;   /* -1: not decided yet; 0: BLAS / loop nests; 1: AVX-512 tiles */
 
-/* Tuning overrides for benchmarks/bench_gemm_choices.py (0: the built-in choice). */
-enum { TUNE_KC, TUNE_SHAPE, TUNE_CONV, TUNE_WBLOCK, TUNE_BLOCKS, TUNE_PREFETCH, TUNE_CHANVEC_OW, TUNE_COUNT };
+/* Tuning overrides for the benchmarks (0: the built-in choice); keys: nnkernels.h */
 static int64_t g_tune[TUNE_COUNT];
 
 /* Set tuning override `key` to `value` (0 restores the built-in choice); returns the previous
@@ -192,7 +194,9 @@ static inline void prefetch_plane_rows(const float *x, int64_t H, int64_t W, int
     for (; p < e; p += 64) __builtin_prefetch(p, 0, 2);
 }
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* SYMJIT_NO_AVX512: leave the AVX-512 paths out (an AOT library for a CPU without AVX-512
+ * carries no AVX-512 instruction at all, symjit compile --cpu x86-64-v3) */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(SYMJIT_NO_AVX512)
 #define NN_HAVE_AVX512 1
 #include <immintrin.h>
 #define NN_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,prfchw")))

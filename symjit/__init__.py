@@ -2,42 +2,60 @@
 
 `import symjit as mx` runs MXNet 1.x programs. See DESIGN.md for the layers:
 frontends (ndarray, symbol, gluon, module, autograd) -> ops -> ir -> passes -> codegen -> runtime.
+
+Importing the package loads only what every layer shares (the version, errors, contexts); each
+name of the MXNet API (`mx.nd`, `mx.sym`, `mx.gluon`, ...) imports its module on first use (PEP
+562). So `import symjit.ir` (or passes, codegen) loads the compiler core alone, and
+`tests/test_layering.py` keeps it that way.
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+import importlib
 
+from ._version import __version__  # noqa: F401
 from . import base  # noqa: F401
 from .base import MXNetError  # noqa: F401
 from .codegen import blas as _blas
 
 _blas.prefer_avx512_kernels()   # before anything loads scipy's OpenBLAS (see codegen/blas.py)
-from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus  # noqa: F401
-from . import ops  # noqa: F401
-from . import ndarray  # noqa: F401
-from . import ndarray as nd  # noqa: F401
-from . import autograd  # noqa: F401
-from . import random  # noqa: F401
-from . import test_utils  # noqa: F401
-from . import initializer  # noqa: F401
-from . import initializer as init  # noqa: F401
-from . import lr_scheduler  # noqa: F401
-from . import optimizer  # noqa: F401
-from . import symbol  # noqa: F401
-from . import symbol as sym  # noqa: F401
-from .symbol import naming as name  # noqa: F401
-from .symbol import naming as attribute  # noqa: F401
-from .symbol.naming import AttrScope  # noqa: F401
-from . import executor  # noqa: F401
-from . import io  # noqa: F401
-from . import metric  # noqa: F401
-from . import module  # noqa: F401
-from . import module as mod  # noqa: F401
-from . import model  # noqa: F401
-from . import gluon  # noqa: F401
-from . import kvstore  # noqa: F401
-from . import kvstore as kv  # noqa: F401
-from . import distributed  # noqa: F401
-from .compiler import compile, inspect  # noqa: F401,E402  (symjit.compile / symjit.inspect)
-from . import visualization  # noqa: F401,E402
-from . import visualization as viz  # noqa: F401,E402  (mx.viz.plot_network, mx.viz.print_summary)
+from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus  # noqa: F401,E402
+
+#: the MXNet API: package attribute -> (module relative to the package, name in it or None for
+#: the module itself), imported when first read
+_API = {
+    "ops": (".ops", None),
+    "ndarray": (".ndarray", None), "nd": (".ndarray", None),
+    "autograd": (".autograd", None),
+    "random": (".random", None),
+    "test_utils": (".test_utils", None),
+    "initializer": (".initializer", None), "init": (".initializer", None),
+    "lr_scheduler": (".lr_scheduler", None),
+    "optimizer": (".optimizer", None),
+    "symbol": (".symbol", None), "sym": (".symbol", None),
+    "name": (".symbol.naming", None), "attribute": (".symbol.naming", None),
+    "AttrScope": (".symbol.naming", "AttrScope"),
+    "executor": (".executor", None),
+    "io": (".io", None),
+    "metric": (".metric", None),
+    "module": (".module", None), "mod": (".module", None),
+    "model": (".model", None),
+    "gluon": (".gluon", None),
+    "kvstore": (".kvstore", None), "kv": (".kvstore", None),
+    "distributed": (".distributed", None),
+    "compile": (".compiler", "compile"), "inspect": (".compiler", "inspect"),
+    "visualization": (".visualization", None), "viz": (".visualization", None),
+}
+
+
+def __getattr__(name: str):
+    if name not in _API:
+        raise AttributeError(f"module 'symjit' has no attribute {name!r}")
+    module, attr = _API[name]
+    mod = importlib.import_module(module, __name__)
+    value = mod if attr is None else getattr(mod, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_API))

@@ -227,13 +227,16 @@ def _compile_model(args, name: str, report, profile: bool = False):
     shapes, dtypes = _shapes(net, params, args.input)
     report("optimizing")
     model = sj_compile(net, shapes=shapes, params=params, dtypes=dtypes, name=name,
-                       disabled=OPT_DISABLED[getattr(args, "opt", 3)], profile=profile)
+                       disabled=OPT_DISABLED[getattr(args, "opt", 3)], profile=profile,
+                       target=getattr(args, "cpu", "native"))
     return model, digest
 
 
 def cmd_compile(args) -> int:
     """Compile a model ahead of time into OUT.so, OUT.h and OUT.json."""
     from .codegen import aot
+    if args.target == "cuda" and args.cpu != "native":
+        raise CliError("--cpu applies to --target llvm")
     if args.target == "cuda":
         return _compile_cuda(args)
     out = args.output
@@ -261,7 +264,7 @@ def _compile_cuda(args) -> int:
     OUT.so (nvcc: sm_80/sm_90 machine code plus PTX, weights embedded), OUT.h and OUT.json.
     The library's `symjit_graphs` entry takes host pointers (so `symjit run OUT.so` works on a
     GPU machine); `symjit_cuda_run` in OUT.h takes device pointers."""
-    from .codegen.cuda import CPU_ONLY_PASSES
+    from .codegen.cuda import TARGET
     from .codegen.cuda.aot import build_library, find_nvcc
     from .compiler import _to_graph
     from .passes.manager import PassManager
@@ -279,8 +282,8 @@ def _compile_cuda(args) -> int:
         g, _ = _to_graph(net, shapes, dtypes)
         names = {v.name for v in g.inputs}
         bound = {k: v for k, v in params.items() if k in names}
-        disabled = set(OPT_DISABLED[getattr(args, "opt", 3)]) | set(CPU_ONLY_PASSES)
-        planned = PassManager("inference", disabled=disabled).run(g, bound)
+        disabled = set(OPT_DISABLED[getattr(args, "opt", 3)])
+        planned = PassManager("inference", disabled=disabled, target=TARGET).run(g, bound)
         result = build_library(planned, out, name=name, graph_hash=digest, bound=bound, progress=report)
     _emit(args, {**result.manifest, "library": result.library, "header": result.header, "source": result.source,
                  "manifest": result.manifest_path},
@@ -608,7 +611,8 @@ def _seconds(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from ._version import __version__
+    from .codegen.llvm.target import NAMED_CPUS
     p = argparse.ArgumentParser(prog="symjit", description="symjit: compile, run and inspect MXNet models.")
     p.add_argument("--version", action="version", version=f"symjit {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -619,6 +623,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "and OUT.json. The library needs only the C runtime.")
     _model_args(c)
     c.add_argument("--target", choices=("llvm", "cuda"), default="llvm", help="code generator (default llvm)")
+    c.add_argument("--cpu", choices=("native", *NAMED_CPUS), default="native",
+                   help="llvm target: the CPU the library is built for, its generated code and kernel library "
+                   "(default native: this machine's CPU)")
     c.add_argument("--opt", type=int, choices=range(4), default=3, metavar="{0..3}",
                    help="graph optimization level: 0 no fusion and no in-place reuse, 1 no fusion, 2-3 all passes; "
                    "machine code is always LLVM O3 (default 3)")

@@ -20,6 +20,7 @@ import numpy as np
 from .base import MXNetError
 from .ir.graph import Graph
 from .ir.printer import format_graph
+from .ir.target import Target
 from .ops.fused import FUSED_OPS
 from .passes.infer import infer_types
 from .passes.manager import PassManager
@@ -112,18 +113,36 @@ class CompiledModel:
         return self.manager.report()
 
 
+def llvm_target(target: Target | str | None) -> Target:
+    """The llvm Target `target` names: None or "native" (the host), a CPU name of
+    `codegen.llvm.target.NAMED_CPUS` ("x86-64-v3", "x86-64-v4", "znver4"), or a Target."""
+    from .codegen.llvm.target import compile_target
+    if isinstance(target, Target):
+        if target.kind != "llvm":
+            raise MXNetError(f"compile: target kind {target.kind!r} is not llvm (CUDA builds: symjit compile --target cuda)")
+        return target
+    try:
+        return compile_target(target or "native")
+    except ValueError as e:
+        raise MXNetError(f"compile: {e}") from None
+
+
 def compile(obj, shapes: Mapping | None = None, params: Mapping | None = None, dtypes: Mapping | None = None,
-            pipeline: str = "inference", disabled=(), name: str = "model", profile: bool = False) -> CompiledModel:
-    """Compile a Symbol, HybridBlock or Graph for the CPU (see the module docstring).
-    `profile`: time every native node inside the compiled code (`CompiledModel.profile()`)."""
+            pipeline: str = "inference", disabled=(), name: str = "model", profile: bool = False,
+            target: Target | str | None = None) -> CompiledModel:
+    """Compile a Symbol, HybridBlock or Graph for a CPU (see the module docstring).
+    `profile`: time every native node inside the compiled code (`CompiledModel.profile()`).
+    `target`: the CPU the code is for (`llvm_target`; default the host). Code for another CPU
+    runs here only where this CPU has its features; it is what `symjit compile --cpu` embeds."""
     from .codegen.llvm.executable import compile_planned
+    target = llvm_target(target)
     g, default_params = _to_graph(obj, shapes, dtypes)
     consts = dict(default_params)
     consts.update(_strip(params))
     consts = {k: v for k, v in consts.items() if k in {i.name for i in g.inputs}}
-    pm = PassManager(pipeline, disabled=set(disabled))
+    pm = PassManager(pipeline, disabled=set(disabled), target=target)
     opt = pm.run(g, consts if pipeline == "inference" else None)
-    compiled = compile_planned(opt, name, profile=profile)
+    compiled = compile_planned(opt, name, profile=profile, target=target)
     bound = consts if pipeline == "inference" else {}
     names = [n for n, _, _ in compiled.input_specs if n not in bound]
     model = CompiledModel(opt, compiled, pm, names)
@@ -142,6 +161,8 @@ class InspectReport:
     unoptimized_bytes: int
     nodes_before: int
     nodes_after: int
+    #: nodes of the optimized graph that would run in Python on the llvm target, and why
+    python_nodes: list = None
 
     def __str__(self) -> str:
         lines = [f"nodes: {self.nodes_before} before, {self.nodes_after} after optimization", "",
@@ -149,23 +170,28 @@ class InspectReport:
         for name, op, members in self.groups:
             lines.append(f"  {name} [{op}]: {', '.join(members)}")
         lines += ["", f"memory plan: {self.memory}",
-                  f"unoptimized intermediates (each in its own buffer): {self.unoptimized_bytes} B",
-                  "", "optimized graph:", self.after]
+                  f"unoptimized intermediates (each in its own buffer): {self.unoptimized_bytes} B", "",
+                  f"nodes without native code ({len(self.python_nodes or [])}):"]
+        lines += [f"  {f}" for f in self.python_nodes or []]
+        lines += ["", "optimized graph:", self.after]
         return "\n".join(lines)
 
 
 def inspect(obj, shapes: Mapping | None = None, params: Mapping | None = None, dtypes: Mapping | None = None,
             pipeline: str = "inference") -> InspectReport:
-    """Run the pass pipeline and report it (no code generation)."""
+    """Run the pass pipeline and report it, with the nodes the llvm target would run in Python
+    (lowered to LLVM IR, not compiled)."""
+    from .codegen.llvm.graph import lower_graph
     g, default_params = _to_graph(obj, shapes, dtypes)
     consts = dict(default_params)
     consts.update(_strip(params))
     consts = {k: v for k, v in consts.items() if k in {i.name for i in g.inputs}}
-    pm = PassManager(pipeline)
+    pm = PassManager(pipeline, target=llvm_target(None))
     opt = pm.run(g, consts or None)
     groups = [(n.name, n.op.name, list(n.attrs.get("members", ()))) for n in opt.nodes
               if n.op.name in FUSED_OPS]
     plan = opt.annotations.get("memory_plan")
+    fallbacks = lower_graph(opt, "inspect", strict=False).fallbacks if plan else []
     return InspectReport(format_graph(g), format_graph(opt), pm.report(), groups,
                          plan.summary() if plan else "(none)", pm.unoptimized_bytes, len(g.nodes),
-                         len(opt.nodes))
+                         len(opt.nodes), fallbacks)

@@ -5,30 +5,10 @@ MXNet's own generator; shapes, dtypes and distributions match).
 """
 from __future__ import annotations
 
-import threading
-
-import numpy as np
+from .ops.rng import generator, seed  # noqa: F401  (the state lives in the core)
 
 __all__ = ["seed", "generator", "uniform", "normal", "randn", "randint", "exponential", "gamma",
            "poisson", "negative_binomial", "generalized_negative_binomial", "multinomial", "shuffle"]
-
-
-class _RNGState(threading.local):
-    def __init__(self):
-        self.gen = np.random.default_rng()
-
-
-_STATE = _RNGState()
-
-
-def seed(seed_state: int, ctx="all") -> None:
-    """Seed the global generator (`ctx` is accepted for MXNet compatibility; one stream serves all)."""
-    _STATE.gen = np.random.default_rng(int(seed_state))
-
-
-def generator() -> np.random.Generator:
-    """The generator every sampler draws from."""
-    return _STATE.gen
 
 
 def __getattr__(name):

@@ -56,7 +56,7 @@ if os.environ.get("SYMJIT_ALIGNED_NUMPY", "1").strip() != "0":
 
 __all__ = ["Entry", "Library", "ABI_VERSION", "ALIGNMENT", "num_threads", "set_num_threads", "threads",
            "symbols", "make_entry", "use_aligned_numpy_allocator", "parallel_for", "parallel_for_multi", "last_error", "arena_alloc", "arena_free", "load",
-           "native_kernels_in_use"]
+           "native_kernels_in_use", "native_library"]
 
 #: A compiled graph's entry point with its signature: `entry(*inputs, out=None) -> tuple of outputs`.
 Entry = _runtime.Entry
@@ -92,7 +92,13 @@ def threads(n: int | None) -> Iterator[int]:
         set_num_threads(previous)
 
 
-_NATIVE_IN_USE = ctypes.CDLL(_runtime.__file__).symjit_nn_native_in_use
+def native_library() -> ctypes.CDLL:
+    """ctypes handle of the runtime extension: its C functions, the kernel library's
+    (runtime/nnkernels.c) included, for code generators that bind or query them."""
+    return ctypes.CDLL(_runtime.__file__)
+
+
+_NATIVE_IN_USE = native_library().symjit_nn_native_in_use
 _NATIVE_IN_USE.restype = ctypes.c_int64
 
 

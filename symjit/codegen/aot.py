@@ -44,7 +44,7 @@ from typing import Callable
 
 import numpy as np
 
-from .. import __version__
+from .._version import __version__
 from ..base import MXNetError
 
 __all__ = ["build_library", "runtime_dir", "DTYPE_CODES", "cpu_feature_checks", "AotResult", "non_native_ops",
@@ -343,7 +343,7 @@ def _packing_source(name: str, packings: dict) -> list[str]:
     return L
 
 
-def _ctype(dtype) -> str:
+def c_type_name(dtype) -> str:
     return {"float32": "float", "float64": "double", "float16": "uint16_t", "uint8": "uint8_t", "int32": "int32_t",
             "int8": "int8_t", "int64": "int64_t", "bool": "uint8_t", "int16": "int16_t", "uint16": "uint16_t",
             "uint32": "uint32_t", "uint64": "uint64_t"}[np.dtype(dtype).name]
@@ -363,7 +363,7 @@ def signature_macros(tok: str, workspace: int, inputs: list, outputs: list) -> l
     for kind, specs in (("INPUT", inputs), ("OUTPUT", outputs)):
         for i, (tname, shape, dtype) in enumerate(specs):
             count = int(np.prod(shape, dtype=np.int64))
-            L.append(f"/* {kind.lower()} {i} {tname!r}: {_ctype(dtype)}[{']['.join(str(d) for d in shape)}] */")
+            L.append(f"/* {kind.lower()} {i} {tname!r}: {c_type_name(dtype)}[{']['.join(str(d) for d in shape)}] */")
             L.append(f"#define {tok}_{kind}{i}_ELEMS {count}")
             L.append(f"#define {tok}_{kind}{i}_BYTES {count * np.dtype(dtype).itemsize}")
     return L
@@ -398,33 +398,49 @@ def _run(cmd: list[str], what: str) -> None:
 _CFLAGS = ("-O3", "-fPIC", "-pthread", "-fvisibility=hidden", "-DSYMJIT_AOT=1")
 
 
-def _compile_c(cc: str, rt: Path, src: str, out: str, cached: bool) -> None:
-    """Compile one C file to a PIC object; runtime sources are cached on disk (key: compiler,
-    flags, the source and the runtime headers), so later builds only compile the descriptor."""
+def kernel_library_flags(target) -> tuple[str, ...]:
+    """C compiler flags that build the runtime and kernel library for an llvm Target (None or
+    the host: none, the library picks its AVX-512 paths at run time). A named CPU gets its
+    -march, and without AVX-512 kernels `-DSYMJIT_NO_AVX512` leaves those paths out of the
+    object code altogether."""
+    from ..ir.target import AVX512_KERNELS
+    from .llvm.target import NAMED_CPUS, is_host
+    if target is None or is_host(target):
+        return ()
+    if target.cpu not in NAMED_CPUS:
+        raise MXNetError(f"AOT: no C compiler flags for CPU {target.cpu!r}; expected one of {sorted(NAMED_CPUS)}")
+    flags = NAMED_CPUS[target.cpu][1]
+    return flags if AVX512_KERNELS in target.kernels else flags + ("-DSYMJIT_NO_AVX512",)
+
+
+def _compile_c(cc: str, rt: Path, src: str, out: str, cached: bool, extra: tuple = ()) -> None:
+    """Compile one C file to a PIC object (`extra`: target flags); runtime sources are cached
+    on disk (key: compiler, flags, the source and the runtime headers), so later builds only
+    compile the descriptor."""
     from . import cache
+    flags = (*_CFLAGS, *extra)
     key = None
     if cached:
         headers = b"".join(p.read_bytes() for p in sorted(rt.glob("*.h")))
-        key = cache.make_key("aot-c-object", cc, " ".join(_CFLAGS), Path(src).read_bytes(), headers)
+        key = cache.make_key("aot-c-object", cc, " ".join(flags), Path(src).read_bytes(), headers)
         obj = cache.get(key)
         if obj is not None:
             Path(out).write_bytes(obj)
             return
-    _run([cc, *_CFLAGS, f"-I{rt}", "-c", src, "-o", out], f"compiling {os.path.basename(src)}")
+    _run([cc, *flags, f"-I{rt}", "-c", src, "-o", out], f"compiling {os.path.basename(src)}")
     if key is not None:
         cache.put(key, Path(out).read_bytes())
 
 
-def _pic_object(ir: str) -> bytes:
-    """compile_to_object(ir, pic=True), cached on disk like the JIT's objects."""
-    from .. import __version__ as version
+def _pic_object(ir: str, machine) -> bytes:
+    """compile_to_object(ir, pic=True) for `machine` (a HostTarget), cached on disk like the
+    JIT's objects."""
     from . import cache
     from .llvm.jit import compile_to_object
-    from .llvm.target import target_description
-    key = cache.make_key("aot-pic-object", ir, target_description(), version)
+    key = cache.make_key("aot-pic-object", ir, machine.description, __version__)
     obj = cache.get(key)
     if obj is None:
-        obj = compile_to_object(ir, pic=True)
+        obj = compile_to_object(ir, pic=True, target=machine)
         cache.put(key, obj)
     return obj
 
@@ -435,7 +451,7 @@ def build_library(compiled, out_base: str, name: str = "model", graph_hash: str 
 
     `bound`: graph inputs bound to constants (name -> array), embedded as parameters; the
     other graph inputs stay inputs of the library."""
-    from .llvm.target import host_target
+    from .llvm.target import is_host, machine_for
     step = progress or (lambda _msg: None)
     if not compiled.native:
         raise MXNetError("AOT: the graph is not fully native; ops without a native lowering: "
@@ -469,8 +485,10 @@ def build_library(compiled, out_base: str, name: str = "model", graph_hash: str 
     packings = {n_bound + k: (n_bound + src, desc, int(arrays[n_bound + k].size))
                 for k, (src, desc) in getattr(module.placement, "packings", {}).items()}
     outputs = list(compiled.output_specs)
-    target = host_target()
+    spec = compiled.target                 # None: the host
+    target = machine_for(spec)
     checks = cpu_feature_checks(target.features)
+    cflags = kernel_library_flags(spec)
     rt = runtime_dir()
     cc = os.environ.get("CC", "cc")
     out_base = os.path.abspath(out_base)
@@ -478,7 +496,7 @@ def build_library(compiled, out_base: str, name: str = "model", graph_hash: str 
     base_name = os.path.basename(out_base)
     with tempfile.TemporaryDirectory(prefix="symjit-aot-") as tmp:
         step("generating machine code")
-        Path(tmp, "graph.o").write_bytes(_pic_object(module.ir))
+        Path(tmp, "graph.o").write_bytes(_pic_object(module.ir, target))
         blob, blob_offsets = _layout_blob([a for k, a in enumerate(arrays) if k not in packings])
         spots = iter(blob_offsets)
         offsets = [None if k in packings else next(spots) for k in range(len(arrays))]
@@ -499,7 +517,7 @@ def build_library(compiled, out_base: str, name: str = "model", graph_hash: str 
         for k, src in enumerate(sources + [os.path.join(tmp, "graphs.c")]):
             step(f"compiling {os.path.basename(src)}")
             o = os.path.join(tmp, f"c{k}.o")
-            _compile_c(cc, rt, src, o, cached=src in sources)
+            _compile_c(cc, rt, src, o, cached=src in sources, extra=cflags)
             objects.append(o)
         step("linking")
         tmp_so = os.path.join(tmp, "lib.so")
@@ -516,7 +534,9 @@ def build_library(compiled, out_base: str, name: str = "model", graph_hash: str 
                                               "bytes": int(sum(arrays[k].nbytes for k in packings))}},
             "workspace_bytes": int(module.workspace_size),
             "target": {"triple": target.triple, "cpu": target.cpu, "required_features": checks,
-                       "llvm_features": target.features},
+                       "llvm_features": target.features, "host": spec is None or is_host(spec),
+                       "kernels": sorted(spec.kernels) if spec is not None else None,
+                       "kernel_library_cflags": list(cflags)},
             "library": base_name + ".so", "header": base_name + ".h",
             "library_sha256": hashlib.sha256(Path(tmp_so).read_bytes()).hexdigest(),
         }

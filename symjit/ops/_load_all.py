@@ -8,7 +8,7 @@ import pkgutil
 from pathlib import Path
 
 _PACKAGE = __name__.rsplit(".", 1)[0]
-_INFRASTRUCTURE = {"registry", "attrs", "scalar", "_load_all"}
+_INFRASTRUCTURE = {"registry", "attrs", "scalar", "rng", "_load_all"}
 
 for _info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda m: m.name):
     if _info.name not in _INFRASTRUCTURE:

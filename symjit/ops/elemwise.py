@@ -184,16 +184,26 @@ _UNARY_TABLE: dict[str, tuple[Callable[[S.Expr], S.Expr], tuple]] = {
     "gammaln": (lambda x: S.call("lgamma", x), ()),
     "negative": (lambda x: -x, ()),
     "logical_not": (lambda x: S.logical_not(x), ()),
-    "_copy": (lambda x: x, ("identity",)),
 }
 
 for _name, (_fn, _aliases) in _UNARY_TABLE.items():
     _unary(_name, _fn, _aliases)
 
 
+@register("_copy", aliases=("identity",))
+class Copy(Elementwise):
+    """y = x, in a buffer of its own."""
+    reshape_only = True
+
+    def expr(self, attrs, x):
+        return x
+
+
 @register("BlockGrad", aliases=("stop_gradient",))
 class BlockGrad(Elementwise):
     """Identity forward; no gradient flows to the input."""
+    reshape_only = True
+    gradient_barrier = True
     def expr(self, attrs, x):
         return x
 
@@ -356,11 +366,16 @@ def _binary_class(fn, broadcast: bool, doc: str) -> type:
         "expr": lambda self, attrs, a, b: fn(a, b)})
 
 
-def _scalar_class(fn, reverse: bool, doc: str) -> type:
+#: the scalar s for which `x OP s` is x (the `neutral_scalar` trait of the scalar forms)
+_NEUTRAL = {"add": 0.0, "sub": 0.0, "mul": 1.0, "div": 1.0, "power": 1.0}
+
+
+def _scalar_class(fn, reverse: bool, doc: str, neutral: float | None) -> type:
     def expr(self, attrs, x):
         c = S.Const(attrs["scalar"])
         return fn(c, x) if reverse else fn(x, c)
-    return type("ScalarOp", (Elementwise,), {"params": _SCALAR_PARAMS, "expr": expr, "doc": doc})
+    return type("ScalarOp", (Elementwise,), {"params": _SCALAR_PARAMS, "expr": expr, "doc": doc,
+                                             "neutral_scalar": None if reverse else neutral})
 
 
 for _key, _fn in _BINARY.items():
@@ -369,7 +384,8 @@ for _key, _fn in _BINARY.items():
     register(f"broadcast_{_key}", _BROADCAST_ALIASES.get(_key, ()))(
         _binary_class(_fn, True, f"Elementwise {_key} with MXNet broadcasting."))
     for _sname, _rev, _saliases in _SCALAR_NAMES[_key]:
-        register(_sname, _saliases)(_scalar_class(_fn, _rev, f"Elementwise {_key} with a scalar."))
+        register(_sname, _saliases)(_scalar_class(_fn, _rev, f"Elementwise {_key} with a scalar.",
+                                                   _NEUTRAL.get(_key)))
 
 
 @register("where")

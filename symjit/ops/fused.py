@@ -93,6 +93,20 @@ class FusedElemwise(Op):
         return outs
 
 
+def relu_of_result() -> S.Expr:
+    """The epilogue the kernel library applies in its own stores: relu of the inner result
+    (Input(0)), as the registry's relu defines it."""
+    from .elemwise import relu_expr
+    return relu_expr(S.Input(0))
+
+
+def is_relu_epilogue(attrs) -> bool:
+    """Whether a `_with_epilogue` node's epilogue is exactly relu of the inner result in place:
+    one output, no inputs beyond the inner op's (passes and code generators ask this one
+    question, so the kernel library's built-in relu is chosen the same way everywhere)."""
+    return attrs["num_args"] == attrs["num_inner"] and tuple(attrs["exprs"]) == (relu_of_result(),)
+
+
 @register("_with_epilogue")
 class WithEpilogue(Op):
     """A library op followed by elementwise expressions of its output (see module docstring).
@@ -161,10 +175,9 @@ class ConvolutionRelu(Op):
     @staticmethod
     def convolution_relu(attrs, inputs, ctx: ComputeContext) -> np.ndarray:
         """relu?(Convolution(inputs)) by the registered ops' reference implementations."""
-        from .elemwise import relu_expr
         y = get_op("Convolution").compute(attrs["conv_attrs"], list(inputs), ctx)[0]
         if attrs["relu"]:
-            y = np.asarray(S.evaluate(relu_expr(S.Input(0)), [y], y.dtype), dtype=y.dtype)
+            y = np.asarray(S.evaluate(relu_of_result(), [y], y.dtype), dtype=y.dtype)
         return y
 
 

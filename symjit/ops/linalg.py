@@ -111,6 +111,7 @@ class _Gemm(Op):
 @register("dot")
 class Dot(_Gemm):
     """Matrix product of two arrays (MXNet N-d semantics, see module docstring)."""
+    epilogue_host = True
     params = _DOT_PARAMS
 
     def infer_shape(self, attrs, in_shapes):
@@ -220,6 +221,7 @@ def _swap_last(x: np.ndarray, flag: bool) -> np.ndarray:
 @register("batch_dot")
 class BatchDot(_Gemm):
     """Batched matrix product: out[b] = op_a(lhs[b]) op_b(rhs[b]) over the leading dims."""
+    epilogue_host = True
     params = _DOT_PARAMS
 
     def infer_shape(self, attrs, in_shapes):

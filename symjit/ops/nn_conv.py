@@ -269,6 +269,7 @@ def _fc_rows(x: np.ndarray, flatten: bool) -> np.ndarray:
 class FullyConnected(Op):
     """out = dot(data, weight.T) + bias. With flatten=True data is first reshaped to
     (batch, prod(rest)); with flatten=False the product applies to the last axis."""
+    epilogue_host = True
     params = _FC_PARAMS
     inputs = ("data", "weight", "bias")
     kernel = "gemm"
@@ -329,6 +330,7 @@ class FullyConnected(Op):
 @register("_backward_FullyConnected_data")
 class FullyConnectedBackwardData(Op):
     """d(data) of FullyConnected: dot(ograd, weight) reshaped like `data` (read for its shape)."""
+    epilogue_host = True
     params = _FC_PARAMS
     inputs = ("ograd", "weight", "data")
     kernel = "gemm"
@@ -544,6 +546,7 @@ class Convolution(Op):
     data (N, C, *spatial), weight (num_filter, C/num_group, *kernel), bias (num_filter,);
     out[n, f] = sum_c,k data[n, c, o*stride + k*dilate - pad] * weight[f, c, k] + bias[f].
     """
+    epilogue_host = True
     params = _CONV_PARAMS
     inputs = ("data", "weight", "bias")
     kernel = "conv"
@@ -757,6 +760,7 @@ class Deconvolution(Op):
     data (N, C, *spatial), weight (C, num_filter/num_group, *kernel), bias (num_filter,);
     out spatial = stride*(in-1) + dilated_kernel - 2*pad + adj, or target_shape.
     """
+    epilogue_host = True
     params = _DECONV_PARAMS
     inputs = ("data", "weight", "bias")
     kernel = "conv"
@@ -1684,3 +1688,10 @@ class BilinearSamplerBackwardGrid(_SamplerBackward):
 
     def grad(self, F, attrs, inputs, outputs, ograds):
         raise MXNetError(f"{self.name}: second-order gradient is not supported")
+
+
+# The helpers passes and code generators share with the ops above (public names; the ops'
+# own code keeps the short private ones).
+conv_geometry = _geometry
+pool_geometry = _pool_geometry
+lp_pool_power = _lp_p

@@ -780,6 +780,9 @@ class Dropout(Op):
     kernel = "random"
     is_random = True
 
+    def inference_rewrite(self, F, attrs, inputs, in_shapes):
+        return None if attrs["mode"] == "always" else [inputs[0]]
+
     def parse(self, raw):
         attrs = super().parse(raw)
         if not 0.0 <= attrs["p"] <= 1.0:
@@ -892,6 +895,18 @@ class SoftmaxOutput(Op):
     inputs = ("data", "label")
     kernel = "softmax"
     inplace = {0: 0}
+
+    def inference_rewrite(self, F, attrs, inputs, in_shapes):
+        """softmax over MXNet's axis: 1 with multi_output, else the last axis of the input
+        flattened to 2-D (unless preserve_shape)."""
+        x = inputs[0]
+        nd = len(in_shapes[0]) if in_shapes[0] is not None else 2
+        if attrs.get("multi_output"):
+            return [F.softmax(x, axis=1)]
+        if attrs.get("preserve_shape") or nd <= 2:
+            return [F.softmax(x, axis=-1)]
+        flat = F.softmax(F.Reshape(x, shape=(0, -1)), axis=-1)
+        return [F.Reshape(flat, shape=tuple(in_shapes[0]))]
 
     def infer_shape(self, attrs, in_shapes):
         data, label = in_shapes
@@ -1023,6 +1038,9 @@ class _RegressionOutput(Op):
     inplace = {0: 0}
     backward_op = ""
 
+    def inference_rewrite(self, F, attrs, inputs, in_shapes):
+        return [inputs[0]]            # the identity forward; LogisticRegressionOutput overrides
+
     def _forward(self, x: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
@@ -1084,6 +1102,9 @@ class LogisticRegressionOutput(_RegressionOutput):
     """Sigmoid forward; gradient (sigmoid(x) - label) * grad_scale / outputs per sample."""
     backward_op = "_backward_logistic_reg_out"
 
+    def inference_rewrite(self, F, attrs, inputs, in_shapes):
+        return [F.sigmoid(inputs[0])]
+
     def _forward(self, x):
         return 1.0 / (1.0 + np.exp(-x))
 
@@ -1134,6 +1155,9 @@ class MakeLoss(Op):
     params = _MAKE_LOSS_PARAMS
     kernel = "elementwise"
     inplace = {0: 0}
+
+    def inference_rewrite(self, F, attrs, inputs, in_shapes):
+        return [inputs[0]]
 
     def infer_shape(self, attrs, in_shapes):
         data = None if in_shapes[0] is None else tuple(in_shapes[0])
@@ -1263,3 +1287,10 @@ class SoftmaxCrossEntropyBackward(Op):
         p = _softmax(x.astype(acc), 1)
         p[np.arange(x.shape[0]), ids] -= 1.0
         return [_out(p * dy.astype(acc)[0], x.dtype)]
+
+
+# The helpers code generators share with the ops above (public names; the ops' own code keeps
+# the short private ones).
+l2_norm_layout = _l2_layout
+leaky_expr = _leaky_expr
+check_softmax_label = _check_softmax_label

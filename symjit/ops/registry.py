@@ -9,8 +9,13 @@ It carries:
   * `compute`     — the numpy reference implementation;
   * `grad`        — the gradient rule, written with registered ops through an `Emitter`
                     so that the same rule builds eager NDArray code or IR graph nodes;
-  * lowering info — `expr` (elementwise scalar expression) or `kernel` (library family),
-                    and `inplace` ({output index: input index} that may share a buffer).
+  * lowering info — `expr` (elementwise scalar expression) and `inplace` ({output index:
+                    input index} that may share a buffer);
+  * traits        — facts that passes and both code generators read instead of lists of op
+                    names: `reshape_only`, `gradient_barrier`, `broadcast_only`,
+                    `epilogue_host`, `neutral_scalar`, `inference_rewrite` (see `Op`). Adding a reshape-like op
+                    or a GEMM-like op that hosts fused epilogues is one definition with the
+                    trait set; every layer picks it up.
 
 Invariants: op names and aliases are unique; `compute` never mutates its inputs;
 `grad` returns one entry per input (None where no gradient flows).
@@ -23,6 +28,7 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 import numpy as np
 
 from ..base import MXNetError
+from . import rng
 from . import scalar as S
 from .attrs import Param, parse_attrs
 
@@ -49,8 +55,7 @@ class ComputeContext:
 
     def random(self) -> np.random.Generator:
         if self.rng is None:
-            from .. import random as _random
-            return _random.generator()
+            return rng.generator()
         return self.rng
 
 
@@ -84,13 +89,39 @@ class Op:
     inputs: ClassVar[tuple] = ("data",)
     aux_names: ClassVar[tuple] = ()          # subset of inputs that are auxiliary states
     outputs: ClassVar[tuple] = ("output",)
-    kernel: ClassVar[str | None] = None       # library kernel family for codegen (e.g. "gemm")
+    kernel: ClassVar[str | None] = None       # kernel family label shown by visualization (e.g. "gemm")
     inplace: ClassVar[Mapping[int, int]] = {}  # output index -> input index that may share its buffer
     is_random: ClassVar[bool] = False         # never merged by CSE, never constant-folded
     updates_aux: ClassVar[bool] = False       # compute returns new aux values after the outputs in training
     mutate_inputs: ClassVar[tuple] = ()       # inputs overwritten by the extra outputs (optimizer states)
     hidden: ClassVar[bool] = False            # internal op (e.g. `_backward_*`) not needing a frontend doc
     doc: ClassVar[str] = ""
+
+    # ---- traits (read by passes and code generators; never a list of op names) -----
+    #: output 0 holds input 0's elements in the same order, only the shape differs (Reshape,
+    #: Flatten, _copy, ...): code generators copy or alias the buffer, simplification drops the
+    #: node when the shape is unchanged and merges chains of them into one Reshape
+    reshape_only: ClassVar[bool] = False
+    #: the identity in value that stops gradients (BlockGrad): kept while a graph is
+    #: differentiated (training), removed in inference
+    gradient_barrier: ClassVar[bool] = False
+    #: output 0 is input 0 broadcast to a larger shape: the identity when the shapes agree
+    broadcast_only: ClassVar[bool] = False
+    #: a GEMM-shaped op (dense layer, matrix product, convolution) whose single output an
+    #: elementwise epilogue may be fused into (`_with_epilogue`, passes/fusion.py); a code
+    #: generator that lowers the op lowers it with an epilogue too
+    epilogue_host: ClassVar[bool] = False
+    #: for an op of input 0 and a `scalar` attribute: the scalar that makes it the identity
+    #: (x + 0, x * 1, x ** 1, ...); simplification drops such nodes
+    neutral_scalar: ClassVar[float | None] = None
+
+    def inference_rewrite(self, F: "Emitter", attrs: Mapping, inputs: Sequence,
+                          in_shapes: Sequence) -> list | None:
+        """What the op becomes when the graph only predicts, if that differs from the node
+        itself (training-only machinery: Dropout, loss heads): replacements for its first
+        outputs, built from `inputs` with registered ops through `F` (an input itself for the
+        identity), or None to keep the node. passes/inference.py applies it."""
+        return None
 
     # ---- attributes --------------------------------------------------------------
     def parse(self, raw: Mapping[str, Any]) -> dict:

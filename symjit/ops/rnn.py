@@ -19,7 +19,8 @@ from ..base import MXNetError
 from .attrs import Bool, Enum, Float, Int, Optional, Param
 from .registry import Op, register
 
-_GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
+#: gates per cell type: the packed weights of a layer have gates * state_size rows
+GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
 
 _PARAMS = {
     "state_size": Param(Int, doc="hidden units H"),
@@ -55,7 +56,7 @@ def _check_supported(op: str, attrs):
 
 def param_size(attrs, input_size: int) -> int:
     """Length of the packed parameter vector for data with `input_size` features."""
-    g, h, n_l = _GATES[attrs["mode"]], attrs["state_size"], attrs["num_layers"]
+    g, h, n_l = GATES[attrs["mode"]], attrs["state_size"], attrs["num_layers"]
     d = 2 if attrs["bidirectional"] else 1
     size = 0
     for layer in range(n_l):
@@ -66,7 +67,7 @@ def param_size(attrs, input_size: int) -> int:
 
 def _unpack(attrs, flat: np.ndarray, input_size: int) -> dict:
     """{(layer, dir): (W_i2h, W_h2h, b_i2h, b_h2h)} views into the packed vector."""
-    g, h, n_l = _GATES[attrs["mode"]], attrs["state_size"], attrs["num_layers"]
+    g, h, n_l = GATES[attrs["mode"]], attrs["state_size"], attrs["num_layers"]
     d = 2 if attrs["bidirectional"] else 1
     out, pos = {}, 0
     for layer in range(n_l):
@@ -212,6 +213,7 @@ class RNN(Op):
     outputs = ("output", "hy", "cy")
     kernel = "rnn"
     is_random = True  # dropout between layers in training
+    gates = GATES     # the trait frontends (gluon.rnn) read to shape the parameters
 
     def input_names(self, attrs):
         return _names(attrs)

@@ -268,6 +268,7 @@ class Reshape(_ShapeOp):
     """Reshape `data` to `shape`, with MXNet's special codes 0 (copy), -1 (infer), -2 (copy the
     rest), -3 (merge two dims), -4 (split a dim in two); `reverse` matches codes right to left.
     `target_shape`/`keep_highest` are MXNet's deprecated form (one 0 dim is inferred)."""
+    reshape_only = True
     params = {"shape": Param(Shape, ()), "reverse": Param(Bool, False),
               "target_shape": Param(Shape, ()), "keep_highest": Param(Bool, False)}
     inplace = {0: 0}
@@ -308,6 +309,7 @@ def _reshape_like_shape(op: str, attrs, lhs: tuple, rhs: tuple) -> tuple:
 class ReshapeLike(_ShapeOp):
     """Reshape `lhs` to the shape of `rhs` (or replace lhs dims [lhs_begin, lhs_end) by rhs dims
     [rhs_begin, rhs_end)); the sizes must agree."""
+    reshape_only = True
     inputs = ("lhs", "rhs")
     params = {"lhs_begin": Param(Optional(Int), None), "lhs_end": Param(Optional(Int), None),
               "rhs_begin": Param(Optional(Int), None), "rhs_end": Param(Optional(Int), None)}
@@ -338,6 +340,7 @@ class ReshapeLike(_ShapeOp):
 @register("Flatten", aliases=("flatten",))
 class Flatten(_ShapeOp):
     """Collapse all dims after the first: (d0, d1, ..., dk) -> (d0, d1*...*dk); (n,) -> (n, 1)."""
+    reshape_only = True
     inplace = {0: 0}
 
     def infer_shape(self, attrs, in_shapes):
@@ -397,6 +400,7 @@ class Transpose(_ShapeOp):
 @register("expand_dims")
 class ExpandDims(_ShapeOp):
     """Insert a dim of size 1 at `axis` (in [-ndim-1, ndim])."""
+    reshape_only = True
     params = {"axis": Param(Int)}
     inplace = {0: 0}
 
@@ -424,6 +428,7 @@ class ExpandDims(_ShapeOp):
 @register("squeeze")
 class Squeeze(_ShapeOp):
     """Remove size-1 dims (all of them, or those in `axis`); at least one dim always remains."""
+    reshape_only = True
     params = {"axis": Param(Optional(Shape), None)}
     inplace = {0: 0}
 
@@ -530,6 +535,7 @@ def _check_broadcast_dim(op: str, have: int, want: int, ishape, target) -> int:
 @register("broadcast_to")
 class BroadcastTo(_ShapeOp):
     """Broadcast size-1 dims to `shape`; a 0 in `shape` keeps the input dim."""
+    broadcast_only = True
     params = {"shape": Param(Shape, ())}
 
     def _out(self, attrs, d: tuple) -> tuple:
@@ -555,6 +561,7 @@ class BroadcastTo(_ShapeOp):
 @register("broadcast_axis", aliases=("broadcast_axes",))
 class BroadcastAxis(_ShapeOp):
     """Broadcast the size-1 dims listed in `axis` to the matching `size`."""
+    broadcast_only = True
     params = {"axis": Param(Shape, ()), "size": Param(Shape, ())}
 
     def _out(self, attrs, d: tuple) -> tuple:
@@ -588,6 +595,7 @@ class BroadcastAxis(_ShapeOp):
 class BroadcastLike(_ShapeOp):
     """Broadcast `lhs` to the shape of `rhs`, or only its `lhs_axes` to the sizes of `rhs`'s
     `rhs_axes`."""
+    broadcast_only = True
     inputs = ("lhs", "rhs")
     params = {"lhs_axes": Param(Optional(Shape), None), "rhs_axes": Param(Optional(Shape), None)}
 
@@ -1725,3 +1733,7 @@ class SizeArray(_ShapeOp):
 
     def grad(self, F, attrs, inputs, outputs, ograds):
         return [F.zeros_like(inputs[0])]
+
+
+# Shared with the code generators (public name; the ops above keep the private one).
+transpose_axes = _transpose_axes

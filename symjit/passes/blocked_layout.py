@@ -27,10 +27,9 @@ entry convolution 0.65 (it also saves the conversion into the layout, 2-4% of th
 the whole call 0.89. A lone pointwise convolution, or a chain without a depthwise one, would
 only pay for the conversions.
 
-`enabled`: the pass runs only where the kernel library's AVX-512 kernels are in use (None:
-ask the runtime); elsewhere the NCHW paths (the BLAS) are faster, although the blocked kernels
-have portable loops too. The CUDA code generator disables the pass (codegen/cuda
-`CPU_ONLY_PASSES`).
+Targets: the pass manager runs it only for llvm targets whose kernel library has its AVX-512
+kernels (`Target.kernels`); elsewhere the NCHW paths (the BLAS) are faster, although the
+blocked kernels have portable loops too, and the CUDA target has no blocked kernels at all.
 
 Guarantees: the graph computes the same values up to float reassociation (the blocked kernels
 sum each output's products in another order than the NCHW ones; the interpreter's reference
@@ -42,8 +41,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.graph import Graph, Node, Value
+from ..ir.target import AVX512_KERNELS, only_for
 from ..ops.blocked import BLOCK, blocked_shape
-from ..ops.nn_conv import _geometry
+from ..ops.nn_conv import conv_geometry
 from .rewrite import NameSource, convolution_relu, make_node, replace_uses
 
 #: the fewest convolutions a chain needs to be worth its two layout conversions
@@ -72,7 +72,7 @@ def _conv2d(n: Node, producer: dict):
     attrs, relu = found
     if len(attrs["kernel"]) != 2 or len(n.outputs) != 1:
         return None
-    geo = _geometry("Convolution", attrs)
+    geo = conv_geometry("Convolution", attrs)
     if geo["layout"] not in (None, "NCHW"):
         return None
     x, y = n.inputs[0], n.outputs[0]
@@ -135,11 +135,10 @@ def _chains(g: Graph, found: dict, producer: dict) -> list[list[Node]]:
     return list(groups.values())
 
 
-def blocked_layout(g: Graph, enabled: bool | None = None) -> tuple[Graph, dict]:
+@only_for(lambda t: t.kind == "llvm" and AVX512_KERNELS in t.kernels,
+          "llvm targets whose kernel library has its AVX-512 kernels")
+def blocked_layout(g: Graph, enabled: bool = True) -> tuple[Graph, dict]:
     """The module docstring's rewrite; stats: `blocked_convolutions`, `layout_conversions`."""
-    if enabled is None:
-        from ..runtime import native_kernels_in_use
-        enabled = native_kernels_in_use()
     if not enabled:
         return g, {"blocked_convolutions": 0, "layout_conversions": 0}
     g = g.copy()

@@ -10,8 +10,8 @@ Why: a network's stem (resnet: 7x7 convolution, relu, 3x3 stride-2 max pooling) 
 convolution output four times the size of the pooled one and the pooling reads it back; the
 kernel library computes the convolution rows each block of pooled rows needs into a buffer
 that stays in cache and pools them there (nnkernels.c `symjit_nn_conv_pool`), so only the
-pooled output reaches memory. The CUDA code generator has no such kernel and disables this
-pass (codegen/cuda `CPU_ONLY_PASSES`).
+pooled output reaches memory. The CUDA target has no such kernel: the pass manager runs the
+pass for llvm targets only.
 
 Guarantees: the graph computes the same values (the same convolution tiles, relu and pooling,
 in the same order); the node list stays topologically sorted; idempotent.
@@ -19,6 +19,7 @@ in the same order); the node list stays topologically sorted; idempotent.
 from __future__ import annotations
 
 from ..ir.graph import Graph, Node
+from ..ir.target import only_for
 from .rewrite import NameSource, convolution_relu, make_node, replace_uses
 
 
@@ -39,6 +40,7 @@ def _is_max_pool_2d(n: Node) -> bool:
             and len(a["kernel"]) == 2 and a["layout"] in (None, "NCHW"))
 
 
+@only_for(lambda t: t.kind == "llvm", "llvm targets (the kernel library implements `_conv_pool`)")
 def fuse_conv_pool(g: Graph) -> tuple[Graph, dict]:
     """The module docstring's rewrite; stats: `conv_pool_fused`."""
     g = g.copy()

@@ -9,9 +9,11 @@ expressions are the members' scalar expressions composed (`scalar.substitute`); 
 outputs are the member values read outside it or returned by the graph. Inputs of smaller
 (broadcast) shape stay inputs: they are read with stride 0, never materialised.
 
-Step 2 — epilogues: a FullyConnected/Convolution/Deconvolution/dot/batch_dot node whose
-only reader is one fused group iterating over its output shape becomes `_with_epilogue`
-(the group's expressions applied to the library op's result while it is in registers).
+Step 2 — epilogues: a node of an `epilogue_host` op (ops/registry.py: FullyConnected,
+Convolution, Deconvolution, dot, batch_dot, and `_backward_FullyConnected_data`, whose
+input gradient takes the activation gradient of the layer before, dX * relu'(y)) whose only
+reader is one fused group iterating over its output shape becomes `_with_epilogue` (the
+group's expressions applied to the library op's result while it is in registers).
 
 Guarantees: the graph computes the same outputs; the node list stays topologically sorted;
 the pass is idempotent on its own output.
@@ -29,10 +31,6 @@ from .rewrite import NameSource, make_node, replace_uses
 #: largest fusion group: bounds expression depth (codegen and compile time stay linear)
 MAX_GROUP_NODES = 64
 
-_EPILOGUE_HOSTS = {"FullyConnected", "Convolution", "Deconvolution", "dot", "batch_dot",
-                   # backward GEMMs: the input gradient of a dense layer takes the activation
-                   # gradient of the layer before (dX * relu'(y)) as its epilogue
-                   "_backward_FullyConnected_data"}
 
 
 def node_exprs(n: Node) -> list[S.Expr] | None:
@@ -224,7 +222,7 @@ def fuse_epilogues(g: Graph) -> tuple[Graph, dict]:
     mapping: dict[Value, Value] = {}
     count = 0
     for host in g.nodes:
-        if host.op.name not in _EPILOGUE_HOSTS or len(host.outputs) != 1:
+        if not host.op.epilogue_host or len(host.outputs) != 1:
             continue
         y = host.outputs[0]
         rs = readers.get(y, [])

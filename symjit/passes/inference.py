@@ -1,6 +1,7 @@
 """Inference rewrites: what training-only machinery becomes when the graph only predicts.
 
-  * Dropout (mode 'training') -> identity; MakeLoss, LinearRegressionOutput, MAERegressionOutput -> identity;
+  * every op with an `inference_rewrite` (ops/registry.py) becomes what it says: Dropout (mode
+    'training'), MakeLoss, LinearRegressionOutput, MAERegressionOutput -> identity;
     LogisticRegressionOutput -> sigmoid; SoftmaxOutput -> softmax over MXNet's axis.
   * BatchNorm with global statistics that follows a Convolution or FullyConnected (whose
     output nothing else reads), when the layer's weight and the BatchNorm parameters are
@@ -16,22 +17,17 @@ from __future__ import annotations
 
 from ..ir.graph import Graph, Node, Value
 from ..ops import scalar as S
+from ..ops.registry import Emitter
 from .rewrite import NameSource, make_node, replace_uses, use_counts
 
-_IDENTITY_HEADS = {"Dropout", "MakeLoss", "LinearRegressionOutput", "MAERegressionOutput"}
 
-
-def _softmax_replacement(n: Node, names: NameSource) -> list[Node]:
-    x = n.inputs[0]
-    nd = len(x.type.shape) if x.type.shape is not None else 2
-    if n.attrs.get("multi_output"):
-        return [make_node(names, "softmax", [x], {"axis": 1}, base=n.name)]
-    if n.attrs.get("preserve_shape") or nd <= 2:
-        return [make_node(names, "softmax", [x], {"axis": -1}, base=n.name)]
-    flat = make_node(names, "Reshape", [x], {"shape": (0, -1)}, base=f"{n.name}_flat")
-    sm = make_node(names, "softmax", flat.outputs, {"axis": -1}, base=f"{n.name}_softmax")
-    back = make_node(names, "Reshape", sm.outputs, {"shape": tuple(x.type.shape)}, base=n.name)
-    return [flat, sm, back]
+def _inference_form(n: Node, names: NameSource, sink: list) -> list | None:
+    """The op's `inference_rewrite` of node `n` (new nodes appended to `sink`), or None."""
+    def apply(op_name, inputs, attrs):
+        node = make_node(names, op_name, inputs, attrs, base=n.name)
+        sink.append(node)
+        return node.outputs
+    return n.op.inference_rewrite(Emitter(apply), n.attrs, list(n.inputs), [v.type.shape for v in n.inputs])
 
 
 def _fold_batchnorm(conv: Node, bn: Node, names: NameSource) -> list[Node]:
@@ -127,21 +123,12 @@ def inference_rewrites(g: Graph) -> tuple[Graph, dict]:
     for n in g.nodes:
         n.inputs = [mapping.get(v, v) for v in n.inputs]
         new_nodes.append(n)
-        if n.op.name == "Dropout" and n.attrs.get("mode") == "always":
-            continue
-        if n.op.name in _IDENTITY_HEADS:
-            mapping[n.outputs[0]] = n.inputs[0]
-            stats["dropout_removed" if n.op.name == "Dropout" else "heads_rewritten"] += 1
-        elif n.op.name == "LogisticRegressionOutput":
-            rep = make_node(names, "sigmoid", [n.inputs[0]], base=n.name)
-            new_nodes.append(rep)
-            mapping[n.outputs[0]] = rep.outputs[0]
-            stats["heads_rewritten"] += 1
-        elif n.op.name == "SoftmaxOutput":
-            reps = _softmax_replacement(n, names)
-            new_nodes.extend(reps)
-            mapping[n.outputs[0]] = reps[-1].outputs[0]
-            stats["heads_rewritten"] += 1
+        made: list[Node] = []
+        form = _inference_form(n, names, made)
+        if form is not None:
+            new_nodes.extend(made)
+            mapping.update(zip(n.outputs, form))
+            stats["dropout_removed" if n.op.is_random else "heads_rewritten"] += 1
         elif n.op.name == "BatchNorm" and not any(uses.get(v, 0) for v in n.outputs[1:]):
             conv = _bn_foldable(n, producers, uses)
             reps = _fold_batchnorm(conv, n, names) if conv is not None else _bn_elementwise(n, names)

@@ -23,6 +23,7 @@ from typing import Callable, Mapping, Sequence
 from ..base import MXNetError
 from ..ir.graph import Graph
 from ..ir.printer import format_graph
+from ..ir.target import Target, applies_to
 from ..ir.verify import verify
 from .blocked_layout import blocked_layout
 from .conv_pool import fuse_conv_pool
@@ -81,11 +82,15 @@ class PassRecord:
     nodes_after: int
     seconds: float
     skipped: bool = False
+    note: str = ""       # why it was skipped: "disabled" or the targets it applies to
 
 
 @dataclass
 class PassManager:
-    """Runs a named pipeline (or an explicit list of (name, pass))."""
+    """Runs a named pipeline (or an explicit list of (name, pass)) for a target: a pass marked
+    `only_for` some targets (ir/target.py) is skipped, and reported so, for the others. The
+    default target is a generic CPU (llvm) without the kernel library's optional paths; the
+    code generators hand in the target they compile for (codegen/llvm/target.py)."""
     pipeline: str | Sequence[tuple[str, Pass]] = "inference"
     disabled: set = field(default_factory=set)
     debug: bool = False
@@ -95,6 +100,8 @@ class PassManager:
     #: bytes of the intermediates of the graph as it came in (after type inference), each in its
     #: own buffer: the baseline the memory plan is measured against
     unoptimized_bytes: int = 0
+    #: what the graph is compiled for (chooses the target-specific passes)
+    target: Target = field(default_factory=Target)
 
     def __post_init__(self):
         requested = set(self.disabled)
@@ -121,8 +128,9 @@ class PassManager:
         if constants:
             g = self._run_one("bind_constants", partial(bind_constants, constants=constants), g)
         for name, fn in self.passes:
-            if name in self.disabled:
-                self.records.append(PassRecord(name, {}, len(g.nodes), len(g.nodes), 0.0, skipped=True))
+            if name in self.disabled or not applies_to(fn, self.target):
+                note = "disabled" if name in self.disabled else f"only for {fn.targets}"
+                self.records.append(PassRecord(name, {}, len(g.nodes), len(g.nodes), 0.0, skipped=True, note=note))
                 continue
             g = self._run_one(name, fn, g)
             if name == "infer":
@@ -151,7 +159,7 @@ class PassManager:
         lines = [f"unoptimized intermediates: {self.unoptimized_bytes} B"] if self.unoptimized_bytes else []
         for r in self.records:
             if r.skipped:
-                lines.append(f"{r.name:20s} (disabled)")
+                lines.append(f"{r.name:20s} ({r.note})")
                 continue
             st = ", ".join(f"{k}={v}" for k, v in r.stats.items())
             lines.append(f"{r.name:20s} {r.nodes_before:5d} -> {r.nodes_after:5d} nodes  "

@@ -9,8 +9,7 @@ from typing import Mapping, Sequence
 
 from ..ir.builder import infer_node_types
 from ..ir.graph import Graph, Node, Value
-from ..ops import scalar as S
-from ..ops.elemwise import relu_expr
+from ..ops.fused import is_relu_epilogue
 from ..ops.registry import get_op
 
 __all__ = ["replace_uses", "make_node", "NameSource", "use_counts", "attrs_key", "convolution_relu"]
@@ -52,17 +51,12 @@ def make_node(names: NameSource, op_name: str, inputs: Sequence[Value], attrs: M
     return Node(node_name, op, parsed, list(inputs), outs)
 
 
-_RELU_OF_RESULT = relu_expr(S.Input(0))
-
-
 def convolution_relu(n: Node) -> tuple[dict, bool] | None:
     """(Convolution attrs, relu) when `n` is a Convolution, or a `_with_epilogue` of one whose
     epilogue is exactly relu of the result (no other inputs); else None."""
     if n.op.name == "Convolution":
         return n.attrs, False
-    if (n.op.name == "_with_epilogue" and n.attrs["inner"] == "Convolution"
-            and n.attrs["num_args"] == n.attrs["num_inner"]
-            and tuple(n.attrs["exprs"]) == (_RELU_OF_RESULT,)):
+    if n.op.name == "_with_epilogue" and n.attrs["inner"] == "Convolution" and is_relu_epilogue(n.attrs):
         return n.attrs["inner_attrs"], True
     return None
 

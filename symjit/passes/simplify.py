@@ -2,11 +2,13 @@
 
 Each rule looks at one node (and sometimes its producer) and either returns a Value that
 already computes the node's result (the node is bypassed) or a replacement node. Rules:
-  * x*1, x/1, x+0, x-0, x**1, identity/_copy, Cast to the same dtype, broadcast_to/
-    broadcast_like to the same shape, Reshape/Flatten to the same shape -> x
-  * BlockGrad/stop_gradient -> x in inference graphs (they only matter to autodiff)
+  * x*1, x/1, x+0, x-0, x**1 (the op's `neutral_scalar`), Cast to the same dtype, a `reshape_only` op (Reshape, Flatten,
+    _copy, ...) or a `broadcast_only` op (broadcast_to, ...) to the same shape -> x
+  * a `gradient_barrier` op (BlockGrad/stop_gradient) -> x in inference graphs (it only
+    matters to autodiff)
   * x - x -> zeros_like(x);  negative(negative(x)) -> x
-  * Reshape(Reshape(x)) -> Reshape(x);  transpose(transpose(x)) -> one transpose (or x)
+  * a chain of one-input `reshape_only` ops -> one Reshape (or x);
+    transpose(transpose(x)) -> one transpose (or x)
   * x**2, x**3, x**4 -> products; x**0.5 -> sqrt(x); x**-1 -> reciprocal(x)
 """
 from __future__ import annotations
@@ -19,25 +21,19 @@ from .rewrite import NameSource, make_node, replace_uses
 
 Rule = Callable[[Node, dict, NameSource, bool], "Value | Node | None"]
 
-_NEUTRAL_SCALAR = {"_mul_scalar": 1.0, "_div_scalar": 1.0, "_plus_scalar": 0.0, "_minus_scalar": 0.0,
-                   "_power_scalar": 1.0}
-_IDENTITY_OPS = {"_copy"}
-_GRAD_ONLY_OPS = {"BlockGrad"}
-
 
 def _same_type(a: Value, b: Value) -> bool:
     return a.type.shape_known and a.type.shape == b.type.shape and a.type.dtype == b.type.dtype
 
 
 def rule_neutral(n: Node, producers, names, training):
-    if n.op.name in _NEUTRAL_SCALAR and n.attrs.get("scalar") == _NEUTRAL_SCALAR[n.op.name]:
+    if n.op.neutral_scalar is not None and n.attrs.get("scalar") == n.op.neutral_scalar:
         return n.inputs[0]
-    if n.op.name in _IDENTITY_OPS or (n.op.name in _GRAD_ONLY_OPS and not training):
-        return n.inputs[0]
+    if n.op.gradient_barrier:
+        return None if training else n.inputs[0]
     if n.op.name == "Cast" and n.inputs[0].type.dtype == n.attrs["dtype"]:
         return n.inputs[0]
-    if n.op.name in ("broadcast_to", "broadcast_like", "broadcast_axis", "Reshape", "Flatten",
-                     "reshape_like", "expand_dims", "squeeze") and _same_type(n.inputs[0], n.outputs[0]):
+    if (n.op.reshape_only or n.op.broadcast_only) and _same_type(n.inputs[0], n.outputs[0]):
         return n.inputs[0]
     return None
 
@@ -59,10 +55,15 @@ def rule_double_negation(n: Node, producers, names, training):
     return None
 
 
+def _single_reshape(n: Node) -> bool:
+    """A one-input reshape-only op that passes gradients (BlockGrad is not merged away)."""
+    return n.op.reshape_only and not n.op.gradient_barrier and len(n.inputs) == 1
+
+
 def rule_reshape_chain(n: Node, producers, names, training):
-    if n.op.name in ("Reshape", "Flatten") and n.outputs[0].type.shape_known:
+    if _single_reshape(n) and n.outputs[0].type.shape_known:
         p = producers.get(n.inputs[0])
-        if p is not None and p[0].op.name in ("Reshape", "Flatten"):
+        if p is not None and _single_reshape(p[0]):
             src = p[0].inputs[0]
             if src.type.shape == n.outputs[0].type.shape:
                 return src

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from symjit.codegen.llvm.executable import compile_planned
+from symjit.codegen.llvm.lower_gemm import TUNE_KEYS
 from symjit.ir import GraphBuilder, TensorType, run
 from symjit.passes.manager import compile_graph
 
@@ -252,7 +253,8 @@ DW_ROWS_S2_CASES = [
 
 
 #: nnkernels.c symjit_nn_tune: the key of the kernel-choice overrides and the values used here
-TUNE_CONV, WNAT_PREVIOUS_BLOCKS, DW_PERMUTE_ROWS = 2, 12, 13
+TUNE_CONV = TUNE_KEYS["conv"]
+WNAT_PREVIOUS_BLOCKS, DW_PERMUTE_ROWS = 12, 13
 
 
 def _kernel_tune():

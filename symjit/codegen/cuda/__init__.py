@@ -19,20 +19,20 @@ take their inference behaviour (Dropout is the identity, BatchNorm uses the movi
 """
 from __future__ import annotations
 
+from ...ir.target import Target
 from .graph import lower_graph, supported_ops
 from .plan import LaunchPlan
 from .source import ARCHS, render
 
-__all__ = ["lower_graph", "supported_ops", "LaunchPlan", "render", "ARCHS", "plan_graph", "CPU_ONLY_PASSES"]
+__all__ = ["lower_graph", "supported_ops", "LaunchPlan", "render", "ARCHS", "plan_graph", "TARGET"]
 
-
-#: inference passes whose fused ops only the CPU kernel library implements
-CPU_ONLY_PASSES = ("conv_pool", "blocked_layout")
+#: what the CUDA code generator compiles for (the pass manager skips the passes whose fused ops
+#: only the CPU kernel library implements: they are marked `only_for` llvm targets)
+TARGET = Target("cuda", cpu="", sm=tuple(int(a.split("_")[1]) for a in ARCHS))
 
 
 def plan_graph(g, constants=None, disabled=()):
-    """Run the inference pass pipeline (the LLVM backend's, less CPU_ONLY_PASSES) over IR graph
-    `g` with the graph inputs named in `constants` bound to their arrays; returns the planned
-    graph."""
+    """Run the inference pass pipeline for the CUDA target over IR graph `g` with the graph
+    inputs named in `constants` bound to their arrays; returns the planned graph."""
     from ...passes.manager import PassManager
-    return PassManager("inference", disabled=set(disabled) | set(CPU_ONLY_PASSES)).run(g, constants or None)
+    return PassManager("inference", disabled=set(disabled), target=TARGET).run(g, constants or None)

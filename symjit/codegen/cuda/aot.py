@@ -31,7 +31,7 @@ from typing import Callable
 
 import numpy as np
 
-from ... import __version__
+from ..._version import __version__
 from ...base import MXNetError
 from ...ir.graph import Graph
 from ..aot import AotResult, c_macro_token, check_output_dir, runtime_dir, signature_macros, write_files_atomically

@@ -21,7 +21,7 @@ kernel can be checked by the host emulation):
 The epilogue (bias, then the group's expressions over the result and extra inputs) runs on
 each output element while it is in registers; extra inputs are read at the same output index
 (broadcast with `elementwise.index_offsets`), so an output sharing an extra input's buffer
-in place is safe. Geometry follows symjit.ops.nn_conv (`_geometry`, `deconv_pad_adj`);
+in place is safe. Geometry follows symjit.ops.nn_conv (`conv_geometry`, `deconv_pad_adj`);
 channel-first layouts, 1 to 3 spatial dims, float32 or float64.
 """
 from __future__ import annotations
@@ -34,6 +34,7 @@ from ...base import MXNetError
 from ...ops import nn_conv as C
 from ...ops import scalar as S
 from ...ops.linalg import dot_shapes
+from ...ops.registry import get_op
 from .elementwise import grid_for, grid_stride_loop, index_offsets
 from .expr import ExprEmitter, check_dtype, convert, ctype
 from .graph import register_lowering
@@ -309,7 +310,7 @@ class ConvGeometry:
 
 
 def _conv_geometry(op: str, attrs, xs, ys, pad=None) -> ConvGeometry:
-    geo = C._geometry(op, attrs)
+    geo = C.conv_geometry(op, attrs)
     if geo["layout"] not in (None, "NCW", "NCHW", "NCDHW"):
         raise MXNetError(f"cuda codegen: {op} with layout {geo['layout']} has no CUDA lowering (channel-first only)")
     return ConvGeometry(xs[0], xs[1], ys[1], int(geo["num_group"]), _pad3(xs[2:], 1), _pad3(ys[2:], 1),
@@ -400,7 +401,7 @@ def _deconvolution(ctx, node, attrs, ins, epi: Epilogue) -> list:
     x, w = ins[0], ins[1]
     xs, ys = _shape(x), _shape(epi.outputs[0])
     pad, _adj = C.deconv_pad_adj(attrs, xs[2:])
-    geo = C._geometry("Deconvolution", attrs)
+    geo = C.conv_geometry("Deconvolution", attrs)
     if geo["layout"] not in (None, "NCW", "NCHW", "NCDHW"):
         raise MXNetError(f"cuda codegen: Deconvolution with layout {geo['layout']} has no CUDA lowering")
     G = int(geo["num_group"])
@@ -451,7 +452,7 @@ def lower_compute(node, ctx: LoweringContext) -> list:
     """A GEMM-family or convolution node, with its fused epilogue if it has one."""
     op, attrs, ins = _inner(node)
     plan = _PLANS.get(op)
-    if plan is None:
+    if plan is None or (node.op.name == "_with_epilogue" and not get_op(op).epilogue_host):
         raise MXNetError(f"cuda codegen: no CUDA lowering for {op} with a fused epilogue")
     dtype = _float_dtype(node, list(node.inputs) + list(node.outputs))
     if any(_size(_shape(v)) == 0 for v in ins):

@@ -21,7 +21,7 @@ from typing import Callable
 from ...base import MXNetError
 from ...ir.builder import describe_node
 from ...ir.graph import Graph, Node, Value
-from ...ops.registry import Elementwise
+from ..lowering import lowering_table
 from .elementwise import elementwise_launch, elementwise_spec
 from .plan import LaunchPlan, LoweringContext, place_values
 
@@ -29,42 +29,33 @@ __all__ = ["LOWERINGS", "register_lowering", "lower_graph", "find_lowering", "su
 
 Lowering = Callable[[Node, LoweringContext], list]
 
-#: op name -> lowering (returns the node's steps or raises MXNetError)
-LOWERINGS: dict[str, Lowering] = {}
-
-
-def register_lowering(*op_names: str):
-    def deco(fn: Lowering) -> Lowering:
-        for n in op_names:
-            LOWERINGS[n] = fn
-        return fn
-    return deco
+#: the CUDA target's lowerings (codegen/lowering.py); a lowering returns the node's steps or
+#: raises MXNetError
+TABLE = lowering_table("cuda")
+LOWERINGS = TABLE.by_op
+register_lowering = TABLE.register
 
 
 def _load_lowerings() -> None:
-    if not _load_lowerings.done:
-        from . import gemm, nn, reduce, shape  # noqa: F401 - each registers its lowerings
-        _load_lowerings.done = True
+    from . import gemm, nn, reduce, shape  # noqa: F401 - each registers its lowerings
 
 
-_load_lowerings.done = False
+TABLE.add_loader(_load_lowerings)
 
 
 def find_lowering(node: Node) -> Lowering | None:
-    _load_lowerings()
-    fn = LOWERINGS.get(node.op.name)
-    if fn is None and isinstance(node.op, Elementwise):
-        fn = LOWERINGS.get("<elementwise>")
-    return fn
+    return TABLE.find(node.op)
 
 
 def supported_ops() -> list[str]:
-    """Op names with a CUDA lowering (every registry elementwise op too, as '<elementwise>')."""
-    _load_lowerings()
+    """Op names with a CUDA lowering of their own (every op with a trait that has a rule,
+    `TABLE.by_trait`, too)."""
+    TABLE.load()
     return sorted(LOWERINGS)
 
 
-@register_lowering("_fused_elemwise", "_elemwise_expr", "<elementwise>")
+@register_lowering("_fused_elemwise", "_elemwise_expr")
+@TABLE.register_trait("elementwise")
 def lower_elementwise(node: Node, ctx: LoweringContext) -> list:
     return elementwise_launch(ctx, elementwise_spec(node), list(node.inputs) + list(node.outputs))
 

@@ -12,7 +12,7 @@ BatchNorm (inference) and LeakyReLU.
     the reference's formula: out = (x - mean) * (inv_std * gamma) + beta, inv_std =
     1 / sqrt(var + eps); the hidden outputs receive mean and inv_std.
   * LeakyReLU (leaky, elu, selu, gelu, prelu; rrelu uses its inference slope): the op's own
-    scalar expression (`nn_norm._leaky_expr`) as an elementwise kernel.
+    scalar expression (`nn_norm.leaky_expr`) as an elementwise kernel.
   * The loss heads' forward (LinearRegressionOutput, MAERegressionOutput, MakeLoss: the data;
     LogisticRegressionOutput: its sigmoid), as elementwise kernels; labels matter only backward.
 """
@@ -59,9 +59,9 @@ def lower_pooling(node, ctx: LoweringContext) -> list:
     dt = _float(node, x, y)
     T = ctype(dt)
     xs, ys = _shape(x), _shape(y)
-    geo = C._pool_geometry(attrs, xs)
+    geo = C.pool_geometry(attrs, xs)
     ptype = attrs["pool_type"]
-    p = C._lp_p(attrs) if ptype == "lp" else 1
+    p = C.lp_pool_power(attrs) if ptype == "lp" else 1
     cip = True if attrs["count_include_pad"] is None else bool(attrs["count_include_pad"])
     D, H, W = _pad3(xs[2:], 1)
     OD, OH, OW = _pad3(ys[2:], 1)
@@ -147,7 +147,7 @@ def lower_batch_norm(node, ctx: LoweringContext) -> list:
 
 @register_lowering("LeakyReLU")
 def lower_leaky_relu(node, ctx: LoweringContext) -> list:
-    from ...ops.nn_norm import _leaky_expr
+    from ...ops.nn_norm import leaky_expr
     x, out = node.inputs[0], node.outputs[0]
     dt = _float(node, *node.inputs, out)
     kind = node.attrs["act_type"]
@@ -160,7 +160,7 @@ def lower_leaky_relu(node, ctx: LoweringContext) -> list:
             steps += fill_launch(ctx, node.outputs[1], slope)
         return steps
     if kind != "prelu":
-        expr = _leaky_expr(node.attrs, S.Input(0), node.attrs["slope"])
+        expr = leaky_expr(node.attrs, S.Input(0), node.attrs["slope"])
         return elementwise_launch(ctx, ElementwiseSpec((expr,), (dt,), (shape,), dt, (dt,), shape), [x, out])
     gamma = node.inputs[1]
     gshape = _shape(gamma)

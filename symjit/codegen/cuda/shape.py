@@ -1,7 +1,7 @@
 """CUDA lowerings of data-movement ops: shape reinterpretations, strided copies, joins, fills.
 
-  * Reshape, Flatten, expand_dims, squeeze, reshape_like, _copy (identity), BlockGrad
-    (stop_gradient) and inference-mode Dropout hold their input's bytes: one device-to-device `Copy` step
+  * every `reshape_only` op (Reshape, Flatten, expand_dims, squeeze, reshape_like, _copy,
+    BlockGrad) and inference-mode Dropout hold their input's bytes: one device-to-device `Copy` step
     (skipped when the memory plan gave both values the same buffer).
   * Every other pure data-movement op is a set of *strided copies*
     `dst[dst_off + sum_d i_d * dst_stride_d] = src[src_off + sum_d i_d * src_stride_d]` over an
@@ -23,9 +23,9 @@ import numpy as np
 
 from ...base import MXNetError
 from ..llvm.lower_loops import row_strides
-from ..llvm.lower_shape import PROBE_LIMIT, _refined_shape, merge_copy_dims, probe_maps
+from ..llvm.lower_shape import PROBE_LIMIT, merge_copy_dims, probe_maps, refined_shape
 from .elementwise import grid_for, grid_stride_loop
-from .graph import register_lowering
+from .graph import TABLE, register_lowering
 from .plan import LoweringContext
 from .prelude import THREADS
 
@@ -84,7 +84,7 @@ def fill_launch(ctx: LoweringContext, dst, value: float) -> list:
     return [ctx.launch(kernel, grid_for(n), [dst])]
 
 
-@register_lowering("Reshape", "reshape_like", "Flatten", "expand_dims", "squeeze", "_copy", "BlockGrad")
+@TABLE.register_trait("reshape_only")
 def lower_copy(node, ctx: LoweringContext) -> list:
     """A shape reinterpretation: the output holds the input's bytes."""
     src, dst = node.inputs[0], node.outputs[0]
@@ -120,7 +120,7 @@ def lower_probed(node, ctx: LoweringContext) -> list:
     if _size(src) > PROBE_LIMIT:
         raise MXNetError(f"cuda codegen: {node.op.name} input of {_size(src)} elements is too large to derive "
                          f"its index map (limit {PROBE_LIMIT})")
-    refined = _refined_shape(node)
+    refined = refined_shape(node)
     maps = probe_maps(node, refined)
     if maps is None:
         raise MXNetError(f"cuda codegen: {node.op.name} with these attributes is not an affine copy")
@@ -133,9 +133,9 @@ def lower_probed(node, ctx: LoweringContext) -> list:
 
 @register_lowering("transpose")
 def lower_transpose(node, ctx: LoweringContext) -> list:
-    from ...ops.shape import _transpose_axes
+    from ...ops.shape import transpose_axes
     src, dst = node.inputs[0], node.outputs[0]
-    perm = _transpose_axes("transpose", node.attrs["axes"], len(src.type.shape))
+    perm = transpose_axes("transpose", node.attrs["axes"], len(src.type.shape))
     st = row_strides(src.type.shape)
     return copy_launch(ctx, src, dst, dst.type.shape, [st[a] for a in perm], row_strides(dst.type.shape))
 

@@ -16,6 +16,7 @@ from ...ir.graph import Graph
 from ...ir.interpreter import RunResult
 from ...passes.manager import compile_graph
 from .executable import CompiledGraph, compile_planned
+from .target import compile_target
 
 __all__ = ["compile_for_executor"]
 
@@ -116,6 +117,6 @@ class _Compiler:
         by_name = {v.name: v for v in g.values()}
         n_out = len(g.outputs)
         g.outputs = list(g.outputs) + [by_name[v.name] for v in keep]
-        opt, _ = compile_graph(g, "training" if is_train else "inference")
+        opt, _ = compile_graph(g, "training" if is_train else "inference", target=compile_target("native"))
         cg = compile_planned(opt, graph.name, is_train)
         return cg, n_out, [v.name for v in keep]

@@ -34,7 +34,7 @@ from ...base import MXNetError
 from ...ops import scalar as S
 from . import vecmath as V
 from .nontemporal import STREAM_MIN_BYTES, STREAM_SUFFIX
-from .target import host_target, target_feature_set
+from .target import current_machine, host_target, target_feature_set
 from .vecmath import FnBuilder, Val, fabs, select
 
 __all__ = ["ElementwiseSpec", "ModuleBuilder", "emit_elementwise", "elementwise_module", "kernel_name", "code_key",
@@ -468,7 +468,7 @@ def _int_pow_function(ty: str, signed: bool) -> tuple[str, str]:
 def _streams_outputs(spec: ElementwiseSpec, shape: Sequence[int]) -> bool:
     """Whether the kernel gets a streaming-store copy (nontemporal.py): one flat loop, an x86
     target, and outputs of at least STREAM_MIN_BYTES in all."""
-    if len(shape) != 1 or not host_target().triple.startswith("x86_64"):
+    if len(shape) != 1 or not current_machine().triple.startswith("x86_64"):
         return False
     n = int(np.prod(spec.out_shape, dtype=np.int64))
     return n * sum(_BITS[_lty(dt)] // 8 for dt in spec.out_dtypes) >= STREAM_MIN_BYTES
@@ -604,7 +604,7 @@ def _emit_kernel(mb: ModuleBuilder, spec: ElementwiseSpec, name: str, shape, str
         L("  br i1 %rmore, label %exit, label %row")
     L("exit:")
     if mode == "stream":    # non-temporal stores are weakly ordered: drain them before returning
-        L(f"  call void @{V._intrinsic('llvm.x86.sse.sfence', 'void', [])}()")
+        L(f"  call void @{V.declare_intrinsic('llvm.x86.sse.sfence', 'void', [])}()")
         b.used_intrinsics.add("llvm.x86.sse.sfence")
     L("  ret void")
     mb.intrinsics |= b.used_intrinsics

@@ -20,8 +20,9 @@ import weakref
 import llvmlite.binding as llvm
 import numpy as np
 
-from ... import __version__
+from ..._version import __version__
 from ...base import MXNetError
+from ...ops import rng as global_rng
 from .. import cache
 from .graph import ENTRY_CFUNCTYPE, GraphModule, lower_graph, run_python_node
 from .jit import CompiledCode, compile_to_object, load_object
@@ -54,10 +55,12 @@ class CompileStats:
         self.llvm_s = 0.0
         self.load_s = 0.0
         self.cache = "none"   # "memory", "disk" or "none"
+        #: nodes that run in Python (codegen/llvm/graph.py `Fallback`s): none in a native graph
+        self.python_nodes: list = []
 
     def __repr__(self):
         return (f"CompileStats(lower={self.lower_s * 1e3:.1f} ms, llvm={self.llvm_s * 1e3:.1f} ms, "
-                f"load={self.load_s * 1e3:.1f} ms, cache={self.cache})")
+                f"load={self.load_s * 1e3:.1f} ms, cache={self.cache}, python_nodes={len(self.python_nodes)})")
 
 
 #: live compiled objects by cache key: a graph compiled again while another compiled graph
@@ -106,6 +109,9 @@ def _spec(v):
 
 class CompiledGraph:
     """A callable over numpy arrays in the graph's input order (see the module docstring)."""
+
+    #: the llvm Target the code was generated for (None: the host)
+    target = None
 
     def __init__(self, g, module: GraphModule, code, stats: CompileStats, name: str):
         self.graph = g
@@ -161,8 +167,7 @@ class CompiledGraph:
         """Fresh seeds for the random kernels of this call (written into their parameters,
         which the native code reads by pointer)."""
         if rng is None:
-            from ... import random as _random
-            rng = _random.generator()
+            rng = global_rng.generator()
         for k in self.module.seed_params:
             self.params[k][0] = rng.integers(0, 2**63, dtype=np.uint64)
 
@@ -227,15 +232,21 @@ class CompiledGraph:
         return outputs[:n], updates
 
 
-def compile_planned(g, name: str = "graph", is_train: bool | None = None, profile: bool = False) -> CompiledGraph:
+def compile_planned(g, name: str = "graph", is_train: bool | None = None, profile: bool = False,
+                    target=None) -> CompiledGraph:
     """Lower and JIT-compile an optimized, memory-planned graph. `is_train` fixes the mode
     the graph runs in (mode-dependent ops such as BatchNorm in training then lower
     natively); None keeps such ops as reference steps that take the mode per call.
-    `profile`: time every native node inside the graph (`CompiledGraph.profile()`)."""
+    `profile`: time every native node inside the graph (`CompiledGraph.profile()`).
+    `target`: the llvm `Target` the code is generated for (None: the host; another CPU's code
+    runs here only where this CPU has that CPU's features, and is what AOT libraries embed)."""
     stats = CompileStats()
     t0 = time.perf_counter()
-    module = lower_graph(g, name, is_train, profile)
+    module = lower_graph(g, name, is_train, profile, target=target)
     stats.lower_s = time.perf_counter() - t0
+    stats.python_nodes = list(module.fallbacks)
     _bind_runtime_symbols()
     code = _object_for(module, stats) if module.segment_names else None
-    return CompiledGraph(g, module, code, stats, name)
+    cg = CompiledGraph(g, module, code, stats, name)
+    cg.target = target
+    return cg

@@ -11,9 +11,12 @@ entry ABI of runtime/symjit_runtime.h:
 
 where `inputs` are the graph inputs, `outputs` the graph outputs, `params` the constants
 (`_const` nodes, passed by pointer, never copied into the module), and `workspace` the arena.
-A node without a native lowering runs its reference `compute` from Python between segments,
-on numpy views of the same buffers, so a graph is always executable; `CompiledGraph.native`
-says whether the whole graph is one native call (the fast path through `symjit.runtime`).
+A node without a native lowering (none registered, or the lowering declined it) runs its
+reference `compute` from Python between segments, on numpy views of the same buffers, so a
+graph is always executable; `CompiledGraph.native` says whether the whole graph is one native
+call (the fast path through `symjit.runtime`). Such nodes are listed in
+`GraphModule.fallbacks` (compile stats, `symjit inspect`); with `SYMJIT_STRICT=1` they are an
+error.
 
 Where values live: graph input i -> inputs[i]; a value returned as graph output j (its first
 occurrence) -> outputs[j]; a constant -> params[k]; any other value -> workspace + offset.
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import os
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -35,9 +39,12 @@ import numpy as np
 from ...base import MXNetError
 from ...ir.builder import describe_node
 from ...ir.graph import Graph, Node, Value
+from ...ir.target import Target
 from ...ops.registry import ComputeContext
+from ..lowering import lowering_table
 from .elementwise import ModuleBuilder
 from .profile import allocate_slots
+from .target import current_machine, target_scope
 
 __all__ = ["ParallelCall", "MemcpyCall", "DirectCall", "LOWERINGS", "register_lowering", "LoweringContext",
            "GraphModule", "lower_graph", "ENTRY_CFUNCTYPE"]
@@ -115,44 +122,30 @@ class LoweringContext:
 
 Lowering = Callable[[Node, LoweringContext], "list | None"]
 
-#: op name -> lowering; a lowering returns the Calls for the node, or None if it cannot lower
-#: this particular instance (e.g. an unsupported dtype), in which case the node runs in Python.
-LOWERINGS: dict[str, Lowering] = {}
-
-
-def register_lowering(*op_names: str):
-    def deco(fn: Lowering) -> Lowering:
-        for n in op_names:
-            LOWERINGS[n] = fn
-        return fn
-    return deco
+#: the LLVM target's lowerings (codegen/lowering.py): a lowering returns the Calls for the node,
+#: or None if it cannot lower this particular instance (e.g. an unsupported dtype), in which
+#: case the node runs in Python (reported; an error with SYMJIT_STRICT=1)
+TABLE = lowering_table("llvm")
+LOWERINGS = TABLE.by_op
+register_lowering = TABLE.register
 
 
 def _load_lowerings() -> None:
     """Import every `lower_*.py` module of this package once (each registers its lowerings);
     adding a lowering module needs no change here."""
-    if _load_lowerings.done:
-        return
     import importlib
     import pkgutil
     from pathlib import Path
     for info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda m: m.name):
         if info.name.startswith("lower_"):
             importlib.import_module(f"{__package__}.{info.name}")
-    _load_lowerings.done = True
 
 
-_load_lowerings.done = False
+TABLE.add_loader(_load_lowerings)
 
 
 def find_lowering(node: Node) -> Lowering | None:
-    _load_lowerings()
-    fn = LOWERINGS.get(node.op.name)
-    if fn is None:
-        from ...ops.registry import Elementwise
-        if isinstance(node.op, Elementwise):
-            fn = LOWERINGS.get("<elementwise>")
-    return fn
+    return TABLE.find(node.op)
 
 
 # --------------------------------------------------------------------------------------------
@@ -287,6 +280,18 @@ class _SegmentEmitter:
                 f"entry:\n  call void @symjit_clear_error()\n{start}{body}\n  ret i32 0\n}}\n")
 
 
+@dataclass(frozen=True)
+class Fallback:
+    """A node that runs its reference implementation in Python: the target has no lowering for
+    its op, or the lowering declined this instance (dtype, shape or mode it does not handle)."""
+    node: str
+    op: str
+    reason: str          # "no lowering" | "lowering declined"
+
+    def __str__(self) -> str:
+        return f"node {self.node!r} ({self.op}): {self.reason} on the llvm target"
+
+
 @dataclass
 class Step:
     """One step of execution: a native segment (by symbol) or a node run from Python."""
@@ -307,14 +312,23 @@ class GraphModule:
     seed_params: list = field(default_factory=list)    # indices of per-call seed parameters
     #: profiling: (counter slot, node) of every native node, in order (empty when not profiled)
     profile_slots: list = field(default_factory=list)
+    #: the nodes that run in Python, and why (`Fallback`), in graph order
+    fallbacks: list = field(default_factory=list)
 
 
 def lower_graph(g: Graph, name: str = "graph", is_train: bool | None = None,
-                profile: bool = False) -> GraphModule:
+                profile: bool = False, strict: bool | None = None, target: Target | None = None) -> GraphModule:
     """Lower every node (see the module docstring) into one module and a list of steps.
     `is_train`: the mode the graph will run in, or None when it is chosen per call.
     `profile`: after each native node's calls, charge the time to the node's counter slot
-    (profile.py; slots listed in `GraphModule.profile_slots`)."""
+    (profile.py; slots listed in `GraphModule.profile_slots`).
+    `strict`: raise MXNetError when a node would run in Python (None: `SYMJIT_STRICT`).
+    `target`: the llvm Target to generate code for (None: the host)."""
+    with target_scope(target):
+        return _lower_graph(g, name, is_train, profile, strict)
+
+
+def _lower_graph(g: Graph, name: str, is_train: bool | None, profile: bool, strict: bool | None) -> GraphModule:
     placement = place_values(g)
     first_slot = allocate_slots(len(g.nodes) + 1) if profile else 0
     profile_slots = []
@@ -324,6 +338,7 @@ def lower_graph(g: Graph, name: str = "graph", is_train: bool | None = None,
     current: _SegmentEmitter | None = None
     segments: list[_SegmentEmitter] = []
     python_nodes = []
+    fallbacks: list[Fallback] = []
     key = hashlib.sha1()
     for n in g.nodes:
         if n.op.name == "_const":
@@ -335,6 +350,7 @@ def lower_graph(g: Graph, name: str = "graph", is_train: bool | None = None,
                 current = None
             steps.append(Step(node=n))
             python_nodes.append(n)
+            fallbacks.append(Fallback(n.name, n.op.name, "no lowering" if fn is None else "lowering declined"))
             key.update(f"py:{n.op.name}:{n.name};".encode())
             continue
         if current is None:
@@ -359,7 +375,8 @@ def lower_graph(g: Graph, name: str = "graph", is_train: bool | None = None,
             profile_slots.append((first_slot + len(profile_slots), None))   # the output copies
             current.mark(profile_slots[-1][0])
     bodies = "".join(s.render() for s in segments)
-    digest = hashlib.sha1((mb.render() + bodies + key.hexdigest()).encode()).hexdigest()[:16]
+    machine = current_machine()
+    digest = hashlib.sha1((mb.render(machine) + bodies + key.hexdigest()).encode()).hexdigest()[:16]
     names = []
     for i, s in enumerate(segments):
         s.name = f"sj_{name_token(name)}_{digest}_s{i}"
@@ -369,11 +386,19 @@ def lower_graph(g: Graph, name: str = "graph", is_train: bool | None = None,
              "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)"]
     if profile:
         decls += ["declare void @symjit_profile_start()", "declare void @symjit_profile_mark(i32)"]
-    ir = mb.render() + "\n" + "".join(s.render() for s in segments) + "\n".join(decls) + "\n"
+    ir = mb.render(machine) + "\n" + "".join(s.render() for s in segments) + "\n".join(decls) + "\n"
+    if fallbacks and (strict_lowering() if strict is None else strict):
+        raise MXNetError(f"graph {name!r}: SYMJIT_STRICT=1 and {len(fallbacks)} node(s) would run in Python: "
+                         + "; ".join(map(str, fallbacks)))
     steps = [Step(segment=s.segment.name if s.segment is not None else None, node=s.node) for s in steps]
     plan = g.annotations["memory_plan"]
     return GraphModule(ir, steps, placement, int(plan.arena_bytes), names, python_nodes, list(ctx.state_updates),
-                       list(ctx.seed_params), profile_slots)
+                       list(ctx.seed_params), profile_slots, fallbacks)
+
+
+def strict_lowering() -> bool:
+    """SYMJIT_STRICT=1: a node without a native lowering is an error instead of a Python step."""
+    return os.environ.get("SYMJIT_STRICT", "").strip() not in ("", "0")
 
 
 def name_token(name: str) -> str:

@@ -82,14 +82,15 @@ def assembly(ir_text: str, target=None) -> str:
         return (target or host_target()).machine.emit_assembly(mod)
 
 
-def compile_to_object(ir_text: str, pic: bool = False) -> bytes:
-    """Optimise IR text and return a relocatable object file for the host (the cacheable form).
+def compile_to_object(ir_text: str, pic: bool = False, target=None) -> bytes:
+    """Optimise IR text and return a relocatable object file for `target` (a HostTarget from
+    target.py; default: the host), the cacheable form.
 
     `pic=True` gives position-independent code for ahead-of-time shared libraries.
     """
     with _LOCK:
-        mod = optimize(parse_and_verify(ir_text))
-        t = host_target()
+        mod = optimize(parse_and_verify(ir_text, target), target)
+        t = target or host_target()
         return bytes((t.pic_machine if pic else t.machine).emit_object(mod))
 
 

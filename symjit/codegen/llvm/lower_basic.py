@@ -2,8 +2,8 @@
 
   * `_fused_elemwise`, `_elemwise_expr` and every registry `Elementwise` op become one
     vectorized kernel (`elementwise.emit_elementwise`) run by the runtime's parallel-for;
-  * ops that only reinterpret the shape (Reshape, Flatten, expand_dims, squeeze, ...) and
-    identities become a byte copy into the output's buffer.
+  * every `reshape_only` op (Reshape, Flatten, expand_dims, squeeze, _copy, BlockGrad, ...)
+    becomes a byte copy into the output's buffer.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 
 from ...ops.registry import Elementwise
 from .elementwise import SUPPORTED_DTYPES, ElementwiseSpec, emit_elementwise, kernel_name
-from .graph import LoweringContext, MemcpyCall, ParallelCall, register_lowering
+from .graph import TABLE, LoweringContext, MemcpyCall, ParallelCall, register_lowering
 
 #: elements per parallel chunk: below this a kernel runs inline on the calling thread, so
 #: small graphs never pay for waking the pool
@@ -44,7 +44,8 @@ def elementwise_spec(node) -> ElementwiseSpec | None:
                            tuple(o.type.dtype for o in node.outputs), out_shape)
 
 
-@register_lowering("_fused_elemwise", "_elemwise_expr", "<elementwise>")
+@register_lowering("_fused_elemwise", "_elemwise_expr")
+@TABLE.register_trait("elementwise")
 def lower_elementwise(node, ctx: LoweringContext):
     spec = elementwise_spec(node)
     if spec is None:
@@ -55,7 +56,7 @@ def lower_elementwise(node, ctx: LoweringContext):
     return [ParallelCall(name, _size(node.outputs[0]), GRAIN, list(node.inputs) + list(node.outputs))]
 
 
-@register_lowering("Reshape", "reshape_like", "Flatten", "expand_dims", "squeeze", "_copy", "BlockGrad")
+@TABLE.register_trait("reshape_only")
 def lower_copy(node, ctx: LoweringContext):
     """A shape reinterpretation: the output holds the input's bytes."""
     src, dst = node.inputs[0], node.outputs[0]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops.blocked import BLOCK
-from ...ops.nn_conv import _geometry
+from ...ops.nn_conv import conv_geometry
 from .graph import register_lowering
 from .lower_gemm import PLANS, NativeCall, add_param, const_value, lower_planned, shape_of
 
@@ -55,7 +55,7 @@ def plan_conv_blocked(attrs, ins, outs, ctx=None):
     w = const_value(ctx, ins[1])
     if w is None:
         return None
-    geo = _geometry("Convolution", attrs["conv_attrs"])
+    geo = conv_geometry("Convolution", attrs["conv_attrs"])
     _, fb, oh, ow, _ = shape_of(outs[0])
     f = fb * BLOCK
     relu = int(bool(attrs["relu"]))

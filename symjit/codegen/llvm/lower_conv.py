@@ -26,7 +26,7 @@ runs its own register tiles (lower_gemm); elsewhere GEMMs go to the BLAS:
 Layouts stay NCW/NCHW/NCDHW (the frontends' layout; channel-last convolutions run their
 reference), except where passes/blocked_layout.py moves chains of pointwise and 3x3 depthwise
 convolutions into NCHW16c (`_conv_blocked`, lowered in lower_blocked.py). Geometry follows
-symjit.ops.nn_conv exactly (`_geometry`, `deconv_pad_adj`).
+symjit.ops.nn_conv exactly (`conv_geometry`, `deconv_pad_adj`).
 """
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ def _channel_first(layout) -> bool:
 
 
 def plan_convolution(attrs, ins, outs, ctx=None):
-    geo = C._geometry("Convolution", attrs)
+    geo = C.conv_geometry("Convolution", attrs)
     if not _channel_first(geo["layout"]):
         return None
     x, w = ins[0], ins[1]
@@ -158,7 +158,7 @@ def packed_param(ctx, desc, w):
 def plan_deconvolution(attrs, ins, outs):
     x, w = ins[0], ins[1]
     xs, ys = shape_of(x), shape_of(outs[0])
-    geo = C._geometry("Deconvolution", attrs)
+    geo = C.conv_geometry("Deconvolution", attrs)
     if not _channel_first(geo["layout"]):
         return None
     pad, _adj = C.deconv_pad_adj(attrs, xs[2:])
@@ -173,7 +173,7 @@ def plan_deconvolution(attrs, ins, outs):
 
 def plan_conv_backward_data(attrs, ins, outs):
     dy, w, x = ins
-    geo = C._geometry("_backward_Convolution_data", attrs)
+    geo = C.conv_geometry("_backward_Convolution_data", attrs)
     if not _channel_first(geo["layout"]):
         return None
     xs, ds = shape_of(x), shape_of(dy)
@@ -185,7 +185,7 @@ def plan_conv_backward_data(attrs, ins, outs):
 
 def plan_conv_backward_weight(attrs, ins, outs):
     dy, x = ins
-    geo = C._geometry("_backward_Convolution_weight", attrs)
+    geo = C.conv_geometry("_backward_Convolution_weight", attrs)
     if not _channel_first(geo["layout"]):
         return None
     xs, ds = shape_of(x), shape_of(dy)
@@ -196,7 +196,7 @@ def plan_conv_backward_weight(attrs, ins, outs):
 
 def plan_deconv_backward_data(attrs, ins, outs):
     a, w, x = ins
-    geo = C._geometry("_backward_Deconvolution_data", attrs)
+    geo = C.conv_geometry("_backward_Deconvolution_data", attrs)
     if not _channel_first(geo["layout"]):
         return None
     as_, xs, ws = shape_of(a), shape_of(x), shape_of(w)
@@ -229,7 +229,7 @@ def plan_conv_pool(attrs, ins, outs, ctx=None):
     convolution's (the method chosen as for the convolution alone), the max pooling's over the
     convolution's output, and the relu flag."""
     conv_attrs = attrs["conv_attrs"]
-    geo = C._geometry("Convolution", conv_attrs)
+    geo = C.conv_geometry("Convolution", conv_attrs)
     if not _channel_first(geo["layout"]):
         return None
     x, w = ins[0], ins[1]

@@ -36,11 +36,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...ops import scalar as S
-from ...ops.elemwise import relu_expr
+from ...ops.fused import relu_of_result
+from ...ops.registry import get_op
+from ...ir.target import AVX512_KERNELS
+from ...runtime import native_library
 from .. import blas
 from .elementwise import ElementwiseSpec, emit_elementwise, kernel_name
 from .graph import DirectCall, LoweringContext, register_lowering
+from .target import current_target, is_host
 
 __all__ = ["NativeCall", "emit_native", "bind_native_kernels", "set_native_kernels", "native_kernels_available",
            "const_value", "add_param", "epilogue_spec", "is_f32", "shape_of",
@@ -54,8 +57,9 @@ SMALL_GEMM = 32768
 #: the kernel library's ReLU epilogue (nnkernels.c symjit_nn_epi_relu): kernels that know it
 #: apply it in their stores instead of a second pass over the output
 RELU_EPILOGUE = "symjit_nn_epi_relu"
-#: the epilogue expression it replaces: relu of the result (Input(0)) in place
-_RELU_OF_RESULT = relu_expr(S.Input(0))
+
+#: symjit_nn_tune keys (runtime/nnkernels.h), for the benchmarks that measure the library's choices
+TUNE_KEYS = {"kc": 0, "shape": 1, "conv": 2, "wblock": 3, "blocks": 4, "prefetch": 5, "chanvec_ow": 6}
 
 #: C signature of each kernel-library function, as LLVM parameter types
 C_SIGNATURES = {
@@ -86,9 +90,8 @@ def bind_native_kernels(use_blas: bool = True, small_gemm: int = SMALL_GEMM) -> 
     Returns {symbol: address}."""
     import llvmlite.binding as llvm
 
-    from ... import _runtime
     with _BIND_LOCK:
-        lib = ctypes.CDLL(_runtime.__file__)
+        lib = native_library()
         if not _BOUND:
             for sym in C_SIGNATURES:
                 addr = ctypes.cast(getattr(lib, sym), ctypes.c_void_p).value
@@ -132,8 +135,7 @@ def add_param(ctx: LoweringContext, name: str, array: np.ndarray):
 
 def kernel_library():
     """ctypes handle of the kernel library (symjit._runtime), for compile-time helpers."""
-    from ... import _runtime
-    return ctypes.CDLL(_runtime.__file__)
+    return native_library()
 
 
 def is_f32(*values) -> bool:
@@ -180,8 +182,7 @@ def epilogue_spec(node):
 def _is_relu_epilogue(spec) -> bool:
     """Whether an epilogue is exactly relu of the result in place (float32, one output, no
     other inputs): then the library's RELU_EPILOGUE replaces the generated kernel."""
-    return (len(spec.exprs) == 1 and len(spec.in_dtypes) == 1 and spec.out_dtypes == ("float32",)
-            and spec.exprs[0] == _RELU_OF_RESULT)
+    return len(spec.in_dtypes) == 1 and spec.out_dtypes == ("float32",) and spec.exprs == (relu_of_result(),)
 
 
 def _declare(ctx: LoweringContext, fn: str) -> None:
@@ -263,17 +264,24 @@ def set_native_kernels(mode: int = -1) -> bool:
     """Choose how the kernel library computes GEMM-shaped work: 1 or -1 (default) its AVX-512
     register tiles where the CPU has AVX-512, 0 the BLAS and loop nests (the portable path).
     Takes effect for every compiled graph at its next call. Returns whether the tiles are used."""
-    from ... import _runtime
-    fn = ctypes.CDLL(_runtime.__file__).symjit_nn_set_native
+    fn = native_library().symjit_nn_set_native
     fn.argtypes = [ctypes.c_int64]
     fn.restype = ctypes.c_int64
     return bool(fn(int(mode)))
 
 
-@functools.lru_cache(maxsize=None)
 def native_kernels_available() -> bool:
-    """Whether the kernel library's AVX-512 tiles run on this CPU (the path its defaults, and
-    the measured choices of lower_conv, assume)."""
+    """Whether the kernel library of the target being lowered for has the AVX-512 tiles (the
+    path its defaults, and the measured choices of lower_conv, assume): on the host, whether
+    this CPU runs them; for another target, whether its `kernels` include them."""
+    t = current_target()
+    if t is None or is_host(t):
+        return _host_runs_native_kernels()
+    return AVX512_KERNELS in t.kernels
+
+
+@functools.lru_cache(maxsize=None)
+def _host_runs_native_kernels() -> bool:
     fn = kernel_library().symjit_nn_native_available
     fn.restype = ctypes.c_int64
     return bool(fn())
@@ -417,10 +425,11 @@ def _call_plan(plan, attrs, ins, outs, ctx):
 
 @register_lowering("_with_epilogue")
 def lower_with_epilogue(node, ctx: LoweringContext):
-    """A library op whose result is transformed in place by its epilogue, block by block."""
+    """A library op (an `epilogue_host`) whose result is transformed in place by its epilogue,
+    block by block."""
     a = node.attrs
     plan = PLANS.get(a["inner"])
-    if plan is None:
+    if plan is None or not get_op(a["inner"]).epilogue_host:
         return None
     k = a["num_inner"]
     inner_in = list(node.inputs[:k])

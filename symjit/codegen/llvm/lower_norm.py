@@ -207,9 +207,9 @@ def lower_softmax_output(node, ctx: LoweringContext):
     dst = node.outputs[0]
     if not _known(src, label, dst) or not _float(src) or len(src.type.shape) < 2:
         return None
-    from ...ops.nn_norm import _check_softmax_label
+    from ...ops.nn_norm import check_softmax_label
     try:
-        _check_softmax_label(node.attrs, np.empty(src.type.shape, np.uint8), np.empty(label.type.shape, np.uint8))
+        check_softmax_label(node.attrs, np.empty(src.type.shape, np.uint8), np.empty(label.type.shape, np.uint8))
     except Exception:  # noqa: BLE001 - invalid labels keep the reference step, which reports them
         return None
     view = _softmax_output_view(node.attrs, tuple(src.type.shape))
@@ -774,10 +774,10 @@ def _emit_rows_backward(ctx, name_dx, name_dg, N, C, S, dts, eps) -> None:
 
 @register_lowering("LeakyReLU")
 def lower_leaky_relu(node, ctx: LoweringContext):
-    """The activation's scalar expression (`nn_norm._leaky_expr`) as an elementwise kernel;
+    """The activation's scalar expression (`nn_norm.leaky_expr`) as an elementwise kernel;
     prelu reads gamma broadcast along axis 1 (or everywhere when it has one element)."""
     from ...ops import scalar as S
-    from ...ops.nn_norm import _leaky_expr
+    from ...ops.nn_norm import leaky_expr
     x, out = node.inputs[0], node.outputs[0]
     kind = node.attrs["act_type"]
     if kind == "rrelu" or not _known(*node.inputs, out) or not _float(*node.inputs, out):
@@ -786,7 +786,7 @@ def lower_leaky_relu(node, ctx: LoweringContext):
     if int(np.prod(shape, dtype=np.int64)) == 0:
         return None
     if kind != "prelu":
-        return _ew(ctx, _leaky_expr(node.attrs, S.Input(0), node.attrs["slope"]), [x], [shape], _dt(x), out)
+        return _ew(ctx, leaky_expr(node.attrs, S.Input(0), node.attrs["slope"]), [x], [shape], _dt(x), out)
     gamma = node.inputs[1]
     gshape = tuple(gamma.type.shape)
     axis = 1 if len(shape) > 1 else 0
@@ -850,10 +850,10 @@ def lower_group_norm_backward(node, ctx: LoweringContext):
 # --------------------------------------------------------------------------------------
 
 def _l2_columns(node, shape) -> tuple[int, int, int] | None:
-    """(outer, n, inner) of the normalized axes for the op's mode (`nn_norm._l2_layout`)."""
-    from ...ops.nn_norm import _l2_layout
+    """(outer, n, inner) of the normalized axes for the op's mode (`nn_norm.l2_norm_layout`)."""
+    from ...ops.nn_norm import l2_norm_layout
     try:
-        view, red, _ = _l2_layout(node.op.name, node.attrs["mode"], shape)
+        view, red, _ = l2_norm_layout(node.op.name, node.attrs["mode"], shape)
     except Exception:  # noqa: BLE001 - an invalid layout keeps the reference step, which reports it
         return None
     a, b, c = view

@@ -24,11 +24,11 @@ def pool_desc(attrs, xs, ys) -> tuple | None:
     """The int64 descriptor of nnkernels.c's pooling for data shape xs and output shape ys."""
     if attrs["layout"] not in (None, "NCW", "NCHW", "NCDHW"):
         return None
-    geo = C._pool_geometry(attrs, xs)
+    geo = C.pool_geometry(attrs, xs)
     ptype = attrs["pool_type"]
     p = 1
     if ptype == "lp":
-        p = C._lp_p(attrs)
+        p = C.lp_pool_power(attrs)
     cip = True if attrs["count_include_pad"] is None else bool(attrs["count_include_pad"])
     planes = xs[0] * xs[1]
     return ((planes,) + _pad3(xs[2:], 1) + _pad3(ys[2:], 1) + _pad3(geo["kernel"], 1)

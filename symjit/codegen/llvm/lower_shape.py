@@ -187,7 +187,7 @@ def fit_affine(index: np.ndarray) -> tuple[int, list[int]] | None:
     return offset, strides
 
 
-def _refined_shape(node) -> tuple | None:
+def refined_shape(node) -> tuple | None:
     """The output index space in which tile, repeat, depth_to_space and space_to_depth are
     affine: each tiled dim split into (copies, input size), the repeated dim into (input
     size, repeats), block dims into (blocks, block). None: the output shape itself."""
@@ -260,7 +260,7 @@ def lower_probed(node, ctx: LoweringContext):
         return None
     if any(_size(o) == 0 for o in node.outputs):
         return [] if all(_size(o) == 0 for o in node.outputs) else None
-    refined = _refined_shape(node)
+    refined = refined_shape(node)
     maps = probe_maps(node, refined)
     if maps is None:
         return None
@@ -278,11 +278,11 @@ def lower_probed(node, ctx: LoweringContext):
 
 @register_lowering("transpose")
 def lower_transpose(node, ctx: LoweringContext):
-    from ...ops.shape import _transpose_axes
+    from ...ops.shape import transpose_axes
     src, dst = node.inputs[0], node.outputs[0]
     if not _known(src, dst) or _size(dst) == 0:
         return None if not _known(src, dst) else []
-    perm = _transpose_axes("transpose", node.attrs["axes"], len(src.type.shape))
+    perm = transpose_axes("transpose", node.attrs["axes"], len(src.type.shape))
     st = row_strides(src.type.shape)
     c = copy_call(ctx, src, dst, dst.type.shape, [st[a] for a in perm], row_strides(dst.type.shape))
     return None if c is None else [c]
@@ -557,8 +557,8 @@ def lower_cast(node, ctx: LoweringContext):
     sd, dd = np.dtype(src.type.dtype).name, np.dtype(dst.type.dtype).name
     if "float16" not in (sd, dd):
         return lower_elementwise(node, ctx)
-    from .target import host_target
-    if "+f16c" not in host_target().features.split(","):
+    from .target import current_machine
+    if "+f16c" not in current_machine().features.split(","):
         return None  # without F16C LLVM calls libgcc's half helpers, which the JIT does not link
     ok = set(SUPPORTED_DTYPES) | {"float16"}
     if sd not in ok or dd not in ok or (dd == "float16" and sd in ("float64", "int64")):

@@ -1,19 +1,28 @@
-"""The host target for the LLVM backend: one cached TargetMachine per process.
+"""Targets of the LLVM backend: the host (one cached TargetMachine per process) and named CPUs.
 
-Kernels are compiled for the exact host CPU (name and feature string from LLVM), so the
-loop vectorizer uses the widest profitable vectors (AVX2/FMA, AVX-512 where present).
-`target_description()` is the part of compiled-code cache keys that identifies the target:
-code compiled for one CPU is never loaded on another.
+By default kernels are compiled for the exact host CPU (name and feature string from LLVM), so
+the loop vectorizer uses the widest profitable vectors (AVX2/FMA, AVX-512 where present).
+`compile_target(cpu)` describes a compilation as data (`symjit.ir.target.Target`): the host
+(`"native"`) or one of `NAMED_CPUS`, for ahead-of-time libraries that must run on another
+machine; `machine_for(target)` gives its TargetMachines. Lowering happens inside
+`target_scope(target)`, and the few lowering choices that depend on the CPU read
+`current_target()`. `target_description()` is the part of compiled-code cache keys that
+identifies the target: code compiled for one CPU is never loaded on another.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
+from ...ir.target import AVX512_KERNELS, Target
+
 __all__ = ["HostTarget", "host_target", "make_target", "target_description", "ensure_initialized",
-           "target_feature_set"]
+           "target_feature_set", "NAMED_CPUS", "compile_target", "machine_for", "target_scope", "current_target",
+           "current_machine", "is_host"]
 
 #: optimisation level used for both the IR pipeline and machine code generation
 OPT_LEVEL = 3
@@ -72,3 +81,68 @@ def target_feature_set(t: HostTarget) -> frozenset:
 def target_description() -> str:
     """A string naming the target (triple, CPU, features, opt level) for cache keys."""
     return host_target().description
+
+
+_X86_64_V3 = ("+sse3,+ssse3,+sse4.1,+sse4.2,+popcnt,+cx16,+avx,+avx2,+fma,+bmi,+bmi2,+f16c,+lzcnt,+movbe,"
+              "+xsave,-avx512f")
+_X86_64_V4 = _X86_64_V3.replace(",-avx512f", "") + ",+avx512f,+avx512vl,+avx512bw,+avx512dq,+avx512cd"
+
+#: CPUs an ahead-of-time build may target besides the host: LLVM CPU name -> (LLVM feature
+#: string, C compiler flags for the kernel library). The features are spelled out (rather than
+#: left to the CPU's defaults) because the AOT library's load-time CPU check and the manifest
+#: list them. GCC 12 has no `znver4`: its kernel library is built for x86-64-v4 tuned for Zen 3.
+NAMED_CPUS = {
+    "x86-64-v3": (_X86_64_V3, ("-march=x86-64-v3",)),
+    "x86-64-v4": (_X86_64_V4, ("-march=x86-64-v4",)),
+    "znver4": (_X86_64_V4 + ",+avx512vbmi,+avx512vbmi2,+avx512vnni,+avx512bitalg,+avx512vpopcntdq,"
+               "+avx512ifma,+avx512bf16,+gfni,+vpclmulqdq,+vaes,+sha,+adx,+clzero",
+               ("-march=x86-64-v4", "-mtune=znver3")),
+}
+
+
+def compile_target(cpu: str = "native") -> Target:
+    """The llvm Target for `cpu`: "native" (the host, with the kernel paths the in-process
+    kernel library uses now) or a name in NAMED_CPUS (AVX-512 kernels where it has AVX-512F)."""
+    if cpu == "native":
+        from ...runtime import native_kernels_in_use
+        h = host_target()
+        return Target("llvm", h.cpu, h.features, kernels={AVX512_KERNELS} if native_kernels_in_use() else ())
+    if cpu not in NAMED_CPUS:
+        raise ValueError(f"unknown CPU {cpu!r}; expected 'native' or one of {sorted(NAMED_CPUS)}")
+    features = NAMED_CPUS[cpu][0]
+    return Target("llvm", cpu, features, kernels={AVX512_KERNELS} if "+avx512f" in features.split(",") else ())
+
+
+def is_host(target: Target) -> bool:
+    h = host_target()
+    return target.cpu == h.cpu and target.features == h.features
+
+
+def machine_for(target: Target | None) -> HostTarget:
+    """The TargetMachines of an llvm Target (None: the host)."""
+    if target is None or is_host(target):
+        return host_target()
+    return make_target(target.cpu, target.features)
+
+
+_CURRENT: contextvars.ContextVar = contextvars.ContextVar("symjit_llvm_target", default=None)
+
+
+@contextlib.contextmanager
+def target_scope(target: Target | None):
+    """Lower for `target` (None: the host) inside the block."""
+    token = _CURRENT.set(target)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+def current_target() -> Target | None:
+    """The target being lowered for; None: the host (outside any `target_scope`)."""
+    return _CURRENT.get()
+
+
+def current_machine() -> HostTarget:
+    """The TargetMachines of the target being lowered for."""
+    return machine_for(_CURRENT.get())

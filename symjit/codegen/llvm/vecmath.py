@@ -72,7 +72,8 @@ TINFO = {"float": FLOAT, "double": DOUBLE}
 INTRINSIC_DECLS: dict[str, str] = {}
 
 
-def _intrinsic(name: str, ret: str, args: list[str]) -> str:
+def declare_intrinsic(name: str, ret: str, args: list[str]) -> str:
+    """Record the declaration of LLVM intrinsic `name` (emitted by modules that use it); returns `name`."""
     INTRINSIC_DECLS.setdefault(name, f"declare {ret} @{name}({', '.join(args)})")
     return name
 
@@ -117,7 +118,7 @@ class FnBuilder:
             suffix = f"{_sfx(args[0].ty)}.{_sfx(args[1].ty)}"
         else:
             suffix = _sfx(args[0].ty)
-        name = _intrinsic(f"{base}.{suffix}", ret, [a.ty for a in args])
+        name = declare_intrinsic(f"{base}.{suffix}", ret, [a.ty for a in args])
         self.used_intrinsics.add(name)
         return self.ins(ret, f"call {ret} @{name}(" + ", ".join(f"{a.ty} {a.ref}" for a in args) + ")")
 

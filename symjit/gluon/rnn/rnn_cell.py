@@ -11,9 +11,13 @@ from __future__ import annotations
 from ... import ndarray, symbol
 from ...base import MXNetError
 from ...ndarray.ndarray import NDArray
+from ...ops import get_op
 from ...symbol.symbol import Symbol
 from ..block import Block, HybridBlock
 from ..parameter import _indent
+
+#: gates per cell type, as the fused RNN op defines them
+_GATES = get_op("RNN").gates
 
 __all__ = ["RecurrentCell", "HybridRecurrentCell", "RNNCell", "LSTMCell", "GRUCell",
            "SequentialRNNCell", "HybridSequentialRNNCell", "DropoutCell", "ResidualCell",
@@ -271,7 +275,7 @@ def gru_step(F, x, h, i2h_weight, h2h_weight, i2h_bias, h2h_bias, hidden, act="t
 class _GatedCell(HybridRecurrentCell):
     """Shared parameters of RNN/LSTM/GRU cells: i2h/h2h weights (gates*hidden rows) and biases."""
 
-    _gates = 1
+    _gates = _GATES["rnn_tanh"]
 
     def __init__(self, hidden_size, i2h_weight_initializer, h2h_weight_initializer,
                  i2h_bias_initializer, h2h_bias_initializer, input_size, prefix, params):
@@ -295,7 +299,7 @@ class _GatedCell(HybridRecurrentCell):
 class RNNCell(_GatedCell):
     """Elman cell: h' = activation(W_i x + b_i + W_h h + b_h); parameter prefix 'rnn'."""
 
-    _gates = 1
+    _gates = _GATES["rnn_tanh"]
 
     def __init__(self, hidden_size, activation="tanh", i2h_weight_initializer=None,
                  h2h_weight_initializer=None, i2h_bias_initializer="zeros",
@@ -316,7 +320,7 @@ class RNNCell(_GatedCell):
 class LSTMCell(_GatedCell):
     """LSTM cell (gates i, f, c, o); states [h, c]; parameter prefix 'lstm'."""
 
-    _gates = 4
+    _gates = _GATES["lstm"]
 
     def __init__(self, hidden_size, i2h_weight_initializer=None, h2h_weight_initializer=None,
                  i2h_bias_initializer="zeros", h2h_bias_initializer="zeros", input_size=0,
@@ -343,7 +347,7 @@ class LSTMCell(_GatedCell):
 class GRUCell(_GatedCell):
     """GRU cell (gates r, z, n as MXNet/cuDNN); parameter prefix 'gru'."""
 
-    _gates = 3
+    _gates = _GATES["gru"]
 
     def __init__(self, hidden_size, i2h_weight_initializer=None, h2h_weight_initializer=None,
                  i2h_bias_initializer="zeros", h2h_bias_initializer="zeros", input_size=0,

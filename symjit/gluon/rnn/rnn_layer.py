@@ -17,6 +17,7 @@ from __future__ import annotations
 from ... import ndarray, symbol
 from ...base import MXNetError
 from ...ndarray.ndarray import NDArray
+from ...ops import get_op
 from ..block import HybridBlock
 from .rnn_cell import gru_step, lstm_step, rnn_step, split_steps
 
@@ -49,7 +50,7 @@ class _RNNLayer(HybridBlock):
         self._use_sequence_length = use_sequence_length
         self.skip_states = None
         self._trace_key = None
-        self._gates = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}[mode]
+        self._gates = get_op("RNN").gates[mode]
         ng, ni, nh = self._gates, input_size, hidden_size
         nr = self._projection_size
         for i in range(num_layers):

@@ -1,0 +1,122 @@
+"""Targets as data: the pass manager chooses the pipeline from a `Target`, and code (generated
+LLVM code and the kernel library) is built for a CPU other than the host: `symjit compile --cpu
+x86-64-v3` gives a library with no AVX-512 instruction that runs here."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import symjit
+from symjit import runtime
+from symjit.base import MXNetError
+from symjit.codegen.llvm.target import NAMED_CPUS, compile_target, host_target, machine_for
+from symjit.ir import GraphBuilder, TensorType
+from symjit.ir.target import AVX512_KERNELS, Target
+from symjit.passes.manager import PassManager
+
+MODELS = Path(__file__).resolve().parents[3] / "shared" / "models"
+needs_toolchain = pytest.mark.skipif(shutil.which("cc") is None or shutil.which("objdump") is None,
+                                     reason="needs the system C compiler `cc` and `objdump`")
+
+#: AVX-512 in disassembly: a zmm register, an opmask register or one of the 16 extra vector
+#: registers only EVEX encodes
+AVX512_ASM = re.compile(r"%zmm|%k[0-7]\b|%[xy]mm(1[6-9]|2[0-9]|3[01])\b|\{%k")
+
+
+def _skipped(pm) -> dict:
+    return {r.name: r.note for r in pm.records if r.skipped}
+
+
+def _graph():
+    b = GraphBuilder(name="ew")
+    x = b.add_input("x", TensorType((64, 256), "float32"))
+    y = b.add_node("tanh", [b.add_node("exp", [b.add_node("negative", [x])[0]])[0]])[0]
+    return b.build([b.add_node("_mul_scalar", [y], {"scalar": 3.0})[0]])
+
+
+def test_the_pass_manager_chooses_the_passes_for_the_target():
+    g = _graph()
+    generic = PassManager("inference")
+    generic.run(g)
+    assert _skipped(generic) == {"blocked_layout": "only for llvm targets whose kernel library has its AVX-512 kernels"}
+    tiles = PassManager("inference", target=Target("llvm", kernels={AVX512_KERNELS}))
+    tiles.run(g)
+    assert _skipped(tiles) == {}
+    cuda = PassManager("inference", target=Target("cuda", sm=(80,)))
+    cuda.run(g)
+    assert set(_skipped(cuda)) == {"conv_pool", "blocked_layout"}
+    assert "(only for llvm targets" in cuda.report()
+
+
+def test_named_cpus():
+    v3, v4 = compile_target("x86-64-v3"), compile_target("x86-64-v4")
+    assert v3.has_feature("avx2") and v3.has_feature("fma") and not v3.has_feature("avx512f")
+    assert v3.kernels == frozenset() and v4.kernels == {AVX512_KERNELS} and v4.has_feature("avx512f")
+    assert set(NAMED_CPUS) == {"x86-64-v3", "x86-64-v4", "znver4"}
+    native = compile_target("native")
+    assert (native.cpu, native.features) == (host_target().cpu, host_target().features)
+    with pytest.raises(MXNetError, match="unknown CPU 'pentium'"):
+        symjit.compile(_graph(), target="pentium")
+
+
+def test_code_for_x86_64_v3_has_no_avx512_and_runs_here():
+    from symjit.codegen.llvm.jit import assembly
+    x = np.random.default_rng(0).standard_normal((64, 256)).astype(np.float32)
+    m = symjit.compile(_graph(), target="x86-64-v3")
+    assert m.compiled.target.cpu == "x86-64-v3" and m.native
+    assert '"target-cpu"="x86-64-v3"' in m.compiled.module.ir
+    np.testing.assert_allclose(m(x)[0], 3 * np.tanh(np.exp(-x)), rtol=1e-5, atol=1e-6)
+    asm = assembly(m.compiled.module.ir, machine_for(m.compiled.target))
+    assert "ymm" in asm and not AVX512_ASM.search(asm)
+    if host_target().features.find("+avx512f") >= 0:      # the host's own code does use AVX-512
+        host = symjit.compile(_graph())
+        assert AVX512_ASM.search(assembly(host.compiled.module.ir))
+
+
+def _objdump_avx512(path: Path) -> list[str]:
+    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(path)], capture_output=True, text=True,
+                         check=True).stdout
+    return [line for line in out.splitlines() if AVX512_ASM.search(line)]
+
+
+@needs_toolchain
+def test_aot_library_for_x86_64_v3(tmp_path):
+    """An AOT library for x86-64-v3 (code that calls no kernel-library function): its object code
+    has no AVX-512 instruction, the manifest records the CPU, and it runs here."""
+    from symjit.codegen.aot import build_library
+    m = symjit.compile(_graph(), target="x86-64-v3")
+    res = build_library(m.compiled, str(tmp_path / "ew"), name="ew")
+    target = res.manifest["target"]
+    assert target["cpu"] == "x86-64-v3" and not target["host"] and target["kernels"] == []
+    assert "avx2" in target["required_features"] and not any("avx512" in f for f in target["required_features"])
+    assert _objdump_avx512(Path(res.library)) == []
+    x = np.random.default_rng(1).standard_normal((64, 256)).astype(np.float32)
+    (got,) = runtime.load(res.library)["ew"](x)
+    np.testing.assert_allclose(got, 3 * np.tanh(np.exp(-x)), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+@needs_toolchain
+@pytest.mark.skipif(not (MODELS / "lenet-symbol.json").is_file(), reason="needs the shared models (../shared/models)")
+def test_symjit_compile_cpu_x86_64_v3_builds_the_kernel_library_for_it(tmp_path):
+    """`symjit compile --cpu x86-64-v3` on a model whose convolutions and dense layers call the
+    kernel library: the whole library (generated code, runtime, nnkernels.c) has no AVX-512
+    instruction and computes what MXNet computed."""
+    from symjit.cli import main
+    base = tmp_path / "lenet"
+    assert main(["compile", str(MODELS / "lenet-symbol.json"), str(MODELS / "lenet-0000.params"),
+                 "--input", "data:4x1x28x28", "--cpu", "x86-64-v3", "-q", "-o", str(base)]) == 0
+    manifest = json.loads(Path(f"{base}.json").read_text())
+    assert manifest["target"]["cpu"] == "x86-64-v3"
+    assert "-DSYMJIT_NO_AVX512" in manifest["target"]["kernel_library_cflags"]
+    assert _objdump_avx512(Path(f"{base}.so")) == []
+    x = np.load(MODELS / "lenet-input.npy")
+    (got,) = runtime.load(f"{base}.so")["lenet"](x)
+    ref = np.load(MODELS / "lenet-output.npy")
+    assert np.abs(got - ref).max() <= 1e-4 * max(1.0, float(np.abs(ref).max()))

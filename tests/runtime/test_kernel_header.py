@@ -1,0 +1,54 @@
+"""runtime/nnkernels.h declares every entry point of the kernel library, and the LLVM
+signatures code generation declares for them (lower_gemm.C_SIGNATURES) match it."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from symjit.codegen.llvm.lower_gemm import C_SIGNATURES
+
+RUNTIME = Path(__file__).resolve().parents[2] / "runtime"
+
+
+def _prototypes(text: str) -> dict[str, list[str]]:
+    """name -> parameter C types of every `NN_API ret name(params)` in `text`."""
+    out = {}
+    for m in re.finditer(r"^NN_API\s+[\w ]+?\b(symjit_nn_\w+)\s*\(([^)]*)\)", text, re.M):
+        params = " ".join(m.group(2).split())
+        types = [] if params == "void" else [re.sub(r"\s*\b\w+$", "", p.strip()) for p in params.split(",")]
+        out[m.group(1)] = types
+    return out
+
+
+def _llvm_type(c_type: str) -> str:
+    if "*" in c_type or c_type == "symjit_kernel_fn":
+        return "ptr"
+    return {"int64_t": "i64", "int32_t": "i32", "double": "double", "float": "float"}[c_type]
+
+
+def test_every_kernel_library_entry_point_is_declared_once_in_the_header():
+    header = _prototypes((RUNTIME / "nnkernels.h").read_text())
+    defined = _prototypes((RUNTIME / "nnkernels.c").read_text())
+    assert defined.keys() == header.keys()
+    assert defined == header
+
+
+def test_codegen_signatures_match_the_header():
+    header = _prototypes((RUNTIME / "nnkernels.h").read_text())
+    assert set(C_SIGNATURES) <= set(header), set(C_SIGNATURES) - set(header)
+    for name, params in C_SIGNATURES.items():
+        assert params == [_llvm_type(t) for t in header[name]], name
+
+
+def test_the_parser_reads_parameter_types():
+    protos = _prototypes("NN_API void symjit_nn_x(const int64_t *d, int64_t n, void **args);\n"
+                         "NN_API int64_t symjit_nn_y(void);\n")
+    assert protos == {"symjit_nn_x": ["const int64_t *", "int64_t", "void **"], "symjit_nn_y": []}
+
+
+def test_tuning_keys_match_the_header():
+    from symjit.codegen.llvm.lower_gemm import TUNE_KEYS
+    body = re.search(r"enum \{(.*?)\};", (RUNTIME / "nnkernels.h").read_text(), re.S).group(1)
+    names = [m.group(1) for m in re.finditer(r"\bTUNE_(\w+)\b", body)]
+    assert names[-1] == "COUNT"
+    assert TUNE_KEYS == {n.lower(): i for i, n in enumerate(names[:-1])}
