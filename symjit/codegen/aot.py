@@ -45,7 +45,8 @@ import numpy as np
 from .. import __version__
 from ..base import MXNetError
 
-__all__ = ["build_library", "runtime_dir", "DTYPE_CODES", "cpu_feature_checks", "AotResult", "non_native_ops"]
+__all__ = ["build_library", "runtime_dir", "DTYPE_CODES", "cpu_feature_checks", "AotResult", "non_native_ops",
+           "C_ERRORS"]
 
 #: MXNet type flags, as in runtime/symjit_runtime.h
 DTYPE_CODES = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5, "int64": 6,
@@ -264,7 +265,10 @@ def _run(cmd: list[str], what: str) -> None:
         raise MXNetError(f"AOT: {what} failed: " + " | ".join(tail))
 
 
-_CFLAGS = ("-O3", "-fPIC", "-pthread", "-fvisibility=hidden", "-DSYMJIT_AOT=1")
+#: C warnings that are errors wherever symjit compiles C: a call to an undeclared function
+#: must never become an implicit declaration (it links against whatever symbol has the name)
+C_ERRORS = ("-Werror=implicit-function-declaration",)
+_CFLAGS = ("-O3", "-fPIC", "-pthread", "-fvisibility=hidden", "-DSYMJIT_AOT=1", *C_ERRORS)
 
 
 def _compile_c(cc: str, rt: Path, src: str, out: str, cached: bool) -> None:
