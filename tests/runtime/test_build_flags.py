@@ -45,7 +45,8 @@ def test_runtime_source_compiles_with_implicit_declarations_as_errors(source):
 
 
 def test_module_states_its_numpy_c_api_target():
-    """Without NPY_TARGET_VERSION numpy 2.0-2.2 headers hide NEP 49's PyDataMem_SetHandler."""
+    """Without NPY_TARGET_VERSION numpy 2.2's headers (Python 3.10's last numpy) default to the
+    1.21 C API, which lacks NEP 49's PyDataMem_SetHandler."""
     text = (RUNTIME / "module.c").read_text()
     assert text.index("#define NPY_TARGET_VERSION") < text.index("#include <numpy/arrayobject.h>")
 
