@@ -50,7 +50,6 @@ def test_runtime_loaded_and_used_by_default():
         import numpy as np
         import symjit as mx
         from symjit.executor import LLVMBackend, select_backend
-        assert "symjit._runtime" not in sys.modules          # importing symjit does not need it
         assert isinstance(select_backend(), LLVMBackend)
         x = mx.sym.var("x")
         exe = (mx.sym.relu(x * 2) + 1).simple_bind(mx.cpu(), x=(4,), grad_req="null")
