@@ -3,6 +3,7 @@ tests find both through `shared_data` alone."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,20 @@ def test_model_path_prefers_the_committed_copy_and_skips_when_absent(monkeypatch
     assert shared_data.have_model("lenet")
     with pytest.raises(pytest.skip.Exception, match="models/resnet18_v1-0000.params.*SYMJIT_SHARED_DIR"):
         shared_data.model_path("resnet18_v1-0000.params")
+
+
+#: ways a test could reach the shared directory without `shared_data` (absolute paths, a path
+#: built from the repository's parent, the environment variable read directly)
+_BYPASS = re.compile(r"/work/shared|/\s*[\"']shared[\"']|[\"']shared[\"']\s*/|SYMJIT_SHARED_DIR")
+
+
+def test_tests_reach_shared_data_only_through_shared_data():
+    """A bare clone runs the suite only if no test reads ../shared behind `shared_data`'s back."""
+    offenders = []
+    for path in sorted(shared_data.TESTS.rglob("*.py")):
+        if path.name in ("shared_data.py", "test_shared_data.py"):
+            continue
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            if _BYPASS.search(line):
+                offenders.append(f"{path.relative_to(shared_data.REPO)}:{i}: {line.strip()}")
+    assert not offenders, "use tests/shared_data.py (model_path, shared_path) instead:\n" + "\n".join(offenders)
