@@ -32,7 +32,10 @@ def runtime_extension() -> Extension:
     compile_args: list[str] = []
     link_args: list[str] = []
     if sys.platform != "win32":
-        compile_args = ["-O3", "-std=gnu11", "-fvisibility=hidden", "-Wall", "-Wno-unused-parameter"]
+        # a call to an undeclared function is an error, never an implicit declaration that links
+        # against a symbol which may not exist when the extension is loaded
+        compile_args = ["-O3", "-std=gnu11", "-fvisibility=hidden", "-Wall", "-Wno-unused-parameter",
+                        "-Werror=implicit-function-declaration"]
         link_args = ["-pthread"]
     return Extension(
         "symjit._runtime",

@@ -16,6 +16,12 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+/* The numpy C API this file is written against: numpy 2.0 (the oldest numpy pyproject.toml allows).
+ * The target must be stated: numpy's headers otherwise default to an older API (1.21 in numpy 2.2, the
+ * last numpy for Python 3.10), which hides functions used here (PyDataMem_SetHandler, NEP 49, numpy
+ * 1.22) so that they would compile as implicit declarations (errors in setup.py's flags) and the
+ * extension would fail to load. import_array() refuses an older numpy at run time with numpy's message. */
+#define NPY_TARGET_VERSION NPY_2_0_API_VERSION
 #define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
 #include <numpy/arrayobject.h>
 

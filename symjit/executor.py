@@ -12,7 +12,6 @@ in the aux arrays; `backward(out_grads)` writes gradients per grad_req ('write' 
 """
 from __future__ import annotations
 
-import os
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -22,6 +21,7 @@ from .context import Context, current_context
 from .ir.graph import Graph, TensorType
 from .ir.interpreter import RunResult, run
 from .ir.verify import verify
+from .native import backend_choice, native_runtime
 from .passes.autodiff import GRAD_REQS, autodiff
 from .passes.infer import infer_types
 
@@ -58,23 +58,15 @@ class LLVMBackend(Backend):
 
 
 def select_backend() -> Backend:
-    """The best available execution backend: the one place the choice is made.
+    """The execution backend: the one place the choice is made.
 
-    `SYMJIT_BACKEND=interp` forces the reference interpreter, `llvm` the native CPU backend;
-    `auto` (the default) is the native backend when the runtime extension is built, else the
-    interpreter.
+    `SYMJIT_BACKEND=interp` forces the reference interpreter; `llvm` and `auto` (the default)
+    are the native CPU backend, which needs the native runtime: when it cannot be loaded this
+    raises MXNetError with the reason (`native_runtime`), never falling back silently.
     """
-    choice = os.environ.get("SYMJIT_BACKEND", "auto").strip().lower()
-    if choice not in ("auto", "interp", "llvm"):
-        raise MXNetError(f"SYMJIT_BACKEND={choice!r} is not available; use 'auto', 'llvm' or 'interp'")
-    if choice == "interp":
+    if backend_choice() == "interp":
         return InterpreterBackend()
-    try:
-        from . import runtime  # noqa: F401  (the native runtime extension must be importable)
-    except ImportError as e:
-        if choice == "llvm":
-            raise MXNetError(f"SYMJIT_BACKEND=llvm but the native backend is unavailable: {e}") from None
-        return InterpreterBackend()
+    native_runtime()
     return LLVMBackend()
 
 

@@ -28,11 +28,13 @@ from .base import MXNetError
 
 try:
     from . import _runtime
-except ImportError as exc:  # pragma: no cover - only when the extension was never compiled
-    raise ImportError(
-        "symjit's native runtime extension (symjit._runtime) is not built; "
-        "install the package with `python -m pip install -e .` to compile it"
-    ) from exc
+except ImportError as exc:
+    if isinstance(exc, ModuleNotFoundError) and exc.name == f"{__package__}._runtime":
+        raise ImportError("symjit's native runtime extension (symjit._runtime) is not built; install the "
+                          "package with `python -m pip install -e .` to compile it") from exc
+    # built but not loadable (say, an undefined symbol): the loader's reason, never hidden
+    raise ImportError(f"symjit's native runtime extension (symjit._runtime) failed to load: {exc}; rebuild it "
+                      "with `python -m pip install -e .` for this Python and numpy") from exc
 
 _runtime.set_error_class(MXNetError)
 

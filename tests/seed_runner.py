@@ -1,4 +1,4 @@
-"""Run the seed examples of ../shared/spec/seed_examples.json under `import symjit as mx`.
+"""Run the seed examples (tests/data/seed_examples.json, a copy of the shared spec's) under `import symjit as mx`.
 
 Examples of one session run in order in one namespace, as in the spec. A trailing
 expression statement is printed with repr (the spec's REPL convention). Outputs of
@@ -12,13 +12,12 @@ import contextlib
 import io
 import json
 import re
-from pathlib import Path
 
-SPEC = Path(__file__).resolve().parents[2] / "shared" / "spec" / "seed_examples.json"
+from shared_data import SEED_EXAMPLES
 
 
 def load_examples() -> list[dict]:
-    return json.loads(SPEC.read_text())
+    return json.loads(SEED_EXAMPLES.read_text())
 
 
 def translate(code: str) -> str:

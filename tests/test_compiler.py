@@ -1,22 +1,20 @@
 """symjit.compile / symjit.inspect on Symbols and exported models."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import symjit as mx
 from symjit.base import MXNetError
 
-MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
+from shared_data import model_path
 
 
 def test_compile_exported_model_with_constant_params():
-    sym = mx.sym.load(str(MODELS / "lenet-symbol.json"))
-    params = mx.nd.load(str(MODELS / "lenet-0000.params"))
-    x = np.load(MODELS / "lenet-input.npy")
-    ref = np.load(MODELS / "lenet-output.npy")
+    sym = mx.sym.load(str(model_path("lenet-symbol.json")))
+    params = mx.nd.load(str(model_path("lenet-0000.params")))
+    x = np.load(model_path("lenet-input.npy"))
+    ref = np.load(model_path("lenet-output.npy"))
     model = mx.compile(sym, shapes={"data": x.shape}, params=params)
     assert model.input_names == ["data"]
     (y,) = model(data=x)

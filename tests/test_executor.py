@@ -6,7 +6,7 @@ import pytest
 
 import symjit as mx
 from symjit.base import MXNetError
-from symjit.executor import Backend, InterpreterBackend, select_backend
+from symjit.executor import InterpreterBackend, LLVMBackend, select_backend
 
 
 @pytest.fixture(autouse=True)
@@ -200,7 +200,7 @@ def test_backend_selection(monkeypatch):
     with pytest.raises(MXNetError, match="SYMJIT_BACKEND"):
         select_backend()
     monkeypatch.delenv("SYMJIT_BACKEND")
-    assert isinstance(select_backend(), Backend)  # the best available one
+    assert isinstance(select_backend(), LLVMBackend)  # native by default (tests/test_native.py)
 
 
 def test_debug_str_shows_forward_and_backward():

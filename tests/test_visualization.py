@@ -2,7 +2,7 @@
 optimized-graph and memory-plan pictures.
 
 The golden DOT of the seed example E45 was written by hand from MXNet 1.9.1's
-python/mxnet/visualization.py applied to /work/shared/models/matfact-symbol.json (the same
+python/mxnet/visualization.py applied to tests/data/models/matfact-symbol.json (the same
 network saved by MXNet itself): weight-like variables (`*_weight`) are not drawn and their edges
 are dropped; other variables are ovals filled #8dd3c7 labelled with their names; Flatten is
 filled #fdb462; ops without a special case (Embedding, elemwise_mul, sum,
@@ -17,14 +17,13 @@ import re
 import struct
 import zlib
 from contextlib import redirect_stdout
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import symjit as mx
 
-MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
+from shared_data import model_path
 
 _BOX = 'fixedsize=true height=0.8034 shape=box style=filled width=1.3'
 _OVAL = 'fixedsize=true height=0.8034 shape=oval style=filled width=1.3'
@@ -80,7 +79,7 @@ def test_e45_dot_matches_mxnet_golden():
 
 
 def test_e45_from_mxnet_saved_json_is_the_same_picture():
-    dot = mx.viz.plot_network(mx.sym.load(str(MODELS / "matfact-symbol.json")))
+    dot = mx.viz.plot_network(mx.sym.load(str(model_path("matfact-symbol.json"))))
     assert dot.source == E45_GOLDEN
 
 
@@ -150,8 +149,8 @@ def test_print_summary_small_network_counts():
 
 
 def test_print_summary_resnet18_matches_mxnet_table():
-    sym = mx.sym.load(str(MODELS / "resnet18_v1-symbol.json"))
-    params = mx.nd.load(str(MODELS / "resnet18_v1-0000.params"))
+    sym = mx.sym.load(str(model_path("resnet18_v1-symbol.json")))
+    params = mx.nd.load(str(model_path("resnet18_v1-0000.params")))
     out = _summary(sym, {"data": (1, 3, 224, 224)})
     # MXNet counts convolution/dense weights and biases and BatchNorm gamma+beta: exactly the
     # trainable (arg:) parameters of the exported model

@@ -48,7 +48,8 @@ from .._version import __version__
 from ..base import MXNetError
 
 __all__ = ["build_library", "runtime_dir", "DTYPE_CODES", "cpu_feature_checks", "AotResult", "non_native_ops",
-           "check_output_dir", "write_files_atomically", "signature_macros"]
+           "check_output_dir", "write_files_atomically", "signature_macros",
+           "C_ERRORS"]
 
 #: MXNet type flags, as in runtime/symjit_runtime.h
 DTYPE_CODES = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5, "int64": 6,
@@ -395,7 +396,10 @@ def _run(cmd: list[str], what: str) -> None:
         raise MXNetError(f"AOT: {what} failed: " + " | ".join(tail))
 
 
-_CFLAGS = ("-O3", "-fPIC", "-pthread", "-fvisibility=hidden", "-DSYMJIT_AOT=1")
+#: C warnings that are errors wherever symjit compiles C: a call to an undeclared function
+#: must never become an implicit declaration (it links against whatever symbol has the name)
+C_ERRORS = ("-Werror=implicit-function-declaration",)
+_CFLAGS = ("-O3", "-fPIC", "-pthread", "-fvisibility=hidden", "-DSYMJIT_AOT=1", *C_ERRORS)
 
 
 def kernel_library_flags(target) -> tuple[str, ...]:

@@ -24,6 +24,7 @@ import os
 
 import numpy as np
 
+from ..native import native_runtime
 from ..ops import scalar as S
 from ..ops.optimizer_ops import Update
 from ..ops.registry import Elementwise, broadcast_shapes
@@ -89,11 +90,10 @@ def try_compiled_elementwise(op, attrs, arrays: list, destinations: list | None 
         return None
     if any(d.name not in _SUPPORTED for d in out_dtypes):
         return None
-    try:
-        from .. import runtime
-        from ..codegen.llvm import ElementwiseSpec, compile_elementwise
-    except ImportError:
+    runtime = native_runtime()
+    if runtime is None:      # SYMJIT_BACKEND=interp and no loadable runtime: the reference runs
         return None
+    from ..codegen.llvm import ElementwiseSpec, compile_elementwise
     arrays = [np.ascontiguousarray(a) for a in arrays]
     spec = ElementwiseSpec(exprs, tuple(a.dtype.name for a in arrays), tuple(a.shape for a in arrays),
                            dtype.name, tuple(d.name for d in out_dtypes), tuple(out_shape))
@@ -144,11 +144,7 @@ def _update_kernel(op, attrs: dict, dtype: np.dtype, n: int, size: int):
         return None
     entry = _UPDATE_KERNELS.get(key, False)
     if entry is False:
-        try:
-            from .. import runtime  # noqa: F401  (the native runtime must be importable)
-            entry = _build_update_kernel(op, attrs, dtype, n, size)
-        except ImportError:
-            entry = None
+        entry = None if native_runtime() is None else _build_update_kernel(op, attrs, dtype, n, size)
         _UPDATE_KERNELS[key] = entry
     return entry
 

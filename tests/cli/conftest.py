@@ -2,14 +2,13 @@
 example (runtime/examples/run_model.c) built with the system C compiler."""
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-MODELS = Path(os.environ.get("SYMJIT_SHARED_DIR") or Path(__file__).resolve().parents[3] / "shared") / "models"
+from shared_data import SMALL_MODELS
 
 
 @pytest.fixture(scope="session")
@@ -19,7 +18,7 @@ def mlp_lib(tmp_path_factory) -> Path:
         pytest.skip("needs the system C compiler `cc`")
     from symjit.cli import main
     d = tmp_path_factory.mktemp("mlp")
-    assert main(["compile", str(MODELS / "mlp-symbol.json"), str(MODELS / "mlp-0000.params"),
+    assert main(["compile", str(SMALL_MODELS / "mlp-symbol.json"), str(SMALL_MODELS / "mlp-0000.params"),
                  "--input", "data:8x784", "-q", "-o", str(d / "mlp")]) == 0
     return d / "mlp.so"
 

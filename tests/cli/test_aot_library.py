@@ -16,12 +16,12 @@ import symjit as mx
 from symjit import runtime
 from symjit.cli import main
 
-ROOT = Path(__file__).resolve().parents[2]
-MODELS = Path(os.environ.get("SYMJIT_SHARED_DIR") or ROOT.parent / "shared") / "models"
+from shared_data import model_path
+
 
 needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="needs the system C compiler `cc`")
 
-#: model -> input shape (from /work/shared/models/README.md)
+#: model -> input shape (from the reference models' README)
 SHAPES = {"mlp": (8, 784), "lenet": (4, 1, 28, 28), "resnet18_v1": (1, 3, 224, 224),
           "mobilenet1.0": (1, 3, 224, 224)}
 
@@ -31,15 +31,15 @@ def _dims(shape) -> str:
 
 
 def _jit_output(model: str) -> np.ndarray:
-    sym = mx.sym.load(str(MODELS / f"{model}-symbol.json"))
-    params = mx.nd.load(str(MODELS / f"{model}-0000.params"))
+    sym = mx.sym.load(str(model_path(f"{model}-symbol.json")))
+    params = mx.nd.load(str(model_path(f"{model}-0000.params")))
     m = mx.compile(sym, shapes={"data": SHAPES[model]}, params=params)
-    return m(data=np.load(MODELS / f"{model}-input.npy"))[0]
+    return m(data=np.load(model_path(f"{model}-input.npy")))[0]
 
 
 def _build(model: str, out_dir: Path) -> Path:
     base = out_dir / model
-    rc = main(["compile", str(MODELS / f"{model}-symbol.json"), str(MODELS / f"{model}-0000.params"),
+    rc = main(["compile", str(model_path(f"{model}-symbol.json")), str(model_path(f"{model}-0000.params")),
                "--input", f"data:{_dims(SHAPES[model])}:float32", "-q", "-o", str(base)])
     assert rc == 0
     return base
@@ -47,7 +47,7 @@ def _build(model: str, out_dir: Path) -> Path:
 
 def _check_model(model: str, out_dir: Path, exe: str) -> None:
     base = _build(model, out_dir)
-    x = np.load(MODELS / f"{model}-input.npy")
+    x = np.load(model_path(f"{model}-input.npy"))
     want = _jit_output(model)
     # manifest
     manifest = json.loads(Path(f"{base}.json").read_text())
@@ -60,11 +60,11 @@ def _check_model(model: str, out_dir: Path, exe: str) -> None:
     (got,) = lib[model](x)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))
     # reference output computed by MXNet 1.9.1
-    ref = np.load(MODELS / f"{model}-output.npy")
+    ref = np.load(model_path(f"{model}-output.npy"))
     assert np.abs(got - ref).max() <= 1e-4 * max(1.0, float(np.abs(ref).max()))
     # from C, with an environment that has nothing of Python
     out = out_dir / f"{model}-c.npy"
-    proc = subprocess.run([exe, f"{base}.so", str(MODELS / f"{model}-input.npy"), "-o", str(out)],
+    proc = subprocess.run([exe, f"{base}.so", str(model_path(f"{model}-input.npy")), "-o", str(out)],
                           env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     np.testing.assert_allclose(np.load(out), want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))
@@ -116,7 +116,7 @@ def test_library_refuses_a_cpu_without_its_features(tmp_path, monkeypatch, run_m
     base = _build("mlp", tmp_path)
     with pytest.raises(mx.MXNetError, match="lacks avx512er"):
         runtime.load(f"{base}.so")
-    proc = subprocess.run([run_model_exe, f"{base}.so", str(MODELS / "mlp-input.npy")], capture_output=True,
+    proc = subprocess.run([run_model_exe, f"{base}.so", str(model_path("mlp-input.npy"))], capture_output=True,
                           text=True, env={"PATH": "/usr/bin:/bin"})
     assert proc.returncode == 1 and "lacks avx512er" in proc.stderr
 
@@ -160,13 +160,13 @@ def test_library_with_a_blas_named_at_run_time(tmp_path, run_model_exe):
     env = {"PATH": "/usr/bin:/bin"}
     plain, with_blas = tmp_path / "plain.npy", tmp_path / "blas.npy"
     for out, extra in ((plain, {}), (with_blas, {"SYMJIT_BLAS": blas, "SYMJIT_BLAS_MIN_GEMM": "0"})):
-        proc = subprocess.run([run_model_exe, f"{base}.so", str(MODELS / "lenet-input.npy"), "-o", str(out)],
+        proc = subprocess.run([run_model_exe, f"{base}.so", str(model_path("lenet-input.npy")), "-o", str(out)],
                               env={**env, **extra}, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
     a, b = np.load(plain), np.load(with_blas)
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     # a BLAS path that does not load leaves the built-in kernels in place
-    proc = subprocess.run([run_model_exe, f"{base}.so", str(MODELS / "lenet-input.npy")],
+    proc = subprocess.run([run_model_exe, f"{base}.so", str(model_path("lenet-input.npy"))],
                           env={**env, "SYMJIT_BLAS": str(tmp_path / "missing.so")}, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 
@@ -177,7 +177,7 @@ def test_weights_folded_away_are_not_embedded(tmp_path):
     code reads is embedded."""
     base = _build("lenet", tmp_path)
     manifest = json.loads(Path(f"{base}.json").read_text())
-    params = mx.nd.load(str(MODELS / "lenet-0000.params"))
+    params = mx.nd.load(str(model_path("lenet-0000.params")))
     lib = runtime.load(f"{base}.so")
     embedded = {n for n, _, _ in lib["lenet"].param_specs}
     assert not any(k.split(":", 1)[1] in embedded for k in params if "moving" in k)

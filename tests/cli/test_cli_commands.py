@@ -2,10 +2,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tomllib
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,14 +10,15 @@ import pytest
 from cli_util import one_line_error as _one_line_error, run_cli as _run
 from symjit.cli import main, parse_input_spec, CliError
 
-ROOT = Path(__file__).resolve().parents[2]
-MODELS = Path(os.environ.get("SYMJIT_SHARED_DIR") or ROOT.parent / "shared") / "models"
-MLP = [str(MODELS / "mlp-symbol.json"), str(MODELS / "mlp-0000.params")]
-LENET = [str(MODELS / "lenet-symbol.json"), str(MODELS / "lenet-0000.params")]
+from shared_data import REPO, SMALL_MODELS, model_path
+
+MLP = [str(SMALL_MODELS / "mlp-symbol.json"), str(SMALL_MODELS / "mlp-0000.params")]
+LENET = [str(SMALL_MODELS / "lenet-symbol.json"), str(SMALL_MODELS / "lenet-0000.params")]
 
 
 def test_console_script_declared():
-    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml needs tomllib (Python 3.11+)")
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert data["project"]["scripts"]["symjit"] == "symjit.cli:main"
 
 
@@ -94,15 +92,15 @@ def test_compile_json_and_run(mlp_lib, tmp_path, capsys):
     manifest = json.loads((mlp_lib.with_suffix(".json")).read_text())
     assert manifest["library"] == "mlp.so" and manifest["target"]["cpu"]
     y = tmp_path / "y.npy"
-    rc, out, _ = _run(capsys, ["run", str(mlp_lib), "--input", f"data={MODELS / 'mlp-input.npy'}", "-o", str(y),
+    rc, out, _ = _run(capsys, ["run", str(mlp_lib), "--input", f"data={model_path('mlp-input.npy')}", "-o", str(y),
                                "--json"])
     assert rc == 0
     summary = json.loads(out)
     assert summary["outputs"][0]["shape"] == [8, 10]
-    ref = np.load(MODELS / "mlp-output.npy")
+    ref = np.load(model_path("mlp-output.npy"))
     assert np.abs(np.load(y) - ref).max() < 1e-4
     # a single input may be given without its name
-    rc, out, _ = _run(capsys, ["run", str(mlp_lib), "--input", str(MODELS / "mlp-input.npy")])
+    rc, out, _ = _run(capsys, ["run", str(mlp_lib), "--input", str(model_path("mlp-input.npy"))])
     assert rc == 0 and "output 0: shape (8, 10) float32" in out
 
 
@@ -216,8 +214,7 @@ def test_inspect_infers_weight_shapes_from_the_data_shape(tmp_path):
     """Only inputs whose shapes cannot be inferred need --input (the mlp's weights follow from data)."""
     import subprocess
     import sys
-    models = MODELS
-    res = subprocess.run([sys.executable, "-m", "symjit.cli", "inspect", str(models / "mlp-symbol.json"),
+    res = subprocess.run([sys.executable, "-m", "symjit.cli", "inspect", str(SMALL_MODELS / "mlp-symbol.json"),
                           "--input", "data:8x784"], capture_output=True, text=True, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert "fusion groups" in res.stdout

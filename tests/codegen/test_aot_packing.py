@@ -15,6 +15,8 @@ import symjit as mx
 from symjit import runtime
 from symjit.codegen import aot
 
+from shared_data import model_path
+
 needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="needs the system C compiler `cc`")
 
 #: what a library holds besides its weights (generated code, runtime and kernel library): well
@@ -60,17 +62,13 @@ def test_packed_weights_are_not_embedded_twice(tmp_path):
 @needs_cc
 @pytest.mark.slow
 def test_resnet18_library_is_the_size_of_its_weights(tmp_path):
-    models = Path(os.environ.get("SYMJIT_SHARED_DIR") or Path(__file__).resolve().parents[3] / "shared") / "models"
-    if not (models / "resnet18_v1-0000.params").is_file():
-        pytest.skip(f"needs models/resnet18_v1-0000.params from the shared reference data, not found in "
-                    f"{models.parent} (set SYMJIT_SHARED_DIR)")
     from symjit.cli import main
-    assert main(["compile", str(models / "resnet18_v1-symbol.json"), str(models / "resnet18_v1-0000.params"),
+    assert main(["compile", str(model_path("resnet18_v1-symbol.json")), str(model_path("resnet18_v1-0000.params")),
                  "-i", "data:1x3x224x224", "-q", "-o", str(tmp_path / "r18")]) == 0
-    weights = os.path.getsize(models / "resnet18_v1-0000.params")     # 47 MB
+    weights = os.path.getsize(model_path("resnet18_v1-0000.params"))     # 47 MB
     size = os.path.getsize(tmp_path / "r18.so")                        # was 100 MB
     assert size < weights + CODE_BYTES, (size, weights)
-    x = np.load(models / "resnet18_v1-input.npy")
-    ref = np.load(models / "resnet18_v1-output.npy")
+    x = np.load(model_path("resnet18_v1-input.npy"))
+    ref = np.load(model_path("resnet18_v1-output.npy"))
     (got,) = runtime.load(str(tmp_path / "r18.so"))["r18"](x)
     assert np.abs(got - ref).max() <= 1e-4 * max(1.0, float(np.abs(ref).max()))

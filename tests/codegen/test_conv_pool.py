@@ -21,6 +21,8 @@ from symjit.ir import GraphBuilder, TensorType, run
 from symjit.passes.conv_pool import fuse_conv_pool
 from symjit.passes.manager import compile_graph
 
+from shared_data import model_path
+
 TUNE_CONV, FUSED_OFF = 2, 7   # nnkernels.c symjit_nn_tune key and value
 
 
@@ -201,15 +203,11 @@ def test_nan_inputs_pool_like_the_separate_ops(conv_pool_path):
 
 def test_resnet18_stem_is_fused():
     """resnet18_v1's 7x7 convolution, batch norm, relu and max pooling end as one node."""
-    from pathlib import Path
     import symjit as mx
     from symjit.passes.infer import infer_types
     from symjit.symbol.lower import lower
-    models = Path(__file__).resolve().parents[3] / "shared" / "models"
-    if not (models / "resnet18_v1-symbol.json").exists():
-        pytest.skip("shared models not available")
-    sym = mx.sym.load(str(models / "resnet18_v1-symbol.json"))
-    params = mx.nd.load(str(models / "resnet18_v1-0000.params"))
+    sym = mx.sym.load(str(model_path("resnet18_v1-symbol.json")))
+    params = mx.nd.load(str(model_path("resnet18_v1-0000.params")))
     g, _ = lower(sym)
     g, _ = infer_types(g, shapes={"data": (1, 3, 224, 224)})
     consts = {k.split(":", 1)[1]: v.asnumpy() for k, v in params.items()}

@@ -11,7 +11,6 @@ pooling, gathers and copies are exact.
 from __future__ import annotations
 
 import ctypes
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,7 +20,7 @@ from symjit.codegen.llvm.lower_gemm import TUNE_KEYS
 from symjit.ir import GraphBuilder, TensorType, run
 from symjit.passes.manager import compile_graph
 
-MODELS = Path(__file__).resolve().parents[3] / "shared" / "models"
+from shared_data import model_path
 
 
 def _graph(op, inputs, attrs, post=(), n_out=1, dtypes=None):
@@ -455,11 +454,9 @@ def test_models_compiled_natively_reproduce_mxnet(name):
     import symjit as mx
     from symjit.passes.infer import infer_types
     from symjit.symbol.lower import lower
-    if not (MODELS / f"{name}-symbol.json").exists():
-        pytest.skip("shared models not available")
-    sym = mx.sym.load(str(MODELS / f"{name}-symbol.json"))
-    params = mx.nd.load(str(MODELS / f"{name}-0000.params"))
-    x = np.load(MODELS / f"{name}-input.npy")
+    sym = mx.sym.load(str(model_path(f"{name}-symbol.json")))
+    params = mx.nd.load(str(model_path(f"{name}-0000.params")))
+    x = np.load(model_path(f"{name}-input.npy"))
     g, _ = lower(sym)
     g, _ = infer_types(g, shapes={"data": x.shape})
     consts = {k.split(":", 1)[1]: v.asnumpy() for k, v in params.items()}
@@ -468,7 +465,7 @@ def test_models_compiled_natively_reproduce_mxnet(name):
     assert cg.native
     feeds = {"data": x, **consts}
     got = cg([np.ascontiguousarray(feeds[v.name]) for v in opt.inputs])[0]
-    ref = np.load(MODELS / f"{name}-output.npy")
+    ref = np.load(model_path(f"{name}-output.npy"))
     assert np.abs(got - ref).max() <= 1e-4 * np.abs(ref).max()
 
 

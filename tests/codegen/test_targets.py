@@ -20,7 +20,8 @@ from symjit.ir import GraphBuilder, TensorType
 from symjit.ir.target import AVX512_KERNELS, Target
 from symjit.passes.manager import PassManager
 
-MODELS = Path(__file__).resolve().parents[3] / "shared" / "models"
+from shared_data import model_path
+
 needs_toolchain = pytest.mark.skipif(shutil.which("cc") is None or shutil.which("objdump") is None,
                                      reason="needs the system C compiler `cc` and `objdump`")
 
@@ -103,20 +104,19 @@ def test_aot_library_for_x86_64_v3(tmp_path):
 
 @pytest.mark.slow
 @needs_toolchain
-@pytest.mark.skipif(not (MODELS / "lenet-symbol.json").is_file(), reason="needs the shared models (../shared/models)")
 def test_symjit_compile_cpu_x86_64_v3_builds_the_kernel_library_for_it(tmp_path):
     """`symjit compile --cpu x86-64-v3` on a model whose convolutions and dense layers call the
     kernel library: the whole library (generated code, runtime, nnkernels.c) has no AVX-512
     instruction and computes what MXNet computed."""
     from symjit.cli import main
     base = tmp_path / "lenet"
-    assert main(["compile", str(MODELS / "lenet-symbol.json"), str(MODELS / "lenet-0000.params"),
+    assert main(["compile", str(model_path("lenet-symbol.json")), str(model_path("lenet-0000.params")),
                  "--input", "data:4x1x28x28", "--cpu", "x86-64-v3", "-q", "-o", str(base)]) == 0
     manifest = json.loads(Path(f"{base}.json").read_text())
     assert manifest["target"]["cpu"] == "x86-64-v3"
     assert "-DSYMJIT_NO_AVX512" in manifest["target"]["kernel_library_cflags"]
     assert _objdump_avx512(Path(f"{base}.so")) == []
-    x = np.load(MODELS / "lenet-input.npy")
+    x = np.load(model_path("lenet-input.npy"))
     (got,) = runtime.load(f"{base}.so")["lenet"](x)
-    ref = np.load(MODELS / "lenet-output.npy")
+    ref = np.load(model_path("lenet-output.npy"))
     assert np.abs(got - ref).max() <= 1e-4 * max(1.0, float(np.abs(ref).max()))

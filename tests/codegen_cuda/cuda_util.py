@@ -14,6 +14,8 @@ from symjit.codegen.cuda.emulate import host_compiler, load_emulated
 from symjit.ir import GraphBuilder, TensorType, run
 from symjit.ir.graph import Value
 
+from shared_data import model_path
+
 
 def have_nvcc() -> bool:
     from symjit.codegen.cuda.aot import find_nvcc
@@ -143,18 +145,16 @@ def every_template_net() -> Net:
     return net
 
 
-MODELS = __import__("pathlib").Path(__file__).resolve().parents[3] / "shared" / "models"
-
-#: model -> input shape (/work/shared/models/README.md)
+#: model -> input shape (the reference models' README)
 MODEL_SHAPES = {"mlp": (8, 784), "lenet": (4, 1, 28, 28), "resnet18_v1": (1, 3, 224, 224),
                 "mobilenet1.0": (1, 3, 224, 224)}
 
 
 def model_plan(name: str):
-    """(LaunchPlan, bound weights) of a shared model, as `symjit compile --target cuda` builds it."""
+    """(LaunchPlan, bound weights) of a reference model (skips when it is absent), as `symjit compile --target cuda` builds it."""
     from symjit.cli import _shapes, load_model
     from symjit.compiler import _to_graph
-    net, params, _ = load_model(str(MODELS / f"{name}-symbol.json"), str(MODELS / f"{name}-0000.params"))
+    net, params, _ = load_model(str(model_path(f"{name}-symbol.json")), str(model_path(f"{name}-0000.params")))
     dims = "x".join(str(d) for d in MODEL_SHAPES[name])
     shapes, dtypes = _shapes(net, params, [f"data:{dims}"])
     g, _ = _to_graph(net, shapes, dtypes)

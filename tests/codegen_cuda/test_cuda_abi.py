@@ -10,7 +10,8 @@ import ctypes
 import numpy as np
 import pytest
 
-from cuda_util import MODELS, model_plan, needs_cxx
+from cuda_util import model_plan, needs_cxx
+from shared_data import model_path
 from symjit.base import MXNetError
 from symjit.codegen.cuda.emulate import build_emulated, load_emulated
 
@@ -31,7 +32,7 @@ def test_device_pointer_entry(tmp_path):
     lib.symjit_cuda_run.argtypes = [ctypes.c_void_p] * 4
     lib.symjit_cuda_workspace_size.restype = ctypes.c_int64
     lib.symjit_last_error.restype = ctypes.c_char_p
-    x = np.load(MODELS / "mlp-input.npy")
+    x = np.load(model_path("mlp-input.npy"))
     y = np.zeros((8, 10), np.float32)
     size = lib.symjit_cuda_workspace_size()
     assert size == plan.workspace_size > 0
@@ -44,7 +45,7 @@ def test_device_pointer_entry(tmp_path):
         y[:] = 0
         rc = lib.symjit_cuda_run(ctypes.addressof(ins), ctypes.addressof(outs), ws.ctypes.data, None)
         assert rc == 0, lib.symjit_last_error()
-        ref = np.load(MODELS / "mlp-output.npy")
+        ref = np.load(model_path("mlp-output.npy"))
         assert np.abs(y - ref).max() <= 1e-4 * np.abs(ref).max()
         lib.symjit_cuda_release()
 
@@ -52,7 +53,7 @@ def test_device_pointer_entry(tmp_path):
 def test_host_entry_repeated_calls_and_errors(tmp_path):
     plan, _ = model_plan("lenet")
     _, entry = load_emulated(plan, tmp_path, "-O0")
-    x = np.load(MODELS / "lenet-input.npy")
+    x = np.load(model_path("lenet-input.npy"))
     first, = entry(x)
     second, = entry(x)
     np.testing.assert_array_equal(first, second)
@@ -72,4 +73,4 @@ def test_emulated_launch_error_names_kernel_and_node(tmp_path):
                      plan.workspace_size)
     _, entry = load_emulated(bad, tmp_path, "-O0")
     with pytest.raises(MXNetError, match=rf"{gemm.name}.*__syncthreads"):
-        entry(np.load(MODELS / "mlp-input.npy"))
+        entry(np.load(model_path("mlp-input.npy")))

@@ -12,12 +12,13 @@ import subprocess
 
 import pytest
 
-from cuda_util import MODELS, have_nvcc, model_plan
+from cuda_util import have_nvcc, model_plan
+from shared_data import SMALL_MODELS, model_path
 from symjit.base import MXNetError
 from symjit.cli import main
 from symjit.codegen.cuda import render
 
-MLP = [str(MODELS / "mlp-symbol.json"), str(MODELS / "mlp-0000.params")]
+MLP = [str(SMALL_MODELS / "mlp-symbol.json"), str(SMALL_MODELS / "mlp-0000.params")]
 
 
 def _one_line_error(err: str) -> str:
@@ -93,7 +94,7 @@ def test_loading_without_a_gpu_is_a_clear_error(mlp_cuda):
     from symjit import runtime
     with pytest.raises(MXNetError, match="symjit CUDA library mlp"):
         runtime.load(str(d / "mlp.so"))
-    rc = main(["run", str(d / "mlp.so"), "--input", str(MODELS / "mlp-input.npy")])
+    rc = main(["run", str(d / "mlp.so"), "--input", str(model_path("mlp-input.npy"))])
     assert rc == 1
 
 

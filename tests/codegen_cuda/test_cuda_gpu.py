@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cuda_util import MODEL_SHAPES, MODELS, assert_close, every_template_net, have_nvcc
+from cuda_util import MODEL_SHAPES, assert_close, every_template_net, have_nvcc
+from shared_data import model_path
 from symjit.cli import main
 from symjit.codegen.cuda import plan_graph
 from symjit.codegen.cuda.aot import build_library
@@ -42,8 +43,8 @@ def out_dir(tmp_path_factory):
 
 def _jit_output(name: str, x: np.ndarray) -> np.ndarray:
     import symjit as mx
-    sym = mx.sym.load(str(MODELS / f"{name}-symbol.json"))
-    params = mx.nd.load(str(MODELS / f"{name}-0000.params"))
+    sym = mx.sym.load(str(model_path(f"{name}-symbol.json")))
+    params = mx.nd.load(str(model_path(f"{name}-0000.params")))
     return mx.compile(sym, shapes={"data": MODEL_SHAPES[name]}, params=params)(data=x)[0]
 
 
@@ -52,16 +53,16 @@ def test_model_library_on_gpu_matches_jit_and_mxnet(name, out_dir):
     from symjit import runtime
     base = out_dir / name.replace(".", "_")
     dims = "x".join(str(d) for d in MODEL_SHAPES[name])
-    assert main(["compile", str(MODELS / f"{name}-symbol.json"), str(MODELS / f"{name}-0000.params"),
+    assert main(["compile", str(model_path(f"{name}-symbol.json")), str(model_path(f"{name}-0000.params")),
                  "--input", f"data:{dims}", "--target", "cuda", "-q", "-o", str(base)]) == 0
     _gpu_or_skip(base.with_suffix(".so"))
     lib = runtime.load(str(base.with_suffix(".so")))
     entry = lib[next(iter(lib))]
-    x = np.load(MODELS / f"{name}-input.npy")
+    x = np.load(model_path(f"{name}-input.npy"))
     y, = entry(x)
     y2, = entry(x)                                   # a second call reuses the device state
     np.testing.assert_array_equal(y, y2)
-    for want in (_jit_output(name, x), np.load(MODELS / f"{name}-output.npy")):
+    for want in (_jit_output(name, x), np.load(model_path(f"{name}-output.npy"))):
         assert y.shape == want.shape
         assert np.abs(y - want).max() <= 1e-4 * np.abs(want).max()
 
@@ -104,7 +105,7 @@ def test_device_pointer_entry_with_cupy(out_dir):
     cupy = pytest.importorskip("cupy")
     name = "mlp"
     base = out_dir / "mlp_dev"
-    assert main(["compile", str(MODELS / f"{name}-symbol.json"), str(MODELS / f"{name}-0000.params"),
+    assert main(["compile", str(model_path(f"{name}-symbol.json")), str(model_path(f"{name}-0000.params")),
                  "--input", "data:8x784", "--target", "cuda", "-q", "-o", str(base)]) == 0
     _gpu_or_skip(base.with_suffix(".so"))
     lib = ctypes.CDLL(str(base.with_suffix(".so")))
@@ -112,7 +113,7 @@ def test_device_pointer_entry_with_cupy(out_dir):
     lib.symjit_cuda_run.argtypes = [ctypes.c_void_p] * 4
     lib.symjit_cuda_workspace_size.restype = ctypes.c_int64
     lib.symjit_last_error.restype = ctypes.c_char_p
-    x = cupy.asarray(np.load(MODELS / "mlp-input.npy"))
+    x = cupy.asarray(np.load(model_path("mlp-input.npy")))
     y = cupy.zeros((8, 10), cupy.float32)
     ws = cupy.empty(max(lib.symjit_cuda_workspace_size(), 1), cupy.uint8)
     ins = (ctypes.c_void_p * 1)(x.data.ptr)
@@ -122,5 +123,5 @@ def test_device_pointer_entry_with_cupy(out_dir):
     rc = lib.symjit_cuda_run(ctypes.addressof(ins), ctypes.addressof(outs), ws.data.ptr, stream.ptr)
     assert rc == 0, lib.symjit_last_error()
     stream.synchronize()
-    ref = np.load(MODELS / "mlp-output.npy")
+    ref = np.load(model_path("mlp-output.npy"))
     assert np.abs(cupy.asnumpy(y) - ref).max() <= 1e-4 * np.abs(ref).max()

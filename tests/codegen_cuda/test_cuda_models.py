@@ -1,4 +1,4 @@
-"""The shared models (/work/shared/models) compiled for CUDA and run by the host emulation of
+"""The reference models (tests/shared_data.py) compiled for CUDA and run by the host emulation of
 the generated source, against the outputs MXNet 1.9.1 computed (`NAME-output.npy`).
 
 Tolerance (the models' README): max abs error below 1e-4 relative to the output's scale.
@@ -10,20 +10,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cuda_util import MODELS, model_plan, needs_cxx
+from cuda_util import model_plan, needs_cxx
+from shared_data import model_path
 from symjit.codegen.cuda.emulate import load_emulated
 
 pytestmark = needs_cxx
 
 
 def _check(name: str, tmp_path) -> None:
-    if not (MODELS / f"{name}-symbol.json").is_file():
-        pytest.skip(f"shared model {name} not found in {MODELS}")
     plan, _ = model_plan(name)
     assert [v.name for v in plan.placement.inputs] == ["data"]
     _, entry = load_emulated(plan, tmp_path, "-O1")
-    y, = entry(np.load(MODELS / f"{name}-input.npy"))
-    ref = np.load(MODELS / f"{name}-output.npy")
+    y, = entry(np.load(model_path(f"{name}-input.npy")))
+    ref = np.load(model_path(f"{name}-output.npy"))
     assert y.shape == ref.shape and y.dtype == ref.dtype
     assert np.abs(y - ref).max() <= 1e-4 * np.abs(ref).max()
 
@@ -43,8 +42,6 @@ def test_plans_of_the_large_models_lower_completely():
     """Every node of resnet18_v1 and mobilenet1.0 has a CUDA lowering; identical layers share
     kernels; the launch plan stays within the memory plan's arena."""
     for name in ("resnet18_v1", "mobilenet1.0"):
-        if not (MODELS / f"{name}-symbol.json").is_file():
-            pytest.skip(f"shared model {name} not found")
         plan, bound = model_plan(name)
         assert len(plan.kernels) < len(plan.launches)
         for step in plan.steps:

@@ -1,9 +1,7 @@
-"""Real MXNet 1.9.1 artifacts (/work/shared/models): exported models imported with
+"""Real MXNet 1.9.1 artifacts (tests/shared_data.py): exported models imported with
 SymbolBlock.imports reproduce MXNet's outputs, and the recorded mlp training trace is
 reproduced by Gluon layers + Trainer, hybridized and not."""
 from __future__ import annotations
-
-import os
 
 import numpy as np
 import pytest
@@ -13,8 +11,7 @@ from symjit import autograd, gluon, nd
 from symjit.gluon import nn
 from symjit.symbol.naming import NameManager
 
-MODELS = "/work/shared/models"
-pytestmark = pytest.mark.skipif(not os.path.isdir(MODELS), reason="shared MXNet reference models missing")
+from shared_data import model_path
 
 
 @pytest.fixture(autouse=True)
@@ -27,7 +24,8 @@ def _rel_err(got, ref):
 
 
 def _import(name):
-    return gluon.SymbolBlock.imports(f"{MODELS}/{name}-symbol.json", ["data"], f"{MODELS}/{name}-0000.params")
+    return gluon.SymbolBlock.imports(str(model_path(f"{name}-symbol.json")), ["data"],
+                                      str(model_path(f"{name}-0000.params")))
 
 
 @pytest.mark.parametrize("name", ["mlp", "lenet", "resnet18_v1", "mobilenet1.0"])
@@ -36,8 +34,8 @@ def test_imported_model_reproduces_mxnet_output(name, hybridize):
     net = _import(name)
     if hybridize:
         net.hybridize(static_alloc=True, static_shape=True)
-    x = nd.array(np.load(f"{MODELS}/{name}-input.npy"))
-    ref = np.load(f"{MODELS}/{name}-output.npy")
+    x = nd.array(np.load(model_path(f"{name}-input.npy")))
+    ref = np.load(model_path(f"{name}-output.npy"))
     out = net(x).asnumpy()
     assert out.shape == ref.shape
     assert _rel_err(out, ref) <= 1e-4
@@ -55,7 +53,7 @@ def test_imported_parameters_are_named_and_typed_as_saved():
 
 
 def test_imported_lenet_gradients_agree_imperative_and_hybridized():
-    x = nd.array(np.load(f"{MODELS}/lenet-input.npy"))
+    x = nd.array(np.load(model_path("lenet-input.npy")))
     grads = []
     for hybrid in (False, True):
         net = _import("lenet")
@@ -82,7 +80,7 @@ def _mlp_from_reference(z):
 
 @pytest.mark.parametrize("hybridize", [False, True])
 def test_mlp_training_trace_reproduced(hybridize):
-    z = np.load(f"{MODELS}/mlp-train-reference.npz")
+    z = np.load(model_path("mlp-train-reference.npz"))
     net = _mlp_from_reference(z)
     if hybridize:
         net.hybridize()
@@ -139,7 +137,7 @@ def _float64_sgd_trace(z, lr, momentum, wd, steps):
 
 def test_imported_lenet_gradient_matches_finite_differences():
     """Predict-mode gradients (running statistics, no dropout) of a real model, in float64."""
-    x = nd.array(np.load(f"{MODELS}/lenet-input.npy"), dtype="float64")
+    x = nd.array(np.load(model_path("lenet-input.npy")), dtype="float64")
     net = _import("lenet")
     net.cast("float64")
     net.hybridize()

@@ -1,14 +1,13 @@
 """MXNet's binary NDArray format: nd.save / nd.load / nd.load_frombuffer.
 
-Reference data: the .params files MXNet 1.9.1 wrote in /work/shared/models (and the
-npz of the mlp's initial weights written by numpy from the same run). Expected bytes
+Reference data: the .params files MXNet 1.9.1 wrote for the reference models (tests/shared_data.py)
+and the npz of the mlp's initial weights written by numpy from the same run. Expected bytes
 in the format tests are assembled here with `struct`, independently of the code under test.
 """
 from __future__ import annotations
 
 import os
 import struct
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,8 +17,10 @@ from hypothesis import strategies as st
 import symjit as mx
 from symjit.base import MXNetError
 
-MODELS = Path(__file__).resolve().parents[3] / "shared" / "models"
-PARAMS = sorted(MODELS.glob("*.params"))
+from shared_data import model_path
+
+#: the reference models' weights as MXNet 1.9.1 saved them
+PARAMS = ["lenet-0000.params", "mlp-0000.params", "mobilenet1.0-0000.params", "resnet18_v1-0000.params"]
 
 V1, V2, V3 = 0xF993FAC8, 0xF993FAC9, 0xF993FACA
 FLAGS = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5, "int64": 6,
@@ -47,14 +48,9 @@ def list_file(arrays: list[bytes], names: list[str] | None = None) -> bytes:
 # Real MXNet files
 # ------------------------------------------------------------------------------------------
 
-def test_shared_models_present():
-    assert {p.name for p in PARAMS} >= {"lenet-0000.params", "mlp-0000.params",
-                                        "mobilenet1.0-0000.params", "resnet18_v1-0000.params"}
-
-
-@pytest.mark.parametrize("path", PARAMS, ids=lambda p: p.name)
-def test_shared_params_load_as_dict(path):
-    d = mx.nd.load(str(path))
+@pytest.mark.parametrize("name", PARAMS)
+def test_shared_params_load_as_dict(name):
+    d = mx.nd.load(str(model_path(name)))
     assert isinstance(d, dict) and d
     for key, arr in d.items():
         assert key.startswith(("arg:", "aux:")), key
@@ -65,15 +61,16 @@ def test_shared_params_load_as_dict(path):
         assert np.all(np.isfinite(arr.asnumpy()))
 
 
-@pytest.mark.parametrize("path", PARAMS, ids=lambda p: p.name)
-def test_shared_params_resave_byte_identical(path, tmp_path):
+@pytest.mark.parametrize("name", PARAMS)
+def test_shared_params_resave_byte_identical(name, tmp_path):
+    path = model_path(name)
     out = tmp_path / "resaved.params"
     mx.nd.save(str(out), mx.nd.load(str(path)))
     assert out.read_bytes() == path.read_bytes()
 
 
 def test_resnet_shapes():
-    d = mx.nd.load(str(MODELS / "resnet18_v1-0000.params"))
+    d = mx.nd.load(str(model_path("resnet18_v1-0000.params")))
     assert d["arg:resnetv10_conv0_weight"].shape == (64, 3, 7, 7)
     assert d["arg:resnetv10_dense0_weight"].shape == (1000, 512)
     assert d["aux:resnetv10_batchnorm0_running_mean"].shape == (64,)
@@ -81,7 +78,7 @@ def test_resnet_shapes():
 
 
 def test_lenet_shapes_and_order():
-    d = mx.nd.load(str(MODELS / "lenet-0000.params"))
+    d = mx.nd.load(str(model_path("lenet-0000.params")))
     assert list(d)[:2] == ["arg:lenet_conv0_weight", "arg:lenet_conv0_bias"]
     assert d["arg:lenet_conv0_weight"].shape == (16, 1, 5, 5)
     assert d["arg:lenet_dense0_weight"].shape == (64, 1568)
@@ -92,16 +89,16 @@ def test_lenet_shapes_and_order():
 
 def test_mlp_values_match_numpy_reference():
     """The mlp's .params hold its initial weights, which MXNet's run also wrote to an npz."""
-    d = mx.nd.load(str(MODELS / "mlp-0000.params"))
-    ref = np.load(MODELS / "mlp-train-reference.npz")
+    d = mx.nd.load(str(model_path("mlp-0000.params")))
+    ref = np.load(model_path("mlp-train-reference.npz"))
     for key, arr in d.items():
         np.testing.assert_array_equal(arr.asnumpy(), ref["init:" + key.split(":", 1)[1]])
 
 
 def test_load_frombuffer_of_shared_file():
-    raw = (MODELS / "lenet-0000.params").read_bytes()
+    raw = (model_path("lenet-0000.params")).read_bytes()
     a = mx.nd.load_frombuffer(raw)
-    b = mx.nd.load(str(MODELS / "lenet-0000.params"))
+    b = mx.nd.load(str(model_path("lenet-0000.params")))
     assert list(a) == list(b)
     for k in a:
         np.testing.assert_array_equal(a[k].asnumpy(), b[k].asnumpy())
@@ -262,7 +259,7 @@ def test_wrong_list_magic():
 @pytest.mark.parametrize("name", ["resnet18_v1.onnx", "mlp-symbol.json", "mlp-input.npy"])
 def test_other_files_are_rejected(name):
     with pytest.raises(MXNetError, match="bad magic"):
-        mx.nd.load(str(MODELS / name))
+        mx.nd.load(str(model_path(name)))
 
 
 def test_short_file_is_rejected(tmp_path):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,8 +17,9 @@ from symjit.ops import apply_numpy, get_op
 from symjit.ops.registry import numpy_emitter
 from symjit.test_utils import check_op_gradient
 
+from shared_data import model_path
+
 RNG = np.random.default_rng(7)
-MODELS = Path("/work/shared/models")
 
 
 def infer(name, attrs, shapes):
@@ -782,14 +782,14 @@ def _run_exported_model(name: str) -> tuple[np.ndarray, np.ndarray]:
     """Run an exported graph node by node: this module's ops through apply_numpy, the few
     other ops (BatchNorm in inference, relu/tanh/sigmoid, Flatten, add, Dropout) as numpy formulas."""
     import json
-    params = {k.split(":", 1)[1]: v.asnumpy() for k, v in nd.load(str(MODELS / f"{name}-0000.params")).items()}
-    graph = json.loads((MODELS / f"{name}-symbol.json").read_text())
+    params = {k.split(":", 1)[1]: v.asnumpy() for k, v in nd.load(str(model_path(f"{name}-0000.params"))).items()}
+    graph = json.loads(model_path(f"{name}-symbol.json").read_text())
     vals = {}
     for i, node in enumerate(graph["nodes"]):
         op, attrs = node["op"], node.get("attrs", {})
         ins = [vals[j] for j, *_ in node["inputs"]]
         if op == "null":
-            y = (np.load(MODELS / f"{name}-input.npy") if node["name"] == "data" else params[node["name"]])
+            y = (np.load(model_path(f"{name}-input.npy")) if node["name"] == "data" else params[node["name"]])
         elif op in ("Convolution", "FullyConnected", "Pooling"):
             (y,) = apply_numpy(op, ins, attrs)
         elif op == "BatchNorm":
@@ -810,13 +810,11 @@ def _run_exported_model(name: str) -> tuple[np.ndarray, np.ndarray]:
         else:
             raise AssertionError(f"unexpected op {op} in {name}")
         vals[i] = np.asarray(y, dtype=np.float32)
-    return vals[graph["heads"][0][0]], np.load(MODELS / f"{name}-output.npy")
+    return vals[graph["heads"][0][0]], np.load(model_path(f"{name}-output.npy"))
 
 
 @pytest.mark.parametrize("name", ["lenet", "mlp", "resnet18_v1", "mobilenet1.0"])
 def test_exported_model_matches_mxnet_output(name):
-    if not (MODELS / f"{name}-0000.params").exists() or not hasattr(nd, "load"):
-        pytest.skip(f"{name} reference model or nd.load not available")
     got, want = _run_exported_model(name)
     assert got.shape == want.shape
     assert np.max(np.abs(got - want)) < 1e-4 * max(1.0, float(np.max(np.abs(want))))

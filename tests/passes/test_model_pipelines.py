@@ -1,4 +1,4 @@
-"""The inference and training pipelines on the real models of ../shared/models.
+"""The inference and training pipelines on the real reference models (tests/shared_data.py).
 
 Figures asserted (loose bounds, not timings): BatchNorm folded after every convolution,
 every elementwise op in a fusion group or an epilogue, arena <= 1.15x the lower bound and
@@ -7,8 +7,6 @@ training graph (forward + backward) the arena is <= 1.2x the lower bound. Output
 unoptimized graph's (interpreter) within 1e-5 relative to the output scale.
 """
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,13 +19,13 @@ from symjit.passes.manager import compile_graph
 from symjit.passes.training_graph import build_training_graph
 from symjit.symbol.lower import lower
 
-MODELS = Path(__file__).resolve().parents[3] / "shared" / "models"
+from shared_data import model_path
 
 
 def _load(name, batch=None):
-    sym = mx.sym.load(str(MODELS / f"{name}-symbol.json"))
-    params = mx.nd.load(str(MODELS / f"{name}-0000.params"))
-    x = np.load(MODELS / f"{name}-input.npy")
+    sym = mx.sym.load(str(model_path(f"{name}-symbol.json")))
+    params = mx.nd.load(str(model_path(f"{name}-0000.params")))
+    x = np.load(model_path(f"{name}-input.npy"))
     g, _ = lower(sym)
     g, _ = infer_types(g, shapes={"data": (batch or x.shape[0],) + x.shape[1:]})
     consts = {k.split(":", 1)[1]: v.asnumpy() for k, v in params.items()}
@@ -50,7 +48,7 @@ def test_inference_pipeline_figures(name):
     want = run(g, feeds).outputs[0]
     got = run(opt, feeds).outputs[0]
     assert np.abs(got - want).max() <= 1e-5 * np.abs(want).max()
-    ref = np.load(MODELS / f"{name}-output.npy")
+    ref = np.load(model_path(f"{name}-output.npy"))
     assert np.abs(got - ref).max() <= 1e-4 * np.abs(ref).max()
 
 

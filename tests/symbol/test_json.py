@@ -1,8 +1,7 @@
-"""MXNet JSON: the shared models load, round-trip, reproduce MXNet's outputs; malformed input fails cleanly."""
+"""MXNet JSON: the reference models load, round-trip, reproduce MXNet's outputs; malformed input fails cleanly."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,13 +9,14 @@ import pytest
 import symjit as mx
 from symjit.base import MXNetError
 
-MODELS = Path("/work/shared/models")
+from shared_data import model_path
+
 NAMES = ["mlp", "lenet", "resnet18_v1", "mobilenet1.0", "matfact"]
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_models_load_and_round_trip(name):
-    text = (MODELS / f"{name}-symbol.json").read_text()
+    text = model_path(f"{name}-symbol.json").read_text()
     sym = mx.sym.load_json(text)
     again = mx.sym.load_json(sym.tojson())
     assert again.tojson() == sym.tojson()
@@ -35,7 +35,7 @@ def test_models_load_and_round_trip(name):
 def test_writer_is_byte_identical_to_mxnet(name):
     # (lenet/resnet differ only in node_row_ptr: MXNet's MKLDNN build gives max Pooling a
     # hidden workspace output)
-    text = (MODELS / f"{name}-symbol.json").read_text()
+    text = model_path(f"{name}-symbol.json").read_text()
     assert mx.sym.load_json(text).tojson() == text
 
 
@@ -70,12 +70,12 @@ def test_aux_entries_carry_versions():
 @pytest.mark.parametrize("name", ["mlp", "lenet", "resnet18_v1", "mobilenet1.0"])
 def test_models_reproduce_mxnet_outputs_on_the_interpreter(name, monkeypatch):
     monkeypatch.setenv("SYMJIT_BACKEND", "interp")
-    sym = mx.sym.load(str(MODELS / f"{name}-symbol.json"))
-    params = mx.nd.load(str(MODELS / f"{name}-0000.params"))
+    sym = mx.sym.load(str(model_path(f"{name}-symbol.json")))
+    params = mx.nd.load(str(model_path(f"{name}-0000.params")))
     args = {k[4:]: v for k, v in params.items() if k.startswith("arg:")}
     aux = {k[4:]: v for k, v in params.items() if k.startswith("aux:")}
-    args["data"] = mx.nd.array(np.load(MODELS / f"{name}-input.npy"))
-    want = np.load(MODELS / f"{name}-output.npy")
+    args["data"] = mx.nd.array(np.load(model_path(f"{name}-input.npy")))
+    want = np.load(model_path(f"{name}-output.npy"))
     exe = sym.bind(mx.cpu(), args, aux_states=aux, grad_req="null")
     got = exe.forward(is_train=False)[0].asnumpy()
     assert got.shape == want.shape
@@ -200,7 +200,7 @@ def _mutate(data, rng):
 @pytest.mark.parametrize("seed", range(40))
 def test_corrupted_json_loads_or_raises_mxnet_error(seed):
     rng = np.random.default_rng(seed)
-    data = json.loads((MODELS / "matfact-symbol.json").read_text())
+    data = json.loads(model_path("matfact-symbol.json").read_text())
     for _ in range(int(rng.integers(1, 4))):
         _mutate(data, rng)
     try:

@@ -34,7 +34,8 @@ import numpy as np
 from ..._version import __version__
 from ...base import MXNetError
 from ...ir.graph import Graph
-from ..aot import AotResult, c_macro_token, check_output_dir, runtime_dir, signature_macros, write_files_atomically
+from ..aot import (C_ERRORS, AotResult, c_macro_token, check_output_dir, runtime_dir, signature_macros,
+                   write_files_atomically)
 from .graph import lower_graph
 from .plan import LaunchPlan
 from .source import ARCHS, MIN_COMPUTE_CAPABILITY, render
@@ -189,7 +190,8 @@ def build_library(g: Graph, out_base: str, name: str = "model", graph_hash: str 
         objs = [os.path.join(tmp, "graph.o")]
         for k, c_src in enumerate([os.path.join(tmp, "blob.c"), str(rt / "errors.c")]):
             o = os.path.join(tmp, f"c{k}.o")
-            _run([cc, "-O2", "-fPIC", "-fvisibility=hidden", "-DSYMJIT_AOT=1", f"-I{rt}", "-c", c_src, "-o", o],
+            _run([cc, "-O2", "-fPIC", "-fvisibility=hidden", "-DSYMJIT_AOT=1", *C_ERRORS, f"-I{rt}",
+                  "-c", c_src, "-o", o],
                  f"compiling {os.path.basename(c_src)}")
             objs.append(o)
         step("linking")

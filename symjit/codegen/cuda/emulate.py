@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from ...base import MXNetError
-from ..aot import runtime_dir
+from ..aot import C_ERRORS, runtime_dir
 from .aot import blob_source, param_blob
 from .plan import LaunchPlan
 from .source import render
@@ -67,7 +67,7 @@ def build_emulated(plan: LaunchPlan, out_dir: str | os.PathLike, opt: str = "-O1
             cmd = [cxx, "-std=c++17", opt, *warn, "-fPIC", "-fvisibility=hidden", "-DSYMJIT_CUDA_EMULATION",
                    f"-I{rt}", "-include", str(rt / "cuda_host_emu.h"), "-x", "c++", str(src), "-c", "-o", str(obj)]
         else:
-            cmd = [cc, "-O1", "-fPIC", "-fvisibility=hidden", f"-I{rt}", str(src), "-c", "-o", str(obj)]
+            cmd = [cc, "-O1", "-fPIC", "-fvisibility=hidden", *C_ERRORS, f"-I{rt}", str(src), "-c", "-o", str(obj)]
         _run(cmd, f"compiling {src.name}")
         objs.append(str(obj))
     lib = out_dir / f"{base}_emu.so"
