@@ -26,6 +26,9 @@ __all__ = ["freeze", "writable", "is_frozen", "generation", "root_of"]
 
 #: id(root buffer) -> weak reference to it, for every buffer frozen and not yet thawed
 _FROZEN: dict[int, weakref.ref] = {}
+#: the same for buffers frozen once and thawed since (views made while they were frozen are
+#: still read-only and are made writeable when written through)
+_THAWED: dict[int, weakref.ref] = {}
 _COUNTER = itertools.count(1)
 _generation = 0
 
@@ -43,8 +46,14 @@ def root_of(a: np.ndarray) -> np.ndarray:
 
 
 def _forget(key: int, ref) -> None:
-    if _FROZEN.get(key) is ref:
-        del _FROZEN[key]
+    for table in (_FROZEN, _THAWED):
+        if table.get(key) is ref:
+            del table[key]
+
+
+def _registered(table: dict, root: np.ndarray) -> bool:
+    ref = table.get(id(root))
+    return ref is not None and ref() is root
 
 
 def freeze(a: np.ndarray) -> np.ndarray:
@@ -53,9 +62,10 @@ def freeze(a: np.ndarray) -> np.ndarray:
     root = root_of(a)
     if root.flags.writeable:
         key = id(root)
+        _THAWED.pop(key, None)
         _FROZEN[key] = weakref.ref(root, lambda r, key=key: _forget(key, r))
         root.flags.writeable = False
-    elif id(root) not in _FROZEN:
+    elif not _registered(_FROZEN, root):
         return root   # read-only for another reason (never thawed here); stays constant
     if a is not root:
         a.flags.writeable = False
@@ -64,8 +74,7 @@ def freeze(a: np.ndarray) -> np.ndarray:
 
 def is_frozen(root: np.ndarray) -> bool:
     """True while `root` (returned by `freeze`) has not been written since it was frozen."""
-    ref = _FROZEN.get(id(root))
-    return ref is not None and ref() is root
+    return _registered(_FROZEN, root)
 
 
 def writable(a: np.ndarray) -> np.ndarray:
@@ -78,13 +87,11 @@ def writable(a: np.ndarray) -> np.ndarray:
     while isinstance(chain[-1].base, np.ndarray):
         chain.append(chain[-1].base)
     root = chain[-1]
-    ref = _FROZEN.get(id(root))
-    if ref is None or ref() is not root:
-        if not root.flags.writeable:
-            return a   # read-only for another reason: numpy reports the write
-    else:
-        del _FROZEN[id(root)]
+    if _registered(_FROZEN, root):
+        _THAWED[id(root)] = _FROZEN.pop(id(root))
         _generation = next(_COUNTER)
+    elif not _registered(_THAWED, root):
+        return a   # read-only for another reason: numpy reports the write
     for x in reversed(chain):   # owner first: a view may become writeable only after its base
         if not x.flags.writeable:
             try:
