@@ -24,7 +24,9 @@ states: the new values are written in place into the aux arrays, as MXNet does.
 Inference hot path: `inference_runner(args, aux)` hands out, once per signature, the compiled
 inference function over plain numpy arrays (on the native backend the graph's native Entry
 itself), which a hybridized block calls directly with its gathered parameter arrays
-(`HybridBlock._fast_call`) without going through `__call__`.
+(`HybridBlock._fast_call`) without going through `__call__`. `bound_runner(args, aux, bound)`
+compiles the same with the parameters bound as compile-time constants (the pipeline of
+`symjit.compile(..., params=...)`); the block owns the result and decides when it is stale.
 """
 from __future__ import annotations
 
