@@ -56,6 +56,15 @@ SETTLE_S = 0.2
 #: machine this ratio varies less from run to run than the ratio of the overall medians.
 LAST_PAIRED: dict = {}
 
+#: per candidate of the last `blocked`: its block medians, one per round (for paired ratios
+#: between any two candidates: `paired_ratio`)
+LAST_BLOCKS: dict = {}
+
+
+def paired_ratio(a: str, b: str) -> float:
+    """The median over the rounds of the last `blocked` of (a's block median / b's)."""
+    return float(np.median(np.array(LAST_BLOCKS[a]) / np.array(LAST_BLOCKS[b])))
+
 
 def blocked(cands: dict, repeats: int, rounds: int = 2) -> dict:
     """Like `race`, but each candidate runs `repeats` times in a row (after a warm-up), in
@@ -86,6 +95,8 @@ def blocked(cands: dict, repeats: int, rounds: int = 2) -> dict:
             block[k].append(float(np.median(times)))
     LAST_CPU.clear()
     LAST_CPU.update({k: float(np.median(v)) for k, v in cpu.items()})
+    LAST_BLOCKS.clear()
+    LAST_BLOCKS.update(block)
     first = np.array(block[names[0]])
     LAST_PAIRED.clear()
     LAST_PAIRED.update({k: float(np.median(first / np.array(v))) for k, v in block.items()})

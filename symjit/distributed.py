@@ -16,6 +16,7 @@ import numpy as np
 from .base import MXNetError
 from .kvstore import comm as _comm
 from .ndarray import NDArray
+from .ndarray.write_guard import writable
 
 __all__ = ["init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
            "allreduce", "allreduce_", "allgather", "broadcast", "broadcast_", "broadcast_parameters",
@@ -129,7 +130,7 @@ def broadcast_(tensor: NDArray, root_rank: int = 0, name=None, priority: int = 0
         if m != meta[root_rank]:
             raise MXNetError(f"broadcast: tensors differ between workers: rank {r} has {m}, "
                              f"root has {meta[root_rank]}")
-    buf = np.ascontiguousarray(tensor._data)
+    buf = np.ascontiguousarray(writable(tensor._data))
     g.bcast([buf], root_rank, f"broadcast{'' if name is None else ' ' + str(name)}")
     if buf is not tensor._data:
         tensor._data[...] = buf
@@ -165,7 +166,7 @@ def broadcast_parameters(params, root_rank: int = 0, prefix=None) -> None:
         arrays = p.list_data()
         broadcast_(arrays[0], root_rank, tag)
         for a in arrays[1:]:
-            a._data[...] = arrays[0]._data
+            writable(a._data)[...] = arrays[0]._data
 
 
 def _broadcast_when_initialized(param, root_rank: int, tag: str) -> None:
@@ -176,7 +177,7 @@ def _broadcast_when_initialized(param, root_rank: int, tag: str) -> None:
         arrays = param.list_data()
         broadcast_(arrays[0], root_rank, tag)
         for a in arrays[1:]:
-            a._data[...] = arrays[0]._data
+            writable(a._data)[...] = arrays[0]._data
         param._init_impl = init_impl
 
     param._init_impl = wrapped

@@ -24,6 +24,7 @@ from .ir.verify import verify
 from .native import backend_choice, native_runtime
 from .passes.autodiff import GRAD_REQS, autodiff
 from .passes.infer import infer_types
+from .ndarray.write_guard import writable
 
 __all__ = ["Executor", "select_backend", "Backend", "InterpreterBackend", "LLVMBackend"]
 
@@ -257,7 +258,7 @@ class Executor:
             if tuple(data.shape) != target.shape:
                 raise MXNetError(f"forward: shape of {k!r} is {tuple(data.shape)}, the executor was bound "
                                  f"with {target.shape}; use reshape() for new shapes")
-            target._data[...] = data
+            writable(target._data)[...] = data
         feeds = {v: a._data for v, a in zip(self._graph.args, self.arg_arrays)}
         feeds.update({v: a._data for v, a in zip(self._graph.aux, self.aux_arrays)})
         keep = [f for f, _ in self._bstats.saved] if self._bstats is not None else []
@@ -280,7 +281,7 @@ class Executor:
             index = {v: i for i, v in enumerate(self._graph.aux)}
             for v, new in result.aux_updates.items():
                 arr = self.aux_arrays[index[v]]
-                arr._data[...] = new.astype(arr._data.dtype, copy=False)
+                writable(arr._data)[...] = new.astype(arr._data.dtype, copy=False)
         self._saved = result.kept if self._bstats is not None else None
         return self.outputs
 

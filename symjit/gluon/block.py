@@ -20,6 +20,26 @@ the compiled function and the parameter arrays gathered in its argument order. T
 with the same signature check it cheaply (autograd state, `Parameter._generation`, input types,
 shapes, dtypes, context) and call the compiled graph directly; anything else takes the general
 path, which rebuilds the plan. Forward hooks still run around `forward` (`Block.__call__`).
+
+Bound parameters: an inference plan binds the block's parameters (and aux states) as
+compile-time constants (`CachedOp.bound_runner`: the pipeline of `symjit.compile(...,
+params=...)`, so weights are packed, BatchNorm folded into them, filters Winograd-transformed).
+The buffers it read are frozen (`symjit.ndarray.write_guard`): set_data, load_parameters,
+Trainer.step, `param.data()[:] = ...` and every other write through symjit thaw them, which
+makes the plan stale at its next call (it then recompiles), and `Parameter._generation` covers
+arrays replaced. Training (recording, or `autograd.train_mode()`) never uses these plans:
+parameters stay graph inputs there.
+  * Memory: the copies a block's bound plans hold (`BoundRunner.const_bytes`) are at most
+    `hybridize(bound_bytes_limit=N)` bytes together (default `_default_bound_limit`: 4 times
+    the block's parameter bytes plus 64 MiB); a new bound plan evicts the least recently used
+    other bound plans of the block until the total fits, and a signature whose bound plan
+    alone exceeds the limit runs with parameters as inputs (transient peak during a compile:
+    one more plan). `hybridize(bind_params=False)` never binds.
+  * Weights changing between inference calls (a train step between single inference calls):
+    a bound plan that went stale before its second call makes the block plan with
+    parameters as inputs until the weights stay unchanged for `backoff` consecutive calls
+    (2, doubled on each such demotion up to 1024; reset once a bound plan lives two calls),
+    so recompiles stay a small share of the calls.
 """
 from __future__ import annotations
 
@@ -37,6 +57,7 @@ from .. import symbol as _sym
 from ..base import MXNetError
 from ..context import Context, cpu
 from ..ndarray import NDArray
+from ..ndarray import write_guard
 from ..symbol import Symbol
 from ..symbol.naming import NameManager, Prefix
 from .cached_op import CachedOp
@@ -485,7 +506,46 @@ def _input_context(args) -> Context | None:
     return None
 
 
-def _inference_fast_call(run, sources, in_specs, ctx, out_format):
+class _Weights:
+    """The parameter buffers an inference plan depends on by value, frozen
+    (`write_guard.freeze`), and how many calls the plan served with them unchanged.
+
+    `promote_after` 0: a bound plan (its constants are copies of these buffers: stale once one is
+    written). Else a plan with parameters as inputs, waiting for the weights to stay unchanged
+    for `promote_after` calls before the block binds them (`HybridBlock._plan_fast_call`)."""
+    __slots__ = ("arrays", "roots", "generation", "calls", "promote_after")
+
+    def __init__(self, arrays, promote_after: int = 0):
+        self.arrays = list(arrays)
+        self.promote_after = promote_after
+        self.calls = 0
+        self.refreeze()
+
+    def refreeze(self) -> None:
+        self.roots = [write_guard.freeze(a) for a in self.arrays]
+        self.generation = write_guard.generation()
+
+    def unchanged(self) -> bool:
+        """True when no buffer was written since they were frozen (checked when any frozen
+        buffer anywhere was thawed; remembers the new generation when so)."""
+        if all(write_guard.is_frozen(r) for r in self.roots):
+            self.generation = write_guard.generation()
+            return True
+        return False
+
+    def admit(self) -> bool:
+        """Account one call; False when the plan must not serve it (a bound plan gone stale, or
+        a waiting plan whose weights stayed unchanged long enough: the block binds them)."""
+        if write_guard.generation() != self.generation and not self.unchanged():
+            if not self.promote_after:
+                return False
+            self.refreeze()
+            self.calls = 0
+        self.calls += 1
+        return not self.promote_after or self.calls <= self.promote_after
+
+
+def _inference_fast_call(run, sources, in_specs, ctx, out_format, weights=None):
     """The inference fast path of a hybridized block for one input signature: a function
     `call(x, rest)` of the block's positional inputs `(x, *rest)` that returns the block's
     output, or None when the fast path does not apply (the caller then takes the general path).
@@ -505,6 +565,7 @@ def _inference_fast_call(run, sources, in_specs, ctx, out_format):
         shapes, dtypes and context as `in_specs` / `ctx`,
       * `run` accepts the arrays (the native Entry raises MXNetError, before computing anything,
         on an array it was not compiled for, e.g. a non-contiguous one).
+      * `weights.admit()` (when given: the plan depends on parameter values, see `_Weights`).
     Everything else the plan depends on (the traced graph, the block's parameters, its cached op)
     only changes through `HybridBlock._clear_cached_op`, which drops the plan. A plan keeps the
     parameter arrays it was built with alive until it is dropped or replaced.
@@ -529,6 +590,8 @@ def _inference_fast_call(run, sources, in_specs, ctx, out_format):
         d = x._data
         if d.shape != shape or d.dtype != dtype or (x._ctx is not ctx and x._ctx != ctx):
             return None
+        if weights is not None and not weights.admit():
+            return None
         try:
             outs = run(*before, d, *after)
         except MXNetError:
@@ -548,6 +611,8 @@ def _inference_fast_call(run, sources, in_specs, ctx, out_format):
             d = a._data
             if d.shape != shape_ or d.dtype != dtype_ or (a._ctx is not ctx and a._ctx != ctx):
                 return None
+        if weights is not None and not weights.admit():
+            return None
         arrays = list(template)
         for pos, i in slots:
             arrays[pos] = inputs[i]._data
@@ -561,11 +626,24 @@ def _inference_fast_call(run, sources, in_specs, ctx, out_format):
 
     call = call_one if single else call_many
     call.generation = generation
+    call.weights = weights
+    call.const_bytes = 0
     return call
 
 
 #: Most input signatures whose fast-path plans a hybridized block keeps.
 _MAX_FAST_CALLS = 16
+
+#: Longest wait (in inference calls with unchanged weights) before a block binds its parameters
+#: again after bound plans kept going stale at once (see the module docstring).
+_MAX_BIND_BACKOFF = 1024
+
+
+def _default_bound_limit(param_bytes: int) -> int:
+    """The default bound on the bytes a block's bound plans hold together: room for the packed
+    copies of a few input signatures (a packed, Winograd-transformed copy can be about twice
+    the weights it comes from)."""
+    return 4 * param_bytes + (64 << 20)
 
 
 def _plan_key(args):
@@ -594,6 +672,12 @@ class HybridBlock(Block):
         # plans of recent signatures by _plan_key; both dropped with the cached op
         self._fast_call = None
         self._fast_calls = {}
+        #: bound-parameter plans: enabled, limit on their bytes (None: the default), and the
+        #: calls a waiting plan needs before binding again (0: bind at once)
+        self._bind_params = True
+        self._bound_bytes_limit = None
+        self._bind_backoff = 0
+        self._bind_too_big = set()   # signatures whose bound plan cannot be made or kept
         self._out_format = None
         self._in_format = None
         self._active = False
@@ -669,6 +753,7 @@ class HybridBlock(Block):
         self._cached_op = None
         self._fast_call = None
         self._fast_calls = {}
+        self._bind_too_big = set()
 
     def _build_cache(self, *args):
         inputs, out = self._get_graph(*args)
@@ -702,6 +787,7 @@ class HybridBlock(Block):
                 out = plan(args[0], args[1:])
                 if out is not None:
                     self._fast_call = plan
+                    self._fast_calls[key] = self._fast_calls.pop(key)   # most recently used last
                     return out
         if self._cached_op is None:
             self._build_cache(*args)
@@ -722,36 +808,97 @@ class HybridBlock(Block):
             for _, p in self.collect_params().items():
                 p._finish_deferred_init()
             cargs = gather()
+        if inference and fmt == [0] * len(args):
+            plan = self._plan_fast_call(args, cargs, ctx)
+            if plan is not None:
+                out = plan(args[0], args[1:])
+                if out is not None:
+                    return out
         n_args = len(self._cached_op.arg_names)
         out = self._cached_op(cargs[:n_args], cargs[n_args:])
-        if inference and fmt == [0] * len(args):
-            self._plan_fast_call(args, cargs, ctx)
         return _regroup(out, self._out_format)[0]
 
     def _plan_fast_call(self, args, cargs, ctx):
         """Make the inference fast path (`_inference_fast_call`) for the signature of the inputs
         `args` (flat), whose graph arguments were gathered as `cargs` (the cached op's arguments
-        then aux states), the block's `_fast_call`, and remember it by signature in
-        `_fast_calls`. Called right after the general path ran on them, so the parameters
-        gathered are current.
+        then aux states, current values), the block's `_fast_call`, remember it by signature
+        in `_fast_calls` and return it (None when there is no plan for these inputs).
 
-        `_fast_calls` holds only plans built at the current `Parameter._generation` (at most
-        `_MAX_FAST_CALLS`), so that inputs alternating between a few signatures stay fast."""
+        The plan binds the parameters as constants unless binding is off, the block waits
+        after stale bound plans, or the bound plan would not fit the block's memory bound (see
+        the module docstring). `_fast_calls` holds only plans built at the current
+        `Parameter._generation` (at most `_MAX_FAST_CALLS`), so that inputs alternating between
+        a few signatures stay fast; its order is least recently used first."""
         key = _plan_key(args)
-        plan = None if key is None else self._make_fast_call(args, cargs, ctx)
-        if plan is None:
-            return
+        if key is None:
+            return None
         plans = self._fast_calls
+        self._learn_from(plans.get(key, self._fast_call))
+        plan = None
+        if self._bind_params and not self._bind_backoff and key not in self._bind_too_big:
+            plan = self._make_fast_call(args, cargs, ctx, bind=True)
+            if plan is None:
+                self._bind_too_big.add(key)
+        if plan is None:
+            plan = self._make_fast_call(args, cargs, ctx, bind=False)
+        if plan is None:
+            return None
+        plans.pop(key, None)
         if len(plans) >= _MAX_FAST_CALLS or any(p.generation != plan.generation for p in plans.values()):
             plans.clear()
         plans[key] = self._fast_call = plan
+        return plan
 
-    def _make_fast_call(self, args, cargs, ctx):
+    def _learn_from(self, old) -> None:
+        """Adjust `_bind_backoff` from the plan being replaced (see the module docstring)."""
+        weights = getattr(old, "weights", None)
+        if weights is None:
+            return
+        if not weights.promote_after:   # a bound plan
+            if weights.calls < 2 and not weights.unchanged():
+                self._bind_backoff = min(_MAX_BIND_BACKOFF, max(2, 2 * self._bind_backoff))
+            elif weights.calls >= 2:
+                self._bind_backoff = 0
+        elif weights.calls > weights.promote_after:   # weights unchanged long enough
+            self._bind_backoff = 0
+
+    def bound_bytes_limit(self) -> int:
+        """The bound on the bytes this block's bound plans hold together (module docstring)."""
+        if self._bound_bytes_limit is not None:
+            return int(self._bound_bytes_limit)
+        total = sum(a._data.nbytes for p in self.collect_params().values() if p._data is not None
+                    for a in p._data)
+        return _default_bound_limit(total)
+
+    def bound_bytes(self) -> int:
+        """The bytes this block's bound plans hold now (their `BoundRunner.const_bytes`)."""
+        return sum(p.const_bytes for p in self._fast_calls.values())
+
+    def _make_fast_call(self, args, cargs, ctx, bind: bool):
         """The plan for `_plan_fast_call`, or None when the compiled graph reads an array the
-        block does not provide."""
+        block does not provide, or (`bind`) when the backend cannot bind constants or the
+        bound plan alone exceeds the block's memory bound; `bind` makes room for the bound
+        plan by evicting the least recently used other bound plans."""
         op = self._cached_op
         n_args = len(op.arg_names)
-        run, names = op.inference_runner(cargs[:n_args], cargs[n_args:])
+        fixed = [j for j, (is_arg, _) in enumerate(self._cached_op_args) if not is_arg]
+        const_bytes = 0
+        if bind:
+            weights = _Weights([cargs[j]._data for j in fixed])   # frozen before they are read
+            bound = op.bound_runner(cargs[:n_args], cargs[n_args:], fixed)
+            limit = self.bound_bytes_limit()
+            if bound is None or bound.const_bytes > limit:
+                return None
+            run, names, const_bytes = bound.run, bound.names, bound.const_bytes
+            plans = self._fast_calls
+            for k in [k for k, p in plans.items() if p.const_bytes]:
+                if self.bound_bytes() + const_bytes <= limit:
+                    break
+                del plans[k]
+        else:
+            run, names = op.inference_runner(cargs[:n_args], cargs[n_args:])
+            weights = _Weights([cargs[j]._data for j in fixed], self._bind_backoff) \
+                if self._bind_params and self._bind_backoff and fixed else None
         index = {name: j for j, name in enumerate(op.input_names)}
         sources = []
         for name in names:
@@ -761,16 +908,28 @@ class HybridBlock(Block):
             is_arg, x = self._cached_op_args[j]
             sources.append(x if is_arg else cargs[j]._data)
         in_specs = [(a._data.shape, a._data.dtype) for a in args]
-        return _inference_fast_call(run, sources, in_specs, ctx, self._out_format)
+        call = _inference_fast_call(run, sources, in_specs, ctx, self._out_format, weights)
+        call.const_bytes = const_bytes
+        return call
 
     # ---- public API --------------------------------------------------------------------------
     def hybridize(self, active=True, **kwargs):
         """Trace and compile this block (and hybridize children) on the next forward.
 
         Keyword flags (static_alloc, static_shape, ...) are accepted as MXNet's; compilation is
-        always per input signature, so they do not change results."""
+        always per input signature, so they do not change results. symjit's own:
+        `bind_params` (default True: inference binds parameters as constants) and
+        `bound_bytes_limit` (bytes the block's bound plans may hold; see the module docstring)."""
         self._active = active
         self._flags = list(kwargs.items())
+        self._bind_params = bool(kwargs.get("bind_params", True))
+        self._bound_bytes_limit = kwargs.get("bound_bytes_limit")
+        if self._bound_bytes_limit is not None and (isinstance(self._bound_bytes_limit, bool) or not
+                                                    isinstance(self._bound_bytes_limit, int)
+                                                    or self._bound_bytes_limit < 0):
+            raise ParameterValueError(f"hybridize: bound_bytes_limit must be a non-negative int (bytes), "
+                                      f"got {self._bound_bytes_limit!r}")
+        self._bind_backoff = 0
         self._clear_cached_op()
         if active and (self._forward_hooks or self._forward_pre_hooks):
             warnings.warn(f'"{self}" is being hybridized while still having forward hook/pre-hook. If '

@@ -24,7 +24,9 @@ states: the new values are written in place into the aux arrays, as MXNet does.
 Inference hot path: `inference_runner(args, aux)` hands out, once per signature, the compiled
 inference function over plain numpy arrays (on the native backend the graph's native Entry
 itself), which a hybridized block calls directly with its gathered parameter arrays
-(`HybridBlock._fast_call`) without going through `__call__`.
+(`HybridBlock._fast_call`) without going through `__call__`. `bound_runner(args, aux, bound)`
+compiles the same with the parameters bound as compile-time constants (the pipeline of
+`symjit.compile(..., params=...)`); the block owns the result and decides when it is stale.
 """
 from __future__ import annotations
 
@@ -36,8 +38,9 @@ import numpy as np
 from .. import autograd
 from ..base import MXNetError
 from ..ndarray import NDArray
+from ..ndarray.write_guard import writable
 
-__all__ = ["CachedOp"]
+__all__ = ["CachedOp", "BoundRunner"]
 
 
 @dataclass
@@ -214,7 +217,7 @@ class CachedOp:
             index = {v: i for i, v in enumerate(g.aux)}
             for v, new in result.aux_updates.items():
                 arr = aux[index[v]]
-                arr._data[...] = np.asarray(new).astype(arr._data.dtype, copy=False)
+                writable(arr._data)[...] = np.asarray(new).astype(arr._data.dtype, copy=False)
         if bwd is not None:
             kept.update(result.kept)
             self._record(bwd, [args[i] for i in wrt], outputs, kept, ctx)
@@ -278,6 +281,28 @@ class CachedOp:
             entry.runner = self._make_runner(entry, args + aux)
         return entry.runner
 
+    def bound_runner(self, args, aux, bound) -> BoundRunner | None:
+        """Like `inference_runner`, but with the inputs at positions `bound` (indices into
+        `input_names`) bound as compile-time constants holding their values now, through the
+        pipeline `symjit.compile(..., params=...)` runs (packed weights, BatchNorm folded into
+        them, Winograd-transformed filters). The bound inputs stay in `names` (`run` checks
+        and ignores them). None when the backend cannot bind constants (the interpreter).
+
+        Compiled anew on every call and not cached here: the caller keeps the result, accounts
+        for its `const_bytes` and drops it when the bound values change."""
+        args, aux = list(args), list(aux)
+        ctx = args[0].context if args else (aux[0].context if aux else None)
+        entry = self._entry_for(args, aux, ctx, False)
+        bind = getattr(entry.fn, "bind", None)
+        if bind is None:
+            return None
+        arrays = [a._data for a in args + aux]
+        fixed = [arrays[i] for i in sorted(set(bound))]
+        cg = bind({self.input_names[i]: arrays[i] for i in sorted(set(bound))})
+        run, names = _runner_of(cg, len(entry.graph.outputs))
+        own = sum(p.nbytes for p in cg.params if not any(np.may_share_memory(p, f) for f in fixed))
+        return BoundRunner(run, names, own)
+
     def _make_runner(self, entry: _Entry, arrays: list):
         fast = getattr(entry.fn, "fast", None)
         variants = getattr(entry.fn, "variants", None)
@@ -287,16 +312,7 @@ class CachedOp:
                 fast([np.ascontiguousarray(a._data) for a in arrays],
                      [np.empty(v.type.shape, v.type.dtype) for v in entry.graph.outputs],
                      self.input_names)
-            cg = variants[key][0]
-            names = [n for n, _, _ in cg.input_specs]
-            if (cg.entry is not None and not cg.module.seed_params and not cg.state_specs
-                    and len(cg.output_specs) == len(entry.graph.outputs)):
-                return cg.entry, names
-
-            def run_compiled(*arrays):
-                outs, _ = cg.run(list(arrays), False, None)
-                return [_fresh(o, arrays) for o in outs]
-            return run_compiled, names
+            return _runner_of(variants[key][0], len(entry.graph.outputs))
         graph, fn = entry.graph, entry.fn
         inputs = list(graph.args) + list(graph.aux)
 
@@ -347,6 +363,29 @@ class CachedOp:
         node = autograd.Node(None, None, list(inputs), list(outputs), backward_fn=backward_fn)
         for i, o in enumerate(outputs):
             o._ag = autograd.Entry(node, i)
+
+
+@dataclass
+class BoundRunner:
+    """An inference runner with bound constants (`CachedOp.bound_runner`): `run` and `names`
+    as `inference_runner`'s; `const_bytes`: the memory its constants hold beyond the bound
+    arrays themselves (packed, folded and transformed copies, precomputed values)."""
+    run: object
+    names: list
+    const_bytes: int
+
+
+def _runner_of(cg, n_outputs: int):
+    """`(run, names)` over a compiled inference variant `cg` (see `inference_runner`)."""
+    names = [n for n, _, _ in cg.input_specs]
+    if (cg.entry is not None and not cg.module.seed_params and not cg.state_specs
+            and len(cg.output_specs) == n_outputs):
+        return cg.entry, names
+
+    def run_compiled(*arrays):
+        outs, _ = cg.run(list(arrays), False, None)
+        return [_fresh(o, arrays) for o in outs]
+    return run_compiled, names
 
 
 class _Fed:

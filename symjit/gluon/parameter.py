@@ -25,6 +25,7 @@ from ..base import MXNetError, mx_real_t
 from ..context import Context, cpu, current_context
 from .. import ndarray as nd
 from ..ndarray import NDArray
+from ..ndarray.write_guard import writable
 
 __all__ = ["Parameter", "Constant", "ParameterDict", "DeferredInitializationError",
            "tensor_types", "shape_is_known"]
@@ -389,7 +390,7 @@ class Parameter:
             trainer._on_set_data(self)
         src = data._data if isinstance(data, NDArray) else np.asarray(data)
         for arr in self._check_and_get(self._data, list):
-            arr._data[...] = src
+            writable(arr._data)[...] = src
 
     def zero_grad(self) -> None:
         """Set the gradient buffers to 0 (needed with grad_req='add')."""

@@ -47,6 +47,7 @@ import numpy as np
 from ..base import MXNetError
 from ..context import cpu
 from ..ndarray import NDArray
+from ..ndarray.write_guard import writable
 from . import comm as comm_mod
 from .base import KVStoreBase, group_pairs, key_value_pairs
 from .kvstore import KVStore, _key_text
@@ -231,7 +232,7 @@ class HorovodKVStore(KVStoreBase):
         self._comm.allreduce(sums, sums, "sum", "KVStore.pushpull")
         for (_, outs), s in zip(opairs, sums):
             for o in outs:
-                o._data[...] = s
+                writable(o._data)[...] = s
 
     def broadcast(self, key, value, out, priority: int = 0) -> None:
         """out = rank 0's value of each key."""
@@ -246,7 +247,7 @@ class HorovodKVStore(KVStoreBase):
                 if o.shape != d.shape:
                     raise MXNetError(f"KVStore.broadcast: output for key {_key_text(k)} has shape "
                                      f"{o.shape}, value has {d.shape}")
-                o._data[...] = d
+                writable(o._data)[...] = d
 
     def _barrier(self) -> None:
         self._comm.barrier("KVStore.barrier")
@@ -285,7 +286,7 @@ class _Server:
         with self.lock:
             stored = self.values[key]
             if self.updater is None:
-                stored._data[...] = grad
+                writable(stored._data)[...] = grad
             else:
                 self.updater(key, NDArray(grad, stored.context), stored)
 
@@ -476,7 +477,7 @@ class DistAsyncKVStore(KVStore):
             self._comm._wait(reqs, f"KVStore.pull of keys {keys} from the server")
         for (_, outs), d in zip(pairs, datas):
             for o in outs:
-                o._data[...] = d
+                writable(o._data)[...] = d
 
     def _read_rows(self, plans, full: dict) -> None:
         holders = []

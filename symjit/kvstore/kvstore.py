@@ -29,6 +29,7 @@ import numpy as np
 from ..base import MXNetError
 from ..context import Context, cpu
 from ..ndarray import NDArray
+from ..ndarray.write_guard import writable
 from .base import GradientCompression, KVStoreBase, group_pairs, key_value_pairs, sort_key
 
 __all__ = ["KVStore"]
@@ -161,7 +162,7 @@ class KVStore(KVStoreBase):
     def _apply(self, key, merged: np.ndarray, ctx: Context) -> None:
         stored = self._store[key]
         if self._updater is None:
-            stored._data[...] = merged
+            writable(stored._data)[...] = merged
         else:
             self._updater(key, NDArray(merged, ctx), stored)
 
@@ -180,7 +181,7 @@ class KVStore(KVStoreBase):
             src = self._store[k]._data
             for o in outs:
                 if o._data is not src:
-                    o._data[...] = src
+                    writable(o._data)[...] = src
 
     def pushpull(self, key, value, out=None, priority: int = 0) -> None:
         """push, then pull into `out` (into `value` when out is None)."""
@@ -233,7 +234,7 @@ class KVStore(KVStoreBase):
         for k, outs, rows in plans:
             src = full[k]
             for o, r in zip(outs, rows):
-                o._data[...] = 0
+                writable(o._data)[...] = 0
                 o._data[r] = src[r]
 
     def _read_rows(self, plans, full: dict) -> None:

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..base import MXNetError
 from .ndarray import NDArray, invoke
+from .write_guard import writable
 
 __all__ = ["getitem", "setitem"]
 
@@ -93,7 +94,7 @@ def setitem(x: NDArray, key, value) -> None:
                 np.broadcast_shapes(v.shape, target_shape)
             except ValueError:
                 v = v.reshape(target_shape)
-        x._data[nkey] = v
+        writable(x._data)[nkey] = v
     except (IndexError, ValueError) as e:
         raise MXNetError(f"cannot assign value of shape {np.shape(v)} to NDArray of shape {x.shape} "
                          f"at index {key!r}: {e}") from None

@@ -20,6 +20,7 @@ from ..context import Context, current_context
 from ..ops.registry import ComputeContext, Emitter, get_op
 from ..ops.optimizer_ops import Update
 from .fastpath import try_compiled_elementwise
+from .write_guard import writable
 
 __all__ = ["NDArray", "invoke", "array", "empty", "zeros", "ones", "full", "arange", "linspace", "eye",
            "concatenate", "waitall", "from_numpy", "eager_emitter"]
@@ -117,7 +118,7 @@ class NDArray:
                 return self
             if other.shape != self.shape:
                 raise MXNetError(f"copyto: shape mismatch: source {self.shape}, target {other.shape}")
-            other._data[...] = self._data
+            writable(other._data)[...] = self._data
             return other
         if isinstance(other, Context):
             return invoke("_copy", [self], {}, ctx=_check_ctx(other))
@@ -334,7 +335,7 @@ def invoke(op_name: str, inputs: Sequence[NDArray], attrs: Mapping[str, Any], ou
         targets = [names.index(a) for a in op.state_targets(parsed) if a in names]
         for i, new in zip(targets, results[n_out:]):
             if new is not inputs[i]._data:
-                inputs[i]._data[...] = new
+                writable(inputs[i]._data)[...] = new
         results = results[:n_out]
     outputs = _wrap_outputs(op.name, results, ctx, out)
     if autograd.is_recording():
@@ -356,7 +357,7 @@ def _update_destinations(op, attrs, names, inputs, out) -> list | None:
     if len(outs) != 1 or not isinstance(outs[0], NDArray):
         return None
     states = [inputs[names.index(a)] for a in op.state_targets(attrs) if a in names]
-    return [outs[0]._data] + [t._data for t in states]
+    return [writable(outs[0]._data)] + [writable(t._data) for t in states]
 
 
 def _wrap_outputs(op_name: str, results: list, ctx: Context, out) -> list:
@@ -378,7 +379,7 @@ def _wrap_outputs(op_name: str, results: list, ctx: Context, out) -> list:
                 raise MXNetError(f"{op_name}: in-place writes to an array that is part of a recorded "
                                  "graph are not supported while recording")
             if r is not o._data:
-                o._data[...] = r
+                writable(o._data)[...] = r
             wrapped.append(o)
         else:
             wrapped.append(NDArray(np.asarray(r), ctx))
@@ -451,7 +452,7 @@ def ones(shape, ctx: Context | None = None, dtype=None, **kwargs) -> NDArray:
 def full(shape, val, ctx: Context | None = None, dtype=None, out=None) -> NDArray:
     data = np.full(_shape(shape), val, dtype=canonical_dtype(dtype))
     if out is not None:
-        out._data[...] = data
+        writable(out._data)[...] = data
         return out
     return NDArray(data, _check_ctx(ctx))
 

@@ -16,6 +16,7 @@ import numpy as np
 from ..base import MXNetError
 from .. import autograd
 from ..ndarray import NDArray, fastpath, invoke, zeros
+from ..ndarray.write_guard import writable
 from ..ops.registry import get_op
 
 __all__ = ["Optimizer", "register", "create", "SGD", "NAG", "Adam", "AdamW", "AdaGrad", "AdaDelta",
@@ -229,7 +230,10 @@ def _apply(op_name: str, weight: NDArray, grad: NDArray, states, **attrs) -> Non
     ctx = weight._ctx
     if not autograd.is_recording() and all(type(a) is NDArray and (a._ctx is ctx or a._ctx == ctx)
                                            for a in arrays):
-        prepared = fastpath.prepare_update_raw(op_name, attrs, [a._data for a in arrays])
+        datas = [a._data for a in arrays]
+        for d in datas[:1] + datas[2:]:   # written in place: thaw what inference plans froze
+            writable(d)
+        prepared = fastpath.prepare_update_raw(op_name, attrs, datas)
         if prepared is not None:
             pending = _PENDING.get()
             if pending is not None:
@@ -287,6 +291,8 @@ class SGD(Optimizer):
                     fast = False
                     continue
                 datas = [a._data for a in arrays]
+                for d in datas[:1] + datas[2:]:
+                    writable(d)
                 ids = {id(d) for d in datas}
                 if ids & seen or len(ids) != len(datas):   # a repeated array: one at a time
                     fast = False

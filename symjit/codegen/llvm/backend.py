@@ -7,6 +7,12 @@ graph's outputs so that optimization preserves them; inference uses the `inferen
 pipeline (Dropout removed, BatchNorm on moving statistics as per-channel scale/shift fused
 into the previous layer), training the `training` pipeline. Parameters stay graph inputs
 (the executor's arrays may change between calls).
+
+`fn.bind(constants)` compiles the inference variant with some inputs bound as compile-time
+constants, through the pipeline `symjit.compile(..., params=...)` runs (BatchNorm folded into
+weights, packed and Winograd-transformed filters, constant subgraphs precomputed); the bound
+inputs stay in the compiled signature and are ignored. Bound variants are not cached here: the
+caller owns them (and the memory their constants take) and decides when they are stale.
 """
 from __future__ import annotations
 
@@ -103,6 +109,11 @@ class _Compiler:
                 return None
             return cg
 
+        def bind(constants: dict) -> CompiledGraph:
+            """The inference variant with `constants` (graph input name -> array) bound."""
+            opt, _ = compile_graph(graph.copy(), "inference", constants=constants)
+            return compile_planned(opt, graph.name, False)
+
         fast.orders = {}
         fast.keep_alive = []
         fast.cg = None
@@ -110,6 +121,7 @@ class _Compiler:
         fn.variants = variants
         fn.accepts_out = True
         fn.fast = fast
+        fn.bind = bind
         return fn
 
     def _build(self, graph: Graph, is_train: bool, keep: list):
