@@ -57,6 +57,7 @@ _STYPE_DEFAULT = 0
 _SPARSE_STYPES = {1: "row_sparse", 2: "csr"}
 
 _MAX_NDIM = 32  # numpy's own limit is 64; no MXNet array has more than a handful of axes
+_MAX_ELEMENTS = 2 ** 48  # far beyond any real array; keeps numpy's size arithmetic from overflowing
 
 ArrayData = Union[NDArray, Sequence[NDArray], Mapping[str, NDArray]]
 
@@ -113,6 +114,11 @@ def _read_shape(r: _Reader, dim_fmt: str, ndim: int, what: str) -> tuple:
     dims = struct.unpack(f"<{ndim}{dim_fmt}", raw)
     if any(d < 0 for d in dims):
         raise r.fail(f"{what} has an unknown or negative dimension in shape {dims}")
+    extent = 1
+    for d in dims:
+        extent *= max(int(d), 1)
+    if extent > _MAX_ELEMENTS:  # also guards zero-size shapes, whose data check passes trivially
+        raise r.fail(f"{what} has an implausible shape {dims} (more than {_MAX_ELEMENTS} elements)")
     return tuple(int(d) for d in dims)
 
 
@@ -190,6 +196,9 @@ def _parse(buf: bytes, source: str) -> list | dict:
             names.append(bytes(raw).decode("utf-8"))
         except UnicodeDecodeError:
             raise r.fail(f"name {i} is not valid UTF-8") from None
+    if r.remaining:
+        raise r.fail(f"{r.remaining} trailing bytes after the last name; the file is corrupt "
+                     "or not a single NDArray list")
     if m == 0:
         return arrays
     return dict(zip(names, arrays))

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..base import MXNetError
 from . import scalar as S
-from .attrs import Any_, Bool, Dtype, Enum, Float, Int, Param
+from .attrs import Any_, Bool, Count, Dtype, Enum, Float, Int, Param
 from .registry import Elementwise, Op, merge_shape, register
 
 
@@ -82,7 +82,7 @@ Elementwise.grad = _expr_grad  # every Elementwise op differentiates through its
 @register("_elemwise_expr")
 class ElemwiseExpr(Elementwise):
     """out = expr(arg0, ..., argN-1), inputs broadcast together (fused elementwise kernel)."""
-    params = {"expr": Param(Any_), "num_args": Param(Int)}
+    params = {"expr": Param(Any_), "num_args": Param(Count)}
     broadcast = True
     hidden = True
 

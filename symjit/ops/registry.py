@@ -26,7 +26,7 @@ from ..base import MXNetError
 from . import scalar as S
 from .attrs import Param, parse_attrs
 
-__all__ = ["Op", "register", "get_op", "find_op", "list_ops", "Emitter", "ComputeContext", "apply_numpy", "numpy_emitter",
+__all__ = ["Op", "register", "check_shape", "format_names", "MAX_TENSOR_ELEMENTS", "MAX_NDIM", "get_op", "find_op", "list_ops", "Emitter", "ComputeContext", "apply_numpy", "numpy_emitter",
            "Shape", "shape_known", "merge_shape", "OPS"]
 
 Shape = tuple  # tuple of ints; 0 marks an unknown dim, None an unknown shape
@@ -73,6 +73,39 @@ def merge_shape(op: str, what: str, a, b):
             raise MXNetError(f"{op}: shape mismatch for {what}: expected {tuple(a)}, got {tuple(b)}")
         out.append(x or y)
     return tuple(out)
+
+
+#: the most elements one tensor may hold: MXNet 1.x (built without large-tensor support) indexes
+#: tensors with 32-bit integers, and the native kernels rely on the same bound
+MAX_TENSOR_ELEMENTS = 2 ** 31 - 1
+#: the most dimensions of a tensor (numpy allows 64; no MXNet model uses more than a handful)
+MAX_NDIM = 32
+
+
+def check_shape(op: str, what: str, shape):
+    """`shape` as a tuple of non-negative ints (None stays None), or MXNetError naming the op.
+
+    Refuses what no kernel can be given: a non-integer or negative dim, more than MAX_NDIM
+    dims, more than MAX_TENSOR_ELEMENTS elements (unknown 0 dims count as 1)."""
+    if shape is None:
+        return None
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        raise MXNetError(f"{op}: {what} shape must be a tuple of ints, got {shape!r}") from None
+    if len(dims) > MAX_NDIM:
+        raise MXNetError(f"{op}: {what} has {len(dims)} dimensions, more than the {MAX_NDIM} supported")
+    size = 1
+    for d in dims:
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
+            raise MXNetError(f"{op}: {what} shape must be a tuple of ints, got {dims}")
+        if d < 0:
+            raise MXNetError(f"{op}: {what} shape {dims} has a negative dimension")
+        size *= max(int(d), 1)
+    if size > MAX_TENSOR_ELEMENTS:
+        raise MXNetError(f"{op}: {what} shape {dims} has {size} elements, more than the "
+                         f"{MAX_TENSOR_ELEMENTS} a tensor may hold")
+    return tuple(int(d) for d in dims)
 
 
 class Op:
@@ -137,6 +170,26 @@ class Op:
         """Return (input shapes, output shapes), filling what can be deduced."""
         raise MXNetError(f"{self.name}: shape inference is not defined")
 
+    def infer_shape_checked(self, attrs: Mapping, in_shapes: Sequence) -> tuple[list, list]:
+        """`infer_shape` with the invariants every consumer relies on (native lowerings trust
+        only shapes that passed here): one shape per input and per output, every shape valid
+        for `check_shape` (ints, non-negative, bounded rank and size), and input shapes that
+        refine, never contradict, the given ones. Violations raise MXNetError naming the op."""
+        names = self.input_names(attrs)
+        if len(in_shapes) != len(names):
+            raise MXNetError(f"{self.name}: expected {len(names)} inputs {format_names(names)}, "
+                             f"got {len(in_shapes)}")
+        given = [check_shape(self.name, f"input {n!r}", s) for n, s in zip(names, in_shapes)]
+        ins, outs = self.infer_shape(attrs, list(given))
+        n_out = self.num_outputs(attrs)
+        if len(ins) != len(names) or len(outs) != n_out:
+            raise MXNetError(f"{self.name}: shape inference returned {len(ins)} input and {len(outs)} "
+                             f"output shapes for {len(names)} inputs and {n_out} outputs")
+        ins = [merge_shape(self.name, f"input {n!r}", g, check_shape(self.name, f"input {n!r}", s))
+               for n, g, s in zip(names, given, ins)]
+        outs = [check_shape(self.name, f"output {i}", s) for i, s in enumerate(outs)]
+        return ins, outs
+
     def infer_type(self, attrs: Mapping, in_types: list) -> tuple[list, list]:
         """Default: every input and output shares the first known dtype."""
         known = next((t for t in in_types if t is not None), None)
@@ -160,6 +213,13 @@ class Op:
 
     def __repr__(self):
         return f"<Op {self.name}>"
+
+
+def format_names(names: Sequence[str], limit: int = 8) -> str:
+    """names as a list literal, the middle elided past `limit` entries."""
+    if len(names) <= limit:
+        return str(list(names))
+    return f"[{', '.join(map(repr, names[:limit - 1]))}, ..., {names[-1]!r}]"
 
 
 def register(name: str, aliases: Sequence[str] = ()) -> Callable[[type], type]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import MXNetError
-from .attrs import Bool, Enum, Float, Int, Optional, Param
+from .attrs import Bool, Count, Enum, Float, Int, Optional, Param
 from .registry import Op, register
 
 _GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
@@ -327,7 +327,7 @@ class BackwardRNN(Op):
 @register("_rnn_param_concat")
 class RNNParamConcat(Op):
     """Concatenate flattened parameter vectors along `dim` (Gluon's packing of RNN weights)."""
-    params = {"num_args": Param(Int), "dim": Param(Int, 0)}
+    params = {"num_args": Param(Count), "dim": Param(Int, 0)}
 
     def input_names(self, attrs):
         return [f"arg{i}" for i in range(attrs["num_args"])]

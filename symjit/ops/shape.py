@@ -35,7 +35,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..base import MXNetError
-from .attrs import Bool, Dtype, Enum, Float, Int, Optional, Param, Shape
+from .attrs import Bool, Count, Dtype, Enum, Float, Int, Optional, Param, Shape
 from .registry import Op, merge_shape, register, shape_known
 
 __all__ = ["OptIntTuple", "infer_reshape"]
@@ -735,7 +735,7 @@ def _variadic_names(n: int) -> list[str]:
 @register("Concat", aliases=("concat",))
 class Concat(_ShapeOp):
     """Join `num_args` arrays along `dim`; all other dims must agree."""
-    params = {"num_args": Param(Int), "dim": Param(Int, 1)}
+    params = {"num_args": Param(Count), "dim": Param(Int, 1)}
 
     def input_names(self, attrs):
         if attrs["num_args"] < 1:
@@ -787,7 +787,7 @@ class Concat(_ShapeOp):
 @register("stack")
 class Stack(_ShapeOp):
     """Join `num_args` same-shaped arrays along a new `axis`."""
-    params = {"axis": Param(Int, 0), "num_args": Param(Int)}
+    params = {"axis": Param(Int, 0), "num_args": Param(Count)}
 
     def input_names(self, attrs):
         if attrs["num_args"] < 1:
@@ -818,7 +818,7 @@ class Stack(_ShapeOp):
 class SliceChannel(_ShapeOp):
     """Split `data` into `num_outputs` equal parts along `axis`; `squeeze_axis` drops that axis
     (allowed only when its size equals num_outputs)."""
-    params = {"num_outputs": Param(Int), "axis": Param(Int, 1), "squeeze_axis": Param(Bool, False)}
+    params = {"num_outputs": Param(Count), "axis": Param(Int, 1), "squeeze_axis": Param(Bool, False)}
 
     def num_outputs(self, attrs):
         if attrs["num_outputs"] < 1:

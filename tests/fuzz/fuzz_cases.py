@@ -1,0 +1,377 @@
+"""Fuzz cases: each one is rebuilt from (kind, seed, index) alone, so a case that crashed a
+worker can be named and replayed (`python tests/fuzz/fuzz_worker.py --replay KIND SEED INDEX`).
+
+Kinds
+  * ``json``   — MXNet symbol JSON: mutations of small valid graphs (wrong arity, bad or huge
+                 attributes, missing keys, wrong types, bad references, raw bytes), loaded,
+                 inferred and, when that succeeds, bound and run on the native backend;
+  * ``params`` — `.params` bytes: truncations, bit flips, trailing bytes, huge declared sizes;
+  * ``op``     — one registered op (the registry is iterated, internal ops included) alone with
+                 random attributes and random input shapes, compiled and run natively.
+
+`run_case` returns how far a case got when it ended normally (``refused`` by an MXNetError,
+``ran`` to the end) and lets any other exception propagate: the worker reports it as a finding.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import struct
+import tempfile
+
+import numpy as np
+
+import symjit as mx
+from symjit.base import MXNetError
+from symjit.ops import attrs as A
+from symjit.ops.registry import OPS, list_ops
+
+KINDS = ("json", "params", "op")
+
+#: largest input a case may allocate (elements); keeps a run's memory and time bounded
+MAX_ELEMENTS = 1 << 16
+
+HUGE_INTS = (99999999999, 2 ** 31, 2 ** 31 - 1, 2 ** 63, -2 ** 31, 10 ** 30)
+STRANGE_STRINGS = ("", " ", "None", "nan", "inf", "-inf", "()", "(,)", "[]", "(0,)", "(-1,)",
+                   "(1, 2, 3, 4, 5, 6, 7, 8, 9)", "True", "abc", "\u00e9\u4e2d", "{}", "1e400",
+                   "(" * 300, "[1," * 2000, "-" * 5000 + "1", "1" * 5000, "(1,)" * 50,
+                   "\x00", "'float32'", "float128", "complex64")
+
+
+def rng_for(kind: str, seed: int, index: int) -> random.Random:
+    return random.Random(f"{kind}:{seed}:{index}")
+
+
+# ---------------------------------------------------------------------------------------------
+# op cases
+# ---------------------------------------------------------------------------------------------
+
+def op_names() -> list[str]:
+    """Every registered op once (by its canonical name), in a stable order."""
+    list_ops()
+    return sorted({op.name for op in OPS.values()})
+
+
+def _random_for_kind(kind, r: random.Random):
+    """A value for an attribute parser `kind`: mostly plausible, sometimes hostile."""
+    if r.random() < 0.08:
+        return r.choice(STRANGE_STRINGS + HUGE_INTS + (None, -1, 0, 1.5, True))
+    choices = getattr(kind, "choices", None)
+    if choices is not None:
+        return r.choice(choices)
+    inner = getattr(kind, "inner", None)
+    if inner is not None:
+        return None if r.random() < 0.3 else _random_for_kind(inner, r)
+    if kind is A.Int:
+        return r.choice((-2, -1, 0, 1, 1, 2, 2, 3, 4, 5, 8, r.randint(-10, 10)))
+    if kind is A.Float:
+        return r.choice((0.0, 0.5, 1.0, -1.0, 1e-5, 2.0, 1e30, float("nan"), r.uniform(-3, 3)))
+    if kind is A.Bool:
+        return r.random() < 0.5
+    if kind is A.Shape:
+        return tuple(r.choice((-2, -1, 0, 1, 1, 2, 2, 3, 4)) for _ in range(r.randint(0, 4)))
+    if kind is A.FloatTuple:
+        return tuple(r.uniform(-2, 2) for _ in range(r.randint(0, 4)))
+    if kind is A.Dtype:
+        return r.choice(("float32", "float32", "float64", "float16", "int32", "int64", "uint8",
+                         "int8", "bool"))
+    if kind is A.Str:
+        return r.choice(("", "a", "data", "float32", "None"))
+    return r.choice((None, 0, 1, "x", (1, 2)))
+
+
+def random_attrs(op, r: random.Random) -> dict:
+    attrs = {}
+    for key, p in op.params.items():
+        if p.kind is A.Any_:
+            continue   # internal structured attributes (expressions, subgraphs): never from users
+        if p.default is not A.REQUIRED and r.random() < 0.5:
+            continue
+        v = _random_for_kind(p.kind, r)
+        if v is not None:
+            attrs[key] = v
+    if r.random() < 0.03:
+        attrs["no_such_attribute"] = 1
+    return attrs
+
+
+def random_shape(r: random.Random, ndim: int | None = None) -> tuple:
+    ndim = r.choice((0, 1, 1, 2, 2, 3, 4, 4, 5)) if ndim is None else ndim
+    dims = [r.choice((1, 1, 2, 3, 4, 5, 6, 8, 12, 16)) for _ in range(ndim)]
+    if dims and r.random() < 0.05:
+        dims[r.randrange(len(dims))] = 0
+    while np.prod(dims, dtype=np.int64) > MAX_ELEMENTS:
+        dims[dims.index(max(dims))] = 1
+    return tuple(dims)
+
+
+def random_input_shapes(names: list, r: random.Random) -> dict:
+    mode = r.random()
+    if mode < 0.35:                       # all the same shape (elementwise, ...)
+        s = random_shape(r)
+        return {n: s for n in names}
+    if mode < 0.55:                       # same rank, some dims 1 (broadcasting)
+        s = random_shape(r, r.randint(1, 4))
+        return {n: tuple(d if r.random() < 0.7 else 1 for d in s) for n in names}
+    if mode < 0.65:                       # only the first given: inference fills the rest
+        return {names[0]: random_shape(r)} if names else {}
+    return {n: random_shape(r) for n in names}
+
+
+def random_inputs(shapes: dict, dtypes: dict, r: random.Random) -> dict:
+    g = np.random.default_rng(r.randrange(2 ** 32))
+    out = {}
+    for name, shape in shapes.items():
+        dt = np.dtype(dtypes.get(name, "float32"))
+        choice = r.random()
+        if choice < 0.6:
+            a = g.uniform(-3, 3, size=shape)
+        elif choice < 0.8:
+            a = g.integers(-4, 20, size=shape)
+        else:
+            a = g.choice(np.array([0.0, -1.0, 1e30, -1e30, np.inf, np.nan, 7.0, 1e9]), size=shape)
+        with np.errstate(all="ignore"):
+            out[name] = a.astype(dt)
+    return out
+
+
+def bind_and_run(sym, shapes: dict, r: random.Random, dtypes: dict | None = None, train=False):
+    """simple_bind with `shapes`, fill every argument with random values, run forward (and
+    backward when training). Errors must be MXNetError."""
+    ex = sym.simple_bind(mx.cpu(), grad_req="write" if train else "null", type_dict=dtypes or None,
+                         **shapes)
+    arrays = dict(ex.arg_dict)
+    arrays.update(ex.aux_dict)
+    values = random_inputs({k: v.shape for k, v in arrays.items()},
+                           {k: v.dtype for k, v in arrays.items()}, r)
+    for k, v in values.items():
+        arrays[k][:] = v
+    outs = ex.forward(is_train=train)
+    for o in outs:
+        o.asnumpy()
+    if train:
+        ex.backward([mx.nd.ones(o.shape, dtype=o.dtype) for o in outs])
+        for g in ex.grad_arrays:
+            if g is not None:
+                g.asnumpy()
+
+
+def op_case(seed: int, index: int) -> str:
+    r = rng_for("op", seed, index)
+    names = op_names()
+    op = OPS[names[index % len(names)]]
+    attrs = random_attrs(op, r)
+    try:
+        parsed = op.parse(attrs)
+        in_names = op.input_names(parsed)
+    except MXNetError:
+        return "refused"
+    inputs = [mx.sym.var(f"in{i}") for i in range(len(in_names))]
+    from symjit.symbol.symbol import create_op_symbol
+    try:
+        sym = create_op_symbol(op.name, inputs, attrs, name="fz")
+    except MXNetError:
+        return "refused"
+    shapes = random_input_shapes([f"in{i}" for i in range(len(in_names))], r)
+    dtypes = None
+    if r.random() < 0.2:
+        dtypes = {f"in{i}": r.choice(("float64", "float16", "int32", "uint8", "int64"))
+                  for i in range(len(in_names)) if r.random() < 0.7}
+    try:
+        bind_and_run(sym, shapes, r, dtypes, train=r.random() < 0.15 and op.differentiable)
+    except MXNetError:
+        return "refused"
+    return "ran"
+
+
+# ---------------------------------------------------------------------------------------------
+# symbol JSON cases
+# ---------------------------------------------------------------------------------------------
+
+def _base_graphs() -> list:
+    """(symbol, input shapes) of small valid graphs touching common ops and attribute kinds."""
+    d = mx.sym.var("data")
+    fc = mx.sym.Activation(mx.sym.FullyConnected(d, num_hidden=4, name="fc"), act_type="relu")
+    conv = mx.sym.Convolution(d, kernel=(3, 3), num_filter=4, pad=(1, 1), name="conv")
+    bn = mx.sym.BatchNorm(conv, name="bn")
+    pool = mx.sym.Pooling(bn, kernel=(2, 2), stride=(2, 2), pool_type="max")
+    parts = mx.sym.SliceChannel(d, num_outputs=2, axis=1, name="split")
+    cat = mx.sym.Concat(parts[0], parts[1], mx.sym.var("b"), dim=1, name="cat")
+    rs = mx.sym.sum(mx.sym.reshape(cat, shape=(0, -1)), axis=1)
+    emb = mx.sym.Embedding(d, input_dim=10, output_dim=3, name="emb")
+    return [(fc, {"data": (2, 5)}), (pool, {"data": (1, 2, 6, 6)}),
+            (rs, {"data": (2, 4, 3), "b": (2, 1, 3)}), (emb, {"data": (2, 3)})]
+
+
+_BASES = None
+
+
+def base_graphs():
+    global _BASES
+    if _BASES is None:
+        _BASES = [(json.loads(s.tojson()), shapes) for s, shapes in _base_graphs()]
+    return _BASES
+
+
+def _hostile_value(r: random.Random):
+    return r.choice((None, True, 1, -1, 2 ** 70, 1.5, "x", [], {}, [1, 2], [[0, 0, 0]],
+                     {"a": 1}, "99999999999", "-1", "1e400", "A" * 100000, "(" * 100000))
+
+
+def _mutate(g: dict, r: random.Random) -> None:
+    nodes = g.get("nodes") if isinstance(g.get("nodes"), list) else []
+    ops = [n for n in nodes if isinstance(n, dict) and n.get("op") != "null"]
+    what = r.randrange(12)
+    if what == 0 and ops:             # an attribute replaced by a hostile or huge value
+        n = r.choice(ops)
+        attrs = n.setdefault("attrs", {})
+        key = r.choice(sorted(attrs) + ["num_args", "num_outputs", "kernel", "shape", "axis"])
+        attrs[key] = r.choice(STRANGE_STRINGS + tuple(str(h) for h in HUGE_INTS)
+                              + ("A" * 100000, "(1," * 30000, "99999999999"))
+    elif what == 1 and ops:           # an attribute with a non-string value
+        n = r.choice(ops)
+        n.setdefault("attrs", {})[r.choice(("num_hidden", "kernel", "dim", "num_args"))] = _hostile_value(r)
+    elif what == 2 and nodes:         # a key dropped or given a wrong type
+        n = r.choice(nodes)
+        key = r.choice(("op", "name", "inputs", "attrs"))
+        if r.random() < 0.5:
+            n.pop(key, None)
+        else:
+            n[key] = _hostile_value(r)
+    elif what == 3 and ops:           # wrong arity: an input added or removed
+        n = r.choice(ops)
+        ins = n.get("inputs")
+        if isinstance(ins, list):
+            if ins and r.random() < 0.5:
+                ins.pop(r.randrange(len(ins)))
+            else:
+                ins.append([r.randrange(len(nodes)), 0, 0])
+    elif what == 4 and ops:           # a reference out of range, negative or malformed
+        n = r.choice(ops)
+        ins = n.get("inputs")
+        if isinstance(ins, list) and ins:
+            ins[r.randrange(len(ins))] = r.choice(([10 ** 12, 0, 0], [-1, 0, 0], [0, 2 ** 40, 0],
+                                                   [0], [0, 0, 0, 0], ["0", 0, 0], [0.5, 0, 0],
+                                                   [len(nodes) - 1, 0, 0]))
+    elif what == 5 and ops:           # another registered op with the same attributes and inputs
+        r.choice(ops)["op"] = r.choice(op_names())
+    elif what == 6:                   # heads broken
+        g["heads"] = r.choice(([], [[10 ** 9, 0, 0]], [[0, 5, 0]], "x", None, [[0, -1, 0]]))
+    elif what == 7:                   # top-level key dropped or retyped
+        key = r.choice(("nodes", "heads", "arg_nodes", "node_row_ptr", "attrs"))
+        if r.random() < 0.5:
+            g.pop(key, None)
+        else:
+            g[key] = _hostile_value(r)
+    elif what == 8 and nodes:         # a cycle
+        n = r.choice(ops or nodes)
+        n["inputs"] = [[len(nodes) - 1, 0, 0]] + (n.get("inputs") or [])[1:] \
+            if isinstance(n.get("inputs"), list) else []
+    elif what == 9 and ops:           # a variadic count declared far beyond the inputs
+        r.choice(ops).setdefault("attrs", {})[r.choice(("num_args", "num_outputs"))] = \
+            str(r.choice((0, -1, 3, 99999999999, 2 ** 40, 10 ** 6)))
+    elif what == 10 and nodes:        # duplicate nodes
+        nodes.append(json.loads(json.dumps(r.choice(nodes))))
+    else:                             # a node's name hostile
+        if nodes:
+            r.choice(nodes)["name"] = r.choice(("", "a" * 100000, "\u0000", "data"))
+
+
+def json_case(seed: int, index: int) -> str:
+    r = rng_for("json", seed, index)
+    base, shapes = r.choice(base_graphs())
+    g = json.loads(json.dumps(base))
+    for _ in range(r.choice((1, 1, 1, 2, 3))):
+        _mutate(g, r)
+    text = json.dumps(g)
+    form = r.random()
+    try:
+        if form < 0.1:                    # raw bytes in a file: truncation or non-UTF-8 bytes
+            data = bytearray(text.encode("utf-8"))
+            if r.random() < 0.5:
+                data = data[:r.randrange(len(data) + 1)]
+            else:
+                for _ in range(r.randint(1, 4)):
+                    data[r.randrange(len(data))] = r.choice((0x80, 0xFF, 0xC3, 0x00))
+            fd, path = tempfile.mkstemp(suffix="-symbol.json")
+            try:
+                os.write(fd, bytes(data))
+                os.close(fd)
+                sym = mx.sym.load(path)
+            finally:
+                os.unlink(path)
+        else:
+            sym = mx.sym.load_json(text)
+        sym.list_arguments()
+        sym.infer_shape_partial(**shapes)
+        if r.random() < 0.35:
+            bind_and_run(sym, shapes, r)
+    except MXNetError:
+        return "refused"
+    return "ran"
+
+
+# ---------------------------------------------------------------------------------------------
+# .params cases
+# ---------------------------------------------------------------------------------------------
+
+def _valid_params(r: random.Random) -> bytes:
+    g = np.random.default_rng(r.randrange(2 ** 32))
+    arrays = [mx.nd.array(g.standard_normal(random_shape(r, r.randint(1, 3))).astype(dt), dtype=dt)
+              for dt in r.sample(("float32", "float64", "float16", "int32", "uint8", "int64"), r.randint(1, 3))]
+    if r.random() < 0.5:
+        return mx.nd.save_to_bytes(arrays) if hasattr(mx.nd, "save_to_bytes") else _dumps(arrays)
+    return _dumps({f"arg:w{i}": a for i, a in enumerate(arrays)})
+
+
+def _dumps(data) -> bytes:
+    from symjit.ndarray.serialization import dumps
+    return dumps(data)
+
+
+def params_case(seed: int, index: int) -> str:
+    r = rng_for("params", seed, index)
+    buf = bytearray(_valid_params(r))
+    what = r.randrange(5)
+    if what == 0:
+        buf = buf[:r.randrange(len(buf))]
+    elif what == 1:
+        for _ in range(r.randint(1, 6)):
+            buf[r.randrange(len(buf))] ^= 1 << r.randrange(8)
+    elif what == 2:
+        buf += bytes(r.randrange(256) for _ in range(r.randint(1, 16)))
+    elif what == 3:                   # a huge count or size written over an 8- or 4-byte field
+        pos = r.randrange(0, max(1, len(buf) - 8))
+        fmt = r.choice(("<Q", "<q", "<i", "<I"))
+        val = r.choice((2 ** 31 - 1, 2 ** 32 - 1, 2 ** 62, -1, 99999999999, 0))
+        try:
+            struct.pack_into(fmt, buf, pos, val)
+        except struct.error:
+            struct.pack_into("<Q", buf, pos, 2 ** 62)
+    else:
+        pos = r.randrange(len(buf))
+        buf[pos:pos + r.randint(1, 8)] = bytes(r.randrange(256) for _ in range(r.randint(0, 8)))
+    try:
+        if r.random() < 0.5:
+            loaded = mx.nd.load_frombuffer(bytes(buf))
+        else:
+            fd, path = tempfile.mkstemp(suffix=".params")
+            try:
+                os.write(fd, bytes(buf))
+                os.close(fd)
+                loaded = mx.nd.load(path)
+            finally:
+                os.unlink(path)
+        for a in (loaded.values() if isinstance(loaded, dict) else loaded):
+            a.asnumpy().sum()
+    except MXNetError:
+        return "refused"
+    return "ran"
+
+
+RUNNERS = {"json": json_case, "params": params_case, "op": op_case}
+
+
+def run_case(kind: str, seed: int, index: int) -> str:
+    return RUNNERS[kind](seed, index)
