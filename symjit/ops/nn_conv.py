@@ -34,7 +34,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from ..base import MXNetError
 from .attrs import Bool, Count, Dtype, Enum, Int, Optional, Param, Shape
-from .registry import Op, get_op, merge_shape, register, shape_known
+from .registry import Op, forward_shapes, get_op, merge_shape, register, shape_known
 
 __all__ = ["conv_forward", "conv_backward_data", "conv_backward_weight", "pool_forward",
            "pool_backward", "deconv_pad_adj"]
@@ -329,14 +329,9 @@ class FullyConnected(Op):
 
 
 def _fc_forward_shapes(op: str, attrs, data, weight, ograd) -> tuple[list, tuple]:
-    """([data, weight], ograd) as FullyConnected (without bias) infers them: a gradient op of
-    FullyConnected accepts exactly the shapes its forward op produced."""
-    fwd = get_op("FullyConnected")
-    try:
-        ins, (out,) = fwd.infer_shape(dict(attrs, no_bias=True), [data, weight])
-        return ins, merge_shape("FullyConnected", "ograd (its output)", out, ograd)
-    except MXNetError as e:
-        raise MXNetError(f"{op}: inputs do not match the FullyConnected it differentiates: {e}") from None
+    """([data, weight], ograd) as FullyConnected (without bias) infers them."""
+    ins, ograds = forward_shapes(op, "FullyConnected", dict(attrs, no_bias=True), [data, weight], {0: ograd})
+    return ins, ograds[0]
 
 
 @register("_backward_FullyConnected_data")
@@ -1176,6 +1171,9 @@ class PoolingBackward(Op):
     inputs = ("ograd", "data", "output")
     kernel = "pool"
     hidden = True
+    forward_op = "Pooling"
+    forward_inputs = {"data": "data"}
+    forward_outputs = {"ograd": 0, "output": 0}
 
     def infer_shape(self, attrs, in_shapes):
         return list(in_shapes), [in_shapes[1]]
@@ -1214,8 +1212,11 @@ class PoolMaxGather(Op):
     hidden = True
 
     def infer_shape(self, attrs, in_shapes):
-        _, (out,) = get_op("Pooling").infer_shape(attrs, [in_shapes[1]])
-        return list(in_shapes), [out]
+        if attrs["pool_type"] != "max":
+            raise MXNetError(f"_pool_max_gather: pool_type must be 'max', got {attrs['pool_type']!r}")
+        like = merge_shape(self.name, "input 'src' (shaped like data)", in_shapes[1], in_shapes[0])
+        _, (out,) = get_op("Pooling").infer_shape(attrs, [like])
+        return [like, like], [out]
 
     def compute(self, attrs, inputs, ctx):
         src, x = inputs
@@ -1367,13 +1368,18 @@ class UpSamplingBackward(Op):
         return ["ograd"] + [f"arg{i}" for i in range(attrs["num_args"])]
 
     def infer_shape(self, attrs, in_shapes):
-        return list(in_shapes), [in_shapes[1 + attrs["index"]]]
+        i = attrs["index"]
+        if not 0 <= i < attrs["num_args"]:
+            raise MXNetError(f"_backward_UpSampling: index {i} out of range for {attrs['num_args']} inputs")
+        fwd = dict(scale=attrs["scale"], num_args=attrs["num_args"], sample_type="nearest",
+                   multi_input_mode=attrs["multi_input_mode"])
+        args, ograd = forward_shapes(self.name, "UpSampling", fwd, in_shapes[1:], {0: in_shapes[0]})
+        return [ograd[0], *args], [args[i]]
 
     def compute(self, attrs, inputs, ctx):
+        self.infer_shape(attrs, [a.shape for a in inputs])
         dy, args = inputs[0], inputs[1:]
         i = attrs["index"]
-        if not 0 <= i < len(args):
-            raise MXNetError(f"_backward_UpSampling: index {i} out of range for {len(args)} inputs")
         a = args[i]
         begin = 0 if attrs["multi_input_mode"] == "sum" else sum(b.shape[1] for b in args[:i])
         g = dy[:, begin:begin + a.shape[1]]
@@ -1459,6 +1465,9 @@ class EmbeddingBackward(Op):
     inputs = ("ograd", "data")
     kernel = "gather"
     hidden = True
+    forward_op = "Embedding"
+    forward_inputs = {"data": "data"}
+    forward_outputs = {"ograd": 0}
 
     def infer_shape(self, attrs, in_shapes):
         return list(in_shapes), [(attrs["input_dim"], attrs["output_dim"])]
@@ -1571,6 +1580,8 @@ class GridGeneratorBackward(Op):
         g = in_shapes[0]
         if g is None:
             return [g], [None]
+        if len(g) != 4 or g[1] not in (0, 2):
+            raise MXNetError(f"_backward_GridGenerator: ograd must be (batch, 2, H, W), got {tuple(g)}")
         if attrs["transform_type"] == "affine":
             return [tuple(g)], [(g[0], 6)]
         return [tuple(g)], [tuple(g)]
@@ -1692,6 +1703,9 @@ class _SamplerBackward(Op):
     inputs = ("ograd", "data", "grid")
     kernel = "gather"
     hidden = True
+    forward_op = "BilinearSampler"
+    forward_inputs = {"data": "data", "grid": "grid"}
+    forward_outputs = {"ograd": 0}
     differentiable = False
 
     def _prepare(self, inputs):

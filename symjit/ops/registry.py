@@ -26,7 +26,7 @@ from ..base import MXNetError
 from . import scalar as S
 from .attrs import Param, parse_attrs
 
-__all__ = ["Op", "register", "check_shape", "format_names", "MAX_TENSOR_ELEMENTS", "MAX_NDIM", "get_op", "find_op", "list_ops", "Emitter", "ComputeContext", "apply_numpy", "numpy_emitter",
+__all__ = ["Op", "register", "check_shape", "format_names", "forward_shapes", "MAX_TENSOR_ELEMENTS", "MAX_NDIM", "get_op", "find_op", "list_ops", "Emitter", "ComputeContext", "apply_numpy", "numpy_emitter",
            "Shape", "shape_known", "merge_shape", "OPS"]
 
 Shape = tuple  # tuple of ints; 0 marks an unknown dim, None an unknown shape
@@ -123,6 +123,12 @@ class Op:
     updates_aux: ClassVar[bool] = False       # compute returns new aux values after the outputs in training
     mutate_inputs: ClassVar[tuple] = ()       # inputs overwritten by the extra outputs (optimizer states)
     hidden: ClassVar[bool] = False            # internal op (e.g. `_backward_*`) not needing a frontend doc
+    # gradient ops: the op they differentiate, which of their inputs are its inputs (this op's
+    # input name -> the forward op's input name) and which are its outputs (name -> output
+    # index); checked inference then accepts only shapes the forward op could have produced
+    forward_op: ClassVar[str | None] = None
+    forward_inputs: ClassVar[Mapping[str, str]] = {}
+    forward_outputs: ClassVar[Mapping[str, int]] = {}
     doc: ClassVar[str] = ""
 
     # ---- attributes --------------------------------------------------------------
@@ -180,6 +186,8 @@ class Op:
             raise MXNetError(f"{self.name}: expected {len(names)} inputs {format_names(names)}, "
                              f"got {len(in_shapes)}")
         given = [check_shape(self.name, f"input {n!r}", s) for n, s in zip(names, in_shapes)]
+        if self.forward_op is not None:
+            given = self._check_against_forward(attrs, names, given)
         ins, outs = self.infer_shape(attrs, list(given))
         n_out = self.num_outputs(attrs)
         if len(ins) != len(names) or len(outs) != n_out:
@@ -189,6 +197,32 @@ class Op:
                for n, g, s in zip(names, given, ins)]
         outs = [check_shape(self.name, f"output {i}", s) for i, s in enumerate(outs)]
         return ins, outs
+
+    def forward_attrs(self, attrs: Mapping) -> Mapping:
+        """The attributes of `forward_op` (default: the same as this op's)."""
+        return attrs
+
+    def _check_against_forward(self, attrs: Mapping, names: list, given: list) -> list:
+        fwd = get_op(self.forward_op)
+        fwd_attrs = self.forward_attrs(attrs)
+        try:
+            fwd_names = fwd.input_names(fwd.parse(fwd_attrs))
+        except MXNetError as e:
+            raise MXNetError(f"{self.name}: attributes do not fit the {self.forward_op} it "
+                             f"differentiates: {e}") from None
+        pos = {n: i for i, n in enumerate(names)}
+        mine = {f: m for m, f in self.forward_inputs.items() if m in pos}
+        fwd_in = [given[pos[mine[f]]] if f in mine else None for f in fwd_names]
+        ograds = {k: given[pos[n]] for n, k in self.forward_outputs.items() if n in pos}
+        ins, merged = forward_shapes(self.name, self.forward_op, fwd_attrs, fwd_in, ograds)
+        out = list(given)
+        for f, s in zip(fwd_names, ins):
+            if f in mine:
+                out[pos[mine[f]]] = merge_shape(self.name, f"input {mine[f]!r}", out[pos[mine[f]]], s)
+        for n, k in self.forward_outputs.items():
+            if n in pos:
+                out[pos[n]] = merge_shape(self.name, f"input {n!r}", out[pos[n]], merged[k])
+        return out
 
     def infer_type(self, attrs: Mapping, in_types: list) -> tuple[list, list]:
         """Default: every input and output shares the first known dtype."""
@@ -213,6 +247,29 @@ class Op:
 
     def __repr__(self):
         return f"<Op {self.name}>"
+
+
+def forward_shapes(op: str, forward: str, attrs: Mapping, inputs: Sequence,
+                   ograds: Mapping[int, Any]) -> tuple[list, dict]:
+    """Shape check of a gradient op `op` against the op `forward` it differentiates.
+
+    Runs `forward`'s checked inference on its `inputs` (shapes in its input order, None where
+    unknown) with `attrs` (raw or parsed attributes of `forward`) and merges each given output
+    gradient shape (`ograds`: forward output index -> shape) with that output's shape. Returns
+    (refined forward input shapes, {index: refined ograd shape}); any inconsistency raises
+    MXNetError naming `op`. Gradient ops whose lowering reads several inputs use this so they
+    accept exactly the shapes their forward op could have produced."""
+    fwd = get_op(forward)
+    try:
+        parsed = fwd.parse(attrs)
+        ins, outs = fwd.infer_shape_checked(parsed, list(inputs))
+        if any(k >= len(outs) for k in ograds):
+            raise MXNetError(f"{forward} has {len(outs)} outputs, fewer than the gradients given")
+        merged = {k: merge_shape(forward, f"output {k} (the gradient {op} reads)", outs[k], g)
+                  for k, g in ograds.items()}
+    except MXNetError as e:
+        raise MXNetError(f"{op}: inputs do not match the {forward} it differentiates: {e}") from None
+    return ins, merged
 
 
 def format_names(names: Sequence[str], limit: int = 8) -> str:

@@ -264,6 +264,12 @@ class BackwardRNN(Op):
     params = _PARAMS
     kernel = "rnn"
     hidden = True
+    forward_op = "RNN"
+    forward_inputs = {n: n for n in ("data", "parameters", "state", "state_cell", "sequence_length")}
+    forward_outputs = {"ograd_output": 0, "ograd_hy": 1, "ograd_cy": 2}
+
+    def forward_attrs(self, attrs):
+        return dict(attrs, state_outputs=True)   # the final-state gradients match those outputs
 
     def input_names(self, attrs):
         og = ["ograd_output", "ograd_hy"] + (["ograd_cy"] if attrs["mode"] == "lstm" else [])

@@ -36,7 +36,7 @@ import numpy as np
 
 from ..base import MXNetError
 from .attrs import Bool, Count, Dtype, Enum, Float, Int, Optional, Param, Shape
-from .registry import Op, merge_shape, register, shape_known
+from .registry import Op, forward_shapes, merge_shape, register, shape_known
 
 __all__ = ["OptIntTuple", "infer_reshape"]
 
@@ -1240,8 +1240,9 @@ class BackwardPick(_ShapeOp):
 
     def infer_shape(self, attrs, in_shapes):
         g, idx = in_shapes
-        _, out, _ = _pick_shapes(self.name, attrs, attrs["shape"])
-        return [merge_shape(self.name, "input 'ograd'", out, g), idx], [attrs["shape"]]
+        fwd = {k: v for k, v in attrs.items() if k != "shape"}
+        (_, idx), ograd = forward_shapes(self.name, "pick", fwd, [attrs["shape"], idx], {0: g})
+        return [ograd[0], idx], [attrs["shape"]]
 
     def infer_type(self, attrs, in_types):
         return _first_input_type(in_types)

@@ -32,7 +32,7 @@ KINDS = ("json", "params", "op")
 #: largest input a case may allocate (elements); keeps a run's memory and time bounded
 MAX_ELEMENTS = 1 << 16
 
-HUGE_INTS = (99999999999, 2 ** 31, 2 ** 31 - 1, 2 ** 63, -2 ** 31, 10 ** 30)
+HUGE_INTS = (99999999999, 2 ** 31, 2 ** 32 + 1, 2 ** 63, -2 ** 31, 10 ** 30)
 STRANGE_STRINGS = ("", " ", "None", "nan", "inf", "-inf", "()", "(,)", "[]", "(0,)", "(-1,)",
                    "(1, 2, 3, 4, 5, 6, 7, 8, 9)", "True", "abc", "\u00e9\u4e2d", "{}", "1e400",
                    "(" * 300, "[1," * 2000, "-" * 5000 + "1", "1" * 5000, "(1,)" * 50,
@@ -157,10 +157,130 @@ def bind_and_run(sym, shapes: dict, r: random.Random, dtypes: dict | None = None
                 g.asnumpy()
 
 
+def _example_symbols() -> list:
+    """(symbol, input shapes) of small training graphs whose forward and gradient nodes give
+    valid (op, attributes, input shapes) examples to mutate."""
+    S, v = mx.sym, mx.sym.var
+    d = v("data")
+    out = [
+        (S.Convolution(d, kernel=(3, 3), num_filter=4, num_group=2, pad=(1, 1), stride=(2, 2)), {"data": (2, 4, 7, 7)}),
+        (S.Convolution(d, kernel=(3,), num_filter=6, num_group=3, dilate=(2,)), {"data": (1, 3, 9)}),
+        (S.Deconvolution(d, kernel=(2, 2), num_filter=4, num_group=2, stride=(2, 2), adj=(1, 1)), {"data": (1, 4, 3, 3)}),
+        (S.FullyConnected(d, num_hidden=5), {"data": (3, 2, 4)}),
+        (S.FullyConnected(d, num_hidden=3, flatten=False), {"data": (2, 3, 4)}),
+        (S.BatchNorm(d, fix_gamma=False), {"data": (2, 3, 4, 4)}),
+        (S.Pooling(d, kernel=(3, 3), stride=(2, 2), pool_type="max", pad=(1, 1)), {"data": (1, 2, 7, 7)}),
+        (S.Pooling(d, kernel=(2,), pool_type="avg"), {"data": (1, 2, 6)}),
+        (S.Embedding(d, input_dim=7, output_dim=3), {"data": (2, 5)}),
+        (S.LayerNorm(d), {"data": (2, 3, 5)}),
+        (S.InstanceNorm(d), {"data": (2, 3, 5)}),
+        (S.GroupNorm(d, num_groups=2), {"data": (2, 4, 3, 3)}),
+        (S.LeakyReLU(d, act_type="prelu"), {"data": (2, 3, 4)}),
+        (S.L2Normalization(d, mode="channel"), {"data": (2, 3, 4)}),
+        (S.SoftmaxOutput(d, v("label")), {"data": (4, 5), "label": (4,)}),
+        (S.Pad(d, mode="constant", pad_width=(0, 0, 0, 0, 1, 2, 2, 1)), {"data": (1, 2, 3, 3)}),
+        (S.UpSampling(d, scale=2, sample_type="nearest", num_args=1), {"data": (1, 2, 3, 3)}),
+        (S.take(d, v("idx")), {"data": (5, 3), "idx": (4,)}),
+        (S.pick(d, v("idx"), axis=1), {"data": (4, 5), "idx": (4,)}),
+        (S.mean(S.sum(d, axis=1, keepdims=True), axis=(0, 2)), {"data": (2, 3, 4)}),
+        (S.topk(d, k=2, ret_typ="value"), {"data": (3, 5)}),
+        (S.dot(d, v("w"), transpose_b=True), {"data": (3, 4), "w": (5, 4)}),
+        (S.broadcast_add(d, v("b")), {"data": (2, 3, 4), "b": (1, 3, 1)}),
+        (S.softmax_cross_entropy(d, v("label")), {"data": (4, 5), "label": (4,)}),
+        (S.gather_nd(d, v("idx")), {"data": (4, 5), "idx": (2, 3)}),
+        (S.diag(d), {"data": (4, 4)}),
+        (S.LinearRegressionOutput(d, v("label")), {"data": (4, 2), "label": (4, 2)}),
+        (S.CTCLoss(d, v("label")), {"data": (6, 2, 5), "label": (2, 3)}),
+        (S.BilinearSampler(d, v("grid")), {"data": (1, 2, 4, 4), "grid": (1, 2, 3, 3)}),
+    ]
+    return out
+
+
+_EXAMPLES = None
+
+
+def op_examples() -> list:
+    """(op, parsed attributes, input shapes) of every node of the examples' training graphs."""
+    global _EXAMPLES
+    if _EXAMPLES is None:
+        from symjit.passes.autodiff import autodiff
+        from symjit.passes.infer import infer_types
+        from symjit.symbol.lower import lower
+        _EXAMPLES = []
+        for sym, shapes in _example_symbols():
+            try:
+                g, _ = lower(sym)
+                g, _ = infer_types(g, shapes=shapes)
+                g, _ = infer_types(g, dtypes={x.name: "float32" for x in g.inputs if x.type.dtype is None})
+                bwd, _ = autodiff(g, list(g.args), "write")
+            except MXNetError:
+                continue
+            for n in list(g.nodes) + list(bwd.nodes):
+                if any(p.kind is A.Any_ for p in n.op.params.values()):
+                    continue
+                _EXAMPLES.append((n.op, dict(n.attrs), [tuple(x.type.shape) for x in n.inputs]))
+    return _EXAMPLES
+
+
+def _mutate_shapes(shapes: list, r: random.Random) -> list:
+    shapes = [list(s) for s in shapes]
+    for _ in range(r.choice((1, 1, 2))):
+        i = r.randrange(len(shapes))
+        s = shapes[i]
+        what = r.randrange(6)
+        if what == 0 and s:
+            j = r.randrange(len(s))
+            s[j] = max(0, s[j] + r.choice((-1, 1, 2, s[j])))
+        elif what == 1 and s:
+            s[r.randrange(len(s))] = r.choice((1, 2, 3, 5, 16))
+        elif what == 2 and s:
+            s.pop(r.randrange(len(s)))
+        elif what == 3:
+            s.insert(r.randrange(len(s) + 1), r.choice((1, 2, 3)))
+        elif what == 4 and len(shapes) > 1:
+            j = r.randrange(len(shapes))
+            shapes[i], shapes[j] = shapes[j], shapes[i]
+        else:
+            shapes[i] = list(random_shape(r))
+    out = []
+    for s in shapes:
+        while s and np.prod(s, dtype=np.int64) > MAX_ELEMENTS:
+            s[s.index(max(s))] = 1
+        out.append(tuple(s))
+    return out
+
+
+def _mutated_example(r: random.Random):
+    """(op, attributes, input shapes): a valid example with its shapes or an attribute changed."""
+    op, attrs, shapes = r.choice(op_examples())
+    attrs = {k: v for k, v in attrs.items() if v is not None}
+    if r.random() < 0.3 and op.params:
+        key = r.choice(sorted(op.params))
+        if op.params[key].kind is not A.Any_:
+            attrs[key] = _random_for_kind(op.params[key].kind, r)
+            if attrs[key] is None:
+                del attrs[key]
+        if r.random() < 0.5:
+            return op, attrs, shapes
+    return op, attrs, _mutate_shapes(shapes, r)
+
+
 def op_case(seed: int, index: int) -> str:
+    """Even indices: every registered op in turn with random attributes and shapes; odd ones:
+    mutations of valid nodes (gradient ops included) taken from small training graphs."""
     r = rng_for("op", seed, index)
+    if index % 2 and op_examples():
+        op, attrs, shapes = _mutated_example(r)
+        inputs = [mx.sym.var(f"in{i}") for i in range(len(shapes))]
+        from symjit.symbol.symbol import create_op_symbol
+        try:
+            sym = create_op_symbol(op.name, inputs, attrs, name="fz")
+            bind_and_run(sym, {f"in{i}": s for i, s in enumerate(shapes)}, r)
+        except MXNetError:
+            return "refused"
+        return "ran"
     names = op_names()
-    op = OPS[names[index % len(names)]]
+    op = OPS[names[(index // 2) % len(names)]]
     attrs = random_attrs(op, r)
     try:
         parsed = op.parse(attrs)
