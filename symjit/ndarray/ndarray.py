@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..base import MXNetError, canonical_dtype, mx_real_t
+from ..base import MXNetError, canonical_dtype, mx_real_t, real_array
 from ..context import Context, current_context
 from ..ops.registry import ComputeContext, Emitter, get_op
 from ..ops.optimizer_ops import Update
@@ -287,6 +287,8 @@ def _binary(lhs: NDArray, rhs, array_op: str, scalar_op: str, reverse: bool = Fa
         args = [rhs, lhs] if reverse else [lhs, rhs]
         return invoke(array_op, args, {}, out=out)
     if _is_scalar(rhs):
+        if isinstance(rhs, complex) or np.iscomplexobj(rhs):
+            raise MXNetError(f"{scalar_op}: complex scalar {rhs!r} is not supported (MXNet has no complex dtype)")
         return invoke(scalar_op, [lhs], {"scalar": float(rhs), "is_int": isinstance(rhs, numbers.Integral)},
                       out=out)
     if isinstance(rhs, np.ndarray):
@@ -409,7 +411,7 @@ def array(source_array, ctx: Context | None = None, dtype=None) -> NDArray:
     else:
         dt = mx_real_t if dtype is None else canonical_dtype(dtype)
         try:
-            data = np.asarray(source_array)
+            data = real_array(source_array, "array")
         except (ValueError, TypeError) as e:
             raise MXNetError(f"array: cannot convert {type(source_array).__name__} to an array: {e}") from None
         if data.dtype == object:

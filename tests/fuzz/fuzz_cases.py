@@ -490,7 +490,22 @@ def params_case(seed: int, index: int) -> str:
     return "ran"
 
 
-RUNNERS = {"json": json_case, "params": params_case, "op": op_case}
+def probe_case(seed: int, index: int) -> str:
+    """The harness's own check: case 1 aborts the process, case 2 raises a plain KeyError,
+    case 3 hangs, case 4 is refused and the others run."""
+    if index == 1:
+        os.abort()
+    if index == 2:
+        raise KeyError("probe")
+    if index == 3:
+        import time
+        time.sleep(3600)
+    if index == 4:
+        raise MXNetError("probe refused")
+    return "ran"
+
+
+RUNNERS = {"json": json_case, "params": params_case, "op": op_case, "probe": probe_case}
 
 
 def run_case(kind: str, seed: int, index: int) -> str:

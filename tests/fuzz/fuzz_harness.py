@@ -35,6 +35,12 @@ class Report:
     outcomes: dict = field(default_factory=dict)   # "ran" / "refused" -> count of normal endings
 
 
+def _no_core_dumps() -> None:
+    """In the worker: a crash must not write a core file (thousands of cases may crash)."""
+    import resource
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
 class _Worker:
     def __init__(self):
         self.log = tempfile.TemporaryFile()
@@ -42,8 +48,10 @@ class _Worker:
         here = os.path.dirname(WORKER)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH", "")) if p)
         self.proc = subprocess.Popen([sys.executable, WORKER], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.log, env=env)
+                                     stdout=subprocess.PIPE, stderr=self.log, env=env,
+                                     preexec_fn=_no_core_dumps)
         self.buf = b""
+        self.eof = False
 
     def send(self, line: str) -> None:
         self.proc.stdin.write(line.encode() + b"\n")
@@ -62,6 +70,7 @@ class _Worker:
                 return None
             chunk = os.read(fd, 65536)
             if not chunk:
+                self.eof = True
                 return None
             self.buf += chunk
         line, self.buf = self.buf.split(b"\n", 1)
@@ -69,6 +78,11 @@ class _Worker:
 
     def death(self) -> str:
         """Why the worker stopped: its signal or status, and the last line of its stderr."""
+        if self.eof:   # it closed its pipe: let it finish dying to learn its signal
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
         try:
             self.proc.kill()
         except OSError:
@@ -109,7 +123,7 @@ def run_cases(kind: str, seed: int, count: int, case_timeout: float = 60.0,
             if line is None:
                 if current is None:
                     raise RuntimeError(f"fuzz worker stopped between cases: {worker.death()}")
-                timed_out = worker.proc.poll() is None
+                timed_out = not worker.eof
                 why = worker.death()
                 what = f"hang (no result within {case_timeout:.0f} s)" if timed_out else f"crash: {why}"
                 report.findings.append(Finding(kind, seed, current, what))
