@@ -114,12 +114,15 @@ def _read_shape(r: _Reader, dim_fmt: str, ndim: int, what: str) -> tuple:
     dims = struct.unpack(f"<{ndim}{dim_fmt}", raw)
     if any(d < 0 for d in dims):
         raise r.fail(f"{what} has an unknown or negative dimension in shape {dims}")
-    extent = 1
-    for d in dims:
-        extent *= max(int(d), 1)
-    if extent > _MAX_ELEMENTS:  # also guards zero-size shapes, whose data check passes trivially
-        raise r.fail(f"{what} has an implausible shape {dims} (more than {_MAX_ELEMENTS} elements)")
     return tuple(int(d) for d in dims)
+
+
+def _extent(shape: tuple) -> int:
+    """Elements of `shape` with its zero dims counted as 1 (what numpy's size checks see)."""
+    n = 1
+    for d in shape:
+        n *= max(d, 1)
+    return n
 
 
 def _read_body(r: _Reader, shape: tuple, what: str) -> NDArray:
@@ -138,6 +141,9 @@ def _read_body(r: _Reader, shape: tuple, what: str) -> NDArray:
     for d in shape:
         count *= d
     nbytes = count * dtype.itemsize  # Python int: no overflow; checked before allocating
+    if count == 0 and _extent(shape) > _MAX_ELEMENTS:  # no data bytes to bound a zero-size shape
+        raise r.fail(f"{what} has an implausible shape {shape} (more than {_MAX_ELEMENTS} elements "
+                     "besides its zero dimension)")
     raw = r.take(nbytes, f"the data of {what} (shape {shape}, {dtype.name})")
     data = np.frombuffer(raw, dtype=dtype, count=count).reshape(shape)
     if dtype.kind == "b":  # a bool byte other than 0/1 still means True
