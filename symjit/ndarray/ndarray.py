@@ -330,7 +330,14 @@ def invoke(op_name: str, inputs: Sequence[NDArray], attrs: Mapping[str, Any], ou
     arrays = [x._data for x in inputs]
     results = try_compiled_elementwise(op, parsed, arrays, _update_destinations(op, parsed, names, inputs, out))
     if results is None:
-        results = op.compute(parsed, arrays, cctx)
+        try:
+            results = op.compute(parsed, arrays, cctx)
+        except MXNetError:
+            raise
+        except (ArithmeticError, LookupError, ValueError, TypeError, MemoryError) as e:
+            shapes = ", ".join(f"{n}: {a.shape}" for n, a in zip(names, arrays))
+            raise MXNetError(f"{op.name}: invalid inputs {{{shapes}}} for attributes {dict(attrs)}: "
+                             f"{type(e).__name__}: {e}") from None
     n_out = op.num_outputs(parsed)
     if len(results) > n_out:  # new values of mutated inputs (aux states, optimizer states)
         targets = [names.index(a) for a in op.state_targets(parsed) if a in names]

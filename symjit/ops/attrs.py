@@ -15,7 +15,7 @@ import numpy as np
 
 from ..base import MXNetError, canonical_dtype
 
-__all__ = ["Param", "REQUIRED", "parse_attrs", "format_attr", "Int", "Count", "MAX_COUNT", "Float", "Bool", "Str", "Shape",
+__all__ = ["Param", "REQUIRED", "parse_attrs", "format_attr", "parse_literal", "Int", "Count", "MAX_COUNT", "Float", "Bool", "Str", "Shape",
            "Dtype", "Enum", "Optional", "FloatTuple", "Any_"]
 
 class _Required:
@@ -35,7 +35,9 @@ def abbreviate(value, limit: int = 60) -> str:
     return r if len(r) <= limit else f"{r[:limit]}... ({len(r)} characters)"
 
 
-def _literal(text: str):
+def parse_literal(text: str):
+    """A Python literal from an attribute string, bounded in length and nesting; anything
+    else raises ValueError (which `parse_attrs` reports as an MXNetError)."""
     if len(text) > MAX_LITERAL_CHARS:
         raise ValueError(f"value of {len(text)} characters is too long "
                          f"(at most {MAX_LITERAL_CHARS}): {abbreviate(text)}")
@@ -46,9 +48,10 @@ def _literal(text: str):
     except (MemoryError, RecursionError):
         raise ValueError(f"cannot parse {abbreviate(text)}: nested too deeply") from None
 
+
 def Int(v) -> int:
     if isinstance(v, str):
-        v = _literal(v.strip())
+        v = parse_literal(v.strip())
     if isinstance(v, (bool, np.bool_)):
         return int(v)
     if isinstance(v, (int, np.integer)):
@@ -80,7 +83,7 @@ def Float(v) -> float:
             return float("-inf")
         if low == "nan":
             return float("nan")
-        v = _literal(s)
+        v = parse_literal(s)
     if isinstance(v, (bool, np.bool_)):
         return float(v)
     if isinstance(v, (int, float, np.integer, np.floating)):
@@ -109,7 +112,7 @@ def Str(v) -> str:
 def Shape(v) -> tuple:
     """A tuple of ints; accepts '(3, 3)', '[3,3]', '3', 3, (3, 3), [3, 3], '()'."""
     if isinstance(v, str):
-        v = _literal(v.strip()) if v.strip() else ()
+        v = parse_literal(v.strip()) if v.strip() else ()
     if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
         return (int(v),)
     if isinstance(v, (tuple, list)):
@@ -118,7 +121,7 @@ def Shape(v) -> tuple:
 
 def FloatTuple(v) -> tuple:
     if isinstance(v, str):
-        v = _literal(v.strip())
+        v = parse_literal(v.strip())
     if isinstance(v, (int, float, np.number)):
         return (float(v),)
     if isinstance(v, (tuple, list)):

@@ -28,14 +28,13 @@ when no earlier code changes the count).
 """
 from __future__ import annotations
 
-import ast
 import math
 from typing import Mapping, Sequence
 
 import numpy as np
 
 from ..base import MXNetError
-from .attrs import Bool, Count, Dtype, Enum, Float, Int, Optional, Param, Shape
+from .attrs import Bool, Count, Dtype, Enum, Float, Int, Optional, Param, Shape, parse_literal
 from .registry import Op, forward_shapes, merge_shape, register, shape_known
 
 __all__ = ["OptIntTuple", "infer_reshape"]
@@ -49,10 +48,7 @@ def OptIntTuple(v) -> tuple:
     """A tuple of ints or None (slice begin/end/step): '(None, 1)', '(0,2)', (1, None), 3, '()'."""
     if isinstance(v, str):
         s = v.strip()
-        try:
-            v = ast.literal_eval(s) if s else ()
-        except (ValueError, SyntaxError) as e:
-            raise ValueError(f"cannot parse {s!r}") from e
+        v = parse_literal(s) if s else ()
     if v is None:
         return (None,)
     if isinstance(v, (int, np.integer)) and not isinstance(v, bool):

@@ -266,8 +266,9 @@ def _mutated_example(r: random.Random):
 
 
 def op_case(seed: int, index: int) -> str:
-    """Even indices: every registered op in turn with random attributes and shapes; odd ones:
-    mutations of valid nodes (gradient ops included) taken from small training graphs."""
+    """Even indices: every registered op in turn with random attributes and shapes (a quarter of
+    them applied eagerly to NDArrays, the rest compiled); odd ones: mutations of valid nodes
+    (gradient ops included) taken from small training graphs, compiled."""
     r = rng_for("op", seed, index)
     if index % 2 and op_examples():
         op, attrs, shapes = _mutated_example(r)
@@ -287,13 +288,22 @@ def op_case(seed: int, index: int) -> str:
         in_names = op.input_names(parsed)
     except MXNetError:
         return "refused"
+    shapes = random_input_shapes([f"in{i}" for i in range(len(in_names))], r)
+    if r.random() < 0.25:                 # eagerly, through the NDArray frontend
+        shapes = {k: shapes.get(k, random_shape(r)) for k in (f"in{i}" for i in range(len(in_names)))}
+        values = random_inputs(shapes, {}, r)
+        from symjit.ndarray.ndarray import invoke
+        outs = invoke(op.name, [mx.nd.array(values[f"in{i}"]) for i in range(len(in_names))], attrs,
+                      all_outputs=True)
+        for o in outs:
+            o.asnumpy()
+        return "ran"
     inputs = [mx.sym.var(f"in{i}") for i in range(len(in_names))]
     from symjit.symbol.symbol import create_op_symbol
     try:
         sym = create_op_symbol(op.name, inputs, attrs, name="fz")
     except MXNetError:
         return "refused"
-    shapes = random_input_shapes([f"in{i}" for i in range(len(in_names))], r)
     dtypes = None
     if r.random() < 0.2:
         dtypes = {f"in{i}": r.choice(("float64", "float16", "int32", "uint8", "int64"))
