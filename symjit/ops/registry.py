@@ -24,7 +24,7 @@ import numpy as np
 
 from ..base import MXNetError
 from . import scalar as S
-from .attrs import Param, parse_attrs
+from .attrs import Any_, Param, parse_attrs
 
 __all__ = ["Op", "register", "check_shape", "format_names", "forward_shapes", "MAX_TENSOR_ELEMENTS", "MAX_NDIM", "get_op", "find_op", "list_ops", "Emitter", "ComputeContext", "apply_numpy", "numpy_emitter",
            "Shape", "shape_known", "merge_shape", "OPS"]
@@ -130,6 +130,14 @@ class Op:
     forward_inputs: ClassVar[Mapping[str, str]] = {}
     forward_outputs: ClassVar[Mapping[str, int]] = {}
     doc: ClassVar[str] = ""
+
+    @property
+    def compiler_internal(self) -> bool:
+        """True for ops that only compiler passes create (fused kernels, folded constants): an
+        attribute of theirs holds a structured value (an expression, another op's parsed
+        attributes, an array) that has no text form, so a symbol file or a frontend call can
+        never supply it and the frontends refuse these ops by name."""
+        return any(p.kind is Any_ for p in self.params.values())
 
     # ---- attributes --------------------------------------------------------------
     def parse(self, raw: Mapping[str, Any]) -> dict:

@@ -229,6 +229,9 @@ def load_json(text: str) -> Symbol:
         op = find_op(op_name)
         if op is None:
             _fail(f"node {i} ({name!r}): unknown operator {op_name!r}")
+        if op.compiler_internal:
+            _fail(f"node {i} ({name!r}): operator {op_name!r} is internal to the compiler and "
+                  "cannot appear in a symbol file")
         node = SymNode(op, name, attrs)
         node.parsed  # noqa: B018 - validates the attribute strings now (MXNetError naming the node)
         nodes.append(node)

@@ -61,3 +61,20 @@ def test_invalid_graph_in_a_file_names_the_file(tmp_path):
     f.write_text(CONCAT_BOMB)
     with pytest.raises(MXNetError, match=r"bad-symbol\.json.*num_args"):
         mx.sym.load(str(f))
+
+
+@pytest.mark.parametrize("op, attrs, n_in", [
+    ("_elemwise_expr", {"expr": "x", "num_args": "1"}, 1),
+    ("_fused_elemwise", {"exprs": "x", "num_args": "1", "dtype": "float32"}, 1),
+    ("_const", {"value": "5"}, 0),
+    ("_conv_pool", {"conv_attrs": "{}", "pool_attrs": "{}", "num_args": "2"}, 2),
+])
+def test_compiler_internal_ops_are_refused_from_files_and_frontends(op, attrs, n_in):
+    # their attributes are structured values only compiler passes create; from text they used
+    # to reach the lowering and fail there with AttributeError / TypeError
+    nodes = [{"op": "null", "name": f"x{i}", "inputs": []} for i in range(n_in)]
+    nodes.append({"op": op, "name": "n", "attrs": attrs, "inputs": [[i, 0, 0] for i in range(n_in)]})
+    with pytest.raises(MXNetError, match=f"operator '{op}' is internal to the compiler"):
+        mx.sym.load_json(json.dumps({"nodes": nodes, "heads": [[n_in, 0, 0]]}))
+    with pytest.raises(MXNetError, match="internal to the compiler"):
+        getattr(mx.sym, op)(*[mx.sym.var(f"x{i}") for i in range(n_in)], **attrs)
