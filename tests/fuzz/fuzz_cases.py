@@ -349,19 +349,27 @@ def _hostile_value(r: random.Random):
                      {"a": 1}, "99999999999", "-1", "1e400", "A" * 100000, "(" * 100000))
 
 
+def _attrs_of(node: dict) -> dict:
+    """The node's attribute object, replaced by an empty one when a mutation retyped it."""
+    if not isinstance(node.get("attrs"), dict):
+        node["attrs"] = {}
+    return node["attrs"]
+
+
 def _mutate(g: dict, r: random.Random) -> None:
-    nodes = g.get("nodes") if isinstance(g.get("nodes"), list) else []
-    ops = [n for n in nodes if isinstance(n, dict) and n.get("op") != "null"]
+    listed = g.get("nodes") if isinstance(g.get("nodes"), list) else []
+    nodes = [n for n in listed if isinstance(n, dict)]     # a mutation may have retyped some
+    ops = [n for n in nodes if n.get("op") != "null"]
     what = r.randrange(12)
     if what == 0 and ops:             # an attribute replaced by a hostile or huge value
         n = r.choice(ops)
-        attrs = n.setdefault("attrs", {})
+        attrs = _attrs_of(n)
         key = r.choice(sorted(attrs) + ["num_args", "num_outputs", "kernel", "shape", "axis"])
         attrs[key] = r.choice(STRANGE_STRINGS + tuple(str(h) for h in HUGE_INTS)
                               + ("A" * 100000, "(1," * 30000, "99999999999"))
     elif what == 1 and ops:           # an attribute with a non-string value
         n = r.choice(ops)
-        n.setdefault("attrs", {})[r.choice(("num_hidden", "kernel", "dim", "num_args"))] = _hostile_value(r)
+        _attrs_of(n)[r.choice(("num_hidden", "kernel", "dim", "num_args"))] = _hostile_value(r)
     elif what == 2 and nodes:         # a key dropped or given a wrong type
         n = r.choice(nodes)
         key = r.choice(("op", "name", "inputs", "attrs"))
@@ -399,10 +407,10 @@ def _mutate(g: dict, r: random.Random) -> None:
         n["inputs"] = [[len(nodes) - 1, 0, 0]] + (n.get("inputs") or [])[1:] \
             if isinstance(n.get("inputs"), list) else []
     elif what == 9 and ops:           # a variadic count declared far beyond the inputs
-        r.choice(ops).setdefault("attrs", {})[r.choice(("num_args", "num_outputs"))] = \
+        _attrs_of(r.choice(ops))[r.choice(("num_args", "num_outputs"))] = \
             str(r.choice((0, -1, 3, 99999999999, 2 ** 40, 10 ** 6)))
     elif what == 10 and nodes:        # duplicate nodes
-        nodes.append(json.loads(json.dumps(r.choice(nodes))))
+        listed.append(json.loads(json.dumps(r.choice(nodes))))
     else:                             # a node's name hostile
         if nodes:
             r.choice(nodes)["name"] = r.choice(("", "a" * 100000, "\u0000", "data"))
