@@ -416,6 +416,17 @@ def _mutate(g: dict, r: random.Random) -> None:
             r.choice(nodes)["name"] = r.choice(("", "a" * 100000, "\u0000", "data"))
 
 
+def _load_from_file(data: bytes, suffix: str, load):
+    """load(path) of a temporary file holding `data`."""
+    fd, path = tempfile.mkstemp(suffix=suffix)
+    try:
+        os.write(fd, data)
+        os.close(fd)
+        return load(path)
+    finally:
+        os.unlink(path)
+
+
 def json_case(seed: int, index: int) -> str:
     r = rng_for("json", seed, index)
     base, shapes = r.choice(base_graphs())
@@ -432,13 +443,7 @@ def json_case(seed: int, index: int) -> str:
             else:
                 for _ in range(r.randint(1, 4)):
                     data[r.randrange(len(data))] = r.choice((0x80, 0xFF, 0xC3, 0x00))
-            fd, path = tempfile.mkstemp(suffix="-symbol.json")
-            try:
-                os.write(fd, bytes(data))
-                os.close(fd)
-                sym = mx.sym.load(path)
-            finally:
-                os.unlink(path)
+            sym = _load_from_file(bytes(data), "-symbol.json", mx.sym.load)
         else:
             sym = mx.sym.load_json(text)
         sym.list_arguments()
@@ -494,13 +499,7 @@ def params_case(seed: int, index: int) -> str:
         if r.random() < 0.5:
             loaded = mx.nd.load_frombuffer(bytes(buf))
         else:
-            fd, path = tempfile.mkstemp(suffix=".params")
-            try:
-                os.write(fd, bytes(buf))
-                os.close(fd)
-                loaded = mx.nd.load(path)
-            finally:
-                os.unlink(path)
+            loaded = _load_from_file(bytes(buf), ".params", mx.nd.load)
         for a in (loaded.values() if isinstance(loaded, dict) else loaded):
             a.asnumpy().sum()
     except MXNetError:
