@@ -17,6 +17,7 @@ import numpy as np
 
 from ..base import MXNetError, canonical_dtype, mx_real_t, real_array
 from ..context import Context, current_context
+from ..ops.attrs import abbreviate
 from ..ops.registry import ComputeContext, Emitter, get_op
 from ..ops.optimizer_ops import Update
 from .fastpath import try_compiled_elementwise
@@ -336,8 +337,8 @@ def invoke(op_name: str, inputs: Sequence[NDArray], attrs: Mapping[str, Any], ou
             raise
         except (ArithmeticError, LookupError, ValueError, TypeError, MemoryError) as e:
             shapes = ", ".join(f"{n}: {a.shape}" for n, a in zip(names, arrays))
-            raise MXNetError(f"{op.name}: invalid inputs {{{shapes}}} for attributes {dict(attrs)}: "
-                             f"{type(e).__name__}: {e}") from None
+            raise MXNetError(f"{op.name}: invalid inputs {{{shapes}}} for attributes "
+                             f"{abbreviate(dict(attrs), 200)}: {type(e).__name__}: {e}") from None
     n_out = op.num_outputs(parsed)
     if len(results) > n_out:  # new values of mutated inputs (aux states, optimizer states)
         targets = [names.index(a) for a in op.state_targets(parsed) if a in names]

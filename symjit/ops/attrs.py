@@ -15,7 +15,7 @@ import numpy as np
 
 from ..base import MXNetError, canonical_dtype
 
-__all__ = ["Param", "REQUIRED", "parse_attrs", "format_attr", "parse_literal", "Int", "Count", "MAX_COUNT", "Float", "Bool", "Str", "Shape",
+__all__ = ["Param", "REQUIRED", "parse_attrs", "format_attr", "parse_literal", "abbreviate", "Int", "Count", "MAX_COUNT", "Float", "Bool", "Str", "Shape",
            "Dtype", "Enum", "Optional", "FloatTuple", "Any_"]
 
 class _Required:

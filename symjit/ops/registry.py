@@ -5,7 +5,11 @@ It carries:
   * `params`      — attribute schema (`attrs.Param`), parsing MXNet string attributes;
   * `input_names` — argument names (`data`, `weight`, ...), aux states listed in `aux_names`;
   * `infer_shape` / `infer_type` — partial inference: unknown shapes are `None`,
-                    unknown dims are 0 (MXNet 1.x convention); may fill input shapes;
+                    unknown dims are 0 (MXNet 1.x convention); may fill input shapes.
+                    Callers use `infer_shape_checked`, which adds what every lowering relies
+                    on: the arity, non-negative dims within MAX_NDIM / MAX_TENSOR_ELEMENTS,
+                    refinement only, and for gradient ops (`forward_op`) agreement with the
+                    shapes of the op they differentiate;
   * `compute`     — the numpy reference implementation;
   * `grad`        — the gradient rule, written with registered ops through an `Emitter`
                     so that the same rule builds eager NDArray code or IR graph nodes;
@@ -26,8 +30,9 @@ from ..base import MXNetError
 from . import scalar as S
 from .attrs import Any_, Param, parse_attrs
 
-__all__ = ["Op", "register", "check_shape", "format_names", "forward_shapes", "MAX_TENSOR_ELEMENTS", "MAX_NDIM", "get_op", "find_op", "list_ops", "Emitter", "ComputeContext", "apply_numpy", "numpy_emitter",
-           "Shape", "shape_known", "merge_shape", "OPS"]
+__all__ = ["Op", "register", "get_op", "find_op", "list_ops", "Emitter", "ComputeContext", "apply_numpy", "numpy_emitter",
+           "Shape", "shape_known", "merge_shape", "OPS", "check_shape", "forward_shapes", "format_names",
+           "MAX_TENSOR_ELEMENTS", "MAX_NDIM"]
 
 Shape = tuple  # tuple of ints; 0 marks an unknown dim, None an unknown shape
 
