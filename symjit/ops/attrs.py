@@ -15,8 +15,8 @@ import numpy as np
 
 from ..base import MXNetError, canonical_dtype
 
-__all__ = ["Param", "REQUIRED", "parse_attrs", "format_attr", "parse_literal", "abbreviate", "Int", "Count", "MAX_COUNT", "Float", "Bool", "Str", "Shape",
-           "Dtype", "Enum", "Optional", "FloatTuple", "Any_"]
+__all__ = ["Param", "REQUIRED", "parse_attrs", "format_attr", "parse_literal", "abbreviate", "Int", "Count",
+           "MAX_COUNT", "Float", "Bool", "Str", "Shape", "Dtype", "Enum", "Optional", "FloatTuple", "Any_"]
 
 class _Required:
     def __repr__(self):
