@@ -912,6 +912,10 @@ class SoftmaxOutput(Op):
     inplace = {0: 0}
 
     def infer_shape(self, attrs, in_shapes):
+        ignore = attrs["ignore_label"]
+        if not (math.isfinite(ignore) and -2 ** 31 <= ignore < 2 ** 31):
+            raise MXNetError(f"SoftmaxOutput: ignore_label must be a class index (a finite number "
+                             f"within int32), got {ignore}")
         data, label = in_shapes
         if data is None:
             return [None, label], [None]
