@@ -23,7 +23,7 @@ _GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
 
 _PARAMS = {
     "state_size": Param(Int, doc="hidden units H"),
-    "num_layers": Param(Int, doc="stacked layers L"),
+    "num_layers": Param(Count, doc="stacked layers L (bounded like a count: loops run per layer)"),
     "bidirectional": Param(Bool, False, "D = 2 directions"),
     "mode": Param(Enum("rnn_relu", "rnn_tanh", "lstm", "gru"), doc="cell type"),
     "p": Param(Float, 0.0, "dropout between layers (training)"),
@@ -45,7 +45,14 @@ def _names(attrs) -> list[str]:
     return names
 
 
+def _check_sizes(op: str, attrs):
+    if attrs["num_layers"] < 1 or attrs["state_size"] < 1:
+        raise MXNetError(f"{op}: num_layers and state_size must be at least 1, got "
+                         f"{attrs['num_layers']} and {attrs['state_size']}")
+
+
 def _check_supported(op: str, attrs):
+    _check_sizes(op, attrs)
     for key in ("projection_size", "lstm_state_clip_min", "lstm_state_clip_max"):
         if attrs[key] is not None:
             raise MXNetError(f"{op}: {key} is not supported")
@@ -222,6 +229,7 @@ class RNN(Op):
         return 3 if attrs["mode"] == "lstm" else 2
 
     def infer_shape(self, attrs, in_shapes):
+        _check_sizes(self.name, attrs)
         d = 2 if attrs["bidirectional"] else 1
         h, n_l = attrs["state_size"], attrs["num_layers"]
         shapes = list(in_shapes)
