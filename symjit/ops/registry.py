@@ -128,21 +128,7 @@ class Op:
     updates_aux: ClassVar[bool] = False       # compute returns new aux values after the outputs in training
     mutate_inputs: ClassVar[tuple] = ()       # inputs overwritten by the extra outputs (optimizer states)
     hidden: ClassVar[bool] = False            # internal op (e.g. `_backward_*`) not needing a frontend doc
-    # gradient ops: the op they differentiate, which of their inputs are its inputs (this op's
-    # input name -> the forward op's input name) and which are its outputs (name -> output
-    # index); checked inference then accepts only shapes the forward op could have produced
-    forward_op: ClassVar[str | None] = None
-    forward_inputs: ClassVar[Mapping[str, str]] = {}
-    forward_outputs: ClassVar[Mapping[str, int]] = {}
     doc: ClassVar[str] = ""
-
-    @property
-    def compiler_internal(self) -> bool:
-        """True for ops that only compiler passes create (fused kernels, folded constants): an
-        attribute of theirs holds a structured value (an expression, another op's parsed
-        attributes, an array) that has no text form, so a symbol file or a frontend call can
-        never supply it and the frontends refuse these ops by name."""
-        return any(p.kind is Any_ for p in self.params.values())
 
     # ---- attributes --------------------------------------------------------------
     def parse(self, raw: Mapping[str, Any]) -> dict:
@@ -188,6 +174,22 @@ class Op:
     def infer_shape(self, attrs: Mapping, in_shapes: list) -> tuple[list, list]:
         """Return (input shapes, output shapes), filling what can be deduced."""
         raise MXNetError(f"{self.name}: shape inference is not defined")
+
+    # ---- checked inference and frontend admission --------------------------------
+    # gradient ops: the op they differentiate, which of their inputs are its inputs (this op's
+    # input name -> the forward op's input name) and which are its outputs (name -> output
+    # index); checked inference then accepts only shapes the forward op could have produced
+    forward_op: ClassVar[str | None] = None
+    forward_inputs: ClassVar[Mapping[str, str]] = {}
+    forward_outputs: ClassVar[Mapping[str, int]] = {}
+
+    @property
+    def compiler_internal(self) -> bool:
+        """True for ops that only compiler passes create (fused kernels, folded constants): an
+        attribute of theirs holds a structured value (an expression, another op's parsed
+        attributes, an array) that has no text form, so a symbol file or a frontend call can
+        never supply it and the frontends refuse these ops by name."""
+        return any(p.kind is Any_ for p in self.params.values())
 
     def infer_shape_checked(self, attrs: Mapping, in_shapes: Sequence) -> tuple[list, list]:
         """`infer_shape` with the invariants every consumer relies on (native lowerings trust
