@@ -61,3 +61,13 @@ def canonical_dtype(dtype) -> type:
 def dtype_name(dtype) -> str:
     """MXNet's name for a dtype ('float32', 'int64', ...)."""
     return np.dtype(canonical_dtype(dtype)).name
+
+
+def real_array(value, what: str) -> np.ndarray:
+    """`np.asarray(value)`, refusing complex data: MXNet has no complex dtype, and a cast
+    would silently drop the imaginary part."""
+    data = np.asarray(value)
+    if np.iscomplexobj(data):
+        raise MXNetError(f"{what}: complex values ({data.dtype.name}) are not supported (MXNet has "
+                         "no complex dtype); pass the real and imaginary parts as separate arrays")
+    return data

@@ -17,7 +17,7 @@ from typing import Mapping
 
 import numpy as np
 
-from .base import MXNetError
+from .base import MXNetError, real_array
 from .ir.graph import Graph
 from .ir.printer import format_graph
 from .ir.target import Target
@@ -29,7 +29,7 @@ __all__ = ["compile", "inspect", "CompiledModel", "InspectReport"]
 
 
 def _as_numpy(a) -> np.ndarray:
-    return a.asnumpy() if hasattr(a, "asnumpy") else np.asarray(a)
+    return a.asnumpy() if hasattr(a, "asnumpy") else real_array(a, "compile")
 
 
 def _strip(params: Mapping | None) -> dict:

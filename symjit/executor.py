@@ -16,7 +16,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from .base import MXNetError, canonical_dtype
+from .base import MXNetError, canonical_dtype, real_array
 from .context import Context, current_context
 from .ir.graph import Graph, TensorType
 from .ir.interpreter import RunResult, run
@@ -254,7 +254,7 @@ class Executor:
             if k not in arg_dict:
                 raise MXNetError(f"forward: unknown argument {k!r}; arguments are {self._arg_names}")
             target = arg_dict[k]
-            data = v._data if isinstance(v, NDArray) else np.asarray(v)
+            data = v._data if isinstance(v, NDArray) else real_array(v, f"forward: argument {k!r}")
             if tuple(data.shape) != target.shape:
                 raise MXNetError(f"forward: shape of {k!r} is {tuple(data.shape)}, the executor was bound "
                                  f"with {target.shape}; use reshape() for new shapes")
@@ -302,7 +302,7 @@ class Executor:
                 raise MXNetError(f"backward: got {len(out_grads)} out_grads for {len(self._graph.outputs)} outputs")
             heads = []
             for v, g in zip(self._graph.outputs, out_grads):
-                data = g._data if isinstance(g, NDArray) else np.asarray(g)
+                data = g._data if isinstance(g, NDArray) else real_array(g, "backward: out_grads")
                 if tuple(data.shape) != tuple(v.type.shape):
                     raise MXNetError(f"backward: out_grad for %{v.name} has shape {tuple(data.shape)}, "
                                      f"expected {tuple(v.type.shape)}")
@@ -327,7 +327,7 @@ class Executor:
             for name, arr in table.items():
                 if name in target:
                     dst = target[name]
-                    data = arr._data if hasattr(arr, "_data") else np.asarray(arr)
+                    data = arr._data if hasattr(arr, "_data") else real_array(arr, f"copy_params_from: {name!r}")
                     if tuple(data.shape) != dst.shape:
                         raise MXNetError(f"copy_params_from: {what}[{name!r}] has shape {tuple(data.shape)}, "
                                          f"expected {dst.shape}")

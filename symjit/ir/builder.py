@@ -42,7 +42,7 @@ def infer_node_types(node_name: str, op: Op, attrs: Mapping, in_types: Sequence[
     where = describe_node(node_name, op)
     shapes_in, shapes_out = list(in_shapes), [None] * n_out
     try:
-        shapes_in, shapes_out = op.infer_shape(attrs, list(in_shapes))
+        shapes_in, shapes_out = op.infer_shape_checked(attrs, list(in_shapes))
     except MXNetError as e:
         raise MXNetError(f"shape inference failed at {where} with input shapes "
                          f"{_fmt_shapes(op, attrs, in_shapes)}: {e}") from None

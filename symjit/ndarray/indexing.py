@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from ..base import MXNetError
+from ..base import MXNetError, real_array
 from .ndarray import NDArray, invoke
 from .write_guard import writable
 
@@ -83,7 +83,7 @@ def setitem(x: NDArray, key, value) -> None:
     if isinstance(value, NDArray):
         v = value._data
     elif isinstance(value, (numbers.Number, np.generic, np.ndarray, list, tuple)):
-        v = np.asarray(value)
+        v = real_array(value, "NDArray assignment")
     else:
         raise MXNetError(f"cannot assign a value of type {type(value).__name__} to an NDArray")
     nkey = _np_key(key)

@@ -15,8 +15,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..base import MXNetError, canonical_dtype, mx_real_t
+from ..base import MXNetError, canonical_dtype, mx_real_t, real_array
 from ..context import Context, current_context
+from ..ops.attrs import abbreviate
 from ..ops.registry import ComputeContext, Emitter, get_op
 from ..ops.optimizer_ops import Update
 from .fastpath import try_compiled_elementwise
@@ -288,6 +289,8 @@ def _binary(lhs: NDArray, rhs, array_op: str, scalar_op: str, reverse: bool = Fa
         args = [rhs, lhs] if reverse else [lhs, rhs]
         return invoke(array_op, args, {}, out=out)
     if _is_scalar(rhs):
+        if isinstance(rhs, complex) or np.iscomplexobj(rhs):
+            raise MXNetError(f"{scalar_op}: complex scalar {rhs!r} is not supported (MXNet has no complex dtype)")
         return invoke(scalar_op, [lhs], {"scalar": float(rhs), "is_int": isinstance(rhs, numbers.Integral)},
                       out=out)
     if isinstance(rhs, np.ndarray):
@@ -329,7 +332,14 @@ def invoke(op_name: str, inputs: Sequence[NDArray], attrs: Mapping[str, Any], ou
     arrays = [x._data for x in inputs]
     results = try_compiled_elementwise(op, parsed, arrays, _update_destinations(op, parsed, names, inputs, out))
     if results is None:
-        results = op.compute(parsed, arrays, cctx)
+        try:
+            results = op.compute(parsed, arrays, cctx)
+        except MXNetError:
+            raise
+        except (ArithmeticError, LookupError, ValueError, TypeError, MemoryError) as e:
+            shapes = ", ".join(f"{n}: {a.shape}" for n, a in zip(names, arrays))
+            raise MXNetError(f"{op.name}: invalid inputs {{{shapes}}} for attributes "
+                             f"{abbreviate(dict(attrs), 200)}: {type(e).__name__}: {e}") from None
     n_out = op.num_outputs(parsed)
     if len(results) > n_out:  # new values of mutated inputs (aux states, optimizer states)
         targets = [names.index(a) for a in op.state_targets(parsed) if a in names]
@@ -410,7 +420,7 @@ def array(source_array, ctx: Context | None = None, dtype=None) -> NDArray:
     else:
         dt = mx_real_t if dtype is None else canonical_dtype(dtype)
         try:
-            data = np.asarray(source_array)
+            data = real_array(source_array, "array")
         except (ValueError, TypeError) as e:
             raise MXNetError(f"array: cannot convert {type(source_array).__name__} to an array: {e}") from None
         if data.dtype == object:

@@ -57,6 +57,7 @@ _STYPE_DEFAULT = 0
 _SPARSE_STYPES = {1: "row_sparse", 2: "csr"}
 
 _MAX_NDIM = 32  # numpy's own limit is 64; no MXNet array has more than a handful of axes
+_MAX_ELEMENTS = 2 ** 48  # far beyond any real array; keeps numpy's size arithmetic from overflowing
 
 ArrayData = Union[NDArray, Sequence[NDArray], Mapping[str, NDArray]]
 
@@ -116,6 +117,14 @@ def _read_shape(r: _Reader, dim_fmt: str, ndim: int, what: str) -> tuple:
     return tuple(int(d) for d in dims)
 
 
+def _extent(shape: tuple) -> int:
+    """Elements of `shape` with its zero dims counted as 1 (what numpy's size checks see)."""
+    n = 1
+    for d in shape:
+        n *= max(d, 1)
+    return n
+
+
 def _read_body(r: _Reader, shape: tuple, what: str) -> NDArray:
     """Read context, type flag and data of one dense array of the given shape."""
     r.i32(f"the device type of {what}")
@@ -132,6 +141,9 @@ def _read_body(r: _Reader, shape: tuple, what: str) -> NDArray:
     for d in shape:
         count *= d
     nbytes = count * dtype.itemsize  # Python int: no overflow; checked before allocating
+    if count == 0 and _extent(shape) > _MAX_ELEMENTS:  # no data bytes to bound a zero-size shape
+        raise r.fail(f"{what} has an implausible shape {shape} (more than {_MAX_ELEMENTS} elements "
+                     "besides its zero dimension)")
     raw = r.take(nbytes, f"the data of {what} (shape {shape}, {dtype.name})")
     data = np.frombuffer(raw, dtype=dtype, count=count).reshape(shape)
     if dtype.kind == "b":  # a bool byte other than 0/1 still means True
@@ -190,6 +202,9 @@ def _parse(buf: bytes, source: str) -> list | dict:
             names.append(bytes(raw).decode("utf-8"))
         except UnicodeDecodeError:
             raise r.fail(f"name {i} is not valid UTF-8") from None
+    if r.remaining:
+        raise r.fail(f"{r.remaining} trailing bytes after the last name; the file is corrupt "
+                     "or not a single NDArray list")
     if m == 0:
         return arrays
     return dict(zip(names, arrays))

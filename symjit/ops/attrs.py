@@ -15,8 +15,8 @@ import numpy as np
 
 from ..base import MXNetError, canonical_dtype
 
-__all__ = ["Param", "REQUIRED", "parse_attrs", "format_attr", "Int", "Float", "Bool", "Str", "Shape",
-           "Dtype", "Enum", "Optional", "FloatTuple", "Any_"]
+__all__ = ["Param", "REQUIRED", "parse_attrs", "format_attr", "parse_literal", "abbreviate", "Int", "Count",
+           "MAX_COUNT", "Float", "Bool", "Str", "Shape", "Dtype", "Enum", "Optional", "FloatTuple", "Any_"]
 
 class _Required:
     def __repr__(self):
@@ -24,22 +24,54 @@ class _Required:
 
 REQUIRED = _Required()
 
-def _literal(text: str):
+#: longest attribute string parsed as a Python literal (a 1000-dim shape is ~7000 characters);
+#: longer text is refused before the parser sees it, so parsing is bounded in time and memory
+MAX_LITERAL_CHARS = 16384
+
+
+def abbreviate(value, limit: int = 60) -> str:
+    """repr(value), cut to about `limit` characters (error messages quote attribute values)."""
+    r = repr(value)
+    return r if len(r) <= limit else f"{r[:limit]}... ({len(r)} characters)"
+
+
+def parse_literal(text: str):
+    """A Python literal from an attribute string, bounded in length and nesting; anything
+    else raises ValueError (which `parse_attrs` reports as an MXNetError)."""
+    if len(text) > MAX_LITERAL_CHARS:
+        raise ValueError(f"value of {len(text)} characters is too long "
+                         f"(at most {MAX_LITERAL_CHARS}): {abbreviate(text)}")
     try:
         return ast.literal_eval(text)
-    except (ValueError, SyntaxError) as e:
-        raise ValueError(f"cannot parse {text!r}") from e
+    except (ValueError, SyntaxError, TypeError) as e:
+        raise ValueError(f"cannot parse {abbreviate(text)}") from e
+    except (MemoryError, RecursionError):
+        raise ValueError(f"cannot parse {abbreviate(text)}: nested too deeply") from None
+
 
 def Int(v) -> int:
     if isinstance(v, str):
-        v = _literal(v.strip())
+        v = parse_literal(v.strip())
     if isinstance(v, (bool, np.bool_)):
         return int(v)
     if isinstance(v, (int, np.integer)):
         return int(v)
     if isinstance(v, (float, np.floating)) and float(v).is_integer():
         return int(v)
-    raise ValueError(f"expected an integer, got {v!r}")
+    raise ValueError(f"expected an integer, got {abbreviate(v)}")
+
+#: the most inputs or outputs a variadic op may declare (`num_args`, `num_outputs`): a count is
+#: checked against this bound when parsed, before any per-input list is built from it
+MAX_COUNT = 1 << 16
+
+
+def Count(v) -> int:
+    """A number of inputs or outputs: an integer in [0, MAX_COUNT]."""
+    n = Int(v)
+    if not 0 <= n <= MAX_COUNT:
+        raise ValueError(f"expected a count between 0 and {MAX_COUNT}, got {n}")
+    return n
+
 
 def Float(v) -> float:
     if isinstance(v, str):
@@ -51,14 +83,14 @@ def Float(v) -> float:
             return float("-inf")
         if low == "nan":
             return float("nan")
-        v = _literal(s)
+        v = parse_literal(s)
     if isinstance(v, (bool, np.bool_)):
         return float(v)
     if isinstance(v, (int, float, np.integer, np.floating)):
         return float(v)
     if isinstance(v, np.ndarray) and v.size == 1:
         return float(v.reshape(()))
-    raise ValueError(f"expected a number, got {v!r}")
+    raise ValueError(f"expected a number, got {abbreviate(v)}")
 
 def Bool(v) -> bool:
     if isinstance(v, str):
@@ -67,34 +99,34 @@ def Bool(v) -> bool:
             return True
         if s in ("false", "0"):
             return False
-        raise ValueError(f"expected a boolean, got {v!r}")
+        raise ValueError(f"expected a boolean, got {abbreviate(v)}")
     if isinstance(v, (bool, np.bool_, int, np.integer)):
         return bool(v)
-    raise ValueError(f"expected a boolean, got {v!r}")
+    raise ValueError(f"expected a boolean, got {abbreviate(v)}")
 
 def Str(v) -> str:
     if not isinstance(v, str):
-        raise ValueError(f"expected a string, got {v!r}")
+        raise ValueError(f"expected a string, got {abbreviate(v)}")
     return v
 
 def Shape(v) -> tuple:
     """A tuple of ints; accepts '(3, 3)', '[3,3]', '3', 3, (3, 3), [3, 3], '()'."""
     if isinstance(v, str):
-        v = _literal(v.strip()) if v.strip() else ()
+        v = parse_literal(v.strip()) if v.strip() else ()
     if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
         return (int(v),)
     if isinstance(v, (tuple, list)):
         return tuple(Int(x) for x in v)
-    raise ValueError(f"expected a shape tuple, got {v!r}")
+    raise ValueError(f"expected a shape tuple, got {abbreviate(v)}")
 
 def FloatTuple(v) -> tuple:
     if isinstance(v, str):
-        v = _literal(v.strip())
+        v = parse_literal(v.strip())
     if isinstance(v, (int, float, np.number)):
         return (float(v),)
     if isinstance(v, (tuple, list)):
         return tuple(Float(x) for x in v)
-    raise ValueError(f"expected a tuple of numbers, got {v!r}")
+    raise ValueError(f"expected a tuple of numbers, got {abbreviate(v)}")
 
 def Dtype(v) -> str:
     """A dtype, canonicalised to its MXNet name ('float32', ...)."""
@@ -110,9 +142,10 @@ def Enum(*choices: str) -> Callable[[Any], str]:
     def parse(v) -> str:
         s = str(v).strip().strip("'\"")
         if s not in choices:
-            raise ValueError(f"expected one of {list(choices)}, got {v!r}")
+            raise ValueError(f"expected one of {list(choices)}, got {abbreviate(v)}")
         return s
     parse.__name__ = "Enum" + str(list(choices))
+    parse.choices = choices
     return parse
 
 def Optional(kind: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -122,6 +155,7 @@ def Optional(kind: Callable[[Any], Any]) -> Callable[[Any], Any]:
             return None
         return kind(v)
     parse.__name__ = f"Optional[{getattr(kind, '__name__', kind)}]"
+    parse.inner = kind
     return parse
 
 @dataclass(frozen=True)

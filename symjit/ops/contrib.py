@@ -37,7 +37,7 @@ from typing import Any, Callable, Protocol, Sequence
 import numpy as np
 
 from ..base import MXNetError
-from .attrs import Int, Param, Shape
+from .attrs import Count, Int, Param, Shape
 from .registry import OPS, ComputeContext, Op, merge_shape, register
 
 __all__ = ["Subgraph", "set_subgraph_loader", "parse_subgraph"]
@@ -172,9 +172,9 @@ class WhileLoop(Op):
         "cond": Param(parse_subgraph, doc="Loop condition: loop variables (and free inputs) -> one "
                                           "boolean element."),
         "func": Param(parse_subgraph, doc="Loop body: -> step outputs followed by the new loop variables."),
-        "num_args": Param(Int, doc="Number of inputs."),
-        "num_outputs": Param(Int, doc="Number of outputs of the subgraph."),
-        "num_out_data": Param(Int, doc="Number of outputs from the function body."),
+        "num_args": Param(Count, doc="Number of inputs."),
+        "num_outputs": Param(Count, doc="Number of outputs of the subgraph."),
+        "num_out_data": Param(Count, doc="Number of outputs from the function body."),
         "max_iterations": Param(Int, doc="Maximum number of iterations."),
         "cond_input_locs": Param(_locs, doc="The locations of cond's inputs in the given inputs."),
         "func_input_locs": Param(_locs, doc="The locations of func's inputs in the given inputs."),
@@ -344,8 +344,8 @@ class Cond(Op):
         "cond": Param(parse_subgraph, doc="The predicate: -> one element."),
         "then_branch": Param(parse_subgraph, doc="Outputs when the predicate is true."),
         "else_branch": Param(parse_subgraph, doc="Outputs when the predicate is false."),
-        "num_args": Param(Int, doc="Number of inputs."),
-        "num_outputs": Param(Int, doc="Number of outputs."),
+        "num_args": Param(Count, doc="Number of inputs."),
+        "num_outputs": Param(Count, doc="Number of outputs."),
         "cond_input_locs": Param(_locs, doc="The locations of cond's inputs in the given inputs."),
         "then_input_locs": Param(_locs, doc="The locations of then_branch's inputs in the given inputs."),
         "else_input_locs": Param(_locs, doc="The locations of else_branch's inputs in the given inputs."),
@@ -418,9 +418,9 @@ class Foreach(Op):
     are the body's step outputs stacked along a new first axis, then the final states."""
     params = {
         "body": Param(parse_subgraph, doc="The loop body: -> step outputs followed by the new states."),
-        "num_args": Param(Int, doc="Number of inputs."),
-        "num_outputs": Param(Int, doc="The number of outputs of the subgraph."),
-        "num_out_data": Param(Int, doc="The number of output data of the subgraph."),
+        "num_args": Param(Count, doc="Number of inputs."),
+        "num_outputs": Param(Count, doc="The number of outputs of the subgraph."),
+        "num_out_data": Param(Count, doc="The number of output data of the subgraph."),
         "in_state_locs": Param(_locs, doc="The locations of loop states among the inputs."),
         "in_data_locs": Param(_locs, doc="The locations of input data among the inputs."),
         "remain_locs": Param(_locs, doc="The locations of remaining data among the inputs."),

@@ -203,6 +203,9 @@ class BackwardCTCLoss(Op):
     inputs = ("ograd", "data", "label", "data_lengths", "label_lengths")
     kernel = "ctc"
     hidden = True
+    forward_op = "CTCLoss"
+    forward_inputs = {n: n for n in ("data", "label", "data_lengths", "label_lengths")}
+    forward_outputs = {"ograd": 0}
 
     def input_names(self, attrs):
         return ["ograd"] + _ctc_inputs(attrs)

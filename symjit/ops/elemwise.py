@@ -14,8 +14,8 @@ import numpy as np
 
 from ..base import MXNetError
 from . import scalar as S
-from .attrs import Any_, Bool, Dtype, Enum, Float, Int, Param
-from .registry import Elementwise, Op, merge_shape, register
+from .attrs import Any_, Bool, Count, Dtype, Enum, Float, Int, Param
+from .registry import Elementwise, Op, broadcast_shapes, merge_shape, register, shape_known
 
 
 def _expr_grad(op: Elementwise, F, attrs, inputs, outputs, ograds, expr: S.Expr | None = None):
@@ -82,7 +82,7 @@ Elementwise.grad = _expr_grad  # every Elementwise op differentiates through its
 @register("_elemwise_expr")
 class ElemwiseExpr(Elementwise):
     """out = expr(arg0, ..., argN-1), inputs broadcast together (fused elementwise kernel)."""
-    params = {"expr": Param(Any_), "num_args": Param(Int)}
+    params = {"expr": Param(Any_), "num_args": Param(Count)}
     broadcast = True
     hidden = True
 
@@ -101,12 +101,17 @@ class BroadcastBackward(Op):
     hidden = True
 
     def infer_shape(self, attrs, in_shapes):
+        data, like = in_shapes
+        if shape_known(data) and shape_known(like):
+            if len(like) > len(data) or broadcast_shapes(self.name, [data, like]) != tuple(data):
+                raise MXNetError(f"{self.name}: data {tuple(data)} is not a broadcast of like {tuple(like)}")
         return list(in_shapes), [in_shapes[1]]
 
     def infer_type(self, attrs, in_types):
         return list(in_types), [in_types[0]]
 
     def compute(self, attrs, inputs, ctx):
+        self.infer_shape(attrs, [a.shape for a in inputs])
         return [sum_to_shape(inputs[0], inputs[1].shape)]
 
     def grad(self, F, attrs, inputs, outputs, ograds):

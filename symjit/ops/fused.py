@@ -21,7 +21,7 @@ import numpy as np
 
 from ..base import MXNetError
 from . import scalar as S
-from .attrs import Any_, Dtype, Int, Param
+from .attrs import Any_, Count, Dtype, Int, Param
 from .registry import ComputeContext, Op, broadcast_shapes, fresh_array, get_op, register
 
 #: the ops above that stand for several nodes of the graph before the passes (attr `members`:
@@ -63,7 +63,7 @@ class FusedElemwise(Op):
 
     Every output has the broadcast shape of the inputs (the iteration space) and dtype
     `dtype` (fusion groups are single-dtype)."""
-    params = {"exprs": Param(Any_), "num_args": Param(Int), "dtype": Param(Dtype),
+    params = {"exprs": Param(Any_), "num_args": Param(Count), "dtype": Param(Dtype),
               "members": Param(Any_, ())}  # names of the nodes fused here (for reports only)
     hidden = True
     differentiable = False
@@ -114,7 +114,7 @@ class WithEpilogue(Op):
     attrs: `inner` (op name), `inner_attrs` (its parsed attributes), `exprs` (one per output),
     `num_inner` (inputs of the inner op), `num_args` (all inputs)."""
     params = {"inner": Param(Any_), "inner_attrs": Param(Any_), "exprs": Param(Any_),
-              "num_inner": Param(Int), "num_args": Param(Int), "members": Param(Any_, ())}
+              "num_inner": Param(Count), "num_args": Param(Count), "members": Param(Any_, ())}
     hidden = True
     differentiable = False
     kernel = "epilogue"  # the code generators dispatch on the inner op's own family
@@ -161,7 +161,7 @@ class ConvolutionRelu(Op):
     """Base of ops that run a Convolution, optionally relu'd, then something more: attrs
     `conv_attrs` (the Convolution's parsed attributes), `relu`, `num_args` (the convolution's
     inputs: data, weight[, bias]), `members` (the names of the nodes it replaced)."""
-    params = {"conv_attrs": Param(Any_), "relu": Param(Any_, False), "num_args": Param(Int),
+    params = {"conv_attrs": Param(Any_), "relu": Param(Any_, False), "num_args": Param(Count),
               "members": Param(Any_, ())}
     hidden = True
     differentiable = False

@@ -176,6 +176,9 @@ class BackwardDot(_Gemm):
     outputs = ("lhs_grad", "rhs_grad")
     params = {k: v for k, v in _DOT_PARAMS.items() if k != "forward_stype"}
     hidden = True
+    forward_op = "dot"
+    forward_inputs = {"lhs": "lhs", "rhs": "rhs"}
+    forward_outputs = {"ograd": 0}
 
     def infer_shape(self, attrs, in_shapes):
         return list(in_shapes), [in_shapes[1], in_shapes[2]]

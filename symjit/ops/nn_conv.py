@@ -33,8 +33,8 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..base import MXNetError
-from .attrs import Bool, Dtype, Enum, Int, Optional, Param, Shape
-from .registry import Op, get_op, merge_shape, register
+from .attrs import Bool, Count, Dtype, Enum, Int, Optional, Param, Shape
+from .registry import Op, forward_shapes, get_op, merge_shape, register, shape_known
 
 __all__ = ["conv_forward", "conv_backward_data", "conv_backward_weight", "pool_forward",
            "pool_backward", "deconv_pad_adj"]
@@ -279,6 +279,8 @@ class FullyConnected(Op):
 
     def infer_shape(self, attrs, in_shapes):
         h = attrs["num_hidden"]
+        if h < 1:
+            raise MXNetError(f"FullyConnected: num_hidden must be at least 1, got {h}")
         d, w = in_shapes[0], in_shapes[1]
         if d is not None and len(d) < 1:
             raise MXNetError(f"FullyConnected: data must have at least 1 dimension, got {_shape_str(d)}")
@@ -327,6 +329,12 @@ class FullyConnected(Op):
         return grads
 
 
+def _fc_forward_shapes(op: str, attrs, data, weight, ograd) -> tuple[list, tuple]:
+    """([data, weight], ograd) as FullyConnected (without bias) infers them."""
+    ins, ograds = forward_shapes(op, "FullyConnected", dict(attrs, no_bias=True), [data, weight], {0: ograd})
+    return ins, ograds[0]
+
+
 @register("_backward_FullyConnected_data")
 class FullyConnectedBackwardData(Op):
     """d(data) of FullyConnected: dot(ograd, weight) reshaped like `data` (read for its shape)."""
@@ -337,7 +345,9 @@ class FullyConnectedBackwardData(Op):
     hidden = True
 
     def infer_shape(self, attrs, in_shapes):
-        return list(in_shapes), [in_shapes[2]]
+        dy, w, x = in_shapes
+        (x, w), dy = _fc_forward_shapes(self.name, attrs, x, w, dy)
+        return [dy, w, x], [x]
 
     def compute(self, attrs, inputs, ctx):
         dy, w, x = inputs
@@ -370,9 +380,9 @@ class FullyConnectedBackwardWeight(Op):
     hidden = True
 
     def infer_shape(self, attrs, in_shapes):
-        d = in_shapes[1]
-        units = _fc_in_units(attrs, d) if d is not None else 0
-        return list(in_shapes), [(attrs["num_hidden"], units)]
+        dy, x = in_shapes
+        (x, w), dy = _fc_forward_shapes(self.name, attrs, x, None, dy)
+        return [dy, x], [w]
 
     def compute(self, attrs, inputs, ctx):
         dy, x = inputs
@@ -401,6 +411,20 @@ def _bias_axis(axis: int, ndim: int) -> int:
     return axis % ndim if ndim else 0
 
 
+def _check_bias_channels(op: str, axis: int, full, bias, what: str) -> None:
+    """`full`'s dim `axis` must hold one entry per element of `bias` (when both are known)."""
+    if full is None or bias is None:
+        return
+    if not -len(full) <= axis < len(full):
+        raise MXNetError(f"{op}: axis {axis} is out of range for {what} of shape {tuple(full)}")
+    ax = _bias_axis(axis, len(full))
+    channels = full[ax]
+    size = int(np.prod(bias, dtype=np.int64))
+    if shape_known(full) and shape_known(bias) and channels != size:
+        raise MXNetError(f"{op}: {what} {tuple(full)} has {channels} channels on axis {ax}, "
+                         f"bias {tuple(bias)} has {size}")
+
+
 @register("_backward_bias")
 class BackwardBias(Op):
     """Sum `ograd` over every axis except `axis`, reshaped like `bias` (the gradient of a
@@ -411,14 +435,13 @@ class BackwardBias(Op):
     hidden = True
 
     def infer_shape(self, attrs, in_shapes):
+        _check_bias_channels(self.name, attrs["axis"], in_shapes[0], in_shapes[1], "ograd")
         return list(in_shapes), [in_shapes[1]]
 
     def compute(self, attrs, inputs, ctx):
         dy, b = inputs
+        _check_bias_channels(self.name, attrs["axis"], dy.shape, b.shape, "ograd")
         ax = _bias_axis(attrs["axis"], dy.ndim)
-        if dy.shape[ax] != b.size:
-            raise MXNetError(f"_backward_bias: ograd {dy.shape} has {dy.shape[ax]} channels on "
-                             f"axis {ax}, bias {b.shape} has {b.size}")
         axes = tuple(i for i in range(dy.ndim) if i != ax)
         s = dy.sum(axis=axes, dtype=_acc_dtype(dy.dtype))
         return [_out(s.reshape(b.shape), dy.dtype)]
@@ -437,14 +460,13 @@ class BroadcastBias(Op):
     hidden = True
 
     def infer_shape(self, attrs, in_shapes):
+        _check_bias_channels(self.name, attrs["axis"], in_shapes[1], in_shapes[0], "like")
         return list(in_shapes), [in_shapes[1]]
 
     def compute(self, attrs, inputs, ctx):
         b, like = inputs
+        _check_bias_channels(self.name, attrs["axis"], like.shape, b.shape, "like")
         ax = _bias_axis(attrs["axis"], like.ndim)
-        if like.shape[ax] != b.size:
-            raise MXNetError(f"_broadcast_bias: like {like.shape} has {like.shape[ax]} channels on "
-                             f"axis {ax}, bias {b.shape} has {b.size}")
         shape = [1] * like.ndim
         shape[ax] = b.size
         return [_out(np.broadcast_to(b.reshape(shape), like.shape), b.dtype)]
@@ -616,19 +638,28 @@ class _ConvFamily(Op):
     def geo(self, attrs) -> dict:
         return _geometry(self.name, attrs)
 
-    def _ndim_check(self, attrs, arrays: dict):
+    def _ndim_check(self, attrs, shapes: dict):
         nd = len(attrs["kernel"])
-        for what, a in arrays.items():
-            _check_data_ndim(self.name, a.shape, nd, what)
-            _check_spatial_nonempty(self.name, a, what)
+        for what, shape in shapes.items():
+            _check_data_ndim(self.name, shape, nd, what)
+            if any(d == 0 for d in shape[2:]):
+                raise MXNetError(f"{self.name}: {what} has an empty spatial dimension: shape {tuple(shape)}")
 
-    def _weight_check(self, geo, w: np.ndarray):
-        if w.ndim != len(geo["kernel"]) + 2 or tuple(w.shape[2:]) != tuple(geo["kernel"]):
-            raise MXNetError(f"{self.name}: weight shape {w.shape} does not match kernel {geo['kernel']}")
+    def _weight_check(self, geo, w: tuple):
+        if len(w) != len(geo["kernel"]) + 2 or tuple(w[2:]) != tuple(geo["kernel"]):
+            raise MXNetError(f"{self.name}: weight shape {tuple(w)} does not match kernel {geo['kernel']}")
 
     def _channels(self, what: str, got: int, expected: int):
         if got != expected:
             raise MXNetError(f"{self.name}: {what} has {got} channels, expected {expected}")
+
+    def infer_shape(self, attrs, in_shapes):
+        """Each subclass's `check_shapes(attrs, shapes)` raises MXNetError unless fully known
+        input shapes (in input order) agree with each other and the geometry; it runs here and
+        in `compute`, so the native lowering only ever sees shapes the reference accepts."""
+        if all(shape_known(sh) for sh in in_shapes):
+            self.check_shapes(attrs, [tuple(sh) for sh in in_shapes])
+        return list(in_shapes), [self._out_shape(attrs, in_shapes)]
 
 
 @register("_backward_Convolution_data")
@@ -637,21 +668,29 @@ class ConvolutionBackwardData(_ConvFamily):
     (the gradient of Convolution w.r.t. its data; `data` is read for its shape only)."""
     inputs = ("ograd", "weight", "data")
 
-    def infer_shape(self, attrs, in_shapes):
-        return list(in_shapes), [in_shapes[2]]
+    def _out_shape(self, attrs, in_shapes):
+        return in_shapes[2]
 
-    def compute(self, attrs, inputs, ctx):
-        dy, w, x = inputs
+    def check_shapes(self, attrs, shapes):
+        dy, w, x = shapes
         geo = self.geo(attrs)
         self._ndim_check(attrs, {"ograd": dy, "data": x})
         self._weight_check(geo, w)
         g = geo["num_group"]
-        self._channels("ograd", dy.shape[1], w.shape[0])
-        self._channels("data", x.shape[1], w.shape[1] * g)
-        expect = conv_out_size(x.shape[2:], geo["kernel"], geo["stride"], geo["dilate"], geo["pad"])
-        if any(o > e for o, e in zip(dy.shape[2:], expect)):
-            raise MXNetError(f"{self.name}: ograd spatial size {dy.shape[2:]} exceeds the "
-                             f"convolution output {expect} of data {x.shape}")
+        self._channels("ograd", dy[1], w[0])
+        if w[0] % g:
+            raise MXNetError(f"{self.name}: weight {w} has {w[0]} filters, not divisible by num_group {g}")
+        self._channels("data", x[1], w[1] * g)
+        expect = conv_out_size(x[2:], geo["kernel"], geo["stride"], geo["dilate"], geo["pad"])
+        if any(o > e for o, e in zip(dy[2:], expect)):
+            raise MXNetError(f"{self.name}: ograd spatial size {dy[2:]} exceeds the "
+                             f"convolution output {expect} of data {x}")
+
+    def compute(self, attrs, inputs, ctx):
+        dy, w, x = inputs
+        geo = self.geo(attrs)
+        self.check_shapes(attrs, [a.shape for a in inputs])
+        g = geo["num_group"]
         acc = _acc_dtype(dy.dtype)
         dx = conv_backward_data(dy.astype(acc, copy=False), w.astype(acc, copy=False), x.shape[2:],
                                 geo["stride"], geo["dilate"], geo["pad"], g)
@@ -672,21 +711,33 @@ class ConvolutionBackwardWeight(_ConvFamily):
     shape (ograd channels, data channels / num_group, *kernel)."""
     inputs = ("ograd", "data")
 
-    def infer_shape(self, attrs, in_shapes):
+    def _out_shape(self, attrs, in_shapes):
         dy, x = in_shapes
-        g = attrs["num_group"]
+        g = max(attrs["num_group"], 1)
         f = int(dy[1]) if dy is not None and len(dy) > 1 else 0
         c = int(x[1]) if x is not None and len(x) > 1 else 0
-        return list(in_shapes), [(f, c // g if c else 0) + tuple(attrs["kernel"])]
+        return (f, c // g if c else 0) + tuple(attrs["kernel"])
+
+    def check_shapes(self, attrs, shapes):
+        dy, x = shapes
+        geo = self.geo(attrs)
+        self._ndim_check(attrs, {"ograd": dy, "data": x})
+        g = geo["num_group"]
+        if x[1] % g or dy[1] % g:
+            raise MXNetError(f"{self.name}: channels of data {x} and ograd {dy} must be "
+                             f"divisible by num_group {g}")
+        if dy[0] != x[0]:
+            raise MXNetError(f"{self.name}: batch of ograd {dy} and data {x} differ")
+        expect = conv_out_size(x[2:], geo["kernel"], geo["stride"], geo["dilate"], geo["pad"])
+        if any(o > e for o, e in zip(dy[2:], expect)):
+            raise MXNetError(f"{self.name}: ograd spatial size {dy[2:]} exceeds the "
+                             f"convolution output {expect} of data {x}")
 
     def compute(self, attrs, inputs, ctx):
         dy, x = inputs
         geo = self.geo(attrs)
-        self._ndim_check(attrs, {"ograd": dy, "data": x})
+        self.check_shapes(attrs, [a.shape for a in inputs])
         g = geo["num_group"]
-        if x.shape[1] % g or dy.shape[1] % g:
-            raise MXNetError(f"{self.name}: channels of data {x.shape} and ograd {dy.shape} must be "
-                             f"divisible by num_group {g}")
         acc = _acc_dtype(dy.dtype)
         dw = conv_backward_weight(dy.astype(acc, copy=False), x.astype(acc, copy=False),
                                   geo["kernel"], geo["stride"], geo["dilate"], geo["pad"], g)
@@ -706,17 +757,27 @@ class DeconvolutionBackwardData(_ConvFamily):
     (the gradient of Deconvolution w.r.t. its data; `data` is read for its shape only)."""
     inputs = ("ograd", "weight", "data")
 
-    def infer_shape(self, attrs, in_shapes):
-        return list(in_shapes), [in_shapes[2]]
+    def _out_shape(self, attrs, in_shapes):
+        return in_shapes[2]
 
-    def compute(self, attrs, inputs, ctx):
-        a, w, x = inputs
+    def check_shapes(self, attrs, shapes):
+        a, w, x = shapes
         geo = self.geo(attrs)
         self._ndim_check(attrs, {"ograd": a, "data": x})
         self._weight_check(geo, w)
         g = geo["num_group"]
-        self._channels("ograd", a.shape[1], w.shape[1] * g)
-        self._channels("data", x.shape[1], w.shape[0])
+        self._channels("ograd", a[1], w[1] * g)
+        self._channels("data", x[1], w[0])
+        if w[0] % g:
+            raise MXNetError(f"{self.name}: weight {w} has {w[0]} filters, not divisible by num_group {g}")
+        if a[0] != x[0]:
+            raise MXNetError(f"{self.name}: batch of ograd {a} and data {x} differ")
+
+    def compute(self, attrs, inputs, ctx):
+        a, w, x = inputs
+        geo = self.geo(attrs)
+        self.check_shapes(attrs, [t.shape for t in inputs])
+        g = geo["num_group"]
         acc = _acc_dtype(a.dtype)
         y = conv_forward(a.astype(acc, copy=False), w.astype(acc, copy=False), geo["stride"],
                          geo["dilate"], geo["pad"], g, out_sp=x.shape[2:])
@@ -1114,6 +1175,9 @@ class PoolingBackward(Op):
     inputs = ("ograd", "data", "output")
     kernel = "pool"
     hidden = True
+    forward_op = "Pooling"
+    forward_inputs = {"data": "data"}
+    forward_outputs = {"ograd": 0, "output": 0}
 
     def infer_shape(self, attrs, in_shapes):
         return list(in_shapes), [in_shapes[1]]
@@ -1152,8 +1216,11 @@ class PoolMaxGather(Op):
     hidden = True
 
     def infer_shape(self, attrs, in_shapes):
-        _, (out,) = get_op("Pooling").infer_shape(attrs, [in_shapes[1]])
-        return list(in_shapes), [out]
+        if attrs["pool_type"] != "max":
+            raise MXNetError(f"_pool_max_gather: pool_type must be 'max', got {attrs['pool_type']!r}")
+        like = merge_shape(self.name, "input 'src' (shaped like data)", in_shapes[1], in_shapes[0])
+        _, (out,) = get_op("Pooling").infer_shape(attrs, [like])
+        return [like, like], [out]
 
     def compute(self, attrs, inputs, ctx):
         src, x = inputs
@@ -1190,7 +1257,7 @@ _UP_PARAMS = {
     "sample_type": Param(Enum("nearest", "bilinear"), doc="Upsampling method."),
     "multi_input_mode": Param(Enum("concat", "sum"), "concat",
                               "How to handle multiple inputs: concat along channels or sum."),
-    "num_args": Param(Int, doc="Number of inputs to be upsampled (1 for bilinear)."),
+    "num_args": Param(Count, doc="Number of inputs to be upsampled (1 for bilinear)."),
     "workspace": Param(Int, 512, "Tmp workspace for deconvolution (MB)."),
 }
 
@@ -1297,7 +1364,7 @@ class UpSamplingBackward(Op):
     """Gradient of nearest UpSampling w.r.t. input `index`: the (channel slice of the) output
     gradient summed over each input pixel's block. Inputs: ograd, then every forward input."""
     params = {"index": Param(Int), "scale": Param(Int),
-              "multi_input_mode": Param(Enum("concat", "sum"), "concat"), "num_args": Param(Int)}
+              "multi_input_mode": Param(Enum("concat", "sum"), "concat"), "num_args": Param(Count)}
     kernel = "reduce"
     hidden = True
 
@@ -1305,13 +1372,18 @@ class UpSamplingBackward(Op):
         return ["ograd"] + [f"arg{i}" for i in range(attrs["num_args"])]
 
     def infer_shape(self, attrs, in_shapes):
-        return list(in_shapes), [in_shapes[1 + attrs["index"]]]
+        i = attrs["index"]
+        if not 0 <= i < attrs["num_args"]:
+            raise MXNetError(f"_backward_UpSampling: index {i} out of range for {attrs['num_args']} inputs")
+        fwd = dict(scale=attrs["scale"], num_args=attrs["num_args"], sample_type="nearest",
+                   multi_input_mode=attrs["multi_input_mode"])
+        args, ograd = forward_shapes(self.name, "UpSampling", fwd, in_shapes[1:], {0: in_shapes[0]})
+        return [ograd[0], *args], [args[i]]
 
     def compute(self, attrs, inputs, ctx):
+        self.infer_shape(attrs, [a.shape for a in inputs])
         dy, args = inputs[0], inputs[1:]
         i = attrs["index"]
-        if not 0 <= i < len(args):
-            raise MXNetError(f"_backward_UpSampling: index {i} out of range for {len(args)} inputs")
         a = args[i]
         begin = 0 if attrs["multi_input_mode"] == "sum" else sum(b.shape[1] for b in args[:i])
         g = dy[:, begin:begin + a.shape[1]]
@@ -1397,6 +1469,9 @@ class EmbeddingBackward(Op):
     inputs = ("ograd", "data")
     kernel = "gather"
     hidden = True
+    forward_op = "Embedding"
+    forward_inputs = {"data": "data"}
+    forward_outputs = {"ograd": 0}
 
     def infer_shape(self, attrs, in_shapes):
         return list(in_shapes), [(attrs["input_dim"], attrs["output_dim"])]
@@ -1509,6 +1584,8 @@ class GridGeneratorBackward(Op):
         g = in_shapes[0]
         if g is None:
             return [g], [None]
+        if len(g) != 4 or g[1] not in (0, 2):
+            raise MXNetError(f"_backward_GridGenerator: ograd must be (batch, 2, H, W), got {tuple(g)}")
         if attrs["transform_type"] == "affine":
             return [tuple(g)], [(g[0], 6)]
         return [tuple(g)], [tuple(g)]
@@ -1630,6 +1707,9 @@ class _SamplerBackward(Op):
     inputs = ("ograd", "data", "grid")
     kernel = "gather"
     hidden = True
+    forward_op = "BilinearSampler"
+    forward_inputs = {"data": "data", "grid": "grid"}
+    forward_outputs = {"ograd": 0}
     differentiable = False
 
     def _prepare(self, inputs):

@@ -231,6 +231,9 @@ class BatchNormBackward(Op):
     outputs = ("data_grad", "gamma_grad", "beta_grad")
     kernel = "norm"
     hidden = True
+    forward_op = "BatchNorm"
+    forward_inputs = {"data": "data", "gamma": "gamma"}
+    forward_outputs = {"ograd": 0, "mean": 1, "invstd": 2}
 
     def infer_shape(self, attrs, in_shapes):
         dy, mean, invstd, data, gamma = in_shapes
@@ -326,6 +329,9 @@ class LayerNormBackward(Op):
     outputs = ("data_grad", "gamma_grad", "beta_grad")
     kernel = "norm"
     hidden = True
+    forward_op = "LayerNorm"
+    forward_inputs = {"data": "data", "gamma": "gamma"}
+    forward_outputs = {"ograd": 0, "mean": 1, "std": 2}
 
     def infer_shape(self, attrs, in_shapes):
         dy, data, gamma, mean, std = in_shapes
@@ -416,6 +422,9 @@ class InstanceNormBackward(Op):
     outputs = ("data_grad", "gamma_grad", "beta_grad")
     kernel = "norm"
     hidden = True
+    forward_op = "InstanceNorm"
+    forward_inputs = {"data": "data", "gamma": "gamma"}
+    forward_outputs = {"ograd": 0, "mean": 1, "var": 2}
 
     def infer_shape(self, attrs, in_shapes):
         dy, data, gamma, mean, var = in_shapes
@@ -509,6 +518,9 @@ class GroupNormBackward(Op):
     outputs = ("data_grad", "gamma_grad", "beta_grad")
     kernel = "norm"
     hidden = True
+    forward_op = "GroupNorm"
+    forward_inputs = {"data": "data", "gamma": "gamma"}
+    forward_outputs = {"ograd": 0, "mean": 1, "std": 2}
 
     def infer_shape(self, attrs, in_shapes):
         dy, data, gamma, mean, std = in_shapes
@@ -603,6 +615,9 @@ class L2NormalizationBackward(Op):
     outputs = ("data_grad",)
     kernel = "norm"
     hidden = True
+    forward_op = "L2Normalization"
+    forward_inputs = {"output": "data"}   # the normalized output has the data's shape
+    forward_outputs = {"ograd": 0, "output": 0, "norm": 1}
 
     def infer_shape(self, attrs, in_shapes):
         dy, y, norm = in_shapes
@@ -738,6 +753,9 @@ class LeakyReLUBackward(Op):
     outputs = ("data_grad", "gamma_grad")
     kernel = "reduce"
     hidden = True
+    forward_op = "LeakyReLU"
+    forward_inputs = {"data": "data", "gamma": "gamma"}
+    forward_outputs = {"ograd": 0}
 
     def infer_shape(self, attrs, in_shapes):
         dy, data, gamma = in_shapes
@@ -909,6 +927,10 @@ class SoftmaxOutput(Op):
         return [F.Reshape(flat, shape=tuple(in_shapes[0]))]
 
     def infer_shape(self, attrs, in_shapes):
+        ignore = attrs["ignore_label"]
+        if not (math.isfinite(ignore) and -2 ** 31 <= ignore < 2 ** 31):
+            raise MXNetError(f"SoftmaxOutput: ignore_label must be a class index (a finite number "
+                             f"within int32), got {ignore}")
         data, label = in_shapes
         if data is None:
             return [None, label], [None]
@@ -956,6 +978,9 @@ class SoftmaxOutputBackward(Op):
     inputs = ("ograd", "output", "label")
     kernel = "softmax"
     hidden = True
+    forward_op = "SoftmaxOutput"
+    forward_inputs = {"output": "data", "label": "label"}   # the output has the data's shape
+    forward_outputs = {"ograd": 0, "output": 0}
 
     def infer_shape(self, attrs, in_shapes):
         dy, out, label = in_shapes
@@ -1074,6 +1099,8 @@ class _RegressionBackward(Op):
 
     def infer_shape(self, attrs, in_shapes):
         label, out = in_shapes
+        if shape_known(label) and shape_known(out):
+            _regression_label_shape(self.name, tuple(out), tuple(label))
         return [label, out], [out]
 
     def infer_type(self, attrs, in_types):
@@ -1272,6 +1299,9 @@ class SoftmaxCrossEntropyBackward(Op):
     inputs = ("ograd", "data", "label")
     kernel = "softmax"
     hidden = True
+    forward_op = "softmax_cross_entropy"
+    forward_inputs = {"data": "data", "label": "label"}
+    forward_outputs = {"ograd": 0}
 
     def infer_shape(self, attrs, in_shapes):
         return list(in_shapes), [in_shapes[1]]

@@ -518,7 +518,16 @@ class BackwardSampleMultinomial(Op):
     differentiable = False
 
     def infer_shape(self, attrs, in_shapes):
-        return list(in_shapes), [in_shapes[1]]
+        ograd, data, sample = in_shapes
+        sample = merge_shape(self.name, "input 'sample' (shaped like ograd)", ograd, sample)
+        if data is not None and len(data) < 1:
+            raise MXNetError(f"{self.name}: data must have at least 1 dimension, got {tuple(data)}")
+        if data is not None and sample is not None:
+            lead = tuple(data[:-1])
+            if len(sample) < len(lead) or any(a and b and a != b for a, b in zip(sample, lead)):
+                raise MXNetError(f"{self.name}: samples of shape {tuple(sample)} do not index "
+                                 f"distributions of shape {tuple(data)}")
+        return [sample, data, sample], [data]
 
     def infer_type(self, attrs, in_types):
         return list(in_types), [in_types[1]]

@@ -599,6 +599,8 @@ class _SoftmaxBase(Op):
         return ["data", "length"] if attrs["use_length"] else ["data"]
 
     def infer_shape(self, attrs, in_shapes):
+        if attrs["temperature"] == 0:
+            raise MXNetError(f"{self.name}: temperature must be non-zero, got 0")
         data = in_shapes[0]
         if data is not None:
             _axis_index(self.name, attrs["axis"], len(data))
@@ -633,6 +635,8 @@ class _SoftmaxBase(Op):
     def _scale(self, F, attrs, g):
         """Apply d(z)/d(x) of the pre-exp scaling z = ±x / temperature."""
         t = attrs["temperature"]
+        if t == 0:
+            raise MXNetError(f"{self.name}: temperature must be non-zero, got 0")
         factor = (-1.0 if self.negate else 1.0) / (1.0 if t is None else t)
         return g if factor == 1.0 else F._mul_scalar(g, scalar=factor)
 

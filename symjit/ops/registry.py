@@ -5,7 +5,11 @@ It carries:
   * `params`      — attribute schema (`attrs.Param`), parsing MXNet string attributes;
   * `input_names` — argument names (`data`, `weight`, ...), aux states listed in `aux_names`;
   * `infer_shape` / `infer_type` — partial inference: unknown shapes are `None`,
-                    unknown dims are 0 (MXNet 1.x convention); may fill input shapes;
+                    unknown dims are 0 (MXNet 1.x convention); may fill input shapes.
+                    Callers use `infer_shape_checked`, which adds what every lowering relies
+                    on: the arity, non-negative dims within MAX_NDIM / MAX_TENSOR_ELEMENTS,
+                    refinement only, and for gradient ops (`forward_op`) agreement with the
+                    shapes of the op they differentiate;
   * `compute`     — the numpy reference implementation;
   * `grad`        — the gradient rule, written with registered ops through an `Emitter`
                     so that the same rule builds eager NDArray code or IR graph nodes;
@@ -30,10 +34,11 @@ import numpy as np
 from ..base import MXNetError
 from . import rng
 from . import scalar as S
-from .attrs import Param, parse_attrs
+from .attrs import Any_, Param, parse_attrs
 
 __all__ = ["Op", "register", "get_op", "find_op", "list_ops", "Emitter", "ComputeContext", "apply_numpy", "numpy_emitter",
-           "Shape", "shape_known", "merge_shape", "OPS"]
+           "Shape", "shape_known", "merge_shape", "OPS", "check_shape", "forward_shapes", "format_names",
+           "MAX_TENSOR_ELEMENTS", "MAX_NDIM"]
 
 Shape = tuple  # tuple of ints; 0 marks an unknown dim, None an unknown shape
 
@@ -78,6 +83,39 @@ def merge_shape(op: str, what: str, a, b):
             raise MXNetError(f"{op}: shape mismatch for {what}: expected {tuple(a)}, got {tuple(b)}")
         out.append(x or y)
     return tuple(out)
+
+
+#: the most elements one tensor may hold: MXNet 1.x (built without large-tensor support) indexes
+#: tensors with 32-bit integers, and the native kernels rely on the same bound
+MAX_TENSOR_ELEMENTS = 2 ** 31 - 1
+#: the most dimensions of a tensor (numpy allows 64; no MXNet model uses more than a handful)
+MAX_NDIM = 32
+
+
+def check_shape(op: str, what: str, shape):
+    """`shape` as a tuple of non-negative ints (None stays None), or MXNetError naming the op.
+
+    Refuses what no kernel can be given: a non-integer or negative dim, more than MAX_NDIM
+    dims, more than MAX_TENSOR_ELEMENTS elements (unknown 0 dims count as 1)."""
+    if shape is None:
+        return None
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        raise MXNetError(f"{op}: {what} shape must be a tuple of ints, got {shape!r}") from None
+    if len(dims) > MAX_NDIM:
+        raise MXNetError(f"{op}: {what} has {len(dims)} dimensions, more than the {MAX_NDIM} supported")
+    size = 1
+    for d in dims:
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
+            raise MXNetError(f"{op}: {what} shape must be a tuple of ints, got {dims}")
+        if d < 0:
+            raise MXNetError(f"{op}: {what} shape {dims} has a negative dimension")
+        size *= max(int(d), 1)
+    if size > MAX_TENSOR_ELEMENTS:
+        raise MXNetError(f"{op}: {what} shape {dims} has {size} elements, more than the "
+                         f"{MAX_TENSOR_ELEMENTS} a tensor may hold")
+    return tuple(int(d) for d in dims)
 
 
 class Op:
@@ -168,6 +206,70 @@ class Op:
         """Return (input shapes, output shapes), filling what can be deduced."""
         raise MXNetError(f"{self.name}: shape inference is not defined")
 
+    # ---- checked inference and frontend admission --------------------------------
+    # gradient ops: the op they differentiate, which of their inputs are its inputs (this op's
+    # input name -> the forward op's input name) and which are its outputs (name -> output
+    # index); checked inference then accepts only shapes the forward op could have produced
+    forward_op: ClassVar[str | None] = None
+    forward_inputs: ClassVar[Mapping[str, str]] = {}
+    forward_outputs: ClassVar[Mapping[str, int]] = {}
+
+    @property
+    def compiler_internal(self) -> bool:
+        """True for ops that only compiler passes create (fused kernels, folded constants): an
+        attribute of theirs holds a structured value (an expression, another op's parsed
+        attributes, an array) that has no text form, so a symbol file or a frontend call can
+        never supply it and the frontends refuse these ops by name."""
+        return any(p.kind is Any_ for p in self.params.values())
+
+    def infer_shape_checked(self, attrs: Mapping, in_shapes: Sequence) -> tuple[list, list]:
+        """`infer_shape` with the invariants every consumer relies on (native lowerings trust
+        only shapes that passed here): one shape per input and per output, every shape valid
+        for `check_shape` (ints, non-negative, bounded rank and size), and input shapes that
+        refine, never contradict, the given ones. Violations raise MXNetError naming the op."""
+        names = self.input_names(attrs)
+        if len(in_shapes) != len(names):
+            raise MXNetError(f"{self.name}: expected {len(names)} inputs {format_names(names)}, "
+                             f"got {len(in_shapes)}")
+        given = [check_shape(self.name, f"input {n!r}", s) for n, s in zip(names, in_shapes)]
+        if self.forward_op is not None:
+            given = self._check_against_forward(attrs, names, given)
+        ins, outs = self.infer_shape(attrs, list(given))
+        n_out = self.num_outputs(attrs)
+        if len(ins) != len(names) or len(outs) != n_out:
+            raise MXNetError(f"{self.name}: shape inference returned {len(ins)} input and {len(outs)} "
+                             f"output shapes for {len(names)} inputs and {n_out} outputs")
+        ins = [merge_shape(self.name, f"input {n!r}", g, check_shape(self.name, f"input {n!r}", s))
+               for n, g, s in zip(names, given, ins)]
+        outs = [check_shape(self.name, f"output {i}", s) for i, s in enumerate(outs)]
+        return ins, outs
+
+    def forward_attrs(self, attrs: Mapping) -> Mapping:
+        """The attributes of `forward_op` (default: the same as this op's)."""
+        return attrs
+
+    def _check_against_forward(self, attrs: Mapping, names: list, given: list) -> list:
+        fwd = get_op(self.forward_op)
+        fwd_attrs = self.forward_attrs(attrs)
+        try:
+            fwd_names = fwd.input_names(fwd.parse(fwd_attrs))
+        except MXNetError as e:
+            raise MXNetError(f"{self.name}: attributes do not fit the {self.forward_op} it "
+                             f"differentiates: {e}") from None
+        pos = {n: i for i, n in enumerate(names)}
+        mine = {f: m for m, f in self.forward_inputs.items() if m in pos}
+        fwd_in = [given[pos[mine[f]]] if f in mine else None for f in fwd_names]
+        ograds = {k: given[pos[n]] for n, k in self.forward_outputs.items() if n in pos}
+        ins, merged = forward_shapes(self.name, self.forward_op, fwd_attrs, fwd_in, ograds)
+        out = list(given)
+        for f, s in zip(fwd_names, ins):
+            if f in mine:
+                out[pos[mine[f]]] = merge_shape(self.name, f"input {mine[f]!r}", out[pos[mine[f]]], s)
+        for n, k in self.forward_outputs.items():
+            if n in pos:
+                out[pos[n]] = merge_shape(self.name, f"input {n!r}", out[pos[n]], merged[k])
+        return out
+
     def infer_type(self, attrs: Mapping, in_types: list) -> tuple[list, list]:
         """Default: every input and output shares the first known dtype."""
         known = next((t for t in in_types if t is not None), None)
@@ -191,6 +293,36 @@ class Op:
 
     def __repr__(self):
         return f"<Op {self.name}>"
+
+
+def forward_shapes(op: str, forward: str, attrs: Mapping, inputs: Sequence,
+                   ograds: Mapping[int, Any]) -> tuple[list, dict]:
+    """Shape check of a gradient op `op` against the op `forward` it differentiates.
+
+    Runs `forward`'s checked inference on its `inputs` (shapes in its input order, None where
+    unknown) with `attrs` (raw or parsed attributes of `forward`) and merges each given output
+    gradient shape (`ograds`: forward output index -> shape) with that output's shape. Returns
+    (refined forward input shapes, {index: refined ograd shape}); any inconsistency raises
+    MXNetError naming `op`. Gradient ops whose lowering reads several inputs use this so they
+    accept exactly the shapes their forward op could have produced."""
+    fwd = get_op(forward)
+    try:
+        parsed = fwd.parse(attrs)
+        ins, outs = fwd.infer_shape_checked(parsed, list(inputs))
+        if any(k >= len(outs) for k in ograds):
+            raise MXNetError(f"{forward} has {len(outs)} outputs, fewer than the gradients given")
+        merged = {k: merge_shape(forward, f"output {k} (the gradient {op} reads)", outs[k], g)
+                  for k, g in ograds.items()}
+    except MXNetError as e:
+        raise MXNetError(f"{op}: inputs do not match the {forward} it differentiates: {e}") from None
+    return ins, merged
+
+
+def format_names(names: Sequence[str], limit: int = 8) -> str:
+    """names as a list literal, the middle elided past `limit` entries."""
+    if len(names) <= limit:
+        return str(list(names))
+    return f"[{', '.join(map(repr, names[:limit - 1]))}, ..., {names[-1]!r}]"
 
 
 def register(name: str, aliases: Sequence[str] = ()) -> Callable[[type], type]:

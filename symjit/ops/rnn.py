@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import MXNetError
-from .attrs import Bool, Enum, Float, Int, Optional, Param
+from .attrs import Bool, Count, Enum, Float, Int, Optional, Param
 from .registry import Op, register
 
 #: gates per cell type: the packed weights of a layer have gates * state_size rows
@@ -24,7 +24,7 @@ GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
 
 _PARAMS = {
     "state_size": Param(Int, doc="hidden units H"),
-    "num_layers": Param(Int, doc="stacked layers L"),
+    "num_layers": Param(Count, doc="stacked layers L (bounded like a count: loops run per layer)"),
     "bidirectional": Param(Bool, False, "D = 2 directions"),
     "mode": Param(Enum("rnn_relu", "rnn_tanh", "lstm", "gru"), doc="cell type"),
     "p": Param(Float, 0.0, "dropout between layers (training)"),
@@ -46,7 +46,14 @@ def _names(attrs) -> list[str]:
     return names
 
 
+def _check_sizes(op: str, attrs):
+    if attrs["num_layers"] < 1 or attrs["state_size"] < 1:
+        raise MXNetError(f"{op}: num_layers and state_size must be at least 1, got "
+                         f"{attrs['num_layers']} and {attrs['state_size']}")
+
+
 def _check_supported(op: str, attrs):
+    _check_sizes(op, attrs)
     for key in ("projection_size", "lstm_state_clip_min", "lstm_state_clip_max"):
         if attrs[key] is not None:
             raise MXNetError(f"{op}: {key} is not supported")
@@ -224,6 +231,7 @@ class RNN(Op):
         return 3 if attrs["mode"] == "lstm" else 2
 
     def infer_shape(self, attrs, in_shapes):
+        _check_sizes(self.name, attrs)
         d = 2 if attrs["bidirectional"] else 1
         h, n_l = attrs["state_size"], attrs["num_layers"]
         shapes = list(in_shapes)
@@ -266,6 +274,12 @@ class BackwardRNN(Op):
     params = _PARAMS
     kernel = "rnn"
     hidden = True
+    forward_op = "RNN"
+    forward_inputs = {n: n for n in ("data", "parameters", "state", "state_cell", "sequence_length")}
+    forward_outputs = {"ograd_output": 0, "ograd_hy": 1, "ograd_cy": 2}
+
+    def forward_attrs(self, attrs):
+        return dict(attrs, state_outputs=True)   # the final-state gradients match those outputs
 
     def input_names(self, attrs):
         og = ["ograd_output", "ograd_hy"] + (["ograd_cy"] if attrs["mode"] == "lstm" else [])
@@ -329,7 +343,7 @@ class BackwardRNN(Op):
 @register("_rnn_param_concat")
 class RNNParamConcat(Op):
     """Concatenate flattened parameter vectors along `dim` (Gluon's packing of RNN weights)."""
-    params = {"num_args": Param(Int), "dim": Param(Int, 0)}
+    params = {"num_args": Param(Count), "dim": Param(Int, 0)}
 
     def input_names(self, attrs):
         return [f"arg{i}" for i in range(attrs["num_args"])]

@@ -28,15 +28,14 @@ when no earlier code changes the count).
 """
 from __future__ import annotations
 
-import ast
 import math
 from typing import Mapping, Sequence
 
 import numpy as np
 
 from ..base import MXNetError
-from .attrs import Bool, Dtype, Enum, Float, Int, Optional, Param, Shape
-from .registry import Op, merge_shape, register, shape_known
+from .attrs import Bool, Count, Dtype, Enum, Float, Int, Optional, Param, Shape, parse_literal
+from .registry import Op, forward_shapes, merge_shape, register, shape_known
 
 __all__ = ["OptIntTuple", "infer_reshape"]
 
@@ -49,10 +48,7 @@ def OptIntTuple(v) -> tuple:
     """A tuple of ints or None (slice begin/end/step): '(None, 1)', '(0,2)', (1, None), 3, '()'."""
     if isinstance(v, str):
         s = v.strip()
-        try:
-            v = ast.literal_eval(s) if s else ()
-        except (ValueError, SyntaxError) as e:
-            raise ValueError(f"cannot parse {s!r}") from e
+        v = parse_literal(s) if s else ()
     if v is None:
         return (None,)
     if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
@@ -743,7 +739,7 @@ def _variadic_names(n: int) -> list[str]:
 @register("Concat", aliases=("concat",))
 class Concat(_ShapeOp):
     """Join `num_args` arrays along `dim`; all other dims must agree."""
-    params = {"num_args": Param(Int), "dim": Param(Int, 1)}
+    params = {"num_args": Param(Count), "dim": Param(Int, 1)}
 
     def input_names(self, attrs):
         if attrs["num_args"] < 1:
@@ -795,7 +791,7 @@ class Concat(_ShapeOp):
 @register("stack")
 class Stack(_ShapeOp):
     """Join `num_args` same-shaped arrays along a new `axis`."""
-    params = {"axis": Param(Int, 0), "num_args": Param(Int)}
+    params = {"axis": Param(Int, 0), "num_args": Param(Count)}
 
     def input_names(self, attrs):
         if attrs["num_args"] < 1:
@@ -826,7 +822,7 @@ class Stack(_ShapeOp):
 class SliceChannel(_ShapeOp):
     """Split `data` into `num_outputs` equal parts along `axis`; `squeeze_axis` drops that axis
     (allowed only when its size equals num_outputs)."""
-    params = {"num_outputs": Param(Int), "axis": Param(Int, 1), "squeeze_axis": Param(Bool, False)}
+    params = {"num_outputs": Param(Count), "axis": Param(Int, 1), "squeeze_axis": Param(Bool, False)}
 
     def num_outputs(self, attrs):
         if attrs["num_outputs"] < 1:
@@ -1248,8 +1244,9 @@ class BackwardPick(_ShapeOp):
 
     def infer_shape(self, attrs, in_shapes):
         g, idx = in_shapes
-        _, out, _ = _pick_shapes(self.name, attrs, attrs["shape"])
-        return [merge_shape(self.name, "input 'ograd'", out, g), idx], [attrs["shape"]]
+        fwd = {k: v for k, v in attrs.items() if k != "shape"}
+        (_, idx), ograd = forward_shapes(self.name, "pick", fwd, [attrs["shape"], idx], {0: g})
+        return [ograd[0], idx], [attrs["shape"]]
 
     def infer_type(self, attrs, in_types):
         return _first_input_type(in_types)

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..base import MXNetError
 from .attrs import Bool, Enum, Int, Optional, Param
-from .registry import Op, merge_shape, register
+from .registry import Op, merge_shape, register, shape_known
 
 __all__ = ["sorted_indices"]
 
@@ -267,6 +267,9 @@ class ScatterAlongAxis(Op):
     params = _AXIS_PARAM
     kernel = "gather"
     hidden = True
+    forward_op = "_take_along_axis"   # the adjoint: ograd is shaped as the gather's output
+    forward_inputs = {"data": "data", "indices": "indices"}
+    forward_outputs = {"ograd": 0}
 
     def infer_shape(self, attrs, in_shapes):
         g, i, d = in_shapes
@@ -307,6 +310,11 @@ class TakeAlongAxis(Op):
     hidden = True
 
     def infer_shape(self, attrs, in_shapes):
+        d, idx = in_shapes
+        if d is not None:
+            ax, _ = _layout(self.name, tuple(d), attrs["axis"])
+            if idx is not None and shape_known(d) and shape_known(idx):
+                _check_index_shape(self.name, tuple(idx), tuple(d), ax)
         return list(in_shapes), [in_shapes[1]]
 
     def infer_type(self, attrs, in_types):

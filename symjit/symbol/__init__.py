@@ -113,12 +113,22 @@ def arange(start, stop=None, step=1.0, repeat=1, name=None, dtype=None, **kwargs
 
 
 def load_json_file(fname: str) -> Symbol:
+    """The Symbol saved in the JSON file `fname`; an unreadable file, one that is not UTF-8
+    text or one that is not a valid graph raises MXNetError naming the file."""
     try:
-        with open(fname) as f:
-            text = f.read()
+        with open(fname, "rb") as f:
+            raw = f.read()
     except OSError as e:
         raise MXNetError(f"load: cannot read {fname!r}: {e}") from None
-    return load_json(text)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise MXNetError(f"load: {fname!r} is not a symbol JSON file: invalid UTF-8 byte "
+                         f"0x{raw[e.start]:02x} at offset {e.start}") from None
+    try:
+        return load_json(text)
+    except MXNetError as e:
+        raise MXNetError(f"load: {fname!r}: {e}") from None
 
 
 load = load_json_file

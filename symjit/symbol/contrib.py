@@ -153,8 +153,8 @@ class SymbolSubgraph:
         try:
             spec = json.loads(text)
             names, graph = spec["inputs"], spec["graph"]
-        except (ValueError, KeyError, TypeError) as e:
-            raise ValueError(f"not a subgraph description: {e}") from None
+        except (ValueError, KeyError, TypeError, RecursionError) as e:
+            raise ValueError(f"not a subgraph description: {type(e).__name__}: {e}") from None
         return cls(load_json(json.dumps(graph)), names)
 
 

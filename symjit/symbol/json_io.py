@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 
 from ..base import MXNetError
-from ..ops.registry import find_op
+from ..ops.registry import find_op, format_names
 from .naming import HIDDEN_KEYS
 from .symbol import Symbol, SymNode, topo_nodes
 
@@ -229,6 +229,9 @@ def load_json(text: str) -> Symbol:
         op = find_op(op_name)
         if op is None:
             _fail(f"node {i} ({name!r}): unknown operator {op_name!r}")
+        if op.compiler_internal:
+            _fail(f"node {i} ({name!r}): operator {op_name!r} is internal to the compiler and "
+                  "cannot appear in a symbol file")
         node = SymNode(op, name, attrs)
         node.parsed  # noqa: B018 - validates the attribute strings now (MXNetError naming the node)
         nodes.append(node)
@@ -242,7 +245,7 @@ def load_json(text: str) -> Symbol:
         expected = node.input_names()
         if len(entries) != len(expected):
             _fail(f"node {i} ({node.name!r}, {node.op.name}): expected {len(expected)} inputs "
-                  f"{expected}, got {len(entries)}")
+                  f"{format_names(expected)}, got {len(entries)}")
         node.inputs = [(nodes[nid], idx) for nid, idx in entries]
     for node in nodes:
         for src, idx in node.inputs:

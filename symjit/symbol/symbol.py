@@ -516,6 +516,9 @@ def create_op_symbol(func_name: str, inputs: Sequence[Symbol], attrs: Mapping[st
     that carry a copy of the node's attributes, as MXNet does.
     """
     op = get_op(func_name)
+    if op.compiler_internal:
+        raise MXNetError(f"{func_name}: operator {op.name!r} is internal to the compiler; "
+                         "graphs cannot use it directly")
     str_attrs = {k: attr_string(v) for k, v in attrs.items() if v is not None}
     for k, v in AttrScope.current.get(attr).items():
         str_attrs[hidden_key(k)] = v if isinstance(v, str) else attr_string(v)

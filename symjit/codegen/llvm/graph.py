@@ -418,7 +418,11 @@ def run_python_node(n: Node, views: dict, is_train: bool, rng) -> list:
         raise MXNetError(f"{describe_node(n.name, n.op)}: {type(e).__name__}: {e}") from None
     for v, r in zip(n.outputs, results):
         if v in views:
-            np.copyto(views[v], np.asarray(r).reshape(views[v].shape), casting="unsafe")
+            r = np.asarray(r)
+            if r.size != views[v].size:
+                raise MXNetError(f"{describe_node(n.name, n.op)}: computed an output of shape {r.shape} "
+                                 f"where inference planned {views[v].shape}")
+            np.copyto(views[v], r.reshape(views[v].shape), casting="unsafe")
     extra = results[len(n.outputs):]
     if not extra or (n.op.updates_aux and not is_train):
         return []
