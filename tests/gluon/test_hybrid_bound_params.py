@@ -5,7 +5,6 @@ pulls, BatchNorm statistics updated in training) is seen by the next inference c
 under `autograd.record()` keeps parameters as inputs; the per-block memory bound holds."""
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import pytest
@@ -16,19 +15,7 @@ from symjit.gluon import nn
 from symjit.gluon.cached_op import CachedOp
 from symjit.symbol.naming import NameManager
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _shared_models() -> str:
-    """The shared reference models: $SYMJIT_SHARED_DIR/models, else <repo>/../shared/models."""
-    root = os.environ.get("SYMJIT_SHARED_DIR") or os.path.join(REPO, "..", "shared")
-    return os.path.join(root, "models")
-
-
-MODELS = _shared_models()
-needs_models = pytest.mark.skipif(not os.path.isdir(MODELS),
-                                  reason=f"shared MXNet reference models missing ({MODELS}; set SYMJIT_SHARED_DIR)")
-
+from shared_data import model_path
 
 @pytest.fixture(autouse=True)
 def fresh_names(monkeypatch):
@@ -309,20 +296,19 @@ def test_bound_bytes_limit_is_checked():
 
 # ---- the shared MXNet models -------------------------------------------------------------------
 
-@needs_models
 @pytest.mark.parametrize("name", ["mlp", "lenet",
                                   pytest.param("resnet18_v1", marks=pytest.mark.slow),
                                   pytest.param("mobilenet1.0", marks=pytest.mark.slow)])
 def test_shared_models_bound_hybridize_equals_compile_and_mxnet(name):
-    net = gluon.SymbolBlock.imports(f"{MODELS}/{name}-symbol.json", ["data"], f"{MODELS}/{name}-0000.params")
-    x = np.load(f"{MODELS}/{name}-input.npy")
-    ref = np.load(f"{MODELS}/{name}-output.npy")
+    symbol, params = str(model_path(f"{name}-symbol.json")), str(model_path(f"{name}-0000.params"))
+    net = gluon.SymbolBlock.imports(symbol, ["data"], params)
+    x = np.load(model_path(f"{name}-input.npy"))
+    ref = np.load(model_path(f"{name}-output.npy"))
     net.hybridize()
     y = net(nd.array(x)).asnumpy()
     assert _is_bound(net)
     assert np.abs(y - ref).max() <= 1e-4 * np.abs(ref).max()
-    model = mx.compile(mx.sym.load(f"{MODELS}/{name}-symbol.json"), shapes={"data": x.shape},
-                       params=nd.load(f"{MODELS}/{name}-0000.params"))
+    model = mx.compile(mx.sym.load(symbol), shapes={"data": x.shape}, params=nd.load(params))
     assert np.abs(y - model(data=x)[0]).max() <= 1e-5 * np.abs(ref).max()
     # a weight written in place is seen
     p = net.collect_params()[sorted(k for k in net.collect_params() if k.endswith("weight"))[0]]
