@@ -83,6 +83,8 @@ def Shape(v) -> tuple:
         v = _literal(v.strip()) if v.strip() else ()
     if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
         return (int(v),)
+    if isinstance(v, np.ndarray) and v.ndim <= 1:
+        v = v.reshape(-1).tolist()
     if isinstance(v, (tuple, list)):
         return tuple(Int(x) for x in v)
     raise ValueError(f"expected a shape tuple, got {v!r}")

@@ -119,6 +119,15 @@ def attr_string(value) -> str:
             return str(value)
     if isinstance(value, np.generic):
         return str(value.item())
+    if isinstance(value, np.ndarray):
+        return attr_string(value.tolist() if value.ndim else value.item())
+    if isinstance(value, (tuple, list)):
+        # numpy 2 prints numpy scalars as np.int64(0): write the plain values
+        items = [attr_string(v) if isinstance(v, (np.generic, np.ndarray, tuple, list)) else repr(v)
+                 if isinstance(v, str) else str(v) for v in value]
+        if isinstance(value, tuple):
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        return "[" + ", ".join(items) + "]"
     return str(value)
 
 
