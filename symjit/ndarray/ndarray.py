@@ -201,12 +201,31 @@ class NDArray:
         attrs = {"shape": tuple(shape), "reverse": kwargs.pop("reverse", False)}
         if kwargs:
             raise MXNetError(f"reshape: unexpected arguments {sorted(kwargs)}")
+        return self._shape_view("Reshape", attrs)
+
+    def _shape_view(self, op_name: str, attrs: dict) -> "NDArray":
+        """The result of shape-only op `op_name` as a view sharing this array's memory (through
+        the op itself while autograd records, so gradients flow)."""
         from .. import autograd
         if autograd.is_recording() and self._ag is not None:
-            return invoke("Reshape", [self], attrs)
-        op = get_op("Reshape")
+            return invoke(op_name, [self], attrs)
+        op = get_op(op_name)
         _, (new_shape,) = op.infer_shape(op.parse(attrs), [self.shape])
         return NDArray(self._data.reshape(new_shape), self._ctx)
+
+    def flatten(self, inplace: bool = False) -> "NDArray":
+        """Collapse every axis after the first; inplace=True returns a view sharing memory."""
+        return self._shape_view("Flatten", {}) if inplace else invoke("Flatten", [self], {})
+
+    def squeeze(self, axis=None, inplace: bool = False) -> "NDArray":
+        """Remove size-1 axes (all, or `axis`); inplace=True returns a view sharing memory."""
+        attrs = {"axis": axis}
+        return self._shape_view("squeeze", attrs) if inplace else invoke("squeeze", [self], attrs)
+
+    def expand_dims(self, axis, inplace: bool = False) -> "NDArray":
+        """Insert a size-1 axis at `axis`; inplace=True returns a view sharing memory."""
+        attrs = {"axis": axis}
+        return self._shape_view("expand_dims", attrs) if inplace else invoke("expand_dims", [self], attrs)
 
     def reshape_like(self, other: "NDArray") -> "NDArray":
         return self.reshape(other.shape)

@@ -110,6 +110,11 @@ def Any_(v):
 
 def Enum(*choices: str) -> Callable[[Any], str]:
     def parse(v) -> str:
+        if isinstance(v, (type, np.dtype)):   # a dtype choice given as np.float64 / np.dtype
+            try:
+                v = np.dtype(v).name
+            except TypeError:
+                pass
         s = str(v).strip().strip("'\"")
         if s not in choices:
             raise ValueError(f"expected one of {list(choices)}, got {v!r}")

@@ -37,8 +37,11 @@ OPS: dict[str, "Op"] = {}
 _PARSED: dict = {}
 _PARSED_MAX = 4096
 
+#: per-node training/placement attributes MXNet accepts on any op (stored as `key` and `__key__`)
+HIDDEN_ATTRS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage", "profiler_scope")
+
 #: attribute keys that frontends may attach to nodes and that no op schema declares
-FRONTEND_ATTRS = frozenset({"name", "ctx", "out", "attr", "__layout__"})
+FRONTEND_ATTRS = frozenset({"name", "ctx", "out", "attr", "__layout__", *HIDDEN_ATTRS})
 
 
 @dataclass

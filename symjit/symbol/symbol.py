@@ -18,7 +18,7 @@ import numpy as np
 
 from ..base import MXNetError, canonical_dtype
 from ..ops.registry import Op, get_op
-from .naming import AttrScope, NameManager, hidden_key
+from .naming import HIDDEN_KEYS, AttrScope, NameManager, hidden_key
 
 __all__ = ["Symbol", "SymNode", "Variable", "var", "Group", "create_op_symbol", "attr_string",
            "DTYPE_MX_TO_NAME", "DTYPE_NAME_TO_MX"]
@@ -375,7 +375,7 @@ class Symbol:
             raise MXNetError(f"infer_{what}: {len(args)} positional values for {len(names)} arguments")
         given = {n: a for n, a in zip(names, args) if a is not None}
         given.update({k: v for k, v in kwargs.items() if v is not None})
-        graph, _ = lower(self)
+        graph, _ = lower(self, allow_duplicate_names=True)
         inputs = {v.name for v in graph.inputs}
         for k in given:
             if k not in inputs:
@@ -527,7 +527,10 @@ def create_op_symbol(func_name: str, inputs: Sequence[Symbol], attrs: Mapping[st
     op = get_op(func_name)
     str_attrs = {k: attr_string(v) for k, v in attrs.items() if v is not None}
     for k, v in AttrScope.current.get(attr).items():
-        str_attrs[hidden_key(k)] = v if isinstance(v, str) else attr_string(v)
+        str_attrs[k] = v if isinstance(v, str) else attr_string(v)
+    for k in HIDDEN_KEYS:   # MXNet keeps a hidden key given to an op under both spellings
+        if k in str_attrs:
+            str_attrs[hidden_key(k)] = str_attrs[k]
     try:
         parsed = op.parse(str_attrs)
     except MXNetError as e:
