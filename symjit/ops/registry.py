@@ -93,6 +93,9 @@ class Op:
     updates_aux: ClassVar[bool] = False       # compute returns new aux values after the outputs in training
     mutate_inputs: ClassVar[tuple] = ()       # inputs overwritten by the extra outputs (optimizer states)
     hidden: ClassVar[bool] = False            # internal op (e.g. `_backward_*`) not needing a frontend doc
+    #: input name -> initializer (MXNet's JSON form) that the variable a frontend creates for a
+    #: missing input carries as `__init__` (MXNet: PReLU's gamma starts at 0.25)
+    input_init: ClassVar[Mapping[str, str]] = {}
     doc: ClassVar[str] = ""
 
     # ---- attributes --------------------------------------------------------------

@@ -544,7 +544,10 @@ def create_op_symbol(func_name: str, inputs: Sequence[Symbol], attrs: Mapping[st
     for i, in_name in enumerate(input_names):
         s = inputs[i] if i < len(inputs) else named.pop(in_name, None)
         if s is None:
-            var_node = SymNode(None, f"{node_name}_{in_name}", dict(str_attrs))
+            var_attrs = dict(str_attrs)
+            if in_name in op.input_init:
+                var_attrs.setdefault("__init__", op.input_init[in_name])
+            var_node = SymNode(None, f"{node_name}_{in_name}", var_attrs)
             entries.append((var_node, 0))
             continue
         if not isinstance(s, Symbol):
