@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..base import MXNetError, canonical_dtype
-from ..ops.registry import Op, get_op
+from ..ops.registry import Op, find_op, get_op
 from .naming import HIDDEN_KEYS, AttrScope, NameManager, hidden_key
 
 __all__ = ["Symbol", "SymNode", "Variable", "var", "Group", "create_op_symbol", "attr_string",
@@ -263,7 +263,8 @@ class Symbol:
 
     def get_children(self) -> "Symbol | None":
         """The inputs of the head node(s), grouped; None for a variable."""
-        entries = [e for n, _ in self._outputs for e in n.inputs]
+        heads = list({id(n): n for n, _ in self._outputs}.values())   # each node once
+        entries = [e for n in heads for e in n.inputs]
         return Symbol(entries) if entries else None
 
     # ---- attributes ----------------------------------------------------------------------------
@@ -340,7 +341,8 @@ class Symbol:
     __rdiv__ = __rtruediv__
 
     def __bool__(self):
-        raise NotImplementedError("The truth value of a Symbol is undefined; compare with an executor's outputs")
+        from ..base import NotImplementedForSymbol
+        raise NotImplementedForSymbol(self.__bool__, "bool")
 
     def astype(self, dtype) -> "Symbol":
         return create_op_symbol("Cast", [self], {"dtype": dtype}, hint="cast")
@@ -349,13 +351,24 @@ class Symbol:
         from ..ndarray.ndarray import FLUENT_METHODS
         if name.startswith("_") or name not in FLUENT_METHODS:
             raise AttributeError(f"'Symbol' object has no attribute {name!r}")
-        op_name = FLUENT_METHODS[name]
+        # the method's own name when it is an op name too (x.split names its node 'split...')
+        op_name = name if find_op(name) is not None else FLUENT_METHODS[name]
 
         def method(*args, **kwargs):
             from . import op_function
             return op_function(op_name)(self, *args, **kwargs)
         method.__name__ = name
         return method
+
+    def _gen_atomic_symbol(self) -> "Symbol":
+        """A symbol of the head node's op and attributes alone (its inputs new variables)."""
+        heads = list({id(n): n for n, _ in self._outputs}.values())
+        if len(heads) != 1:
+            raise MXNetError("_gen_atomic_symbol: the symbol has more than one head node")
+        node = heads[0]
+        if node.op is None:
+            return Symbol([(SymNode(None, node.name, dict(node.attrs)), 0)])
+        return create_op_symbol(node.op.name, [], dict(node.attrs), name=node.name)
 
     def reshape(self, *shape, **kwargs) -> "Symbol":
         if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
