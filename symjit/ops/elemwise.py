@@ -380,6 +380,8 @@ class Where(Op):
 
     def infer_shape(self, attrs, in_shapes):
         c, x, y = in_shapes
+        if c is None or not all(c):   # MXNet needs the condition's shape fully known
+            return list(in_shapes), [None]
         xy = merge_shape(self.name, "input 'y'", x, y)
         if c is not None and xy is not None and len(c) != 1 and len(c) != len(xy):
             raise MXNetError(f"where: condition shape {c} must equal x's shape {xy} or be "

@@ -768,6 +768,22 @@ class Concat(_ShapeOp):
         out = tuple(common[:dim]) + (total,) + tuple(common[dim + 1:])
         return ins, [out]
 
+    def infer_shape_backward(self, attrs, in_shapes, out_shapes):
+        """Every input's other dims from the output; the one input whose size along `dim` is
+        unknown gets what the output leaves for it."""
+        out = out_shapes[0]
+        if out is None:
+            return list(in_shapes)
+        dim = _axis(self.name, attrs["dim"], len(out), "dim")
+        ins = [tuple(o if j != dim and not x else x for j, (x, o) in enumerate(zip(s, out)))
+               if s is not None else None for s in in_shapes]
+        unknown = [i for i, s in enumerate(ins) if s is None or not s[dim]]
+        if len(unknown) == 1 and out[dim] and ins[unknown[0]] is not None:
+            rest = sum(s[dim] for i, s in enumerate(ins) if i != unknown[0])
+            s = ins[unknown[0]]
+            ins[unknown[0]] = s[:dim] + (out[dim] - rest,) + s[dim + 1:]
+        return ins
+
     def compute(self, attrs, inputs, ctx):
         self.infer_shape(attrs, [x.shape for x in inputs])
         dim = _axis(self.name, attrs["dim"], inputs[0].ndim, "dim")
@@ -847,6 +863,22 @@ class SliceChannel(_ShapeOp):
         else:
             out = tuple(d[:a]) + (size // n,) + tuple(d[a + 1:])
         return [tuple(d)], [out] * n
+
+    def infer_shape_backward(self, attrs, in_shapes, out_shapes):
+        """The input from any known output: its other dims, and the split axis (num_outputs
+        times the part, or num_outputs itself with squeeze_axis)."""
+        (d,), n = in_shapes, self.num_outputs(attrs)
+        for out in out_shapes:
+            if out is None:
+                continue
+            if attrs["squeeze_axis"]:
+                a = _axis(self.name, attrs["axis"], len(out) + 1)
+                full = tuple(out[:a]) + (n,) + tuple(out[a:])
+            else:
+                a = _axis(self.name, attrs["axis"], len(out))
+                full = tuple(out[:a]) + (out[a] * n,) + tuple(out[a + 1:])
+            d = merge_shape(self.name, "input 'data'", d, full)
+        return [d]
 
     def compute(self, attrs, inputs, ctx):
         x = inputs[0]

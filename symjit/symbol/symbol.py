@@ -17,6 +17,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..base import MXNetError, canonical_dtype
+from ..util import is_np_shape
 from ..ops.registry import Op, find_op, get_op
 from .naming import HIDDEN_KEYS, AttrScope, NameManager, hidden_key
 
@@ -388,15 +389,19 @@ class Symbol:
             raise MXNetError(f"infer_{what}: {len(args)} positional values for {len(names)} arguments")
         given = {n: a for n, a in zip(names, args) if a is not None}
         given.update({k: v for k, v in kwargs.items() if v is not None})
-        graph, _ = lower(self, allow_duplicate_names=True)
+        shapes = {}
+        if what == "shape":
+            # inference marks an unknown dim 0: MXNet's legacy spelling; numpy semantics spell it -1
+            shapes = {k: tuple(max(int(d), 0) for d in (v if isinstance(v, (tuple, list)) else (v,)))
+                      for k, v in given.items()}
+        # a given shape replaces the variable's declared one (MXNet)
+        graph, _ = lower(self, allow_duplicate_names=True, input_shapes=shapes)
         inputs = {v.name for v in graph.inputs}
         for k in given:
             if k not in inputs:
                 raise MXNetError(f"infer_{what}: {k!r} is not an input of the symbol; inputs are {sorted(inputs)}")
         if what == "shape":
-            shapes = {k: tuple(int(d) for d in (v if isinstance(v, (tuple, list)) else (v,)))
-                      for k, v in given.items()}
-            return infer_types(graph, shapes=shapes)[0]
+            return infer_types(graph)[0]
         return infer_types(graph, dtypes={k: np.dtype(canonical_dtype(v)).name for k, v in given.items()})[0]
 
     def infer_shape(self, *args, **kwargs):
@@ -404,16 +409,23 @@ class Symbol:
         given shapes do not determine every shape (see `infer_shape_partial`)."""
         arg, out, aux = self.infer_shape_partial(*args, **kwargs)
         complete = all(s and all(d > 0 for d in s) for s in arg + out + aux)
+        if is_np_shape():   # a scalar's () is a known shape there
+            complete = all(s is not None and all(d > 0 for d in s) for s in arg + out + aux)
         if not complete:
             return None, None, None
         return arg, out, aux
 
     def infer_shape_partial(self, *args, **kwargs):
-        """Like `infer_shape`, with unknown shapes as () and unknown dims as 0."""
+        """Like `infer_shape`, with unknown shapes as () and unknown dims as 0 — or, with numpy
+        shape semantics on (`mx.np_shape()`), unknown shapes as None and unknown dims as -1
+        (given shapes use the same spelling)."""
         g = self._inferred(args, kwargs, "shape")
+        np_shape = is_np_shape()
 
         def sh(v):
-            return () if v.type.shape is None else tuple(v.type.shape)
+            if v.type.shape is None:
+                return None if np_shape else ()
+            return tuple(-1 if np_shape and d == 0 else int(d) for d in v.type.shape)
         return [sh(v) for v in g.args], [sh(v) for v in g.outputs], [sh(v) for v in g.aux]
 
     def infer_type(self, *args, **kwargs):
