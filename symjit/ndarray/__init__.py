@@ -124,3 +124,16 @@ def _populate() -> None:
 _populate()
 
 from . import contrib, image, sparse  # noqa: E402,F401  (mx.nd.contrib / image / sparse)
+
+
+class _Internal:
+    """MXNet's mx.nd._internal: the registered ops whose names start with '_', by those names."""
+    __name__ = "symjit.ndarray._internal"
+
+    def __getattr__(self, item: str):
+        if not item.startswith("_") or item.startswith("__") or item not in set(list_ops()):
+            raise AttributeError(f"module 'symjit.ndarray._internal' has no attribute {item!r}")
+        return _op_function(item)
+
+
+_internal = _Internal()

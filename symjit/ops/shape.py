@@ -335,6 +335,34 @@ class ReshapeLike(_ShapeOp):
         return [F.reshape_like(ograds[0], inputs[0]), F.zeros_like(inputs[1])]
 
 
+@register("_identity_with_attr_like_rhs")
+class IdentityWithAttrLikeRhs(_ShapeOp):
+    """out = lhs, declaring that lhs has rhs's shape: a shape constraint that lets inference
+    carry rhs's shape to lhs and back (MXNet uses it to tie a computed weight to its variable)."""
+    inputs = ("lhs", "rhs")
+    inplace = {0: 0}
+
+    def infer_shape(self, attrs, in_shapes):
+        lhs, rhs = in_shapes
+        shape = merge_shape(self.name, "input 'lhs' (like 'rhs')", lhs, rhs)
+        return [shape, shape], [shape]
+
+    def infer_shape_backward(self, attrs, in_shapes, out_shapes):
+        return [merge_shape(self.name, "the output", s, out_shapes[0]) for s in in_shapes]
+
+    def infer_type(self, attrs, in_types):
+        return list(in_types), [in_types[0]]
+
+    def compute(self, attrs, inputs, ctx):
+        lhs, rhs = inputs
+        if lhs.shape != rhs.shape:
+            raise _err(self.name, f"lhs has shape {lhs.shape}, rhs {rhs.shape}; they must agree")
+        return [_fresh(lhs.copy())]
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        return [ograds[0], F.zeros_like(inputs[1])]
+
+
 @register("Flatten", aliases=("flatten",))
 class Flatten(_ShapeOp):
     """Collapse all dims after the first: (d0, d1, ..., dk) -> (d0, d1*...*dk); (n,) -> (n, 1)."""

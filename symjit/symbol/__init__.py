@@ -168,6 +168,8 @@ def _populate() -> None:
 
 _populate()
 linalg = _Namespace("linalg", ("_linalg_",))
+#: MXNet's mx.sym._internal: the ops whose registered names start with "_", by those names
+_internal = _Namespace("_internal", ("",), first_match=True)
 #: MXNet's mx.sym.sparse: the storage-aware ops (every op accepts sparse-declared inputs here)
 sparse = _Namespace("sparse", ("_sparse_", ""), first_match=True)
 from . import contrib, image, random  # noqa: E402,F401  (mx.sym.contrib / image / random)
