@@ -213,6 +213,15 @@ class NDArray:
         _, (new_shape,) = op.infer_shape(op.parse(attrs), [self.shape])
         return NDArray(self._data.reshape(new_shape), self._ctx)
 
+    @staticmethod
+    def _basic_indexing_slice_is_contiguous(slc_key, shape) -> bool:
+        """Whether basic indexing of a C-contiguous array of `shape` by the tuple of slices
+        `slc_key` gives a C-contiguous view (decided from the view's strides, without data)."""
+        dummy = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape=tuple(shape),
+                                                strides=tuple(np.cumprod((1,) + tuple(shape[:0:-1]))[::-1]),
+                                                writeable=False)
+        return bool(dummy[tuple(slc_key)].flags.c_contiguous)
+
     def flatten(self, inplace: bool = False) -> "NDArray":
         """Collapse every axis after the first; inplace=True returns a view sharing memory."""
         return self._shape_view("Flatten", {}) if inplace else invoke("Flatten", [self], {})
@@ -435,7 +444,9 @@ def from_numpy(a: np.ndarray, zero_copy: bool = True, ctx: Context | None = None
     if not a.flags["C_CONTIGUOUS"]:
         raise MXNetValueError("from_numpy: zero_copy needs a C-contiguous numpy array; "
                               "use np.ascontiguousarray or zero_copy=False")
-    data = a.view()
+    # our own writable array over a's memory (through a buffer, so a's read-only flag set
+    # next does not reach it)
+    data = np.ndarray(a.shape, a.dtype, buffer=a.data) if a.size else np.empty(a.shape, a.dtype)
     a.flags.writeable = False
     return NDArray(data, _check_ctx(ctx))
 
