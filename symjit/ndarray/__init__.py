@@ -14,7 +14,8 @@ import numpy as np
 from ..base import MXNetError
 from ..ops.registry import get_op, list_ops
 from .ndarray import (NDArray, arange, array, concatenate, eager_emitter, empty, eye,  # noqa: F401
-                      from_numpy, full, invoke, linspace, ones, waitall, zeros)
+                      from_dlpack, from_numpy, full, invoke, linspace, ones, to_dlpack_for_read,
+                      to_dlpack_for_write, waitall, zeros)
 from .serialization import load, load_frombuffer, save  # noqa: F401
 from . import random  # noqa: F401  (mx.nd.random)
 

@@ -177,6 +177,28 @@ class NDArray:
     def __reduce__(self):
         return (_rebuild, (self.asnumpy(), str(self._ctx)))
 
+    def to_dlpack_for_read(self):
+        """A DLPack capsule over this array's memory (for reading; the capsule keeps it alive)."""
+        return self._data.__dlpack__()
+
+    def to_dlpack_for_write(self):
+        """A DLPack capsule over this array's memory (writes through it change this array)."""
+        return self._data.__dlpack__()
+
+    def __getstate__(self) -> dict:
+        """MXNet's state: {'handle': the array in the NDArray file layout}."""
+        from .serialization import array_to_bytes
+        return {"handle": bytearray(array_to_bytes(self))}
+
+    def __setstate__(self, state) -> None:
+        """Restore from `__getstate__`'s dict (also MXNet's, GPU-saved arrays load on the CPU)."""
+        from .serialization import array_from_bytes
+        handle = state.get("handle") if isinstance(state, dict) else None
+        if handle is None:
+            raise MXNetError("NDArray.__setstate__: expected a dict with a 'handle' entry")
+        loaded = array_from_bytes(handle)
+        self.__init__(loaded._data, loaded.context)
+
     # ---- autograd -------------------------------------------------------------------
     def attach_grad(self, grad_req: str = "write", stype=None) -> None:
         """Allocate a gradient buffer and mark this array as a variable for autograd."""
@@ -449,6 +471,46 @@ def from_numpy(a: np.ndarray, zero_copy: bool = True, ctx: Context | None = None
     data = np.ndarray(a.shape, a.dtype, buffer=a.data) if a.size else np.empty(a.shape, a.dtype)
     a.flags.writeable = False
     return NDArray(data, _check_ctx(ctx))
+
+
+class _DLPackCapsule:
+    """A producer object around a raw DLPack capsule (numpy's from_dlpack takes producers)."""
+
+    def __init__(self, capsule):
+        self._capsule = capsule
+
+    def __dlpack__(self, *args, **kwargs):
+        if kwargs.get("max_version") is not None or args:
+            raise TypeError("a legacy (unversioned) DLPack capsule")   # numpy then asks plainly
+        return self._capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)   # kDLCPU
+
+
+def from_dlpack(dlpack) -> NDArray:
+    """An NDArray with the values of a DLPack capsule (MXNet's to_dlpack_for_* output, or any
+    CPU producer's) or of an object with `__dlpack__`. The memory is shared when numpy imports
+    it writable; a tensor numpy marks read-only (legacy capsules) is copied, since NDArrays are
+    writable."""
+    producer = dlpack if hasattr(dlpack, "__dlpack__") else _DLPackCapsule(dlpack)
+    try:
+        data = np.from_dlpack(producer)
+    except (TypeError, ValueError, BufferError, RuntimeError) as e:
+        raise MXNetError(f"from_dlpack: cannot import the tensor: {e}") from None
+    if not data.flags.writeable:
+        data = np.array(data, copy=True, order="C")
+    return NDArray(data, current_context())
+
+
+def to_dlpack_for_read(data: NDArray):
+    """`data.to_dlpack_for_read()`."""
+    return data.to_dlpack_for_read()
+
+
+def to_dlpack_for_write(data: NDArray):
+    """`data.to_dlpack_for_write()`."""
+    return data.to_dlpack_for_write()
 
 
 def array(source_array, ctx: Context | None = None, dtype=None) -> NDArray:

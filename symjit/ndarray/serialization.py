@@ -180,6 +180,21 @@ def _read_array(r: _Reader, index: int) -> NDArray:
     return _read_body(r, shape, what)
 
 
+def array_to_bytes(arr: NDArray) -> bytes:
+    """One array in MXNet's single-array layout (what `NDArray.__getstate__` holds)."""
+    return _encode_array(arr)
+
+
+def array_from_bytes(buf) -> NDArray:
+    """The array of `array_to_bytes` output (or MXNet's); it lives on cpu(0) (a GPU-saved
+    array loads on the CPU, as MXNet does without GPUs)."""
+    r = _Reader(bytes(buf), "an NDArray state")
+    arr = _read_array(r, 0)
+    if r.remaining:
+        raise r.fail(f"{r.remaining} unexpected bytes after the array")
+    return arr
+
+
 def _parse(buf: bytes, source: str) -> list | dict:
     """Decode a whole NDArray-list buffer into a list (no names) or a dict (names)."""
     r = _Reader(buf, source)
