@@ -244,6 +244,11 @@ class NDArray:
                                                 writeable=False)
         return bool(dummy[tuple(slc_key)].flags.c_contiguous)
 
+    def split_v2(self, indices_or_sections, axis=0, squeeze_axis=False):
+        """`nd.split_v2(self, ...)`."""
+        from . import split_v2
+        return split_v2(self, indices_or_sections, axis, squeeze_axis)
+
     def flatten(self, inplace: bool = False) -> "NDArray":
         """Collapse every axis after the first; inplace=True returns a view sharing memory."""
         return self._shape_view("Flatten", {}) if inplace else invoke("Flatten", [self], {})
