@@ -473,6 +473,12 @@ def from_numpy(a: np.ndarray, zero_copy: bool = True, ctx: Context | None = None
                               "use np.ascontiguousarray or zero_copy=False")
     # our own writable array over a's memory (through a buffer, so a's read-only flag set
     # next does not reach it)
+    if not a.flags.writeable:   # e.g. already given to from_numpy: its memory is still ours
+        try:
+            a.flags.writeable = True
+        except ValueError:
+            raise MXNetValueError("from_numpy: zero_copy needs a numpy array whose memory can be "
+                                  "written (this one is a read-only view); use zero_copy=False") from None
     data = np.ndarray(a.shape, a.dtype, buffer=a.data) if a.size else np.empty(a.shape, a.dtype)
     a.flags.writeable = False
     return NDArray(data, _check_ctx(ctx))
