@@ -55,7 +55,7 @@ def _recorded_getitem(x: NDArray, key) -> NDArray:
         return invoke("take", [x, idx], {"axis": 0})
     items = key if isinstance(key, tuple) else (key,)
     if not _is_basic(items):
-        raise MXNetError(f"indexing with {key!r} is not supported while recording")
+        return _recorded_gather(x, key)
     try:   # the result's shape, from numpy's rules on a data-less stand-in
         final = np.broadcast_to(np.empty((), np.uint8), x.shape)[items].shape
     except IndexError as e:
@@ -82,6 +82,19 @@ def _recorded_getitem(x: NDArray, key) -> NDArray:
     if out.shape != shape:
         out = invoke("Reshape", [out], {"shape": shape})
     return out
+
+
+def _recorded_gather(x: NDArray, key) -> NDArray:
+    """Advanced indexing under autograd: the element positions numpy's rules select, gathered
+    from the flattened array with `take` (so the gradient scatters back)."""
+    try:
+        positions = np.arange(x.size, dtype=np.int64).reshape(x.shape)[_np_key(key)]
+    except IndexError as e:
+        raise MXNetError(f"index {key!r} is out of bounds for NDArray of shape {x.shape}: {e}") from None
+    flat = invoke("Reshape", [x], {"shape": (-1,)})
+    idx = NDArray(positions.reshape(-1) if positions.ndim else positions.reshape(1), x._ctx)
+    out = invoke("take", [flat, idx], {"axis": 0})
+    return invoke("Reshape", [out], {"shape": positions.shape or (1,)})
 
 
 def setitem(x: NDArray, key, value) -> None:

@@ -263,9 +263,6 @@ class NDArray:
         attrs = {"axis": axis}
         return self._shape_view("expand_dims", attrs) if inplace else invoke("expand_dims", [self], attrs)
 
-    def reshape_like(self, other: "NDArray") -> "NDArray":
-        return self.reshape(other.shape)
-
     # ---- indexing -----------------------------------------------------------------------
     def __getitem__(self, key) -> "NDArray":
         from .indexing import getitem
@@ -335,7 +332,7 @@ FLUENT_METHODS = {n: n for n in (
     "repeat", "pad", "split", "slice", "slice_axis", "slice_like", "take", "pick", "one_hot",
     "broadcast_to", "broadcast_like", "softmax", "log_softmax", "topk", "sort", "argsort", "flatten",
     "diag", "swapaxes", "depth_to_space", "space_to_depth", "zeros_like", "ones_like", "argmax_channel",
-    "shape_array", "size_array", "erf", "gamma", "gammaln", "negative")}
+    "shape_array", "size_array", "erf", "gamma", "gammaln", "negative", "broadcast_axes", "reshape_like")}
 FLUENT_METHODS.update({"flatten": "Flatten", "swapaxes": "SwapAxis", "split": "SliceChannel",
                        "softmin": "softmin"})
 
