@@ -42,6 +42,9 @@ from . import module  # noqa: F401
 from . import module as mod  # noqa: F401
 from . import model  # noqa: F401
 from . import gluon  # noqa: F401
+from .gluon.cached_op import NDArrayCachedOp as _NDArrayCachedOp  # noqa: E402
+
+ndarray.CachedOp = _NDArrayCachedOp   # MXNet's mx.nd.CachedOp (a Symbol run as one imperative op)
 from . import kvstore  # noqa: F401
 from . import kvstore as kv  # noqa: F401
 from . import distributed  # noqa: F401
