@@ -936,8 +936,7 @@ class SplitV2(_ShapeOp):
             raise _err(self.name, "needs at least one section or index")
         return n
 
-    def output_names(self, attrs):
-        return [f"output{i}" for i in range(self.num_outputs(attrs))]
+    output_names = SliceChannel.output_names
 
     def _bounds(self, attrs, size: int) -> list[tuple[int, int]]:
         n = self.num_outputs(attrs)
@@ -956,13 +955,10 @@ class SplitV2(_ShapeOp):
         return bounds
 
     def infer_shape(self, attrs, in_shapes):
-        (d,) = in_shapes
-        n = self.num_outputs(attrs)
-        if d is None:
-            return [None], [None] * n
-        a = _axis(self.name, attrs["axis"], len(d))
-        if not d[a]:
-            return [tuple(d)], [None] * n
+        d = None if in_shapes[0] is None else tuple(in_shapes[0])
+        a = None if d is None else _axis(self.name, attrs["axis"], len(d))
+        if a is None or not d[a]:   # the pieces need the split axis' size
+            return [d], [None] * self.num_outputs(attrs)
         outs = []
         for b, e in self._bounds(attrs, d[a]):
             piece = tuple(d[:a]) + ((e - b,) if not attrs["squeeze_axis"] else ()) + tuple(d[a + 1:])
