@@ -308,3 +308,18 @@ def test_reshape_shares_memory_like_mxnet():
     big.arg_arrays[0][:] = 0
     assert np.all(exe.arg_arrays[0].asnumpy() == 1)           # a larger input is new memory
     assert big.arg_arrays[1] is exe.arg_arrays[1]              # unchanged shapes are shared
+
+
+def test_debug_str_reports_the_memory_kept_for_backward():
+    data = mx.sym.Variable("data")
+    y = data
+    for _ in range(3):
+        y = y * y
+    one = 10 * 3 * 64 * 64 * 4   # bytes of one float32 value of this shape
+    train = y.simple_bind(mx.cpu(), data=(10, 3, 64, 64))
+    infer = y.simple_bind(mx.cpu(), data=(10, 3, 64, 64), grad_req="null")
+    blocked = mx.sym.stop_gradient(y).simple_bind(mx.cpu(), data=(10, 3, 64, 64))
+    # the output, plus the two computed intermediates each multiplication's gradient reads
+    assert train.allocated_bytes() == 3 * one
+    assert infer.allocated_bytes() == blocked.allocated_bytes() == one
+    assert f"Total {3 * one >> 20} MB allocated" in train.debug_str()
