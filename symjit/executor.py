@@ -147,6 +147,8 @@ class Executor:
         from . import ndarray as nd
         self._symbol = symbol
         self._ctx = ctx
+        # MXNet decides its graph-level CSE when binding (see get_optimized_symbol)
+        self._eliminate_common_expr = os.environ.get("MXNET_ELIMINATE_COMMON_EXPR", "1").strip() != "0"
         self._arg_names = symbol.list_arguments()
         self._aux_names = symbol.list_auxiliary_states()
         self._out_names = symbol.list_outputs()
@@ -394,6 +396,14 @@ class Executor:
         new.outputs = [_resized(old, o.shape, self._ctx) if np.dtype(old.dtype) == np.dtype(o.dtype) else o
                        for old, o in zip(self.outputs, new.outputs)]
         return new
+
+    def get_optimized_symbol(self):
+        """The bound symbol after MXNet's graph-level optimization: common-subexpression
+        elimination unless MXNET_ELIMINATE_COMMON_EXPR=0 when it was bound (see `symbol.cse`)."""
+        if not self._eliminate_common_expr:
+            return self._symbol
+        from .symbol.cse import eliminate_common_expr
+        return eliminate_common_expr(self._symbol)
 
     def allocated_bytes(self) -> int:
         """Memory this executor holds beyond the bound arrays: its outputs plus the forward
