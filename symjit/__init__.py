@@ -11,10 +11,18 @@ name of the MXNet API (`mx.nd`, `mx.sym`, `mx.gluon`, ...) imports its module on
 from __future__ import annotations
 
 import importlib
+import importlib.util
 
-from ._version import __version__  # noqa: F401
+#: The MXNet API level symjit implements (what `mx.__version__` reports to MXNet programs);
+#: symjit's own version is `__symjit_version__` (symjit/_version.py, the one place that states it).
+__version__ = "1.9.1"
+
+from ._version import __version__ as __symjit_version__  # noqa: F401
 from . import base  # noqa: F401
 from .base import MXNetError  # noqa: F401
+from . import util  # noqa: F401
+from .util import (is_np_array, is_np_shape, np_array, np_shape, reset_np, set_np, set_np_shape,  # noqa: F401
+                   use_np, use_np_array, use_np_shape)
 from .codegen import blas as _blas
 
 _blas.prefer_avx512_kernels()   # before anything loads scipy's OpenBLAS (see codegen/blas.py)
@@ -43,14 +51,18 @@ _API = {
     "kvstore": (".kvstore", None), "kv": (".kvstore", None),
     "distributed": (".distributed", None),
     "compile": (".compiler", "compile"), "inspect": (".compiler", "inspect"),
+    "np": (".numpy", None),
     "visualization": (".visualization", None), "viz": (".visualization", None),
 }
 
 
 def __getattr__(name: str):
-    if name not in _API:
+    if name in _API:
+        module, attr = _API[name]
+    elif not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        module, attr = f".{name}", None          # any other submodule: mx.callback, mx.rnn, ...
+    else:
         raise AttributeError(f"module 'symjit' has no attribute {name!r}")
-    module, attr = _API[name]
     mod = importlib.import_module(module, __name__)
     value = mod if attr is None else getattr(mod, attr)
     globals()[name] = value

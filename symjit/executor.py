@@ -103,6 +103,16 @@ def _as_list(what: str, names: Sequence[str], given, allow_missing: bool) -> lis
     return out
 
 
+def _resized(old, shape, ctx):
+    """An array of `shape` over the memory of `old` when it is large enough (MXNet's reshape
+    shares memory that way), else a new zero array."""
+    from . import ndarray as nd
+    size = int(np.prod(shape))
+    if size <= old.size:
+        return nd.NDArray(old._data.reshape(-1)[:size].reshape(shape), ctx)
+    return nd.zeros(shape, ctx, old.dtype)
+
+
 def _grad_reqs(names: Sequence[str], grad_req) -> list[str]:
     if isinstance(grad_req, str):
         reqs = [grad_req] * len(names)
@@ -130,6 +140,8 @@ class Executor:
         from . import ndarray as nd
         self._symbol = symbol
         self._ctx = ctx
+        # MXNet decides its graph-level CSE when binding (see get_optimized_symbol)
+        self._eliminate_common_expr = os.environ.get("MXNET_ELIMINATE_COMMON_EXPR", "1").strip() != "0"
         self._arg_names = symbol.list_arguments()
         self._aux_names = symbol.list_auxiliary_states()
         self._out_names = symbol.list_outputs()
@@ -362,8 +374,8 @@ class Executor:
             if int(np.prod(new_shape)) > old.size and not allow_up_sizing:
                 raise MXNetError(f"reshape: {v.name!r} grows from {old.shape} to {new_shape}; pass "
                                  "allow_up_sizing=True to allocate a larger array")
-            args.append(nd.zeros(new_shape, self._ctx, old.dtype))
-            grads.append(None if g is None else nd.zeros(new_shape, self._ctx, g.dtype))
+            args.append(_resized(old, new_shape, self._ctx))
+            grads.append(None if g is None else _resized(g, new_shape, self._ctx))
         for v, old in zip(graph.aux, self.aux_arrays):
             new_shape = tuple(v.type.shape or ())
             if new_shape == old.shape:
@@ -372,15 +384,37 @@ class Executor:
                 raise MXNetError(f"reshape: the shape of auxiliary state {v.name!r} changes from {old.shape} "
                                  f"to {new_shape}; pass partial_shaping=True to allow it")
             else:
-                aux.append(nd.zeros(new_shape, self._ctx, old.dtype))
-        return Executor(self._symbol, self._ctx, args, grads, list(self._grad_reqs), aux)
+                aux.append(_resized(old, new_shape, self._ctx))
+        new = Executor(self._symbol, self._ctx, args, grads, list(self._grad_reqs), aux)
+        new.outputs = [_resized(old, o.shape, self._ctx) if np.dtype(old.dtype) == np.dtype(o.dtype) else o
+                       for old, o in zip(self.outputs, new.outputs)]
+        return new
+
+    def get_optimized_symbol(self):
+        """The bound symbol after MXNet's graph-level optimization: common-subexpression
+        elimination unless MXNET_ELIMINATE_COMMON_EXPR=0 when it was bound (see `symbol.cse`)."""
+        if not self._eliminate_common_expr:
+            return self._symbol
+        from .symbol.cse import eliminate_common_expr
+        return eliminate_common_expr(self._symbol)
+
+    def allocated_bytes(self) -> int:
+        """Memory this executor holds beyond the bound arrays: its outputs plus the forward
+        values it keeps for backward (computed ones; bound inputs are referenced, not copied)."""
+        def nbytes(v):
+            return int(np.prod(v.type.shape, dtype=np.int64)) * np.dtype(v.type.dtype).itemsize
+        inputs = set(self._graph.args) | set(self._graph.aux)
+        kept = [f for f, _ in self._bstats.saved if f not in inputs] if self._bstats is not None else []
+        return sum(nbytes(v) for v in self._graph.outputs) + sum(nbytes(v) for v in kept)
 
     def debug_str(self) -> str:
+        """The forward (and backward) graph, then MXNet's summary line `Total N MB allocated`
+        (see `allocated_bytes`)."""
         from .ir.printer import format_graph
         text = format_graph(self._graph)
         if self._backward_graph is not None:
             text += "\n" + format_graph(self._backward_graph)
-        return text
+        return text + f"\nTotal {self.allocated_bytes() // (1 << 20)} MB allocated\n"
 
     def set_monitor_callback(self, callback, monitor_all: bool = False) -> None:
         raise MXNetError("set_monitor_callback is not supported by symjit executors")
