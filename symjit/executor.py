@@ -12,6 +12,7 @@ in the aux arrays; `backward(out_grads)` writes gradients per grad_req ('write' 
 """
 from __future__ import annotations
 
+import os
 from typing import Callable, Mapping, Sequence
 
 import numpy as np

@@ -4,7 +4,8 @@ Every `import` and `from ... import` statement of every module under `symjit/` i
 AST, at any depth (an import inside a function is still a dependency, only a later one), and
 resolved to the module it names. Layers, lowest first:
 
-    0  symjit._version, symjit.base, symjit.context   (shared leaves: version, errors, devices)
+    0  symjit._version, symjit.base, symjit.context,  (shared leaves: version, errors, devices,
+       symjit.util                                     MXNet's np-shape/np-array switches)
     1  symjit.ops                                     (the op registry and its global RNG state)
     2  symjit.ir
     3  symjit.passes
@@ -30,7 +31,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "symjit"
 
 LAYERS = {
-    "symjit._version": 0, "symjit.base": 0, "symjit.context": 0,
+    "symjit._version": 0, "symjit.base": 0, "symjit.context": 0, "symjit.util": 0,
     "symjit.ops": 1,
     "symjit.ir": 2,
     "symjit.passes": 3,
