@@ -110,6 +110,13 @@ class Optimizer:
                     self.wd_mult[name] = float(attr[name]["__wd_mult__"])
         self.wd_mult.update(args_wd_mult)
 
+    def _set_current_context(self, device_id) -> None:
+        """Use the update counts of device `device_id` (each device's Updater counts its own
+        updates, so several contexts do not advance the schedule several times per step)."""
+        if device_id not in self._all_index_update_counts:
+            self._all_index_update_counts[device_id] = {}
+        self._index_update_count = self._all_index_update_counts[device_id]
+
     def _update_count(self, index) -> None:
         indices = index if isinstance(index, (list, tuple)) else [index]
         for idx in indices:
@@ -731,6 +738,8 @@ class Updater:
         indices = index if isinstance(index, (list, tuple)) else [index]
         grads = grad if isinstance(grad, (list, tuple)) else [grad]
         weights = weight if isinstance(weight, (list, tuple)) else [weight]
+        if weights:
+            self.optimizer._set_current_context(weights[0].context.device_id)
         pending = _PendingUpdates() if len(indices) > 1 else None
         token = _PENDING.set(pending)
         try:
