@@ -122,7 +122,7 @@ class Parameter:
         self.init = init
         for what, st in (("stype", stype), ("grad_stype", grad_stype)):
             if st not in ("default", "row_sparse", "csr"):
-                raise ParameterValueError(f"{what} for Parameter '{name}' must be one of 'default', "
+                raise ParameterAssertionError(f"{what} for Parameter '{name}' must be one of 'default', "
                                           f"'row_sparse' or 'csr', but got '{st}'")
         self._stype = stype
         self._grad_stype = grad_stype
