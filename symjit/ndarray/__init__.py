@@ -14,7 +14,8 @@ import numpy as np
 from ..base import MXNetError
 from ..ops.registry import get_op, list_ops
 from .ndarray import (NDArray, arange, array, concatenate, eager_emitter, empty, eye,  # noqa: F401
-                      from_numpy, full, invoke, linspace, ones, waitall, zeros)
+                      from_dlpack, from_numpy, full, invoke, linspace, ones, to_dlpack_for_read,
+                      to_dlpack_for_write, waitall, zeros)
 from .serialization import load, load_frombuffer, save  # noqa: F401
 from . import random  # noqa: F401  (mx.nd.random)
 
@@ -124,3 +125,16 @@ def _populate() -> None:
 _populate()
 
 from . import contrib, image, sparse  # noqa: E402,F401  (mx.nd.contrib / image / sparse)
+
+
+class _Internal:
+    """MXNet's mx.nd._internal: the registered ops whose names start with '_', by those names."""
+    __name__ = "symjit.ndarray._internal"
+
+    def __getattr__(self, item: str):
+        if not item.startswith("_") or item.startswith("__") or item not in set(list_ops()):
+            raise AttributeError(f"module 'symjit.ndarray._internal' has no attribute {item!r}")
+        return _op_function(item)
+
+
+_internal = _Internal()

@@ -34,7 +34,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..base import MXNetError
+from ..base import MXNetError, MXNetValueError
 from .attrs import Bool, Dtype, Enum, Float, Int, Optional, Param, Shape
 from .registry import Op, merge_shape, register, shape_known
 
@@ -218,7 +218,7 @@ def infer_reshape(op: str, codes: Sequence[int], dshape: Sequence[int], reverse:
         tmp.reverse()
     out = tuple(tmp)
     if known and all(x >= 0 for x in out) and _prod(out) != _prod(d):
-        raise _err(op, f"Target shape size is different to source. Target: {out}, Source: "
+        raise MXNetValueError(f"{op}: Target shape size is different to source. Target: {out}, Source: "
                        f"{tuple(dshape)} (shape={tuple(codes)}, reverse={reverse})")
     return tuple(0 if x < 0 else x for x in out) if partial else out
 
@@ -333,6 +333,34 @@ class ReshapeLike(_ShapeOp):
 
     def grad(self, F, attrs, inputs, outputs, ograds):
         return [F.reshape_like(ograds[0], inputs[0]), F.zeros_like(inputs[1])]
+
+
+@register("_identity_with_attr_like_rhs")
+class IdentityWithAttrLikeRhs(_ShapeOp):
+    """out = lhs, declaring that lhs has rhs's shape: a shape constraint that lets inference
+    carry rhs's shape to lhs and back (MXNet uses it to tie a computed weight to its variable)."""
+    inputs = ("lhs", "rhs")
+    inplace = {0: 0}
+
+    def infer_shape(self, attrs, in_shapes):
+        lhs, rhs = in_shapes
+        shape = merge_shape(self.name, "input 'lhs' (like 'rhs')", lhs, rhs)
+        return [shape, shape], [shape]
+
+    def infer_shape_backward(self, attrs, in_shapes, out_shapes):
+        return [merge_shape(self.name, "the output", s, out_shapes[0]) for s in in_shapes]
+
+    def infer_type(self, attrs, in_types):
+        return list(in_types), [in_types[0]]
+
+    def compute(self, attrs, inputs, ctx):
+        lhs, rhs = inputs
+        if lhs.shape != rhs.shape:
+            raise _err(self.name, f"lhs has shape {lhs.shape}, rhs {rhs.shape}; they must agree")
+        return [_fresh(lhs.copy())]
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        return [ograds[0], F.zeros_like(inputs[1])]
 
 
 @register("Flatten", aliases=("flatten",))
@@ -768,6 +796,22 @@ class Concat(_ShapeOp):
         out = tuple(common[:dim]) + (total,) + tuple(common[dim + 1:])
         return ins, [out]
 
+    def infer_shape_backward(self, attrs, in_shapes, out_shapes):
+        """Every input's other dims from the output; the one input whose size along `dim` is
+        unknown gets what the output leaves for it."""
+        out = out_shapes[0]
+        if out is None:
+            return list(in_shapes)
+        dim = _axis(self.name, attrs["dim"], len(out), "dim")
+        ins = [tuple(o if j != dim and not x else x for j, (x, o) in enumerate(zip(s, out)))
+               if s is not None else None for s in in_shapes]
+        unknown = [i for i, s in enumerate(ins) if s is None or not s[dim]]
+        if len(unknown) == 1 and out[dim] and ins[unknown[0]] is not None:
+            rest = sum(s[dim] for i, s in enumerate(ins) if i != unknown[0])
+            s = ins[unknown[0]]
+            ins[unknown[0]] = s[:dim] + (out[dim] - rest,) + s[dim + 1:]
+        return ins
+
     def compute(self, attrs, inputs, ctx):
         self.infer_shape(attrs, [x.shape for x in inputs])
         dim = _axis(self.name, attrs["dim"], inputs[0].ndim, "dim")
@@ -847,6 +891,22 @@ class SliceChannel(_ShapeOp):
         else:
             out = tuple(d[:a]) + (size // n,) + tuple(d[a + 1:])
         return [tuple(d)], [out] * n
+
+    def infer_shape_backward(self, attrs, in_shapes, out_shapes):
+        """The input from any known output: its other dims, and the split axis (num_outputs
+        times the part, or num_outputs itself with squeeze_axis)."""
+        (d,), n = in_shapes, self.num_outputs(attrs)
+        for out in out_shapes:
+            if out is None:
+                continue
+            if attrs["squeeze_axis"]:
+                a = _axis(self.name, attrs["axis"], len(out) + 1)
+                full = tuple(out[:a]) + (n,) + tuple(out[a:])
+            else:
+                a = _axis(self.name, attrs["axis"], len(out))
+                full = tuple(out[:a]) + (out[a] * n,) + tuple(out[a + 1:])
+            d = merge_shape(self.name, "input 'data'", d, full)
+        return [d]
 
     def compute(self, attrs, inputs, ctx):
         x = inputs[0]
