@@ -41,6 +41,9 @@ from . import metric  # noqa: F401
 from . import module  # noqa: F401
 from . import module as mod  # noqa: F401
 from . import model  # noqa: F401
+from . import rnn  # noqa: F401
+from . import callback  # noqa: F401
+from . import contrib  # noqa: F401
 from . import gluon  # noqa: F401
 from . import kvstore  # noqa: F401
 from . import kvstore as kv  # noqa: F401

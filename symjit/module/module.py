@@ -238,7 +238,13 @@ class Module(BaseModule):
             shared_group = shared_module._exec_group
         self._build_executors(shared_group)
         self.binded = True
-        if self.params_initialized:
+        if shared_module is not None:
+            # the executors share the shared module's parameter arrays, which hold the current
+            # values (its `_arg_params` copies may be older): nothing to copy (MXNet)
+            self.params_initialized = True
+            self._arg_params = shared_module._arg_params
+            self._aux_params = shared_module._aux_params
+        elif self.params_initialized:
             self._push_params()
 
     def _build_executors(self, shared_group=None):
@@ -434,6 +440,35 @@ class Module(BaseModule):
 
     def update_metric(self, eval_metric, labels, pre_sliced=False):
         self._exec_group.update_metric(eval_metric, labels, pre_sliced)
+
+    # ---- states, shared optimizers (BucketingModule) ---------------------------------------------------
+    def get_states(self, merge_multi_context=True):
+        """The values of the `state_names` inputs (per context unless merged)."""
+        if not (self.binded and self.params_initialized):
+            raise MXNetError("get_states: call bind() and init_params() first")
+        return self._exec_group.get_states(merge_multi_context=merge_multi_context)
+
+    def set_states(self, states=None, value=None):
+        """Set the `state_names` inputs from `states` (as get_states(False) returns) or to `value`."""
+        if not (self.binded and self.params_initialized):
+            raise MXNetError("set_states: call bind() and init_params() first")
+        self._exec_group.set_states(states, value)
+
+    def borrow_optimizer(self, shared_module):
+        """Use `shared_module`'s optimizer, KVStore and updater (one optimizer state for all the
+        modules of a BucketingModule)."""
+        if not shared_module.optimizer_initialized:
+            raise MXNetError("borrow_optimizer: the shared module has no optimizer yet")
+        self._optimizer = shared_module._optimizer
+        self._kvstore = shared_module._kvstore
+        self._updater = shared_module._updater
+        self.optimizer_initialized = True
+
+    def prepare(self, data_batch, sparse_row_id_fn=None):
+        """Get ready for `data_batch` (MXNet pulls row_sparse parameters here; dense parameters
+        are always up to date)."""
+        if not self.binded:
+            raise MXNetError("prepare: call bind() first")
 
     # ---- checkpoints --------------------------------------------------------------------------------
     def save_checkpoint(self, prefix, epoch, save_optimizer_states=False, remove_amp_cast=True):
