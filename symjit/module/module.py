@@ -99,8 +99,17 @@ class BaseModule:
             outputs = [out[0:out.shape[0] - pad] for out in self.get_outputs()]
             yield outputs, nbatch, batch
 
-    def predict(self, eval_data, num_batch=None, merge_batches=True, reset=True, always_output_list=False):
+    def predict(self, eval_data, num_batch=None, merge_batches=True, reset=True, always_output_list=False,
+                sparse_row_id_fn=None):
+        """Outputs over `eval_data`: a DataIter (merged over batches unless told otherwise), or one
+        NDArray / numpy array taken as a single batch (its first output is returned)."""
         from .. import ndarray as nd
+        from ..io import DataBatch
+        if isinstance(eval_data, (nd.NDArray, np.ndarray)):
+            if isinstance(eval_data, np.ndarray):
+                eval_data = nd.array(eval_data)
+            self.forward(DataBatch([eval_data]))
+            return self.get_outputs()[0]
         outputs = [[o.copy() for o in outs] for outs, _, _ in self.iter_predict(eval_data, num_batch, reset)]
         if not outputs:
             return []
