@@ -45,6 +45,9 @@ from . import rnn  # noqa: F401
 from . import callback  # noqa: F401
 from . import contrib  # noqa: F401
 from . import gluon  # noqa: F401
+from .gluon.cached_op import NDArrayCachedOp as _NDArrayCachedOp  # noqa: E402
+
+ndarray.CachedOp = _NDArrayCachedOp   # MXNet's mx.nd.CachedOp (a Symbol run as one imperative op)
 from . import kvstore  # noqa: F401
 from . import kvstore as kv  # noqa: F401
 from . import distributed  # noqa: F401

@@ -922,6 +922,67 @@ class SliceChannel(_ShapeOp):
         return [F.Concat(*ograds, dim=attrs["axis"], num_args=n)]
 
 
+@register("_split_v2")
+class SplitV2(_ShapeOp):
+    """Split `data` along `axis` at `indices` (ascending, starting with 0; the last piece runs to
+    the end) into len(indices) pieces — or into `sections` equal pieces when sections > 0.
+    `squeeze_axis` drops the axis (every piece must then have size 1 along it)."""
+    params = {"indices": Param(Shape), "axis": Param(Int, 1), "squeeze_axis": Param(Bool, False),
+              "sections": Param(Int, 0)}
+
+    def num_outputs(self, attrs):
+        n = attrs["sections"] if attrs["sections"] > 0 else len(attrs["indices"])
+        if n < 1:
+            raise _err(self.name, "needs at least one section or index")
+        return n
+
+    def output_names(self, attrs):
+        return [f"output{i}" for i in range(self.num_outputs(attrs))]
+
+    def _bounds(self, attrs, size: int) -> list[tuple[int, int]]:
+        n = self.num_outputs(attrs)
+        if attrs["sections"] > 0:
+            if size % n:
+                raise _err(self.name, f"cannot split an axis of size {size} into {n} equal sections")
+            starts = [i * (size // n) for i in range(n)]
+        else:
+            starts = list(attrs["indices"])
+            if starts[0] != 0 or any(b < a for a, b in zip(starts, starts[1:])) or starts[-1] > size:
+                raise _err(self.name, f"indices must start at 0, ascend and stay within the axis size "
+                                      f"{size}, got {tuple(starts)}")
+        bounds = list(zip(starts, starts[1:] + [size]))
+        if attrs["squeeze_axis"] and any(e - b != 1 for b, e in bounds):
+            raise _err(self.name, "squeeze_axis=True needs every piece to have size 1 along the axis")
+        return bounds
+
+    def infer_shape(self, attrs, in_shapes):
+        (d,) = in_shapes
+        n = self.num_outputs(attrs)
+        if d is None:
+            return [None], [None] * n
+        a = _axis(self.name, attrs["axis"], len(d))
+        if not d[a]:
+            return [tuple(d)], [None] * n
+        outs = []
+        for b, e in self._bounds(attrs, d[a]):
+            piece = tuple(d[:a]) + ((e - b,) if not attrs["squeeze_axis"] else ()) + tuple(d[a + 1:])
+            outs.append(piece)
+        return [tuple(d)], outs
+
+    def compute(self, attrs, inputs, ctx):
+        x = inputs[0]
+        a = _axis(self.name, attrs["axis"], x.ndim)
+        outs = []
+        for b, e in self._bounds(attrs, x.shape[a]):
+            piece = np.take(x, np.arange(b, e), axis=a)
+            outs.append(_fresh(np.squeeze(piece, axis=a) if attrs["squeeze_axis"] else piece))
+        return outs
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        parts = [F.expand_dims(g, axis=attrs["axis"]) for g in ograds] if attrs["squeeze_axis"] else list(ograds)
+        return [F.Concat(*parts, dim=attrs["axis"], num_args=len(parts))]
+
+
 # --------------------------------------------------------------------------------------
 # Slicing
 # --------------------------------------------------------------------------------------
@@ -1252,7 +1313,7 @@ def _pick_positions(op: str, attrs, d: tuple, index: np.ndarray) -> tuple[int, n
     return a, j.reshape(kept)
 
 
-@register("pick")
+@register("pick", aliases=("choose_element_0index",))
 class Pick(_ShapeOp):
     """out[i..., k...] = data[i..., index[i..., k...], k...] along `axis` (keepdims keeps it as
     size 1); out-of-range indices are clipped or wrapped per `mode`."""

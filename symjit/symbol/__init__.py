@@ -112,6 +112,13 @@ def arange(start, stop=None, step=1.0, repeat=1, name=None, dtype=None, **kwargs
                                                 dtype=dtype or "float32", **kwargs), name=name)
 
 
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False, name=None) -> Symbol:
+    """Split along `axis` into equal parts (an int) or at the given indices (a tuple)."""
+    from ..ndarray import split_v2_attrs
+    return create_op_symbol("_split_v2", [ary], split_v2_attrs(None, indices_or_sections, axis, squeeze_axis),
+                            name=name, hint="split_v2")
+
+
 def load_json_file(fname: str) -> Symbol:
     try:
         with open(fname) as f:

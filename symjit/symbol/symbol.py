@@ -361,6 +361,11 @@ class Symbol:
         method.__name__ = name
         return method
 
+    def split_v2(self, indices_or_sections, axis=0, squeeze_axis=False) -> "Symbol":
+        """`sym.split_v2(self, ...)`."""
+        from . import split_v2
+        return split_v2(self, indices_or_sections, axis, squeeze_axis)
+
     def _gen_atomic_symbol(self) -> "Symbol":
         """A symbol of the head node's op and attributes alone (its inputs new variables)."""
         heads = list({id(n): n for n, _ in self._outputs}.values())
