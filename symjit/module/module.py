@@ -43,6 +43,16 @@ def _check_input_names(symbol, names, typename, throw):
         logging.warning(msg)
 
 
+def _checked_names(symbol, data_names, label_names, state_names, fixed_param_names):
+    """The four name lists as lists (None: empty), checked against the symbol's arguments
+    (unknown data, state and fixed names raise ValueError, unknown labels only warn)."""
+    lists = [list(n) if n is not None else [] for n in (data_names, label_names, state_names,
+                                                         fixed_param_names)]
+    for names, kind, throw in zip(lists, ("data", "label", "state", "fixed_param"), (True, False, True, True)):
+        _check_input_names(symbol, names, kind, throw)
+    return lists
+
+
 def _parse_shapes(shapes):
     if shapes is None:
         return []
@@ -174,14 +184,8 @@ class Module(BaseModule):
             if not isinstance(c, Context):
                 raise MXNetError(f"Module: context must be a Context or a list of them, got {c!r}")
         self._symbol = symbol
-        data_names = list(data_names) if data_names is not None else []
-        label_names = list(label_names) if label_names is not None else []
-        state_names = list(state_names) if state_names is not None else []
-        fixed_param_names = list(fixed_param_names) if fixed_param_names is not None else []
-        _check_input_names(symbol, data_names, "data", True)
-        _check_input_names(symbol, label_names, "label", False)
-        _check_input_names(symbol, state_names, "state", True)
-        _check_input_names(symbol, fixed_param_names, "fixed_param", True)
+        data_names, label_names, state_names, fixed_param_names = _checked_names(
+            symbol, data_names, label_names, state_names, fixed_param_names)
         arg_names = symbol.list_arguments()
         input_names = data_names + label_names + state_names
         self._param_names = [x for x in arg_names if x not in input_names]

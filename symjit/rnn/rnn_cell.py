@@ -153,6 +153,14 @@ class BaseRNNCell:
         outputs, _ = _normalize_sequence(length, outputs, layout, merge_outputs)
         return outputs, states
 
+    def _get_fc_params(self, i2h_bias_init=None):
+        """The input-to-hidden and hidden-to-hidden weights and biases (MXNet's names)."""
+        self._iW = self.params.get("i2h_weight")
+        self._hW = self.params.get("h2h_weight")
+        self._iB = (self.params.get("i2h_bias") if i2h_bias_init is None
+                    else self.params.get("i2h_bias", init=i2h_bias_init))
+        self._hB = self.params.get("h2h_bias")
+
     def _get_activation(self, inputs, activation, **kwargs):
         if isinstance(activation, str):
             return symbol.Activation(inputs, act_type=activation, **kwargs)
@@ -166,10 +174,7 @@ class RNNCell(BaseRNNCell):
         super().__init__(prefix=prefix, params=params)
         self._num_hidden = num_hidden
         self._activation = activation
-        self._iW = self.params.get("i2h_weight")
-        self._iB = self.params.get("i2h_bias")
-        self._hW = self.params.get("h2h_weight")
-        self._hB = self.params.get("h2h_bias")
+        self._get_fc_params()
 
     @property
     def state_info(self):
@@ -196,10 +201,7 @@ class LSTMCell(BaseRNNCell):
     def __init__(self, num_hidden, prefix="lstm_", params=None, forget_bias=1.0):
         super().__init__(prefix=prefix, params=params)
         self._num_hidden = num_hidden
-        self._iW = self.params.get("i2h_weight")
-        self._hW = self.params.get("h2h_weight")
-        self._iB = self.params.get("i2h_bias", init=init.LSTMBias(forget_bias=forget_bias))
-        self._hB = self.params.get("h2h_bias")
+        self._get_fc_params(init.LSTMBias(forget_bias=forget_bias))
 
     @property
     def state_info(self):
@@ -234,10 +236,7 @@ class GRUCell(BaseRNNCell):
     def __init__(self, num_hidden, prefix="gru_", params=None):
         super().__init__(prefix=prefix, params=params)
         self._num_hidden = num_hidden
-        self._iW = self.params.get("i2h_weight")
-        self._iB = self.params.get("i2h_bias")
-        self._hW = self.params.get("h2h_weight")
-        self._hB = self.params.get("h2h_bias")
+        self._get_fc_params()
 
     @property
     def state_info(self):
