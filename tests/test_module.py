@@ -140,3 +140,17 @@ def test_module_set_params_missing_and_extra():
     mod.set_params(dict(good, other=nd.ones(1)), {}, allow_extra=True)
     # predict takes a single array as one batch
     np.testing.assert_allclose(mod.predict(np.ones((4, 2))).asnumpy(), 2 * np.ones((4, 3)))
+
+
+def test_multi_device_slices_follow_the_layouts_batch_axis():
+    # layout 'TNC': the batch axis is 1, for the inputs (DataDesc layout) and outputs (__layout__)
+    sym = mx.sym.Activation(mx.sym.Variable("data"), act_type="relu", __layout__="TNC")
+    mod = mx.mod.Module(sym, ("data",), None, context=[mx.cpu(0), mx.cpu(1)])
+    mod.bind(data_shapes=[mx.io.DataDesc("data", (3, 8, 7), layout="TNC")], inputs_need_grad=True)
+    mod.init_params()
+    x = np.random.default_rng(0).standard_normal((3, 8, 7)).astype(np.float32)
+    mod.forward(mx.io.DataBatch([nd.array(x)]), is_train=True)
+    assert [ex.arg_dict["data"].shape for ex in mod._execs] == [(3, 4, 7), (3, 4, 7)]
+    np.testing.assert_array_equal(mod.get_outputs()[0].asnumpy(), np.maximum(x, 0))
+    mod.backward([nd.ones((3, 8, 7))])
+    np.testing.assert_array_equal(mod.get_input_grads()[0].asnumpy(), (x > 0).astype(np.float32))
