@@ -37,6 +37,7 @@ from .. import symbol as _sym
 from ..base import MXNetError
 from ..context import Context, cpu
 from ..ndarray import NDArray
+from ..ndarray.ndarray import _STORAGE_TYPE_STR_TO_ID
 from ..symbol import Symbol
 from ..symbol.naming import NameManager, Prefix
 from .cached_op import CachedOp
@@ -945,6 +946,10 @@ class SymbolBlock(HybridBlock):
         syms, self._in_format = _flatten(inputs, "input")
         out, self._out_format = _flatten(outputs, "output")
         out = _sym.Group(out)
+        for j in out.get_internals():   # MXNet: SymbolBlocks take no row_sparse Parameters
+            if j.attr("__storage_type__") == str(_STORAGE_TYPE_STR_TO_ID["row_sparse"]):
+                raise ParameterAssertionError(f"SymbolBlock doesn't support Parameter '{j.name}' because "
+                                              "its storage type is 'row_sparse'.")
         input_names = set()
         for i in syms:
             if not isinstance(i, Symbol) or len(i.list_outputs()) != 1 or i.list_arguments() != [i.name]:

@@ -340,3 +340,10 @@ def test_hybrid_block_input_checks_raise_value_error_as_mxnet():
     assert net(mx.nd.ones((2,)), None).asnumpy().tolist() == [1, 1]
     with pytest.raises(ValueError):
         net(mx.nd.ones((2,)), mx.nd.ones((2,)))
+
+
+def test_symbol_block_refuses_row_sparse_parameters():
+    data = mx.sym.var("data")
+    out = mx.sym.dot(data, mx.sym.var("weight", stype="row_sparse"))
+    with pytest.raises(AssertionError, match="row_sparse"):
+        gluon.SymbolBlock(out, data)
