@@ -271,21 +271,8 @@ def _cells_begin_state(cells, **kwargs):
     return sum([c.begin_state(**kwargs) for c in cells], [])
 
 
-class SequentialRNNCell(BaseRNNCell):
-    """A stack of cells: each step feeds one cell's output to the next."""
-
-    def __init__(self, params=None):
-        super().__init__(prefix="", params=params)
-        self._override_cell_params = params is not None
-        self._cells = []
-
-    def add(self, cell):
-        self._cells.append(cell)
-        if self._override_cell_params:
-            if not cell._own_params:
-                raise MXNetError("Either specify params for SequentialRNNCell or child cells, not both.")
-            cell.params._params.update(self.params._params)
-        self.params._params.update(cell.params._params)
+class _ContainerCell(BaseRNNCell):
+    """A cell made of the cells in `_cells`: their states, in order, and their weights."""
 
     @property
     def state_info(self):
@@ -305,6 +292,24 @@ class SequentialRNNCell(BaseRNNCell):
         for cell in self._cells:
             args = cell.pack_weights(args)
         return args
+
+
+class SequentialRNNCell(_ContainerCell):
+    """A stack of cells: each step feeds one cell's output to the next."""
+
+    def __init__(self, params=None):
+        super().__init__(prefix="", params=params)
+        self._override_cell_params = params is not None
+        self._cells = []
+
+    def add(self, cell):
+        self._cells.append(cell)
+        if self._override_cell_params:
+            if not cell._own_params:
+                raise MXNetError("Either specify params for SequentialRNNCell or child cells, not both.")
+            cell.params._params.update(self.params._params)
+        self.params._params.update(cell.params._params)
+
 
     def __call__(self, inputs, states):
         self._counter += 1
@@ -455,7 +460,7 @@ class ResidualCell(ModifierCell):
         return outputs, states
 
 
-class BidirectionalCell(BaseRNNCell):
+class BidirectionalCell(_ContainerCell):
     """Runs `l_cell` forward and `r_cell` backward in time; outputs concatenated."""
 
     def __init__(self, l_cell, r_cell, params=None, output_prefix="bi_"):
@@ -471,27 +476,8 @@ class BidirectionalCell(BaseRNNCell):
         self.params._params.update(r_cell.params._params)
         self._cells = [l_cell, r_cell]
 
-    def unpack_weights(self, args):
-        for cell in self._cells:
-            args = cell.unpack_weights(args)
-        return args
-
-    def pack_weights(self, args):
-        for cell in self._cells:
-            args = cell.pack_weights(args)
-        return args
-
     def __call__(self, inputs, states):
         raise NotImplementedError("Bidirectional cannot be stepped. Please use unroll")
-
-    @property
-    def state_info(self):
-        return _cells_state_info(self._cells)
-
-    def begin_state(self, **kwargs):
-        if self._modified:
-            raise MXNetError("After applying modifier cells the base cell cannot be called directly.")
-        return _cells_begin_state(self._cells, **kwargs)
 
     def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None):
         self.reset()

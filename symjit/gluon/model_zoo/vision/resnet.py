@@ -127,6 +127,18 @@ class BottleneckV2(HybridBlock):
         return x + residual
 
 
+def _add_stem(features, channels, thumbnail):
+    """The entry layers: a 3x3 convolution for small images (thumbnail), else a 7x7 stride-2
+    convolution, batch norm, relu and 3x3 stride-2 max pooling."""
+    if thumbnail:
+        features.add(_conv3x3(channels, 1, 0))
+    else:
+        features.add(nn.Conv2D(channels, 7, 2, 3, use_bias=False))
+        features.add(nn.BatchNorm())
+        features.add(nn.Activation("relu"))
+        features.add(nn.MaxPool2D(3, 2, 1))
+
+
 class ResNetV1(HybridBlock):
     """ResNet V1: `layers[i]` blocks of `channels[i+1]` channels per stage; `thumbnail` uses a
     3x3 entry convolution (small images) instead of 7x7 + max pooling."""
@@ -136,13 +148,7 @@ class ResNetV1(HybridBlock):
         assert len(layers) == len(channels) - 1
         with self.name_scope():
             self.features = nn.HybridSequential(prefix="")
-            if thumbnail:
-                self.features.add(_conv3x3(channels[0], 1, 0))
-            else:
-                self.features.add(nn.Conv2D(channels[0], 7, 2, 3, use_bias=False))
-                self.features.add(nn.BatchNorm())
-                self.features.add(nn.Activation("relu"))
-                self.features.add(nn.MaxPool2D(3, 2, 1))
+            _add_stem(self.features, channels[0], thumbnail)
             for i, num_layer in enumerate(layers):
                 stride = 1 if i == 0 else 2
                 self.features.add(self._make_layer(block, num_layer, channels[i + 1], stride, i + 1,
@@ -172,13 +178,7 @@ class ResNetV2(HybridBlock):
         with self.name_scope():
             self.features = nn.HybridSequential(prefix="")
             self.features.add(nn.BatchNorm(scale=False, center=False))
-            if thumbnail:
-                self.features.add(_conv3x3(channels[0], 1, 0))
-            else:
-                self.features.add(nn.Conv2D(channels[0], 7, 2, 3, use_bias=False))
-                self.features.add(nn.BatchNorm())
-                self.features.add(nn.Activation("relu"))
-                self.features.add(nn.MaxPool2D(3, 2, 1))
+            _add_stem(self.features, channels[0], thumbnail)
             in_channels = channels[0]
             for i, num_layer in enumerate(layers):
                 stride = 1 if i == 0 else 2
