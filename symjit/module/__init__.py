@@ -1,2 +1,3 @@
 """symjit.module (`mx.mod`): the MXNet 1.x Module API over symjit executors."""
 from .module import BaseModule, Module, load_checkpoint, save_checkpoint  # noqa: F401
+from .bucketing_module import BucketingModule  # noqa: F401

@@ -51,18 +51,27 @@ def split_batch(batch_size: int, workload: Sequence[float]) -> list[slice]:
     return out
 
 
-def _merge(blocks) -> list:
-    """One array per block: a block's per-context arrays concatenated along the batch axis on
-    the first context (a single array is returned as is)."""
+def _merge(blocks, axes=None) -> list:
+    """One array per block: a block's per-context arrays concatenated along its batch axis
+    (`axes[k]`, default 0) on the first context (a single array is returned as is)."""
     from .. import ndarray as nd
     merged = []
-    for block in blocks:
+    for k, block in enumerate(blocks):
         if len(block) == 1:
             merged.append(block[0])
         else:
             ctx = block[0].context
-            merged.append(nd.concatenate([a.as_in_context(ctx) for a in block]))
+            axis = axes[k] if axes is not None and axes[k] >= 0 else 0
+            merged.append(nd.concatenate([a.as_in_context(ctx) for a in block], axis=axis))
     return merged
+
+
+def _take_slice(arr, sl, axis):
+    """arr[..., sl, ...] along `axis` (a batch slice of an input or output gradient)."""
+    if axis <= 0:
+        return arr[sl]
+    from .. import ndarray as nd
+    return nd.slice_axis(arr, axis=axis, begin=sl.start, end=sl.stop)
 
 
 class DataParallelExecutorGroup:
@@ -243,11 +252,28 @@ class DataParallelExecutorGroup:
             aux_params[name][:] = sum(w.asnumpy().astype(np.float64) for w in block) / len(block)
 
     # ---- execution --------------------------------------------------------------------------------
+    def _batch_axes(self):
+        """name -> batch axis of every data and label input (from its DataDesc layout)."""
+        return {d.name: DataDesc.get_batch_axis(getattr(d, "layout", None))
+                for d in self.data_shapes + (self.label_shapes or [])}
+
+    def _output_axes(self):
+        """Batch axis of each output (its `__layout__` attribute, as MXNet's output_layouts)."""
+        axes = []
+        for name in self.symbol.list_outputs():
+            try:
+                layout = self.symbol[name].attr("__layout__")
+            except Exception:   # noqa: BLE001 - an output without attributes: batch-major
+                layout = None
+            axes.append(DataDesc.get_batch_axis(layout))
+        return axes
+
     def _split(self, arrays, names):
         per_ctx = [dict() for _ in self.execs]
+        axes = self._batch_axes()
         for name, arr in zip(names, arrays):
             for i, sl in enumerate(self.slices):
-                per_ctx[i][name] = arr[sl] if len(self.execs) > 1 else arr
+                per_ctx[i][name] = _take_slice(arr, sl, axes.get(name, 0)) if len(self.execs) > 1 else arr
         return per_ctx
 
     def forward(self, data_batch, is_train=None):
@@ -270,8 +296,10 @@ class DataParallelExecutorGroup:
         for i, ex in enumerate(self.execs):
             og = None
             if out_grads is not None:
-                og = [g[self.slices[i]] if len(self.execs) > 1 else g
-                      for g in (out_grads if isinstance(out_grads, (list, tuple)) else [out_grads])]
+                grads = out_grads if isinstance(out_grads, (list, tuple)) else [out_grads]
+                axes = self._output_axes()
+                og = [_take_slice(g, self.slices[i], axes[k] if k < len(axes) else 0) if len(self.execs) > 1
+                      else g for k, g in enumerate(grads)]
             ex.backward(og)
 
     def get_output_shapes(self):
@@ -290,7 +318,7 @@ class DataParallelExecutorGroup:
         output with one array per context."""
         end = len(self.execs[0].outputs) if end is None else end
         per = [[ex.outputs[i] for ex in self.execs] for i in range(begin, end)]
-        return _merge(per) if merge_multi_context else per
+        return _merge(per, self._output_axes()[begin:end]) if merge_multi_context else per
 
     def get_states(self, merge_multi_context=True):
         """The state inputs' arrays (merged over the contexts by default)."""
@@ -309,7 +337,9 @@ class DataParallelExecutorGroup:
         """Gradients of the data inputs (needs inputs_need_grad=True)."""
         if not self.inputs_need_grad:
             raise MXNetError("get_input_grads: bind with inputs_need_grad=True")
-        return _merge(self.input_grad_arrays) if merge_multi_context else self.input_grad_arrays
+        axes = self._batch_axes()
+        return (_merge(self.input_grad_arrays, [axes.get(d.name, 0) for d in self.data_shapes])
+                if merge_multi_context else self.input_grad_arrays)
 
     def update_metric(self, eval_metric, labels, pre_sliced=False):
         """Update `eval_metric` with each context's outputs and its slice of `labels`."""
