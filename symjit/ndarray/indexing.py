@@ -76,9 +76,10 @@ def _recorded_getitem(x: NDArray, key) -> NDArray:
 
 def setitem(x: NDArray, key, value) -> None:
     from .. import autograd
-    if autograd.is_recording() and x._ag is not None:
-        raise MXNetError("in-place assignment to an array that is part of a recorded graph is not "
-                         "supported while recording")
+    whole = key is None or key is Ellipsis   # `x[None] = v` / `x[...] = v` copy the whole array
+    if autograd.is_recording() and (x._ag is not None or not whole):
+        raise MXNetError("Inplace operations (+=, -=, x[:]=, etc) are not supported when recording with "
+                         "autograd: in-place assignment into part of an array cannot be differentiated")
     if isinstance(value, NDArray):
         v = value._data
     elif isinstance(value, (numbers.Number, np.generic, np.ndarray, list, tuple)):
@@ -88,9 +89,9 @@ def setitem(x: NDArray, key, value) -> None:
     nkey = _np_key(key)
     try:
         target_shape = x._data[nkey].shape
-        if v.ndim and v.size == int(np.prod(target_shape)) and v.shape != target_shape:
+        if v.size == int(np.prod(target_shape)) and v.shape != target_shape:
             try:
-                np.broadcast_shapes(v.shape, target_shape)
+                np.broadcast_to(v, target_shape)
             except ValueError:
                 v = v.reshape(target_shape)
         x._data[nkey] = v

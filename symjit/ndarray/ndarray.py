@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..base import MXNetError, canonical_dtype, mx_real_t
+from ..base import MXNetError, MXNetTypeError, MXNetValueError, canonical_dtype, mx_real_t
 from ..context import Context, current_context
 from ..ops.registry import ComputeContext, Emitter, get_op
 from ..ops.optimizer_ops import Update
@@ -23,6 +23,13 @@ from .fastpath import try_compiled_elementwise
 
 __all__ = ["NDArray", "invoke", "array", "empty", "zeros", "ones", "full", "arange", "linspace", "eye",
            "concatenate", "waitall", "from_numpy", "eager_emitter"]
+
+#: Python's slice type under the name MXNet's ndarray module gives it (`slice` is an operator there).
+py_slice = slice
+
+#: Storage type names and MXNet's numeric ids for them.
+_STORAGE_TYPE_STR_TO_ID = {"undefined": -1, "default": 0, "row_sparse": 1, "csr": 2}
+_STORAGE_TYPE_ID_TO_STR = {v: k for k, v in _STORAGE_TYPE_STR_TO_ID.items()}
 
 
 def _check_ctx(ctx: Context) -> Context:
@@ -43,6 +50,10 @@ class NDArray:
 
     __slots__ = ("_data", "_ctx", "_grad", "_grad_req", "_ag", "_fresh_grad", "__weakref__")
     __array_priority__ = 1000.0
+
+    def __array__(self, dtype=None, copy=None):
+        """numpy's view of the values (numpy functions such as np.all accept NDArrays)."""
+        return self.asnumpy() if dtype is None else self.asnumpy().astype(dtype)
 
     def __init__(self, data: np.ndarray, ctx: Context | None = None):
         self._data = data
@@ -166,6 +177,28 @@ class NDArray:
     def __reduce__(self):
         return (_rebuild, (self.asnumpy(), str(self._ctx)))
 
+    def to_dlpack_for_read(self):
+        """A DLPack capsule over this array's memory (for reading; the capsule keeps it alive)."""
+        return self._data.__dlpack__()
+
+    def to_dlpack_for_write(self):
+        """A DLPack capsule over this array's memory (writes through it change this array)."""
+        return self._data.__dlpack__()
+
+    def __getstate__(self) -> dict:
+        """MXNet's state: {'handle': the array in the NDArray file layout}."""
+        from .serialization import array_to_bytes
+        return {"handle": bytearray(array_to_bytes(self))}
+
+    def __setstate__(self, state) -> None:
+        """Restore from `__getstate__`'s dict (also MXNet's, GPU-saved arrays load on the CPU)."""
+        from .serialization import array_from_bytes
+        handle = state.get("handle") if isinstance(state, dict) else None
+        if handle is None:
+            raise MXNetError("NDArray.__setstate__: expected a dict with a 'handle' entry")
+        loaded = array_from_bytes(handle)
+        self.__init__(loaded._data, loaded.context)
+
     # ---- autograd -------------------------------------------------------------------
     def attach_grad(self, grad_req: str = "write", stype=None) -> None:
         """Allocate a gradient buffer and mark this array as a variable for autograd."""
@@ -190,12 +223,45 @@ class NDArray:
         attrs = {"shape": tuple(shape), "reverse": kwargs.pop("reverse", False)}
         if kwargs:
             raise MXNetError(f"reshape: unexpected arguments {sorted(kwargs)}")
+        return self._shape_view("Reshape", attrs)
+
+    def _shape_view(self, op_name: str, attrs: dict) -> "NDArray":
+        """The result of shape-only op `op_name` as a view sharing this array's memory (through
+        the op itself while autograd records, so gradients flow)."""
         from .. import autograd
         if autograd.is_recording() and self._ag is not None:
-            return invoke("Reshape", [self], attrs)
-        op = get_op("Reshape")
+            return invoke(op_name, [self], attrs)
+        op = get_op(op_name)
         _, (new_shape,) = op.infer_shape(op.parse(attrs), [self.shape])
         return NDArray(self._data.reshape(new_shape), self._ctx)
+
+    @staticmethod
+    def _basic_indexing_slice_is_contiguous(slc_key, shape) -> bool:
+        """Whether basic indexing of a C-contiguous array of `shape` by the tuple of slices
+        `slc_key` gives a C-contiguous view (decided from the view's strides, without data)."""
+        dummy = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape=tuple(shape),
+                                                strides=tuple(np.cumprod((1,) + tuple(shape[:0:-1]))[::-1]),
+                                                writeable=False)
+        return bool(dummy[tuple(slc_key)].flags.c_contiguous)
+
+    def split_v2(self, indices_or_sections, axis=0, squeeze_axis=False):
+        """`nd.split_v2(self, ...)`."""
+        from . import split_v2
+        return split_v2(self, indices_or_sections, axis, squeeze_axis)
+
+    def flatten(self, inplace: bool = False) -> "NDArray":
+        """Collapse every axis after the first; inplace=True returns a view sharing memory."""
+        return self._shape_view("Flatten", {}) if inplace else invoke("Flatten", [self], {})
+
+    def squeeze(self, axis=None, inplace: bool = False) -> "NDArray":
+        """Remove size-1 axes (all, or `axis`); inplace=True returns a view sharing memory."""
+        attrs = {"axis": axis}
+        return self._shape_view("squeeze", attrs) if inplace else invoke("squeeze", [self], attrs)
+
+    def expand_dims(self, axis, inplace: bool = False) -> "NDArray":
+        """Insert a size-1 axis at `axis`; inplace=True returns a view sharing memory."""
+        attrs = {"axis": axis}
+        return self._shape_view("expand_dims", attrs) if inplace else invoke("expand_dims", [self], attrs)
 
     def reshape_like(self, other: "NDArray") -> "NDArray":
         return self.reshape(other.shape)
@@ -394,9 +460,62 @@ def eager_emitter() -> Emitter:
 # Creation
 # --------------------------------------------------------------------------------------------
 
-def from_numpy(a: np.ndarray, zero_copy: bool = False, ctx: Context | None = None) -> NDArray:
-    data = a if zero_copy else np.array(a, copy=True)
-    return NDArray(np.ascontiguousarray(data), _check_ctx(ctx))
+def from_numpy(a: np.ndarray, zero_copy: bool = True, ctx: Context | None = None) -> NDArray:
+    """An NDArray over numpy array `a`. zero_copy (MXNet's default): the NDArray uses a's memory
+    and `a` becomes read-only (writes go through the NDArray); `a` must be C-contiguous
+    (ValueError otherwise). zero_copy=False copies."""
+    if not isinstance(a, np.ndarray):
+        raise MXNetTypeError(f"from_numpy: expected a numpy.ndarray, got {type(a).__name__}")
+    if not zero_copy:
+        return NDArray(np.array(a, copy=True, order="C"), _check_ctx(ctx))
+    if not a.flags["C_CONTIGUOUS"]:
+        raise MXNetValueError("from_numpy: zero_copy needs a C-contiguous numpy array; "
+                              "use np.ascontiguousarray or zero_copy=False")
+    # our own writable array over a's memory (through a buffer, so a's read-only flag set
+    # next does not reach it)
+    data = np.ndarray(a.shape, a.dtype, buffer=a.data) if a.size else np.empty(a.shape, a.dtype)
+    a.flags.writeable = False
+    return NDArray(data, _check_ctx(ctx))
+
+
+class _DLPackCapsule:
+    """A producer object around a raw DLPack capsule (numpy's from_dlpack takes producers)."""
+
+    def __init__(self, capsule):
+        self._capsule = capsule
+
+    def __dlpack__(self, *args, **kwargs):
+        if kwargs.get("max_version") is not None or args:
+            raise TypeError("a legacy (unversioned) DLPack capsule")   # numpy then asks plainly
+        return self._capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)   # kDLCPU
+
+
+def from_dlpack(dlpack) -> NDArray:
+    """An NDArray with the values of a DLPack capsule (MXNet's to_dlpack_for_* output, or any
+    CPU producer's) or of an object with `__dlpack__`. The memory is shared when numpy imports
+    it writable; a tensor numpy marks read-only (legacy capsules) is copied, since NDArrays are
+    writable."""
+    producer = dlpack if hasattr(dlpack, "__dlpack__") else _DLPackCapsule(dlpack)
+    try:
+        data = np.from_dlpack(producer)
+    except (TypeError, ValueError, BufferError, RuntimeError) as e:
+        raise MXNetError(f"from_dlpack: cannot import the tensor: {e}") from None
+    if not data.flags.writeable:
+        data = np.array(data, copy=True, order="C")
+    return NDArray(data, current_context())
+
+
+def to_dlpack_for_read(data: NDArray):
+    """`data.to_dlpack_for_read()`."""
+    return data.to_dlpack_for_read()
+
+
+def to_dlpack_for_write(data: NDArray):
+    """`data.to_dlpack_for_write()`."""
+    return data.to_dlpack_for_write()
 
 
 def array(source_array, ctx: Context | None = None, dtype=None) -> NDArray:
@@ -414,10 +533,7 @@ def array(source_array, ctx: Context | None = None, dtype=None) -> NDArray:
             raise MXNetError(f"array: cannot convert {type(source_array).__name__} to an array: {e}") from None
         if data.dtype == object:
             raise MXNetError("array: cannot convert a ragged or non-numeric sequence to an array")
-    data = np.array(data, dtype=dt, copy=True)
-    if data.ndim == 0:
-        data = data.reshape(1)
-    return NDArray(np.ascontiguousarray(data), ctx)
+    return NDArray(np.array(data, dtype=dt, copy=True, order="C"), ctx)   # 0-d stays 0-d
 
 
 def _shape(shape) -> tuple:
@@ -436,24 +552,30 @@ def empty(shape, ctx: Context | None = None, dtype=None, stype=None) -> NDArray:
     return NDArray(np.empty(_shape(shape), dtype=canonical_dtype(dtype)), _check_ctx(ctx))
 
 
-def zeros(shape, ctx: Context | None = None, dtype=None, stype=None, **kwargs) -> NDArray:
+def _filled(shape, value, ctx, dtype, out) -> NDArray:
+    """An array of `shape` filled with `value`, or `out` filled with it (shapes must agree)."""
+    if out is not None:
+        if tuple(out.shape) != _shape(shape):
+            raise MXNetValueError(f"out= has shape {tuple(out.shape)}, expected {_shape(shape)}")
+        out._data[...] = value
+        return out
+    return NDArray(np.full(_shape(shape), value, dtype=canonical_dtype(dtype)), _check_ctx(ctx))
+
+
+def zeros(shape, ctx: Context | None = None, dtype=None, stype=None, out=None, **kwargs) -> NDArray:
     """All zeros; `stype='csr'` / `'row_sparse'` give the sparse containers of `ndarray.sparse`."""
     if stype not in (None, "default"):
         from .sparse import zeros as sparse_zeros
         return sparse_zeros(stype, shape, ctx, dtype)
-    return NDArray(np.zeros(_shape(shape), dtype=canonical_dtype(dtype)), _check_ctx(ctx))
+    return _filled(shape, 0, ctx, dtype, out)
 
 
-def ones(shape, ctx: Context | None = None, dtype=None, **kwargs) -> NDArray:
-    return NDArray(np.ones(_shape(shape), dtype=canonical_dtype(dtype)), _check_ctx(ctx))
+def ones(shape, ctx: Context | None = None, dtype=None, out=None, **kwargs) -> NDArray:
+    return _filled(shape, 1, ctx, dtype, out)
 
 
 def full(shape, val, ctx: Context | None = None, dtype=None, out=None) -> NDArray:
-    data = np.full(_shape(shape), val, dtype=canonical_dtype(dtype))
-    if out is not None:
-        out._data[...] = data
-        return out
-    return NDArray(data, _check_ctx(ctx))
+    return _filled(shape, val, ctx, dtype, out)
 
 
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None) -> NDArray:

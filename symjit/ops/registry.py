@@ -37,8 +37,11 @@ OPS: dict[str, "Op"] = {}
 _PARSED: dict = {}
 _PARSED_MAX = 4096
 
+#: per-node training/placement attributes MXNet accepts on any op (stored as `key` and `__key__`)
+HIDDEN_ATTRS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage", "profiler_scope")
+
 #: attribute keys that frontends may attach to nodes and that no op schema declares
-FRONTEND_ATTRS = frozenset({"name", "ctx", "out", "attr", "__layout__"})
+FRONTEND_ATTRS = frozenset({"name", "ctx", "out", "attr", "__layout__", *HIDDEN_ATTRS})
 
 
 @dataclass
@@ -90,6 +93,9 @@ class Op:
     updates_aux: ClassVar[bool] = False       # compute returns new aux values after the outputs in training
     mutate_inputs: ClassVar[tuple] = ()       # inputs overwritten by the extra outputs (optimizer states)
     hidden: ClassVar[bool] = False            # internal op (e.g. `_backward_*`) not needing a frontend doc
+    #: input name -> initializer (MXNet's JSON form) that the variable a frontend creates for a
+    #: missing input carries as `__init__` (MXNet: PReLU's gamma starts at 0.25)
+    input_init: ClassVar[Mapping[str, str]] = {}
     doc: ClassVar[str] = ""
 
     # ---- attributes --------------------------------------------------------------
@@ -136,6 +142,13 @@ class Op:
     def infer_shape(self, attrs: Mapping, in_shapes: list) -> tuple[list, list]:
         """Return (input shapes, output shapes), filling what can be deduced."""
         raise MXNetError(f"{self.name}: shape inference is not defined")
+
+    def infer_shape_backward(self, attrs: Mapping, in_shapes: list, out_shapes: list) -> list:
+        """Input shapes completed from (partially) known output shapes, as MXNet's shape
+        functions also deduce inputs from outputs (a batch size known only downstream).
+        Partial shapes as in `infer_shape` (None unknown, 0 an unknown dim); the default
+        deduces nothing."""
+        return list(in_shapes)
 
     def infer_type(self, attrs: Mapping, in_types: list) -> tuple[list, list]:
         """Default: every input and output shares the first known dtype."""
@@ -280,6 +293,11 @@ class Elementwise(Op):
         for i, s in enumerate(in_shapes):
             merged = merge_shape(self.name, f"input {self.input_names(attrs)[i]!r}", merged, s)
         return [merged] * len(in_shapes), [merged]
+
+    def infer_shape_backward(self, attrs, in_shapes, out_shapes):
+        if self.broadcast or out_shapes[0] is None:
+            return list(in_shapes)
+        return [merge_shape(self.name, "the output", s, out_shapes[0]) for s in in_shapes]
 
     def infer_type(self, attrs, in_types):
         ins, _ = super().infer_type(attrs, in_types)

@@ -112,6 +112,13 @@ def arange(start, stop=None, step=1.0, repeat=1, name=None, dtype=None, **kwargs
                                                 dtype=dtype or "float32", **kwargs), name=name)
 
 
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False, name=None) -> Symbol:
+    """Split along `axis` into equal parts (an int) or at the given indices (a tuple)."""
+    from ..ndarray import split_v2_attrs
+    return create_op_symbol("_split_v2", [ary], split_v2_attrs(None, indices_or_sections, axis, squeeze_axis),
+                            name=name, hint="split_v2")
+
+
 def load_json_file(fname: str) -> Symbol:
     try:
         with open(fname) as f:
@@ -128,9 +135,10 @@ fromjson = load_json
 class _Namespace:
     """`mx.sym.contrib`, `mx.sym.linalg`, ...: registered ops named `<prefix>NAME`."""
 
-    def __init__(self, name: str, prefixes: tuple):
+    def __init__(self, name: str, prefixes: tuple, first_match: bool = False):
         self.__name__ = f"symjit.symbol.{name}"
         self._prefixes = prefixes
+        self._first_match = first_match   # else two matches dispatch on Symbol arguments
 
     def __getattr__(self, item: str):
         if item.startswith("__"):
@@ -138,7 +146,7 @@ class _Namespace:
         found = [f"{p}{item}" for p in self._prefixes if f"{p}{item}" in _REGISTERED]
         if not found:
             raise AttributeError(f"module {self.__name__!r} has no attribute {item!r}")
-        if len(found) == 1:
+        if len(found) == 1 or self._first_match:
             return op_function(found[0])
         scalar_form, symbol_form = op_function(found[0]), op_function(found[1])
 
@@ -167,5 +175,8 @@ def _populate() -> None:
 
 _populate()
 linalg = _Namespace("linalg", ("_linalg_",))
-sparse = _Namespace("sparse", ("_sparse_",))
+#: MXNet's mx.sym._internal: the ops whose registered names start with "_", by those names
+_internal = _Namespace("_internal", ("",), first_match=True)
+#: MXNet's mx.sym.sparse: the storage-aware ops (every op accepts sparse-declared inputs here)
+sparse = _Namespace("sparse", ("_sparse_", ""), first_match=True)
 from . import contrib, image, random  # noqa: E402,F401  (mx.sym.contrib / image / random)
