@@ -109,8 +109,9 @@ def _init_data(data, allow_empty, default_name):
         raise MXNetError("NDArrayIter: input must be an NDArray, numpy array, a list of them or a dict")
     out = []
     for k, v in data.items():
-        out.append((k, v if isinstance(v, NDArray) else array(np.asarray(v), dtype=np.asarray(v).dtype)))
-    return out
+        # as MXNet's `nd.array`: arrays that are not NDArrays become float32 NDArrays
+        out.append((k, v if isinstance(v, NDArray) else array(np.asarray(v), dtype=np.float32)))
+    return sorted(out, key=lambda kv: kv[0])   # MXNet orders the inputs by name
 
 
 class NDArrayIter(DataIter):
@@ -125,9 +126,10 @@ class NDArrayIter(DataIter):
             raise MXNetError(f"NDArrayIter: last_batch_handle must be pad, discard or roll_over, "
                              f"got {last_batch_handle!r}")
         self.num_data = self.data[0][1].shape[0]
-        for k, v in self.data + self.label:
-            if v.shape[0] != self.num_data:
-                raise MXNetError(f"NDArrayIter: {k} has {v.shape[0]} samples, expected {self.num_data}")
+        for k, v in self.data + self.label:   # MXNet batches every input by the data's sample count
+            if v.shape[0] < self.num_data:
+                raise MXNetError(f"NDArrayIter: {k} has {v.shape[0]} samples, expected at least "
+                                 f"{self.num_data} (the samples of {self.data[0][0]})")
         self.idx = np.arange(self.num_data)
         if shuffle:
             from . import random as _random

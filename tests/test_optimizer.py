@@ -418,3 +418,109 @@ def test_aggregated_update_over_mixed_dtypes_and_sizes():
     for a, b in zip(run(True), run(False)):
         assert a.dtype == b.dtype
         np.testing.assert_array_equal(a, b)
+
+
+# ---- MXNet 1.9.1 conformance: clipping order, multi-precision state, sparse, more optimizers ----
+
+def test_adam_clips_the_decayed_gradient():
+    # MXNet's adam_update clips rescale_grad * grad + wd * weight (not the raw gradient alone)
+    w, grads, got = _run(mx.optimizer.Adam(learning_rate=0.01, wd=0.5, clip_gradient=0.1, rescale_grad=0.7))
+    m, v = np.zeros_like(w), np.zeros_like(w)
+    for t, g in enumerate(grads, 1):
+        g = np.clip(0.7 * g + 0.5 * w, -0.1, 0.1)
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g * g
+        w = w - 0.01 * math.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) * m / (np.sqrt(v) + 1e-8)
+    np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+
+
+def test_sgd_multi_precision_state_is_momentum_then_master_weight():
+    opt = mx.optimizer.SGD(momentum=0.9, multi_precision=True, learning_rate=0.1)
+    w = nd.array(np.ones((3,)), dtype=np.float16)
+    mom, master = opt.create_state_multi_precision(0, w)
+    assert mom.dtype == np.float32 and master.dtype == np.float32
+    np.testing.assert_array_equal(master.asnumpy(), np.ones(3))
+    opt.update_multi_precision(0, w, nd.array(np.full(3, 2.0), dtype=np.float16), (mom, master))
+    np.testing.assert_allclose(mom.asnumpy(), -0.2 * np.ones(3), rtol=1e-6)
+    np.testing.assert_allclose(master.asnumpy(), 0.8 * np.ones(3), rtol=1e-6)
+    assert w.dtype == np.float16
+    # without momentum the state is (None, master)
+    assert mx.optimizer.SGD(multi_precision=True).create_state_multi_precision(0, w)[0] is None
+
+
+def test_set_learning_rate_with_a_scheduler_raises_user_warning():
+    o = mx.optimizer.Optimizer(lr_scheduler=mx.lr_scheduler.FactorScheduler(step=1), learning_rate=0.3)
+    with pytest.raises(UserWarning):
+        o.set_learning_rate(0.5)
+    with pytest.raises(MXNetError):
+        o.set_learning_rate(0.5)
+
+
+@pytest.mark.parametrize("lazy", [True, False])
+def test_sgd_row_sparse_gradient_lazy_and_standard(lazy):
+    w0 = RNG.standard_normal((4, 3)).astype(np.float32)
+    g = np.zeros((4, 3), np.float32)
+    g[1] = [1, 2, 3]
+    g[3] = [-1, 0.5, 2]
+    opt = mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, wd=0.01, lazy_update=lazy)
+    w = nd.array(w0).tostype("row_sparse")
+    state = opt.create_state_multi_precision(0, w)
+    opt.update_multi_precision(0, w, nd.array(g).tostype("row_sparse"), state)
+    assert w.stype == "row_sparse"
+    mom = -0.1 * (g + 0.01 * w0)
+    expect = w0 + mom
+    if lazy:   # rows the gradient does not store are left alone, momentum included
+        expect[[0, 2]] = w0[[0, 2]]
+        mom[[0, 2]] = 0
+    np.testing.assert_allclose(w.asnumpy(), expect, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(state.asnumpy(), mom, rtol=1e-5, atol=1e-6)
+
+
+def test_adamax_nadam_ftml_sgld_dcasgd_follow_mxnet_formulas():
+    w, grads, got = _run(mx.optimizer.Adamax(wd=0.01))
+    m, u = np.zeros_like(w), np.zeros_like(w)
+    for t, g in enumerate(grads, 1):
+        g = g + 0.01 * w
+        m = 0.9 * m + 0.1 * g
+        u = np.maximum(0.999 * u, np.abs(g))
+        w = w - 0.002 / (1 - 0.9 ** t) * m / u
+    np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+
+    w, grads, got = _run(mx.optimizer.Nadam())
+    m, v, sched = np.zeros_like(w), np.zeros_like(w), 1.0
+    for t, g in enumerate(grads, 1):
+        mt = 0.9 * (1 - 0.5 * 0.96 ** (t * 0.004))
+        mt1 = 0.9 * (1 - 0.5 * 0.96 ** ((t + 1) * 0.004))
+        sched *= mt
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g * g
+        mbar = (1 - mt) * g / (1 - sched) + mt1 * m / (1 - sched * mt1)
+        w = w - 0.001 * mbar / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8)
+    np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-6)
+
+    w, grads, got = _run(mx.optimizer.FTML(learning_rate=0.1))
+    d, v, z = np.zeros_like(w), np.zeros_like(w), np.zeros_like(w)
+    for t, g in enumerate(grads, 1):
+        v = 0.999 * v + 0.001 * g * g
+        d_t = (1 - 0.6 ** t) / 0.1 * (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8)
+        z = 0.6 * z + 0.4 * g - (d_t - 0.6 * d) * w
+        d = d_t
+        w = -z / d
+    np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-6)
+
+    w, grads, got = _run(mx.optimizer.DCASGD(learning_rate=0.1, lamda=0.5))
+    prev = w.copy()
+    for g in grads:
+        step = -0.1 * (g + 0.5 * g * g * (w - prev))
+        prev, w = w, w + step
+    np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+
+    # SGLD: half an SGD step plus N(0, lr) noise from mx.random (same seed, same noise)
+    w0 = np.ones((5,), np.float32)
+    mx.random.seed(11)
+    noise = nd.random.normal(0, math.sqrt(0.1), shape=(5,)).asnumpy()
+    w = nd.array(w0)
+    mx.random.seed(11)
+    mx.optimizer.SGLD(learning_rate=0.1).update(0, w, nd.array(np.full(5, 2.0)), None)
+    np.testing.assert_allclose(w.asnumpy(), w0 - 0.05 * 2.0 + noise, rtol=1e-5)
+    assert isinstance(mx.optimizer.create("nadam"), mx.optimizer.Nadam)

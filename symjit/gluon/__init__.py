@@ -8,3 +8,5 @@ from . import utils  # noqa: F401
 from .trainer import Trainer  # noqa: F401
 from . import data  # noqa: F401
 from . import rnn  # noqa: F401
+from . import model_zoo  # noqa: F401
+from . import contrib  # noqa: F401

@@ -137,14 +137,45 @@ def _flatten(args, inout_str):
     if args is None:
         return [None], -1
     if not isinstance(args, (list, tuple)):
-        raise ParameterAssertionError(f"HybridBlock {inout_str} must be (nested) list of Symbol or "
-                                      f"NDArray, but got {args} of type {type(args)}")
+        raise ParameterValueError(f"When hybridized, the {inout_str} of HybridBlock must be (nested) list "
+                                  f"of Symbol or NDArray, but got {args} of type {type(args)}")
     flat, fmts = [], []
     for i in args:
         arg, fmt = _flatten(i, inout_str)
         flat.extend(arg)
         fmts.append(fmt)
     return flat, fmts
+
+
+def _gather_type_ctx_info(args):
+    """(has a Symbol, has an NDArray, contexts of the NDArrays, first NDArray's context) of
+    (nested) inputs; other values (numbers, None) are ignored, as in MXNet."""
+    if isinstance(args, NDArray):
+        return False, True, {args.context}, args.context
+    if isinstance(args, Symbol):
+        return True, False, set(), None
+    if isinstance(args, (list, tuple)):
+        has_symbol = has_ndarray = False
+        ctx_set, first_ctx = set(), None
+        for ele in args:
+            s, n, cs, fc = _gather_type_ctx_info(ele)
+            has_symbol, has_ndarray = has_symbol or s, has_ndarray or n
+            ctx_set |= cs
+            if first_ctx is None:
+                first_ctx = fc
+        return has_symbol, has_ndarray, ctx_set, first_ctx
+    return False, False, set(), None
+
+
+def _compatible_format(fmt, stored) -> bool:
+    """MXNet accepts an input structure that differs from the cached one only by trailing
+    None inputs (arguments left to their defaults)."""
+    if not isinstance(fmt, list) or not isinstance(stored, list):
+        return False
+    short, long_ = (fmt, stored) if len(fmt) < len(stored) else (stored, fmt)
+    if len(short) == len(long_):
+        return False
+    return long_[:len(short)] == short and all(f == -1 for f in long_[len(short):])
 
 
 def _regroup(args, fmt):
@@ -418,7 +449,7 @@ class Block:
 
         def _register_summary_hook(block):
             if isinstance(block, HybridBlock) and block._active:
-                raise MXNetError(f'"{block.name}" must not be hybridized to print summary.')
+                raise ParameterAssertionError(f'"{block.name}" must not be hybridized to print summary.')
 
             def _summary_hook(block, _, outputs):
                 class_name = block.__class__.__name__
@@ -709,8 +740,10 @@ class HybridBlock(Block):
             flat, fmt = list(args), [0] * len(args)
         else:
             flat, fmt = _flatten(args, "input")
-        if fmt != self._in_format:
-            raise MXNetError("Invalid input format")
+        if fmt != self._in_format and not _compatible_format(fmt, self._in_format):
+            raise ParameterValueError(
+                "The argument structure of HybridBlock does not match the cached version. Stored "
+                f"format = {self._in_format}, input format = {fmt}")
         ctx = _input_context(flat)
 
         def gather():
@@ -821,23 +854,20 @@ class HybridBlock(Block):
             ctx = x._ctx
             if all(type(a) is NDArray and (a._ctx is ctx or a._ctx == ctx) for a in args):
                 return self._call_cached_op(x, *args)
-        flat_inputs = _flatten([x] + list(args), "input")[0]
-        has_symbol = any(isinstance(a, Symbol) for a in flat_inputs)
-        has_ndarray = any(isinstance(a, NDArray) for a in flat_inputs)
+        has_symbol, has_ndarray, ctx_set, first_ctx = _gather_type_ctx_info([x] + list(args))
         if has_symbol and has_ndarray:
-            raise MXNetError("In HybridBlock, we do not support mixed NDArrays and Symbols types for the "
-                             "input. Please check the type of the args.")
+            raise ParameterValueError("In HybridBlock, we do not support mixed NDArrays and Symbols types "
+                                      "for the input. Please check the type of the args.")
         if not has_symbol and not has_ndarray:
             raise ParameterValueError("In HybridBlock, there must be one NDArray or one Symbol in the "
                                       "input. Please check the type of the args.")
         if has_ndarray:
-            ctx = _input_context(flat_inputs)
-            for a in flat_inputs:
-                if isinstance(a, NDArray) and a.context != ctx:
-                    raise MXNetError(f"Find multiple contexts in the input, After hybridized, the "
-                                     f"HybridBlock only supports one input context. You can print the "
-                                     f"ele.ctx in the input arguments to inspect their contexts. Find "
-                                     f"all contexts = {sorted({str(a.context) for a in flat_inputs if a is not None})}")
+            ctx = first_ctx
+            if self._active and len(ctx_set) > 1:
+                raise ParameterValueError(
+                    "Find multiple contexts in the input, After hybridized, the HybridBlock only "
+                    "supports one input context. You can print the ele.ctx in the input arguments to "
+                    f"inspect their contexts. Find all contexts = {sorted(str(c) for c in ctx_set)}")
             if self._active:
                 return self._call_cached_op(x, *args)
             try:
@@ -969,8 +999,10 @@ class SymbolBlock(HybridBlock):
         from ..symbol.symbol import topo_nodes
         self._ensure_initialized(*args)
         flat, fmt = _flatten(args, "input")
-        if fmt != self._in_format:
-            raise MXNetError("Invalid input format")
+        if fmt != self._in_format and not _compatible_format(fmt, self._in_format):
+            raise ParameterValueError(
+                "The argument structure of HybridBlock does not match the cached version. Stored "
+                f"format = {self._in_format}, input format = {fmt}")
         ctx = _input_context(flat)
         inputs, out = self._cached_graph
         env_by_name = {v.name: a for v, a in zip(inputs, flat)}

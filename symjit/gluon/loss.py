@@ -308,3 +308,36 @@ class CTCLoss(Loss):
         loss = F.CTCLoss(*inputs, use_data_lengths=pred_lengths is not None,
                          use_label_lengths=label_lengths is not None, blank_label="last")
         return _apply_weighting(F, loss, self._weight, sample_weight)
+
+
+__all__ += ["SDMLLoss"]
+
+
+class SDMLLoss(Loss):
+    """Smoothed Deep Metric Learning loss (Bonadiman et al.): for a batch of aligned pairs
+    (x1[i], x2[i]), the softmax over negative squared distances of x1[i] to every x2[j] is pulled
+    (KL divergence) towards a label putting 1 - smoothing_parameter on j = i and the rest spread
+    evenly over the other samples. Needs the batch size, so it runs imperatively (as MXNet's)."""
+
+    def __init__(self, smoothing_parameter=0.3, weight=1., batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self.kl_loss = KLDivLoss(from_logits=True)
+        self.smoothing_parameter = smoothing_parameter
+
+    def _compute_distances(self, F, x1, x2):
+        """(N, N) squared euclidean distances between the rows of x1 and x2."""
+        diffs = F.broadcast_sub(F.expand_dims(x1, 1), F.expand_dims(x2, 0))
+        return F.sum(F.square(diffs), axis=2)
+
+    def _compute_labels(self, F, batch_size):
+        gold = F.eye(batch_size)
+        return gold * (1 - self.smoothing_parameter) + \
+            (1 - gold) * self.smoothing_parameter / (batch_size - 1)
+
+    def hybrid_forward(self, F, x1, x2):
+        batch_size = x1.shape[0]
+        labels = self._compute_labels(F, batch_size)
+        distances = self._compute_distances(F, x1, x2)
+        log_probabilities = F.log_softmax(-distances, axis=1)
+        # the KL loss averages over the N labels of each row: times N gives the row's sum
+        return self.kl_loss(log_probabilities, labels.as_in_context(distances.context)) * batch_size

@@ -43,6 +43,10 @@ class ParameterValueError(MXNetError, ValueError):
     """Invalid argument to a Parameter method (MXNet raises ValueError here)."""
 
 
+class ParameterRuntimeError(MXNetError, RuntimeError):
+    """An operation not allowed in the Parameter's state (MXNet raises RuntimeError here)."""
+
+
 class ParameterAssertionError(MXNetError, AssertionError):
     """A consistency check failed (MXNet asserts here, raising AssertionError)."""
 
@@ -118,7 +122,7 @@ class Parameter:
         self.init = init
         for what, st in (("stype", stype), ("grad_stype", grad_stype)):
             if st not in ("default", "row_sparse", "csr"):
-                raise ParameterValueError(f"{what} for Parameter '{name}' must be one of 'default', "
+                raise ParameterAssertionError(f"{what} for Parameter '{name}' must be one of 'default', "
                                           f"'row_sparse' or 'csr', but got '{st}'")
         self._stype = stype
         self._grad_stype = grad_stype
@@ -229,6 +233,11 @@ class Parameter:
 
     # ---- initialization -----------------------------------------------------------------------
     def _set_trainer(self, trainer):
+        """Attach the Trainer updating this Parameter; a sparse Parameter takes only one."""
+        if self._stype != "default" and self._trainer and trainer and self._trainer is not trainer:
+            raise ParameterRuntimeError(
+                f"Failed to set the trainer for Parameter '{self.name}' because it was already set. "
+                f"More than one trainers for a {self._stype} Parameter is not supported.")
         self._trainer = trainer
 
     def initialize(self, init=None, ctx=None, default_init=initializer.Uniform(), force_reinit=False):
@@ -292,14 +301,14 @@ class Parameter:
 
     def _reduce(self):
         """The value on cpu: the average over contexts when replicated."""
-        block = self.list_data()
+        block = self._check_and_get(self._data, list)
         if len(block) > 1:
             total = _copy_to(block[0], cpu())
             for w in block[1:]:
                 total._data[...] += w._data
             total._data[...] /= len(block)
             return total
-        return _copy_to(self.data(), cpu())
+        return _copy_to(block[0], cpu())
 
     def _load_init(self, data, ctx, cast_dtype=False, dtype_source="current"):
         """Initialize (or overwrite) the value from a loaded array, checking shape and dtype."""
@@ -349,12 +358,16 @@ class Parameter:
     def data(self, ctx=None) -> NDArray:
         """The value on `ctx` (default: the only context, or the current one)."""
         if self._stype != "default":
-            raise MXNetError(f"Cannot return a copy of Parameter '{self.name}' on ctx {ctx} via data() "
+            raise ParameterRuntimeError(f"Cannot return a copy of Parameter '{self.name}' on ctx {ctx} via data() "
                              f"because its storage type is {self._stype}. Please use row_sparse_data() "
                              "instead.")
         return self._check_and_get(self._data, ctx)
 
     def list_data(self) -> list:
+        if self._stype != "default":
+            raise ParameterRuntimeError(
+                f"Cannot return copies of Parameter '{self.name}' on all contexts via list_data() because "
+                f"its storage type is {self._stype}. Please use row_sparse_data() instead.")
         return self._check_and_get(self._data, list)
 
     def grad(self, ctx=None) -> NDArray:

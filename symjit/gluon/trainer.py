@@ -1,22 +1,24 @@
-"""gluon.Trainer: applies an Optimizer to a set of Parameters (MXNet 1.x semantics).
+"""gluon.Trainer: applies an Optimizer to a set of Parameters (MXNet 1.9.1 semantics).
 
 `step(batch_size)` = rescale gradients by `rescale_grad / batch_size`, all-reduce them across
-each Parameter's contexts, then update every context's copy of the weight with the optimizer
-(one Updater, hence one set of optimizer states, per context, as MXNet with
-update_on_kvstore=False). Gradients not written by a backward since the last step are
-"stale" and raise UserWarning unless `ignore_stale_grad=True` (then those Parameters are
-skipped).
+each Parameter's contexts, then update every context's copy of the weight with the optimizer.
 
-Gradient aggregation: with `kvstore=None`, 'device' or 'local' (strings) and one context,
-nothing is aggregated; with several contexts the gradients are summed in-process and the sum
-is written back to every context. A KVStore object (anything with `pushpull` or
-`push`/`pull`) given as `kvstore` is used for that reduction instead: `_reduce_grads` is the
-single seam where the store is called.
+The KVStore is created lazily, at the first `step` / `allreduce_grads` / `update` /
+`save_states` (`_init_kvstore`), by MXNet's rules (`model._create_kvstore`): a store type given
+as a string ('device', 'local', ...) makes a store only with several contexts or a distributed
+type; a KVStore object is used as given. Then `_update_on_kvstore` is True when the store
+applies the optimizer itself (gradients pushed, updated weights pulled), False when the
+gradients are all-reduced through it and one Updater per context applies the optimizer
+(MXNET_UPDATE_ON_KVSTORE=0, `update_on_kvstore=False`, or a store without the 'optimizer'
+capability), and None when there is no store. Loading new values into a Parameter whose store
+applies the updates drops the store (`_reset_kvstore`): the next step re-creates it from the
+loaded values. Gradients not written by a backward since the last step are "stale" and raise
+UserWarning unless `ignore_stale_grad=True` (then those Parameters are skipped).
 """
 from __future__ import annotations
 
+import os
 import pickle
-import warnings
 
 import numpy as np
 
@@ -27,7 +29,48 @@ from .parameter import Parameter, ParameterDict
 
 __all__ = ["Trainer"]
 
-_KV_STRINGS = ("device", "local")
+
+def _create_kvstore(kvstore, num_device: int, arg_arrays: dict):
+    """(store or None, update_on_kvstore) as MXNet's `model._create_kvstore`."""
+    from .. import kvstore as kvs
+    update_on_kvstore = bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))
+    if kvstore is None:
+        kv = None
+    elif isinstance(kvstore, kvs.KVStoreBase):
+        kv = kvstore
+    elif isinstance(kvstore, str):
+        if num_device == 1 and "dist" not in kvstore:
+            kv = None   # no store for a single device of a single machine
+        else:
+            kv = kvs.create(kvstore)
+            if kvstore == "local":   # large weights: aggregate on the store, update on the devices
+                max_size = max((int(np.prod(a.shape)) for a in arg_arrays.values()), default=0)
+                if max_size > 1024 * 1024 * 16:
+                    update_on_kvstore = False
+    else:
+        raise TypeError("kvstore must be KVStore, str or None")
+    if kv is None:
+        update_on_kvstore = False
+    else:
+        update_on_kvstore &= kv.is_capable(kvs.KVStoreBase.OPTIMIZER)
+    return kv, update_on_kvstore
+
+
+def _create_sparse_kvstore(kvstore):
+    """The store of row_sparse weights: always one, always applying the updates."""
+    from .. import kvstore as kvs
+    if isinstance(kvstore, kvs.KVStoreBase):
+        kv = kvstore
+    elif isinstance(kvstore, str):
+        kv = kvs.create(kvstore)
+    else:
+        raise TypeError(f"Cannot create '{kvstore}' KVStore with row_sparse parameters. The type must be "
+                        "KVStore or str.")
+    if not kv.is_capable(kvs.KVStoreBase.OPTIMIZER):
+        raise ValueError("KVStore with sparse weight requires optimizer support. However, type(kv) does "
+                         "not support optimizer. Please consider other kvstore backends (e.g. dist_device) "
+                         "instead.")
+    return kv, True
 
 
 class Trainer:
@@ -40,6 +83,8 @@ class Trainer:
         if not isinstance(params, (list, tuple)):
             raise ValueError(f"First argument must be a list or dict of Parameters, got {type(params)}.")
         self._params = []
+        self._contains_sparse_weight = False
+        self._contains_sparse_grad = False
         self._param2idx = {}
         for i, param in enumerate(params):
             if not isinstance(param, Parameter):
@@ -48,32 +93,30 @@ class Trainer:
             self._param2idx[param.name] = i
             self._params.append(param)
             param._set_trainer(self)
+            if param._stype != "default":
+                self._contains_sparse_weight = True
+            if param._grad_stype != "default":
+                self._contains_sparse_grad = True
         self._compression_params = compression_params
-        if isinstance(kvstore, str) and kvstore not in _KV_STRINGS and not kvstore.startswith("dist"):
-            raise ValueError(f"Unknown kvstore type {kvstore!r}; expected None, 'device', 'local' or a "
-                             "KVStore")
-        if isinstance(kvstore, str) and kvstore.startswith("dist"):
-            from .. import kvstore as kv_mod
-            kvstore = kv_mod.create(kvstore)  # a distributed store (MXNet updates on it by default)
-            update_on_kvstore = True if update_on_kvstore is None else update_on_kvstore
-        self._kvstore = None if isinstance(kvstore, str) or kvstore is None else kvstore
-        if self._kvstore is not None and "async" in getattr(self._kvstore, "type", ""):
-            if update_on_kvstore is False:
-                raise ValueError("Please set update_on_kvstore=True when training in async mode.")
-            update_on_kvstore = True
-        if (update_on_kvstore and self._kvstore is not None and hasattr(self._kvstore, "is_capable")
-                and not self._kvstore.is_capable("optimizer")):
-            raise ValueError(f"Please set update_on_kvstore=False when training with "
-                             f"{type(self._kvstore).__name__}")
-        self._update_on_kvstore = bool(update_on_kvstore) and self._kvstore is not None
-        self._kv_initialized = False
         self._contexts = self._check_contexts()
         optimizer_params = optimizer_params if optimizer_params else {}
         self._init_optimizer(optimizer, optimizer_params)
         self._scale = self._optimizer.rescale_grad
-        if (self._kvstore is not None and "dist" in getattr(self._kvstore, "type", "")
-                and all(p._data is not None for p in self._params if p.grad_req != "null")):
-            self._init_kvstore()  # workers start from rank 0's values before their first forward
+        if self._optimizer.aggregate_num > 1 and update_on_kvstore:
+            raise ValueError("Cannot set update_on_kvstore=True when optimizer.aggregate_num > 1.")
+        if update_on_kvstore is None and self._optimizer.aggregate_num > 1:
+            update_on_kvstore = False
+        self._kvstore_params = {"kvstore": kvstore, "update_on_kvstore": update_on_kvstore}
+        self._kv_initialized = False
+        self._kvstore = None
+        self._update_on_kvstore = None
+        self._distributed = None
+        self._params_to_init = []
+        self._reset_kvstore()
+        if isinstance(kvstore, str) and "dist" in kvstore and all(
+                p._data is not None for p in self._params if p.grad_req != "null"):
+            self._init_kvstore()   # workers start from rank 0's values before their first forward
+            self._init_params()
 
     def _check_contexts(self):
         contexts = None
@@ -110,14 +153,102 @@ class Trainer:
             while len(self._updaters) < n:
                 self._updaters.append(opt.get_updater(self._optimizer))
 
+    # ---- the KVStore ---------------------------------------------------------------------------
+    def _reset_kvstore(self):
+        """Forget the store: the next step creates it again from the Parameters' values."""
+        if self._kvstore is not None and "dist" in self._kvstore.type:
+            raise RuntimeError("Cannot reset distributed KVStore.")
+        self._kv_initialized = False
+        self._kvstore = None
+        self._distributed = None
+        self._update_on_kvstore = None
+        self._params_to_init = list(self._params)
+
+    def _init_kvstore(self):
+        """Create the store and decide where the updates run (see the module docstring)."""
+        self._ensure_updaters()
+        config = self._kvstore_params
+        n_ctx = len(self._contexts) if self._contexts else 1
+        if self._contains_sparse_weight:
+            kvstore, update_on_kvstore = _create_sparse_kvstore(config["kvstore"])
+            self._distributed = "dist" in kvstore.type
+            if config["update_on_kvstore"] is False:
+                raise ValueError("Cannot set update_on_kvstore=False when sparse weights are present.")
+        elif self._contains_sparse_grad:
+            arg_arrays = {p.name: p.data(self._contexts[0]) for p in self._params}
+            kvstore, _ = _create_kvstore(config["kvstore"], n_ctx, arg_arrays)
+            self._distributed = "dist" in kvstore.type if kvstore else False
+            update_on_kvstore = self._distributed
+            if config["update_on_kvstore"] is not None:
+                if config["update_on_kvstore"] is False and self._distributed:
+                    raise ValueError("Cannot set update_on_kvstore=False on dist kvstore when sparse "
+                                     "gradients are present.")
+                update_on_kvstore = config["update_on_kvstore"]
+        else:
+            arg_arrays = {p.name: p.data(self._contexts[0]) for p in self._params}
+            kvstore, update_on_kvstore = _create_kvstore(config["kvstore"], n_ctx, arg_arrays)
+            self._distributed = "dist" in kvstore.type if kvstore else False
+            if self._distributed and "async" in kvstore.type:
+                update_on_kvstore = True
+                if config["update_on_kvstore"] is False:
+                    raise ValueError("Please set update_on_kvstore=True when training in async mode.")
+            if config["update_on_kvstore"] is not None:
+                update_on_kvstore = config["update_on_kvstore"]
+            if update_on_kvstore and not kvstore.is_capable("optimizer"):
+                if config["update_on_kvstore"]:
+                    raise ValueError(f"Please set update_on_kvstore=False when training with "
+                                     f"{type(kvstore)}")
+                update_on_kvstore = False
+        if kvstore:
+            if self._compression_params:
+                kvstore.set_gradient_compression(self._compression_params)
+            if update_on_kvstore:
+                kvstore.set_optimizer(self._optimizer)   # before init, for multi-precision
+            self._kvstore = kvstore
+            self._update_on_kvstore = update_on_kvstore
+        else:
+            self._kvstore = None
+            self._update_on_kvstore = None
+        self._kv_initialized = True
+
+    def _init_params(self):
+        """Put the initialized Parameters' values into the store (deferred ones wait)."""
+        if not self._kv_initialized:
+            raise MXNetError("Cannot initialize parameters in KVStore when KVStore is not initialized.")
+        params_to_init = []
+        if self._kvstore:
+            for param in self._params_to_init:
+                if param._deferred_init:
+                    params_to_init.append(param)
+                    continue
+                arrays = param._check_and_get(param._data, list)
+                idx = self._param2idx[param.name]
+                if param._stype != "default" or not hasattr(self._kvstore, "broadcast"):
+                    self._kvstore.init(idx, arrays[0])
+                else:
+                    self._kvstore.broadcast(idx, arrays[0], arrays)
+        self._params_to_init = params_to_init
+
+    def _prepare(self):
+        if not self._kv_initialized:
+            self._init_kvstore()
+        if self._params_to_init:
+            self._init_params()
+
     def _on_set_data(self, param):
-        """Called by Parameter.set_data. Weights live in the Parameters, except when a KVStore
-        applies the updates: its copy, already initialized, keeps the old value (MXNet would
-        re-initialize the store, which a user-given store refuses)."""
-        if self._update_on_kvstore and self._kv_initialized and param.grad_req != "null":
-            warnings.warn(f"Parameter '{param.name}' was set after its KVStore was initialized with "
-                          "update_on_kvstore=True; the store keeps applying updates to the old value",
-                          stacklevel=3)
+        """Called when new values are loaded into `param`: a store that applies the updates holds
+        the old values, so it is dropped and re-created at the next step (MXNet's rule)."""
+        if self._kv_initialized and self._update_on_kvstore and param not in self._params_to_init:
+            self._reset_kvstore()
+
+    def _row_sparse_pull(self, parameter, out, row_id, full_idx=False):
+        """Rows `row_id` of `parameter`'s value from the store into `out`."""
+        self._prepare()
+        idx = self._param2idx[parameter.name]
+        if full_idx and "dist" not in self._kvstore.type:
+            self._kvstore.pull(idx, out=out, priority=-idx, ignore_sparse=False)
+        else:
+            self._kvstore.row_sparse_pull(idx, out=out, row_ids=row_id, priority=-idx)
 
     # ---- learning rate -----------------------------------------------------------------------
     @property
@@ -142,77 +273,61 @@ class Trainer:
         """One optimization step: gradients normalized by 1/batch_size, reduced, applied."""
         rescale_grad = self._scale / batch_size
         self._check_and_rescale_grad(rescale_grad)
-        self._ensure_updaters()
+        self._prepare()
         self._allreduce_grads()
         self._update(ignore_stale_grad)
 
     def _check_and_rescale_grad(self, scale):
+        if self._update_on_kvstore and self._distributed and self._kv_initialized:
+            if self._optimizer.rescale_grad != scale:
+                raise UserWarning("Possible change in the `batch_size` from previous `step` detected. "
+                                  "Optimizer gradient normalizing factor will not change w.r.t new "
+                                  "batch_size when update_on_kvstore=True and when distributed kvstore "
+                                  "is used.")
         self._optimizer.rescale_grad = scale
 
     def allreduce_grads(self):
         """Reduce gradients over contexts without updating (for gradient clipping in between);
-        call `update` afterwards."""
-        self._ensure_updaters()
+        call `update` afterwards. Not available when the store applies the updates."""
+        self._prepare()
+        if self._kvstore and self._update_on_kvstore:
+            raise AssertionError("allreduce_grads() when parameters are updated on kvstore is not "
+                                 "supported. Try setting `update_on_kvstore` to False when creating "
+                                 "trainer.")
         self._allreduce_grads()
 
     def _allreduce_grads(self):
+        kv = self._kvstore
+        if not kv:
+            return
         for i, param in enumerate(self._params):
             if param.grad_req == "null":
                 continue
             grads = param.list_grad()
-            if len(grads) > 1 or self._kvstore is not None:
-                self._reduce_grads(i, grads)
-
-    def _init_kvstore(self):
-        """Register every trainable weight with the KVStore (and the optimizer when the store
-        applies the updates)."""
-        kv = self._kvstore
-        if self._compression_params:
-            kv.set_gradient_compression(self._compression_params)
-        for j, param in enumerate(self._params):
-            if param.grad_req != "null":
-                data = param.list_data()
-                if hasattr(kv, "broadcast"):  # distributed stores: every worker starts from rank 0's
-                    kv.broadcast(j, data[0], out=data)
-                else:
-                    kv.init(j, data[0])
-        if self._update_on_kvstore:
-            kv.set_optimizer(self._optimizer)
-        self._kv_initialized = True
-
-    def _reduce_grads(self, index, grads):
-        """Sum `grads` (one per context) and write the sum into each: through the KVStore when one
-        was given, else in-process. The one place a KVStore is used; when it applies the updates
-        (update_on_kvstore) the gradients are pushed and the updated weights pulled."""
-        kv = self._kvstore
-        if kv is not None:
-            if not self._kv_initialized:
-                self._init_kvstore()
-            if self._update_on_kvstore:
-                kv.push(index, grads, priority=-index)
-                kv.pull(index, self._params[index].list_data(), priority=-index)
-            elif hasattr(kv, "pushpull"):
-                kv.pushpull(index, grads, out=grads, priority=-index)
+            if getattr(grads[0], "stype", "default") != "default":
+                kv.push(i, grads, priority=-i)
+                if param._stype == "default":
+                    pull_list = param.list_data() if self._update_on_kvstore else grads
+                    kv.pull(i, pull_list, priority=-i, ignore_sparse=self._distributed)
+            elif self._update_on_kvstore:
+                kv.pushpull(i, grads, out=param.list_data(), priority=-i)
             else:
-                kv.push(index, grads, priority=-index)
-                kv.pull(index, grads, priority=-index)
-            return
-        total = np.array(grads[0]._data, copy=True)
-        for g in grads[1:]:
-            total += g._data
-        for g in grads:
-            g._data[...] = total
+                kv.pushpull(i, grads, priority=-i)
 
     def update(self, batch_size, ignore_stale_grad=False):
         """Apply the optimizer to already reduced gradients (after `allreduce_grads`)."""
-        rescale_grad = self._scale / batch_size
-        self._check_and_rescale_grad(rescale_grad)
-        self._ensure_updaters()
+        self._prepare()
+        if self._kvstore and self._update_on_kvstore:
+            raise AssertionError("update() when parameters are updated on kvstore is not supported. Try "
+                                 "setting `update_on_kvstore` to False when creating trainer.")
+        self._check_and_rescale_grad(self._scale / batch_size)
         self._update(ignore_stale_grad)
 
     def _update(self, ignore_stale_grad=False):
+        self._ensure_updaters()
         updates = [[] for _ in self._updaters]
         is_fresh, set_fresh = autograd.is_fresh_grad, autograd.set_fresh_grad
+        on_kv = bool(self._kvstore and self._update_on_kvstore)
         for i, param in enumerate(self._params):
             if param.grad_req == "null":
                 continue
@@ -227,7 +342,7 @@ class Trainer:
                             "iteration. If you are intentionally only using a subset, call step with "
                             "ignore_stale_grad=True to suppress this warning and skip updating of "
                             "Parameters with stale gradient")
-            if self._update_on_kvstore:
+            if on_kv:
                 for arr in datas:
                     set_fresh(arr, False)
                 continue
@@ -243,9 +358,10 @@ class Trainer:
     # ---- optimizer states --------------------------------------------------------------------
     def save_states(self, fname):
         """Write the optimizer and its states (pickled, as MXNet does) to `fname`."""
-        self._ensure_updaters()
-        if self._update_on_kvstore and not self._kv_initialized:
-            self._init_kvstore()
+        self._prepare()
+        if self._update_on_kvstore and self._params_to_init:
+            raise MXNetError("Cannot save trainer states when some parameters are not yet initialized "
+                             "in kvstore.")
         param_dict = self._optimizer.param_dict
         self._optimizer.param_dict = {}
         try:
@@ -260,10 +376,8 @@ class Trainer:
 
     def load_states(self, fname):
         """Restore what `save_states` wrote (states are copied to every context)."""
-        self._ensure_updaters()
+        self._prepare()
         if self._update_on_kvstore:
-            if not self._kv_initialized:
-                self._init_kvstore()
             self._kvstore.load_optimizer_states(fname)
             self._optimizer = self._kvstore._updater.optimizer
             self._optimizer.param_dict = {i: param for i, param in enumerate(self._params)}

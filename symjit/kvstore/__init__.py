@@ -20,10 +20,10 @@ num_workers 1, every operation local (mpi4py is not needed then).
 from __future__ import annotations
 
 from ..base import MXNetError
-from .base import GradientCompression, KVStoreBase  # noqa: F401
+from .base import GradientCompression, KVStoreBase, TestStore  # noqa: F401
 from .kvstore import LOCAL_TYPES, KVStore
 
-__all__ = ["create", "KVStore", "KVStoreBase", "DIST_TYPES"]
+__all__ = ["create", "KVStore", "KVStoreBase", "TestStore", "DIST_TYPES"]
 
 #: distributed store types (all run on MPI)
 DIST_TYPES = ("dist_sync", "dist_async", "dist_sync_device", "dist_async_device", "dist_device_sync",
@@ -34,6 +34,9 @@ def create(name: str = "local") -> KVStoreBase:
     """Create a KVStore of type `name` (see the module docstring for the types)."""
     if not isinstance(name, str):
         raise TypeError("name must be a string")
+    name = name.lower()
+    if name in KVStoreBase.kv_registry:   # stores registered with KVStoreBase.register first
+        return KVStoreBase.kv_registry[name]()
     if name in LOCAL_TYPES:
         return KVStore(name)
     if name in DIST_TYPES:

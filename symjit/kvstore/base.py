@@ -20,7 +20,8 @@ from ..base import MXNetError
 from ..ndarray import NDArray
 from ..ndarray.sparse import BaseSparseNDArray, cast_storage
 
-__all__ = ["KVStoreBase", "SparseImage", "commit_sparse", "key_value_pairs", "group_pairs", "check_key", "GradientCompression"]
+__all__ = ["KVStoreBase", "TestStore", "SparseImage", "commit_sparse", "key_value_pairs", "group_pairs", "check_key",
+           "GradientCompression"]
 
 
 def check_key(key: Any) -> int | str:
@@ -105,6 +106,22 @@ class KVStoreBase:
 
     OPTIMIZER = "optimizer"
 
+    #: store classes registered with `register`, by lower-cased class name (`kvstore.create`
+    #: looks them up before the built-in types)
+    kv_registry: dict = {}
+
+    @staticmethod
+    def register(klass):
+        """Class decorator: make `mx.kv.create(klass.__name__.lower())` create a `klass()`."""
+        name = klass.__name__.lower()
+        if name in KVStoreBase.kv_registry:
+            import warnings
+            warnings.warn(f"WARNING: New kvstore {klass.__module__}.{klass.__name__} is overriding existing "
+                          f"kvstore {KVStoreBase.kv_registry[name].__module__}."
+                          f"{KVStoreBase.kv_registry[name].__name__}")
+        KVStoreBase.kv_registry[name] = klass
+        return klass
+
     def is_capable(self, capability: str) -> bool:
         """Whether the store supports `capability` ('optimizer': it can apply updates itself)."""
         if str(capability).lower() == KVStoreBase.OPTIMIZER:
@@ -178,3 +195,50 @@ class GradientCompression:
         res[pos] -= t
         res[neg] += t
         return out
+
+
+@KVStoreBase.register
+class TestStore(KVStoreBase):
+    """MXNet's in-process store for tests: `pushpull` sums the values (no optimizer support),
+    `broadcast` copies the value into every output."""
+
+    def broadcast(self, key, value, out, priority=0):
+        for o in (out if isinstance(out, list) else [out]):
+            o[:] = value
+
+    def pushpull(self, key, value, out=None, priority=0):
+        if isinstance(value, NDArray):
+            if out is not None:
+                for o in (out if isinstance(out, list) else [out]):
+                    o[:] = value
+            return
+        ctx = value[0].context
+        reduced = value[0].as_in_context(ctx).copy()
+        for v in value[1:]:
+            reduced += v.as_in_context(ctx)
+        for o in (value if out is None else (out if isinstance(out, list) else [out])):
+            o[:] = reduced
+
+    def _optimizer_capable(self) -> bool:
+        return False
+
+    @property
+    def type(self) -> str:
+        return "teststore"
+
+    @property
+    def rank(self) -> int:
+        return 0
+
+    @property
+    def num_workers(self) -> int:
+        return 1
+
+    def set_optimizer(self, optimizer):
+        raise MXNetError("TestStore does not apply optimizers (is_capable('optimizer') is False)")
+
+    def save_optimizer_states(self, fname, dump_optimizer=False):
+        raise MXNetError("TestStore holds no optimizer states")
+
+    def load_optimizer_states(self, fname):
+        raise MXNetError("TestStore holds no optimizer states")

@@ -84,11 +84,13 @@ def _sequences(op: str, attrs, inputs):
         for i in range(n):
             hits = np.nonzero(lab[i] == pad)[0]
             labels.append(lab[i, :hits[0]] if hits.size else lab[i])
-    lo, hi = (1, c - 1) if blank == 0 else (0, c - 2)
+    # MXNet reads the labels within each sequence's length as class indices without checking them
+    # against the blank (the blank is told apart by position in the extended label, see
+    # `_alpha_beta`); only indices outside the C classes are refused
     for i, seq in enumerate(labels):
-        if seq.size and (seq.min() < lo or seq.max() > hi):
-            raise MXNetError(f"{op}: labels of sample {i} must lie in [{lo}, {hi}] with "
-                             f"blank_label='{attrs['blank_label']}', got {seq.tolist()}")
+        if seq.size and (seq.min() < 0 or seq.max() > c - 1):
+            raise MXNetError(f"{op}: labels of sample {i} must lie in [0, {c - 1}] "
+                             f"(blank_label='{attrs['blank_label']}'), got {seq.tolist()}")
     return data.astype(np.float64), labels, data_len, blank
 
 
@@ -98,9 +100,10 @@ def _alpha_beta(lp: np.ndarray, seq: np.ndarray, blank: int):
     ext = np.full(2 * len(seq) + 1, blank, dtype=np.int64)
     ext[1::2] = seq
     s_len = ext.size
-    # s-2 -> s skips are allowed onto a label that differs from the label two back
+    # s-2 -> s skips are allowed onto a label position (odd s) whose label differs from the
+    # previous label (positions, not values, tell labels from blanks, as MXNet's CTC does)
     skip = np.zeros(s_len, dtype=bool)
-    skip[2:] = (ext[2:] != blank) & (ext[2:] != ext[:-2])
+    skip[3::2] = ext[3::2] != ext[1:-2:2]
     neg = np.full(s_len, -np.inf)
     alpha = np.full((t_len, s_len), -np.inf)
     beta = np.full((t_len, s_len), -np.inf)

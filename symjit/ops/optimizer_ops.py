@@ -22,10 +22,14 @@ _COMMON = {"lr": Param(Float), "wd": Param(Float, 0.0), "rescale_grad": Param(Fl
            "clip_gradient": Param(Float, -1.0)}
 
 
+def _clip_to(x: S.Expr, c) -> S.Expr:
+    """x clipped to [-c, c]; a negative `c` means no clipping."""
+    return S.minimum(S.maximum(x, -c), c) if c >= 0 else x
+
+
 def _clipped(grad: S.Expr, attrs: Mapping) -> S.Expr:
     g = grad * attrs["rescale_grad"] if attrs["rescale_grad"] != 1.0 else grad
-    c = attrs["clip_gradient"]
-    return S.minimum(S.maximum(g, -c), c) if c >= 0 else g
+    return _clip_to(g, attrs["clip_gradient"])
 
 
 class Update(Op):
@@ -100,7 +104,8 @@ class AdamUpdate(Update):
               "epsilon": Param(Float, 1e-8), "lazy_update": Param(Bool, True)}
 
     def exprs(self, attrs, w, g, m, v):
-        gw = _clipped(g, attrs) + attrs["wd"] * w
+        # MXNet's AdamUpdate clips rescale_grad * grad + wd * weight (the decay is clipped too)
+        gw = _clip_to(g * attrs["rescale_grad"] + attrs["wd"] * w, attrs["clip_gradient"])
         b1, b2 = attrs["beta1"], attrs["beta2"]
         m2 = b1 * m + (1.0 - b1) * gw
         v2 = b2 * v + (1.0 - b2) * gw * gw

@@ -16,10 +16,17 @@ import numpy as np
 from ..base import MXNetError
 from .. import autograd
 from ..ndarray import NDArray, fastpath, invoke, zeros
+from ..ndarray import random as _nd_random
+from ..ndarray.sparse import BaseSparseNDArray, cast_storage as _cast_storage
 from ..ops.registry import get_op
 
 __all__ = ["Optimizer", "register", "create", "SGD", "NAG", "Adam", "AdamW", "AdaGrad", "AdaDelta",
-           "RMSProp", "Ftrl", "Signum", "SignSGD", "LAMB", "Updater", "get_updater"]
+           "RMSProp", "Ftrl", "Signum", "SignSGD", "LAMB", "SGLD", "FTML", "Adamax", "Nadam", "DCASGD",
+           "Updater", "get_updater"]
+
+
+class LRSchedulerDefinedWarning(MXNetError, UserWarning):
+    """`set_learning_rate` on an optimizer driven by an LRScheduler (MXNet raises UserWarning)."""
 
 
 class Optimizer:
@@ -77,7 +84,7 @@ class Optimizer:
 
     def set_learning_rate(self, lr: float) -> None:
         if self.lr_scheduler is not None:
-            raise MXNetError("LRScheduler of the optimizer has already been defined. Note that "
+            raise LRSchedulerDefinedWarning("LRScheduler of the optimizer has already been defined. Note that "
                              "set_learning_rate can mutate the value of the learning rate of the "
                              "optimizer only when the LRScheduler of the optimizer is undefined.")
         self.lr = lr
@@ -102,6 +109,13 @@ class Optimizer:
                 if name in attr and "__wd_mult__" in attr[name]:
                     self.wd_mult[name] = float(attr[name]["__wd_mult__"])
         self.wd_mult.update(args_wd_mult)
+
+    def _set_current_context(self, device_id) -> None:
+        """Use the update counts of device `device_id` (each device's Updater counts its own
+        updates, so several contexts do not advance the schedule several times per step)."""
+        if device_id not in self._all_index_update_counts:
+            self._all_index_update_counts[device_id] = {}
+        self._index_update_count = self._all_index_update_counts[device_id]
 
     def _update_count(self, index) -> None:
         indices = index if isinstance(index, (list, tuple)) else [index]
@@ -157,7 +171,43 @@ class Optimizer:
         per parameter). The base class has none."""
         return False
 
+    #: row_sparse gradients update only their rows (MXNet's lazy update) when True; None: follow
+    #: the optimizer's `lazy_update` attribute (False when it has none)
+    _lazy_sparse = None
+
+    def _is_lazy_for(self, grad) -> bool:
+        if getattr(grad, "stype", "default") != "row_sparse":
+            return False
+        lazy = self._lazy_sparse
+        return bool(getattr(self, "lazy_update", False) if lazy is None else lazy)
+
+    def _update_sparse(self, index, weight, grad, state) -> None:
+        """The update with csr / row_sparse operands: computed on dense copies (MXNet's sparse
+        kernels are an optimisation of the same arithmetic), restricted to the gradient's stored
+        rows for a lazy update, and written back into the sparse containers in place."""
+        rows = grad._arrays["indices"] if self._is_lazy_for(grad) else None
+        w_dense = _dense(weight)
+        g_dense = _dense(grad)
+        leaves = _state_leaves(state)
+        dense_state = _map_state(state, _dense)
+        dense_leaves = _state_leaves(dense_state)
+        before = [a.asnumpy() for a in [w_dense] + dense_leaves] if rows is not None else None
+        self.update_multi_precision(index, w_dense, g_dense, dense_state)
+        if rows is not None:
+            keep = np.ones(weight.shape[0], dtype=bool)
+            keep[rows] = False
+            for arr, old in zip([w_dense] + dense_leaves, before):
+                new = arr.asnumpy()
+                new[keep] = old[keep]
+                arr[:] = new
+        for orig, dense in zip([weight] + leaves, [w_dense] + dense_leaves):
+            if _is_sparse(orig):
+                _cast_storage(dense, orig.stype).copyto(orig)
+
     def update_multi_precision(self, index, weight, grad, state) -> None:
+        if _is_sparse(weight) or _is_sparse(grad) or any(_is_sparse(s) for s in _state_leaves(state)):
+            self._update_sparse(index, weight, grad, state)
+            return
         if self.multi_precision and weight.dtype == np.float16:
             master, inner = state
             token = _PENDING.set(None)  # the copy below reads the updated master weight
@@ -183,8 +233,32 @@ def create(name, **kwargs) -> Optimizer:
     return Optimizer.create_optimizer(name, **kwargs)
 
 
-def _zeros_like(weight: NDArray) -> NDArray:
-    return zeros(weight.shape, weight.context, weight._data.dtype)
+def _zeros_like(weight) -> NDArray:
+    return zeros(weight.shape, weight.context, weight.dtype)
+
+
+def _is_sparse(x) -> bool:
+    return isinstance(x, BaseSparseNDArray)
+
+
+def _dense(x):
+    """A dense NDArray holding `x`'s values (`x` itself when it is dense)."""
+    return NDArray(x.asnumpy(), x.context) if _is_sparse(x) else x
+
+
+def _state_leaves(state) -> list:
+    """The arrays of an optimizer state (None, an array, or nested tuples/lists of them)."""
+    if state is None:
+        return []
+    if isinstance(state, (tuple, list)):
+        return [leaf for s in state for leaf in _state_leaves(s)]
+    return [state] if isinstance(state, (NDArray, BaseSparseNDArray)) else []
+
+
+def _map_state(state, fn):
+    if isinstance(state, (tuple, list)):
+        return type(state)(_map_state(s, fn) for s in state)
+    return fn(state) if isinstance(state, (NDArray, BaseSparseNDArray)) else state
 
 
 class _PendingUpdates:
@@ -254,6 +328,27 @@ class SGD(Optimizer):
     def create_state(self, index, weight):
         return _zeros_like(weight) if self.momentum != 0.0 else None
 
+    def create_state_multi_precision(self, index, weight):
+        """(momentum, float32 master weight) for fp16 weights with multi_precision, as MXNet's
+        `mp_sgd_mom_update` takes them; the momentum is None without momentum."""
+        if self.multi_precision and weight.dtype == np.float16:
+            master = weight.astype(np.float32)
+            return (self.create_state(index, master), master)
+        return self.create_state(index, weight)
+
+    def update_multi_precision(self, index, weight, grad, state) -> None:
+        if (self.multi_precision and weight.dtype == np.float16 and isinstance(state, (tuple, list))
+                and not (_is_sparse(weight) or _is_sparse(grad))):
+            mom, master = state
+            token = _PENDING.set(None)
+            try:
+                self.update(index, master, grad.astype(np.float32), mom)
+            finally:
+                _PENDING.reset(token)
+            weight[:] = master.astype(np.float16)
+        else:
+            super().update_multi_precision(index, weight, grad, state)
+
     def update(self, index, weight, grad, state):
         self._update_count(index)
         kw = dict(self._common(index), lr=self._get_lr(index), wd=self._get_wd(index))
@@ -267,7 +362,7 @@ class SGD(Optimizer):
         then every parameter's learning rate and weight decay, then one multi-tensor kernel
         call for all (the same ops and attributes `update` applies one by one). fp16 weights
         with float32 masters take the per-parameter path."""
-        if self.multi_precision:
+        if self.multi_precision or any(_is_sparse(a) for a in list(weights) + list(grads)):
             return False
         self._update_count(indices)
         common = self._common(indices[0])
@@ -359,6 +454,8 @@ class AdamW(Optimizer):
 class AdaGrad(Optimizer):
     """AdaGrad (Duchi et al.)."""
 
+    _lazy_sparse = True
+
     def __init__(self, eps=1e-7, **kwargs):
         super().__init__(**kwargs)
         self.float_stable_eps = eps
@@ -420,6 +517,8 @@ class AdaDelta(Optimizer):
 @register
 class Ftrl(Optimizer):
     """FTRL-proximal."""
+
+    _lazy_sparse = True
 
     def __init__(self, lamda1=0.01, learning_rate=0.1, beta=1, **kwargs):
         super().__init__(learning_rate=learning_rate, **kwargs)
@@ -492,6 +591,141 @@ class LAMB(Optimizer):
         invoke("lamb_update_phase2", [weight, g, r1, r2], attrs, out=weight)
 
 
+def _clip(x: NDArray, bound) -> NDArray:
+    from .. import ndarray as nd
+    return nd.clip(x, -bound, bound) if bound is not None else x
+
+
+@register
+class SGLD(Optimizer):
+    """Stochastic Gradient Riemannian Langevin Dynamics (Welling & Teh): half an SGD step plus
+    Gaussian noise of variance lr, drawn from `mx.random` (seeded by `mx.random.seed`)."""
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        grad = _clip(grad * self.rescale_grad, self.clip_gradient)
+        weight[:] += -lr / 2 * (grad + wd * weight)
+        weight[:] += _nd_random.normal(0, math.sqrt(lr), shape=weight.shape, dtype=weight.dtype,
+                                       ctx=weight.context)
+
+
+@register
+class FTML(Optimizer):
+    """Follow the Moving Leader (Zheng & Kwok); states (d, v, z) as MXNet's `ftml_update`."""
+
+    def __init__(self, beta1=0.6, beta2=0.999, epsilon=1e-8, **kwargs):
+        super().__init__(**kwargs)
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+
+    def create_state(self, index, weight):
+        return (_zeros_like(weight), _zeros_like(weight), _zeros_like(weight))
+
+    def update(self, index, weight, grad, state):
+        from .. import ndarray as nd
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        t = self._index_update_count[index]
+        grad = _clip(grad * self.rescale_grad + wd * weight, self.clip_gradient)
+        prev_d, prev_v, prev_z = state
+        v_t = self.beta2 * prev_v + (1 - self.beta2) * nd.square(grad)
+        d_t = (1 - self.beta1 ** t) / lr * (nd.sqrt(v_t / (1 - self.beta2 ** t)) + self.epsilon)
+        sigma_t = d_t - self.beta1 * prev_d
+        z_t = self.beta1 * prev_z + (1 - self.beta1) * grad - sigma_t * weight
+        weight[:] = -z_t / d_t
+        prev_d[:] = d_t
+        prev_v[:] = v_t
+        prev_z[:] = z_t
+
+
+@register
+class Adamax(Optimizer):
+    """AdaMax (Kingma & Ba, section 7): Adam with the infinity norm."""
+
+    def __init__(self, learning_rate=0.002, beta1=0.9, beta2=0.999, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1, self.beta2 = beta1, beta2
+
+    def create_state(self, index, weight):
+        return (_zeros_like(weight), _zeros_like(weight))
+
+    def update(self, index, weight, grad, state):
+        from .. import ndarray as nd
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        t = self._index_update_count[index]
+        lr /= (1. - self.beta1 ** t)
+        grad = _clip(grad * self.rescale_grad + wd * weight, self.clip_gradient)
+        m_t, u_t = state
+        m_t[:] *= self.beta1
+        m_t[:] += (1. - self.beta1) * grad
+        u_t[:] = nd.maximum(self.beta2 * u_t, nd.abs(grad))
+        weight[:] -= lr * m_t / u_t
+
+
+@register
+class Nadam(Optimizer):
+    """Adam with Nesterov momentum (Dozat), with the momentum schedule of MXNet's Nadam."""
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, schedule_decay=0.004,
+                 **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+        self.schedule_decay = schedule_decay
+        self.m_schedule = 1.
+
+    def create_state(self, index, weight):
+        return (_zeros_like(weight), _zeros_like(weight))
+
+    def update(self, index, weight, grad, state):
+        from .. import ndarray as nd
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        t = self._index_update_count[index]
+        grad = _clip(grad * self.rescale_grad + wd * weight, self.clip_gradient)
+        momentum_t = self.beta1 * (1. - 0.5 * (pow(0.96, t * self.schedule_decay)))
+        momentum_t_1 = self.beta1 * (1. - 0.5 * (pow(0.96, (t + 1) * self.schedule_decay)))
+        self.m_schedule = self.m_schedule * momentum_t
+        m_schedule_next = self.m_schedule * momentum_t_1
+        m_t, v_t = state
+        m_t[:] *= self.beta1
+        m_t[:] += (1. - self.beta1) * grad
+        v_t[:] *= self.beta2
+        v_t[:] += (1. - self.beta2) * grad * grad
+        grad_prime = grad / (1. - self.m_schedule)
+        m_t_prime = m_t / (1. - m_schedule_next)
+        v_t_prime = v_t / (1. - pow(self.beta2, t))
+        m_t_bar = (1. - momentum_t) * grad_prime + momentum_t_1 * m_t_prime
+        weight[:] -= lr * m_t_bar / (nd.sqrt(v_t_prime) + self.epsilon)
+
+
+@register
+class DCASGD(Optimizer):
+    """Delay-compensated asynchronous SGD (Zheng et al.); state (momentum or None, previous weight)."""
+
+    def __init__(self, momentum=0.0, lamda=0.04, **kwargs):
+        super().__init__(**kwargs)
+        self.momentum, self.lamda = momentum, lamda
+        self.weight_previous = {}
+
+    def create_state(self, index, weight):
+        mom = _zeros_like(weight) if self.momentum != 0.0 else None
+        return (mom, weight.copy())
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        grad = _clip(grad * self.rescale_grad, self.clip_gradient)
+        mom, previous_weight = state
+        step = -lr * (grad + wd * weight + self.lamda * grad * grad * (weight - previous_weight))
+        if mom is not None:
+            mom[:] *= self.momentum
+            mom[:] += step
+            step = mom
+        previous_weight[:] = weight
+        weight[:] += step
+
+
 class Updater:
     """Applies an optimizer to (index, grad, weight) triples, creating states on first use."""
 
@@ -504,6 +738,8 @@ class Updater:
         indices = index if isinstance(index, (list, tuple)) else [index]
         grads = grad if isinstance(grad, (list, tuple)) else [grad]
         weights = weight if isinstance(weight, (list, tuple)) else [weight]
+        if weights:
+            self.optimizer._set_current_context(weights[0].context.device_id)
         pending = _PendingUpdates() if len(indices) > 1 else None
         token = _PENDING.set(pending)
         try:

@@ -283,8 +283,8 @@ def test_forward_not_implemented_and_mixed_inputs():
     d.initialize()
     with pytest.raises(MXNetError, match="mixed NDArrays and Symbols"):
         d.forward(nd.ones((1, 1)), mx.sym.var("x"))
-    with pytest.raises(AssertionError, match="must be \\(nested\\) list of Symbol or NDArray"):
-        d(np.ones((1, 1)))
+    with pytest.raises(ValueError, match="there must be one NDArray or one Symbol"):
+        d(np.ones((1, 1)))   # MXNet ignores non-array inputs when looking for arrays
     with pytest.raises(ValueError, match="there must be one NDArray or one Symbol"):
         d([])
 
@@ -315,3 +315,28 @@ def test_none_input_positions_mean_absent_in_F_ops():
     blk.hybridize()
     np.testing.assert_array_equal(blk(nd.ones((1, 3))).asnumpy(), [[3.0, 3.0]])
     assert nd.sum(nd.ones((2, 2)), None).shape == (1,)  # a None attribute stays an attribute
+
+
+def test_hybrid_block_input_checks_raise_value_error_as_mxnet():
+    class Add(gluon.HybridBlock):
+        def hybrid_forward(self, F, a, b=None):
+            return a if b is None else a + b
+
+    net = Add()
+    assert net(mx.nd.ones((2,)), 1).asnumpy().tolist() == [2, 2]   # not hybridized: a plain call
+    net.hybridize()
+    with pytest.raises(ValueError):   # scalars cannot be graph inputs
+        net(mx.nd.ones((2,)), 1)
+    with pytest.raises(ValueError):   # NDArrays and Symbols mixed
+        net(mx.nd.ones((2,)), mx.sym.var("a"))
+    with pytest.raises(ValueError):   # several contexts
+        net(mx.nd.ones((2,), ctx=mx.cpu(1)), mx.nd.ones((2,), ctx=mx.cpu(2)))
+    with pytest.raises(ValueError):
+        net(None, None)
+    net = Add()
+    net.hybridize()
+    assert net(mx.nd.ones((2,))).asnumpy().tolist() == [1, 1]
+    # trailing None arguments match the cached structure (defaults), other changes do not
+    assert net(mx.nd.ones((2,)), None).asnumpy().tolist() == [1, 1]
+    with pytest.raises(ValueError):
+        net(mx.nd.ones((2,)), mx.nd.ones((2,)))

@@ -450,7 +450,7 @@ def test_multiple_outputs_and_inputs():
     np.testing.assert_array_equal(p.asnumpy(), [3, 8])
     inputs, sym = blk._cached_graph
     assert [v.name for v in inputs] == ["data0", "data1"]
-    with pytest.raises(MXNetError, match="Invalid input format"):
+    with pytest.raises(ValueError, match="does not match the cached version"):
         blk([nd.ones(2)], nd.ones(2))
 
 

@@ -213,3 +213,61 @@ def test_gluon_ctc_loss_layouts_weights_and_hybridize():
     np.testing.assert_allclose(p.grad.asnumpy(), g_imp, rtol=1e-4, atol=1e-6)
     # gradient rows are softmax minus a distribution: they sum to zero over classes
     np.testing.assert_allclose(g_imp.sum(-1), 0, atol=1e-5)
+
+
+def _ctc_reference(probs, seq, blank):
+    """-log p(seq) summed over all alignments by brute force (tiny T, C)."""
+    t_len, c = probs.shape
+    total = 0.0
+    for path in itertools.product(range(c), repeat=t_len):
+        collapsed, prev = [], None
+        for s in path:
+            if s != prev and s != blank:
+                collapsed.append(s)
+            prev = s
+        if collapsed == list(seq):
+            total += float(np.prod([probs[t, s] for t, s in enumerate(path)]))
+    return -math.log(total)
+
+
+def test_ctc_label_lengths_ignore_padding_values_and_match_brute_force():
+    # labels past label_lengths are padding whatever their value (MXNet: [[2,1,3,3],[3,2,2,3]]
+    # with lengths [2,3] on 4 classes, blank last): the loss equals that of the same sequence
+    # structure ([[1,0],[2,1,1]] padded with -1) under uniform probabilities
+    loss = gloss.CTCLoss()
+    a = loss(nd.ones((2, 20, 4)), nd.array([[1, 0, -1, -1], [2, 1, 1, -1]])).asnumpy()
+    b = loss(nd.ones((2, 20, 4)), nd.array([[2, 1, 3, 3], [3, 2, 2, 3]]), None, nd.array([2, 3])).asnumpy()
+    np.testing.assert_allclose(b, a, rtol=1e-5)
+    np.testing.assert_allclose(a, [18.82820702, 16.50581741], rtol=1e-5)
+    rng = np.random.default_rng(0)
+    logits = rng.standard_normal((1, 4, 3)).astype(np.float32)
+    probs = np.exp(logits[0]) / np.exp(logits[0]).sum(-1, keepdims=True)
+    got = loss(nd.array(logits), nd.array([[0, 1]])).asnumpy()[0]
+    assert abs(got - _ctc_reference(probs, [0, 1], blank=2)) < 1e-4
+    got = loss(nd.array(logits), nd.array([[1, 1]])).asnumpy()[0]   # a repeat needs a blank between
+    assert abs(got - _ctc_reference(probs, [1, 1], blank=2)) < 1e-4
+
+
+def test_sdml_loss_matches_definition():
+    rng = np.random.default_rng(1)
+    x1, x2 = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
+    got = gloss.SDMLLoss(smoothing_parameter=0.3)(nd.array(x1), nd.array(x2)).asnumpy()
+    d = ((x1[:, None, :] - x2[None, :, :]) ** 2).sum(-1)
+    logp = -d - np.log(np.exp(-d).sum(1, keepdims=True))
+    lab = np.where(np.eye(4) > 0, 0.7, 0.3 / 3)
+    expect = (lab * (np.log(lab + 1e-12) - logp)).sum(1)
+    np.testing.assert_allclose(got, expect, rtol=1e-4, atol=1e-5)
+
+
+def test_ndarray_iter_labels_as_mxnet():
+    # numpy inputs become float32 NDArrays (MXNet's nd.array), inputs are ordered by name, and a
+    # label with more samples than the data is batched by the data's samples
+    it = mx.io.NDArrayIter(np.arange(4).reshape(4, 1), {"w": np.arange(8), "label": np.arange(8, dtype=np.int8)},
+                           batch_size=2)
+    assert [d.name for d in it.provide_label] == ["label", "w"]
+    assert all(d.dtype == np.float32 for d in it.provide_label + it.provide_data)
+    batches = list(it)
+    assert len(batches) == 2
+    np.testing.assert_array_equal(batches[1].label[0].asnumpy(), [2, 3])
+    with pytest.raises(MXNetError):
+        mx.io.NDArrayIter(np.zeros((4, 1)), np.zeros(3), batch_size=2)

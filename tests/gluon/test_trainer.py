@@ -160,17 +160,24 @@ def test_save_and_load_states_resume_identically(tmp_path):
 
 
 def test_kvstore_object_is_used_for_reduction():
-    class FakeKV:
+    # a user store (MXNet: a KVStoreBase subclass) without optimizer support: the gradients are
+    # all-reduced through it and the Trainer's updaters apply the optimizer
+    class FakeKV(mx.kv.KVStoreBase):
+        type = "fake"
+
         def __init__(self):
             self.calls = []
 
-        def init(self, key, value):
+        def _optimizer_capable(self):
+            return False
+
+        def broadcast(self, key, value, out, priority=0):
             self.calls.append(("init", key))
 
         def pushpull(self, key, value, out=None, priority=0):
             self.calls.append(("pushpull", key))
             total = sum(v.asnumpy() for v in value)
-            for o in out:
+            for o in (value if out is None else out):
                 o[:] = total
 
     kv = FakeKV()
@@ -179,6 +186,9 @@ def test_kvstore_object_is_used_for_reduction():
     _grads_of_sum_sq(d, nd.ones((1, 3)))
     tr.step(1)
     assert ("init", 0) in kv.calls and ("pushpull", 0) in kv.calls and ("pushpull", 1) in kv.calls
+    assert tr._update_on_kvstore is False
+    with pytest.raises(TypeError):   # MXNet: kvstore must be KVStore, str or None
+        gluon.Trainer(d.collect_params(), "sgd", kvstore=object())._init_kvstore()
 
 
 def test_split_data_and_load():
@@ -252,5 +262,63 @@ def test_states_roundtrip_through_kvstore_that_applies_updates(tmp_path):
         _grads_of_sum_sq(d, x)
         t.step(4)
     np.testing.assert_allclose(b.weight.data().asnumpy(), a.weight.data().asnumpy(), rtol=1e-6)
-    with pytest.warns(UserWarning, match="store keeps applying updates"):
-        b.weight.set_data(nd.zeros((2, 3)))
+    # new values loaded into a Parameter whose store applies the updates drop the store (MXNet's
+    # Trainer._reset_kvstore): the next step creates it again from the loaded values
+    assert tb2._kv_initialized and tb2._kvstore is not None
+    b.weight.set_data(nd.zeros((2, 3)))
+    assert not tb2._kv_initialized and tb2._kvstore is None and tb2._update_on_kvstore is None
+
+
+def test_kvstore_creation_follows_mxnet_rules():
+    def trainer(ctxs, **kw):
+        p = gluon.Parameter("w", shape=(3,))
+        p.initialize(ctx=ctxs, init="zeros")
+        t = gluon.Trainer([p], "sgd", {"learning_rate": 1.0, "momentum": 0.5}, **kw)
+        with mx.autograd.record():
+            for w in p.list_data():
+                (w + 1).backward()
+        t.step(1)
+        return t, p
+
+    t, _ = trainer([mx.cpu(0)])                       # one device: no store
+    assert t._kvstore is None and t._update_on_kvstore is None
+    t, p = trainer([mx.cpu(0), mx.cpu(1)])            # several: a 'device' store applying the updates
+    assert t._kvstore.type == "device" and t._update_on_kvstore is True
+    np.testing.assert_array_equal(p.data(mx.cpu(1)).asnumpy(), -2 * np.ones(3))
+    assert t.learning_rate == 1.0
+    t, p = trainer([mx.cpu(0), mx.cpu(1)], kvstore=mx.kv.create("teststore"))   # no optimizer support
+    assert t._update_on_kvstore is False
+    np.testing.assert_array_equal(p.data(mx.cpu(1)).asnumpy(), -2 * np.ones(3))
+    with pytest.raises(ValueError):
+        trainer([mx.cpu(0), mx.cpu(1)], kvstore=mx.kv.create("teststore"), update_on_kvstore=True)
+    with pytest.raises(AssertionError):   # allreduce_grads/update are for updates off the store
+        t, _ = trainer([mx.cpu(0), mx.cpu(1)])
+        t.allreduce_grads()
+
+
+def test_update_counts_are_per_device():
+    # an lr schedule advances once per step whatever the number of contexts (MXNet counts the
+    # updates of each device separately)
+    p = gluon.Parameter("w", shape=(3,))
+    p.initialize(ctx=[mx.cpu(0), mx.cpu(1)], init="zeros")
+    sched = mx.lr_scheduler.FactorScheduler(2, factor=0.1, base_lr=1.0)
+    t = gluon.Trainer([p], "sgd", {"learning_rate": 1.0, "lr_scheduler": sched}, update_on_kvstore=False)
+    lrs = []
+    for _ in range(5):
+        with mx.autograd.record():
+            for w in p.list_data():
+                (w + 1).backward()
+        t.step(1)
+        lrs.append(t.learning_rate)
+    np.testing.assert_allclose(lrs, [1.0, 1.0, 0.1, 0.1, 0.01])
+
+
+def test_sparse_parameter_takes_one_trainer():
+    p = gluon.Parameter("x", shape=(10,), stype="row_sparse")
+    p.initialize()
+    t0 = gluon.Trainer([p], "sgd")
+    assert p._trainer is t0
+    with pytest.raises(RuntimeError):
+        gluon.Trainer([p], "sgd")
+    with pytest.raises(RuntimeError):
+        p.list_data()
