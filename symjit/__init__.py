@@ -37,6 +37,7 @@ from .symbol import naming as attribute  # noqa: F401
 from .symbol.naming import AttrScope  # noqa: F401
 from . import executor  # noqa: F401
 from . import io  # noqa: F401
+from . import recordio  # noqa: F401
 from . import metric  # noqa: F401
 from . import module  # noqa: F401
 from . import module as mod  # noqa: F401
