@@ -42,6 +42,9 @@ from . import metric  # noqa: F401
 from . import module  # noqa: F401
 from . import module as mod  # noqa: F401
 from . import model  # noqa: F401
+from . import callback  # noqa: F401
+from . import monitor  # noqa: F401
+from . import monitor as mon  # noqa: F401
 from . import gluon  # noqa: F401
 from . import kvstore  # noqa: F401
 from . import kvstore as kv  # noqa: F401

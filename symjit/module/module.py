@@ -71,13 +71,15 @@ class BaseModule:
         self.forward(data_batch, is_train=True)
         self.backward()
 
-    def score(self, eval_data, eval_metric, num_batch=None, batch_end_callback=None, reset=True, epoch=0):
+    def score(self, eval_data, eval_metric, num_batch=None, batch_end_callback=None, score_end_callback=None,
+              reset=True, epoch=0):
         if not (self.binded and self.params_initialized):
             raise MXNetError("score: call bind() and init_params() first")
         if reset:
             eval_data.reset()
         eval_metric = metric_mod.create(eval_metric)
         eval_metric.reset()
+        nbatch = 0
         for nbatch, batch in enumerate(eval_data):
             if num_batch is not None and nbatch == num_batch:
                 break
@@ -85,6 +87,8 @@ class BaseModule:
             self.update_metric(eval_metric, batch.label)
             for cb in _as_list(batch_end_callback or []):
                 cb(_BatchEndParam(epoch, nbatch, eval_metric))
+        for cb in _as_list(score_end_callback or []):
+            cb(_BatchEndParam(epoch, nbatch, eval_metric))
         return eval_metric.get_name_value()
 
     def iter_predict(self, eval_data, num_batch=None, reset=True):
@@ -123,14 +127,20 @@ class BaseModule:
         self.init_optimizer(kvstore=kvstore, optimizer=optimizer, optimizer_params=optimizer_params)
         validation_metric = validation_metric or eval_metric
         eval_metric = metric_mod.create(eval_metric)
+        if monitor is not None:
+            self.install_monitor(monitor)
         for epoch in range(begin_epoch, num_epoch):
             tic = time.time()
             eval_metric.reset()
             train_data.reset()
             for nbatch, batch in enumerate(train_data):
+                if monitor is not None:
+                    monitor.tic()
                 self.forward_backward(batch)
                 self.update()
                 self.update_metric(eval_metric, batch.label)
+                if monitor is not None:
+                    monitor.toc_print()
                 for cb in _as_list(batch_end_callback or []):
                     cb(_BatchEndParam(epoch, nbatch, eval_metric))
             for name, val in eval_metric.get_name_value():
@@ -141,7 +151,7 @@ class BaseModule:
                 cb(epoch, self.symbol, arg_params, aux_params)
             if eval_data is not None:
                 res = self.score(eval_data, validation_metric, batch_end_callback=eval_batch_end_callback,
-                                 epoch=epoch)
+                                 score_end_callback=eval_end_callback, epoch=epoch)
                 for name, val in res:
                     self.logger.info("Epoch[%d] Validation-%s=%f", epoch, name, val)
 
@@ -238,7 +248,10 @@ class Module(BaseModule):
             shared_group = shared_module._exec_group
         self._build_executors(shared_group)
         self.binded = True
-        if self.params_initialized:
+        if shared_module is not None:   # the parameter arrays are the shared module's
+            self.params_initialized = True
+            self._arg_params, self._aux_params = shared_module._arg_params, shared_module._aux_params
+        elif self.params_initialized:
             self._push_params()
 
     def _build_executors(self, shared_group=None):
@@ -373,6 +386,20 @@ class Module(BaseModule):
                 self._push_params()
         self.optimizer_initialized = True
 
+    def borrow_optimizer(self, shared_module):
+        """Use `shared_module`'s optimizer, KVStore and updater (modules sharing parameters)."""
+        if not shared_module.optimizer_initialized:
+            raise MXNetError("borrow_optimizer: the shared module's optimizer is not initialized")
+        self._optimizer = shared_module._optimizer
+        self._kvstore = shared_module._kvstore
+        self._updater = shared_module._updater
+        self.optimizer_initialized = True
+
+    def prepare(self, data_batch, sparse_row_id_fn=None):
+        """Prepare for the next batch (MXNet pulls sparse rows here; dense modules need nothing)."""
+        if not self.binded:
+            raise MXNetError("prepare: call bind() first")
+
     def _create_kvstore(self, kvstore):
         """A KVStore only when gradients must be aggregated over several devices or processes."""
         if kvstore is None:
@@ -431,6 +458,13 @@ class Module(BaseModule):
 
     def get_input_grads(self, merge_multi_context=True):
         return self._exec_group.get_input_grads(merge_multi_context)
+
+    def install_monitor(self, mon):
+        """Install the Monitor `mon` on every executor of the module."""
+        if not self.binded:
+            raise MXNetError("install_monitor: call bind() first")
+        for exe in self._exec_group.execs:
+            mon.install(exe)
 
     def update_metric(self, eval_metric, labels, pre_sliced=False):
         self._exec_group.update_metric(eval_metric, labels, pre_sliced)
