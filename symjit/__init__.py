@@ -42,10 +42,15 @@ from . import metric  # noqa: F401
 from . import module  # noqa: F401
 from . import module as mod  # noqa: F401
 from . import model  # noqa: F401
+from . import rnn  # noqa: F401
 from . import callback  # noqa: F401
+from . import contrib  # noqa: F401
 from . import monitor  # noqa: F401
 from . import monitor as mon  # noqa: F401
 from . import gluon  # noqa: F401
+from .gluon.cached_op import NDArrayCachedOp as _NDArrayCachedOp  # noqa: E402
+
+ndarray.CachedOp = _NDArrayCachedOp   # MXNet's mx.nd.CachedOp (a Symbol run as one imperative op)
 from . import kvstore  # noqa: F401
 from . import kvstore as kv  # noqa: F401
 from . import distributed  # noqa: F401

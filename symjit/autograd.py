@@ -24,7 +24,7 @@ from .base import MXNetError
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
            "set_recording", "set_training", "mark_variables", "backward", "grad", "Function",
-           "get_symbol"]
+           "get_symbol", "NDArray"]   # MXNet's autograd exports NDArray with `import *` too
 
 
 class _State(threading.local):
@@ -367,3 +367,12 @@ def get_symbol(x):
     from .symbol.tape import symbol_from_tape
     return symbol_from_tape(x)
 
+
+
+def __getattr__(name):
+    """`NDArray` (exported as MXNet's autograd module does), imported lazily: the ndarray
+    package imports this module."""
+    if name == "NDArray":
+        from .ndarray import NDArray
+        return NDArray
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

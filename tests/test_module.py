@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import symjit as mx
+from symjit import nd
 from symjit.base import MXNetError
 
 
@@ -94,3 +95,48 @@ def test_input_name_errors():
     mod = mx.mod.Module(_mlp())
     with pytest.raises(MXNetError, match="bind"):
         mod.init_params()
+
+
+def _fc_module(ctx):
+    sym = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=3, name="fc")
+    mod = mx.mod.Module(sym, ("data",), None, context=ctx)
+    mod.bind(data_shapes=[("data", (4, 2))])
+    mod.init_params()
+    return mod
+
+
+def test_module_optimizer_rules_and_states_round_trip(tmp_path):
+    mod = _fc_module(mx.cpu())
+    opt = mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, rescale_grad=0.25)
+    mod.init_optimizer(optimizer=opt)
+    assert mod._optimizer.idx2name == {0: "fc_weight", 1: "fc_bias"}
+    assert mod._kvstore is None and not mod._update_on_kvstore   # one device: no store
+    multi = _fc_module([mx.cpu(0), mx.cpu(1)])
+    multi.init_optimizer(optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+    assert multi._update_on_kvstore and multi._updater is None   # the store applies the updates
+    multi.forward(mx.io.DataBatch([nd.ones((4, 2))]), is_train=True)
+    multi.backward([nd.ones((4, 3))])
+    multi.update()
+    w = [ex.arg_dict["fc_weight"].asnumpy() for ex in multi._execs]
+    np.testing.assert_array_equal(w[0], w[1])
+    multi.save_checkpoint(str(tmp_path / "m"), 0, save_optimizer_states=True)
+    mod2 = mx.mod.Module.load(str(tmp_path / "m"), 0, load_optimizer_states=True, data_names=("data",),
+                              label_names=None)
+    mod2.bind(data_shapes=[("data", (4, 2))])
+    mod2.init_optimizer(optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+    states = multi._kvstore._updater.states
+    assert set(states) == set(mod2._updater.states) == {0, 1}
+    for k in states:
+        np.testing.assert_array_equal(states[k].asnumpy(), mod2._updater.states[k].asnumpy())
+
+
+def test_module_set_params_missing_and_extra():
+    mod = _fc_module(mx.cpu())
+    good = {"fc_weight": nd.ones((3, 2)), "fc_bias": nd.zeros(3)}
+    with pytest.raises(RuntimeError):    # missing, not allowed
+        mod.set_params({"fc_weight": nd.ones((3, 2))}, {}, allow_missing=False)
+    with pytest.raises(ValueError):      # extra, not allowed
+        mod.set_params(dict(good, other=nd.ones(1)), {}, allow_extra=False)
+    mod.set_params(dict(good, other=nd.ones(1)), {}, allow_extra=True)
+    # predict takes a single array as one batch
+    np.testing.assert_allclose(mod.predict(np.ones((4, 2))).asnumpy(), 2 * np.ones((4, 3)))

@@ -324,6 +324,9 @@ class Trainer:
         self._update(ignore_stale_grad)
 
     def _update(self, ignore_stale_grad=False):
+        loss_scaler = getattr(self, "_amp_loss_scaler", None)   # contrib.amp.init_trainer
+        if loss_scaler is not None and loss_scaler.has_overflow(self._params):
+            return   # skip the step on inf/NaN gradients
         self._ensure_updaters()
         updates = [[] for _ in self._updaters]
         is_fresh, set_fresh = autograd.is_fresh_grad, autograd.set_fresh_grad

@@ -9,6 +9,7 @@ back to every executor, so all replicas stay identical.
 from __future__ import annotations
 
 import logging
+import warnings
 import time
 from collections import OrderedDict
 
@@ -17,7 +18,7 @@ import numpy as np
 from .. import initializer as init_mod
 from .. import metric as metric_mod
 from .. import optimizer as opt_mod
-from ..base import MXNetError
+from ..base import MXNetError, MXNetValueError
 from ..context import Context, cpu
 from ..io import DataDesc
 
@@ -40,6 +41,16 @@ def _check_input_names(symbol, names, typename, throw):
         if throw:
             raise ValueError(msg)
         logging.warning(msg)
+
+
+def _checked_names(symbol, data_names, label_names, state_names, fixed_param_names):
+    """The four name lists as lists (None: empty), checked against the symbol's arguments
+    (unknown data, state and fixed names raise ValueError, unknown labels only warn)."""
+    lists = [list(n) if n is not None else [] for n in (data_names, label_names, state_names,
+                                                         fixed_param_names)]
+    for names, kind, throw in zip(lists, ("data", "label", "state", "fixed_param"), (True, False, True, True)):
+        _check_input_names(symbol, names, kind, throw)
+    return lists
 
 
 def _parse_shapes(shapes):
@@ -102,8 +113,17 @@ class BaseModule:
             outputs = [out[0:out.shape[0] - pad] for out in self.get_outputs()]
             yield outputs, nbatch, batch
 
-    def predict(self, eval_data, num_batch=None, merge_batches=True, reset=True, always_output_list=False):
+    def predict(self, eval_data, num_batch=None, merge_batches=True, reset=True, always_output_list=False,
+                sparse_row_id_fn=None):
+        """Outputs over `eval_data`: a DataIter (merged over batches unless told otherwise), or one
+        NDArray / numpy array taken as a single batch (its first output is returned)."""
         from .. import ndarray as nd
+        from ..io import DataBatch
+        if isinstance(eval_data, (nd.NDArray, np.ndarray)):
+            if isinstance(eval_data, np.ndarray):
+                eval_data = nd.array(eval_data)
+            self.forward(DataBatch([eval_data]))
+            return self.get_outputs()[0]
         outputs = [[o.copy() for o in outs] for outs, _, _ in self.iter_predict(eval_data, num_batch, reset)]
         if not outputs:
             return []
@@ -174,14 +194,8 @@ class Module(BaseModule):
             if not isinstance(c, Context):
                 raise MXNetError(f"Module: context must be a Context or a list of them, got {c!r}")
         self._symbol = symbol
-        data_names = list(data_names) if data_names is not None else []
-        label_names = list(label_names) if label_names is not None else []
-        state_names = list(state_names) if state_names is not None else []
-        fixed_param_names = list(fixed_param_names) if fixed_param_names is not None else []
-        _check_input_names(symbol, data_names, "data", True)
-        _check_input_names(symbol, label_names, "label", False)
-        _check_input_names(symbol, state_names, "state", True)
-        _check_input_names(symbol, fixed_param_names, "fixed_param", True)
+        data_names, label_names, state_names, fixed_param_names = _checked_names(
+            symbol, data_names, label_names, state_names, fixed_param_names)
         arg_names = symbol.list_arguments()
         input_names = data_names + label_names + state_names
         self._param_names = [x for x in arg_names if x not in input_names]
@@ -195,7 +209,10 @@ class Module(BaseModule):
         self._aux_params = None
         self._optimizer = None
         self._kvstore = None
+        self._update_on_kvstore = None
         self._updater = None
+        self._compression_params = compression_params
+        self._preload_opt_states = None
         self._work_load_list = list(work_load_list) if work_load_list is not None else None
         self._exec_group = None
         self._execs = []
@@ -248,9 +265,12 @@ class Module(BaseModule):
             shared_group = shared_module._exec_group
         self._build_executors(shared_group)
         self.binded = True
-        if shared_module is not None:   # the parameter arrays are the shared module's
+        if shared_module is not None:
+            # the executors share the shared module's parameter arrays, which hold the current
+            # values (its `_arg_params` copies may be older): nothing to copy (MXNet)
             self.params_initialized = True
-            self._arg_params, self._aux_params = shared_module._arg_params, shared_module._aux_params
+            self._arg_params = shared_module._arg_params
+            self._aux_params = shared_module._aux_params
         elif self.params_initialized:
             self._push_params()
 
@@ -310,9 +330,9 @@ class Module(BaseModule):
         if not allow_extra:
             for table, known in ((arg_params, self._arg_params), (aux_params, self._aux_params)):
                 extra = [k for k in (table or {}) if k not in known]
-                if extra:
-                    raise MXNetError(f"init_params: parameters {extra} are not in the symbol "
-                                     "(pass allow_extra=True to ignore them)")
+                if extra:   # MXNet: ValueError from the executors' copy_params_from
+                    raise MXNetValueError(f"init_params: parameters {extra} are not in the symbol "
+                                          "(pass allow_extra=True to ignore them)")
         self.params_initialized = True
         self._push_params()
 
@@ -361,78 +381,83 @@ class Module(BaseModule):
     # ---- optimizer ------------------------------------------------------------------------------
     def init_optimizer(self, kvstore="local", optimizer="sgd", optimizer_params=(("learning_rate", 0.01),),
                        force_init=False):
+        """Create the optimizer and, by MXNet's rules (`_create_kvstore`), the KVStore: with several
+        devices (or a distributed store) the store aggregates the gradients and, when it can,
+        applies the optimizer itself (`_update_on_kvstore`); otherwise one Updater applies it,
+        with index i * num_devices + k for parameter i on device k."""
         if self.optimizer_initialized and not force_init:
             self.logger.warning("optimizer already initialized, ignoring...")
             return
         if not (self.binded and self.params_initialized):
             raise MXNetError("init_optimizer: call bind() and init_params() first")
-        batch_size = self._data_shapes[0].shape[0] if self._data_shapes else 1
-        idx2name = {i: n for i, n in enumerate(self._param_names)}
+        from ..gluon.trainer import _create_kvstore
+        self._pull_params()
+        kv, update_on_kvstore = _create_kvstore(kvstore, len(self._context), self._arg_params)
+        batch_size = self._exec_group.batch_size
+        if kv and "dist" in kv.type and "_sync" in kv.type:
+            batch_size *= kv.num_workers
+        rescale_grad = 1.0 / batch_size
+        names = self._exec_group.param_names
+        idx2name = {}
+        if update_on_kvstore:
+            idx2name.update(enumerate(names))
+        else:
+            for k in range(len(self._context)):
+                idx2name.update({i * len(self._context) + k: n for i, n in enumerate(names)})
         if isinstance(optimizer, str):
             params = dict(optimizer_params)
-            params.setdefault("rescale_grad", 1.0 / batch_size)
+            params.setdefault("rescale_grad", rescale_grad)
             optimizer = opt_mod.create(optimizer, sym=self._symbol, param_idx2name=idx2name, **params)
-        elif not isinstance(optimizer, opt_mod.Optimizer):
+        elif isinstance(optimizer, opt_mod.Optimizer):
+            if optimizer.rescale_grad != rescale_grad:
+                warnings.warn(f"Optimizer created manually outside Module but rescale_grad is not "
+                              f"normalized to 1.0/batch_size/num_workers ({optimizer.rescale_grad} vs. "
+                              f"{rescale_grad}). Is this intended?", stacklevel=2)
+            if not optimizer.idx2name:
+                optimizer.idx2name = idx2name.copy()
+        else:
             raise MXNetError("init_optimizer: optimizer must be a name or an Optimizer")
         self._optimizer = optimizer
-        self._kvstore = self._create_kvstore(kvstore)
-        self._updater = opt_mod.get_updater(optimizer)
-        if self._kvstore is not None:
-            for i, name in enumerate(self._param_names):
-                self._kvstore.init(i, self._arg_params[name])
-            if "dist" in getattr(self._kvstore, "type", ""):  # every worker starts from rank 0's weights
-                for i, name in enumerate(self._param_names):
-                    self._kvstore.pull(i, out=self._arg_params[name])
-                self._push_params()
+        self._kvstore = kv
+        self._update_on_kvstore = update_on_kvstore
+        self._updater = None
+        if kv:
+            if self._compression_params:
+                kv.set_gradient_compression(self._compression_params)
+            if update_on_kvstore:
+                kv.set_optimizer(self._optimizer)
+            for i, name in enumerate(names):   # every device (and worker) starts from these values
+                arrays = [ex.arg_dict[name] for ex in self._execs]
+                if update_on_kvstore and hasattr(kv, "broadcast"):
+                    kv.broadcast(i, self._arg_params[name], out=arrays)
+                else:
+                    kv.init(i, self._arg_params[name])
+        if not update_on_kvstore:
+            self._updater = opt_mod.get_updater(optimizer)
         self.optimizer_initialized = True
-
-    def borrow_optimizer(self, shared_module):
-        """Use `shared_module`'s optimizer, KVStore and updater (modules sharing parameters)."""
-        if not shared_module.optimizer_initialized:
-            raise MXNetError("borrow_optimizer: the shared module's optimizer is not initialized")
-        self._optimizer = shared_module._optimizer
-        self._kvstore = shared_module._kvstore
-        self._updater = shared_module._updater
-        self.optimizer_initialized = True
-
-    def prepare(self, data_batch, sparse_row_id_fn=None):
-        """Prepare for the next batch (MXNet pulls sparse rows here; dense modules need nothing)."""
-        if not self.binded:
-            raise MXNetError("prepare: call bind() first")
-
-    def _create_kvstore(self, kvstore):
-        """A KVStore only when gradients must be aggregated over several devices or processes."""
-        if kvstore is None:
-            return None
-        if not isinstance(kvstore, str):
-            return kvstore
-        if len(self._context) == 1 and not kvstore.startswith("dist"):
-            return None
-        try:
-            from .. import kvstore as kv_mod
-        except ImportError:
-            return None
-        return kv_mod.create(kvstore)
+        preload = getattr(self, "_preload_opt_states", None)
+        if preload is not None:
+            self.load_optimizer_states(preload)
+            self._preload_opt_states = None
 
     def update(self):
+        """Apply the optimizer to the gradients of the last backward (summed over devices)."""
         if not (self.binded and self.params_initialized and self.optimizer_initialized):
             raise MXNetError("update: call bind(), init_params() and init_optimizer() first")
-        from ..ndarray import NDArray
-        for i, name in enumerate(self._param_names):
+        kv = self._kvstore
+        n_dev = len(self._context)
+        for i, name in enumerate(self._exec_group.param_names):
             grads = [ex.grad_dict.get(name) for ex in self._execs]
             if any(g is None for g in grads):
                 continue
-            weight = self._execs[0].arg_dict[name]
-            if self._kvstore is not None:
-                self._kvstore.push(i, grads)
-                total = NDArray(np.zeros(grads[0].shape, grads[0]._data.dtype), weight.context)
-                self._kvstore.pull(i, out=total)
-            else:
-                total = grads[0] if len(grads) == 1 else NDArray(
-                    sum(g._data for g in grads), weight.context)
-            self._updater(i, total, weight)
-            for ex in self._execs[1:]:
-                ex.arg_dict[name][:] = weight
+            weights = [ex.arg_dict[name] for ex in self._execs]
+            if self._update_on_kvstore:
+                kv.pushpull(i, grads, out=weights, priority=-i)
+                continue
+            if kv:
+                kv.pushpull(i, grads, priority=-i)
+            for k, (w, g) in enumerate(zip(weights, grads)):
+                self._updater(i * n_dev + k, g, w)
 
     # ---- execution --------------------------------------------------------------------------------
     def forward(self, data_batch, is_train=None):
@@ -469,6 +494,36 @@ class Module(BaseModule):
     def update_metric(self, eval_metric, labels, pre_sliced=False):
         self._exec_group.update_metric(eval_metric, labels, pre_sliced)
 
+    # ---- states, shared optimizers (BucketingModule) ---------------------------------------------------
+    def get_states(self, merge_multi_context=True):
+        """The values of the `state_names` inputs (per context unless merged)."""
+        if not (self.binded and self.params_initialized):
+            raise MXNetError("get_states: call bind() and init_params() first")
+        return self._exec_group.get_states(merge_multi_context=merge_multi_context)
+
+    def set_states(self, states=None, value=None):
+        """Set the `state_names` inputs from `states` (as get_states(False) returns) or to `value`."""
+        if not (self.binded and self.params_initialized):
+            raise MXNetError("set_states: call bind() and init_params() first")
+        self._exec_group.set_states(states, value)
+
+    def borrow_optimizer(self, shared_module):
+        """Use `shared_module`'s optimizer, KVStore and updater (one optimizer state for all the
+        modules of a BucketingModule)."""
+        if not shared_module.optimizer_initialized:
+            raise MXNetError("borrow_optimizer: the shared module has no optimizer yet")
+        self._optimizer = shared_module._optimizer
+        self._kvstore = shared_module._kvstore
+        self._update_on_kvstore = shared_module._update_on_kvstore
+        self._updater = shared_module._updater
+        self.optimizer_initialized = True
+
+    def prepare(self, data_batch, sparse_row_id_fn=None):
+        """Get ready for `data_batch` (MXNet pulls row_sparse parameters here; dense parameters
+        are always up to date)."""
+        if not self.binded:
+            raise MXNetError("prepare: call bind() first")
+
     # ---- checkpoints --------------------------------------------------------------------------------
     def save_checkpoint(self, prefix, epoch, save_optimizer_states=False, remove_amp_cast=True):
         self._symbol.save(f"{prefix}-symbol.json")
@@ -477,14 +532,22 @@ class Module(BaseModule):
             self.save_optimizer_states(f"{prefix}-{epoch:04d}.states")
 
     def save_optimizer_states(self, fname):
+        """Write the optimizer states (the store's when it applies the updates) to `fname`."""
         if not self.optimizer_initialized:
             raise MXNetError("save_optimizer_states: call init_optimizer() first")
+        if self._update_on_kvstore:
+            self._kvstore.save_optimizer_states(fname)
+            return
         with open(fname, "wb") as f:
             f.write(self._updater.get_states())
 
     def load_optimizer_states(self, fname):
+        """Restore what `save_optimizer_states` wrote."""
         if not self.optimizer_initialized:
             raise MXNetError("load_optimizer_states: call init_optimizer() first")
+        if self._update_on_kvstore:
+            self._kvstore.load_optimizer_states(fname)
+            return
         with open(fname, "rb") as f:
             self._updater.set_states(f.read())
 

@@ -133,14 +133,28 @@ def onehot_encode(indices, out):
 
 
 def moveaxis(tensor, source, destination):
-    """`tensor` with axis `source` moved to position `destination` (others keep their order)."""
+    """`tensor` with axes `source` (an int or a sequence) moved to positions `destination`
+    (same length); the other axes keep their order (numpy.moveaxis). Bad axes: ValueError."""
     nd_ = tensor.ndim
-    src, dst = int(source), int(destination)
-    if not (-nd_ <= src < nd_ and -nd_ <= dst < nd_):
-        raise MXNetError(f"moveaxis: axis out of range for a {nd_}-d array: source {source}, "
-                         f"destination {destination}")
-    order = [a for a in range(nd_) if a != src % nd_]
-    order.insert(dst % nd_, src % nd_)
+
+    def axes(value, what):
+        seq = [value] if isinstance(value, (int, np.integer)) else list(value)
+        out = []
+        for a in seq:
+            a = int(a)
+            if not -nd_ <= a < nd_:
+                raise MXNetValueError(f"moveaxis: {what} axis {a} is out of range for a {nd_}-d array")
+            out.append(a % nd_)
+        if len(set(out)) != len(out):
+            raise MXNetValueError(f"moveaxis: repeated axis in {what} {list(seq)}")
+        return out
+    src, dst = axes(source, "source"), axes(destination, "destination")
+    if len(src) != len(dst):
+        raise MXNetValueError(f"moveaxis: source {source} and destination {destination} must have the "
+                              "same number of elements")
+    order = [a for a in range(nd_) if a not in src]
+    for d, s_ in sorted(zip(dst, src)):
+        order.insert(d, s_)
     return invoke("transpose", [tensor], {"axes": tuple(order)})
 
 

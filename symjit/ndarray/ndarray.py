@@ -263,9 +263,6 @@ class NDArray:
         attrs = {"axis": axis}
         return self._shape_view("expand_dims", attrs) if inplace else invoke("expand_dims", [self], attrs)
 
-    def reshape_like(self, other: "NDArray") -> "NDArray":
-        return self.reshape(other.shape)
-
     # ---- indexing -----------------------------------------------------------------------
     def __getitem__(self, key) -> "NDArray":
         from .indexing import getitem
@@ -335,7 +332,7 @@ FLUENT_METHODS = {n: n for n in (
     "repeat", "pad", "split", "slice", "slice_axis", "slice_like", "take", "pick", "one_hot",
     "broadcast_to", "broadcast_like", "softmax", "log_softmax", "topk", "sort", "argsort", "flatten",
     "diag", "swapaxes", "depth_to_space", "space_to_depth", "zeros_like", "ones_like", "argmax_channel",
-    "shape_array", "size_array", "erf", "gamma", "gammaln", "negative")}
+    "shape_array", "size_array", "erf", "gamma", "gammaln", "negative", "broadcast_axes", "reshape_like")}
 FLUENT_METHODS.update({"flatten": "Flatten", "swapaxes": "SwapAxis", "split": "SliceChannel",
                        "softmin": "softmin"})
 
@@ -473,6 +470,12 @@ def from_numpy(a: np.ndarray, zero_copy: bool = True, ctx: Context | None = None
                               "use np.ascontiguousarray or zero_copy=False")
     # our own writable array over a's memory (through a buffer, so a's read-only flag set
     # next does not reach it)
+    if not a.flags.writeable:   # e.g. already given to from_numpy: its memory is still ours
+        try:
+            a.flags.writeable = True
+        except ValueError:
+            raise MXNetValueError("from_numpy: zero_copy needs a numpy array whose memory can be "
+                                  "written (this one is a read-only view); use zero_copy=False") from None
     data = np.ndarray(a.shape, a.dtype, buffer=a.data) if a.size else np.empty(a.shape, a.dtype)
     a.flags.writeable = False
     return NDArray(data, _check_ctx(ctx))

@@ -3,6 +3,8 @@
 `fill_element_0index(lhs, mhs, rhs)`: a copy of lhs (n, m) with out[i, rhs[i]] = mhs[i].
 `_onehot_encode(indices, out)`: (n, m) zeros with out[i, indices[i]] = 1 (`nd.onehot_encode`
 writes it into its `out` argument). Indices are rounded toward zero and must lie in [0, m).
+`batch_take(a, indices)`: out[i] = a[i, indices[i]], indices clipped into [0, m); like MXNet's
+it has no gradient (binding for one through it fails; `stop_gradient` before it is fine).
 (`choose_element_0index`, out[i] = lhs[i, rhs[i]], is an alias of `pick`.)
 """
 from __future__ import annotations
@@ -86,3 +88,30 @@ class OnehotEncode(Op):
         out = np.zeros(like.shape, like.dtype)
         out[np.arange(n), j] = 1
         return [out]
+
+
+@register("batch_take")
+class BatchTake(Op):
+    """out[i] = a[i, clip(indices[i], 0, m - 1)] for a of shape (n, m). It defines no gradient
+    rule (Op.grad raises), so asking for a gradient through it is an error, as in MXNet."""
+    inputs = ("a", "indices")
+
+    def infer_shape(self, attrs, in_shapes):
+        a, idx = in_shapes
+        a = _matrix(self.name, "a", a)
+        if a is None:
+            return list(in_shapes), [None]
+        rows = (a[0],)
+        return [tuple(a), merge_shape(self.name, "input 'indices'", rows, idx)], [rows]
+
+    def infer_type(self, attrs, in_types):
+        a, idx = in_types
+        return [a, idx or "int32"], [a]
+
+    def compute(self, attrs, inputs, ctx):
+        a, index = inputs
+        n, m = _matrix(self.name, "a", a.shape)
+        if index.shape != (n,):
+            raise MXNetError(f"{self.name}: indices must have shape ({n},), got {index.shape}")
+        j = np.clip(index.astype(np.int64), 0, m - 1)
+        return [np.ascontiguousarray(a[np.arange(n), j])]

@@ -18,7 +18,26 @@ def _conv3x3(channels, stride, in_channels):
                      in_channels=in_channels)
 
 
-class BasicBlockV1(HybridBlock):
+def _downsample_v1(channels, stride, in_channels):
+    """The V1 blocks' shortcut when the shape changes: strided 1x1 convolution + batch norm."""
+    ds = nn.HybridSequential(prefix="")
+    ds.add(nn.Conv2D(channels, kernel_size=1, strides=stride, use_bias=False, in_channels=in_channels))
+    ds.add(nn.BatchNorm())
+    return ds
+
+
+class _ResidualV1(HybridBlock):
+    """V1 blocks: relu(body(x) + shortcut(x))."""
+
+    def hybrid_forward(self, F, x):
+        residual = x
+        x = self.body(x)
+        if self.downsample:
+            residual = self.downsample(residual)
+        return F.Activation(residual + x, act_type="relu")
+
+
+class BasicBlockV1(_ResidualV1):
     """Two 3x3 convolutions with batch norm, added to the (downsampled) input, then relu."""
 
     def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
@@ -29,23 +48,10 @@ class BasicBlockV1(HybridBlock):
         self.body.add(nn.Activation("relu"))
         self.body.add(_conv3x3(channels, 1, channels))
         self.body.add(nn.BatchNorm())
-        if downsample:
-            self.downsample = nn.HybridSequential(prefix="")
-            self.downsample.add(nn.Conv2D(channels, kernel_size=1, strides=stride, use_bias=False,
-                                          in_channels=in_channels))
-            self.downsample.add(nn.BatchNorm())
-        else:
-            self.downsample = None
-
-    def hybrid_forward(self, F, x):
-        residual = x
-        x = self.body(x)
-        if self.downsample:
-            residual = self.downsample(residual)
-        return F.Activation(residual + x, act_type="relu")
+        self.downsample = _downsample_v1(channels, stride, in_channels) if downsample else None
 
 
-class BottleneckV1(HybridBlock):
+class BottleneckV1(_ResidualV1):
     """1x1 (channels/4), 3x3, 1x1 (channels) convolutions with batch norm, plus the input."""
 
     def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
@@ -59,20 +65,7 @@ class BottleneckV1(HybridBlock):
         self.body.add(nn.Activation("relu"))
         self.body.add(nn.Conv2D(channels, kernel_size=1, strides=1))
         self.body.add(nn.BatchNorm())
-        if downsample:
-            self.downsample = nn.HybridSequential(prefix="")
-            self.downsample.add(nn.Conv2D(channels, kernel_size=1, strides=stride, use_bias=False,
-                                          in_channels=in_channels))
-            self.downsample.add(nn.BatchNorm())
-        else:
-            self.downsample = None
-
-    def hybrid_forward(self, F, x):
-        residual = x
-        x = self.body(x)
-        if self.downsample:
-            residual = self.downsample(residual)
-        return F.Activation(x + residual, act_type="relu")
+        self.downsample = _downsample_v1(channels, stride, in_channels) if downsample else None
 
 
 class BasicBlockV2(HybridBlock):
