@@ -85,3 +85,26 @@ def test_executor_monitor_callback_direct():
     assert ("fc1_output", (1, 3)) in seen and ("fc1_weight", (3, 4)) in seen
     with pytest.raises(mx.base.MXNetError, match="callable"):
         exe.set_monitor_callback(3)
+
+
+def test_backward_reports_the_gradient_along_every_operator_input():
+    data = mx.sym.var("data")
+    fc1 = mx.sym.FullyConnected(data, num_hidden=3, name="fc1")
+    net = mx.sym.LinearRegressionOutput(mx.sym.FullyConnected(fc1, num_hidden=2, name="fc2"), name="lro")
+    exe = net.simple_bind(mx.cpu(), data=(2, 4))
+    rng = np.random.default_rng(0)
+    for name, arr in exe.arg_dict.items():
+        arr[:] = rng.standard_normal(arr.shape).astype(np.float32)
+    seen = {}
+    exe.set_monitor_callback(lambda name, arr: seen.__setitem__(name, arr.asnumpy().copy()))
+    exe.forward(is_train=True)
+    exe.backward()
+    assert {"fc1_backward_data", "fc1_backward_weight", "fc1_backward_bias", "fc2_backward_data",
+            "fc2_backward_weight", "fc2_backward_bias", "lro_backward_data", "lro_backward_label"} <= set(seen)
+    for reported, arg in (("fc1_backward_weight", "fc1_weight"), ("fc1_backward_bias", "fc1_bias"),
+                          ("fc2_backward_weight", "fc2_weight"), ("fc1_backward_data", "data")):
+        np.testing.assert_allclose(seen[reported], exe.grad_dict[arg].asnumpy(), rtol=1e-5)
+    d_out = seen["lro_backward_data"]      # (out - label) * grad_scale / outputs per example
+    np.testing.assert_allclose(d_out, (exe.outputs[0].asnumpy() - exe.arg_dict["lro_label"].asnumpy()) / 2,
+                               rtol=1e-5)
+    np.testing.assert_allclose(seen["fc2_backward_data"], d_out @ exe.arg_dict["fc2_weight"].asnumpy(), rtol=1e-5)
