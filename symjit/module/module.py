@@ -181,7 +181,32 @@ class _BatchEndParam:
         self.epoch, self.nbatch, self.eval_metric, self.locals = epoch, nbatch, eval_metric, None
 
 
-class Module(BaseModule):
+class StoredNamesAndShapes:
+    """The names and shapes properties of a module that keeps them in `_data_names`,
+    `_label_names`, `_output_names`, `_data_shapes` and `_label_shapes`."""
+
+    @property
+    def data_names(self):
+        return self._data_names
+
+    @property
+    def label_names(self):
+        return self._label_names
+
+    @property
+    def output_names(self):
+        return self._output_names
+
+    @property
+    def data_shapes(self):
+        return self._data_shapes
+
+    @property
+    def label_shapes(self):
+        return self._label_shapes
+
+
+class Module(StoredNamesAndShapes, BaseModule):
     """A symbol bound for training or inference on one or several contexts."""
 
     def __init__(self, symbol, data_names=("data",), label_names=("softmax_label",), logger=logging,
@@ -221,26 +246,6 @@ class Module(BaseModule):
         self._grad_req = None
 
     # ---- properties ---------------------------------------------------------------------------
-    @property
-    def data_names(self):
-        return self._data_names
-
-    @property
-    def label_names(self):
-        return self._label_names
-
-    @property
-    def output_names(self):
-        return self._output_names
-
-    @property
-    def data_shapes(self):
-        return self._data_shapes
-
-    @property
-    def label_shapes(self):
-        return self._label_shapes
-
     @property
     def output_shapes(self):
         return [(n, o.shape) for n, o in zip(self._output_names, self._execs[0].outputs)]

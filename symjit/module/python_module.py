@@ -8,12 +8,12 @@ import logging
 from .. import initializer as init_mod
 from .. import ndarray as nd
 from ..base import MXNetError
-from .module import BaseModule
+from .module import BaseModule, StoredNamesAndShapes
 
 __all__ = ["PythonModule", "PythonLossModule"]
 
 
-class PythonModule(BaseModule):
+class PythonModule(StoredNamesAndShapes, BaseModule):
     """A parameterless module: subclasses define `_compute_output_shapes()` (the (name, shape)
     outputs for the bound data shapes), `forward`, `backward`, `get_outputs` and
     `get_input_grads`. The outputs are scores a metric can take when labels are bound."""
@@ -26,22 +26,6 @@ class PythonModule(BaseModule):
         self._data_shapes = None
         self._label_shapes = None
         self._output_shapes = None
-
-    @property
-    def data_names(self):
-        return self._data_names
-
-    @property
-    def output_names(self):
-        return self._output_names
-
-    @property
-    def data_shapes(self):
-        return self._data_shapes
-
-    @property
-    def label_shapes(self):
-        return self._label_shapes
 
     @property
     def output_shapes(self):

@@ -29,6 +29,16 @@ def _make_fire_conv(channels, kernel_size, padding=0):
     return out
 
 
+#: version -> (stem channels, stem kernel, then "pool" (3x3/2 max pooling, ceil mode) or a fire
+#: module's (squeeze, expand 1x1, expand 3x3) channels, in order)
+_SPECS = {
+    "1.0": (96, 7, ["pool", (16, 64, 64), (16, 64, 64), (32, 128, 128), "pool", (32, 128, 128),
+                    (48, 192, 192), (48, 192, 192), (64, 256, 256), "pool", (64, 256, 256)]),
+    "1.1": (64, 3, ["pool", (16, 64, 64), (16, 64, 64), "pool", (32, 128, 128), (32, 128, 128), "pool",
+                    (48, 192, 192), (48, 192, 192), (64, 256, 256), (64, 256, 256)]),
+}
+
+
 class SqueezeNet(HybridBlock):
     """SqueezeNet `version` '1.0' or '1.1' with `classes` outputs."""
 
@@ -38,34 +48,14 @@ class SqueezeNet(HybridBlock):
             raise ValueError("Unsupported SqueezeNet version {version}:1.0 or 1.1 expected".format(version=version))
         with self.name_scope():
             self.features = nn.HybridSequential(prefix="")
-            if version == "1.0":
-                self.features.add(nn.Conv2D(96, kernel_size=7, strides=2))
-                self.features.add(nn.Activation("relu"))
-                self.features.add(nn.MaxPool2D(pool_size=3, strides=2, ceil_mode=True))
-                self.features.add(_make_fire(16, 64, 64))
-                self.features.add(_make_fire(16, 64, 64))
-                self.features.add(_make_fire(32, 128, 128))
-                self.features.add(nn.MaxPool2D(pool_size=3, strides=2, ceil_mode=True))
-                self.features.add(_make_fire(32, 128, 128))
-                self.features.add(_make_fire(48, 192, 192))
-                self.features.add(_make_fire(48, 192, 192))
-                self.features.add(_make_fire(64, 256, 256))
-                self.features.add(nn.MaxPool2D(pool_size=3, strides=2, ceil_mode=True))
-                self.features.add(_make_fire(64, 256, 256))
-            else:
-                self.features.add(nn.Conv2D(64, kernel_size=3, strides=2))
-                self.features.add(nn.Activation("relu"))
-                self.features.add(nn.MaxPool2D(pool_size=3, strides=2, ceil_mode=True))
-                self.features.add(_make_fire(16, 64, 64))
-                self.features.add(_make_fire(16, 64, 64))
-                self.features.add(nn.MaxPool2D(pool_size=3, strides=2, ceil_mode=True))
-                self.features.add(_make_fire(32, 128, 128))
-                self.features.add(_make_fire(32, 128, 128))
-                self.features.add(nn.MaxPool2D(pool_size=3, strides=2, ceil_mode=True))
-                self.features.add(_make_fire(48, 192, 192))
-                self.features.add(_make_fire(48, 192, 192))
-                self.features.add(_make_fire(64, 256, 256))
-                self.features.add(_make_fire(64, 256, 256))
+            stem_channels, stem_kernel, fire_specs = _SPECS[version]
+            self.features.add(nn.Conv2D(stem_channels, kernel_size=stem_kernel, strides=2))
+            self.features.add(nn.Activation("relu"))
+            for spec in fire_specs:
+                if spec == "pool":
+                    self.features.add(nn.MaxPool2D(pool_size=3, strides=2, ceil_mode=True))
+                else:
+                    self.features.add(_make_fire(*spec))
             self.features.add(nn.Dropout(0.5))
             self.output = nn.HybridSequential(prefix="")
             self.output.add(nn.Conv2D(classes, kernel_size=1))
