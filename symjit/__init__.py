@@ -52,6 +52,7 @@ _API = {
     "distributed": (".distributed", None),
     "compile": (".compiler", "compile"), "inspect": (".compiler", "inspect"),
     "np": (".numpy", None),
+    "mon": (".monitor", None),
     "visualization": (".visualization", None), "viz": (".visualization", None),
 }
 

@@ -1,23 +1,23 @@
-"""symjit.callback (`mx.callback`): MXNet 1.x training callbacks for `Module.fit`.
+"""symjit.callback (`mx.callback`): MXNet 1.x's training callbacks.
 
 Batch-end callbacks receive a `BatchEndParam` (epoch, nbatch, eval_metric, locals); epoch-end
-callbacks receive (epoch, symbol, arg_params, aux_params).
-"""
+callbacks receive (epoch, symbol, arg_params, aux_params). Messages go to the root logger with
+MXNet's exact formats (scripts and log parsers depend on them)."""
 from __future__ import annotations
 
 import logging
 import math
-import sys
 import time
 
-from .module.module import save_checkpoint
+from .model import save_checkpoint
 
 __all__ = ["module_checkpoint", "do_checkpoint", "log_train_metric", "Speedometer", "ProgressBar",
            "LogValidationMetricsCallback"]
 
 
 def module_checkpoint(mod, prefix, period=1, save_optimizer_states=False):
-    """Epoch-end callback: `mod.save_checkpoint(prefix, epoch + 1)` every `period` epochs."""
+    """An epoch-end callback saving `mod` every `period` epochs as `prefix-symbol.json` and
+    `prefix-%04d.params` (epoch numbers from 1), optionally with `prefix-%04d.states`."""
     period = int(max(1, period))
 
     def _callback(iter_no, sym=None, arg=None, aux=None):
@@ -27,7 +27,8 @@ def module_checkpoint(mod, prefix, period=1, save_optimizer_states=False):
 
 
 def do_checkpoint(prefix, period=1):
-    """Epoch-end callback: `save_checkpoint(prefix, epoch + 1, ...)` every `period` epochs."""
+    """An epoch-end callback saving the symbol and parameters every `period` epochs as
+    `prefix-symbol.json` and `prefix-%04d.params` (the epoch counted from 1)."""
     period = int(max(1, period))
 
     def _callback(iter_no, sym, arg, aux):
@@ -37,7 +38,8 @@ def do_checkpoint(prefix, period=1):
 
 
 def log_train_metric(period, auto_reset=False):
-    """Batch-end callback logging the training metric every `period` batches."""
+    """A batch-end callback logging the training metric every `period` batches
+    (`Iter[epoch] Batch[nbatch] Train-NAME=VALUE`), resetting it after when `auto_reset`."""
     def _callback(param):
         if param.nbatch % period == 0 and param.eval_metric is not None:
             for name, value in param.eval_metric.get_name_value():
@@ -48,7 +50,9 @@ def log_train_metric(period, auto_reset=False):
 
 
 class Speedometer:
-    """Batch-end callback logging samples/sec (and the metric) every `frequent` batches."""
+    """Logs training speed (samples/s over the last `frequent` batches) and the metric every
+    `frequent` batches; with `auto_reset` the metric is reset after each message, so each line
+    covers batches [count-frequent, count]."""
 
     def __init__(self, batch_size, frequent=50, auto_reset=True):
         self.batch_size = batch_size
@@ -69,36 +73,41 @@ class Speedometer:
             return
         if count % self.frequent != 0:
             return
-        speed = self.frequent * self.batch_size / max(time.time() - self.tic, 1e-12)
+        try:
+            speed = self.frequent * self.batch_size / (time.time() - self.tic)
+        except ZeroDivisionError:
+            speed = float("inf")
         if param.eval_metric is not None:
             name_value = param.eval_metric.get_name_value()
             if self.auto_reset:
                 param.eval_metric.reset_local()
-            msg = "Epoch[%d] Batch [%d-%d]\tSpeed: %.2f samples/sec" % (param.epoch, count - self.frequent,
-                                                                       count, speed)
-            msg += "".join("\t%s=%f" % nv for nv in name_value)
-            logging.info(msg)
+                msg = "Epoch[%d] Batch [%d-%d]\tSpeed: %.2f samples/sec" + "\t%s=%f" * len(name_value)
+                logging.info(msg, param.epoch, count - self.frequent, count, speed, *sum(name_value, ()))
+            else:
+                msg = "Epoch[%d] Batch [0-%d]\tSpeed: %.2f samples/sec" + "\t%s=%f" * len(name_value)
+                logging.info(msg, param.epoch, count, speed, *sum(name_value, ()))
         else:
             logging.info("Iter[%d] Batch [%d]\tSpeed: %.2f samples/sec", param.epoch, count, speed)
         self.tic = time.time()
 
 
 class ProgressBar:
-    """Batch-end callback drawing a text progress bar of `total` batches."""
+    """Logs a text progress bar of `length` characters for `total` batches."""
 
     def __init__(self, total, length=80):
         self.bar_len = length
         self.total = total
 
     def __call__(self, param):
-        filled_len = int(round(self.bar_len * param.nbatch / float(self.total)))
-        percents = math.ceil(100.0 * param.nbatch / float(self.total))
+        count = param.nbatch
+        filled_len = int(round(self.bar_len * count / float(self.total)))
+        percents = math.ceil(100.0 * count / float(self.total))
         prog_bar = "=" * filled_len + "-" * (self.bar_len - filled_len)
-        sys.stdout.write("[%s] %s%s\r" % (prog_bar, percents, "%"))
+        logging.info("[%s] %s%s\r", prog_bar, percents, "%")
 
 
 class LogValidationMetricsCallback:
-    """Eval-end callback logging the validation metrics."""
+    """An eval-end callback logging each validation metric (`Epoch[e] Validation-NAME=VALUE`)."""
 
     def __call__(self, param):
         if not param.eval_metric:

@@ -181,6 +181,7 @@ class Executor:
         self._saved: dict | None = None
         self.outputs = [nd.zeros(v.type.shape, ctx, v.type.dtype) for v in graph.outputs]
         self._fast_io = None  # (input buffers, output buffers, names) of the inference fast path
+        self._monitor = None  # (callback, monitor_all) of set_monitor_callback
 
     # ---- construction ------------------------------------------------------------------------
     @classmethod
@@ -259,7 +260,7 @@ class Executor:
             if self._fast_io is None:
                 self._fast_io = ([a._data for a in self.arg_arrays + self.aux_arrays],
                                  [o._data for o in self.outputs], self._arg_names + self._aux_names)
-            if fast(*self._fast_io):
+            if self._monitor is None and fast(*self._fast_io):
                 self._saved = None
                 return self.outputs
         arg_dict = self.arg_dict
@@ -296,6 +297,8 @@ class Executor:
                 arr = self.aux_arrays[index[v]]
                 writable(arr._data)[...] = new.astype(arr._data.dtype, copy=False)
         self._saved = result.kept if self._bstats is not None else None
+        if self._monitor is not None:
+            self._run_monitor(bool(is_train))
         return self.outputs
 
     def backward(self, out_grads=None, is_train: bool = True) -> None:
@@ -330,6 +333,8 @@ class Executor:
         for (f, _), g in zip(st.grad_outputs, result.outputs):
             buf = self.grad_arrays[arg_index[f]]
             buf._data[...] = g.astype(buf._data.dtype, copy=False)
+        if self._monitor is not None:
+            self._run_monitor_backward(heads)
 
     # ---- parameters and reshaping -----------------------------------------------------------------
     def copy_params_from(self, arg_params: Mapping, aux_params: Mapping | None = None,
@@ -418,4 +423,69 @@ class Executor:
         return text + f"\nTotal {self.allocated_bytes() // (1 << 20)} MB allocated\n"
 
     def set_monitor_callback(self, callback, monitor_all: bool = False) -> None:
-        raise MXNetError("set_monitor_callback is not supported by symjit executors")
+        """After each forward, call `callback(name, NDArray)` for every operator output (named as
+        `get_internals()` names them, e.g. 'fc1_output') and, with `monitor_all`, every argument
+        and auxiliary state; after each backward, for the gradient along every operator input
+        (`<node>_backward_<input>`, see `symbol.probes`). The outputs come from a second executor over the internals sharing
+        this one's arrays (auxiliary states restored after it, so BatchNorm statistics update
+        once); a callback whose `monitor_active()` returns False is skipped at no cost."""
+        if not callable(callback):
+            raise MXNetError(f"set_monitor_callback: callback must be callable, got {type(callback).__name__}")
+        self._monitor = (callback, bool(monitor_all))
+        self._monitor_exec = None
+        self._monitor_probes = None
+
+    def _run_monitor(self, is_train: bool) -> None:
+        callback, monitor_all = self._monitor
+        active = getattr(callback, "monitor_active", None)
+        if active is not None and not active():
+            return
+        if self._monitor_exec is None:
+            from .symbol import Group
+            internals = self._symbol.get_internals()
+            inputs = set(self._arg_names) | set(self._aux_names)
+            picked = [i for i, n in enumerate(internals.list_outputs()) if n not in inputs]
+            group = Group([internals[i] for i in picked])
+            self._monitor_names = [internals.list_outputs()[i] for i in picked]
+            self._monitor_exec = Executor.bind(group, self._ctx, {n: self.arg_dict[n] for n in group.list_arguments()},
+                                               grad_req="null",
+                                               aux_states={n: self.aux_dict[n] for n in group.list_auxiliary_states()})
+        saved_aux = [a._data.copy() for a in self.aux_arrays] if is_train else None
+        outputs = self._monitor_exec.forward(is_train=is_train)
+        if saved_aux is not None:
+            for a, v in zip(self.aux_arrays, saved_aux):
+                a._data[...] = v
+        if monitor_all:
+            for name, arr in zip(self._arg_names + self._aux_names, self.arg_arrays + self.aux_arrays):
+                callback(name, arr)
+        for name, arr in zip(self._monitor_names, outputs):
+            callback(name, arr)
+
+    def _run_monitor_backward(self, heads) -> None:
+        """Report the gradients along every operator input edge (MXNet's backward-node outputs),
+        from a probed copy of the graph run forward and backward over the same arrays."""
+        callback, _ = self._monitor
+        active = getattr(callback, "monitor_active", None)
+        if active is not None and not active():
+            return
+        from . import ndarray as nd
+        from .symbol.probes import probe_symbol
+        if self._monitor_probes is None:
+            sym, probes = probe_symbol(self._symbol)
+            shapes = {n: a.shape for n, a in self.arg_dict.items()}
+            arg_shapes, _, _ = sym.infer_shape_partial(**shapes)
+            probe_shapes = dict(zip(sym.list_arguments(), arg_shapes))
+            args = dict(self.arg_dict)
+            args.update({p.variable: nd.zeros(probe_shapes[p.variable], self._ctx) for p in probes})
+            grads = {p.variable: nd.zeros(probe_shapes[p.variable], self._ctx) for p in probes}
+            exe = Executor.bind(sym, self._ctx, args, args_grad=grads,
+                                grad_req={p.variable: "write" for p in probes}, aux_states=self.aux_dict)
+            self._monitor_probes = (exe, probes)
+        exe, probes = self._monitor_probes
+        saved_aux = [a._data.copy() for a in self.aux_arrays]
+        exe.forward(is_train=True)
+        for a, v in zip(self.aux_arrays, saved_aux):
+            a._data[...] = v
+        exe.backward([nd.NDArray(h, self._ctx) for h in heads])
+        for p in probes:
+            callback(p.name, exe.grad_dict[p.variable])

@@ -1,12 +1,15 @@
 """symjit.metric (`mx.metric`): evaluation metrics of MXNet 1.x (accumulate, then `get()`)."""
 from __future__ import annotations
 
-import numpy as np
+import math
 
-from .base import MXNetError
+import numpy
+
+from .base import MXNetError, MXNetValueError
 
 __all__ = ["EvalMetric", "Accuracy", "TopKAccuracy", "MAE", "MSE", "RMSE", "CrossEntropy", "Perplexity",
-           "Loss", "CompositeEvalMetric", "create", "check_label_shapes"]
+           "Loss", "CompositeEvalMetric", "create", "check_label_shapes", "F1", "MCC", "PearsonCorrelation",
+           "NegativeLogLikelihood", "CustomMetric", "np"]
 
 _REGISTRY: dict[str, type] = {}
 
@@ -19,8 +22,8 @@ def _register(*names):
     return deco
 
 
-def _np(x) -> np.ndarray:
-    return x.asnumpy() if hasattr(x, "asnumpy") else np.asarray(x)
+def _np(x) -> numpy.ndarray:
+    return x.asnumpy() if hasattr(x, "asnumpy") else numpy.asarray(x)
 
 
 def check_label_shapes(labels, preds, wrap=False, shape=False):
@@ -105,7 +108,7 @@ class Accuracy(EvalMetric):
         for label, pred in zip(labels, preds):
             p, l = _np(pred), _np(label)
             if p.shape != l.shape:
-                p = np.argmax(p, axis=self.axis)
+                p = numpy.argmax(p, axis=self.axis)
             p = p.astype("int64").ravel()
             l = l.astype("int64").ravel()
             check_label_shapes(l, p, shape=True)
@@ -124,7 +127,7 @@ class TopKAccuracy(EvalMetric):
     def update(self, labels, preds):
         labels, preds = check_label_shapes(labels, preds, True)
         for label, pred in zip(labels, preds):
-            p = np.argsort(_np(pred).astype("float32"), axis=1)
+            p = numpy.argsort(_np(pred).astype("float32"), axis=1)
             l = _np(label).astype("int64").ravel()
             top = p[:, -self.top_k:]
             self._add(float((top == l[:, None]).any(axis=1).sum()), len(l))
@@ -149,7 +152,7 @@ class MAE(_Regression):
 
     @staticmethod
     def _value(l, p):
-        return float(np.abs(l - p).mean())
+        return float(numpy.abs(l - p).mean())
 
 
 @_register("mse")
@@ -169,7 +172,7 @@ class RMSE(_Regression):
 
     @staticmethod
     def _value(l, p):
-        return float(np.sqrt(((l - p) ** 2.0).mean()))
+        return float(numpy.sqrt(((l - p) ** 2.0).mean()))
 
 
 @_register("ce", "cross-entropy")
@@ -185,8 +188,8 @@ class CrossEntropy(EvalMetric):
         for label, pred in zip(labels, preds):
             l = _np(label).ravel().astype("int64")
             p = _np(pred)
-            prob = p[np.arange(l.shape[0]), l]
-            self._add(float((-np.log(prob + self.eps)).sum()), l.shape[0])
+            prob = p[numpy.arange(l.shape[0]), l]
+            self._add(float((-numpy.log(prob + self.eps)).sum()), l.shape[0])
 
 
 @_register("perplexity")
@@ -198,7 +201,7 @@ class Perplexity(CrossEntropy):
     def get(self):
         if self.num_inst == 0:
             return self.name, float("nan")
-        return self.name, float(np.exp(self.sum_metric / self.num_inst))
+        return self.name, float(numpy.exp(self.sum_metric / self.num_inst))
 
 
 @_register("loss")
@@ -249,7 +252,7 @@ def create(metric, *args, **kwargs) -> EvalMetric:
     if isinstance(metric, EvalMetric):
         return metric
     if callable(metric):
-        return _CustomMetric(metric)
+        return CustomMetric(metric, *args, **kwargs)
     if isinstance(metric, list):
         return CompositeEvalMetric(metric)
     if isinstance(metric, str) and metric.lower() in _REGISTRY:
@@ -257,15 +260,273 @@ def create(metric, *args, **kwargs) -> EvalMetric:
     raise MXNetError(f"unknown metric {metric!r}; registered: {sorted(_REGISTRY)}")
 
 
-class _CustomMetric(EvalMetric):
-    def __init__(self, feval, name=None):
-        super().__init__(name or getattr(feval, "__name__", "custom"))
-        self._feval = feval
+class _BinaryClassificationMetrics:
+    """True/false positive/negative counts of binary predictions (argmax of `pred` along axis
+    1), local and global, with the precision, recall, F1 and Matthews correlation they give."""
+
+    def __init__(self):
+        self.reset_stats()
+
+    def update_binary_stats(self, label, pred, metric_name):
+        pred = _np(pred)
+        label = _np(label).astype("int32")
+        pred_label = numpy.argmax(pred, axis=1)
+        check_label_shapes(label, pred)
+        if len(numpy.unique(label)) > 2:
+            raise MXNetValueError(f"{metric_name} currently only supports binary classification.")
+        pred_true = pred_label == 1
+        pred_false = ~pred_true
+        label_true = label == 1
+        label_false = ~label_true
+        counts = (int((pred_true & label_true).sum()), int((pred_true & label_false).sum()),
+                  int((pred_false & label_true).sum()), int((pred_false & label_false).sum()))
+        for attr, n in zip(("true_positives", "false_positives", "false_negatives", "true_negatives"), counts):
+            setattr(self, attr, getattr(self, attr) + n)
+            setattr(self, "global_" + attr, getattr(self, "global_" + attr) + n)
+
+    @staticmethod
+    def _fscore(tp, fp, fn):
+        precision = tp / (tp + fp) if tp + fp > 0 else 0.0
+        recall = tp / (tp + fn) if tp + fn > 0 else 0.0
+        return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+
+    @property
+    def precision(self):
+        tp, fp = self.true_positives, self.false_positives
+        return float(tp) / (tp + fp) if tp + fp > 0 else 0.0
+
+    @property
+    def recall(self):
+        tp, fn = self.true_positives, self.false_negatives
+        return float(tp) / (tp + fn) if tp + fn > 0 else 0.0
+
+    @property
+    def fscore(self):
+        return self._fscore(self.true_positives, self.false_positives, self.false_negatives)
+
+    @property
+    def global_fscore(self):
+        return self._fscore(self.global_true_positives, self.global_false_positives, self.global_false_negatives)
+
+    def matthewscc(self, use_global=False):
+        """(TP*TN - FP*FN) / sqrt of the product of the non-zero margins (0 without examples)."""
+        p = "global_" if use_global else ""
+        tp, fp, fn, tn = (float(getattr(self, p + a)) for a in
+                          ("true_positives", "false_positives", "false_negatives", "true_negatives"))
+        if tp + fp + fn + tn == 0:
+            return 0.0
+        denom = 1.0
+        for t in (tp + fp, tp + fn, tn + fp, tn + fn):
+            if t != 0.0:
+                denom *= t
+        return (tp * tn - fp * fn) / math.sqrt(denom)
+
+    @property
+    def total_examples(self):
+        return self.false_negatives + self.false_positives + self.true_negatives + self.true_positives
+
+    @property
+    def global_total_examples(self):
+        return (self.global_false_negatives + self.global_false_positives + self.global_true_negatives
+                + self.global_true_positives)
+
+    def local_reset_stats(self):
+        self.false_positives = self.false_negatives = self.true_positives = self.true_negatives = 0
+
+    def reset_stats(self):
+        self.local_reset_stats()
+        self.global_false_positives = self.global_false_negatives = 0
+        self.global_true_positives = self.global_true_negatives = 0
+
+
+class _BinaryMetric(EvalMetric):
+    """F1 and MCC: 'macro' averages the per-update (per batch) scores, 'micro' scores all
+    examples seen together."""
+
+    def __init__(self, name, output_names=None, label_names=None, average="macro"):
+        self.average = average
+        self.metrics = _BinaryClassificationMetrics()
+        super().__init__(name, output_names=output_names, label_names=label_names, average=average)
+
+    def _local(self):
+        raise MXNetError(f"{type(self).__name__} must define _local()")
 
     def update(self, labels, preds):
+        labels, preds = check_label_shapes(labels, preds, True)
         for label, pred in zip(labels, preds):
-            r = self._feval(_np(label), _np(pred))
-            if isinstance(r, tuple):
-                self._add(r[0], r[1])
+            self.metrics.update_binary_stats(label, pred, type(self).__name__)
+        local, glob = self._local(), self._global()
+        if self.average == "macro":
+            self.sum_metric += local
+            self.global_sum_metric += glob
+            self.num_inst += 1
+            self.global_num_inst += 1
+            self.metrics.reset_stats()
+        else:
+            self.sum_metric = local * self.metrics.total_examples
+            self.global_sum_metric = glob * self.metrics.global_total_examples
+            self.num_inst = self.metrics.total_examples
+            self.global_num_inst = self.metrics.global_total_examples
+
+    def reset(self):
+        super().reset()
+        self.metrics.reset_stats()
+
+    def reset_local(self):
+        super().reset_local()
+        self.metrics.local_reset_stats()
+
+
+@_register("f1")
+class F1(_BinaryMetric):
+    """F1 score of binary classification (class 1 is positive; predictions are scores per
+    class, the argmax along axis 1 is the predicted class)."""
+
+    def __init__(self, name="f1", output_names=None, label_names=None, average="macro"):
+        super().__init__(name, output_names=output_names, label_names=label_names, average=average)
+
+    def _local(self):
+        return self.metrics.fscore
+
+    def _global(self):
+        return self.metrics.global_fscore
+
+
+@_register("mcc")
+class MCC(_BinaryMetric):
+    """Matthews correlation coefficient of binary classification."""
+
+    def __init__(self, name="mcc", output_names=None, label_names=None, average="macro"):
+        super().__init__(name, output_names=output_names, label_names=label_names, average=average)
+
+    def _local(self):
+        return self.metrics.matthewscc()
+
+    def _global(self):
+        return self.metrics.matthewscc(use_global=True)
+
+
+@_register("pearsonr", "pearsoncorrelation")
+class PearsonCorrelation(EvalMetric):
+    """Pearson correlation of predictions and labels: 'macro' averages the per-update
+    coefficients, 'micro' accumulates means, sums of squares and the co-moment over updates
+    (MXNet's running formulas)."""
+
+    def __init__(self, name="pearsonr", output_names=None, label_names=None, average="macro"):
+        self.average = average
+        super().__init__(name, output_names=output_names, label_names=label_names, average=average)
+
+    def reset_micro(self):
+        self._sse_p = 0
+        self._mean_p = 0
+        self._sse_l = 0
+        self._mean_l = 0
+        self._pred_nums = 0
+        self._label_nums = 0
+        self._conv = 0
+
+    def reset(self):
+        super().reset()
+        if self.average == "micro":
+            self.reset_micro()
+
+    @staticmethod
+    def update_variance(new_values, *aggregate):
+        """Welford's update of (count, mean, M2) with a batch of values."""
+        count, mean, m_2 = aggregate
+        count += len(new_values)
+        delta = new_values - mean
+        mean += numpy.sum(delta / count)
+        delta_2 = new_values - mean
+        m_2 += numpy.sum(delta * delta_2)
+        return count, mean, m_2
+
+    def update_cov(self, label, pred):
+        self._conv = self._conv + numpy.sum((label - self._mean_l) * (pred - self._mean_p))
+
+    def update(self, labels, preds):
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred in zip(labels, preds):
+            label, pred = _np(label), _np(pred)
+            check_label_shapes(label, pred, False, True)
+            label = label.ravel().astype(numpy.float64)
+            pred = pred.ravel().astype(numpy.float64)
+            self.num_inst += 1
+            self.global_num_inst += 1
+            if self.average == "macro":
+                pearson_corr = numpy.corrcoef(pred, label)[0, 1]
+                self.sum_metric += pearson_corr
+                self.global_sum_metric += pearson_corr
             else:
-                self._add(r, 1)
+                self._label_nums, self._mean_l, self._sse_l = self.update_variance(
+                    label, self._label_nums, self._mean_l, self._sse_l)
+                self.update_cov(label, pred)
+                self._pred_nums, self._mean_p, self._sse_p = self.update_variance(
+                    pred, self._pred_nums, self._mean_p, self._sse_p)
+
+    def get(self):
+        if self.num_inst == 0:
+            return self.name, float("nan")
+        if self.average == "macro":
+            return self.name, self.sum_metric / self.num_inst
+        n = self._label_nums
+        pearsonr = self._conv / ((n - 1) * numpy.sqrt(self._sse_p / (n - 1)) * numpy.sqrt(self._sse_l / (n - 1)))
+        return self.name, pearsonr
+
+
+@_register("nll_loss", "negativeloglikelihood")
+class NegativeLogLikelihood(EvalMetric):
+    """Mean of -log(p[label] + eps) over examples; predictions are probabilities per class."""
+
+    def __init__(self, eps=1e-12, name="nll-loss", output_names=None, label_names=None):
+        super().__init__(name, output_names=output_names, label_names=label_names, eps=eps)
+        self.eps = eps
+
+    def update(self, labels, preds):
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred in zip(labels, preds):
+            label, pred = _np(label).ravel(), _np(pred)
+            num_examples = pred.shape[0]
+            if label.shape[0] != num_examples:
+                raise MXNetValueError(f"NegativeLogLikelihood: {label.shape[0]} labels for {num_examples} "
+                                      "predictions")
+            prob = pred[numpy.arange(num_examples, dtype=numpy.int64), numpy.int64(label)]
+            self._add(float((-numpy.log(prob + self.eps)).sum()), num_examples)
+
+
+@_register("custommetric")
+class CustomMetric(EvalMetric):
+    """A metric from `feval(label, pred)` on numpy arrays, returning a value (one instance) or
+    (sum_metric, num_inst)."""
+
+    def __init__(self, feval, name=None, allow_extra_outputs=False, output_names=None, label_names=None):
+        if name is None:
+            name = feval.__name__
+            if name.find("<") != -1:
+                name = "custom(%s)" % name
+        super().__init__(name, output_names=output_names, label_names=label_names, feval=feval,
+                         allow_extra_outputs=allow_extra_outputs)
+        self._feval = feval
+        self._allow_extra_outputs = allow_extra_outputs
+
+    def update(self, labels, preds):
+        if not self._allow_extra_outputs:
+            labels, preds = check_label_shapes(labels, preds, True)
+        for pred, label in zip(preds, labels):
+            reval = self._feval(_np(label), _np(pred))
+            if isinstance(reval, tuple):
+                self._add(reval[0], reval[1])
+            else:
+                self._add(reval, 1)
+
+
+#: the former private name of CustomMetric
+_CustomMetric = CustomMetric
+
+
+def np(numpy_feval, name=None, allow_extra_outputs=False):  # (MXNet's mx.metric.np; numpy is `numpy` here)
+    """A CustomMetric over `numpy_feval(label, pred)` (numpy arrays), named after it."""
+    def feval(label, pred):
+        return numpy_feval(label, pred)
+    feval.__name__ = numpy_feval.__name__
+    return CustomMetric(feval, name, allow_extra_outputs)

@@ -82,13 +82,15 @@ class BaseModule:
         self.forward(data_batch, is_train=True)
         self.backward()
 
-    def score(self, eval_data, eval_metric, num_batch=None, batch_end_callback=None, reset=True, epoch=0):
+    def score(self, eval_data, eval_metric, num_batch=None, batch_end_callback=None, score_end_callback=None,
+              reset=True, epoch=0):
         if not (self.binded and self.params_initialized):
             raise MXNetError("score: call bind() and init_params() first")
         if reset:
             eval_data.reset()
         eval_metric = metric_mod.create(eval_metric)
         eval_metric.reset()
+        nbatch = 0
         for nbatch, batch in enumerate(eval_data):
             if num_batch is not None and nbatch == num_batch:
                 break
@@ -96,6 +98,8 @@ class BaseModule:
             self.update_metric(eval_metric, batch.label)
             for cb in _as_list(batch_end_callback or []):
                 cb(_BatchEndParam(epoch, nbatch, eval_metric))
+        for cb in _as_list(score_end_callback or []):
+            cb(_BatchEndParam(epoch, nbatch, eval_metric))
         return eval_metric.get_name_value()
 
     def iter_predict(self, eval_data, num_batch=None, reset=True):
@@ -143,14 +147,20 @@ class BaseModule:
         self.init_optimizer(kvstore=kvstore, optimizer=optimizer, optimizer_params=optimizer_params)
         validation_metric = validation_metric or eval_metric
         eval_metric = metric_mod.create(eval_metric)
+        if monitor is not None:
+            self.install_monitor(monitor)
         for epoch in range(begin_epoch, num_epoch):
             tic = time.time()
             eval_metric.reset()
             train_data.reset()
             for nbatch, batch in enumerate(train_data):
+                if monitor is not None:
+                    monitor.tic()
                 self.forward_backward(batch)
                 self.update()
                 self.update_metric(eval_metric, batch.label)
+                if monitor is not None:
+                    monitor.toc_print()
                 for cb in _as_list(batch_end_callback or []):
                     cb(_BatchEndParam(epoch, nbatch, eval_metric))
             for name, val in eval_metric.get_name_value():
@@ -161,7 +171,7 @@ class BaseModule:
                 cb(epoch, self.symbol, arg_params, aux_params)
             if eval_data is not None:
                 res = self.score(eval_data, validation_metric, batch_end_callback=eval_batch_end_callback,
-                                 epoch=epoch)
+                                 score_end_callback=eval_end_callback, epoch=epoch)
                 for name, val in res:
                     self.logger.info("Epoch[%d] Validation-%s=%f", epoch, name, val)
 
@@ -171,7 +181,32 @@ class _BatchEndParam:
         self.epoch, self.nbatch, self.eval_metric, self.locals = epoch, nbatch, eval_metric, None
 
 
-class Module(BaseModule):
+class StoredNamesAndShapes:
+    """The names and shapes properties of a module that keeps them in `_data_names`,
+    `_label_names`, `_output_names`, `_data_shapes` and `_label_shapes`."""
+
+    @property
+    def data_names(self):
+        return self._data_names
+
+    @property
+    def label_names(self):
+        return self._label_names
+
+    @property
+    def output_names(self):
+        return self._output_names
+
+    @property
+    def data_shapes(self):
+        return self._data_shapes
+
+    @property
+    def label_shapes(self):
+        return self._label_shapes
+
+
+class Module(StoredNamesAndShapes, BaseModule):
     """A symbol bound for training or inference on one or several contexts."""
 
     def __init__(self, symbol, data_names=("data",), label_names=("softmax_label",), logger=logging,
@@ -211,26 +246,6 @@ class Module(BaseModule):
         self._grad_req = None
 
     # ---- properties ---------------------------------------------------------------------------
-    @property
-    def data_names(self):
-        return self._data_names
-
-    @property
-    def label_names(self):
-        return self._label_names
-
-    @property
-    def output_names(self):
-        return self._output_names
-
-    @property
-    def data_shapes(self):
-        return self._data_shapes
-
-    @property
-    def label_shapes(self):
-        return self._label_shapes
-
     @property
     def output_shapes(self):
         return [(n, o.shape) for n, o in zip(self._output_names, self._execs[0].outputs)]
@@ -473,6 +488,13 @@ class Module(BaseModule):
 
     def get_input_grads(self, merge_multi_context=True):
         return self._exec_group.get_input_grads(merge_multi_context)
+
+    def install_monitor(self, mon):
+        """Install the Monitor `mon` on every executor of the module."""
+        if not self.binded:
+            raise MXNetError("install_monitor: call bind() first")
+        for exe in self._exec_group.execs:
+            mon.install(exe)
 
     def update_metric(self, eval_metric, labels, pre_sliced=False):
         self._exec_group.update_metric(eval_metric, labels, pre_sliced)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ....context import cpu
 from ...block import HybridBlock
 from ... import nn
-from ..model_store import default_root, get_model_file
+from ..model_store import get_model_file
 
 __all__ = ["ResNetV1", "ResNetV2", "BasicBlockV1", "BasicBlockV2", "BottleneckV1", "BottleneckV2",
            "resnet18_v1", "resnet34_v1", "resnet50_v1", "resnet101_v1", "resnet152_v1",
@@ -218,7 +218,7 @@ def get_resnet(version, num_layers, pretrained=False, ctx=cpu(), root=None, **kw
     net = resnet_net_versions[version - 1](resnet_block_versions[version - 1][block_type], layers, channels,
                                            **kwargs)
     if pretrained:
-        net.load_parameters(get_model_file("resnet%d_v%d" % (num_layers, version), root=root or default_root()),
+        net.load_parameters(get_model_file("resnet%d_v%d" % (num_layers, version), root=root),
                             ctx=ctx)
     return net
 

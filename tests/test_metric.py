@@ -1,0 +1,89 @@
+"""mx.metric: F1, MCC, PearsonCorrelation, NegativeLogLikelihood, CustomMetric and metric.np on
+hand-computable cases (MXNet 1.9.1's documented formulas)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import symjit as mx
+from symjit import nd
+
+
+def _scores(pred_classes):
+    """Two-class scores whose argmax is `pred_classes`."""
+    p = np.zeros((len(pred_classes), 2), np.float32)
+    p[np.arange(len(pred_classes)), pred_classes] = 1
+    return nd.array(p)
+
+
+# labels / predictions with TP=3, FP=1, FN=2, TN=4
+LABELS = [1, 1, 1, 1, 1, 0, 0, 0, 0, 0]
+PREDS = [1, 1, 1, 0, 0, 1, 0, 0, 0, 0]
+
+
+def test_f1_and_mcc_on_a_confusion_matrix():
+    f1 = mx.metric.create("f1")
+    f1.update([nd.array(LABELS)], [_scores(PREDS)])
+    precision, recall = 3 / 4, 3 / 5
+    assert f1.get() == ("f1", pytest.approx(2 * precision * recall / (precision + recall)))
+    mcc = mx.metric.MCC()
+    mcc.update([nd.array(LABELS)], [_scores(PREDS)])
+    assert mcc.get()[1] == pytest.approx((3 * 4 - 1 * 2) / math.sqrt(4 * 5 * 5 * 6))
+
+
+def test_f1_macro_averages_batches_micro_pools_them():
+    batches = [([1, 0, 1, 1], [1, 0, 0, 1]), ([1, 0, 0, 1], [1, 1, 1, 0])]
+    macro, micro = mx.metric.F1(average="macro"), mx.metric.F1(average="micro")
+    for labels, preds in batches:
+        for m in (macro, micro):
+            m.update([nd.array(labels)], [_scores(preds)])
+    f_a = 2 * 1.0 * (2 / 3) / (1.0 + 2 / 3)             # TP=2 FP=0 FN=1
+    f_b = 2 * (1 / 3) * (1 / 2) / (1 / 3 + 1 / 2)      # TP=1 FP=2 FN=1
+    assert macro.get()[1] == pytest.approx((f_a + f_b) / 2)
+    f_all = 2 * (3 / 5) * (3 / 5) / (6 / 5)             # TP=3 FP=2 FN=2
+    assert micro.get()[1] == pytest.approx(f_all)
+    assert micro.num_inst == 8
+    micro.reset_local()
+    assert math.isnan(micro.get()[1]) and micro.get_global()[1] == pytest.approx(f_all)
+    with pytest.raises(ValueError, match="binary"):
+        macro.update([nd.array([0, 1, 2])], [_scores([0, 1, 1])])
+
+
+def test_mcc_without_examples_and_degenerate_margins():
+    mcc = mx.metric.MCC()
+    mcc.update([nd.array([1, 1])], [_scores([1, 1])])   # TP=2 only: zero margins are skipped
+    assert mcc.get()[1] == 0.0
+
+
+def test_pearson_correlation_macro_and_micro():
+    a, b = np.array([1.0, 2.0, 3.0, 4.0]), np.array([2.0, 4.0, 5.0, 9.0])
+    m = mx.metric.create("pearsonr")
+    m.update([nd.array(a)], [nd.array(b)])
+    assert m.get()[1] == pytest.approx(np.corrcoef(a, b)[0, 1])
+    micro = mx.metric.PearsonCorrelation(average="micro")
+    micro.update([nd.array(a)], [nd.array(b)])   # one batch: the exact coefficient
+    assert micro.get()[1] == pytest.approx(np.corrcoef(a, b)[0, 1])
+
+
+def test_negative_log_likelihood():
+    probs = nd.array([[0.1, 0.9], [0.6, 0.4], [0.25, 0.75]])
+    m = mx.metric.create("nll_loss")
+    m.update([nd.array([1, 0, 0])], [probs])
+    assert m.get() == ("nll-loss", pytest.approx(-(math.log(0.9) + math.log(0.6) + math.log(0.25)) / 3))
+
+
+def test_custom_metric_and_np():
+    def mismatches(label, pred):
+        return float((label != pred.argmax(axis=1)).sum()), label.size
+    m = mx.metric.CustomMetric(mismatches)
+    m.update([nd.array([1, 0, 1])], [_scores([1, 1, 0])])
+    assert m.get() == ("mismatches", pytest.approx(2 / 3))
+    m2 = mx.metric.np(lambda label, pred: float((label == pred.argmax(axis=1)).mean()))
+    assert m2.name == "custom(<lambda>)"
+    m2.update([nd.array([1, 0]), nd.array([0])], [_scores([1, 1]), _scores([0])])
+    assert m2.get()[1] == pytest.approx((0.5 + 1.0) / 2)
+    assert isinstance(mx.metric.create(mismatches), mx.metric.CustomMetric)
+    with pytest.raises(mx.base.MXNetError):
+        m.update([nd.array([1])], [_scores([1]), _scores([0])])
