@@ -3,8 +3,6 @@ exported load by name and reproduce MXNet's outputs, pretrained files come from 
 from __future__ import annotations
 
 import hashlib
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,8 +12,9 @@ from symjit import gluon, nd
 from symjit.base import MXNetError
 from symjit.gluon.model_zoo import model_store
 
+from shared_data import model_path
+
 vision = gluon.model_zoo.vision
-MODELS = Path(os.environ.get("SYMJIT_SHARED_DIR") or Path(__file__).resolve().parents[3] / "shared") / "models"
 
 #: input side per family (the fixed final pooling of DenseNet/SqueezeNet/Inception needs it)
 _SIDE = {"densenet": 224, "squeezenet": 224, "inceptionv3": 299, "alexnet": 64}
@@ -84,9 +83,7 @@ def test_parameter_names_are_mxnet():
 
 
 def _exported(name):
-    if not (MODELS / f"{name}-0000.params").is_file():
-        pytest.skip(f"MXNet's exported {name} not found in {MODELS} (set SYMJIT_SHARED_DIR)")
-    return MODELS / f"{name}-0000.params"
+    return model_path(f"{name}-0000.params")
 
 
 @pytest.mark.parametrize("name,ctor,prefix", [("resnet18_v1", "resnet18_v1", "resnetv10_"),
@@ -100,8 +97,8 @@ def test_mxnet_exported_params_load_by_name(tmp_path, name, ctor, prefix):
     nd.save(str(tmp_path / "p.params"), stripped)
     net = getattr(vision, ctor)()   # default classes=1000, any prefix
     net.load_parameters(str(tmp_path / "p.params"))
-    x = nd.array(np.load(MODELS / f"{name}-input.npy"))
-    want = np.load(MODELS / f"{name}-output.npy")
+    x = nd.array(np.load(model_path(f"{name}-input.npy")))
+    want = np.load(model_path(f"{name}-output.npy"))
     np.testing.assert_allclose(net(x).asnumpy(), want, rtol=1e-3, atol=1e-4)
     net.hybridize()
     np.testing.assert_allclose(net(x).asnumpy(), want, rtol=1e-3, atol=1e-4)
