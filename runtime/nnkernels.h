@@ -1,4 +1,4 @@
-/* nnkernels.h -- every entry point of the kernel library (nnkernels.c) that generated code and
+/* nnkernels.h -- every entry point of the kernel library (nnkernels.c and nn/*.c) that generated code and
  * Python call. nnkernels.c includes it, so the compiler checks each definition against its
  * declaration; tests/runtime/test_kernel_header.py checks the LLVM signatures codegen declares
  * (symjit/codegen/llvm/lower_gemm.py C_SIGNATURES) against this file.

@@ -417,16 +417,22 @@ def kernel_library_flags(target) -> tuple[str, ...]:
     return flags if AVX512_KERNELS in target.kernels else flags + ("-DSYMJIT_NO_AVX512",)
 
 
+def runtime_included_files(rt: Path) -> list[Path]:
+    """The files a runtime source may include, in a stable order: the headers and the kernel
+    library's family files (runtime/nn/, compiled as part of nnkernels.c)."""
+    return sorted(rt.glob("*.h")) + sorted(p for p in (rt / "nn").glob("*") if p.suffix in (".c", ".h"))
+
+
 def _compile_c(cc: str, rt: Path, src: str, out: str, cached: bool, extra: tuple = ()) -> None:
     """Compile one C file to a PIC object (`extra`: target flags); runtime sources are cached
-    on disk (key: compiler, flags, the source and the runtime headers), so later builds only
-    compile the descriptor."""
+    on disk (key: compiler, flags, the source and every file it may include,
+    runtime_included_files), so later builds only compile the descriptor."""
     from . import cache
     flags = (*_CFLAGS, *extra)
     key = None
     if cached:
-        headers = b"".join(p.read_bytes() for p in sorted(rt.glob("*.h")))
-        key = cache.make_key("aot-c-object", cc, " ".join(flags), Path(src).read_bytes(), headers)
+        included = b"".join(p.read_bytes() for p in runtime_included_files(rt))
+        key = cache.make_key("aot-c-object", cc, " ".join(flags), Path(src).read_bytes(), included)
         obj = cache.get(key)
         if obj is not None:
             Path(out).write_bytes(obj)

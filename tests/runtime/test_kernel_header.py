@@ -26,9 +26,28 @@ def _llvm_type(c_type: str) -> str:
     return {"int64_t": "i64", "int32_t": "i32", "double": "double", "float": "float"}[c_type]
 
 
+def _library_sources() -> list[Path]:
+    """nnkernels.c and the family files it includes (runtime/nn/*.c), in inclusion order."""
+    top = RUNTIME / "nnkernels.c"
+    return [top] + [RUNTIME / m for m in re.findall(r'^#include "(nn/\w+\.c)"', top.read_text(), re.M)]
+
+
+def test_every_family_file_is_part_of_the_library():
+    """runtime/nn/*.c compile only through nnkernels.c: a file it does not include is dead code,
+    and the AOT build's cache key covers every one of them."""
+    from symjit.codegen.aot import runtime_included_files
+    included = set(_library_sources()[1:])
+    assert included == set((RUNTIME / "nn").glob("*.c"))
+    assert included <= set(runtime_included_files(RUNTIME))
+
+
 def test_every_kernel_library_entry_point_is_declared_once_in_the_header():
     header = _prototypes((RUNTIME / "nnkernels.h").read_text())
-    defined = _prototypes((RUNTIME / "nnkernels.c").read_text())
+    defined: dict[str, list[str]] = {}
+    for source in _library_sources():
+        protos = _prototypes(source.read_text())
+        assert not protos.keys() & defined.keys(), (source.name, protos.keys() & defined.keys())
+        defined.update(protos)
     assert defined.keys() == header.keys()
     assert defined == header
 
