@@ -25,7 +25,7 @@
  * (1-D and 2-D pad the leading spatial dims with size 1). These symbols have default
  * visibility so that symjit's code generator can find them with dlsym in the extension.
  *
- * The kernels are split by family into runtime/nn/*.c, included below in dependency order as
+ * The kernels are split by family into runtime/nn/, included below in dependency order as
  * one translation unit: the hot static helpers every family shares (the GEMM tiles, the ReLU
  * stores, the prefetches) inline across families without link-time optimisation, and every
  * build (setup.py, AOT libraries, `--cpu` targets) compiles this one file. The entry points

@@ -1,4 +1,4 @@
-/* nnkernels.h -- every entry point of the kernel library (nnkernels.c and nn/*.c) that generated code and
+/* nnkernels.h -- every entry point of the kernel library (nnkernels.c and its families in nn/) that generated code and
  * Python call. nnkernels.c includes it, so the compiler checks each definition against its
  * declaration; tests/runtime/test_kernel_header.py checks the LLVM signatures codegen declares
  * (symjit/codegen/llvm/lower_gemm.py C_SIGNATURES) against this file.
@@ -24,18 +24,50 @@
  * setter, and the smallest GEMM (multiply-adds) sent to it */
 NN_API void symjit_nn_set_blas(void *sgemm, void *set_threads_local, int64_t small_gemm);
 /* Tuning overrides, for the benchmarks that measure the kernel library's choices
- * (benchmarks/bench_gemm_choices.py, bench_weight_prefetch.py); 0 keeps the built-in choice.
- * The values each key takes are listed at symjit_nn_tune in nnkernels.c. Python reads the keys
- * as symjit.codegen.llvm.lower_gemm.TUNE_KEYS (checked against this enum by a test). */
+ * (benchmarks/bench_gemm_choices.py, bench_weight_prefetch.py) and the tests that cover the
+ * alternatives; 0 keeps the built-in choice. Python reads the keys as
+ * symjit.codegen.llvm.lower_gemm.TUNE_KEYS and the values below as TUNE_CONV_VALUES /
+ * TUNE_PREFETCH_VALUES (checked against these enums by tests/runtime/test_kernel_header.py). */
 enum {
     TUNE_KC,          /* K block of the GEMM tiles (floats) */
     TUNE_SHAPE,       /* 1 + index of a forced tile shape (MM_SHAPES) */
-    TUNE_CONV,        /* a forced convolution path (A/B of the measured choices) */
-    TUNE_WBLOCK,      /* the fused Winograd's budget for V + M (floats) */
+    TUNE_CONV,        /* a forced convolution path (enum symjit_tune_conv) */
+    TUNE_WBLOCK,      /* the fused Winograd's budget for V + M (floats, wnat_blocks) */
     TUNE_BLOCKS,      /* blocks per thread of large calls */
-    TUNE_PREFETCH,    /* one software prefetch switched off */
-    TUNE_CHANVEC_OW,  /* widest depthwise output row vectorized along channels (-1: none) */
+    TUNE_PREFETCH,    /* one software prefetch switched off (enum symjit_tune_prefetch) */
+    TUNE_CHANVEC_OW,  /* widest depthwise output row vectorized along channels (default
+                         DW_CHANVEC_MAX_OW, or below DW_ROWS_MIN_OW_S1 / _S2 where the 3x3 row
+                         kernel applies; -1: none) */
     TUNE_COUNT
+};
+/* values of TUNE_CONV: the alternative a convolution takes instead of the built-in choice */
+enum symjit_tune_conv {
+    TUNE_CONV_NO_IMPLICIT = 1,          /* im2col tiles instead of the implicit GEMM */
+    TUNE_CONV_PORTABLE_DEPTHWISE = 3,   /* the portable depthwise loops */
+    TUNE_CONV_NO_FVEC = 4,              /* no filter-vector path */
+    TUNE_CONV_FORCE_FVEC = 5,           /* the filter-vector path wherever weights can be packed
+                                           (decided when packing, at compile time) */
+    TUNE_CONV_NO_WNAT = 6,              /* no fused Winograd on the tiles */
+    TUNE_CONV_POOL_UNFUSED = 7,         /* symjit_nn_conv_pool as the whole convolution, then
+                                           the pooling */
+    TUNE_CONV_DW_PERMUTE_ROWS = 13      /* the permute-based row kernel (dw3x3_rows_core) for
+                                           stride-1 3x3 depthwise planes */
+};
+/* values of TUNE_PREFETCH: the software prefetch switched off */
+enum symjit_tune_prefetch {
+    TUNE_PREFETCH_WEIGHTS = 1,      /* the next weight block (mm_run) */
+    TUNE_PREFETCH_DW_ROWS = 2,      /* the next input rows of the 3x3 depthwise row kernel */
+    TUNE_PREFETCH_KBLOCK = 3,       /* the next K block's first panel (the next weight block
+                                       only within a K block) */
+    TUNE_PREFETCH_PLANES = 4,       /* the next channel's rows when copying phase planes
+                                       (prefetch_plane_rows) */
+    TUNE_PREFETCH_A_ROWS = 5,       /* the next row tile's rows of A (mm_run) */
+    TUNE_PREFETCH_DW_OUT = 7,       /* for writing, the next output rows of the 3x3 depthwise
+                                       row kernel */
+    TUNE_PREFETCH_GEMM_OUT = 8,     /* for writing, the GEMM tiles' output (mm_run `pfw`) */
+    TUNE_PREFETCH_WINO_OUT = 9,     /* for writing, the Winograd output transform (wnat_output) */
+    TUNE_PREFETCH_BLOCKED_OUT = 10  /* for writing, the next tile's output in the blocked
+                                       pointwise tiles (PWB_TILE) */
 };
 /* set tuning override `key` to `value`; returns the previous value (-1: no such key) */
 NN_API int64_t symjit_nn_tune(int64_t key, int64_t value);

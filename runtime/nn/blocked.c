@@ -134,7 +134,7 @@ typedef struct {
         for (int v = 0; v < V; v++) b0[v] = bias ? _mm512_loadu_ps(bias + 16 * v) : _mm512_setzero_ps();    \
         for (int r = 0; r < R; r++)                                                                        \
             for (int v = 0; v < V; v++) acc[r][v] = b0[v];                                                 \
-        if (FULL && p0 + 2 * R <= P && g_tune[TUNE_PREFETCH] != 10)                                        \
+        if (FULL && p0 + 2 * R <= P && g_tune[TUNE_PREFETCH] != TUNE_PREFETCH_BLOCKED_OUT)                                        \
             for (int v = 0; v < V; v++)   /* for writing: the lines the next tile stores */                \
                 for (int r = 0; r < R; r++) __builtin_prefetch(y + (v * P + p0 + R + r) * BLK, 1, 3);       \
         int64_t off[R];                                                                                    \

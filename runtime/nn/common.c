@@ -70,26 +70,7 @@ static int g_native = -1;   /* -1: not decided yet; 0: BLAS / loop nests; 1: AVX
 static int64_t g_tune[TUNE_COUNT];
 
 /* Set tuning override `key` to `value` (0 restores the built-in choice); returns the previous
- * value. For benchmarks/bench_gemm_choices.py. TUNE_KC: K block of the tiles; TUNE_SHAPE: 1 +
- * index of a forced tile shape (MM_SHAPES); TUNE_CONV: 1 no implicit GEMM (im2col tiles), 3 the
- * portable depthwise loops, 4 no filter-vector path, 5 the filter-vector path wherever weights
- * can be packed (decided when packing, at compile time), 6 no fused Winograd on the tiles, 7
- * convolution + max pooling as a whole convolution then the pooling (symjit_nn_conv_pool), 8
- * the filter-vector tasks with filter blocks innermost, 11 whole tiles of plain rows stored
- * through the masked-segment loop, 12 the fused Winograd's previous blocks (wnat_blocks_v1),
- * 13 the permute-based row kernel (dw3x3_rows_core) for stride-1 3x3 depthwise planes;
- * TUNE_WBLOCK: the fused Winograd's budget for V + M (floats, wnat_blocks); TUNE_BLOCKS: blocks
- * per thread of large calls;
- * TUNE_PREFETCH: 1 no prefetching of the next weight block (mm_run), 2 no prefetching of the
- * next input rows in the 3x3 depthwise row kernel (dw3x3_rows_core), 3 the next weight block
- * only within a K block (not the next K block's first panel), 4 no prefetching of the next
- * channel's rows when copying phase planes (prefetch_plane_rows), 5 no prefetching of the next
- * row tile's rows of A (mm_run), 7 no prefetching for writing of the next output rows in the
- * 3x3 depthwise row kernel, 8 no prefetching for writing of the GEMM tiles' output (mm_run,
- * `pfw`), 9 the same in the Winograd output transform (wnat_output), 10 no prefetching for
- * writing of the next tile's output in the blocked pointwise tiles (PWB_TILE); TUNE_CHANVEC_OW: the widest
- * depthwise output row that vectorizes along channels (default DW_CHANVEC_MAX_OW, or below
- * DW_ROWS_MIN_OW_S1 / _S2 where the 3x3 row kernel applies; -1: none). */
+ * value. The keys and the values each takes: nnkernels.h. */
 NN_API int64_t symjit_nn_tune(int64_t key, int64_t value) {
     if (key < 0 || key >= TUNE_COUNT) return -1;
     int64_t old = g_tune[key];
@@ -103,7 +84,7 @@ NN_API int64_t symjit_nn_tune(int64_t key, int64_t value) {
  * one plane apart), which the hardware prefetchers meet cold, so without it the copies wait
  * for every line (measured: the Winograd layer's phase split was 16% of its time at batch 8). */
 static inline void prefetch_plane_rows(const float *x, int64_t H, int64_t W, int64_t r0, int64_t r1) {
-    if (g_tune[TUNE_PREFETCH] == 4) return;
+    if (g_tune[TUNE_PREFETCH] == TUNE_PREFETCH_PLANES) return;
     const char *p = (const char *)(x + (r0 > 0 ? r0 : 0) * W), *e = (const char *)(x + (r1 < H ? r1 : H) * W);
     for (; p < e; p += 64) __builtin_prefetch(p, 0, 2);
 }

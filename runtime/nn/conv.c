@@ -307,7 +307,7 @@ static int conv_fvec_shape(const geo_t *g) {
         sf = mm_pick(g->P, g->Fg);
         if (how == FV_IM2COL) margin = 0.75;   /* it pays an im2col the other avoids */
     }
-    if (g_tune[TUNE_CONV] == 5) margin = 10.0;
+    if (g_tune[TUNE_CONV] == TUNE_CONV_FORCE_FVEC) margin = 10.0;
     return mm_cost(sf, g->P, g->Fg) <= margin * mm_cost(sn, g->Fg, cols_n) ? sf : -1;
 }
 
@@ -325,7 +325,6 @@ static void conv_fvec_task(int64_t begin, int64_t end, void **argv) {
          * the tasks of one filter block run side by side and its weights stream from memory
          * once (filter blocks innermost read each again after all the others) */
         int64_t pi = t % tp, mi = (t / tp) % tm, ng = t / (tm * tp);
-        if (g_tune[TUNE_CONV] == 8) { mi = t % tm; pi = (t / tm) % tp; }
         const int64_t gi = ng % g->G, n = ng / g->G;
         int64_t m0 = mi * mb, mc = imin(mb, g->Fg - m0), f0 = gi * g->Fg + m0;
         int64_t p0 = pi * pb, pc = imin(pb, g->P - p0);

@@ -10,17 +10,17 @@ NN_API void symjit_nn_conv_packed(const int64_t *d, const float *x, const float 
     void *argv[1] = {&job};
     const geo_t *g = &job.g;
     if (d[22] == 1) {
-        if (g_tune[TUNE_CONV] != 3 && conv_depthwise_wide(&job)) return;
+        if (g_tune[TUNE_CONV] != TUNE_CONV_PORTABLE_DEPTHWISE && conv_depthwise_wide(&job)) return;
         int padded = g->in[0] == 1 && g->k[0] == 1 && g->out[0] == 1;
         symjit_parallel_for(padded ? conv_depthwise_padded_task : conv_depthwise_task, g->N * g->F, 1, argv);
-    } else if (d[22] == 2 && native_on() && g_tune[TUNE_CONV] != 6 && wnat_ok(g) && conv_wnat(&job)) {
+    } else if (d[22] == 2 && native_on() && g_tune[TUNE_CONV] != TUNE_CONV_NO_WNAT && wnat_ok(g) && conv_wnat(&job)) {
         return;
     } else if (d[22] == 2 && !native_on() && winograd_ok(g) && conv_winograd(&job)) {
         return;
     } else if (native_on()) {
         int fv = job.wp && d[22] == 0 ? conv_fvec_shape(g) : -1;
-        if (fv >= 0 && g_tune[TUNE_CONV] != 4) conv_fvec(&job, fv);
-        else if (!(g_tune[TUNE_CONV] != 1 && implicit_ok(g) && conv_implicit(&job))) conv_native(&job);
+        if (fv >= 0 && g_tune[TUNE_CONV] != TUNE_CONV_NO_FVEC) conv_fvec(&job, fv);
+        else if (!(g_tune[TUNE_CONV] != TUNE_CONV_NO_IMPLICIT && implicit_ok(g) && conv_implicit(&job))) conv_native(&job);
     } else {
         /* column blocks keep the im2col block (K x pb) within ~512 KiB of L2 */
         int64_t Kd = g->Cg * g->KK;

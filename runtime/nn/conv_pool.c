@@ -119,7 +119,7 @@ static int conv_pool_fast(conv_pool_job *job) {
     const geo_t *g = &cj->g;
     const int64_t *pd = job->pd;
     if (!native_on() || cj->wp || cj->d[22] != 0 || g->G != 1 || !implicit_ok(g) || pd[9] > 64 ||
-        g_tune[TUNE_CONV] == 7)
+        g_tune[TUNE_CONV] == TUNE_CONV_POOL_UNFUSED)
         return 0;
     const int64_t KH = g->k[1], KW = g->k[2], dh = g->dl[1], dw = g->dl[2], sh = g->s[1], sw = g->s[2];
     const int64_t OH = g->out[1], OW = g->out[2], POH = pd[5];

@@ -190,7 +190,8 @@ NN_AVX512 static inline __attribute__((always_inline)) void dw3x3_rows_core(
     __m512 w[9];
     for (int k = 0; k < 9; k++) w[k] = _mm512_set1_ps(wt[k]);
     const int64_t nv = cdiv(OW, 16);
-    const int prefetch = g_tune[TUNE_PREFETCH] != 2, prefetch_out = g_tune[TUNE_PREFETCH] != 7;
+    const int prefetch = g_tune[TUNE_PREFETCH] != TUNE_PREFETCH_DW_ROWS,
+              prefetch_out = g_tune[TUNE_PREFETCH] != TUNE_PREFETCH_DW_OUT;
     for (int64_t oh0 = 0; oh0 < OH; oh0 += 8) {
         const int64_t cnt = imin(8, OH - oh0), r0 = S * oh0 - ph;   /* input rows r0 .. r0 + ROWS - 1 */
         for (int64_t v = 0; v < nv; v++) {
@@ -273,7 +274,8 @@ NN_AVX512 static void dw3x3_s1_plane(const float *x, int64_t H, int64_t W, const
     __m512 w[9];
     for (int k = 0; k < 9; k++) w[k] = _mm512_set1_ps(wt[k]);
     const int64_t nv = cdiv(OW, 16);
-    const int prefetch = g_tune[TUNE_PREFETCH] != 2, prefetch_out = g_tune[TUNE_PREFETCH] != 7;
+    const int prefetch = g_tune[TUNE_PREFETCH] != TUNE_PREFETCH_DW_ROWS,
+              prefetch_out = g_tune[TUNE_PREFETCH] != TUNE_PREFETCH_DW_OUT;
     for (int64_t oh0 = 0; oh0 < OH; oh0 += DW_S1_ROWS) {
         const int64_t cnt = imin(DW_S1_ROWS, OH - oh0), r0 = oh0 - ph;   /* input rows r0 .. r0 + ROWS + 1 */
         for (int64_t v = 0; v < nv; v++) {
@@ -328,7 +330,7 @@ NN_AVX512 static void dw3x3_plane_rows_avx512(const float *x, int64_t H, int64_t
                                               const float *zrow, float *y, int relu) {
     if (sh == 2)
         dw3x3_rows_core(x, H, W, wt, ph, pw, b0, OH, OW, zrow, y, relu, 2);
-    else if (g_tune[TUNE_CONV] != 13)
+    else if (g_tune[TUNE_CONV] != TUNE_CONV_DW_PERMUTE_ROWS)
         dw3x3_s1_plane(x, H, W, wt, ph, pw, b0, OH, OW, y, relu);
     else
         dw3x3_rows_core(x, H, W, wt, ph, pw, b0, OH, OW, zrow, y, relu, 1);

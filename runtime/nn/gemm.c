@@ -276,8 +276,8 @@ NN_AVX512 static inline __attribute__((always_inline)) void tr16x16(__m512 *r) {
             }                                                                                         \
             if (AROWS == 0) a += ask;                                                                 \
         }                                                                                             \
-        if (p->csj == 1 && !p->bias_j && p->wide_w == 0 && nr == R && nc == 16 * V && !p->accumulate && \
-            g_tune[TUNE_CONV] != 11) { /* a whole tile of plain rows: straight stores */               \
+        if (p->csj == 1 && !p->bias_j && p->wide_w == 0 && nr == R && nc == 16 * V && !p->accumulate) { \
+            /* a whole tile of plain rows: straight stores */                                     \
             for (int r = 0; r < R; r++) {                                                             \
                 float *cr = p->c + (r0 + r) * p->csr + j0;                                            \
                 const __m512 br = _mm512_set1_ps(p->bias_r ? p->bias_r[r0 + r] : 0.0f);               \
@@ -481,11 +481,11 @@ static void mm_run(const mm_t *p, int shape) {
             for (int64_t c = 0; c < panels; c++) {
                 const float *next = NULL;
                 int64_t next_k = 0;
-                if (p->koff || g_tune[TUNE_PREFETCH] == 1) {
+                if (p->koff || g_tune[TUNE_PREFETCH] == TUNE_PREFETCH_WEIGHTS) {
                 } else if ((c + 1) * pw < full) {
                     next = q.b + (c + 1) * q.bsp;
                     next_k = q.K;
-                } else if (k0 + kc < K && full > 0 && g_tune[TUNE_PREFETCH] != 3) {
+                } else if (k0 + kc < K && full > 0 && g_tune[TUNE_PREFETCH] != TUNE_PREFETCH_KBLOCK) {
                     next = p->b + (k0 + kc) * p->bsk;
                     next_k = imin(kc, K - k0 - kc);
                 }
@@ -503,14 +503,14 @@ static void mm_run(const mm_t *p, int shape) {
         /* A by rows, rows contiguous (weights, K not blocked): in the first column block the
          * first tile of a row pass prefetches the next row tile's R rows (R floats a step),
          * which otherwise arrive as R cold streams at the start of the next pass */
-        const int pf_rows = amode == 1 && p->asr == K && kc == K && !p->aoff && g_tune[TUNE_PREFETCH] != 5;
+        const int pf_rows = amode == 1 && p->asr == K && kc == K && !p->aoff && g_tune[TUNE_PREFETCH] != TUNE_PREFETCH_A_ROWS;
         for (int64_t c0 = 0; c0 < panels; c0 += bp) {
             int64_t c1 = imin(panels, c0 + bp);
             for (int64_t r0 = 0; r0 < p->rows; r0 += s->R)
                 for (int64_t c = c0; c < c1; c++) {
                     int64_t j0 = c * pw;
                     mm_t *t = j0 < full ? &q : &e;
-                    if (p->pfw && k0 == 0 && g_tune[TUNE_PREFETCH] != 8) {
+                    if (p->pfw && k0 == 0 && g_tune[TUNE_PREFETCH] != TUNE_PREFETCH_GEMM_OUT) {
                         if (c == c0) mm_prefetch_out(p, r0, s->R, j0 + pw, pw);
                         mm_prefetch_out(p, r0, s->R, j0 + 2 * pw, pw);
                     }

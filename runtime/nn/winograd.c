@@ -242,7 +242,7 @@ NN_AVX512 static void wnat_output(const wnat_job *wj, int64_t n, int64_t q0, int
         }
         /* output rows 2 ty, 2 ty + 1 and columns [2 tx, 2 tx + 32) of the next 16 tiles' first */
         int64_t pf_oy = -1, pf_ox = 0, pf_ox_end = 0;
-        if (t + 16 < qn && g_tune[TUNE_PREFETCH] != 9) {
+        if (t + 16 < qn && g_tune[TUNE_PREFETCH] != TUNE_PREFETCH_WINO_OUT) {
             const int64_t q = q0 + t + 16, ty = q / Wq, tx = q - ty * Wq;
             if (tx < TW) { pf_oy = 2 * ty; pf_ox = 2 * tx; pf_ox_end = imin(2 * tx + 32, OW); }
         }
@@ -380,8 +380,8 @@ static int64_t padded_rows(int64_t rows, int64_t block, int64_t R) {
  * WNAT_VM_FLOATS, so that they stay in L2 with the stream of U) plus the input transform (6
  * multiply-add equivalents per element of V, its halo row included) per thread that builds
  * it, over the tasks' balance across the threads. Measured against the previous choice (the
- * least padded work with V + M within 1.5 MiB, then filter blocks for 4 tasks per thread;
- * TUNE_CONV 12), in-graph, resnet18_v1, 2 threads, paired rounds: batch 1 64 ch 56x56
+ * least padded work with V + M within 1.5 MiB, then filter blocks for 4 tasks per thread, since
+ * removed), in-graph, resnet18_v1, 2 threads, paired rounds: batch 1 64 ch 56x56
  * 0.89-0.94x, 128 ch 28x28 0.92-0.97x, 256 ch 14x14 0.82-0.88x, whole call 0.94-0.97x (1
  * thread 0.96x); batch 8 whole call 0.99x. */
 #define WNAT_VM_FLOATS 196608   /* 768 KiB of the 1 MiB L2 */
@@ -418,29 +418,6 @@ static void wnat_blocks(wnat_job *wj, int64_t want, int64_t threads) {
     }
 }
 
-/* conv_wnat's blocks before wnat_blocks (TUNE_CONV 12, for the A/B): the least padded GEMM
- * work with V and M (16 (C + F) tb floats) within 1.5 MiB (ties: larger blocks), then filter
- * blocks until there are `want` tasks */
-static void wnat_blocks_v1(wnat_job *wj, int64_t want) {
-    const geo_t *g = &wj->job->g;
-    const int64_t C = g->C, F = g->F;
-    double best = 0.0;
-    for (int64_t r = 1; r <= wj->TH; r++) {
-        int64_t nb = cdiv(wj->TH, r), rr = cdiv(wj->TH, nb), q = rr * wj->Wq;
-        int sh = mm_pick(F, q);
-        int64_t tbr = cdiv(q, mm_panel(sh)) * mm_panel(sh);
-        if (r > 1 && 16 * (C + F) * tbr > 393216) break;
-        double cost = (double)nb * mm_cost(sh, F, q) * (1.0 + 1.0 / (double)rr);
-        if (r == 1 || cost <= best) { best = cost; wj->rows = rr; }
-    }
-    const int64_t outer = g->N * cdiv(wj->TH, wj->rows), qn = wj->rows * wj->Wq;
-    wj->shape = mm_pick(F, qn);
-    const int64_t PW = mm_panel(wj->shape), R = MM_SHAPES[wj->shape].R;
-    wj->tb = cdiv(qn, PW) * PW;
-    int64_t tm = outer < want ? imin(cdiv(want, outer), cdiv(F, R)) : 1;
-    wj->mb = cdiv(cdiv(F, tm), R) * R;
-}
-
 static int conv_wnat(conv_job *job) {
     const geo_t *g = &job->g;
     wnat_job wj;
@@ -452,8 +429,7 @@ static int conv_wnat(conv_job *job) {
     wj.Wq = wj.TW + 1;
     const int64_t C = g->C, F = g->F, threads = symjit_get_num_threads();
     const int64_t want = tiles_want(2.0 * g->N * F * C * 16 * g->P / 4, threads);
-    if (g_tune[TUNE_CONV] == 12) wnat_blocks_v1(&wj, want);
-    else wnat_blocks(&wj, want, threads);
+    wnat_blocks(&wj, want, threads);
     const int64_t tm = cdiv(F, wj.mb), outer = g->N * cdiv(wj.TH, wj.rows);
     void *argv[1] = {&wj};
     if (job->wp) {

@@ -71,3 +71,23 @@ def test_tuning_keys_match_the_header():
     names = [m.group(1) for m in re.finditer(r"\bTUNE_(\w+)\b", body)]
     assert names[-1] == "COUNT"
     assert TUNE_KEYS == {n.lower(): i for i, n in enumerate(names[:-1])}
+
+
+def _enum_values(name: str, prefix: str) -> dict[str, int]:
+    body = re.search(r"enum %s \{(.*?)\};" % name, (RUNTIME / "nnkernels.h").read_text(), re.S).group(1)
+    return {m.group(1).lower(): int(m.group(2)) for m in re.finditer(r"\b%s(\w+) = (\d+)" % prefix, body)}
+
+
+def test_tuning_values_match_the_header():
+    from symjit.codegen.llvm.lower_gemm import TUNE_CONV_VALUES, TUNE_PREFETCH_VALUES
+    assert TUNE_CONV_VALUES == _enum_values("symjit_tune_conv", "TUNE_CONV_")
+    assert TUNE_PREFETCH_VALUES == _enum_values("symjit_tune_prefetch", "TUNE_PREFETCH_")
+    assert 0 not in TUNE_CONV_VALUES.values() and 0 not in TUNE_PREFETCH_VALUES.values()   # 0: built-in
+
+
+def test_the_kernels_compare_tuning_values_by_name():
+    """No magic number: every comparison of a TUNE_CONV / TUNE_PREFETCH override in the C names
+    its value."""
+    for source in _library_sources():
+        bad = re.findall(r"g_tune\[TUNE_(?:CONV|PREFETCH)\]\s*[!=]=\s*\d+", source.read_text())
+        assert not bad, (source.name, bad)
