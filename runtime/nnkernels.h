@@ -3,9 +3,11 @@
  * declaration; tests/runtime/test_kernel_header.py checks the LLVM signatures codegen declares
  * (symjit/codegen/llvm/lower_gemm.py C_SIGNATURES) against this file.
  *
- * `d` arguments are geometry descriptors: int64 arrays whose layout the lowering that builds
- * them documents (codegen/llvm/lower_gemm.py gemm_call, lower_conv.py conv_desc, lower_pool.py,
- * lower_blocked.py). Kernels taking `epi`/`epi_args` apply that elementwise epilogue (a
+ * `d` arguments are geometry descriptors: the convolution family's are typed structs declared
+ * here (symjit_conv_desc, symjit_conv_pool_desc; Python builds them as lower_conv.ConvDesc,
+ * checked against this file by tests/runtime/test_kernel_header.py); the others are int64
+ * arrays whose layout the lowering that builds them documents (codegen/llvm/lower_gemm.py
+ * gemm_call, lower_pool.py pool_desc, lower_blocked.py). Kernels taking `epi`/`epi_args` apply that elementwise epilogue (a
  * symjit_kernel_fn over output rows) to their output; NULL: none. Failures (out of memory) are
  * reported through the runtime's last error (symjit_set_error). */
 #ifndef SYMJIT_NNKERNELS_H
@@ -86,18 +88,50 @@ NN_API void symjit_nn_gemm(const int64_t *d, const float *A, const float *B, con
                            symjit_kernel_fn epi, void **epi_args);
 
 /* ---- convolution -------------------------------------------------------------------- */
+/* forward convolution methods (symjit_conv_desc.method) */
+enum symjit_conv_method {
+    SYMJIT_CONV_IM2COL = 0,     /* im2col + GEMM, or on the AVX-512 tiles implicit GEMM / filter vectors */
+    SYMJIT_CONV_DEPTHWISE = 1,  /* one input channel per filter: direct loops */
+    SYMJIT_CONV_WINOGRAD = 2    /* Winograd F(2x2, 3x3) (2-D, one group, 3x3, stride 1, dilation 1) */
+};
+/* Geometry of a convolution, always with 3 spatial dims (1-D and 2-D ones lead with size 1,
+ * padding 0). Forward: x (n, channels, in_size), w (filters, channels / groups, kernel),
+ * y (n, filters, out_size), y[n,f,o] = sum over c in group(f), k of x[n, c, o*stride + k*dilate
+ * - pad] * w[f, c, k] (zero outside x). The backward-data kernel takes the same descriptor, with
+ * `out_size` dy's spatial size and `in_size` dx's. All fields int64 (no padding bytes). */
+typedef struct {
+    int64_t n;            /* images */
+    int64_t channels;     /* data channels */
+    int64_t groups;
+    int64_t filters;
+    int64_t in_size[3];   /* input D H W */
+    int64_t kernel[3];
+    int64_t out_size[3];  /* output D H W */
+    int64_t stride[3];
+    int64_t dilate[3];
+    int64_t pad[3];
+    int64_t method;       /* enum symjit_conv_method (forward only) */
+} symjit_conv_desc;
+/* symjit_nn_conv_pool: the convolution, the max pooling over its output (a pooling
+ * descriptor, codegen/llvm/lower_pool.py pool_desc) and whether relu comes between */
+typedef struct {
+    symjit_conv_desc conv;
+    int64_t pool[19];
+    int64_t relu;
+} symjit_conv_pool_desc;
+
 /* pack weights at compile time for the method in d; returns floats written (0: no packing) */
-NN_API int64_t symjit_nn_conv_pack(const int64_t *d, const float *w, float *out);
-NN_API void symjit_nn_conv(const int64_t *d, const float *x, const float *w, const float *bias, float *y,
+NN_API int64_t symjit_nn_conv_pack(const symjit_conv_desc *d, const float *w, float *out);
+NN_API void symjit_nn_conv(const symjit_conv_desc *d, const float *x, const float *w, const float *bias, float *y,
                            symjit_kernel_fn epi, void **epi_args);
-NN_API void symjit_nn_conv_packed(const int64_t *d, const float *x, const float *w, const float *wp,
+NN_API void symjit_nn_conv_packed(const symjit_conv_desc *d, const float *x, const float *w, const float *wp,
                                   const float *bias, float *y, symjit_kernel_fn epi, void **epi_args);
-NN_API void symjit_nn_conv_bwd_data(const int64_t *d, const float *dy, const float *w, const float *bias,
+NN_API void symjit_nn_conv_bwd_data(const symjit_conv_desc *d, const float *dy, const float *w, const float *bias,
                                     float *dx, symjit_kernel_fn epi, void **epi_args);
-NN_API void symjit_nn_conv_bwd_weight(const int64_t *d, const float *dy, const float *x, float *dw);
+NN_API void symjit_nn_conv_bwd_weight(const symjit_conv_desc *d, const float *dy, const float *x, float *dw);
 NN_API void symjit_nn_bias_bwd(int64_t outer, int64_t C, int64_t inner, const float *dy, float *db);
 /* convolution (+ relu per d) + max pooling, the convolution rows kept in cache */
-NN_API void symjit_nn_conv_pool(const int64_t *d, const float *x, const float *w, const float *wp,
+NN_API void symjit_nn_conv_pool(const symjit_conv_pool_desc *d, const float *x, const float *w, const float *wp,
                                 const float *bias, float *y);
 
 /* ---- channel-blocked layout (NCHW16c) ------------------------------------------------ */

@@ -6,26 +6,21 @@
 /* Convolution geometry                                                                      */
 /* ---------------------------------------------------------------------------------------- */
 
-/* Descriptor of the convolution family (int64), always 3 spatial dims:
- *   [0] N  [1] C (data channels)  [2] G  [3] F (filters)
- *   [4..6] input D H W   [7..9] kernel   [10..12] output D H W
- *   [13..15] stride  [16..18] dilate  [19..21] pad
- *   [22] mode (conv forward: 0 im2col+GEMM, 1 depthwise direct, 2 Winograd F(2x2,3x3))
- * Forward convolution: x (N, C, in), w (F, C/G, k), y (N, F, out).
- * y[n,f,o] = sum_{c in group(f), k} x[n, c, o*s + k*d - p] * w[f, c, k]   (zero outside x). */
+/* The descriptor of the convolution family is symjit_conv_desc (nnkernels.h); geo_t is it
+ * with the derived sizes: Cg, Fg per group, KK taps, P output and IP input positions. */
 typedef struct {
     int64_t N, C, G, F, Cg, Fg;
     int64_t in[3], k[3], out[3], s[3], dl[3], p[3];
     int64_t KK, P, IP;
 } geo_t;
 
-static geo_t geo_of(const int64_t *d) {
+static geo_t geo_of(const symjit_conv_desc *d) {
     geo_t g;
-    g.N = d[0]; g.C = d[1]; g.G = d[2]; g.F = d[3];
+    g.N = d->n; g.C = d->channels; g.G = d->groups; g.F = d->filters;
     g.Cg = g.C / g.G; g.Fg = g.F / g.G;
     for (int i = 0; i < 3; i++) {
-        g.in[i] = d[4 + i]; g.k[i] = d[7 + i]; g.out[i] = d[10 + i];
-        g.s[i] = d[13 + i]; g.dl[i] = d[16 + i]; g.p[i] = d[19 + i];
+        g.in[i] = d->in_size[i]; g.k[i] = d->kernel[i]; g.out[i] = d->out_size[i];
+        g.s[i] = d->stride[i]; g.dl[i] = d->dilate[i]; g.p[i] = d->pad[i];
     }
     g.KK = g.k[0] * g.k[1] * g.k[2];
     g.P = g.out[0] * g.out[1] * g.out[2];
@@ -113,7 +108,7 @@ static void col2im(const geo_t *g, const float *cols, int64_t c0, int64_t c1, fl
 /* ---------------------------------------------------------------------------------------- */
 
 typedef struct {
-    const int64_t *d;
+    const symjit_conv_desc *d;
     geo_t g;
     const float *x, *w, *bias;
     float *y;
@@ -442,14 +437,14 @@ static int wnat_ok(const geo_t *g);
 static int64_t wnat_pack_floats(const geo_t *g);
 static void wino_weights(const float *w, int64_t F, int64_t C, int64_t f0, int64_t f1, float *U);
 
-NN_API int64_t symjit_nn_conv_pack(const int64_t *d, const float *w, float *out) {
+NN_API int64_t symjit_nn_conv_pack(const symjit_conv_desc *d, const float *w, float *out) {
     geo_t g = geo_of(d);
-    if (d[22] == 2) {   /* Winograd: U = G g G^T, [16][F][C] */
+    if (d->method == SYMJIT_CONV_WINOGRAD) {   /* Winograd: U = G g G^T, [16][F][C] */
         int64_t n = cpu_has_avx512() ? wnat_pack_floats(&g) : 0;
         if (n > 0 && out) wino_weights(w, g.F, g.C, 0, g.F, out);
         return n;
     }
-    if (d[22] != 0) return 0;
+    if (d->method != SYMJIT_CONV_IM2COL) return 0;
     int shape = conv_fvec_shape(&g);
     if (shape < 0) return 0;
     const int64_t PW = mm_panel(shape), Kd = g.Cg * g.KK, per = conv_fvec_group_floats(&g, shape);

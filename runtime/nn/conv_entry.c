@@ -3,22 +3,22 @@
  * Part of the kernel library: compiled only as part of nnkernels.c (one translation unit). */
 
 /* symjit_nn_conv with `wp`, the weights packed by symjit_nn_conv_pack (or NULL) */
-NN_API void symjit_nn_conv_packed(const int64_t *d, const float *x, const float *w, const float *wp,
+NN_API void symjit_nn_conv_packed(const symjit_conv_desc *d, const float *x, const float *w, const float *wp,
                                   const float *bias, float *y, symjit_kernel_fn epi, void **epi_args) {
     conv_job job = {d, geo_of(d), x, w, bias, y, epi, epi_args, 0, 0};
     job.wp = wp;
     void *argv[1] = {&job};
     const geo_t *g = &job.g;
-    if (d[22] == 1) {
+    if (d->method == SYMJIT_CONV_DEPTHWISE) {
         if (g_tune[TUNE_CONV] != TUNE_CONV_PORTABLE_DEPTHWISE && conv_depthwise_wide(&job)) return;
         int padded = g->in[0] == 1 && g->k[0] == 1 && g->out[0] == 1;
         symjit_parallel_for(padded ? conv_depthwise_padded_task : conv_depthwise_task, g->N * g->F, 1, argv);
-    } else if (d[22] == 2 && native_on() && g_tune[TUNE_CONV] != TUNE_CONV_NO_WNAT && wnat_ok(g) && conv_wnat(&job)) {
+    } else if (d->method == SYMJIT_CONV_WINOGRAD && native_on() && g_tune[TUNE_CONV] != TUNE_CONV_NO_WNAT && wnat_ok(g) && conv_wnat(&job)) {
         return;
-    } else if (d[22] == 2 && !native_on() && winograd_ok(g) && conv_winograd(&job)) {
+    } else if (d->method == SYMJIT_CONV_WINOGRAD && !native_on() && winograd_ok(g) && conv_winograd(&job)) {
         return;
     } else if (native_on()) {
-        int fv = job.wp && d[22] == 0 ? conv_fvec_shape(g) : -1;
+        int fv = job.wp && d->method == SYMJIT_CONV_IM2COL ? conv_fvec_shape(g) : -1;
         if (fv >= 0 && g_tune[TUNE_CONV] != TUNE_CONV_NO_FVEC) conv_fvec(&job, fv);
         else if (!(g_tune[TUNE_CONV] != TUNE_CONV_NO_IMPLICIT && implicit_ok(g) && conv_implicit(&job))) conv_native(&job);
     } else {
@@ -30,7 +30,7 @@ NN_API void symjit_nn_conv_packed(const int64_t *d, const float *x, const float 
     }
 }
 
-NN_API void symjit_nn_conv(const int64_t *d, const float *x, const float *w, const float *bias, float *y,
+NN_API void symjit_nn_conv(const symjit_conv_desc *d, const float *x, const float *w, const float *bias, float *y,
                            symjit_kernel_fn epi, void **epi_args) {
     symjit_nn_conv_packed(d, x, w, NULL, bias, y, epi, epi_args);
 }
@@ -94,7 +94,7 @@ static void conv_bwd_data_task(int64_t begin, int64_t end, void **argv) {
 }
 
 /* dx (N, C, in) from dy (N, F, out) and w (F, C/G, k); `bias` (C,) optional (Deconvolution). */
-NN_API void symjit_nn_conv_bwd_data(const int64_t *d, const float *dy, const float *w, const float *bias,
+NN_API void symjit_nn_conv_bwd_data(const symjit_conv_desc *d, const float *dy, const float *w, const float *bias,
                                     float *dx, symjit_kernel_fn epi, void **epi_args) {
     conv_job job = {d, geo_of(d), dy, w, bias, dx, epi, epi_args, 0, 0};
     void *argv[1] = {&job};
@@ -131,7 +131,7 @@ static void conv_bwd_weight_task(int64_t begin, int64_t end, void **argv) {
 }
 
 /* dw (F, C/G, k) from dy (N, F, out) and x (N, C, in). */
-NN_API void symjit_nn_conv_bwd_weight(const int64_t *d, const float *dy, const float *x, float *dw) {
+NN_API void symjit_nn_conv_bwd_weight(const symjit_conv_desc *d, const float *dy, const float *x, float *dw) {
     conv_job job = {d, geo_of(d), dy, x, NULL, dw, NULL, NULL, 0, 0};
     void *argv[1] = {&job};
     job.mb = channel_block(&job.g, job.g.G, job.g.P * job.g.KK);

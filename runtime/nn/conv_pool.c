@@ -5,8 +5,9 @@
 /* Convolution followed by max pooling (one pass: only the pooled output leaves the cache)     */
 /* ---------------------------------------------------------------------------------------- */
 
-/* Descriptor: [0..22] the convolution's (above), [23..41] the pooling's over the convolution's
- * output (type max), [42] 1 if relu applies to the convolution's output before pooling.
+/* Descriptor: symjit_conv_pool_desc (nnkernels.h): the convolution's, the pooling's over the
+ * convolution's output (type max), and whether relu applies to the convolution's output
+ * before pooling.
  *
  * A network's stem (resnet: 7x7 convolution, relu, 3x3 stride-2 max pooling) writes a
  * convolution output four times the size of the pooled one, and the pooling reads it back:
@@ -118,7 +119,7 @@ static int conv_pool_fast(conv_pool_job *job) {
     conv_job *cj = &job->cj;
     const geo_t *g = &cj->g;
     const int64_t *pd = job->pd;
-    if (!native_on() || cj->wp || cj->d[22] != 0 || g->G != 1 || !implicit_ok(g) || pd[9] > 64 ||
+    if (!native_on() || cj->wp || cj->d->method != SYMJIT_CONV_IM2COL || g->G != 1 || !implicit_ok(g) || pd[9] > 64 ||
         g_tune[TUNE_CONV] == TUNE_CONV_POOL_UNFUSED)
         return 0;
     const int64_t KH = g->k[1], KW = g->k[2], dh = g->dl[1], dw = g->dl[2], sh = g->s[1], sw = g->s[2];
@@ -171,21 +172,21 @@ static int conv_pool_fast(conv_pool_job *job) {
 #endif
 }
 
-/* y (N, F, pooled H, W) = max pooling (descriptor d + 23) of the convolution (descriptor d) of x
- * with w (packed as symjit_nn_conv_pack: `wp`, or NULL) and bias, relu'd first when d[42]. */
-NN_API void symjit_nn_conv_pool(const int64_t *d, const float *x, const float *w, const float *wp,
+/* y (N, F, pooled H, W) = max pooling (d->pool) of the convolution (d->conv) of x with w
+ * (packed as symjit_nn_conv_pack: `wp`, or NULL) and bias, relu'd first when d->relu. */
+NN_API void symjit_nn_conv_pool(const symjit_conv_pool_desc *d, const float *x, const float *w, const float *wp,
                                 const float *bias, float *y) {
     conv_pool_job job;
     memset(&job, 0, sizeof job);
-    job.cj.d = d;
-    job.cj.g = geo_of(d);
+    job.cj.d = &d->conv;
+    job.cj.g = geo_of(&d->conv);
     job.cj.x = x;
     job.cj.w = w;
     job.cj.wp = wp;
     job.cj.bias = bias;
     job.cj.y = y;
-    job.pd = d + 23;
-    job.relu = d[42] != 0;
+    job.pd = d->pool;
+    job.relu = d->relu != 0;
     const geo_t *g = &job.cj.g;
     if (job.pd[0] != g->N * g->F || job.pd[1] != g->out[0] || job.pd[2] != g->out[1] || job.pd[3] != g->out[2] ||
         job.pd[16] != 0) {
@@ -197,24 +198,15 @@ NN_API void symjit_nn_conv_pool(const int64_t *d, const float *x, const float *w
     }
     if (conv_pool_fast(&job)) return;
     /* image by image, so that the scratch holds one image's convolution output */
-    int64_t d1[43];
-    memcpy(d1, d, sizeof d1);
-    d1[0] = 1;
-    d1[23] = g->F;
+    symjit_conv_pool_desc d1 = *d;   /* one image */
+    d1.conv.n = 1;
+    d1.pool[0] = g->F;
     float *one = scratch(8, (size_t)(g->F * g->P));
     if (!one) return;
     void *epi_args[2] = {one, one};
     for (int64_t n = 0; n < g->N; n++) {
-        symjit_nn_conv_packed(d1, x + n * g->C * g->IP, w, wp, bias, one, job.relu ? symjit_nn_epi_relu : NULL,
+        symjit_nn_conv_packed(&d1.conv, x + n * g->C * g->IP, w, wp, bias, one, job.relu ? symjit_nn_epi_relu : NULL,
                               epi_args);
-        symjit_nn_pool(d1 + 23, one, y + n * g->F * job.pd[5] * job.pd[6]);
+        symjit_nn_pool(d1.pool, one, y + n * g->F * job.pd[5] * job.pd[6]);
     }
-}
-
-/* dx (planes, in) from dy and y (planes, out) and x (planes, in): the gradient of symjit_nn_pool;
- * max routes each output gradient to the first (row-major) strict maximum of its window. */
-NN_API void symjit_nn_pool_bwd(const int64_t *d, const float *dy, const float *x, const float *y, float *dx) {
-    pool_job job = {d, x, dy, y, dx};
-    void *argv[1] = {&job};
-    symjit_parallel_for(pool_bwd_task, d[0], 1, argv);
 }

@@ -268,3 +268,11 @@ static void pool_bwd_task(int64_t begin, int64_t end, void **argv) {
                 }
     }
 }
+
+/* dx (planes, in) from dy and y (planes, out) and x (planes, in): the gradient of symjit_nn_pool;
+ * max routes each output gradient to the first (row-major) strict maximum of its window. */
+NN_API void symjit_nn_pool_bwd(const int64_t *d, const float *dy, const float *x, const float *y, float *dx) {
+    pool_job job = {d, x, dy, y, dx};
+    void *argv[1] = {&job};
+    symjit_parallel_for(pool_bwd_task, d[0], 1, argv);
+}

@@ -304,13 +304,15 @@ def _packing_source(name: str, packings: dict) -> list[str]:
     L = ["static char sj_pack_problem[512];"]
     if not packings:
         return L + ["static int sj_packed(void) { return 1; }", ""]
-    L += ["#include <pthread.h>",
-          "extern int64_t symjit_nn_conv_pack(const int64_t *d, const float *w, float *out);"]
+    from .llvm.lower_conv import ConvDesc, desc_c_initializer
+    L += ["#include <pthread.h>", '#include "nnkernels.h"']
     rows = []
     for i, (k, (src, desc, floats)) in enumerate(sorted(packings.items())):
-        L.append(f"static const int64_t sj_pack_desc{i}[] = {{{', '.join(str(int(d)) for d in desc)}}};")
-        rows.append(f"    {{{k}, {src}, {int(floats)}, sj_pack_desc{i}}}")
-    L += ["static const struct { int32_t param, source; int64_t floats; const int64_t *desc; } sj_packings[] = {",
+        typed = ConvDesc.from_buffer_copy(np.asarray(desc, dtype=np.int64).tobytes())
+        L.append(f"static const symjit_conv_desc sj_pack_desc{i} = {desc_c_initializer(typed)};")
+        rows.append(f"    {{{k}, {src}, {int(floats)}, &sj_pack_desc{i}}}")
+    L += ["static const struct { int32_t param, source; int64_t floats; const symjit_conv_desc *desc; } "
+          "sj_packings[] = {",
           ",\n".join(rows), "};",
           "static pthread_once_t sj_pack_once = PTHREAD_ONCE_INIT;", "",
           "static void sj_pack(void) {",

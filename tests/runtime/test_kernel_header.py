@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
+
 from symjit.codegen.llvm.lower_gemm import C_SIGNATURES
 
 RUNTIME = Path(__file__).resolve().parents[2] / "runtime"
@@ -91,3 +93,61 @@ def test_the_kernels_compare_tuning_values_by_name():
     for source in _library_sources():
         bad = re.findall(r"g_tune\[TUNE_(?:CONV|PREFETCH)\]\s*[!=]=\s*\d+", source.read_text())
         assert not bad, (source.name, bad)
+
+
+def _struct_fields(name: str) -> list[tuple[str, str, int]]:
+    """(field, C type, array length or 0) of `typedef struct { ... } name;` in the header."""
+    text = (RUNTIME / "nnkernels.h").read_text()
+    body = re.search(r"typedef struct \{([^{}]*)\} %s;" % name, text, re.S).group(1)
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    fields = []
+    for decl in filter(None, (d.strip() for d in body.split(";"))):
+        m = re.fullmatch(r"(\w+)\s+(\w+)(?:\[(\d+)\])?", " ".join(decl.split()))
+        assert m, decl
+        fields.append((m.group(2), m.group(1), int(m.group(3) or 0)))
+    return fields
+
+
+def _ctypes_fields(struct) -> list[tuple[str, str, int]]:
+    import ctypes
+    names = {ctypes.c_int64: "int64_t"}
+    out = []
+    for name, ftype in struct._fields_:
+        length = getattr(ftype, "_length_", 0)
+        base = ftype._type_ if length else ftype
+        out.append((name, names.get(base) or _C_STRUCTS[base.__name__], length))
+    return out
+
+
+_C_STRUCTS = {"ConvDesc": "symjit_conv_desc"}
+
+
+def test_descriptor_structs_match_the_header():
+    """The Python descriptor structs have the header's field names, order and types, and no
+    padding (they are emitted as int64 words)."""
+    import ctypes
+    from symjit.codegen.llvm.lower_conv import ConvDesc, ConvPoolDesc
+    assert _ctypes_fields(ConvDesc) == _struct_fields("symjit_conv_desc")
+    assert _ctypes_fields(ConvPoolDesc) == _struct_fields("symjit_conv_pool_desc")
+    assert ctypes.sizeof(ConvDesc) == 8 * 23 and ctypes.sizeof(ConvPoolDesc) == 8 * 43
+
+
+def test_conv_methods_match_the_header():
+    from symjit.codegen.llvm import lower_conv
+    assert _enum_values("symjit_conv_method", "SYMJIT_CONV_") == {
+        "im2col": lower_conv.IM2COL, "depthwise": lower_conv.DEPTHWISE, "winograd": lower_conv.WINOGRAD}
+
+
+def test_the_struct_parser_reads_fields():
+    assert _struct_fields("symjit_conv_desc")[:2] == [("n", "int64_t", 0), ("channels", "int64_t", 0)]
+    assert ("in_size", "int64_t", 3) in _struct_fields("symjit_conv_desc")
+
+
+def test_conv_desc_words_are_the_struct_fields():
+    from symjit.codegen.llvm.lower_conv import WINOGRAD, ConvDesc, conv_desc, desc_c_initializer
+    words = conv_desc(2, 16, 1, 32, (9, 10), (3, 3), (7, 8), (1, 1), (1, 1), (0, 0), WINOGRAD)
+    assert words == (2, 16, 1, 32, 1, 9, 10, 1, 3, 3, 1, 7, 8, 1, 1, 1, 1, 1, 1, 0, 0, 0, WINOGRAD)
+    typed = ConvDesc.from_buffer_copy(np.asarray(words, dtype=np.int64).tobytes())
+    assert typed.filters == 32 and list(typed.out_size) == [1, 7, 8] and typed.method == WINOGRAD
+    assert desc_c_initializer(typed).startswith("{.n = 2, .channels = 16, .groups = 1, .filters = 32, "
+                                                ".in_size = {1, 9, 10}, ")

@@ -47,8 +47,52 @@ def _pad3(t, fill) -> tuple:
     return (fill,) * (3 - len(t)) + t
 
 
-#: forward convolution methods (descriptor slot 22 of nnkernels.c)
+#: forward convolution methods (runtime/nnkernels.h enum symjit_conv_method: ConvDesc.method)
 IM2COL, DEPTHWISE, WINOGRAD = 0, 1, 2
+
+_I64 = ctypes.c_int64
+
+
+class ConvDesc(ctypes.Structure):
+    """runtime/nnkernels.h `symjit_conv_desc`, the geometry of the convolution family's kernels
+    (always 3 spatial dims: 1-D and 2-D ones lead with size 1, padding 0). Field names, order
+    and types match the header (tests/runtime/test_kernel_header.py); every field is int64, so
+    the struct's memory image is its `desc_words`."""
+    _fields_ = [("n", _I64), ("channels", _I64), ("groups", _I64), ("filters", _I64),
+                ("in_size", _I64 * 3), ("kernel", _I64 * 3), ("out_size", _I64 * 3),
+                ("stride", _I64 * 3), ("dilate", _I64 * 3), ("pad", _I64 * 3), ("method", _I64)]
+
+
+#: int64 words of symjit_nn_pool's descriptor (lower_pool.pool_desc)
+POOL_DESC_WORDS = 19
+
+
+class ConvPoolDesc(ctypes.Structure):
+    """runtime/nnkernels.h `symjit_conv_pool_desc`: the convolution, the max pooling over its
+    output (lower_pool.pool_desc's words) and whether relu comes between."""
+    _fields_ = [("conv", ConvDesc), ("pool", _I64 * POOL_DESC_WORDS), ("relu", _I64)]
+
+
+def desc_words(desc: ctypes.Structure) -> tuple:
+    """A descriptor struct as the int64 words NativeCall emits as its module constant (the
+    structs have int64 fields only: no padding)."""
+    return tuple(np.frombuffer(bytes(desc), dtype=np.int64).tolist())
+
+
+def desc_c_initializer(desc: ctypes.Structure) -> str:
+    """A C designated initializer of a descriptor struct (`{.n = 1, .in_size = {1, 8, 8}, ...}`),
+    for generated C sources that include nnkernels.h."""
+    parts = []
+    for name, ftype in desc._fields_:
+        value = getattr(desc, name)
+        if isinstance(value, ctypes.Structure):
+            text = desc_c_initializer(value)
+        elif isinstance(value, ctypes.Array):
+            text = "{" + ", ".join(str(int(v)) for v in value) + "}"
+        else:
+            text = str(int(value))
+        parts.append(f".{name} = {text}")
+    return "{" + ", ".join(parts) + "}"
 
 #: Portable path (BLAS GEMMs): Winograd F(2x2, 3x3) needs this many 2x2 output tiles (all
 #: images) and channels to beat im2col + GEMM. Measured on a Zen 3 (AVX2) host
@@ -87,10 +131,16 @@ def conv_method(n, c, g, f, kernel, stride, dilate, out_sp) -> int:
     return IM2COL
 
 
+def conv_struct(n, c, g, f, in_sp, kernel, out_sp, stride, dilate, pad, method=IM2COL) -> ConvDesc:
+    """The ConvDesc of a convolution (spatial tuples of 1 to 3 dims)."""
+    return ConvDesc(n=int(n), channels=int(c), groups=int(g), filters=int(f), in_size=_pad3(in_sp, 1),
+                    kernel=_pad3(kernel, 1), out_size=_pad3(out_sp, 1), stride=_pad3(stride, 1),
+                    dilate=_pad3(dilate, 1), pad=_pad3(pad, 0), method=int(method))
+
+
 def conv_desc(n, c, g, f, in_sp, kernel, out_sp, stride, dilate, pad, method=IM2COL) -> tuple:
-    """The int64 descriptor of nnkernels.c's convolution family (3 spatial dims)."""
-    return ((n, c, g, f) + _pad3(in_sp, 1) + _pad3(kernel, 1) + _pad3(out_sp, 1) + _pad3(stride, 1)
-            + _pad3(dilate, 1) + _pad3(pad, 0) + (int(method),))
+    """The descriptor words (desc_words) of conv_struct's ConvDesc, as calls carry it."""
+    return desc_words(conv_struct(n, c, g, f, in_sp, kernel, out_sp, stride, dilate, pad, method))
 
 
 def _channel_first(layout) -> bool:
@@ -240,9 +290,9 @@ def plan_conv_pool(attrs, ins, outs, ctx=None):
         return None
     n, c, f, g = xs[0], xs[1], ys[1], geo["num_group"]
     method = conv_method(n, c, g, f, geo["kernel"], geo["stride"], geo["dilate"], ys[2:])
-    desc = (conv_desc(n, c, g, f, xs[2:], geo["kernel"], ys[2:], geo["stride"], geo["dilate"], geo["pad"], method)
-            + pdesc + (int(bool(attrs["relu"])),))
-    packed = packed_param(ctx, desc[:23], w)
+    conv = conv_struct(n, c, g, f, xs[2:], geo["kernel"], ys[2:], geo["stride"], geo["dilate"], geo["pad"], method)
+    desc = desc_words(ConvPoolDesc(conv=conv, pool=tuple(pdesc), relu=int(bool(attrs["relu"]))))
+    packed = packed_param(ctx, desc_words(conv), w)
     wp = ("v", packed) if packed is not None else ("null",)
     bias = ("null",) if conv_attrs["no_bias"] else ("v", ins[2])
     return [NativeCall("symjit_nn_conv_pool", desc, [("desc",), ("v", x), ("v", w), wp, bias, ("v", outs[0])])]
