@@ -4,10 +4,11 @@
  * (symjit/codegen/llvm/lower_gemm.py C_SIGNATURES) against this file.
  *
  * `d` arguments are geometry descriptors: the convolution family's are typed structs declared
- * here (symjit_conv_desc, symjit_conv_pool_desc; Python builds them as lower_conv.ConvDesc,
+ * here (symjit_conv_desc, symjit_pool_desc, symjit_conv_pool_desc; Python builds them as
+ * lower_conv.ConvDesc, lower_pool.PoolDesc, lower_conv.ConvPoolDesc,
  * checked against this file by tests/runtime/test_kernel_header.py); the others are int64
  * arrays whose layout the lowering that builds them documents (codegen/llvm/lower_gemm.py
- * gemm_call, lower_pool.py pool_desc, lower_blocked.py). Kernels taking `epi`/`epi_args` apply that elementwise epilogue (a
+ * gemm_call, lower_blocked.py). Kernels taking `epi`/`epi_args` apply that elementwise epilogue (a
  * symjit_kernel_fn over output rows) to their output; NULL: none. Failures (out of memory) are
  * reported through the runtime's last error (symjit_set_error). */
 #ifndef SYMJIT_NNKERNELS_H
@@ -112,11 +113,27 @@ typedef struct {
     int64_t pad[3];
     int64_t method;       /* enum symjit_conv_method (forward only) */
 } symjit_conv_desc;
-/* symjit_nn_conv_pool: the convolution, the max pooling over its output (a pooling
- * descriptor, codegen/llvm/lower_pool.py pool_desc) and whether relu comes between */
+/* pooling types (symjit_pool_desc.type) */
+enum symjit_pool_type { SYMJIT_POOL_MAX = 0, SYMJIT_POOL_AVG = 1, SYMJIT_POOL_SUM = 2, SYMJIT_POOL_LP = 3 };
+/* Geometry of a pooling over `planes` planes (N * C), 3 spatial dims as symjit_conv_desc.
+ * Windows start at o * stride - pad; avg divides by the window clipped to [start, min(start +
+ * kernel, in + pad)), or to the input without count_include_pad. */
+typedef struct {
+    int64_t planes;
+    int64_t in_size[3];
+    int64_t out_size[3];
+    int64_t kernel[3];
+    int64_t stride[3];
+    int64_t pad[3];
+    int64_t type;               /* enum symjit_pool_type */
+    int64_t count_include_pad;  /* avg: the padding counts in the divisor */
+    int64_t p;                  /* lp: the power */
+} symjit_pool_desc;
+/* symjit_nn_conv_pool: the convolution, the max pooling over its output and whether relu
+ * comes between */
 typedef struct {
     symjit_conv_desc conv;
-    int64_t pool[19];
+    symjit_pool_desc pool;
     int64_t relu;
 } symjit_conv_pool_desc;
 
@@ -140,8 +157,8 @@ NN_API void symjit_nn_from_blocked(const int64_t *d, const float *x, float *y);
 NN_API void symjit_nn_conv_blocked(const int64_t *d, const float *x, const float *wp, const float *bias, float *y);
 
 /* ---- pooling ------------------------------------------------------------------------ */
-NN_API void symjit_nn_pool(const int64_t *d, const float *x, float *y);
-NN_API void symjit_nn_pool_bwd(const int64_t *d, const float *dy, const float *x, const float *y, float *dx);
+NN_API void symjit_nn_pool(const symjit_pool_desc *d, const float *x, float *y);
+NN_API void symjit_nn_pool_bwd(const symjit_pool_desc *d, const float *dy, const float *x, const float *y, float *dx);
 
 /* ---- embedding (kind: index dtype, 0 float32, 1 float64, 2 int32, 3 int64) ------------- */
 NN_API void symjit_nn_embedding(int64_t n, int64_t rows, int64_t dim, int64_t kind, const void *idx,

@@ -22,7 +22,7 @@
  * order; a convolution's images are independent). */
 typedef struct {
     conv_job cj;
-    const int64_t *pd;
+    const symjit_pool_desc *pd;
     int relu;
     int64_t PB, tp, tm;   /* pooled rows per block, pooled-row blocks, filter blocks */
     int64_t RBc;          /* most convolution rows a block needs */
@@ -35,10 +35,11 @@ typedef struct {
  * TW covers the reads of the last vector's lanes too), then the horizontal windows read them.
  * vmaxps(v, acc) keeps acc where v is NaN, as pool_max_plane_avx512; windows over no row give
  * -FLT_MAX. */
-NN_AVX512 static void conv_pool_rows(const int64_t *pd, const float *src, int64_t cr0, int64_t nr, int64_t ph0,
+NN_AVX512 static void conv_pool_rows(const symjit_pool_desc *pd, const float *src, int64_t cr0, int64_t nr, int64_t ph0,
                                      int64_t ph1, float *tmp, int64_t TW, float *out) {
-    const int64_t OH = pd[2], OW = pd[3], POW = pd[6], KH = pd[8], KW = pd[9], sh = pd[11], sw = pd[12];
-    const int64_t ph_ = pd[14], pw_ = pd[15];
+    const int64_t OH = pd->in_size[1], OW = pd->in_size[2], POW = pd->out_size[2], KH = pd->kernel[1],
+                  KW = pd->kernel[2], sh = pd->stride[1], sw = pd->stride[2];
+    const int64_t ph_ = pd->pad[1], pw_ = pd->pad[2];
     const __m512 lowest = _mm512_set1_ps(-FLT_MAX);
     for (int64_t ph = ph0; ph < ph1; ph++) {
         const int64_t r0 = imax(ph * sh - ph_, imax(cr0, 0)), r1 = imin(ph * sh - ph_ + KH, imin(cr0 + nr, OH));
@@ -77,9 +78,9 @@ static void conv_pool_task(int64_t begin, int64_t end, void **argv) {
     conv_pool_job *job = (conv_pool_job *)argv[0];
     conv_job *cj = &job->cj;
     const geo_t *g = &cj->g;
-    const int64_t *pd = job->pd;
-    const int64_t OH = g->out[1], OW = g->out[2], POH = pd[5], POW = pd[6], Wq = cj->Wp;
-    const int64_t TW = (POW + 16) * pd[12] + pd[9] + 16;   /* a padded row of vertical maxima */
+    const symjit_pool_desc *pd = job->pd;
+    const int64_t OH = g->out[1], OW = g->out[2], POH = pd->out_size[1], POW = pd->out_size[2], Wq = cj->Wp;
+    const int64_t TW = (POW + 16) * pd->stride[2] + pd->kernel[2] + 16;   /* a padded row of vertical maxima */
     const size_t tmp_n = (size_t)(job->PB * TW), rows_n = (size_t)(cj->mb * job->RBc * OW);
     float *buf = implicit_planes_buffer(cj), *rows = scratch(8, rows_n + tmp_n);
     if (!buf || !rows) return;
@@ -90,8 +91,8 @@ static void conv_pool_task(int64_t begin, int64_t end, void **argv) {
         const int64_t f0 = mi * cj->mb, mc = imin(cj->mb, g->F - f0);
         const int64_t ph0 = pi * job->PB, ph1 = imin(POH, ph0 + job->PB);
         /* the convolution rows the pooled rows' windows cover */
-        const int64_t cr0 = imin(imax(ph0 * pd[11] - pd[14], 0), OH);
-        const int64_t cr1 = imax(imin((ph1 - 1) * pd[11] - pd[14] + pd[8], OH), cr0);
+        const int64_t cr0 = imin(imax(ph0 * pd->stride[1] - pd->pad[1], 0), OH);
+        const int64_t cr1 = imax(imin((ph1 - 1) * pd->stride[1] - pd->pad[1] + pd->kernel[1], OH), cr0);
         if (cr1 > cr0) {
             if (t_cols_serial != cj->serial || t_cols_tag != t / job->tm || t_cols_ptr != buf) {
                 implicit_block_planes(cj, n, 0, cr0, buf);
@@ -118,12 +119,13 @@ static int conv_pool_fast(conv_pool_job *job) {
 #ifdef NN_HAVE_AVX512
     conv_job *cj = &job->cj;
     const geo_t *g = &cj->g;
-    const int64_t *pd = job->pd;
-    if (!native_on() || cj->wp || cj->d->method != SYMJIT_CONV_IM2COL || g->G != 1 || !implicit_ok(g) || pd[9] > 64 ||
+    const symjit_pool_desc *pd = job->pd;
+    if (!native_on() || cj->wp || cj->d->method != SYMJIT_CONV_IM2COL || g->G != 1 || !implicit_ok(g) ||
+        pd->kernel[2] > 64 ||
         g_tune[TUNE_CONV] == TUNE_CONV_POOL_UNFUSED)
         return 0;
     const int64_t KH = g->k[1], KW = g->k[2], dh = g->dl[1], dw = g->dl[2], sh = g->s[1], sw = g->s[2];
-    const int64_t OH = g->out[1], OW = g->out[2], POH = pd[5];
+    const int64_t OH = g->out[1], OW = g->out[2], POH = pd->out_size[1];
     const int64_t halo = (KH - 1) * dh / sh, Wq = OW + (KW - 1) * dw / sw, Kd = g->Cg * g->KK;
     if (Wq < 6 || sh * sw > 16) return 0;   /* as conv_implicit */
     cj->phase_used = phases_used(g);
@@ -132,7 +134,7 @@ static int conv_pool_fast(conv_pool_job *job) {
     /* pooled rows per block: the convolution rows of all filters within ~CONV_COLUMN_FLOATS
      * (L2; at least one pooled row), then more blocks while there are fewer than the pool
      * wants (down to 4 pooled rows: the overlap rows are computed twice); then filter blocks */
-    const int64_t psh = pd[11], pkh = pd[8];
+    const int64_t psh = pd->stride[1], pkh = pd->kernel[1];
     int64_t threads = symjit_get_num_threads();
     double flops = 2.0 * (double)g->N * (double)g->F * (double)(OH * Wq) * (double)Kd;
     int64_t want = tiles_want(flops, threads);
@@ -185,14 +187,16 @@ NN_API void symjit_nn_conv_pool(const symjit_conv_pool_desc *d, const float *x, 
     job.cj.wp = wp;
     job.cj.bias = bias;
     job.cj.y = y;
-    job.pd = d->pool;
+    job.pd = &d->pool;
     job.relu = d->relu != 0;
     const geo_t *g = &job.cj.g;
-    if (job.pd[0] != g->N * g->F || job.pd[1] != g->out[0] || job.pd[2] != g->out[1] || job.pd[3] != g->out[2] ||
-        job.pd[16] != 0) {
+    if (job.pd->planes != g->N * g->F || job.pd->in_size[0] != g->out[0] || job.pd->in_size[1] != g->out[1] ||
+        job.pd->in_size[2] != g->out[2] ||
+        job.pd->type != SYMJIT_POOL_MAX) {
         symjit_set_error(SYMJIT_ERR_INVALID_ARGUMENT, "nnkernels: conv_pool: pooling descriptor (%lld planes of %lldx%lld, "
                          "type %lld) does not pool this convolution's output (%lld planes of %lldx%lld, max)",
-                         (long long)job.pd[0], (long long)job.pd[2], (long long)job.pd[3], (long long)job.pd[16],
+                         (long long)job.pd->planes, (long long)job.pd->in_size[1], (long long)job.pd->in_size[2],
+                         (long long)job.pd->type,
                          (long long)(g->N * g->F), (long long)g->out[1], (long long)g->out[2]);
         return;
     }
@@ -200,13 +204,13 @@ NN_API void symjit_nn_conv_pool(const symjit_conv_pool_desc *d, const float *x, 
     /* image by image, so that the scratch holds one image's convolution output */
     symjit_conv_pool_desc d1 = *d;   /* one image */
     d1.conv.n = 1;
-    d1.pool[0] = g->F;
+    d1.pool.planes = g->F;
     float *one = scratch(8, (size_t)(g->F * g->P));
     if (!one) return;
     void *epi_args[2] = {one, one};
     for (int64_t n = 0; n < g->N; n++) {
         symjit_nn_conv_packed(&d1.conv, x + n * g->C * g->IP, w, wp, bias, one, job.relu ? symjit_nn_epi_relu : NULL,
                               epi_args);
-        symjit_nn_pool(d1.pool, one, y + n * g->F * job.pd[5] * job.pd[6]);
+        symjit_nn_pool(&d1.pool, one, y + n * g->F * job.pd->out_size[1] * job.pd->out_size[2]);
     }
 }

@@ -5,27 +5,25 @@
 /* Pooling                                                                                   */
 /* ---------------------------------------------------------------------------------------- */
 
-/* Descriptor (int64): [0] planes (N*C)  [1..3] in D H W  [4..6] out D H W  [7..9] kernel
- *   [10..12] stride  [13..15] pad  [16] type: 0 max, 1 avg, 2 sum, 3 lp  [17] count_include_pad
- *   [18] p (lp)
+/* Descriptor: symjit_pool_desc (nnkernels.h).
  * Windows start at o*s - p; max skips padding (an empty window gives -FLT_MAX) and ignores NaN
  * like numpy's fmax; avg divides by the window clipped to [start, min(start+k, in+p)) (or to
  * the input without count_include_pad). */
 typedef struct {
-    const int64_t *d;
+    const symjit_pool_desc *d;
     const float *x, *dy, *y;
     float *out;
 } pool_job;
 
 static int64_t win_lo(int64_t o, int64_t s, int64_t p) { return o * s - p; }
 
-static float pool_divisor(const int64_t *d, int64_t od, int64_t oh, int64_t ow) {
+static float pool_divisor(const symjit_pool_desc *d, int64_t od, int64_t oh, int64_t ow) {
     int64_t o[3] = {od, oh, ow};
     float div = 1.0f;
     for (int i = 0; i < 3; i++) {
-        int64_t in = d[1 + i], k = d[7 + i], s = d[10 + i], p = d[13 + i];
+        int64_t in = d->in_size[i], k = d->kernel[i], s = d->stride[i], p = d->pad[i];
         int64_t st = win_lo(o[i], s, p), en = imin(st + k, in + p);
-        int64_t size = d[17] ? en - st : imin(en, in) - imax(st, 0);
+        int64_t size = d->count_include_pad ? en - st : imin(en, in) - imax(st, 0);
         div *= (float)size;
     }
     return div;
@@ -48,9 +46,10 @@ static float lp_pow(float v, int64_t p) {
 NN_CLONES
 static void pool_fwd_task(int64_t begin, int64_t end, void **argv) {
     pool_job *job = (pool_job *)argv[0];
-    const int64_t *d = job->d;
-    const int64_t D = d[1], H = d[2], W = d[3], OD = d[4], OH = d[5], OW = d[6];
-    const int64_t type = d[16], pv = d[18], sw = d[12], kwn = d[9];
+    const symjit_pool_desc *d = job->d;
+    const int64_t D = d->in_size[0], H = d->in_size[1], W = d->in_size[2], OD = d->out_size[0],
+                  OH = d->out_size[1], OW = d->out_size[2];
+    const int64_t type = d->type, pv = d->p, sw = d->stride[2], kwn = d->kernel[2];
     /* the valid output columns [lo, hi) of each kernel column (the same for every row) */
     int64_t lo_s[64], hi_s[64];
     int64_t *lo = lo_s, *hi = hi_s;
@@ -60,7 +59,7 @@ static void pool_fwd_task(int64_t begin, int64_t end, void **argv) {
         hi = lo + kwn;
     }
     for (int64_t kw = 0; kw < kwn; kw++) {
-        const int64_t off = kw - d[15];
+        const int64_t off = kw - d->pad[2];
         int64_t l = off >= 0 ? 0 : cdiv(-off, sw);
         int64_t h = W - off <= 0 ? 0 : cdiv(W - off, sw);
         lo[kw] = imin(l, OW);
@@ -72,15 +71,15 @@ static void pool_fwd_task(int64_t begin, int64_t end, void **argv) {
         for (int64_t od = 0; od < OD; od++)
             for (int64_t oh = 0; oh < OH; oh++) {
                 float *yr = yp + (od * OH + oh) * OW;
-                const float init = type == 0 ? -FLT_MAX : 0.0f;
+                const float init = type == SYMJIT_POOL_MAX ? -FLT_MAX : 0.0f;
                 for (int64_t ow = 0; ow < OW; ow++) yr[ow] = init;
-                int64_t d0 = win_lo(od, d[10], d[13]), h0 = win_lo(oh, d[11], d[14]);
-                for (int64_t id = imax(d0, 0); id < imin(d0 + d[7], D); id++)
-                    for (int64_t ih = imax(h0, 0); ih < imin(h0 + d[8], H); ih++) {
+                int64_t d0 = win_lo(od, d->stride[0], d->pad[0]), h0 = win_lo(oh, d->stride[1], d->pad[1]);
+                for (int64_t id = imax(d0, 0); id < imin(d0 + d->kernel[0], D); id++)
+                    for (int64_t ih = imax(h0, 0); ih < imin(h0 + d->kernel[1], H); ih++) {
                         const float *xr = xp + (id * H + ih) * W;
                         for (int64_t kw = 0; kw < kwn; kw++) {
-                            const int64_t off = kw - d[15], l = lo[kw], h = hi[kw];
-                            if (type == 0) {
+                            const int64_t off = kw - d->pad[2], l = lo[kw], h = hi[kw];
+                            if (type == SYMJIT_POOL_MAX) {
                                 if (sw == 1) {
                                     for (int64_t ow = l; ow < h; ow++) {
                                         float v = xr[ow + off], o = yr[ow];
@@ -92,7 +91,7 @@ static void pool_fwd_task(int64_t begin, int64_t end, void **argv) {
                                         yr[ow] = (v > o || o != o) ? v : o;
                                     }
                                 }
-                            } else if (type == 3) {
+                            } else if (type == SYMJIT_POOL_LP) {
                                 for (int64_t ow = l; ow < h; ow++) yr[ow] += lp_pow(xr[ow * sw + off], pv);
                             } else if (sw == 1) {
                                 for (int64_t ow = l; ow < h; ow++) yr[ow] += xr[ow + off];
@@ -101,9 +100,9 @@ static void pool_fwd_task(int64_t begin, int64_t end, void **argv) {
                             }
                         }
                     }
-                if (type == 1) {
+                if (type == SYMJIT_POOL_AVG) {
                     for (int64_t ow = 0; ow < OW; ow++) yr[ow] = yr[ow] / pool_divisor(d, od, oh, ow);
-                } else if (type == 3) {
+                } else if (type == SYMJIT_POOL_LP) {
                     for (int64_t ow = 0; ow < OW; ow++) yr[ow] = lp_root(yr[ow], pv);
                 }
             }
@@ -117,11 +116,11 @@ static void pool_fwd_task(int64_t begin, int64_t end, void **argv) {
 NN_CLONES
 static void pool_global_task(int64_t begin, int64_t end, void **argv) {
     pool_job *job = (pool_job *)argv[0];
-    const int64_t *d = job->d;
-    const int64_t n = d[1] * d[2] * d[3], type = d[16], pv = d[18];
+    const symjit_pool_desc *d = job->d;
+    const int64_t n = d->in_size[0] * d->in_size[1] * d->in_size[2], type = d->type, pv = d->p;
     for (int64_t t = begin; t < end; t++) {
         const float *restrict xp = job->x + t * n;
-        if (type == 0) {
+        if (type == SYMJIT_POOL_MAX) {
             float o = -FLT_MAX;
             for (int64_t i = 0; i < n; i++) {
                 float v = xp[i];
@@ -132,7 +131,7 @@ static void pool_global_task(int64_t begin, int64_t end, void **argv) {
         }
         float part[16] = {0};
         int64_t i = 0;
-        if (type == 3) {
+        if (type == SYMJIT_POOL_LP) {
             for (; i < n; i++) part[0] += lp_pow(xp[i], pv);
         } else {
             for (; i + 16 <= n; i += 16)
@@ -141,7 +140,8 @@ static void pool_global_task(int64_t begin, int64_t end, void **argv) {
         }
         float sum = 0.0f;
         for (int l = 0; l < 16; l++) sum += part[l];
-        job->out[t] = type == 1 ? sum / pool_divisor(d, 0, 0, 0) : type == 3 ? lp_root(sum, pv) : sum;
+        job->out[t] = type == SYMJIT_POOL_AVG ? sum / pool_divisor(d, 0, 0, 0)
+                      : type == SYMJIT_POOL_LP ? lp_root(sum, pv) : sum;
     }
 }
 
@@ -175,12 +175,13 @@ NN_AVX512 static void pool_max_plane_avx512(const float *src, const int64_t *tof
 static void pool_max2d_task(int64_t begin, int64_t end, void **argv) {
 #ifdef NN_HAVE_AVX512
     pool_job *job = (pool_job *)argv[0];
-    const int64_t *d = job->d;
-    const int64_t H = d[2], W = d[3], OH = d[5], OW = d[6], KH = d[8], KW = d[9], sh = d[11], sw = d[12];
+    const symjit_pool_desc *d = job->d;
+    const int64_t H = d->in_size[1], W = d->in_size[2], OH = d->out_size[1], OW = d->out_size[2],
+                  KH = d->kernel[1], KW = d->kernel[2], sh = d->stride[1], sw = d->stride[2];
     const int64_t Hq = OH + (KH - 1) / sh, Wq = OW + (KW - 1) / sw, S = sh * sw;
     geo_t g;
     memset(&g, 0, sizeof g);
-    g.in[1] = H; g.in[2] = W; g.p[1] = d[14]; g.p[2] = d[15]; g.s[1] = sh; g.s[2] = sw;
+    g.in[1] = H; g.in[2] = W; g.p[1] = d->pad[1]; g.p[2] = d->pad[2]; g.s[1] = sh; g.s[2] = sw;
     const int64_t slack = Wq + KW + 32;
     float *planes = scratch(0, (size_t)(S * Hq * Wq + slack));
     if (!planes) return;
@@ -202,29 +203,31 @@ static void pool_max2d_task(int64_t begin, int64_t end, void **argv) {
 #endif
 }
 
-NN_API void symjit_nn_pool(const int64_t *d, const float *x, float *y) {
+NN_API void symjit_nn_pool(const symjit_pool_desc *d, const float *x, float *y) {
     pool_job job = {d, x, NULL, NULL, y};
     void *argv[1] = {&job};
-    int64_t work = d[4] * d[5] * d[6] * d[7] * d[8] * d[9];
+    const int64_t *in = d->in_size, *out = d->out_size, *k = d->kernel, *s = d->stride, *p = d->pad;
+    int64_t work = out[0] * out[1] * out[2] * k[0] * k[1] * k[2];
     int64_t grain = imax(1, 32768 / imax(work, 1));
-    int global = d[4] == 1 && d[5] == 1 && d[6] == 1 && d[7] == d[1] && d[8] == d[2] && d[9] == d[3] &&
-                 d[13] == 0 && d[14] == 0 && d[15] == 0;
+    int global = out[0] == 1 && out[1] == 1 && out[2] == 1 && k[0] == in[0] && k[1] == in[1] && k[2] == in[2] &&
+                 p[0] == 0 && p[1] == 0 && p[2] == 0;
     if (global) {
-        symjit_parallel_for(pool_global_task, d[0], imax(1, 32768 / imax(d[1] * d[2] * d[3], 1)), argv);
-    } else if (native_on() && d[16] == 0 && d[1] == 1 && d[4] == 1 && d[7] == 1 && d[8] * d[9] <= 64 &&
-               d[11] * d[12] <= 16) {
-        int64_t plane = (d[5] + (d[8] - 1) / d[11]) * (d[6] + (d[9] - 1) / d[12]) * d[11] * d[12];
-        symjit_parallel_for(pool_max2d_task, d[0], imax(1, 16384 / imax(plane, 1)), argv);
+        symjit_parallel_for(pool_global_task, d->planes, imax(1, 32768 / imax(in[0] * in[1] * in[2], 1)), argv);
+    } else if (native_on() && d->type == SYMJIT_POOL_MAX && in[0] == 1 && out[0] == 1 && k[0] == 1 &&
+               k[1] * k[2] <= 64 && s[1] * s[2] <= 16) {
+        int64_t plane = (out[1] + (k[1] - 1) / s[1]) * (out[2] + (k[2] - 1) / s[2]) * s[1] * s[2];
+        symjit_parallel_for(pool_max2d_task, d->planes, imax(1, 16384 / imax(plane, 1)), argv);
     } else {
-        symjit_parallel_for(pool_fwd_task, d[0], grain, argv);
+        symjit_parallel_for(pool_fwd_task, d->planes, grain, argv);
     }
 }
 
 static void pool_bwd_task(int64_t begin, int64_t end, void **argv) {
     pool_job *job = (pool_job *)argv[0];
-    const int64_t *d = job->d;
-    const int64_t D = d[1], H = d[2], W = d[3], OD = d[4], OH = d[5], OW = d[6];
-    const int64_t type = d[16], pv = d[18];
+    const symjit_pool_desc *d = job->d;
+    const int64_t D = d->in_size[0], H = d->in_size[1], W = d->in_size[2], OD = d->out_size[0],
+                  OH = d->out_size[1], OW = d->out_size[2];
+    const int64_t type = d->type, pv = d->p;
     for (int64_t t = begin; t < end; t++) {
         const float *xp = job->x + t * D * H * W;
         const float *dyp = job->dy + t * OD * OH * OW;
@@ -235,12 +238,13 @@ static void pool_bwd_task(int64_t begin, int64_t end, void **argv) {
             for (int64_t oh = 0; oh < OH; oh++)
                 for (int64_t ow = 0; ow < OW; ow++) {
                     int64_t o = (od * OH + oh) * OW + ow;
-                    int64_t d0 = win_lo(od, d[10], d[13]), h0 = win_lo(oh, d[11], d[14]);
-                    int64_t w0 = win_lo(ow, d[12], d[15]);
-                    int64_t d1 = imin(d0 + d[7], D), h1 = imin(h0 + d[8], H), w1 = imin(w0 + d[9], W);
+                    int64_t d0 = win_lo(od, d->stride[0], d->pad[0]), h0 = win_lo(oh, d->stride[1], d->pad[1]);
+                    int64_t w0 = win_lo(ow, d->stride[2], d->pad[2]);
+                    int64_t d1 = imin(d0 + d->kernel[0], D), h1 = imin(h0 + d->kernel[1], H);
+                    int64_t w1 = imin(w0 + d->kernel[2], W);
                     d0 = imax(d0, 0); h0 = imax(h0, 0); w0 = imax(w0, 0);
                     float gv = dyp[o];
-                    if (type == 0) {
+                    if (type == SYMJIT_POOL_MAX) {
                         float best = -INFINITY;
                         int64_t arg = -1;
                         for (int64_t id = d0; id < d1; id++)
@@ -252,12 +256,12 @@ static void pool_bwd_task(int64_t begin, int64_t end, void **argv) {
                         if (arg >= 0) dxp[arg] += gv;
                         continue;
                     }
-                    if (type == 1) gv = gv / pool_divisor(d, od, oh, ow);
+                    if (type == SYMJIT_POOL_AVG) gv = gv / pool_divisor(d, od, oh, ow);
                     for (int64_t id = d0; id < d1; id++)
                         for (int64_t ih = h0; ih < h1; ih++)
                             for (int64_t iw = w0; iw < w1; iw++) {
                                 int64_t i = (id * H + ih) * W + iw;
-                                if (type == 3 && pv != 1) {
+                                if (type == SYMJIT_POOL_LP && pv != 1) {
                                     float yv = yp[o];
                                     float term = gv * lp_pow(xp[i] / yv, pv - 1);
                                     dxp[i] += yv == 0.0f ? 0.0f : term;
@@ -271,8 +275,8 @@ static void pool_bwd_task(int64_t begin, int64_t end, void **argv) {
 
 /* dx (planes, in) from dy and y (planes, out) and x (planes, in): the gradient of symjit_nn_pool;
  * max routes each output gradient to the first (row-major) strict maximum of its window. */
-NN_API void symjit_nn_pool_bwd(const int64_t *d, const float *dy, const float *x, const float *y, float *dx) {
+NN_API void symjit_nn_pool_bwd(const symjit_pool_desc *d, const float *dy, const float *x, const float *y, float *dx) {
     pool_job job = {d, x, dy, y, dx};
     void *argv[1] = {&job};
-    symjit_parallel_for(pool_bwd_task, d[0], 1, argv);
+    symjit_parallel_for(pool_bwd_task, d->planes, 1, argv);
 }

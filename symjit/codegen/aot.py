@@ -304,7 +304,8 @@ def _packing_source(name: str, packings: dict) -> list[str]:
     L = ["static char sj_pack_problem[512];"]
     if not packings:
         return L + ["static int sj_packed(void) { return 1; }", ""]
-    from .llvm.lower_conv import ConvDesc, desc_c_initializer
+    from .llvm.lower_conv import ConvDesc
+    from .llvm.lower_gemm import desc_c_initializer
     L += ["#include <pthread.h>", '#include "nnkernels.h"']
     rows = []
     for i, (k, (src, desc, floats)) in enumerate(sorted(packings.items())):

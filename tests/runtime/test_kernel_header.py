@@ -119,7 +119,7 @@ def _ctypes_fields(struct) -> list[tuple[str, str, int]]:
     return out
 
 
-_C_STRUCTS = {"ConvDesc": "symjit_conv_desc"}
+_C_STRUCTS = {"ConvDesc": "symjit_conv_desc", "PoolDesc": "symjit_pool_desc"}
 
 
 def test_descriptor_structs_match_the_header():
@@ -127,15 +127,19 @@ def test_descriptor_structs_match_the_header():
     padding (they are emitted as int64 words)."""
     import ctypes
     from symjit.codegen.llvm.lower_conv import ConvDesc, ConvPoolDesc
+    from symjit.codegen.llvm.lower_pool import PoolDesc
     assert _ctypes_fields(ConvDesc) == _struct_fields("symjit_conv_desc")
+    assert _ctypes_fields(PoolDesc) == _struct_fields("symjit_pool_desc")
     assert _ctypes_fields(ConvPoolDesc) == _struct_fields("symjit_conv_pool_desc")
-    assert ctypes.sizeof(ConvDesc) == 8 * 23 and ctypes.sizeof(ConvPoolDesc) == 8 * 43
+    assert ctypes.sizeof(ConvDesc) == 8 * 23 and ctypes.sizeof(PoolDesc) == 8 * 19
+    assert ctypes.sizeof(ConvPoolDesc) == 8 * 43
 
 
-def test_conv_methods_match_the_header():
-    from symjit.codegen.llvm import lower_conv
+def test_conv_methods_and_pool_types_match_the_header():
+    from symjit.codegen.llvm import lower_conv, lower_pool
     assert _enum_values("symjit_conv_method", "SYMJIT_CONV_") == {
         "im2col": lower_conv.IM2COL, "depthwise": lower_conv.DEPTHWISE, "winograd": lower_conv.WINOGRAD}
+    assert _enum_values("symjit_pool_type", "SYMJIT_POOL_") == lower_pool.POOL_TYPES
 
 
 def test_the_struct_parser_reads_fields():
@@ -144,7 +148,8 @@ def test_the_struct_parser_reads_fields():
 
 
 def test_conv_desc_words_are_the_struct_fields():
-    from symjit.codegen.llvm.lower_conv import WINOGRAD, ConvDesc, conv_desc, desc_c_initializer
+    from symjit.codegen.llvm.lower_conv import WINOGRAD, ConvDesc, conv_desc
+    from symjit.codegen.llvm.lower_gemm import desc_c_initializer
     words = conv_desc(2, 16, 1, 32, (9, 10), (3, 3), (7, 8), (1, 1), (1, 1), (0, 0), WINOGRAD)
     assert words == (2, 16, 1, 32, 1, 9, 10, 1, 3, 3, 1, 7, 8, 1, 1, 1, 1, 1, 1, 0, 0, 0, WINOGRAD)
     typed = ConvDesc.from_buffer_copy(np.asarray(words, dtype=np.int64).tobytes())

@@ -36,10 +36,10 @@ import numpy as np
 
 from ...ops import nn_conv as C
 from ...ops.registry import get_op
-from .lower_gemm import (PLANS, NativeCall, add_param, const_value, kernel_library, lower_planned,
-                         native_kernels_available, shape_of)
+from .lower_gemm import (I64, PLANS, NativeCall, add_param, const_value, desc_words, kernel_library,
+                         lower_planned, native_kernels_available, shape_of)
 from .graph import register_lowering
-from .lower_pool import pool_desc
+from .lower_pool import PoolDesc, pool_struct
 
 
 def _pad3(t, fill) -> tuple:
@@ -50,49 +50,21 @@ def _pad3(t, fill) -> tuple:
 #: forward convolution methods (runtime/nnkernels.h enum symjit_conv_method: ConvDesc.method)
 IM2COL, DEPTHWISE, WINOGRAD = 0, 1, 2
 
-_I64 = ctypes.c_int64
-
-
 class ConvDesc(ctypes.Structure):
     """runtime/nnkernels.h `symjit_conv_desc`, the geometry of the convolution family's kernels
     (always 3 spatial dims: 1-D and 2-D ones lead with size 1, padding 0). Field names, order
     and types match the header (tests/runtime/test_kernel_header.py); every field is int64, so
     the struct's memory image is its `desc_words`."""
-    _fields_ = [("n", _I64), ("channels", _I64), ("groups", _I64), ("filters", _I64),
-                ("in_size", _I64 * 3), ("kernel", _I64 * 3), ("out_size", _I64 * 3),
-                ("stride", _I64 * 3), ("dilate", _I64 * 3), ("pad", _I64 * 3), ("method", _I64)]
-
-
-#: int64 words of symjit_nn_pool's descriptor (lower_pool.pool_desc)
-POOL_DESC_WORDS = 19
+    _fields_ = [("n", I64), ("channels", I64), ("groups", I64), ("filters", I64),
+                ("in_size", I64 * 3), ("kernel", I64 * 3), ("out_size", I64 * 3),
+                ("stride", I64 * 3), ("dilate", I64 * 3), ("pad", I64 * 3), ("method", I64)]
 
 
 class ConvPoolDesc(ctypes.Structure):
     """runtime/nnkernels.h `symjit_conv_pool_desc`: the convolution, the max pooling over its
-    output (lower_pool.pool_desc's words) and whether relu comes between."""
-    _fields_ = [("conv", ConvDesc), ("pool", _I64 * POOL_DESC_WORDS), ("relu", _I64)]
+    output and whether relu comes between."""
+    _fields_ = [("conv", ConvDesc), ("pool", PoolDesc), ("relu", I64)]
 
-
-def desc_words(desc: ctypes.Structure) -> tuple:
-    """A descriptor struct as the int64 words NativeCall emits as its module constant (the
-    structs have int64 fields only: no padding)."""
-    return tuple(np.frombuffer(bytes(desc), dtype=np.int64).tolist())
-
-
-def desc_c_initializer(desc: ctypes.Structure) -> str:
-    """A C designated initializer of a descriptor struct (`{.n = 1, .in_size = {1, 8, 8}, ...}`),
-    for generated C sources that include nnkernels.h."""
-    parts = []
-    for name, ftype in desc._fields_:
-        value = getattr(desc, name)
-        if isinstance(value, ctypes.Structure):
-            text = desc_c_initializer(value)
-        elif isinstance(value, ctypes.Array):
-            text = "{" + ", ".join(str(int(v)) for v in value) + "}"
-        else:
-            text = str(int(value))
-        parts.append(f".{name} = {text}")
-    return "{" + ", ".join(parts) + "}"
 
 #: Portable path (BLAS GEMMs): Winograd F(2x2, 3x3) needs this many 2x2 output tiles (all
 #: images) and channels to beat im2col + GEMM. Measured on a Zen 3 (AVX2) host
@@ -285,13 +257,13 @@ def plan_conv_pool(attrs, ins, outs, ctx=None):
     x, w = ins[0], ins[1]
     xs = shape_of(x)
     _, (ys,) = get_op("Convolution").infer_shape(conv_attrs, [shape_of(v) for v in ins])
-    pdesc = pool_desc(attrs["pool_attrs"], tuple(ys), shape_of(outs[0]))
+    pdesc = pool_struct(attrs["pool_attrs"], tuple(ys), shape_of(outs[0]))
     if pdesc is None:
         return None
     n, c, f, g = xs[0], xs[1], ys[1], geo["num_group"]
     method = conv_method(n, c, g, f, geo["kernel"], geo["stride"], geo["dilate"], ys[2:])
     conv = conv_struct(n, c, g, f, xs[2:], geo["kernel"], ys[2:], geo["stride"], geo["dilate"], geo["pad"], method)
-    desc = desc_words(ConvPoolDesc(conv=conv, pool=tuple(pdesc), relu=int(bool(attrs["relu"]))))
+    desc = desc_words(ConvPoolDesc(conv=conv, pool=pdesc, relu=int(bool(attrs["relu"]))))
     packed = packed_param(ctx, desc_words(conv), w)
     wp = ("v", packed) if packed is not None else ("null",)
     bias = ("null",) if conv_attrs["no_bias"] else ("v", ins[2])

@@ -58,6 +58,32 @@ SMALL_GEMM = 32768
 #: apply it in their stores instead of a second pass over the output
 RELU_EPILOGUE = "symjit_nn_epi_relu"
 
+#: the C type of every field of the kernel library's descriptor structs (nnkernels.h)
+I64 = ctypes.c_int64
+
+
+def desc_words(desc: ctypes.Structure) -> tuple:
+    """A descriptor struct as the int64 words NativeCall emits as its module constant (the
+    structs have int64 fields only: no padding)."""
+    return tuple(np.frombuffer(bytes(desc), dtype=np.int64).tolist())
+
+
+def desc_c_initializer(desc: ctypes.Structure) -> str:
+    """A C designated initializer of a descriptor struct (`{.n = 1, .in_size = {1, 8, 8}, ...}`),
+    for generated C sources that include nnkernels.h."""
+    parts = []
+    for name, _ctype in desc._fields_:
+        value = getattr(desc, name)
+        if isinstance(value, ctypes.Structure):
+            text = desc_c_initializer(value)
+        elif isinstance(value, ctypes.Array):
+            text = "{" + ", ".join(str(int(v)) for v in value) + "}"
+        else:
+            text = str(int(value))
+        parts.append(f".{name} = {text}")
+    return "{" + ", ".join(parts) + "}"
+
+
 #: symjit_nn_tune keys (runtime/nnkernels.h), for the benchmarks that measure the library's choices
 TUNE_KEYS = {"kc": 0, "shape": 1, "conv": 2, "wblock": 3, "blocks": 4, "prefetch": 5, "chanvec_ow": 6}
 #: values of the "conv" key (nnkernels.h enum symjit_tune_conv): the alternative a convolution
