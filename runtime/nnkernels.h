@@ -3,12 +3,12 @@
  * declaration; tests/runtime/test_kernel_header.py checks the LLVM signatures codegen declares
  * (symjit/codegen/llvm/lower_gemm.py C_SIGNATURES) against this file.
  *
- * `d` arguments are geometry descriptors: the convolution family's are typed structs declared
- * here (symjit_conv_desc, symjit_pool_desc, symjit_conv_pool_desc; Python builds them as
- * lower_conv.ConvDesc, lower_pool.PoolDesc, lower_conv.ConvPoolDesc,
- * checked against this file by tests/runtime/test_kernel_header.py); the others are int64
- * arrays whose layout the lowering that builds them documents (codegen/llvm/lower_gemm.py
- * gemm_call, lower_blocked.py). Kernels taking `epi`/`epi_args` apply that elementwise epilogue (a
+ * `d` arguments are geometry descriptors, typed structs declared here: symjit_gemm_desc,
+ * symjit_conv_desc, symjit_pool_desc, symjit_conv_pool_desc (Python builds them as
+ * lower_gemm.GemmDesc, lower_conv.ConvDesc, lower_pool.PoolDesc, lower_conv.ConvPoolDesc,
+ * checked against this file by tests/runtime/test_kernel_header.py), except the
+ * channel-blocked layout's, int64 arrays documented in runtime/nn/blocked.c and
+ * codegen/llvm/lower_blocked.py. Kernels taking `epi`/`epi_args` apply that elementwise epilogue (a
  * symjit_kernel_fn over output rows) to their output; NULL: none. Failures (out of memory) are
  * reported through the runtime's last error (symjit_set_error). */
 #ifndef SYMJIT_NNKERNELS_H
@@ -85,7 +85,18 @@ NN_API int64_t symjit_nn_set_native(int64_t mode);
 NN_API void symjit_nn_epi_relu(int64_t begin, int64_t end, void **args);
 
 /* ---- GEMM --------------------------------------------------------------------------- */
-NN_API void symjit_nn_gemm(const int64_t *d, const float *A, const float *B, const float *bias, float *C,
+/* where symjit_nn_gemm's bias goes (symjit_gemm_desc.bias_mode) */
+enum symjit_gemm_bias { SYMJIT_BIAS_NONE = 0, SYMJIT_BIAS_PER_COLUMN = 1, SYMJIT_BIAS_PER_ROW = 2 };
+/* C[b] = op(A[b]) op(B[b]) (+ bias) for b < batch, row-major: op(A) is m x k (A stored k x m
+ * when trans_a), op(B) k x n (B stored n x k when trans_b); C contiguous (n columns). */
+typedef struct {
+    int64_t batch;
+    int64_t m, n, k;
+    int64_t trans_a, trans_b;
+    int64_t stride_a, stride_b, stride_c;   /* batch strides (elements; 0: a shared operand) */
+    int64_t bias_mode;                      /* enum symjit_gemm_bias: bias[n] per column, bias[m] per row */
+} symjit_gemm_desc;
+NN_API void symjit_nn_gemm(const symjit_gemm_desc *d, const float *A, const float *B, const float *bias, float *C,
                            symjit_kernel_fn epi, void **epi_args);
 
 /* ---- convolution -------------------------------------------------------------------- */

@@ -707,14 +707,11 @@ static void split2(int64_t M, int64_t N, int64_t K, int64_t outer, int64_t nb_ca
     if (pm > 1) *mb = cdiv(M, pm);
 }
 
-/* Descriptor of symjit_nn_gemm (int64):
- *   [0] batch  [1] M  [2] N  [3] K  [4] ta  [5] tb
- *   [6] batch stride of A  [7] of B  [8] of C (elements; 0 = shared operand)
- *   [9] bias mode: 0 none, 1 bias[n] per column, 2 bias[m] per row
+/* Descriptor of symjit_nn_gemm: symjit_gemm_desc (nnkernels.h).
  * Tasks are output blocks (batch, rows, columns) sized by split2 at call time.
  * C is contiguous (ldc = N); lda = ta ? M : K, ldb = tb ? K : N. */
 typedef struct {
-    const int64_t *d;
+    const symjit_gemm_desc *d;
     const float *A, *B, *bias;
     float *C;
     symjit_kernel_fn epi;
@@ -734,28 +731,28 @@ static void run_epilogue_rows(symjit_kernel_fn epi, void **args, int64_t base, i
 
 static void gemm_task(int64_t begin, int64_t end, void **argv) {
     gemm_job *job = (gemm_job *)argv[0];
-    const int64_t *d = job->d;
-    int64_t M = d[1], N = d[2], K = d[3], ta = d[4], tb = d[5], mb = job->mb, nb = job->nb;
+    const symjit_gemm_desc *d = job->d;
+    int64_t M = d->m, N = d->n, K = d->k, ta = d->trans_a, tb = d->trans_b, mb = job->mb, nb = job->nb;
     int64_t tm = cdiv(M, mb), tn = cdiv(N, nb);
     int64_t lda = ta ? M : K, ldb = tb ? K : N;
     for (int64_t t = begin; t < end; t++) {
         int64_t b = t / (tm * tn), r = t % (tm * tn);
         int64_t m0 = (r / tn) * mb, n0 = (r % tn) * nb;
         int64_t mc = imin(mb, M - m0), nc = imin(nb, N - n0);
-        const float *A = job->A + b * d[6] + (ta ? m0 : m0 * lda);
-        const float *B = job->B + b * d[7] + (tb ? n0 * ldb : n0);
-        float *C = job->C + b * d[8] + m0 * N + n0;
+        const float *A = job->A + b * d->stride_a + (ta ? m0 : m0 * lda);
+        const float *B = job->B + b * d->stride_b + (tb ? n0 * ldb : n0);
+        float *C = job->C + b * d->stride_c + m0 * N + n0;
         float beta = 0.0f;
-        if (d[9] == 1) {
+        if (d->bias_mode == SYMJIT_BIAS_PER_COLUMN) {
             for (int64_t i = 0; i < mc; i++) memcpy(C + i * N, job->bias + n0, (size_t)nc * sizeof(float));
             beta = 1.0f;
-        } else if (d[9] == 2) {
+        } else if (d->bias_mode == SYMJIT_BIAS_PER_ROW) {
             for (int64_t i = 0; i < mc; i++)
                 for (int64_t j = 0; j < nc; j++) C[i * N + j] = job->bias[m0 + i];
             beta = 1.0f;
         }
         gemm_rm((int)ta, (int)tb, mc, nc, K, A, lda, B, ldb, beta, C, N);
-        run_epilogue_rows(job->epi, job->epi_args, b * d[8] + m0 * N + n0, mc, N, nc);
+        run_epilogue_rows(job->epi, job->epi_args, b * d->stride_c + m0 * N + n0, mc, N, nc);
     }
 }
 
@@ -768,7 +765,7 @@ static void gemm_task(int64_t begin, int64_t end, void **argv) {
  * The bias goes to the tiles' stores (no prefill pass); tasks are blocks of whole row tiles and
  * column panels; the epilogue runs on each finished block of C. */
 typedef struct {
-    const int64_t *d;
+    const symjit_gemm_desc *d;
     const float *A, *B, *bias;
     float *C;
     symjit_kernel_fn epi;
@@ -783,13 +780,13 @@ typedef struct {
 #define NGEMM_PACK_K 128   /* k per packing task */
 static void ngemm_pack_task(int64_t begin, int64_t end, void **argv) {
     ngemm_job *job = (ngemm_job *)argv[0];
-    const int64_t *d = job->d;
-    const int64_t M = d[1], N = d[2], K = d[3], PW = mm_panel(job->shape);
+    const symjit_gemm_desc *d = job->d;
+    const int64_t M = d->m, N = d->n, K = d->k, PW = mm_panel(job->shape);
     const int64_t np = job->vec_m ? cdiv(M, PW) : cdiv(N, PW), nk = cdiv(K, NGEMM_PACK_K);
     for (int64_t t = begin; t < end; t++) {   /* t = (batch item, panel, k chunk) */
         int64_t kc = t % nk, q = (t / nk) % np, b = t / (nk * np);
         int64_t k0 = kc * NGEMM_PACK_K, kn = imin(NGEMM_PACK_K, K - k0);
-        const float *src = job->vec_m ? job->A + b * d[6] : job->B + b * d[7];
+        const float *src = job->vec_m ? job->A + b * d->stride_a : job->B + b * d->stride_b;
         int64_t rows = job->vec_m ? M : N;
         mm_pack_panels(src + q * PW * K + k0, K, 1, imin(PW, rows - q * PW), kn, PW,
                        job->packed + b * job->pstride + q * K * PW + k0 * PW);
@@ -798,8 +795,8 @@ static void ngemm_pack_task(int64_t begin, int64_t end, void **argv) {
 
 static void ngemm_task(int64_t begin, int64_t end, void **argv) {
     ngemm_job *job = (ngemm_job *)argv[0];
-    const int64_t *d = job->d;
-    const int64_t M = d[1], N = d[2], K = d[3], ta = d[4], tb = d[5];
+    const symjit_gemm_desc *d = job->d;
+    const int64_t M = d->m, N = d->n, K = d->k, ta = d->trans_a, tb = d->trans_b;
     const int64_t lda = ta ? M : K, ldb = tb ? K : N;
     const int64_t rows = job->vec_m ? N : M, cols = job->vec_m ? M : N;
     const int64_t tr = cdiv(rows, job->rb), tc = cdiv(cols, job->cb), PW = mm_panel(job->shape);
@@ -807,8 +804,8 @@ static void ngemm_task(int64_t begin, int64_t end, void **argv) {
         int64_t b = t / (tr * tc), r = t % (tr * tc);
         int64_t r0 = (r / tc) * job->rb, c0 = (r % tc) * job->cb;
         int64_t rc = imin(job->rb, rows - r0), cc = imin(job->cb, cols - c0);
-        const float *A = job->A + b * d[6], *B = job->B + b * d[7];
-        float *C = job->C + b * d[8];
+        const float *A = job->A + b * d->stride_a, *B = job->B + b * d->stride_b;
+        float *C = job->C + b * d->stride_c;
         mm_t p;
         memset(&p, 0, sizeof p);
         p.K = K;
@@ -824,8 +821,8 @@ static void ngemm_task(int64_t begin, int64_t end, void **argv) {
             p.a = A + (ta ? r0 : r0 * lda);
             if (ta) { p.ask = lda; p.asr = 1; } else { p.ask = 1; p.asr = lda; }
             p.c = C + r0 * N + c0; p.csr = N; p.csj = 1;
-            if (d[9] == 1) p.bias_j = job->bias + c0;
-            else if (d[9] == 2) p.bias_r = job->bias + r0;
+            if (d->bias_mode == SYMJIT_BIAS_PER_COLUMN) p.bias_j = job->bias + c0;
+            else if (d->bias_mode == SYMJIT_BIAS_PER_ROW) p.bias_r = job->bias + r0;
         } else {             /* rows n, cols m: C(m, n) stored transposed */
             if (job->packed) {   /* A^T packed: panels of m */
                 p.b = job->packed + b * job->pstride + (c0 / PW) * K * PW;
@@ -836,24 +833,24 @@ static void ngemm_task(int64_t begin, int64_t end, void **argv) {
             p.a = B + (tb ? r0 * ldb : r0);
             if (tb) { p.ask = 1; p.asr = ldb; } else { p.ask = ldb; p.asr = 1; }
             p.c = C + c0 * N + r0; p.csr = 1; p.csj = N;
-            if (d[9] == 1) p.bias_r = job->bias + r0;
-            else if (d[9] == 2) p.bias_j = job->bias + c0;
+            if (d->bias_mode == SYMJIT_BIAS_PER_COLUMN) p.bias_r = job->bias + r0;
+            else if (d->bias_mode == SYMJIT_BIAS_PER_ROW) p.bias_j = job->bias + c0;
         }
         p.relu = epi_is_relu(job->epi);
         mm_run(&p, job->shape);
         if (job->epi && !p.relu) {
             int64_t m0 = job->vec_m ? c0 : r0, mc = job->vec_m ? cc : rc;
             int64_t n0 = job->vec_m ? r0 : c0, nc = job->vec_m ? rc : cc;
-            run_epilogue_rows(job->epi, job->epi_args, b * d[8] + m0 * N + n0, mc, N, nc);
+            run_epilogue_rows(job->epi, job->epi_args, b * d->stride_c + m0 * N + n0, mc, N, nc);
         }
     }
 }
 
 /* returns 0 when the geometry is left to the general path */
-static int ngemm(const int64_t *d, const float *A, const float *B, const float *bias, float *C,
+static int ngemm(const symjit_gemm_desc *d, const float *A, const float *B, const float *bias, float *C,
                  symjit_kernel_fn epi, void **epi_args) {
-    const int64_t batch = d[0], M = d[1], N = d[2], K = d[3], ta = d[4], tb = d[5];
-    if (K <= 0 || (d[8] != M * N && batch > 1) || (M <= 3 && !ta && tb)) return 0;   /* gemv: gemm_task */
+    const int64_t batch = d->batch, M = d->m, N = d->n, K = d->k, ta = d->trans_a, tb = d->trans_b;
+    if (K <= 0 || (d->stride_c != M * N && batch > 1) || (M <= 3 && !ta && tb)) return 0;   /* gemv: gemm_task */
     ngemm_job job;
     memset(&job, 0, sizeof job);
     job.d = d; job.A = A; job.B = B; job.bias = bias; job.C = C; job.epi = epi; job.epi_args = epi_args;
@@ -888,13 +885,13 @@ static int ngemm(const int64_t *d, const float *A, const float *B, const float *
     return 1;
 }
 
-NN_API void symjit_nn_gemm(const int64_t *d, const float *A, const float *B, const float *bias, float *C,
+NN_API void symjit_nn_gemm(const symjit_gemm_desc *d, const float *A, const float *B, const float *bias, float *C,
                            symjit_kernel_fn epi, void **epi_args) {
     gemm_job job = {d, A, B, bias, C, epi, epi_args, 0, 0};
-    if (d[0] <= 0 || d[1] <= 0 || d[2] <= 0) return;
-    if (native_on() && d[1] * d[2] * d[3] > g_small_gemm && ngemm(d, A, B, bias, C, epi, epi_args)) return;
-    split2(d[1], d[2], d[3], d[0], 0, &job.mb, &job.nb);
+    if (d->batch <= 0 || d->m <= 0 || d->n <= 0) return;
+    if (native_on() && d->m * d->n * d->k > g_small_gemm && ngemm(d, A, B, bias, C, epi, epi_args)) return;
+    split2(d->m, d->n, d->k, d->batch, 0, &job.mb, &job.nb);
     void *argv[1] = {&job};
-    int64_t tasks = d[0] * cdiv(d[1], job.mb) * cdiv(d[2], job.nb);
+    int64_t tasks = d->batch * cdiv(d->m, job.mb) * cdiv(d->n, job.nb);
     symjit_parallel_for(gemm_task, tasks, 1, argv);
 }

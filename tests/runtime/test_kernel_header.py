@@ -102,9 +102,11 @@ def _struct_fields(name: str) -> list[tuple[str, str, int]]:
     body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
     fields = []
     for decl in filter(None, (d.strip() for d in body.split(";"))):
-        m = re.fullmatch(r"(\w+)\s+(\w+)(?:\[(\d+)\])?", " ".join(decl.split()))
-        assert m, decl
-        fields.append((m.group(2), m.group(1), int(m.group(3) or 0)))
+        ctype, names = re.fullmatch(r"(\w+)\s+(.+)", " ".join(decl.split()), re.S).groups()
+        for name in names.split(","):     # `int64_t m, n, k;`
+            m = re.fullmatch(r"(\w+)(?:\[(\d+)\])?", name.strip())
+            assert m, decl
+            fields.append((m.group(1), ctype, int(m.group(2) or 0)))
     return fields
 
 
@@ -119,7 +121,7 @@ def _ctypes_fields(struct) -> list[tuple[str, str, int]]:
     return out
 
 
-_C_STRUCTS = {"ConvDesc": "symjit_conv_desc", "PoolDesc": "symjit_pool_desc"}
+_C_STRUCTS = {"ConvDesc": "symjit_conv_desc", "PoolDesc": "symjit_pool_desc", "GemmDesc": "symjit_gemm_desc"}
 
 
 def test_descriptor_structs_match_the_header():
@@ -133,6 +135,9 @@ def test_descriptor_structs_match_the_header():
     assert _ctypes_fields(ConvPoolDesc) == _struct_fields("symjit_conv_pool_desc")
     assert ctypes.sizeof(ConvDesc) == 8 * 23 and ctypes.sizeof(PoolDesc) == 8 * 19
     assert ctypes.sizeof(ConvPoolDesc) == 8 * 43
+    from symjit.codegen.llvm.lower_gemm import GemmDesc
+    assert _ctypes_fields(GemmDesc) == _struct_fields("symjit_gemm_desc")
+    assert ctypes.sizeof(GemmDesc) == 8 * 10
 
 
 def test_conv_methods_and_pool_types_match_the_header():
@@ -140,11 +145,14 @@ def test_conv_methods_and_pool_types_match_the_header():
     assert _enum_values("symjit_conv_method", "SYMJIT_CONV_") == {
         "im2col": lower_conv.IM2COL, "depthwise": lower_conv.DEPTHWISE, "winograd": lower_conv.WINOGRAD}
     assert _enum_values("symjit_pool_type", "SYMJIT_POOL_") == lower_pool.POOL_TYPES
+    from symjit.codegen.llvm.lower_gemm import BIAS_MODES
+    assert _enum_values("symjit_gemm_bias", "SYMJIT_BIAS_") == BIAS_MODES
 
 
 def test_the_struct_parser_reads_fields():
     assert _struct_fields("symjit_conv_desc")[:2] == [("n", "int64_t", 0), ("channels", "int64_t", 0)]
     assert ("in_size", "int64_t", 3) in _struct_fields("symjit_conv_desc")
+    assert _struct_fields("symjit_gemm_desc")[1:4] == [("m", "int64_t", 0), ("n", "int64_t", 0), ("k", "int64_t", 0)]
 
 
 def test_conv_desc_words_are_the_struct_fields():

@@ -62,6 +62,17 @@ RELU_EPILOGUE = "symjit_nn_epi_relu"
 I64 = ctypes.c_int64
 
 
+class GemmDesc(ctypes.Structure):
+    """runtime/nnkernels.h `symjit_gemm_desc` (field names, order and types checked against the
+    header by tests/runtime/test_kernel_header.py); bias_mode is a BIAS_* value."""
+    _fields_ = [("batch", I64), ("m", I64), ("n", I64), ("k", I64), ("trans_a", I64), ("trans_b", I64),
+                ("stride_a", I64), ("stride_b", I64), ("stride_c", I64), ("bias_mode", I64)]
+
+
+#: where symjit_nn_gemm's bias goes (nnkernels.h enum symjit_gemm_bias)
+BIAS_MODES = {"none": 0, "per_column": 1, "per_row": 2}
+
+
 def desc_words(desc: ctypes.Structure) -> tuple:
     """A descriptor struct as the int64 words NativeCall emits as its module constant (the
     structs have int64 fields only: no padding)."""
@@ -331,7 +342,8 @@ def bind_native_kernels_once() -> None:
 
 def gemm_call(batch, m, n, k, ta, tb, sa, sb, sc, bias_mode, A, B, bias, C) -> NativeCall:
     """C[b] = op(A[b]) op(B[b]) (+ bias) for b < batch, row-major (see nnkernels.c)."""
-    desc = (batch, m, n, k, int(ta), int(tb), sa, sb, sc, bias_mode)
+    desc = desc_words(GemmDesc(batch=int(batch), m=int(m), n=int(n), k=int(k), trans_a=int(ta), trans_b=int(tb),
+                               stride_a=int(sa), stride_b=int(sb), stride_c=int(sc), bias_mode=int(bias_mode)))
     return NativeCall("symjit_nn_gemm", desc, [("desc",), ("v", A), ("v", B),
                                                 ("v", bias) if bias is not None else ("null",),
                                                 ("v", C), ("epi",), ("epi_args",)])
@@ -351,7 +363,8 @@ def plan_fully_connected(attrs, ins, outs):
     if shape_of(w) != (h, k):
         return None
     bias = None if attrs["no_bias"] else ins[2]
-    return [gemm_call(1, m, h, k, False, True, 0, 0, 0, 0 if bias is None else 1, x, w, bias, y)]
+    bias_mode = BIAS_MODES["none"] if bias is None else BIAS_MODES["per_column"]
+    return [gemm_call(1, m, h, k, False, True, 0, 0, 0, bias_mode, x, w, bias, y)]
 
 
 def plan_fc_backward_data(attrs, ins, outs):
