@@ -1,16 +1,16 @@
-/* nnkernels.h -- every entry point of the kernel library (nnkernels.c and its families in nn/) that generated code and
- * Python call. nnkernels.c includes it, so the compiler checks each definition against its
- * declaration; tests/runtime/test_kernel_header.py checks the LLVM signatures codegen declares
- * (symjit/codegen/llvm/lower_gemm.py C_SIGNATURES) against this file.
+/* nnkernels.h -- every entry point of the kernel library (nnkernels.c and its families in nn/)
+ * that generated code and Python call. nnkernels.c includes it, so the compiler checks each
+ * definition against its declaration; tests/runtime/test_kernel_header.py checks the LLVM
+ * signatures codegen declares (symjit/codegen/llvm/lower_gemm.py C_SIGNATURES) against this file.
  *
- * `d` arguments are geometry descriptors, typed structs declared here: symjit_gemm_desc,
- * symjit_conv_desc, symjit_pool_desc, symjit_conv_pool_desc (Python builds them as
- * lower_gemm.GemmDesc, lower_conv.ConvDesc, lower_pool.PoolDesc, lower_conv.ConvPoolDesc,
- * checked against this file by tests/runtime/test_kernel_header.py), except the
- * channel-blocked layout's, int64 arrays documented in runtime/nn/blocked.c and
- * codegen/llvm/lower_blocked.py. Kernels taking `epi`/`epi_args` apply that elementwise epilogue (a
- * symjit_kernel_fn over output rows) to their output; NULL: none. Failures (out of memory) are
- * reported through the runtime's last error (symjit_set_error). */
+ * `d` arguments are geometry descriptors, typed structs declared here (symjit_gemm_desc,
+ * symjit_conv_desc, symjit_pool_desc, symjit_conv_pool_desc, symjit_reorder_desc,
+ * symjit_conv_blocked_desc), all of int64 fields. Python builds them as ctypes structures
+ * (lower_gemm.GemmDesc, lower_conv.ConvDesc / ConvPoolDesc, lower_pool.PoolDesc,
+ * lower_blocked.ReorderDesc / ConvBlockedDesc) that the test checks against this file, and
+ * generated code keeps their bytes as module constants. Kernels taking `epi`/`epi_args` apply
+ * that elementwise epilogue (a symjit_kernel_fn over output rows) to their output; NULL: none.
+ * Failures (out of memory) are reported through the runtime's last error (symjit_set_error). */
 #ifndef SYMJIT_NNKERNELS_H
 #define SYMJIT_NNKERNELS_H
 
@@ -163,9 +163,30 @@ NN_API void symjit_nn_conv_pool(const symjit_conv_pool_desc *d, const float *x, 
                                 const float *bias, float *y);
 
 /* ---- channel-blocked layout (NCHW16c) ------------------------------------------------ */
-NN_API void symjit_nn_to_blocked(const int64_t *d, const float *x, float *y);
-NN_API void symjit_nn_from_blocked(const int64_t *d, const float *x, float *y);
-NN_API void symjit_nn_conv_blocked(const int64_t *d, const float *x, const float *wp, const float *bias, float *y);
+/* the conversions: x (n, channels, positions) <-> (n, channels / 16, positions, 16) */
+typedef struct {
+    int64_t n, channels, positions;
+} symjit_reorder_desc;
+/* the blocked convolutions (symjit_conv_blocked_desc.kind); runtime/nn/blocked.c documents the
+ * layouts of their packed weights */
+enum symjit_blocked_kind {
+    SYMJIT_BLOCKED_POINTWISE = 0,   /* 1x1, stride 1, no padding: blocked -> blocked */
+    SYMJIT_BLOCKED_DEPTHWISE = 1,   /* 3x3, padding 1, channels == filters: blocked -> blocked */
+    SYMJIT_BLOCKED_DIRECT = 2       /* any kernel, one group, no dilation: NCHW -> blocked */
+};
+typedef struct {
+    int64_t kind;                    /* enum symjit_blocked_kind */
+    int64_t n, channels, filters;
+    int64_t height, width, out_height, out_width;
+    int64_t stride;                  /* both directions (depthwise 1 or 2, pointwise 1) */
+    int64_t relu;                    /* store relu(result) */
+    int64_t vectors;                 /* filter vectors (16 lanes) per packed panel */
+    int64_t kernel_h, kernel_w, pad_h, pad_w;   /* the direct kind's; 0 for the others */
+} symjit_conv_blocked_desc;
+NN_API void symjit_nn_to_blocked(const symjit_reorder_desc *d, const float *x, float *y);
+NN_API void symjit_nn_from_blocked(const symjit_reorder_desc *d, const float *x, float *y);
+NN_API void symjit_nn_conv_blocked(const symjit_conv_blocked_desc *d, const float *x, const float *wp,
+                                   const float *bias, float *y);
 
 /* ---- pooling ------------------------------------------------------------------------ */
 NN_API void symjit_nn_pool(const symjit_pool_desc *d, const float *x, float *y);

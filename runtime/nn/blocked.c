@@ -67,8 +67,8 @@ static void reorder_task(int64_t begin, int64_t end, void **argv) {
     }
 }
 
-static void reorder(const int64_t *d, const float *x, float *y, int to_blocked) {
-    const int64_t N = d[0], C = d[1], P = d[2];
+static void reorder(const symjit_reorder_desc *d, const float *x, float *y, int to_blocked) {
+    const int64_t N = d->n, C = d->channels, P = d->positions;
     if (C % BLK != 0) {
         symjit_set_error(SYMJIT_ERR_INVALID_ARGUMENT, "nnkernels: blocked layout: %lld channels, expected a multiple of 16",
                          (long long)C);
@@ -79,24 +79,21 @@ static void reorder(const int64_t *d, const float *x, float *y, int to_blocked) 
     symjit_parallel_for(reorder_task, N * (C / BLK) * job.tiles, 64, argv);
 }
 
-/* d = (N, C, P): x (N, C, P) -> y (N, C/16, P, 16) */
-NN_API void symjit_nn_to_blocked(const int64_t *d, const float *x, float *y) { reorder(d, x, y, 1); }
+/* x (N, C, P) -> y (N, C/16, P, 16) */
+NN_API void symjit_nn_to_blocked(const symjit_reorder_desc *d, const float *x, float *y) { reorder(d, x, y, 1); }
 
-/* d = (N, C, P): x (N, C/16, P, 16) -> y (N, C, P) */
-NN_API void symjit_nn_from_blocked(const int64_t *d, const float *x, float *y) { reorder(d, x, y, 0); }
+/* x (N, C/16, P, 16) -> y (N, C, P) */
+NN_API void symjit_nn_from_blocked(const symjit_reorder_desc *d, const float *x, float *y) { reorder(d, x, y, 0); }
 
-/* Descriptor of symjit_nn_conv_blocked (int64):
- *   0 kind (BLOCKED_POINTWISE, BLOCKED_DEPTHWISE), 1 N, 2 C, 3 F, 4 H, 5 W, 6 OH, 7 OW,
- *   8 stride (depthwise: 1 or 2, both directions; pointwise: 1), 9 relu, 10 V.
+/* Descriptor of symjit_nn_conv_blocked: symjit_conv_blocked_desc (nnkernels.h).
  * Pointwise (1x1, stride 1, no padding): x (N, C/16, H, W, 16) -> y (N, F/16, H, W, 16);
  * wp: the weights (F, C) packed as panels [F / 16V][C][16V] (filter f: panel f / 16V, lane
  * f % 16V). Depthwise (3x3, padding 1, C == F): wp [C/16][9][16] (tap kh 3 + kw of channel
  * 16 cb + l at (cb 9 + kh 3 + kw) 16 + l). bias: F floats or NULL. relu: store relu(result).
  * Direct (kind BLOCKED_DIRECT, the convolution at a chain's entry, e.g. a network's stem): x in
  * NCHW (N, C, H, W), any C, one group, no dilation -> y (N, F/16, OH, OW, 16); the descriptor
- * goes on with 11 KH, 12 KW, 13 pad_h, 14 pad_w (stride d[8] both directions); wp: the weights
+ * has kernel_h, kernel_w, pad_h, pad_w (the stride both directions); wp: the weights
  * (F, C, KH, KW) packed as panels [F / 16V][C][KH][KW][16V]. */
-enum { BLOCKED_POINTWISE = 0, BLOCKED_DEPTHWISE = 1, BLOCKED_DIRECT = 2 };
 
 typedef struct {
     const float *x, *wp, *bias;
@@ -471,13 +468,14 @@ static int64_t pwb_rows(int64_t V, int64_t P) {
     return V == 3 ? 8 : V == 2 ? 12 : 14;
 }
 
-NN_API void symjit_nn_conv_blocked(const int64_t *d, const float *x, const float *wp, const float *bias, float *y) {
-    blocked_job j = {x, wp, bias, y, d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[10], 0, (int)d[9],
-                     0, 0, 0, 0, 0, 0, 0, 0, 0};
+NN_API void symjit_nn_conv_blocked(const symjit_conv_blocked_desc *d, const float *x, const float *wp,
+                                   const float *bias, float *y) {
+    blocked_job j = {x, wp, bias, y, d->n, d->channels, d->filters, d->height, d->width, d->out_height,
+                     d->out_width, d->stride, d->vectors, 0, (int)d->relu, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     const int64_t threads = symjit_get_num_threads();
     void *argv[1] = {&j};
     const int ok_channels = j.C % BLK == 0 && j.F % BLK == 0 && j.C > 0 && j.F > 0;
-    if (d[0] == BLOCKED_POINTWISE && ok_channels && j.V >= 1 && j.V <= 4 && j.F % (16 * j.V) == 0 && j.S == 1) {
+    if (d->kind == SYMJIT_BLOCKED_POINTWISE && ok_channels && j.V >= 1 && j.V <= 4 && j.F % (16 * j.V) == 0 && j.S == 1) {
         const int64_t P = j.H * j.W;
         j.R = pwb_rows(j.V, P);
         j.panels = j.F / (16 * j.V);
@@ -494,16 +492,17 @@ NN_API void symjit_nn_conv_blocked(const int64_t *d, const float *x, const float
         symjit_parallel_for(pwb_task, j.N * j.pb * j.pg, 1, argv);
         return;
     }
-    if (d[0] == BLOCKED_DIRECT && j.C > 0 && j.F % BLK == 0 && j.F > 0 && j.V >= 1 && j.V <= 4 &&
-        j.F % (16 * j.V) == 0 && j.S >= 1 && d[11] >= 1 && d[12] >= 1 && d[13] >= 0 && d[14] >= 0) {
-        j.KH = d[11], j.KW = d[12], j.PH = d[13], j.PW = d[14];
+    if (d->kind == SYMJIT_BLOCKED_DIRECT && j.C > 0 && j.F % BLK == 0 && j.F > 0 && j.V >= 1 && j.V <= 4 &&
+        j.F % (16 * j.V) == 0 && j.S >= 1 && d->kernel_h >= 1 && d->kernel_w >= 1 && d->pad_h >= 0 &&
+        d->pad_w >= 0) {
+        j.KH = d->kernel_h, j.KW = d->kernel_w, j.PH = d->pad_h, j.PW = d->pad_w;
         j.R = j.V == 4 ? 6 : j.V == 3 ? 9 : 14;   /* 14-28 sums, the tiles above */
         const double flops = 2.0 * (double)j.N * (double)(j.OH * j.OW) * (double)j.F * (double)(j.C * j.KH * j.KW);
         j.rb = imax(1, imin(j.OH, cdiv(tiles_want(flops, threads), j.N)));
         symjit_parallel_for(dirb_task, j.N * j.rb, 1, argv);
         return;
     }
-    if (d[0] == BLOCKED_DEPTHWISE && ok_channels && j.C == j.F && (j.S == 1 || j.S == 2)) {
+    if (d->kind == SYMJIT_BLOCKED_DEPTHWISE && ok_channels && j.C == j.F && (j.S == 1 || j.S == 2)) {
         const int64_t planes = j.N * (j.C / BLK);
         const int64_t want = tiles_want(18.0 * (double)planes * BLK * (double)(j.OH * j.OW), threads);
         j.rb = imax(1, imin(j.OH, cdiv(want, planes)));
@@ -512,5 +511,5 @@ NN_API void symjit_nn_conv_blocked(const int64_t *d, const float *x, const float
     }
     symjit_set_error(SYMJIT_ERR_INVALID_ARGUMENT,
                      "nnkernels: conv_blocked: unsupported descriptor (kind %lld, C %lld, F %lld, stride %lld, V %lld)",
-                     (long long)d[0], (long long)j.C, (long long)j.F, (long long)j.S, (long long)j.V);
+                     (long long)d->kind, (long long)j.C, (long long)j.F, (long long)j.S, (long long)j.V);
 }

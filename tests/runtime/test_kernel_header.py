@@ -138,6 +138,9 @@ def test_descriptor_structs_match_the_header():
     from symjit.codegen.llvm.lower_gemm import GemmDesc
     assert _ctypes_fields(GemmDesc) == _struct_fields("symjit_gemm_desc")
     assert ctypes.sizeof(GemmDesc) == 8 * 10
+    from symjit.codegen.llvm.lower_blocked import ConvBlockedDesc, ReorderDesc
+    assert _ctypes_fields(ReorderDesc) == _struct_fields("symjit_reorder_desc")
+    assert _ctypes_fields(ConvBlockedDesc) == _struct_fields("symjit_conv_blocked_desc")
 
 
 def test_conv_methods_and_pool_types_match_the_header():
@@ -147,6 +150,9 @@ def test_conv_methods_and_pool_types_match_the_header():
     assert _enum_values("symjit_pool_type", "SYMJIT_POOL_") == lower_pool.POOL_TYPES
     from symjit.codegen.llvm.lower_gemm import BIAS_MODES
     assert _enum_values("symjit_gemm_bias", "SYMJIT_BIAS_") == BIAS_MODES
+    from symjit.codegen.llvm import lower_blocked as B
+    assert _enum_values("symjit_blocked_kind", "SYMJIT_BLOCKED_") == {
+        "pointwise": B.POINTWISE, "depthwise": B.DEPTHWISE, "direct": B.DIRECT}
 
 
 def test_the_struct_parser_reads_fields():
@@ -164,3 +170,12 @@ def test_conv_desc_words_are_the_struct_fields():
     assert typed.filters == 32 and list(typed.out_size) == [1, 7, 8] and typed.method == WINOGRAD
     assert desc_c_initializer(typed).startswith("{.n = 2, .channels = 16, .groups = 1, .filters = 32, "
                                                 ".in_size = {1, 9, 10}, ")
+
+
+def test_every_descriptor_argument_is_a_typed_struct():
+    """No entry point takes geometry as a positional int64 array."""
+    header = (RUNTIME / "nnkernels.h").read_text()
+    assert not re.findall(r"const int64_t \*d\b", header)
+    for params in _prototypes(header).values():
+        if params and params[0].endswith("*") and "desc" in params[0]:
+            assert re.fullmatch(r"const symjit_\w+_desc \*", params[0]), params[0]
