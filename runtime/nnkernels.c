@@ -20,8 +20,8 @@
  * generated kernel `void epi(begin, end, args)` over flat output indices) runs on each output
  * block as soon as the block is complete, while it is still in cache.
  *
- * Geometry arrives as an int64 descriptor array (layouts documented per function; generated
- * code keeps them as module constants). Spatial convolutions and pooling are handled as 3-D
+ * Geometry arrives as a typed descriptor struct declared in nnkernels.h (symjit_conv_desc, ...;
+ * generated code keeps them as module constants). Spatial convolutions and pooling are handled as 3-D
  * (1-D and 2-D pad the leading spatial dims with size 1). These symbols have default
  * visibility so that symjit's code generator can find them with dlsym in the extension.
  *
