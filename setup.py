@@ -42,7 +42,8 @@ def runtime_extension() -> Extension:
         sources=sources,
         include_dirs=[str(RUNTIME)],
         define_macros=[("SYMJIT_API", "")],
-        depends=[str(p) for p in RUNTIME.glob("*.h")],
+        # runtime/nn/*.c: the kernel library's families, compiled as part of nnkernels.c
+        depends=sorted(str(p) for p in [*RUNTIME.glob("*.h"), *RUNTIME.glob("nn/*.[ch]")]),
         extra_compile_args=compile_args,
         extra_link_args=link_args,
     )

@@ -52,9 +52,11 @@ from symjit.passes.manager import compile_graph
 
 #: symjit_nn_tune keys (nnkernels.c)
 TUNE_KC, TUNE_SHAPE, TUNE_CONV = (lower_gemm.TUNE_KEYS[k] for k in ("kc", "shape", "conv"))
-#: TUNE_CONV values: 0 the library's choice; 1 im2col tiles (no implicit GEMM); 4 no filter-vector
-#: path; 5 force the filter-vector path; 6 no fused Winograd (tiles)
-CONV_AUTO, CONV_NO_IMPLICIT, CONV_NO_FVEC, CONV_FORCE_FVEC = 0, 1, 4, 5
+#: TUNE_CONV values (runtime/nnkernels.h enum symjit_tune_conv): 0 the library's choice; im2col
+#: tiles (no implicit GEMM); no filter-vector path; force the filter-vector path
+CONV_AUTO = 0
+CONV_NO_IMPLICIT, CONV_NO_FVEC, CONV_FORCE_FVEC = (lower_gemm.TUNE_CONV_VALUES[k]
+                                                   for k in ("no_implicit", "no_fvec", "force_fvec"))
 #: tile shapes of nnkernels.c MM_SHAPES (index + 1 forces one)
 SHAPES = ["6x64", "8x48", "12x32", "8x32", "14x16", "7x64", "7x48"]
 

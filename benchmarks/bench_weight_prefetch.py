@@ -26,13 +26,14 @@
 
 Compiles the model once with in-graph profiling and alternates, in the same process, the
 library's default (prefetch) with the override that disables the chosen prefetch
-(symjit_nn_tune TUNE_PREFETCH = 1 for the weights, 2 for the depthwise rows, 3 for the next K
-block's panel, 4 for the planes, 5 for the rows, 7, 8, 9 for the output rows); prints the
+(symjit_nn_tune TUNE_PREFETCH with the value nnkernels.h names for it, lower_gemm.TUNE_PREFETCH_VALUES:
+weights, dw_rows, kblock, planes, a_rows, and dw_out, gemm_out, wino_out, blocked_out for the
+output rows); prints the
 whole-call medians and every convolution whose in-graph time
 differs by more than 5%.
 
     python benchmarks/bench_weight_prefetch.py [--model resnet18_v1 mobilenet1.0] [--threads 2] [--batch 1]
-                                               [--what weights|depthwise|kblock|planes|rows|dwout|gemmout|winoout]
+                                               [--what weights|depthwise|kblock|planes|rows|dwout|gemmout|winoout|blockedout]
 """
 from __future__ import annotations
 
@@ -41,10 +42,10 @@ import ctypes
 
 from model_bench_util import describe, load_model_graph, profiled_rounds
 
-#: symjit_nn_tune key (nnkernels.c) and the values that disable each prefetch
-TUNE_PREFETCH = 5
-NO_PREFETCH = {"weights": 1, "depthwise": 2, "kblock": 3, "planes": 4, "rows": 5, "dwout": 7, "gemmout": 8,
-               "winoout": 9}
+#: the symjit_nn_tune value (runtime/nnkernels.h enum symjit_tune_prefetch) that disables each prefetch
+NO_PREFETCH = {"weights": "weights", "depthwise": "dw_rows", "kblock": "kblock", "planes": "planes",
+               "rows": "a_rows", "dwout": "dw_out", "gemmout": "gemm_out", "winoout": "wino_out",
+               "blockedout": "blocked_out"}
 
 
 def compare(name: str, threads: int, what: str = "weights", batch: int = 1, rounds: int = 8) -> None:
@@ -59,12 +60,13 @@ def compare(name: str, threads: int, what: str = "weights", batch: int = 1, roun
     calls = 10 if batch == 1 else 3
     cg = compile_planned(opt, "prefetch_ab", profile=True)
     nodes = {n.name: n for n in opt.nodes}
-    off = NO_PREFETCH[what]
+    prefetch_key = lower_gemm.TUNE_KEYS["prefetch"]
+    off = lower_gemm.TUNE_PREFETCH_VALUES[NO_PREFETCH[what]]
     try:
-        res = profiled_rounds({mode: (lambda mode=mode: tune(TUNE_PREFETCH, mode), cg, arrays) for mode in (0, off)},
+        res = profiled_rounds({mode: (lambda mode=mode: tune(prefetch_key, mode), cg, arrays) for mode in (0, off)},
                               rounds, calls)
     finally:
-        tune(TUNE_PREFETCH, 0)
+        tune(prefetch_key, 0)
     a, b = res.median(0), res.median(off)
     print(f"{name} batch {batch}, threads {threads}, {what} prefetch: whole call {a * 1e3:.2f} ms with prefetch, {b * 1e3:.2f} ms "
           f"without (x{a / b:.3f}; paired per round x{res.paired(0, off):.3f})")

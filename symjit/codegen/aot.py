@@ -304,13 +304,16 @@ def _packing_source(name: str, packings: dict) -> list[str]:
     L = ["static char sj_pack_problem[512];"]
     if not packings:
         return L + ["static int sj_packed(void) { return 1; }", ""]
-    L += ["#include <pthread.h>",
-          "extern int64_t symjit_nn_conv_pack(const int64_t *d, const float *w, float *out);"]
+    from .llvm.lower_conv import ConvDesc
+    from .llvm.lower_gemm import desc_c_initializer
+    L += ["#include <pthread.h>", '#include "nnkernels.h"']
     rows = []
     for i, (k, (src, desc, floats)) in enumerate(sorted(packings.items())):
-        L.append(f"static const int64_t sj_pack_desc{i}[] = {{{', '.join(str(int(d)) for d in desc)}}};")
-        rows.append(f"    {{{k}, {src}, {int(floats)}, sj_pack_desc{i}}}")
-    L += ["static const struct { int32_t param, source; int64_t floats; const int64_t *desc; } sj_packings[] = {",
+        typed = ConvDesc.from_buffer_copy(np.asarray(desc, dtype=np.int64).tobytes())
+        L.append(f"static const symjit_conv_desc sj_pack_desc{i} = {desc_c_initializer(typed)};")
+        rows.append(f"    {{{k}, {src}, {int(floats)}, &sj_pack_desc{i}}}")
+    L += ["static const struct { int32_t param, source; int64_t floats; const symjit_conv_desc *desc; } "
+          "sj_packings[] = {",
           ",\n".join(rows), "};",
           "static pthread_once_t sj_pack_once = PTHREAD_ONCE_INIT;", "",
           "static void sj_pack(void) {",
@@ -417,16 +420,22 @@ def kernel_library_flags(target) -> tuple[str, ...]:
     return flags if AVX512_KERNELS in target.kernels else flags + ("-DSYMJIT_NO_AVX512",)
 
 
+def runtime_included_files(rt: Path) -> list[Path]:
+    """The files a runtime source may include, in a stable order: the headers and the kernel
+    library's family files (runtime/nn/, compiled as part of nnkernels.c)."""
+    return sorted(rt.glob("*.h")) + sorted(p for p in (rt / "nn").glob("*") if p.suffix in (".c", ".h"))
+
+
 def _compile_c(cc: str, rt: Path, src: str, out: str, cached: bool, extra: tuple = ()) -> None:
     """Compile one C file to a PIC object (`extra`: target flags); runtime sources are cached
-    on disk (key: compiler, flags, the source and the runtime headers), so later builds only
-    compile the descriptor."""
+    on disk (key: compiler, flags, the source and every file it may include,
+    runtime_included_files), so later builds only compile the descriptor."""
     from . import cache
     flags = (*_CFLAGS, *extra)
     key = None
     if cached:
-        headers = b"".join(p.read_bytes() for p in sorted(rt.glob("*.h")))
-        key = cache.make_key("aot-c-object", cc, " ".join(flags), Path(src).read_bytes(), headers)
+        included = b"".join(p.read_bytes() for p in runtime_included_files(rt))
+        key = cache.make_key("aot-c-object", cc, " ".join(flags), Path(src).read_bytes(), included)
         obj = cache.get(key)
         if obj is not None:
             Path(out).write_bytes(obj)

@@ -17,13 +17,15 @@ import numpy as np
 import pytest
 
 from symjit.codegen.llvm.executable import compile_planned
+from symjit.codegen.llvm.lower_gemm import TUNE_CONV_VALUES, TUNE_KEYS
 from symjit.ir import GraphBuilder, TensorType, run
 from symjit.passes.conv_pool import fuse_conv_pool
 from symjit.passes.manager import compile_graph
 
 from shared_data import model_path
 
-TUNE_CONV, FUSED_OFF = 2, 7   # nnkernels.c symjit_nn_tune key and value
+#: the symjit_nn_tune key and value (runtime/nnkernels.h) that run the convolution, then the pooling
+TUNE_CONV, FUSED_OFF = TUNE_KEYS["conv"], TUNE_CONV_VALUES["pool_unfused"]
 
 
 def _net(xs, f, k, s, p, d=None, post=("relu",), pool=None, no_bias=False, extra_reader=False,

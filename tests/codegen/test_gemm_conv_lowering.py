@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from symjit.codegen.llvm.executable import compile_planned
-from symjit.codegen.llvm.lower_gemm import TUNE_KEYS
+from symjit.codegen.llvm.lower_gemm import TUNE_CONV_VALUES, TUNE_KEYS
 from symjit.ir import GraphBuilder, TensorType, run
 from symjit.passes.manager import compile_graph
 
@@ -252,8 +252,10 @@ DW_ROWS_S2_CASES = [
 
 
 #: nnkernels.c symjit_nn_tune: the key of the kernel-choice overrides and the values used here
-TUNE_CONV = TUNE_KEYS["conv"]
-WNAT_PREVIOUS_BLOCKS, DW_PERMUTE_ROWS = 12, 13
+TUNE_CONV, TUNE_WBLOCK = TUNE_KEYS["conv"], TUNE_KEYS["wblock"]
+DW_PERMUTE_ROWS = TUNE_CONV_VALUES["dw_permute_rows"]
+#: a fused-Winograd V + M budget (floats) small enough to choose other blocks than the default
+WNAT_SMALL_BUDGET = 16384
 
 
 def _kernel_tune():
@@ -649,8 +651,9 @@ WNAT_BLOCK_CASES = [
 def test_winograd_blocks_do_not_change_the_result(xs, f):
     """The fused Winograd's blocks (tile rows per block, tile shape, filters per task) only
     reorder independent work: every output element sums its input channels in the same order,
-    so the result is bit-identical for the built-in choice (wnat_blocks), the previous one
-    (symjit_nn_tune TUNE_CONV 12) and 1, 2 or 3 threads, and matches the interpreter."""
+    so the result is bit-identical for the built-in budget of V + M, a much smaller one
+    (symjit_nn_tune TUNE_WBLOCK: shorter blocks) and 1, 2 or 3 threads, and matches the
+    interpreter."""
     from symjit import runtime
     from symjit.codegen.llvm.lower_conv import WINOGRAD, conv_method
     from symjit.codegen.llvm.lower_gemm import native_kernels_available
@@ -664,13 +667,13 @@ def test_winograd_blocks_do_not_change_the_result(xs, f):
     tune = _kernel_tune()
     results = {}
     try:
-        for choice in (0, WNAT_PREVIOUS_BLOCKS):
-            tune(TUNE_CONV, choice)
+        for choice in (0, WNAT_SMALL_BUDGET):
+            tune(TUNE_WBLOCK, choice)
             for n in (1, 2, 3):
                 with runtime.threads(n):
                     results[(choice, n)] = cg([x])[0]
     finally:
-        tune(TUNE_CONV, 0)
+        tune(TUNE_WBLOCK, 0)
     first = results[(0, 1)]
     for key, y in results.items():
         assert np.array_equal(y, first), key

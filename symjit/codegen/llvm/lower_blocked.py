@@ -7,15 +7,30 @@ runtime/nnkernels.c (`symjit_nn_to_blocked`, `symjit_nn_from_blocked`,
 [C/16][9][16]), and the kernel's descriptor carries V (nnkernels.c documents the layouts)."""
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
 from ...ops.blocked import BLOCK
 from ...ops.nn_conv import conv_geometry
 from .graph import register_lowering
-from .lower_gemm import PLANS, NativeCall, add_param, const_value, lower_planned, shape_of
+from .lower_gemm import I64, PLANS, NativeCall, add_param, const_value, desc_words, lower_planned, shape_of
 
-#: descriptor kinds of symjit_nn_conv_blocked
+#: kinds of symjit_nn_conv_blocked (runtime/nnkernels.h enum symjit_blocked_kind)
 POINTWISE, DEPTHWISE, DIRECT = 0, 1, 2
+
+
+class ReorderDesc(ctypes.Structure):
+    """runtime/nnkernels.h `symjit_reorder_desc` (symjit_nn_to_blocked / _from_blocked)."""
+    _fields_ = [("n", I64), ("channels", I64), ("positions", I64)]
+
+
+class ConvBlockedDesc(ctypes.Structure):
+    """runtime/nnkernels.h `symjit_conv_blocked_desc` (field names, order and types checked
+    against the header by tests/runtime/test_kernel_header.py)."""
+    _fields_ = [("kind", I64), ("n", I64), ("channels", I64), ("filters", I64), ("height", I64), ("width", I64),
+                ("out_height", I64), ("out_width", I64), ("stride", I64), ("relu", I64), ("vectors", I64),
+                ("kernel_h", I64), ("kernel_w", I64), ("pad_h", I64), ("pad_w", I64)]
 
 
 #: pointwise planes with at least this many pixels take tiles of 12 pixels x 2 filter vectors
@@ -62,7 +77,10 @@ def plan_conv_blocked(attrs, ins, outs, ctx=None):
     if not attrs.get("data_blocked", True):
         n, c, h, wd = shape_of(ins[0])
         v = widest_panel(f)
-        desc = (DIRECT, n, c, f, h, wd, oh, ow, geo["stride"][0], relu, v, *geo["kernel"], *geo["pad"])
+        (kh, kw), (ph, pw) = geo["kernel"], geo["pad"]
+        desc = ConvBlockedDesc(kind=DIRECT, n=n, channels=c, filters=f, height=h, width=wd, out_height=oh,
+                               out_width=ow, stride=geo["stride"][0], relu=relu, vectors=v, kernel_h=kh,
+                               kernel_w=kw, pad_h=ph, pad_w=pw)
         packed = pack_panels(w, v)
         return _conv_blocked_call(ctx, desc, packed, ins, outs)
     n, cb, h, wd, _ = shape_of(ins[0])
@@ -73,14 +91,15 @@ def plan_conv_blocked(attrs, ins, outs, ctx=None):
     else:
         v = 1
         kind, packed = DEPTHWISE, pack_depthwise(w)
-    desc = (kind, n, c, f, h, wd, oh, ow, geo["stride"][0], relu, v)
+    desc = ConvBlockedDesc(kind=kind, n=n, channels=c, filters=f, height=h, width=wd, out_height=oh,
+                           out_width=ow, stride=geo["stride"][0], relu=relu, vectors=v)
     return _conv_blocked_call(ctx, desc, packed, ins, outs)
 
 
 def _conv_blocked_call(ctx, desc, packed, ins, outs):
     wp = add_param(ctx, "conv_blocked", packed)
     bias = ("v", ins[2]) if len(ins) > 2 else ("null",)
-    return [NativeCall("symjit_nn_conv_blocked", desc, [("desc",), ("v", ins[0]), ("v", wp), bias, ("v", outs[0])])]
+    return [NativeCall("symjit_nn_conv_blocked", desc_words(desc), [("desc",), ("v", ins[0]), ("v", wp), bias, ("v", outs[0])])]
 
 
 plan_conv_blocked.uses_context = True
@@ -88,12 +107,14 @@ plan_conv_blocked.uses_context = True
 
 def plan_to_blocked(attrs, ins, outs):
     n, c, h, w = shape_of(ins[0])
-    return [NativeCall("symjit_nn_to_blocked", (n, c, h * w), [("desc",), ("v", ins[0]), ("v", outs[0])])]
+    desc = desc_words(ReorderDesc(n=n, channels=c, positions=h * w))
+    return [NativeCall("symjit_nn_to_blocked", desc, [("desc",), ("v", ins[0]), ("v", outs[0])])]
 
 
 def plan_from_blocked(attrs, ins, outs):
     n, c, h, w = shape_of(outs[0])
-    return [NativeCall("symjit_nn_from_blocked", (n, c, h * w), [("desc",), ("v", ins[0]), ("v", outs[0])])]
+    desc = desc_words(ReorderDesc(n=n, channels=c, positions=h * w))
+    return [NativeCall("symjit_nn_from_blocked", desc, [("desc",), ("v", ins[0]), ("v", outs[0])])]
 
 
 _BLOCKED_PLANS = {

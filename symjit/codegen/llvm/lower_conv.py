@@ -36,10 +36,10 @@ import numpy as np
 
 from ...ops import nn_conv as C
 from ...ops.registry import get_op
-from .lower_gemm import (PLANS, NativeCall, add_param, const_value, kernel_library, lower_planned,
-                         native_kernels_available, shape_of)
+from .lower_gemm import (I64, PLANS, NativeCall, add_param, const_value, desc_words, kernel_library,
+                         lower_planned, native_kernels_available, shape_of)
 from .graph import register_lowering
-from .lower_pool import pool_desc
+from .lower_pool import PoolDesc, pool_struct
 
 
 def _pad3(t, fill) -> tuple:
@@ -47,8 +47,24 @@ def _pad3(t, fill) -> tuple:
     return (fill,) * (3 - len(t)) + t
 
 
-#: forward convolution methods (descriptor slot 22 of nnkernels.c)
+#: forward convolution methods (runtime/nnkernels.h enum symjit_conv_method: ConvDesc.method)
 IM2COL, DEPTHWISE, WINOGRAD = 0, 1, 2
+
+class ConvDesc(ctypes.Structure):
+    """runtime/nnkernels.h `symjit_conv_desc`, the geometry of the convolution family's kernels
+    (always 3 spatial dims: 1-D and 2-D ones lead with size 1, padding 0). Field names, order
+    and types match the header (tests/runtime/test_kernel_header.py); every field is int64, so
+    the struct's memory image is its `desc_words`."""
+    _fields_ = [("n", I64), ("channels", I64), ("groups", I64), ("filters", I64),
+                ("in_size", I64 * 3), ("kernel", I64 * 3), ("out_size", I64 * 3),
+                ("stride", I64 * 3), ("dilate", I64 * 3), ("pad", I64 * 3), ("method", I64)]
+
+
+class ConvPoolDesc(ctypes.Structure):
+    """runtime/nnkernels.h `symjit_conv_pool_desc`: the convolution, the max pooling over its
+    output and whether relu comes between."""
+    _fields_ = [("conv", ConvDesc), ("pool", PoolDesc), ("relu", I64)]
+
 
 #: Portable path (BLAS GEMMs): Winograd F(2x2, 3x3) needs this many 2x2 output tiles (all
 #: images) and channels to beat im2col + GEMM. Measured on a Zen 3 (AVX2) host
@@ -87,10 +103,16 @@ def conv_method(n, c, g, f, kernel, stride, dilate, out_sp) -> int:
     return IM2COL
 
 
+def conv_struct(n, c, g, f, in_sp, kernel, out_sp, stride, dilate, pad, method=IM2COL) -> ConvDesc:
+    """The ConvDesc of a convolution (spatial tuples of 1 to 3 dims)."""
+    return ConvDesc(n=int(n), channels=int(c), groups=int(g), filters=int(f), in_size=_pad3(in_sp, 1),
+                    kernel=_pad3(kernel, 1), out_size=_pad3(out_sp, 1), stride=_pad3(stride, 1),
+                    dilate=_pad3(dilate, 1), pad=_pad3(pad, 0), method=int(method))
+
+
 def conv_desc(n, c, g, f, in_sp, kernel, out_sp, stride, dilate, pad, method=IM2COL) -> tuple:
-    """The int64 descriptor of nnkernels.c's convolution family (3 spatial dims)."""
-    return ((n, c, g, f) + _pad3(in_sp, 1) + _pad3(kernel, 1) + _pad3(out_sp, 1) + _pad3(stride, 1)
-            + _pad3(dilate, 1) + _pad3(pad, 0) + (int(method),))
+    """The descriptor words (desc_words) of conv_struct's ConvDesc, as calls carry it."""
+    return desc_words(conv_struct(n, c, g, f, in_sp, kernel, out_sp, stride, dilate, pad, method))
 
 
 def _channel_first(layout) -> bool:
@@ -235,14 +257,14 @@ def plan_conv_pool(attrs, ins, outs, ctx=None):
     x, w = ins[0], ins[1]
     xs = shape_of(x)
     _, (ys,) = get_op("Convolution").infer_shape(conv_attrs, [shape_of(v) for v in ins])
-    pdesc = pool_desc(attrs["pool_attrs"], tuple(ys), shape_of(outs[0]))
+    pdesc = pool_struct(attrs["pool_attrs"], tuple(ys), shape_of(outs[0]))
     if pdesc is None:
         return None
     n, c, f, g = xs[0], xs[1], ys[1], geo["num_group"]
     method = conv_method(n, c, g, f, geo["kernel"], geo["stride"], geo["dilate"], ys[2:])
-    desc = (conv_desc(n, c, g, f, xs[2:], geo["kernel"], ys[2:], geo["stride"], geo["dilate"], geo["pad"], method)
-            + pdesc + (int(bool(attrs["relu"])),))
-    packed = packed_param(ctx, desc[:23], w)
+    conv = conv_struct(n, c, g, f, xs[2:], geo["kernel"], ys[2:], geo["stride"], geo["dilate"], geo["pad"], method)
+    desc = desc_words(ConvPoolDesc(conv=conv, pool=pdesc, relu=int(bool(attrs["relu"]))))
+    packed = packed_param(ctx, desc_words(conv), w)
     wp = ("v", packed) if packed is not None else ("null",)
     bias = ("null",) if conv_attrs["no_bias"] else ("v", ins[2])
     return [NativeCall("symjit_nn_conv_pool", desc, [("desc",), ("v", x), ("v", w), wp, bias, ("v", outs[0])])]

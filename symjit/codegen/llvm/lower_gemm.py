@@ -58,8 +58,52 @@ SMALL_GEMM = 32768
 #: apply it in their stores instead of a second pass over the output
 RELU_EPILOGUE = "symjit_nn_epi_relu"
 
+#: the C type of every field of the kernel library's descriptor structs (nnkernels.h)
+I64 = ctypes.c_int64
+
+
+class GemmDesc(ctypes.Structure):
+    """runtime/nnkernels.h `symjit_gemm_desc` (field names, order and types checked against the
+    header by tests/runtime/test_kernel_header.py); bias_mode is a BIAS_* value."""
+    _fields_ = [("batch", I64), ("m", I64), ("n", I64), ("k", I64), ("trans_a", I64), ("trans_b", I64),
+                ("stride_a", I64), ("stride_b", I64), ("stride_c", I64), ("bias_mode", I64)]
+
+
+#: where symjit_nn_gemm's bias goes (nnkernels.h enum symjit_gemm_bias)
+BIAS_MODES = {"none": 0, "per_column": 1, "per_row": 2}
+
+
+def desc_words(desc: ctypes.Structure) -> tuple:
+    """A descriptor struct as the int64 words NativeCall emits as its module constant (the
+    structs have int64 fields only: no padding)."""
+    return tuple(np.frombuffer(bytes(desc), dtype=np.int64).tolist())
+
+
+def desc_c_initializer(desc: ctypes.Structure) -> str:
+    """A C designated initializer of a descriptor struct (`{.n = 1, .in_size = {1, 8, 8}, ...}`),
+    for generated C sources that include nnkernels.h."""
+    parts = []
+    for name, _ctype in desc._fields_:
+        value = getattr(desc, name)
+        if isinstance(value, ctypes.Structure):
+            text = desc_c_initializer(value)
+        elif isinstance(value, ctypes.Array):
+            text = "{" + ", ".join(str(int(v)) for v in value) + "}"
+        else:
+            text = str(int(value))
+        parts.append(f".{name} = {text}")
+    return "{" + ", ".join(parts) + "}"
+
+
 #: symjit_nn_tune keys (runtime/nnkernels.h), for the benchmarks that measure the library's choices
 TUNE_KEYS = {"kc": 0, "shape": 1, "conv": 2, "wblock": 3, "blocks": 4, "prefetch": 5, "chanvec_ow": 6}
+#: values of the "conv" key (nnkernels.h enum symjit_tune_conv): the alternative a convolution
+#: takes instead of the built-in choice
+TUNE_CONV_VALUES = {"no_implicit": 1, "portable_depthwise": 3, "no_fvec": 4, "force_fvec": 5, "no_wnat": 6,
+                    "pool_unfused": 7, "dw_permute_rows": 13}
+#: values of the "prefetch" key (nnkernels.h enum symjit_tune_prefetch): the prefetch switched off
+TUNE_PREFETCH_VALUES = {"weights": 1, "dw_rows": 2, "kblock": 3, "planes": 4, "a_rows": 5, "dw_out": 7,
+                        "gemm_out": 8, "wino_out": 9, "blocked_out": 10}
 
 #: C signature of each kernel-library function, as LLVM parameter types
 C_SIGNATURES = {
@@ -298,7 +342,8 @@ def bind_native_kernels_once() -> None:
 
 def gemm_call(batch, m, n, k, ta, tb, sa, sb, sc, bias_mode, A, B, bias, C) -> NativeCall:
     """C[b] = op(A[b]) op(B[b]) (+ bias) for b < batch, row-major (see nnkernels.c)."""
-    desc = (batch, m, n, k, int(ta), int(tb), sa, sb, sc, bias_mode)
+    desc = desc_words(GemmDesc(batch=int(batch), m=int(m), n=int(n), k=int(k), trans_a=int(ta), trans_b=int(tb),
+                               stride_a=int(sa), stride_b=int(sb), stride_c=int(sc), bias_mode=int(bias_mode)))
     return NativeCall("symjit_nn_gemm", desc, [("desc",), ("v", A), ("v", B),
                                                 ("v", bias) if bias is not None else ("null",),
                                                 ("v", C), ("epi",), ("epi_args",)])
@@ -318,7 +363,8 @@ def plan_fully_connected(attrs, ins, outs):
     if shape_of(w) != (h, k):
         return None
     bias = None if attrs["no_bias"] else ins[2]
-    return [gemm_call(1, m, h, k, False, True, 0, 0, 0, 0 if bias is None else 1, x, w, bias, y)]
+    bias_mode = BIAS_MODES["none"] if bias is None else BIAS_MODES["per_column"]
+    return [gemm_call(1, m, h, k, False, True, 0, 0, 0, bias_mode, x, w, bias, y)]
 
 
 def plan_fc_backward_data(attrs, ins, outs):

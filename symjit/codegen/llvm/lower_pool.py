@@ -8,11 +8,15 @@ divides by the clipped window, with or without the padding). Channel-first layou
 """
 from __future__ import annotations
 
+import ctypes
+
 from ...ops import nn_conv as C
 from .graph import register_lowering
-from .lower_gemm import PLANS, NativeCall, lower_planned, shape_of
+from .lower_gemm import I64, PLANS, NativeCall, desc_words, lower_planned, shape_of
 
-_TYPES = {"max": 0, "avg": 1, "sum": 2, "lp": 3}
+#: pooling types (runtime/nnkernels.h enum symjit_pool_type)
+#: pooling types (runtime/nnkernels.h enum symjit_pool_type)
+POOL_TYPES = {"max": 0, "avg": 1, "sum": 2, "lp": 3}
 
 
 def _pad3(t, fill) -> tuple:
@@ -20,8 +24,23 @@ def _pad3(t, fill) -> tuple:
     return (fill,) * (3 - len(t)) + t
 
 
+class PoolDesc(ctypes.Structure):
+    """runtime/nnkernels.h `symjit_pool_desc` (field names, order and types checked against the
+    header by tests/runtime/test_kernel_header.py): a pooling over `planes` (N * C) planes, 3
+    spatial dims (1-D and 2-D lead with size 1, padding 0)."""
+    _fields_ = [("planes", I64), ("in_size", I64 * 3), ("out_size", I64 * 3), ("kernel", I64 * 3),
+                ("stride", I64 * 3), ("pad", I64 * 3), ("type", I64), ("count_include_pad", I64), ("p", I64)]
+
+
 def pool_desc(attrs, xs, ys) -> tuple | None:
-    """The int64 descriptor of nnkernels.c's pooling for data shape xs and output shape ys."""
+    """The descriptor words (desc_words) of pool_struct's PoolDesc, as calls carry it."""
+    desc = pool_struct(attrs, xs, ys)
+    return None if desc is None else desc_words(desc)
+
+
+def pool_struct(attrs, xs, ys) -> PoolDesc | None:
+    """The PoolDesc of a pooling of data shape xs into output shape ys (None: a layout the
+    kernels do not take)."""
     if attrs["layout"] not in (None, "NCW", "NCHW", "NCDHW"):
         return None
     geo = C.pool_geometry(attrs, xs)
@@ -31,8 +50,9 @@ def pool_desc(attrs, xs, ys) -> tuple | None:
         p = C.lp_pool_power(attrs)
     cip = True if attrs["count_include_pad"] is None else bool(attrs["count_include_pad"])
     planes = xs[0] * xs[1]
-    return ((planes,) + _pad3(xs[2:], 1) + _pad3(ys[2:], 1) + _pad3(geo["kernel"], 1)
-            + _pad3(geo["stride"], 1) + _pad3(geo["pad"], 0) + (_TYPES[ptype], int(cip), p))
+    return PoolDesc(planes=int(planes), in_size=_pad3(xs[2:], 1), out_size=_pad3(ys[2:], 1),
+                    kernel=_pad3(geo["kernel"], 1), stride=_pad3(geo["stride"], 1), pad=_pad3(geo["pad"], 0),
+                    type=POOL_TYPES[ptype], count_include_pad=int(cip), p=int(p))
 
 
 def plan_pooling(attrs, ins, outs):

@@ -1,0 +1,515 @@
+/* nn/blocked.c -- The channel-blocked layout (NCHW16c): conversions and the blocked convolutions.
+ * Part of the kernel library: compiled only as part of nnkernels.c (one translation unit). */
+
+/* ---------------------------------------------------------------------------------------- */
+/* Channel-blocked layout (NCHW16c): a tensor (N, C, H, W) stored as (N, C/16, H, W, 16), the */
+/* 16 channels of a block at one pixel one vector. passes/blocked_layout.py moves chains of   */
+/* pointwise (1x1) and 3x3 depthwise convolutions into it, with conversions at the chains'   */
+/* ends. There a depthwise output vector is 9 FMAs of aligned channel vectors (no shifted or  */
+/* masked loads along a row; stride 2 costs what stride 1 does), and a pointwise convolution  */
+/* is tiles of R pixels x 16V filters: per input channel, a broadcast input value times V    */
+/* packed filter vectors. Channel counts are multiples of 16 (the pass guarantees it).        */
+/* ---------------------------------------------------------------------------------------- */
+
+#define BLK 16
+
+#ifdef NN_HAVE_AVX512
+/* 16 channel planes (P floats apart) x np <= 16 pixels from p0 -> y[p0 + i][16] */
+NN_AVX512 static void reorder_in_avx512(const float *x, int64_t P, int64_t p0, int64_t np, float *y) {
+    const __mmask16 m = lanes_below(np);
+    __m512 r[16];
+    if (np == BLK)
+        for (int c = 0; c < BLK; c++) r[c] = _mm512_loadu_ps(x + c * P + p0);   /* masked loads: 1.25x slower */
+    else
+        for (int c = 0; c < BLK; c++) r[c] = _mm512_maskz_loadu_ps(m, x + c * P + p0);
+    transpose16x16(r);
+    for (int64_t i = 0; i < np; i++) _mm512_storeu_ps(y + (p0 + i) * BLK, r[i]);
+}
+
+/* the inverse: pixels [p0, p0 + np) of a block x[p][16] -> 16 channel planes of y */
+NN_AVX512 static void reorder_out_avx512(const float *x, int64_t P, int64_t p0, int64_t np, float *y) {
+    const __mmask16 m = lanes_below(np);
+    __m512 r[16];
+    for (int i = 0; i < BLK; i++) r[i] = i < np ? _mm512_loadu_ps(x + (p0 + i) * BLK) : _mm512_setzero_ps();
+    transpose16x16(r);
+    for (int c = 0; c < BLK; c++) _mm512_mask_storeu_ps(y + c * P + p0, m, r[c]);
+}
+#endif
+
+typedef struct {
+    const float *x;
+    float *y;
+    int64_t P, tiles;   /* pixels per plane; blocks of 16 pixels per plane */
+    int to_blocked;
+} reorder_job;
+
+/* tasks: (image and channel block, 16 pixels); both layouts put image n's channel block cb at
+ * (n C / 16 + cb) 16 P floats */
+static void reorder_task(int64_t begin, int64_t end, void **argv) {
+    const reorder_job *j = (const reorder_job *)argv[0];
+    const int64_t P = j->P;
+    for (int64_t t = begin; t < end; t++) {
+        const int64_t p0 = (t % j->tiles) * BLK, np = imin(BLK, P - p0);
+        const float *x = j->x + (t / j->tiles) * BLK * P;
+        float *y = j->y + (t / j->tiles) * BLK * P;
+#ifdef NN_HAVE_AVX512
+        if (native_on()) {
+            if (j->to_blocked) reorder_in_avx512(x, P, p0, np, y);
+            else reorder_out_avx512(x, P, p0, np, y);
+            continue;
+        }
+#endif
+        for (int64_t p = p0; p < p0 + np; p++)
+            for (int64_t c = 0; c < BLK; c++) {
+                if (j->to_blocked) y[p * BLK + c] = x[c * P + p];
+                else y[c * P + p] = x[p * BLK + c];
+            }
+    }
+}
+
+static void reorder(const symjit_reorder_desc *d, const float *x, float *y, int to_blocked) {
+    const int64_t N = d->n, C = d->channels, P = d->positions;
+    if (C % BLK != 0) {
+        symjit_set_error(SYMJIT_ERR_INVALID_ARGUMENT, "nnkernels: blocked layout: %lld channels, expected a multiple of 16",
+                         (long long)C);
+        return;
+    }
+    reorder_job job = {x, y, P, cdiv(P, BLK), to_blocked};
+    void *argv[1] = {&job};
+    symjit_parallel_for(reorder_task, N * (C / BLK) * job.tiles, 64, argv);
+}
+
+/* x (N, C, P) -> y (N, C/16, P, 16) */
+NN_API void symjit_nn_to_blocked(const symjit_reorder_desc *d, const float *x, float *y) { reorder(d, x, y, 1); }
+
+/* x (N, C/16, P, 16) -> y (N, C, P) */
+NN_API void symjit_nn_from_blocked(const symjit_reorder_desc *d, const float *x, float *y) { reorder(d, x, y, 0); }
+
+/* Descriptor of symjit_nn_conv_blocked: symjit_conv_blocked_desc (nnkernels.h).
+ * Pointwise (1x1, stride 1, no padding): x (N, C/16, H, W, 16) -> y (N, F/16, H, W, 16);
+ * wp: the weights (F, C) packed as panels [F / 16V][C][16V] (filter f: panel f / 16V, lane
+ * f % 16V). Depthwise (3x3, padding 1, C == F): wp [C/16][9][16] (tap kh 3 + kw of channel
+ * 16 cb + l at (cb 9 + kh 3 + kw) 16 + l). bias: F floats or NULL. relu: store relu(result).
+ * Direct (kind BLOCKED_DIRECT, the convolution at a chain's entry, e.g. a network's stem): x in
+ * NCHW (N, C, H, W), any C, one group, no dilation -> y (N, F/16, OH, OW, 16); the descriptor
+ * has kernel_h, kernel_w, pad_h, pad_w (the stride both directions); wp: the weights
+ * (F, C, KH, KW) packed as panels [F / 16V][C][KH][KW][16V]. */
+
+typedef struct {
+    const float *x, *wp, *bias;
+    float *y;
+    int64_t N, C, F, H, W, OH, OW, S, V, R;
+    int relu;
+    int64_t panels, ptiles, pb, pg;   /* pointwise: 16V-filter panels, R-pixel tiles; blocks of each per task */
+    int64_t rb;                       /* depthwise: row blocks per plane; direct: per image */
+    int64_t KH, KW, PH, PW;           /* direct: kernel and padding */
+} blocked_job;
+
+#ifdef NN_HAVE_AVX512
+/* one step of a tile of R rows x V filter vectors (the blocked pointwise and direct tiles):
+ * acc[r][v] += x[off[r]] * w[16 v, 16 v + 16) */
+#define RV_STEP(R, V, acc, w, x, off)                                                                       \
+    do {                                                                                                   \
+        __m512 b_[V];                                                                                      \
+        for (int v_ = 0; v_ < V; v_++) b_[v_] = _mm512_loadu_ps((w) + 16 * v_);                            \
+        for (int r_ = 0; r_ < R; r_++) {                                                                   \
+            const __m512 a_ = _mm512_set1_ps((x)[(off)[r_]]);                                              \
+            for (int v_ = 0; v_ < V; v_++) (acc)[r_][v_] = _mm512_fmadd_ps(a_, b_[v_], (acc)[r_][v_]);      \
+        }                                                                                                  \
+    } while (0)
+
+/* pointwise tile: pixels [p0, p0 + R) x the panel's 16V filters. x: the image's input at
+ * channel block 0, pixel 0; wp: the panel; bias: the panel's 16V (or NULL); y: the panel's
+ * first output block at pixel 0. FULL: every row inside the plane (constant offsets, plain
+ * stores); else rows past the plane recompute pixel p0 and are not stored. */
+#define PWB_TILE(R, V, FULL)                                                                                \
+    NN_AVX512 static void pwb_tile_##R##x##V##_##FULL(const float *x, int64_t P, int64_t CB, const float *wp, \
+                                                      const float *bias, float *y, int64_t p0, int relu) {   \
+        const int64_t nr = FULL ? R : imin(R, P - p0);                                                     \
+        if (CB < 1) __builtin_unreachable();   /* C >= 16: lets GCC keep the sums in registers */         \
+        __m512 acc[R][V], b0[V];                                                                           \
+        for (int v = 0; v < V; v++) b0[v] = bias ? _mm512_loadu_ps(bias + 16 * v) : _mm512_setzero_ps();    \
+        for (int r = 0; r < R; r++)                                                                        \
+            for (int v = 0; v < V; v++) acc[r][v] = b0[v];                                                 \
+        if (FULL && p0 + 2 * R <= P && g_tune[TUNE_PREFETCH] != TUNE_PREFETCH_BLOCKED_OUT)                                        \
+            for (int v = 0; v < V; v++)   /* for writing: the lines the next tile stores */                \
+                for (int r = 0; r < R; r++) __builtin_prefetch(y + (v * P + p0 + R + r) * BLK, 1, 3);       \
+        int64_t off[R];                                                                                    \
+        for (int r = 0; r < R; r++) off[r] = (FULL || r < nr ? r : 0) * BLK;                               \
+        const float *xp = x + p0 * BLK;                                                                    \
+        for (int64_t cb = 0; cb < CB; cb++) {                                                              \
+            const float *xc = xp + cb * P * BLK, *w = wp + cb * BLK * BLK * V;                             \
+            for (int ci = 0; ci < BLK; ci++) RV_STEP(R, V, acc, w + ci * BLK * V, xc + ci, off);            \
+        }                                                                                                  \
+        for (int v = 0; v < V; v++) {  /* (two store loops: a relu'd copy of the sums would spill them) */ \
+            float *yv = y + (v * P + p0) * BLK;                                                            \
+            if (relu)                                                                                      \
+                for (int r = 0; r < R; r++) {                                                              \
+                    if (FULL || r < nr) _mm512_storeu_ps(yv + r * BLK, relu_ps(acc[r][v]));                \
+                }                                                                                          \
+            else                                                                                           \
+                for (int r = 0; r < R; r++)                                                                \
+                    if (FULL || r < nr) _mm512_storeu_ps(yv + r * BLK, acc[r][v]);                         \
+        }                                                                                                  \
+    }
+#define PWB_TILES(R, V) PWB_TILE(R, V, 0) PWB_TILE(R, V, 1)
+PWB_TILES(6, 4)
+PWB_TILES(7, 4)
+PWB_TILES(8, 3)
+PWB_TILES(12, 2)
+PWB_TILES(14, 1)
+
+typedef void (*pwb_tile_fn)(const float *, int64_t, int64_t, const float *, const float *, float *, int64_t, int);
+
+/* the tile of R rows x V vectors: whole (every row inside the plane) or not */
+static pwb_tile_fn pwb_tile_for(int64_t R, int64_t V, int full) {
+    switch (V) {
+    case 4: return R == 7 ? (full ? pwb_tile_7x4_1 : pwb_tile_7x4_0) : (full ? pwb_tile_6x4_1 : pwb_tile_6x4_0);
+    case 3: return full ? pwb_tile_8x3_1 : pwb_tile_8x3_0;
+    case 2: return full ? pwb_tile_12x2_1 : pwb_tile_12x2_0;
+    default: return full ? pwb_tile_14x1_1 : pwb_tile_14x1_0;
+    }
+}
+#endif
+
+/* the portable pointwise tile (same arguments as PWB_TILE's, any R and V) */
+NN_CLONES
+static void pwb_tile_portable(const float *x, int64_t P, int64_t CB, const float *wp, const float *bias, float *y,
+                              int64_t p0, int relu, int64_t R, int64_t V) {
+    float acc[64];
+    for (int64_t p = p0; p < imin(P, p0 + R); p++) {
+        for (int64_t j = 0; j < 16 * V; j++) acc[j] = bias ? bias[j] : 0.0f;
+        for (int64_t c = 0; c < CB * BLK; c++) {
+            const float a = x[((c / BLK) * P + p) * BLK + c % BLK];
+            const float *w = wp + c * 16 * V;
+            for (int64_t j = 0; j < 16 * V; j++) acc[j] += a * w[j];
+        }
+        for (int64_t v = 0; v < V; v++)
+            for (int64_t l = 0; l < BLK; l++) {
+                const float r = acc[16 * v + l];
+                y[(v * P + p) * BLK + l] = relu ? relu_f(r) : r;
+            }
+    }
+}
+
+/* tasks: (image, block of pixel tiles, group of panels); panels outer within a task, so a
+ * panel's weights stay in cache while the task's pixel tiles pass */
+static void pwb_task(int64_t begin, int64_t end, void **argv) {
+    const blocked_job *j = (const blocked_job *)argv[0];
+    const int64_t P = j->H * j->W, CB = j->C / BLK, per = j->pb * j->pg, pw = 16 * j->V;
+#ifdef NN_HAVE_AVX512
+    const pwb_tile_fn full = native_on() ? pwb_tile_for(j->R, j->V, 1) : NULL;
+    const pwb_tile_fn part = native_on() ? pwb_tile_for(j->R, j->V, 0) : NULL;
+#endif
+    for (int64_t t = begin; t < end; t++) {
+        const int64_t n = t / per, ib = (t % per) / j->pg, ig = (t % per) % j->pg;
+        const int64_t t0 = ib * j->ptiles / j->pb, t1 = (ib + 1) * j->ptiles / j->pb;
+        const int64_t q0 = ig * j->panels / j->pg, q1 = (ig + 1) * j->panels / j->pg;
+        const float *x = j->x + n * j->C * P;
+        for (int64_t q = q0; q < q1; q++) {
+            const float *wp = j->wp + q * j->C * pw, *bias = j->bias ? j->bias + q * pw : NULL;
+            float *y = j->y + (n * j->F + q * pw) * P;
+            for (int64_t tile = t0; tile < t1; tile++) {
+#ifdef NN_HAVE_AVX512
+                if (full) {
+                    ((tile + 1) * j->R <= P ? full : part)(x, P, CB, wp, bias, y, tile * j->R, j->relu);
+                    continue;
+                }
+#endif
+                pwb_tile_portable(x, P, CB, wp, bias, y, tile * j->R, j->relu, j->R, j->V);
+            }
+        }
+    }
+}
+
+#ifdef NN_HAVE_AVX512
+/* Output rows [oh0, oh1) of one depthwise block: the interior columns (every tap inside the
+ * row) eight outputs at a time from the 8 S + 3 - S input vectors of each of the three rows,
+ * the edge columns one by one. Rows outside the input read `zrow` (W zero vectors). */
+#define DWB_U 8
+NN_AVX512 static inline __attribute__((always_inline)) void dwb_rows_core(
+    const float *x, int64_t H, int64_t W, const float *wt, const float *bias, const int S, int64_t oh0,
+    int64_t oh1, int64_t OW, float *y, int relu, const float *zrow) {
+    __m512 w[9];
+    for (int k = 0; k < 9; k++) w[k] = _mm512_loadu_ps(wt + 16 * k);
+    const __m512 b = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
+    /* interior: output columns [1, hi) read input columns S ow - 1 .. S ow + 1 inside [0, W) */
+    const int64_t hi = W >= 2 ? imin(OW, (W - 2) / S + 1) : 0;
+    for (int64_t oh = oh0; oh < oh1; oh++) {
+        const float *rows[3];
+        for (int kh = 0; kh < 3; kh++) {
+            const int64_t ih = oh * S + kh - 1;
+            rows[kh] = ih >= 0 && ih < H ? x + ih * W * BLK : zrow;
+        }
+        float *yr = y + oh * OW * BLK;
+        for (int64_t ow = 0; ow < OW;) {
+            if (ow >= 1 && ow + DWB_U <= hi) {
+                __m512 acc[DWB_U];
+                for (int u = 0; u < DWB_U; u++) acc[u] = b;
+                for (int kh = 0; kh < 3; kh++) {
+                    const float *r = rows[kh] + (ow * S - 1) * BLK;
+                    __m512 v[(DWB_U - 1) * 2 + 3];
+                    for (int i = 0; i < (DWB_U - 1) * S + 3; i++) v[i] = _mm512_loadu_ps(r + i * BLK);
+                    for (int kw = 0; kw < 3; kw++)
+                        for (int u = 0; u < DWB_U; u++) acc[u] = _mm512_fmadd_ps(w[kh * 3 + kw], v[u * S + kw], acc[u]);
+                }
+                for (int u = 0; u < DWB_U; u++) _mm512_storeu_ps(yr + (ow + u) * BLK, relu ? relu_ps(acc[u]) : acc[u]);
+                ow += DWB_U;
+            } else {
+                __m512 acc = b;
+                for (int kh = 0; kh < 3; kh++)
+                    for (int kw = 0; kw < 3; kw++) {
+                        const int64_t iw = ow * S + kw - 1;
+                        if (iw >= 0 && iw < W) acc = _mm512_fmadd_ps(w[kh * 3 + kw], _mm512_loadu_ps(rows[kh] + iw * BLK), acc);
+                    }
+                _mm512_storeu_ps(yr + ow * BLK, relu ? relu_ps(acc) : acc);
+                ow++;
+            }
+        }
+    }
+}
+
+NN_AVX512 static void dwb_rows_avx512(const float *x, int64_t H, int64_t W, const float *wt, const float *bias,
+                                      int64_t S, int64_t oh0, int64_t oh1, int64_t OW, float *y, int relu,
+                                      const float *zrow) {
+    if (S == 1) dwb_rows_core(x, H, W, wt, bias, 1, oh0, oh1, OW, y, relu, zrow);
+    else dwb_rows_core(x, H, W, wt, bias, 2, oh0, oh1, OW, y, relu, zrow);
+}
+#endif
+
+/* the portable depthwise rows: each tap adds its weight vector times the input vectors over
+ * the output columns whose input column is inside the row */
+NN_CLONES
+static void dwb_rows_portable(const float *x, int64_t H, int64_t W, const float *wt, const float *bias, int64_t S,
+                              int64_t oh0, int64_t oh1, int64_t OW, float *y, int relu) {
+    for (int64_t oh = oh0; oh < oh1; oh++) {
+        float *restrict yr = y + oh * OW * BLK;
+        for (int64_t i = 0; i < OW * BLK; i++) yr[i] = bias ? bias[i % BLK] : 0.0f;
+        for (int64_t kh = 0; kh < 3; kh++) {
+            const int64_t ih = oh * S + kh - 1;
+            if (ih < 0 || ih >= H) continue;
+            for (int64_t kw = 0; kw < 3; kw++) {
+                /* output columns ow with 0 <= ow S + kw - 1 < W */
+                const int64_t lo = kw == 0 ? 1 : 0, hi = imin(OW, (W - kw + S) / S);
+                const float *restrict xr = x + (ih * W + kw - 1) * BLK, *restrict wv = wt + (kh * 3 + kw) * BLK;
+                for (int64_t ow = lo; ow < hi; ow++)
+                    for (int l = 0; l < BLK; l++) yr[ow * BLK + l] += wv[l] * xr[ow * S * BLK + l];
+            }
+        }
+        if (relu)
+            for (int64_t i = 0; i < OW * BLK; i++) yr[i] = relu_f(yr[i]);
+    }
+}
+
+/* tasks: (image and channel block, block of output rows) */
+static void dwb_task(int64_t begin, int64_t end, void **argv) {
+    const blocked_job *j = (const blocked_job *)argv[0];
+    const int64_t CB = j->C / BLK, OH = j->OH;
+#ifdef NN_HAVE_AVX512
+    float *zrow = NULL;
+    if (native_on()) {
+        zrow = scratch(0, (size_t)(j->W * BLK));
+        if (!zrow) return;
+        memset(zrow, 0, (size_t)(j->W * BLK) * sizeof(float));
+    }
+#endif
+    for (int64_t t = begin; t < end; t++) {
+        const int64_t plane = t / j->rb, ib = t % j->rb, cb = plane % CB;
+        const int64_t oh0 = ib * OH / j->rb, oh1 = (ib + 1) * OH / j->rb;
+        const float *x = j->x + plane * j->H * j->W * BLK, *wt = j->wp + cb * 9 * BLK;
+        const float *bias = j->bias ? j->bias + cb * BLK : NULL;
+        float *y = j->y + plane * OH * j->OW * BLK;
+#ifdef NN_HAVE_AVX512
+        if (zrow) {
+            dwb_rows_avx512(x, j->H, j->W, wt, bias, j->S, oh0, oh1, j->OW, y, j->relu, zrow);
+            continue;
+        }
+#endif
+        dwb_rows_portable(x, j->H, j->W, wt, bias, j->S, oh0, oh1, j->OW, y, j->relu);
+    }
+}
+
+/* Direct convolution into the blocked layout. Output pixels whose taps all lie inside the
+ * input (the interior) run in tiles of R consecutive pixels of a row x the panel's V filter
+ * vectors: per tap V weight vectors and R broadcast input values; the other pixels (the
+ * padding's border) and the portable path take dirb_pixel, which skips taps outside. */
+#ifdef NN_HAVE_AVX512
+/* x: the image's input at channel 0, at the tile's first tap (row oh S - PH, column ow0 S - PW);
+ * wp: the panel; y: the panel's first output block at pixel (oh, ow0); nr: the pixels stored
+ * (the others recompute the first one). DIRB_TILE(R, V, S, KW) is the whole tile (nr == R) for
+ * one stride and kernel width (S, KW > 0: every offset a constant), DIRB_TILE(R, V, 0, 0) the
+ * tile for any. */
+#define DIRB_TILE(R, V, SC, KWC)                                                                            \
+    NN_AVX512 static void dirb_tile_##R##x##V##_##SC##_##KWC(const blocked_job *j, const float *x,           \
+                                                             const float *wp, const float *bias, float *y,   \
+                                                             int64_t nr) {                                   \
+        const int64_t OHW = j->OH * j->OW, HW = j->H * j->W, S = SC ? SC : j->S, KW = KWC ? KWC : j->KW;   \
+        if (j->C < 1 || j->KH < 1 || KW < 1) __builtin_unreachable();   /* sums stay in registers */    \
+        __m512 acc[R][V], b0[V];                                                                           \
+        for (int v = 0; v < V; v++) b0[v] = bias ? _mm512_loadu_ps(bias + 16 * v) : _mm512_setzero_ps();    \
+        for (int r = 0; r < R; r++)                                                                        \
+            for (int v = 0; v < V; v++) acc[r][v] = b0[v];                                                 \
+        int64_t off[R];                                                                                    \
+        for (int r = 0; r < R; r++) off[r] = SC ? r * SC : (r < nr ? r : 0) * S;                           \
+        const float *w = wp;                                                                               \
+        for (int64_t c = 0; c < j->C; c++)                                                                 \
+            for (int64_t kh = 0; kh < j->KH; kh++) {                                                       \
+                const float *xr = x + c * HW + kh * j->W;                                                  \
+                _Pragma("GCC unroll 1")   /* unrolled, the taps share broadcasts and spill the sums */     \
+                for (int64_t kw = 0; kw < KW; kw++, w += 16 * V) RV_STEP(R, V, acc, w, xr + kw, off);       \
+            }                                                                                              \
+        for (int v = 0; v < V; v++) {                                                                      \
+            if (j->relu)                                                                                   \
+                for (int r = 0; r < R; r++) {                                                              \
+                    if (SC || r < nr) _mm512_storeu_ps(y + (v * OHW + r) * BLK, relu_ps(acc[r][v]));             \
+                }                                                                                          \
+            else                                                                                           \
+                for (int r = 0; r < R; r++)                                                                \
+                    if (SC || r < nr) _mm512_storeu_ps(y + (v * OHW + r) * BLK, acc[r][v]);                 \
+        }                                                                                                  \
+    }
+#define DIRB_TILES(R, V) DIRB_TILE(R, V, 0, 0) DIRB_TILE(R, V, 1, 3) DIRB_TILE(R, V, 2, 3)
+DIRB_TILES(6, 4)
+DIRB_TILES(9, 3)
+DIRB_TILES(14, 2)
+DIRB_TILES(14, 1)
+
+typedef void (*dirb_tile_fn)(const blocked_job *, const float *, const float *, const float *, float *, int64_t);
+
+/* the tile for V filter vectors: of the job's stride and kernel width (full tiles) if there is
+ * one, else the general one */
+static dirb_tile_fn dirb_tile_for(const blocked_job *j, int general) {
+    static const dirb_tile_fn tiles[4][3] = {
+        {dirb_tile_14x1_0_0, dirb_tile_14x1_1_3, dirb_tile_14x1_2_3},
+        {dirb_tile_14x2_0_0, dirb_tile_14x2_1_3, dirb_tile_14x2_2_3},
+        {dirb_tile_9x3_0_0, dirb_tile_9x3_1_3, dirb_tile_9x3_2_3},
+        {dirb_tile_6x4_0_0, dirb_tile_6x4_1_3, dirb_tile_6x4_2_3},
+    };
+    const int fixed = !general && j->KW == 3 && (j->S == 1 || j->S == 2);
+    return tiles[j->V - 1][fixed ? j->S : 0];
+}
+#endif
+
+/* one output pixel (oh, ow) of one panel: x the image's input, wp the panel, y the panel's
+ * first output block at the pixel */
+NN_CLONES
+static void dirb_pixel(const blocked_job *j, const float *x, const float *wp, const float *bias, float *y,
+                       int64_t oh, int64_t ow) {
+    const int64_t pw = 16 * j->V;
+    float acc[64];
+    for (int64_t i = 0; i < pw; i++) acc[i] = bias ? bias[i] : 0.0f;
+    for (int64_t c = 0; c < j->C; c++)
+        for (int64_t kh = 0; kh < j->KH; kh++) {
+            const int64_t ih = oh * j->S - j->PH + kh;
+            if (ih < 0 || ih >= j->H) continue;
+            for (int64_t kw = 0; kw < j->KW; kw++) {
+                const int64_t iw = ow * j->S - j->PW + kw;
+                if (iw < 0 || iw >= j->W) continue;
+                const float a = x[(c * j->H + ih) * j->W + iw];
+                const float *w = wp + ((c * j->KH + kh) * j->KW + kw) * pw;
+                for (int64_t i = 0; i < pw; i++) acc[i] += a * w[i];
+            }
+        }
+    for (int64_t v = 0; v < j->V; v++)
+        for (int l = 0; l < BLK; l++) {
+            const float r = acc[16 * v + l];
+            y[v * j->OH * j->OW * BLK + l] = j->relu ? relu_f(r) : r;
+        }
+}
+
+/* the interior [lo, hi) of an output axis: positions o whose taps o S - pad + [0, K) lie in [0, n) */
+static void interior(int64_t n, int64_t K, int64_t S, int64_t pad, int64_t On, int64_t *lo, int64_t *hi) {
+    *lo = imin(On, cdiv(pad, S));
+    *hi = n - K + pad >= 0 ? imin(On, (n - K + pad) / S + 1) : 0;
+    if (*hi < *lo) *hi = *lo;
+}
+
+/* tasks: (image, block of output rows); per row every panel, its interior in tiles */
+static void dirb_task(int64_t begin, int64_t end, void **argv) {
+    const blocked_job *j = (const blocked_job *)argv[0];
+    const int64_t OH = j->OH, OW = j->OW, pw = 16 * j->V, panels = j->F / pw;
+    int64_t rlo, rhi, clo, chi;
+    interior(j->H, j->KH, j->S, j->PH, OH, &rlo, &rhi);
+    interior(j->W, j->KW, j->S, j->PW, OW, &clo, &chi);
+#ifdef NN_HAVE_AVX512
+    const dirb_tile_fn full = native_on() ? dirb_tile_for(j, 0) : NULL, part = native_on() ? dirb_tile_for(j, 1) : NULL;
+    const int64_t R = j->R;
+#endif
+    for (int64_t t = begin; t < end; t++) {
+        const int64_t n = t / j->rb, ib = t % j->rb;
+        const int64_t oh0 = ib * OH / j->rb, oh1 = (ib + 1) * OH / j->rb;
+        const float *x = j->x + n * j->C * j->H * j->W;
+        for (int64_t oh = oh0; oh < oh1; oh++)
+            for (int64_t q = 0; q < panels; q++) {
+                const float *wp = j->wp + q * j->C * j->KH * j->KW * pw, *bias = j->bias ? j->bias + q * pw : NULL;
+                float *y = j->y + (n * j->F + q * pw) * OH * OW + oh * OW * BLK;
+                int64_t lo = 0, hi = 0;   /* the columns taken by tiles */
+#ifdef NN_HAVE_AVX512
+                if (full && oh >= rlo && oh < rhi) {
+                    lo = clo, hi = chi;
+                    const float *xr = x + (oh * j->S - j->PH) * j->W - j->PW;
+                    for (int64_t ow = lo; ow < hi; ow += R)
+                        (ow + R <= hi ? full : part)(j, xr + ow * j->S, wp, bias, y + ow * BLK, imin(R, hi - ow));
+                }
+#endif
+                for (int64_t ow = 0; ow < OW; ow++)
+                    if (ow < lo || ow >= hi) dirb_pixel(j, x, wp, bias, y + ow * BLK, oh, ow);
+            }
+    }
+}
+
+/* the pixel tile height for V filter vectors: 28 accumulators or fewer. For V = 4, 7 rows
+ * only where they pad the plane's pixels at least 5% less than 6: the 7 x 4 tile needs 33
+ * vector registers (28 sums, 4 weight vectors, the broadcast) and spills one sum. Measured in
+ * mobilenet1.0, one thread, in graph (7 / 6 rows time): 1.03-1.06 at 14x14 (196 pixels, 198
+ * in 6-row tiles), 0.94-0.96 at 7x7 (49 pixels, 54 in 6-row tiles). */
+static int64_t pwb_rows(int64_t V, int64_t P) {
+    if (V == 4) return cdiv(P, 7) * 7 * 20 < cdiv(P, 6) * 6 * 19 ? 7 : 6;
+    return V == 3 ? 8 : V == 2 ? 12 : 14;
+}
+
+NN_API void symjit_nn_conv_blocked(const symjit_conv_blocked_desc *d, const float *x, const float *wp,
+                                   const float *bias, float *y) {
+    blocked_job j = {x, wp, bias, y, d->n, d->channels, d->filters, d->height, d->width, d->out_height,
+                     d->out_width, d->stride, d->vectors, 0, (int)d->relu, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    const int64_t threads = symjit_get_num_threads();
+    void *argv[1] = {&j};
+    const int ok_channels = j.C % BLK == 0 && j.F % BLK == 0 && j.C > 0 && j.F > 0;
+    if (d->kind == SYMJIT_BLOCKED_POINTWISE && ok_channels && j.V >= 1 && j.V <= 4 && j.F % (16 * j.V) == 0 && j.S == 1) {
+        const int64_t P = j.H * j.W;
+        j.R = pwb_rows(j.V, P);
+        j.panels = j.F / (16 * j.V);
+        j.ptiles = cdiv(P, j.R);
+        const int64_t want = cdiv(tiles_want(2.0 * (double)j.N * (double)P * (double)j.C * (double)j.F, threads), j.N);
+        /* pg panel groups x pb pixel blocks: the tasks read C (pg P + pb F) floats of input and
+         * weights in all, least at pg = sqrt(want F / P) (large planes split by pixels, small
+         * ones by filters). Measured in mobilenet1.0, in graph (this split / filters first):
+         * 0.82-0.90 on 112x112-28x28 planes with two threads, the whole call 0.93; one thread
+         * unchanged. */
+        const double pg = sqrt((double)want * (double)j.F / (double)P);
+        j.pg = imax(1, imin(imin(j.panels, want), (int64_t)(pg + 0.5)));
+        j.pb = imax(1, imin(j.ptiles, cdiv(want, j.pg)));
+        symjit_parallel_for(pwb_task, j.N * j.pb * j.pg, 1, argv);
+        return;
+    }
+    if (d->kind == SYMJIT_BLOCKED_DIRECT && j.C > 0 && j.F % BLK == 0 && j.F > 0 && j.V >= 1 && j.V <= 4 &&
+        j.F % (16 * j.V) == 0 && j.S >= 1 && d->kernel_h >= 1 && d->kernel_w >= 1 && d->pad_h >= 0 &&
+        d->pad_w >= 0) {
+        j.KH = d->kernel_h, j.KW = d->kernel_w, j.PH = d->pad_h, j.PW = d->pad_w;
+        j.R = j.V == 4 ? 6 : j.V == 3 ? 9 : 14;   /* 14-28 sums, the tiles above */
+        const double flops = 2.0 * (double)j.N * (double)(j.OH * j.OW) * (double)j.F * (double)(j.C * j.KH * j.KW);
+        j.rb = imax(1, imin(j.OH, cdiv(tiles_want(flops, threads), j.N)));
+        symjit_parallel_for(dirb_task, j.N * j.rb, 1, argv);
+        return;
+    }
+    if (d->kind == SYMJIT_BLOCKED_DEPTHWISE && ok_channels && j.C == j.F && (j.S == 1 || j.S == 2)) {
+        const int64_t planes = j.N * (j.C / BLK);
+        const int64_t want = tiles_want(18.0 * (double)planes * BLK * (double)(j.OH * j.OW), threads);
+        j.rb = imax(1, imin(j.OH, cdiv(want, planes)));
+        symjit_parallel_for(dwb_task, planes * j.rb, 1, argv);
+        return;
+    }
+    symjit_set_error(SYMJIT_ERR_INVALID_ARGUMENT,
+                     "nnkernels: conv_blocked: unsupported descriptor (kind %lld, C %lld, F %lld, stride %lld, V %lld)",
+                     (long long)d->kind, (long long)j.C, (long long)j.F, (long long)j.S, (long long)j.V);
+}

@@ -1,0 +1,282 @@
+/* nn/pool.c -- Pooling, forward and backward.
+ * Part of the kernel library: compiled only as part of nnkernels.c (one translation unit). */
+
+/* ---------------------------------------------------------------------------------------- */
+/* Pooling                                                                                   */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Descriptor: symjit_pool_desc (nnkernels.h).
+ * Windows start at o*s - p; max skips padding (an empty window gives -FLT_MAX) and ignores NaN
+ * like numpy's fmax; avg divides by the window clipped to [start, min(start+k, in+p)) (or to
+ * the input without count_include_pad). */
+typedef struct {
+    const symjit_pool_desc *d;
+    const float *x, *dy, *y;
+    float *out;
+} pool_job;
+
+static int64_t win_lo(int64_t o, int64_t s, int64_t p) { return o * s - p; }
+
+static float pool_divisor(const symjit_pool_desc *d, int64_t od, int64_t oh, int64_t ow) {
+    int64_t o[3] = {od, oh, ow};
+    float div = 1.0f;
+    for (int i = 0; i < 3; i++) {
+        int64_t in = d->in_size[i], k = d->kernel[i], s = d->stride[i], p = d->pad[i];
+        int64_t st = win_lo(o[i], s, p), en = imin(st + k, in + p);
+        int64_t size = d->count_include_pad ? en - st : imin(en, in) - imax(st, 0);
+        div *= (float)size;
+    }
+    return div;
+}
+
+static float lp_root(float v, int64_t p) {
+    if (p == 1) return v;
+    if (p == 2) return sqrtf(v);
+    if (p == 3) return cbrtf(v);
+    return powf(v, 1.0f / (float)p);
+}
+
+static float lp_pow(float v, int64_t p) {
+    if (p == 1) return v;
+    if (p == 2) return v * v;
+    if (p == 3) return v * v * v;
+    return powf(v, (float)p);
+}
+
+NN_CLONES
+static void pool_fwd_task(int64_t begin, int64_t end, void **argv) {
+    pool_job *job = (pool_job *)argv[0];
+    const symjit_pool_desc *d = job->d;
+    const int64_t D = d->in_size[0], H = d->in_size[1], W = d->in_size[2], OD = d->out_size[0],
+                  OH = d->out_size[1], OW = d->out_size[2];
+    const int64_t type = d->type, pv = d->p, sw = d->stride[2], kwn = d->kernel[2];
+    /* the valid output columns [lo, hi) of each kernel column (the same for every row) */
+    int64_t lo_s[64], hi_s[64];
+    int64_t *lo = lo_s, *hi = hi_s;
+    if (kwn > 64) {
+        lo = malloc((size_t)kwn * 2 * sizeof(int64_t));
+        if (!lo) return;
+        hi = lo + kwn;
+    }
+    for (int64_t kw = 0; kw < kwn; kw++) {
+        const int64_t off = kw - d->pad[2];
+        int64_t l = off >= 0 ? 0 : cdiv(-off, sw);
+        int64_t h = W - off <= 0 ? 0 : cdiv(W - off, sw);
+        lo[kw] = imin(l, OW);
+        hi[kw] = imin(imax(h, lo[kw]), OW);
+    }
+    for (int64_t t = begin; t < end; t++) {
+        const float *xp = job->x + t * D * H * W;
+        float *yp = job->out + t * OD * OH * OW;
+        for (int64_t od = 0; od < OD; od++)
+            for (int64_t oh = 0; oh < OH; oh++) {
+                float *yr = yp + (od * OH + oh) * OW;
+                const float init = type == SYMJIT_POOL_MAX ? -FLT_MAX : 0.0f;
+                for (int64_t ow = 0; ow < OW; ow++) yr[ow] = init;
+                int64_t d0 = win_lo(od, d->stride[0], d->pad[0]), h0 = win_lo(oh, d->stride[1], d->pad[1]);
+                for (int64_t id = imax(d0, 0); id < imin(d0 + d->kernel[0], D); id++)
+                    for (int64_t ih = imax(h0, 0); ih < imin(h0 + d->kernel[1], H); ih++) {
+                        const float *xr = xp + (id * H + ih) * W;
+                        for (int64_t kw = 0; kw < kwn; kw++) {
+                            const int64_t off = kw - d->pad[2], l = lo[kw], h = hi[kw];
+                            if (type == SYMJIT_POOL_MAX) {
+                                if (sw == 1) {
+                                    for (int64_t ow = l; ow < h; ow++) {
+                                        float v = xr[ow + off], o = yr[ow];
+                                        yr[ow] = (v > o || o != o) ? v : o;
+                                    }
+                                } else {
+                                    for (int64_t ow = l; ow < h; ow++) {
+                                        float v = xr[ow * sw + off], o = yr[ow];
+                                        yr[ow] = (v > o || o != o) ? v : o;
+                                    }
+                                }
+                            } else if (type == SYMJIT_POOL_LP) {
+                                for (int64_t ow = l; ow < h; ow++) yr[ow] += lp_pow(xr[ow * sw + off], pv);
+                            } else if (sw == 1) {
+                                for (int64_t ow = l; ow < h; ow++) yr[ow] += xr[ow + off];
+                            } else {
+                                for (int64_t ow = l; ow < h; ow++) yr[ow] += xr[ow * sw + off];
+                            }
+                        }
+                    }
+                if (type == SYMJIT_POOL_AVG) {
+                    for (int64_t ow = 0; ow < OW; ow++) yr[ow] = yr[ow] / pool_divisor(d, od, oh, ow);
+                } else if (type == SYMJIT_POOL_LP) {
+                    for (int64_t ow = 0; ow < OW; ow++) yr[ow] = lp_root(yr[ow], pv);
+                }
+            }
+    }
+    if (lo != lo_s) free(lo);
+}
+
+/* Global pooling (one output per plane, the window is the whole unpadded plane): one reduction
+ * per plane; max in the order of the general path, sums in 16 interleaved partial sums (another
+ * summation order, within float rounding of the reference). */
+NN_CLONES
+static void pool_global_task(int64_t begin, int64_t end, void **argv) {
+    pool_job *job = (pool_job *)argv[0];
+    const symjit_pool_desc *d = job->d;
+    const int64_t n = d->in_size[0] * d->in_size[1] * d->in_size[2], type = d->type, pv = d->p;
+    for (int64_t t = begin; t < end; t++) {
+        const float *restrict xp = job->x + t * n;
+        if (type == SYMJIT_POOL_MAX) {
+            float o = -FLT_MAX;
+            for (int64_t i = 0; i < n; i++) {
+                float v = xp[i];
+                o = (v > o || o != o) ? v : o;
+            }
+            job->out[t] = o;
+            continue;
+        }
+        float part[16] = {0};
+        int64_t i = 0;
+        if (type == SYMJIT_POOL_LP) {
+            for (; i < n; i++) part[0] += lp_pow(xp[i], pv);
+        } else {
+            for (; i + 16 <= n; i += 16)
+                for (int l = 0; l < 16; l++) part[l] += xp[i + l];
+            for (; i < n; i++) part[i & 15] += xp[i];
+        }
+        float sum = 0.0f;
+        for (int l = 0; l < 16; l++) sum += part[l];
+        job->out[t] = type == SYMJIT_POOL_AVG ? sum / pool_divisor(d, 0, 0, 0)
+                      : type == SYMJIT_POOL_LP ? lp_root(sum, pv) : sum;
+    }
+}
+
+#ifdef NN_HAVE_AVX512
+/* max pooling of one plane from its phase planes (padded with -FLT_MAX): output row oh, columns
+ * [16 v, 16 v + 16) take the max over the taps (tap t at src + toff[t] + oh Wq + 16 v), eight
+ * vectors at a time; vmaxps(v, acc) keeps acc where v is NaN, like the general path */
+NN_AVX512 static void pool_max_plane_avx512(const float *src, const int64_t *toff, int64_t KK, int64_t OH,
+                                            int64_t OW, int64_t Wq, float *y) {
+    const int64_t per_row = cdiv(OW, 16), total = OH * per_row;
+    for (int64_t i0 = 0; i0 < total; i0 += 8) {
+        const float *base[8];
+        float *dst[8];
+        __mmask16 m[8];
+        const int64_t cnt = plane_vector_group(src, y, OW, Wq, per_row, total, i0, base, dst, m);
+        __m512 a[8];
+        for (int u = 0; u < 8; u++) a[u] = _mm512_set1_ps(-FLT_MAX);
+        for (int64_t t = 0; t < KK; t++) {
+            const int64_t o = toff[t];
+            for (int u = 0; u < 8; u++) a[u] = _mm512_max_ps(_mm512_loadu_ps(base[u] + o), a[u]);
+        }
+        for (int u = 0; u < 8; u++)
+            if (u < cnt) _mm512_mask_storeu_ps(dst[u], m[u], a[u]);
+    }
+}
+#endif
+
+/* 2-D max pooling on the AVX-512 path: per plane, the input's stride phase planes padded with
+ * -FLT_MAX (windows over the padding or past the input need no clipping), each output row a
+ * few vectors with each tap one shifted load. */
+static void pool_max2d_task(int64_t begin, int64_t end, void **argv) {
+#ifdef NN_HAVE_AVX512
+    pool_job *job = (pool_job *)argv[0];
+    const symjit_pool_desc *d = job->d;
+    const int64_t H = d->in_size[1], W = d->in_size[2], OH = d->out_size[1], OW = d->out_size[2],
+                  KH = d->kernel[1], KW = d->kernel[2], sh = d->stride[1], sw = d->stride[2];
+    const int64_t Hq = OH + (KH - 1) / sh, Wq = OW + (KW - 1) / sw, S = sh * sw;
+    geo_t g;
+    memset(&g, 0, sizeof g);
+    g.in[1] = H; g.in[2] = W; g.p[1] = d->pad[1]; g.p[2] = d->pad[2]; g.s[1] = sh; g.s[2] = sw;
+    const int64_t slack = Wq + KW + 32;
+    float *planes = scratch(0, (size_t)(S * Hq * Wq + slack));
+    if (!planes) return;
+    for (int64_t i = 0; i < slack; i++) planes[S * Hq * Wq + i] = -FLT_MAX;
+    int64_t toff[64], used = 0;
+    for (int64_t kh = 0; kh < KH; kh++)
+        for (int64_t kw = 0; kw < KW; kw++) {
+            toff[kh * KW + kw] = ((kh % sh) * sw + kw % sw) * Hq * Wq + (kh / sh) * Wq + kw / sw;
+            used |= (int64_t)1 << ((kh % sh) * sw + kw % sw);
+        }
+    for (int64_t t = begin; t < end; t++) {
+        for (int64_t a = 0; a < sh; a++)
+            for (int64_t b = 0; b < sw; b++)
+                if ((used >> (a * sw + b)) & 1)
+                    pad_phase_plane_fill(&g, job->x + t * H * W, a, b, Hq, Wq, planes + (a * sw + b) * Hq * Wq,
+                                         t != begin, -FLT_MAX);
+        pool_max_plane_avx512(planes, toff, KH * KW, OH, OW, Wq, job->out + t * OH * OW);
+    }
+#endif
+}
+
+NN_API void symjit_nn_pool(const symjit_pool_desc *d, const float *x, float *y) {
+    pool_job job = {d, x, NULL, NULL, y};
+    void *argv[1] = {&job};
+    const int64_t *in = d->in_size, *out = d->out_size, *k = d->kernel, *s = d->stride, *p = d->pad;
+    int64_t work = out[0] * out[1] * out[2] * k[0] * k[1] * k[2];
+    int64_t grain = imax(1, 32768 / imax(work, 1));
+    int global = out[0] == 1 && out[1] == 1 && out[2] == 1 && k[0] == in[0] && k[1] == in[1] && k[2] == in[2] &&
+                 p[0] == 0 && p[1] == 0 && p[2] == 0;
+    if (global) {
+        symjit_parallel_for(pool_global_task, d->planes, imax(1, 32768 / imax(in[0] * in[1] * in[2], 1)), argv);
+    } else if (native_on() && d->type == SYMJIT_POOL_MAX && in[0] == 1 && out[0] == 1 && k[0] == 1 &&
+               k[1] * k[2] <= 64 && s[1] * s[2] <= 16) {
+        int64_t plane = (out[1] + (k[1] - 1) / s[1]) * (out[2] + (k[2] - 1) / s[2]) * s[1] * s[2];
+        symjit_parallel_for(pool_max2d_task, d->planes, imax(1, 16384 / imax(plane, 1)), argv);
+    } else {
+        symjit_parallel_for(pool_fwd_task, d->planes, grain, argv);
+    }
+}
+
+static void pool_bwd_task(int64_t begin, int64_t end, void **argv) {
+    pool_job *job = (pool_job *)argv[0];
+    const symjit_pool_desc *d = job->d;
+    const int64_t D = d->in_size[0], H = d->in_size[1], W = d->in_size[2], OD = d->out_size[0],
+                  OH = d->out_size[1], OW = d->out_size[2];
+    const int64_t type = d->type, pv = d->p;
+    for (int64_t t = begin; t < end; t++) {
+        const float *xp = job->x + t * D * H * W;
+        const float *dyp = job->dy + t * OD * OH * OW;
+        const float *yp = job->y + t * OD * OH * OW;
+        float *dxp = job->out + t * D * H * W;
+        memset(dxp, 0, (size_t)(D * H * W) * sizeof(float));
+        for (int64_t od = 0; od < OD; od++)
+            for (int64_t oh = 0; oh < OH; oh++)
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    int64_t o = (od * OH + oh) * OW + ow;
+                    int64_t d0 = win_lo(od, d->stride[0], d->pad[0]), h0 = win_lo(oh, d->stride[1], d->pad[1]);
+                    int64_t w0 = win_lo(ow, d->stride[2], d->pad[2]);
+                    int64_t d1 = imin(d0 + d->kernel[0], D), h1 = imin(h0 + d->kernel[1], H);
+                    int64_t w1 = imin(w0 + d->kernel[2], W);
+                    d0 = imax(d0, 0); h0 = imax(h0, 0); w0 = imax(w0, 0);
+                    float gv = dyp[o];
+                    if (type == SYMJIT_POOL_MAX) {
+                        float best = -INFINITY;
+                        int64_t arg = -1;
+                        for (int64_t id = d0; id < d1; id++)
+                            for (int64_t ih = h0; ih < h1; ih++)
+                                for (int64_t iw = w0; iw < w1; iw++) {
+                                    float v = xp[(id * H + ih) * W + iw];
+                                    if (v > best) { best = v; arg = (id * H + ih) * W + iw; }
+                                }
+                        if (arg >= 0) dxp[arg] += gv;
+                        continue;
+                    }
+                    if (type == SYMJIT_POOL_AVG) gv = gv / pool_divisor(d, od, oh, ow);
+                    for (int64_t id = d0; id < d1; id++)
+                        for (int64_t ih = h0; ih < h1; ih++)
+                            for (int64_t iw = w0; iw < w1; iw++) {
+                                int64_t i = (id * H + ih) * W + iw;
+                                if (type == SYMJIT_POOL_LP && pv != 1) {
+                                    float yv = yp[o];
+                                    float term = gv * lp_pow(xp[i] / yv, pv - 1);
+                                    dxp[i] += yv == 0.0f ? 0.0f : term;
+                                } else {
+                                    dxp[i] += gv;
+                                }
+                            }
+                }
+    }
+}
+
+/* dx (planes, in) from dy and y (planes, out) and x (planes, in): the gradient of symjit_nn_pool;
+ * max routes each output gradient to the first (row-major) strict maximum of its window. */
+NN_API void symjit_nn_pool_bwd(const symjit_pool_desc *d, const float *dy, const float *x, const float *y, float *dx) {
+    pool_job job = {d, x, dy, y, dx};
+    void *argv[1] = {&job};
+    symjit_parallel_for(pool_bwd_task, d->planes, 1, argv);
+}
