@@ -19,7 +19,8 @@ from .naming import AttrScope, NameManager, Prefix  # noqa: F401
 from .symbol import Group, Symbol, Variable, create_op_symbol, var  # noqa: F401
 
 __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "fromjson", "op_function",
-           "power", "pow", "maximum", "minimum", "hypot", "zeros", "ones", "full", "arange"]
+           "power", "pow", "maximum", "minimum", "hypot", "zeros", "ones", "full", "arange",
+           "eye", "linspace"]
 
 
 def op_function(func_name: str, hint: str | None = None) -> Callable:
@@ -110,6 +111,15 @@ def full(shape, val, dtype=None, **kwargs) -> Symbol:
 def arange(start, stop=None, step=1.0, repeat=1, name=None, dtype=None, **kwargs) -> Symbol:
     return create_op_symbol("_arange", [], dict(start=start, stop=stop, step=step, repeat=repeat,
                                                 dtype=dtype or "float32", **kwargs), name=name)
+
+
+def eye(N, M=0, k=0, dtype=None, **kwargs) -> Symbol:
+    return create_op_symbol("_eye", [], dict(N=N, M=M, k=k, dtype=dtype or "float32", **kwargs))
+
+
+def linspace(start, stop, num, endpoint=True, name=None, dtype=None, **kwargs) -> Symbol:
+    return create_op_symbol("_linspace", [], dict(start=start, stop=stop, num=num, endpoint=endpoint,
+                                                  dtype=dtype or "float32", **kwargs), name=name)
 
 
 def load_json_file(fname: str) -> Symbol:
