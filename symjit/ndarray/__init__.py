@@ -112,6 +112,13 @@ _UFUNCS = {
 }
 
 
+def histogram(a, bins=10, range=None, **kwargs):  # noqa: A002 - MXNet's argument name
+    """(counts, bin edges) of `a`: `bins` equal bins over `range`, or the edges `bins` (an NDArray)."""
+    if isinstance(bins, NDArray):
+        return invoke("_histogram", [a, bins], {}, **kwargs)
+    return invoke("_histogram", [a], {"bin_cnt": bins, "range": range}, **kwargs)
+
+
 def _populate() -> None:
     g = globals()
     for name in list_ops():

@@ -122,6 +122,13 @@ def linspace(start, stop, num, endpoint=True, name=None, dtype=None, **kwargs) -
                                                   dtype=dtype or "float32", **kwargs), name=name)
 
 
+def histogram(a, bins=10, range=None, **kwargs) -> Symbol:  # noqa: A002 - MXNet's argument name
+    """(counts, bin edges) of `a`: `bins` equal bins over `range`, or the edges `bins` (a Symbol)."""
+    if isinstance(bins, Symbol):
+        return create_op_symbol("_histogram", [a, bins], {}, **kwargs)
+    return create_op_symbol("_histogram", [a], {"bin_cnt": bins, "range": range}, **kwargs)
+
+
 def load_json_file(fname: str) -> Symbol:
     try:
         with open(fname) as f:
