@@ -130,4 +130,4 @@ def _populate() -> None:
 
 _populate()
 
-from . import contrib, image, sparse  # noqa: E402,F401  (mx.nd.contrib / image / sparse)
+from . import contrib, image, linalg, sparse  # noqa: E402,F401  (mx.nd.contrib / image / linalg / sparse)
