@@ -115,6 +115,10 @@ class Op:
         """Names of the inputs for these attributes (e.g. no `bias` when no_bias)."""
         return list(self.inputs)
 
+    def aux_input_names(self, attrs: Mapping) -> list[str]:
+        """Names of the inputs that are auxiliary states for these attributes."""
+        return list(self.aux_names)
+
     def num_outputs(self, attrs: Mapping) -> int:
         return len(self.outputs)
 
