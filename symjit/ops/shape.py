@@ -995,7 +995,7 @@ def _slice_axis_range(op: str, attrs, d: tuple) -> tuple[int, int, int]:
 class SliceAxis(_ShapeOp):
     """`data` restricted to [begin, end) along `axis` (negative indices count from the end;
     end=None means the axis size)."""
-    params = {"axis": Param(Int), "begin": Param(Int), "end": Param(Optional(Int))}
+    params = {"axis": Param(Int), "begin": Param(Int), "end": Param(Optional(Int), None)}
 
     def infer_shape(self, attrs, in_shapes):
         (d,) = in_shapes
@@ -1116,7 +1116,7 @@ class Take(_ShapeOp):
         return [tuple(a), tuple(idx)], [_take_shape(self.name, attrs, tuple(a), tuple(idx))]
 
     def infer_type(self, attrs, in_types):
-        return _first_input_type(in_types, fill={1: "int32"})
+        return _first_input_type(in_types)   # indices keep their own dtype (float32 by default, as MXNet)
 
     def compute(self, attrs, inputs, ctx):
         a, idx = inputs
@@ -1148,7 +1148,7 @@ class BackwardTake(_ShapeOp):
         return [g, idx], [shape]
 
     def infer_type(self, attrs, in_types):
-        return _first_input_type(in_types, fill={1: "int32"})
+        return _first_input_type(in_types)
 
     def compute(self, attrs, inputs, ctx):
         g, idx = inputs

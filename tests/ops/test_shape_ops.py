@@ -625,7 +625,9 @@ def test_take_details():
     with pytest.raises(MXNetError, match="take"):
         fwd("take", [a, np.array([0])], axis=2)
     assert infer("take", [(0, 3), (5,)], axis=1)[1] == [(0, 5)]
-    assert infer_types("take", ["float64", None]) == (["float64", "int32"], ["float64"])
+    # the indices keep their own dtype (MXNet binds unknown ones as float32)
+    assert infer_types("take", ["float64", None]) == (["float64", None], ["float64"])
+    assert infer_types("take", ["float64", "float32"]) == (["float64", "float32"], ["float64"])
     # duplicate indices accumulate in the gradient; the scatter-add's own gradient is a gather
     check_op_gradient("take", [a, np.array([1, 1, 2, 1])], {"axis": 0})
     check_op_gradient("_backward_take", [rand(3, 2), np.array([0, 2])], {"axis": 1, "shape": (3, 4)})
@@ -985,3 +987,15 @@ def test_partial_inference_in_a_graph():
     r = b.add_node("Reshape", [x], {"shape": "(2, 3, 4)"})[0]
     g, _ = infer_types(b.build([r]))
     assert g.inputs[0].type.shape == (2, 12)
+
+
+def test_symbolic_take_with_float_indices_and_slice_axis_without_end():
+    """MXNet: `sym.take` accepts float32 indices (truncated); `slice_axis(end=None)` runs to the end."""
+    import symjit as mx
+    a, i = mx.sym.var("a"), mx.sym.var("i")
+    data = np.arange(12, dtype=np.float32).reshape(4, 3)
+    out = mx.sym.take(a, i).eval(a=mx.nd.array(data), i=mx.nd.array([0.0, 2.7, 3.0]))[0].asnumpy()
+    np.testing.assert_array_equal(out, data[[0, 2, 3]])
+    s = mx.sym.slice_axis(a, axis=1, begin=1, end=None)
+    np.testing.assert_array_equal(s.eval(a=mx.nd.array(data))[0].asnumpy(), data[:, 1:])
+    np.testing.assert_array_equal(mx.sym.load_json(s.tojson()).eval(a=mx.nd.array(data))[0].asnumpy(), data[:, 1:])
