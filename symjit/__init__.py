@@ -5,10 +5,16 @@ frontends (ndarray, symbol, gluon, module, autograd) -> ops -> ir -> passes -> c
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+#: The MXNet API level symjit implements (what `mx.__version__` reports to MXNet programs).
+__version__ = "1.9.1"
+#: symjit's own version.
+__symjit_version__ = "0.1.0"
 
 from . import base  # noqa: F401
 from .base import MXNetError  # noqa: F401
+from . import util  # noqa: F401
+from .util import (is_np_array, is_np_shape, np_array, np_shape, reset_np, set_np, set_np_shape,  # noqa: F401
+                   use_np, use_np_array, use_np_shape)
 from .codegen import blas as _blas
 
 _blas.prefer_avx512_kernels()   # before anything loads scipy's OpenBLAS (see codegen/blas.py)
@@ -18,6 +24,7 @@ from . import ndarray  # noqa: F401
 from . import ndarray as nd  # noqa: F401
 from . import autograd  # noqa: F401
 from . import random  # noqa: F401
+from . import runtime  # noqa: F401
 from . import test_utils  # noqa: F401
 from . import initializer  # noqa: F401
 from . import initializer as init  # noqa: F401

@@ -8,18 +8,57 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["MXNetError", "mx_real_t", "numeric_types", "integer_types", "string_types",
-           "canonical_dtype", "dtype_name", "DTYPE_NAMES"]
+__all__ = ["MXNetError", "NotImplementedForSymbol", "NotSupportedForSparseNDArray", "mx_real_t", "numeric_types",
+           "integer_types", "string_types", "py_str", "canonical_dtype", "dtype_name", "DTYPE_NAMES"]
 
 
 class MXNetError(RuntimeError):
     """The single exception family of symjit (MXNet's name, for compatibility)."""
 
 
+class _UnsupportedCall(MXNetError):
+    """A function called on a kind of array that does not offer it (MXNet's message form)."""
+    _what = ""
+
+    def __init__(self, function, alias=None, *args):
+        super().__init__()
+        self.function = getattr(function, "__name__", str(function))
+        self.alias = alias
+        self.args = tuple(str(type(a)) for a in args)
+
+    def __str__(self):
+        msg = f"Function {self.function}"
+        if self.alias:
+            msg += f' (namely operator "{self.alias}")'
+        if self.args:
+            msg += " with arguments ({})".format(", ".join(self.args))
+        return msg + self._what
+
+
+class NotImplementedForSymbol(_UnsupportedCall):
+    """An NDArray-only function was called on a Symbol."""
+    _what = " is not implemented for Symbol and only available in NDArray."
+
+
+class NotSupportedForSparseNDArray(_UnsupportedCall):
+    """A dense-only function was called on a sparse NDArray."""
+    _what = " is not supported for SparseNDArray and only available in NDArray."
+
+
 mx_real_t = np.float32
 numeric_types = (float, int, np.generic)
 integer_types = (int, np.integer)
 string_types = (str,)
+
+
+def py_str(x) -> str:
+    """Text from the bytes a C API returns (UTF-8); text passes through."""
+    return x.decode("utf-8") if isinstance(x, (bytes, bytearray)) else str(x)
+
+
+def _as_list(obj):
+    """`obj` itself when it is a list or tuple, else `[obj]`."""
+    return obj if isinstance(obj, (list, tuple)) else [obj]
 
 #: dtypes symjit stores and computes with; names as MXNet spells them.
 DTYPE_NAMES = {

@@ -537,7 +537,7 @@ def cmd_launch(argv: list[str]) -> int:
 # --------------------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from . import __symjit_version__ as __version__
     p = argparse.ArgumentParser(prog="symjit", description="symjit: compile, run and inspect MXNet models.")
     p.add_argument("--version", action="version", version=f"symjit {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")

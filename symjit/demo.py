@@ -98,7 +98,7 @@ def inspect_demo() -> None:
 
 
 def main() -> None:
-    print(f"symjit {mx.__version__}")
+    print(f"symjit {mx.__symjit_version__} (MXNet {mx.__version__} API)")
     elementwise_demo()
     gluon_demo()
     inspect_demo()

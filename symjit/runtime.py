@@ -293,3 +293,81 @@ def load(path: str | os.PathLike[str], params: Mapping[str, np.ndarray] | None =
         entries[gname] = make_entry(desc["entry"], desc["inputs"], desc["outputs"], bound, desc["workspace_size"],
                                     gname, owner=handle, last_error=desc["last_error"])
     return Library(path, handle, entries)
+
+
+# ------------------------------------------------------------------------------------------
+# Build features (MXNet's `mx.runtime.Features`): what this installation can do.
+# ------------------------------------------------------------------------------------------
+
+class Feature:
+    """One capability of the installation: `name` and whether it is `enabled`."""
+    __slots__ = ("name", "enabled")
+
+    def __init__(self, name: str, enabled: bool):
+        self.name = name
+        self.enabled = bool(enabled)
+
+    def __repr__(self) -> str:
+        return f"{'✔' if self.enabled else '✖'} {self.name}"
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def _importable(module: str) -> bool:
+    import importlib.util
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def feature_list() -> list[Feature]:
+    """The installation's features with MXNet's names. Native code is generated at run time for
+    the host CPU, so the CPU_* entries report the instructions this CPU offers; CUDA means that
+    CUDA C can be built (nvcc found); INT64_TENSOR_SIZE: shapes and indices are 64-bit."""
+    import shutil
+    flags = _cpu_flags()
+    nvcc = bool(os.environ.get("SYMJIT_NVCC") or shutil.which("nvcc")
+                or (os.environ.get("CUDA_HOME") and os.path.exists(os.path.join(os.environ["CUDA_HOME"], "bin", "nvcc"))))
+    table = [
+        ("CUDA", nvcc), ("CUDNN", False), ("NCCL", False), ("CUDA_RTC", False), ("TENSORRT", False),
+        ("CPU_SSE", "sse" in flags), ("CPU_SSE2", "sse2" in flags), ("CPU_SSE3", "pni" in flags),
+        ("CPU_SSE4_1", "sse4_1" in flags), ("CPU_SSE4_2", "sse4_2" in flags), ("CPU_SSE4A", "sse4a" in flags),
+        ("CPU_AVX", "avx" in flags), ("CPU_AVX2", "avx2" in flags), ("CPU_AVX512F", "avx512f" in flags),
+        ("OPENMP", False), ("SSE", "sse" in flags), ("F16C", "f16c" in flags), ("JEMALLOC", False),
+        ("BLAS_OPEN", True), ("BLAS_ATLAS", False), ("BLAS_MKL", False), ("BLAS_APPLE", False),
+        ("LAPACK", True), ("MKLDNN", False), ("OPENCV", _importable("cv2")), ("CAFFE", False),
+        ("PROFILER", True), ("DIST_KVSTORE", _importable("mpi4py")), ("CXX14", True),
+        ("INT64_TENSOR_SIZE", True), ("SIGNAL_HANDLER", False), ("DEBUG", os.environ.get("SYMJIT_DEBUG") == "1"),
+        ("TVM_OP", False), ("LLVM", True),
+    ]
+    return [Feature(name, enabled) for name, enabled in table]
+
+
+class Features(dict):
+    """The features by name (`Features().is_enabled('CUDA')`)."""
+
+    def __init__(self):
+        super().__init__((f.name, f) for f in feature_list())
+
+    def __repr__(self) -> str:
+        return str(list(self.values()))
+
+    def is_enabled(self, feature_name: str) -> bool:
+        """Whether `feature_name` is enabled; RuntimeError for an unknown name (as MXNet)."""
+        name = feature_name.upper()
+        if name not in self:
+            raise RuntimeError(f"Feature '{feature_name}' is unknown, known features are: {list(self.keys())}")
+        return self[name].enabled
+
+
+__all__ += ["Feature", "Features", "feature_list"]

@@ -42,7 +42,7 @@ from typing import Callable
 
 import numpy as np
 
-from .. import __version__
+from .. import __symjit_version__ as __version__
 from ..base import MXNetError
 
 __all__ = ["build_library", "runtime_dir", "DTYPE_CODES", "cpu_feature_checks", "AotResult", "non_native_ops"]
@@ -286,7 +286,7 @@ def _compile_c(cc: str, rt: Path, src: str, out: str, cached: bool) -> None:
 
 def _pic_object(ir: str) -> bytes:
     """compile_to_object(ir, pic=True), cached on disk like the JIT's objects."""
-    from .. import __version__ as version
+    from .. import __symjit_version__ as version
     from . import cache
     from .llvm.jit import compile_to_object
     from .llvm.target import target_description

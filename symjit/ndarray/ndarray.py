@@ -24,6 +24,13 @@ from .fastpath import try_compiled_elementwise
 __all__ = ["NDArray", "invoke", "array", "empty", "zeros", "ones", "full", "arange", "linspace", "eye",
            "concatenate", "waitall", "from_numpy", "eager_emitter"]
 
+#: Python's slice type under the name MXNet's ndarray module gives it (`slice` is an operator there).
+py_slice = slice
+
+#: Storage type names and MXNet's numeric ids for them.
+_STORAGE_TYPE_STR_TO_ID = {"undefined": -1, "default": 0, "row_sparse": 1, "csr": 2}
+_STORAGE_TYPE_ID_TO_STR = {v: k for k, v in _STORAGE_TYPE_STR_TO_ID.items()}
+
 
 def _check_ctx(ctx: Context) -> Context:
     ctx = current_context() if ctx is None else Context(ctx) if isinstance(ctx, str) else ctx

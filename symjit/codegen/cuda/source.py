@@ -33,7 +33,7 @@ import json
 
 import numpy as np
 
-from ... import __version__
+from ... import __symjit_version__ as __version__
 from ..aot import DTYPE_CODES
 from .plan import Copy, Launch, LaunchPlan
 from .prelude import PRELUDE
