@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["MXNetError", "NotImplementedForSymbol", "NotSupportedForSparseNDArray", "mx_real_t", "numeric_types",
+__all__ = ["MXNetError", "MXNetIndexError", "NotImplementedForSymbol", "NotSupportedForSparseNDArray", "mx_real_t", "numeric_types",
            "integer_types", "string_types", "py_str", "canonical_dtype", "dtype_name", "DTYPE_NAMES"]
 
 
 class MXNetError(RuntimeError):
     """The single exception family of symjit (MXNet's name, for compatibility)."""
+
+
+class MXNetIndexError(MXNetError, IndexError):
+    """An index out of bounds (MXNet raises IndexError there; still an MXNetError)."""
 
 
 class _UnsupportedCall(MXNetError):

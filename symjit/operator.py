@@ -20,15 +20,18 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections import namedtuple
 from typing import Callable
 
 import numpy as np
 
 from .base import MXNetError
+from .ops.attrs import REQUIRED, format_attr
 from .ops.custom import register_custom, registered_custom_ops
+from .ops.registry import get_op, list_ops
 
-__all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators", "PythonOp",
-           "NumpyOp", "NDArrayOp"]
+__all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators", "get_operator_arguments",
+           "OperatorArguments", "PythonOp", "NumpyOp", "NDArrayOp"]
 
 
 class CustomOp:
@@ -190,8 +193,42 @@ def register(reg_name: str):
 
 
 def get_all_registered_operators():
-    """Names of the registered Python operators."""
+    """Names of every registered operator (aliases included), as MXNet's."""
+    return list_ops()
+
+
+def get_all_custom_operators():
+    """Names of the Python operators registered with `register`."""
     return registered_custom_ops()
+
+
+OperatorArguments = namedtuple("OperatorArguments", ["narg", "names", "types"])
+
+#: how MXNet describes an attribute's kind, by the parser's name
+_KIND_NAMES = {"Int": "int", "Float": "float", "Bool": "boolean", "Str": "string", "Shape": "Shape(tuple)",
+               "Dtype": "int", "FloatTuple": "tuple of <float>"}
+
+
+def _describe(param) -> str:
+    kind = getattr(param.kind, "__name__", "")
+    if kind.startswith("Enum"):
+        choices = sorted(param.kind.__name__[4:].strip("[]").replace("'", "").split(", "))
+        text = "{" + ", ".join(f"'{c}'" for c in choices) + "}"
+    else:
+        text = _KIND_NAMES.get(kind, kind.lower() or "string")
+    if param.default is REQUIRED:
+        return f"{text}, required"
+    return f"{text}, optional, default={format_attr(param.default)}"
+
+
+def get_operator_arguments(op_name: str) -> OperatorArguments:
+    """(number of arguments, their names, their type descriptions) of a registered operator:
+    its inputs ('NDArray-or-Symbol') then its attributes, in MXNet's spelling."""
+    op = get_op(op_name)
+    inputs = [n for n in op.inputs]
+    names = inputs + list(op.params)
+    types = ["NDArray-or-Symbol"] * len(inputs) + [_describe(p) for p in op.params.values()]
+    return OperatorArguments(len(names), names, types)
 
 
 # ---- MXNet's older PythonOp interface --------------------------------------------------------

@@ -148,7 +148,11 @@ def test_no_input_op_and_no_top_grad():
 
     out = mx.nd.Custom(n=5, op_type="test_ones")
     assert out.shape == (5, 2) and (out.asnumpy() == 1).all()
-    assert "test_ones" in mx.operator.get_all_registered_operators()
+    assert "test_ones" in mx.operator.get_all_custom_operators()
+    assert "Activation" in mx.operator.get_all_registered_operators()
+    args = mx.operator.get_operator_arguments("Activation")
+    assert args.names == ["data", "act_type"] and args.narg == 2
+    assert args.types == ["NDArray-or-Symbol", "{'relu', 'sigmoid', 'softrelu', 'softsign', 'tanh'}, required"]
 
 
 def test_errors_are_mxnet_errors():

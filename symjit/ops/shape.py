@@ -34,7 +34,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..base import MXNetError
+from ..base import MXNetError, MXNetIndexError
 from .attrs import Bool, Dtype, Enum, Float, Int, Optional, Param, Shape
 from .registry import Op, merge_shape, register, shape_known
 
@@ -1320,7 +1320,8 @@ def _nd_positions(op: str, index: np.ndarray, shape: tuple) -> tuple:
         col = j[axis]
         bad = (col < -n) | (col >= n)
         if np.any(bad):
-            raise _err(op, f"index {int(col[bad].flat[0])} is out of bounds for axis {axis} with size {n}")
+            raise MXNetIndexError(f"{op}: index {int(col[bad].flat[0])} is out of bounds for axis {axis} "
+                                  f"with size {n}")
         pos.append(np.where(col < 0, col + n, col))
     return tuple(pos)
 
