@@ -1,5 +1,5 @@
 """MXNet 1.x's older vision and loss layers: `LRN`, `SVMOutput`, `ROIPooling`, `im2col` / `col2im`,
-`SpatialTransformer`, `Crop`.
+`SpatialTransformer`, `Crop`, `Correlation`.
 
 Semantics are MXNet 1.9.1's:
   * LRN: out = x * (knorm + alpha / nsize * sum over the `nsize` nearest channels of x^2)^-beta;
@@ -14,6 +14,9 @@ Semantics are MXNet 1.9.1's:
     stride, dilate, pad); col2im is its adjoint (overlapping patches summed).
   * SpatialTransformer: BilinearSampler(data, GridGenerator(loc, 'affine', target_shape)).
   * Crop: the centre or `offset` window of `data` of size `h_w` or of the second input's H, W.
+  * Correlation (FlowNet): per displacement (dy, dx) in the neighbourhood of radius
+    max_displacement // stride2 (steps of stride2), the mean over channels and the kernel window of
+    data1 * shifted data2 (or |data1 - shifted data2|), at output positions stride1 apart.
 """
 from __future__ import annotations
 
@@ -475,3 +478,132 @@ class Crop(Op):
         d = F._slice_assign(F.zeros_like(x), ograds[0], begin=(None, None, y0, x0),
                             end=(None, None, y0 + h, x0 + w), step=())
         return [d] + [F.zeros_like(like) for like in inputs[1:]]
+
+
+# --------------------------------------------------------------------------------------
+# Correlation (FlowNet)
+# --------------------------------------------------------------------------------------
+
+_CORR_PARAMS = {"kernel_size": Param(Int, 1), "max_displacement": Param(Int, 1), "stride1": Param(Int, 1),
+                "stride2": Param(Int, 1), "pad_size": Param(Int, 0), "is_multiply": Param(Bool, True)}
+
+
+def _corr_geometry(op: str, attrs, h: int, w: int):
+    """(output height, output width, neighbourhood radius, neighbourhood width) of Correlation."""
+    k, md, s1, s2, pad = (attrs[n] for n in ("kernel_size", "max_displacement", "stride1", "stride2", "pad_size"))
+    if k < 1 or k % 2 == 0 or md < 0 or s1 < 1 or s2 < 1 or pad < 0:
+        raise MXNetError(f"{op}: kernel_size must be odd and positive, strides positive, max_displacement "
+                         f"and pad_size non-negative; got {dict((n, attrs[n]) for n in _CORR_PARAMS)}")
+    border = md + (k - 1) // 2
+    th = -(-(h + 2 * pad - 2 * border) // s1)
+    tw = -(-(w + 2 * pad - 2 * border) // s1)
+    if th < 1 or tw < 1:
+        raise MXNetError(f"{op}: Correlation cannot be done with current settings: the neighborhood "
+                         f"(max_displacement {md}) and kernel (kernel_size {k}) do not fit in the "
+                         f"{h}x{w} data padded by {pad}")
+    radius = md // s2
+    return th, tw, radius, 2 * radius + 1
+
+
+def _corr_windows(attrs, th: int, tw: int, radius: int):
+    """For each output channel and kernel offset: the (rows, cols) slices of the two padded inputs."""
+    k, md, s1, s2 = (attrs[n] for n in ("kernel_size", "max_displacement", "stride1", "stride2"))
+    span_h, span_w = s1 * (th - 1) + 1, s1 * (tw - 1) + 1
+    width = 2 * radius + 1
+    for tc in range(width * width):
+        dx = (tc % width - radius) * s2
+        dy = (tc // width - radius) * s2
+        for i in range(k):
+            for j in range(k):
+                y1, x1 = md + i, md + j
+                yield (tc, (slice(y1, y1 + span_h, s1), slice(x1, x1 + span_w, s1)),
+                       (slice(y1 + dy, y1 + dy + span_h, s1), slice(x1 + dx, x1 + dx + span_w, s1)))
+
+
+def _corr_padded(attrs, x: np.ndarray, th: int, tw: int) -> np.ndarray:
+    """`x` zero-padded by pad_size, plus what ceil-rounded output sizes may read past the end."""
+    pad, md, k, s1 = (attrs[n] for n in ("pad_size", "max_displacement", "kernel_size", "stride1"))
+    need_h = s1 * (th - 1) + 2 * md + k
+    need_w = s1 * (tw - 1) + 2 * md + k
+    extra_h = max(need_h - (x.shape[2] + 2 * pad), 0)
+    extra_w = max(need_w - (x.shape[3] + 2 * pad), 0)
+    return np.pad(x.astype(np.float64), [(0, 0), (0, 0), (pad, pad + extra_h), (pad, pad + extra_w)])
+
+
+@register("Correlation")
+class Correlation(Op):
+    """FlowNet correlation of two feature maps: for each displacement in the neighbourhood, the
+    mean over channels and the kernel window of data1 * data2 (or |data1 - data2|)."""
+    params = _CORR_PARAMS
+    inputs = ("data1", "data2")
+
+    def infer_shape(self, attrs, in_shapes):
+        a, b = in_shapes
+        s = a if a is not None else b
+        if s is None:
+            return [a, b], [None]
+        if len(s) != 4:
+            raise MXNetError(f"{self.name}: data must be 4-D (N, C, H, W), got {tuple(s)}")
+        if a is not None and b is not None and tuple(a) != tuple(b):
+            raise MXNetError(f"{self.name}: data1 {tuple(a)} and data2 {tuple(b)} must have the same shape")
+        if not all(s):
+            return [s, s], [None]
+        th, tw, _, width = _corr_geometry(self.name, attrs, s[2], s[3])
+        return [tuple(s), tuple(s)], [(s[0], width * width, th, tw)]
+
+    def infer_type(self, attrs, in_types):
+        t = in_types[0] or in_types[1]
+        _float(self.name, t)
+        return [t, t], [t]
+
+    def compute(self, attrs, inputs, ctx):
+        a, b = inputs
+        (out_shape,) = self.infer_shape(attrs, [a.shape, b.shape])[1]
+        n, channels, th, tw = out_shape
+        _, _, radius, _ = _corr_geometry(self.name, attrs, a.shape[2], a.shape[3])
+        p1, p2 = _corr_padded(attrs, a, th, tw), _corr_padded(attrs, b, th, tw)
+        out = np.zeros(out_shape)
+        for tc, (r1, c1), (r2, c2) in _corr_windows(attrs, th, tw, radius):
+            x1, x2 = p1[:, :, r1, c1], p2[:, :, r2, c2]
+            out[:, tc] += (x1 * x2).sum(axis=1) if attrs["is_multiply"] else np.abs(x1 - x2).sum(axis=1)
+        out /= attrs["kernel_size"] ** 2 * a.shape[1]
+        return [out.astype(a.dtype)]
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        return F.apply("_backward_Correlation", [ograds[0], inputs[0], inputs[1]], **attrs)
+
+
+@register("_backward_Correlation")
+class BackwardCorrelation(Op):
+    """(d data1, d data2) of Correlation from (d output, data1, data2)."""
+    params = _CORR_PARAMS
+    inputs = ("ograd", "data1", "data2")
+    outputs = ("data1_grad", "data2_grad")
+    hidden = True
+
+    def infer_shape(self, attrs, in_shapes):
+        return list(in_shapes), [in_shapes[1], in_shapes[2]]
+
+    def infer_type(self, attrs, in_types):
+        return list(in_types), [in_types[1], in_types[2]]
+
+    def compute(self, attrs, inputs, ctx):
+        dy, a, b = inputs
+        n, _, th, tw = dy.shape
+        _, _, radius, _ = _corr_geometry(self.name, attrs, a.shape[2], a.shape[3])
+        p1, p2 = _corr_padded(attrs, a, th, tw), _corr_padded(attrs, b, th, tw)
+        g1, g2 = np.zeros_like(p1), np.zeros_like(p2)
+        g = dy.astype(np.float64) / (attrs["kernel_size"] ** 2 * a.shape[1])
+        for tc, (r1, c1), (r2, c2) in _corr_windows(attrs, th, tw, radius):
+            gt = g[:, tc:tc + 1]
+            x1, x2 = p1[:, :, r1, c1], p2[:, :, r2, c2]
+            if attrs["is_multiply"]:
+                g1[:, :, r1, c1] += gt * x2
+                g2[:, :, r2, c2] += gt * x1
+            else:
+                sign = np.sign(x1 - x2)
+                g1[:, :, r1, c1] += gt * sign
+                g2[:, :, r2, c2] -= gt * sign
+        pad = attrs["pad_size"]
+        crop = (slice(None), slice(None), slice(pad, pad + a.shape[2]), slice(pad, pad + a.shape[3]))
+        return [g1[crop].astype(a.dtype), g2[crop].astype(b.dtype)]

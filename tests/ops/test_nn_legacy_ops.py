@@ -102,3 +102,34 @@ def test_crop():
     check_op_gradient("Crop", [x], {"num_args": 1, "h_w": (2, 3), "offset": (1, 1)})
     with pytest.raises(MXNetError, match="Crop.*exceeds"):
         mx.nd.Crop(mx.nd.array(x), num_args=1, h_w=(4, 4), offset=(2, 2))
+
+
+def _naive_correlation(a, b, k, md, s1, s2, pad, mul):
+    pa = np.pad(a, [(0, 0), (0, 0), (pad, pad), (pad, pad)])
+    pb = np.pad(b, [(0, 0), (0, 0), (pad, pad), (pad, pad)])
+    border = md + (k - 1) // 2
+    th, tw = (pa.shape[2] - 2 * border) // s1, (pa.shape[3] - 2 * border) // s1
+    r = md // s2
+    out = np.zeros((a.shape[0], (2 * r + 1) ** 2, th, tw))
+    for i in range(th):
+        for j in range(tw):
+            y1, x1 = i * s1 + md, j * s1 + md
+            for c, (oy, ox) in enumerate((oy, ox) for oy in range(-r, r + 1) for ox in range(-r, r + 1)):
+                w1 = pa[:, :, y1:y1 + k, x1:x1 + k]
+                w2 = pb[:, :, y1 + oy * s2:y1 + oy * s2 + k, x1 + ox * s2:x1 + ox * s2 + k]
+                out[:, c, i, j] = (w1 * w2 if mul else np.abs(w1 - w2)).sum(axis=(1, 2, 3))
+    return out / (k * k * a.shape[1])
+
+
+@pytest.mark.parametrize("shape,k,md,s1,s2,pad,mul", [((1, 3, 10, 10), 1, 4, 1, 1, 4, False),
+                                                      ((2, 1, 15, 15), 1, 5, 1, 2, 5, True),
+                                                      ((2, 1, 6, 4), 3, 1, 2, 1, 2, False),
+                                                      ((1, 2, 11, 11), 5, 1, 1, 1, 2, True)])
+def test_correlation(shape, k, md, s1, s2, pad, mul):
+    a, b = RNG.normal(size=shape), RNG.normal(size=shape)
+    attrs = dict(kernel_size=k, max_displacement=md, stride1=s1, stride2=s2, pad_size=pad, is_multiply=mul)
+    got = apply_numpy("Correlation", [a, b], attrs)[0]
+    np.testing.assert_allclose(got, _naive_correlation(a, b, k, md, s1, s2, pad, mul), rtol=1e-10, atol=1e-12)
+    check_op_gradient("Correlation", [a, b], attrs)
+    with pytest.raises(MXNetError, match="Correlation"):
+        mx.nd.Correlation(mx.nd.ones((1, 1, 28, 28)), mx.nd.ones((1, 1, 28, 28)), kernel_size=27)
