@@ -37,6 +37,7 @@ from .symbol import naming as attribute  # noqa: F401
 from .symbol.naming import AttrScope  # noqa: F401
 from . import executor  # noqa: F401
 from . import operator  # noqa: F401  (mx.operator: CustomOp, CustomOpProp, register)
+from . import contrib  # noqa: F401  (mx.contrib.ndarray / mx.contrib.symbol)
 from . import io  # noqa: F401
 from . import metric  # noqa: F401
 from . import module  # noqa: F401

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import MXNetError
-from .attrs import Param, Shape
+from .attrs import Optional, Param, Shape
 from .registry import Op, register
 
 
@@ -84,3 +84,41 @@ class UnravelIndex(_IndexOp):
             else:
                 rows[j], idx = idx % shape[j], idx // shape[j]
         return [np.ascontiguousarray(np.stack(rows).astype(x.dtype))]
+
+
+@register("_contrib_index_array")
+class IndexArray(Op):
+    """For data of shape (d0, ..., dn-1): an int64 array (d0, ..., dn-1, len(axes)) whose last axis
+    holds each element's coordinates on `axes` (every axis when None)."""
+    params = {"axes": Param(Optional(Shape), None)}
+
+    def _axes(self, attrs, ndim: int) -> tuple:
+        if attrs["axes"] is None:
+            return tuple(range(ndim))
+        out = []
+        for a in attrs["axes"]:
+            b = a + ndim if a < 0 else a
+            if not 0 <= b < ndim:
+                raise MXNetError(f"{self.name}: axis {a} is out of bounds for array of dimension {ndim}")
+            out.append(b)
+        return tuple(out)
+
+    def infer_shape(self, attrs, in_shapes):
+        s = in_shapes[0]
+        if s is None:
+            return [None], [None]
+        return [tuple(s)], [tuple(s) + (len(self._axes(attrs, len(s))),)]
+
+    def infer_type(self, attrs, in_types):
+        return list(in_types), ["int64"]
+
+    def compute(self, attrs, inputs, ctx):
+        shape = inputs[0].shape
+        axes = self._axes(attrs, len(shape))
+        grids = np.indices(shape, dtype=np.int64) if shape else np.zeros((0,), dtype=np.int64)
+        if not shape:
+            return [np.zeros((0,), dtype=np.int64)]
+        return [np.ascontiguousarray(np.stack([grids[a] for a in axes], axis=-1))]
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        return [F.zeros_like(inputs[0])]

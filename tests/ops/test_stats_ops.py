@@ -70,3 +70,22 @@ def test_ravel_unravel():
     np.testing.assert_array_equal(nd.unravel_index(nd.array(flat), shape=lead).asnumpy(), data)
     with pytest.raises(MXNetError, match="ravel_multi_index"):
         nd.ravel_multi_index(nd.array(data), shape=(2, 2))
+
+
+def test_quantize_dequantize():
+    """MXNet's documented int8 example and the uint8 affine mapping."""
+    a = nd.array([[0.1392, 0.5928], [0.6027, 0.8579]])
+    q, lo, hi = mx.nd.contrib.quantize(a, nd.array([0.0]), nd.array([1.0]), out_type="int8")
+    np.testing.assert_array_equal(q.asnumpy(), [[18, 75], [77, 109]])
+    back = mx.nd.contrib.dequantize(q, lo, hi, out_type="float32").asnumpy()
+    np.testing.assert_allclose(back, [[0.14173228, 0.5905512], [0.6062992, 0.8582677]], rtol=1e-6)
+    q, lo, hi = mx.nd.contrib.quantize(nd.array([0.0, 0.5, 1.0]), nd.array([0.0]), nd.array([1.0]))
+    assert q.dtype == np.uint8 and q.asnumpy().tolist() == [0, 128, 255]
+
+
+def test_index_array():
+    s = mx.sym.contrib.index_array(mx.sym.var("data"), axes=(-1, 0))
+    out = s.eval(data=nd.ones((2, 3)))[0].asnumpy()
+    np.testing.assert_array_equal(out, np.stack(np.mgrid[0:2, 0:3], axis=-1)[..., [1, 0]])
+    full = mx.nd.contrib.index_array(nd.ones((2, 2, 3))).asnumpy()
+    np.testing.assert_array_equal(full, np.stack(np.mgrid[0:2, 0:2, 0:3], axis=-1))
