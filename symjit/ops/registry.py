@@ -90,6 +90,7 @@ class Op:
     updates_aux: ClassVar[bool] = False       # compute returns new aux values after the outputs in training
     mutate_inputs: ClassVar[tuple] = ()       # inputs overwritten by the extra outputs (optimizer states)
     hidden: ClassVar[bool] = False            # internal op (e.g. `_backward_*`) not needing a frontend doc
+    subgraph_attrs: ClassVar[tuple] = ()      # attributes holding subgraphs, in MXNet JSON's "subgraphs" order
     doc: ClassVar[str] = ""
 
     # ---- attributes --------------------------------------------------------------
