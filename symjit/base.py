@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["MXNetError", "MXNetIndexError", "NotImplementedForSymbol", "NotSupportedForSparseNDArray", "mx_real_t", "numeric_types",
+__all__ = ["MXNetError", "MXNetValueError", "MXNetTypeError", "MXNetIndexError", "NotImplementedForSymbol", "NotSupportedForSparseNDArray", "mx_real_t", "numeric_types",
            "integer_types", "string_types", "py_str", "canonical_dtype", "dtype_name", "DTYPE_NAMES"]
 
 
@@ -16,8 +16,17 @@ class MXNetError(RuntimeError):
     """The single exception family of symjit (MXNet's name, for compatibility)."""
 
 
+class MXNetValueError(MXNetError, ValueError):
+    """An MXNetError MXNet reports as a ValueError (bad value of a right type, e.g. a reshape
+    target of another size)."""
+
+
+class MXNetTypeError(MXNetError, TypeError):
+    """An MXNetError MXNet reports as a TypeError (an argument of the wrong type)."""
+
+
 class MXNetIndexError(MXNetError, IndexError):
-    """An index out of bounds (MXNet raises IndexError there; still an MXNetError)."""
+    """An MXNetError MXNet reports as an IndexError (an index out of range)."""
 
 
 class _UnsupportedCall(MXNetError):

@@ -110,6 +110,16 @@ def _as_list(what: str, names: Sequence[str], given, allow_missing: bool) -> lis
     return out
 
 
+def _resized(old, shape, ctx):
+    """An array of `shape` over the memory of `old` when it is large enough (MXNet's reshape
+    shares memory that way), else a new zero array."""
+    from . import ndarray as nd
+    size = int(np.prod(shape))
+    if size <= old.size:
+        return nd.NDArray(old._data.reshape(-1)[:size].reshape(shape), ctx)
+    return nd.zeros(shape, ctx, old.dtype)
+
+
 def _grad_reqs(names: Sequence[str], grad_req) -> list[str]:
     if isinstance(grad_req, str):
         reqs = [grad_req] * len(names)
@@ -369,8 +379,8 @@ class Executor:
             if int(np.prod(new_shape)) > old.size and not allow_up_sizing:
                 raise MXNetError(f"reshape: {v.name!r} grows from {old.shape} to {new_shape}; pass "
                                  "allow_up_sizing=True to allocate a larger array")
-            args.append(nd.zeros(new_shape, self._ctx, old.dtype))
-            grads.append(None if g is None else nd.zeros(new_shape, self._ctx, g.dtype))
+            args.append(_resized(old, new_shape, self._ctx))
+            grads.append(None if g is None else _resized(g, new_shape, self._ctx))
         for v, old in zip(graph.aux, self.aux_arrays):
             new_shape = tuple(v.type.shape or ())
             if new_shape == old.shape:
@@ -379,8 +389,11 @@ class Executor:
                 raise MXNetError(f"reshape: the shape of auxiliary state {v.name!r} changes from {old.shape} "
                                  f"to {new_shape}; pass partial_shaping=True to allow it")
             else:
-                aux.append(nd.zeros(new_shape, self._ctx, old.dtype))
-        return Executor(self._symbol, self._ctx, args, grads, list(self._grad_reqs), aux)
+                aux.append(_resized(old, new_shape, self._ctx))
+        new = Executor(self._symbol, self._ctx, args, grads, list(self._grad_reqs), aux)
+        new.outputs = [_resized(old, o.shape, self._ctx) if np.dtype(old.dtype) == np.dtype(o.dtype) else o
+                       for old, o in zip(self.outputs, new.outputs)]
+        return new
 
     def debug_str(self) -> str:
         from .ir.printer import format_graph

@@ -221,12 +221,13 @@ class Constant(Initializer):
             arr[:] = np.asarray(self.value)
 
     def dumps(self) -> str:
+        """JSON form; an array value is stored as nested lists (also in `_kwargs`, as MXNet)."""
         val = self._kwargs["value"]
         if hasattr(val, "asnumpy"):
-            val = val.asnumpy().tolist()
+            self._kwargs["value"] = val.asnumpy().tolist()
         elif isinstance(val, np.ndarray):
-            val = val.tolist()
-        return json.dumps([self.__class__.__name__.lower(), {"value": val}])
+            self._kwargs["value"] = val.tolist()
+        return json.dumps([self.__class__.__name__.lower(), self._kwargs])
 
 
 @register

@@ -18,8 +18,9 @@ import numpy as np
 
 from ..base import MXNetError
 from ..ndarray import NDArray
+from ..ndarray.sparse import BaseSparseNDArray, cast_storage
 
-__all__ = ["KVStoreBase", "key_value_pairs", "group_pairs", "check_key", "GradientCompression"]
+__all__ = ["KVStoreBase", "SparseImage", "commit_sparse", "key_value_pairs", "group_pairs", "check_key", "GradientCompression"]
 
 
 def check_key(key: Any) -> int | str:
@@ -33,13 +34,37 @@ def check_key(key: Any) -> int | str:
     raise MXNetError(f"KVStore: key must be an int or a str, got {type(key).__name__} {key!r}")
 
 
+class SparseImage(NDArray):
+    """The dense image of a sparse array given to a store (stores compute densely; MXNet's sparse
+    results are their compressed images). `commit()` writes the image's values back into the
+    sparse array (an output of pull / row_sparse_pull)."""
+
+    def __init__(self, sparse: BaseSparseNDArray):
+        super().__init__(sparse.asnumpy(), sparse.context)
+        self.sparse = sparse
+
+    def commit(self) -> None:
+        compressed = cast_storage(NDArray(self._data, self.context), self.sparse.stype)
+        self.sparse._arrays = compressed._arrays
+
+
+def commit_sparse(arrays) -> None:
+    """Write the values of every SparseImage among `arrays` back into its sparse array."""
+    for a in arrays:
+        if isinstance(a, SparseImage):
+            a.commit()
+
+
 def _as_array_list(value: Any, key, what: str) -> list[NDArray]:
-    """The per-device arrays given for one key (an NDArray or a non-empty list of them)."""
+    """The per-device arrays given for one key (an NDArray or a non-empty list of them); sparse
+    arrays are replaced by their SparseImage."""
     vals = list(value) if isinstance(value, (list, tuple)) else [value]
     if not vals:
         raise MXNetError(f"KVStore.{what}: empty list of values for key {key!r}")
-    for v in vals:
-        if not isinstance(v, NDArray):
+    for i, v in enumerate(vals):
+        if isinstance(v, BaseSparseNDArray):
+            vals[i] = SparseImage(v)
+        elif not isinstance(v, NDArray):
             raise MXNetError(f"KVStore.{what}: values for key {key!r} must be NDArrays, "
                              f"got {type(v).__name__}")
     return vals

@@ -47,7 +47,7 @@ from ..base import MXNetError
 from ..context import cpu
 from ..ndarray import NDArray
 from . import comm as comm_mod
-from .base import KVStoreBase, group_pairs, key_value_pairs
+from .base import KVStoreBase, commit_sparse, group_pairs, key_value_pairs
 from .kvstore import KVStore, _key_text
 
 __all__ = ["create", "DistSyncKVStore", "DistAsyncKVStore", "HorovodKVStore"]
@@ -389,7 +389,7 @@ class DistAsyncKVStore(KVStore):
     # ---- init --------------------------------------------------------------------------------
     def init(self, key, value) -> None:
         self._check_server()
-        pairs = key_value_pairs(key, value, "init")
+        pairs = self._pairs(key, value, "init")
         problem = None
         seen = set()
         for k, vals in pairs:
@@ -422,7 +422,7 @@ class DistAsyncKVStore(KVStore):
     # ---- push / pull ---------------------------------------------------------------------------
     def push(self, key, value, priority: int = 0) -> None:
         self._check_server()
-        grouped = group_pairs(key_value_pairs(key, value, "push"))
+        grouped = group_pairs(self._pairs(key, value, "push"))
         keys = self._ordered(grouped)
         for k in keys:
             self._check_arrays("push", k, grouped[k])
@@ -459,6 +459,7 @@ class DistAsyncKVStore(KVStore):
         for (_, outs), d in zip(pairs, datas):
             for o in outs:
                 o._data[...] = d
+            commit_sparse(outs)
 
     def _read_rows(self, plans, full: dict) -> None:
         holders = []

@@ -29,7 +29,7 @@ import numpy as np
 from ..base import MXNetError
 from ..context import Context, cpu
 from ..ndarray import NDArray
-from .base import GradientCompression, KVStoreBase, group_pairs, key_value_pairs, sort_key
+from .base import GradientCompression, KVStoreBase, SparseImage, commit_sparse, group_pairs, key_value_pairs, sort_key
 
 __all__ = ["KVStore"]
 
@@ -52,6 +52,19 @@ class KVStore(KVStoreBase):
         self._str_order: dict[str, int] = {}
         self._updater: Callable | None = None
         self._compression: GradientCompression | None = None
+        self._key_kind: type | None = None   # int or str: MXNet's stores take one kind of key
+
+    def _pairs(self, key, value, what: str) -> list:
+        """key_value_pairs, refusing keys of the other kind than this store's first ones."""
+        pairs = key_value_pairs(key, value, what)
+        for k, _ in pairs:
+            kind = type(k)
+            if self._key_kind is None:
+                self._key_kind = kind
+            elif kind is not self._key_kind:
+                raise MXNetError(f"KVStore.{what}: key {k!r} is a {kind.__name__}, but this store uses "
+                                 f"{self._key_kind.__name__} keys (MXNet stores take one kind of key)")
+        return pairs
 
     # ---- properties ----------------------------------------------------------------------------
     @property
@@ -93,7 +106,7 @@ class KVStore(KVStoreBase):
     # ---- init ----------------------------------------------------------------------------------
     def init(self, key, value) -> None:
         """Initialize one key or a list of keys (one value each) in the store."""
-        pairs = key_value_pairs(key, value, "init")
+        pairs = self._pairs(key, value, "init")
         seen = set()
         for k, vals in pairs:
             if k in self._store or k in seen:
@@ -117,7 +130,7 @@ class KVStore(KVStoreBase):
     def push(self, key, value, priority: int = 0) -> None:
         """Sum the values of each key (over devices and, for dist stores, workers) and apply the
         updater (default: assign) once per key."""
-        grouped = group_pairs(key_value_pairs(key, value, "push"))
+        grouped = group_pairs(self._pairs(key, value, "push"))
         keys = self._ordered(grouped)
         for k in keys:
             self._check_arrays("push", k, grouped[k])
@@ -170,9 +183,11 @@ class KVStore(KVStoreBase):
         """Copy the stored value of each key into every array of `out`."""
         if out is None:
             raise MXNetError("KVStore.pull: out= is required")
-        pairs = key_value_pairs(key, out, "pull")
+        pairs = self._pairs(key, out, "pull")
         for k, outs in pairs:
             self._check_arrays("pull", k, outs)
+        if ignore_sparse:   # MXNet leaves sparse outputs of a plain pull untouched
+            pairs = [(k, [o for o in outs if not isinstance(o, SparseImage)]) for k, outs in pairs]
         self._read_into(pairs)
 
     def _read_into(self, pairs) -> None:
@@ -181,6 +196,7 @@ class KVStore(KVStoreBase):
             for o in outs:
                 if o._data is not src:
                     o._data[...] = src
+            commit_sparse(outs)
 
     def pushpull(self, key, value, out=None, priority: int = 0) -> None:
         """push, then pull into `out` (into `value` when out is None)."""
@@ -207,7 +223,7 @@ class KVStore(KVStoreBase):
         the other rows become 0 (the dense image of MXNet's row_sparse result)."""
         if out is None or row_ids is None:
             raise MXNetError("KVStore.row_sparse_pull: out= and row_ids= are required")
-        pairs = key_value_pairs(key, out, "row_sparse_pull")
+        pairs = self._pairs(key, out, "row_sparse_pull")
         if isinstance(row_ids, NDArray):
             rid_lists = [[row_ids] * len(outs) for _, outs in pairs]
         else:
@@ -223,6 +239,9 @@ class KVStore(KVStoreBase):
         plans = []
         for (k, outs), rids in zip(pairs, rid_lists):
             self._check_arrays("row_sparse_pull", k, outs)
+            if not all(isinstance(o, SparseImage) and o.sparse.stype == "row_sparse" for o in outs):
+                raise MXNetError(f"KVStore.row_sparse_pull: outputs for key {_key_text(k)} must be "
+                                 "row_sparse NDArrays (use pull for dense outputs)")
             shape, _ = self._meta(k)
             if len(shape) == 0:
                 raise MXNetError(f"KVStore.row_sparse_pull: key {_key_text(k)} has no rows")
@@ -235,6 +254,7 @@ class KVStore(KVStoreBase):
             for o, r in zip(outs, rows):
                 o._data[...] = 0
                 o._data[r] = src[r]
+            commit_sparse(outs)
 
     def _read_rows(self, plans, full: dict) -> None:
         for k, _, _ in plans:

@@ -186,6 +186,8 @@ class Module(BaseModule):
         self._optimizer = None
         self._kvstore = None
         self._updater = None
+        self._work_load_list = list(work_load_list) if work_load_list is not None else None
+        self._exec_group = None
         self._execs = []
         self._data_shapes = None
         self._label_shapes = None
@@ -217,13 +219,6 @@ class Module(BaseModule):
         return [(n, o.shape) for n, o in zip(self._output_names, self._execs[0].outputs)]
 
     # ---- binding --------------------------------------------------------------------------------
-    def _slices(self, batch_size: int):
-        n = len(self._context)
-        if batch_size < n:
-            raise MXNetError(f"Module: batch size {batch_size} is smaller than the number of contexts {n}")
-        step = -(-batch_size // n)
-        return [slice(i * step, min((i + 1) * step, batch_size)) for i in range(n)]
-
     def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
              force_rebind=False, shared_module=None, grad_req="write"):
         if self.binded and not force_rebind:
@@ -236,29 +231,24 @@ class Module(BaseModule):
         if self._label_shapes is not None:
             self._label_shapes = [d for d in self._label_shapes if d.name in self._label_names]
         self._grad_req = grad_req
-        self._build_executors()
+        shared_group = None
+        if shared_module is not None:
+            if not (shared_module.binded and shared_module.params_initialized):
+                raise MXNetError("bind: shared_module must be bound and initialized")
+            shared_group = shared_module._exec_group
+        self._build_executors(shared_group)
         self.binded = True
         if self.params_initialized:
             self._push_params()
 
-    def _build_executors(self):
-        from ..executor import Executor
-        shapes = self._data_shapes + (self._label_shapes or [])
-        batch = shapes[0].shape[0] if shapes else 1
-        reqs = {}
-        for name in self._symbol.list_arguments():
-            if name in self._param_names and name not in self._fixed_param_names:
-                reqs[name] = self._grad_req if self.for_training else "null"
-            elif name in self._data_names and self.inputs_need_grad:
-                reqs[name] = self._grad_req
-            else:
-                reqs[name] = "null"
-        self._execs = []
-        for ctx, sl in zip(self._context, self._slices(batch)):
-            n = sl.stop - sl.start
-            kw = {d.name: (n,) + tuple(d.shape[1:]) for d in shapes}
-            types = {d.name: d.dtype for d in shapes}
-            self._execs.append(Executor.simple_bind(self._symbol, ctx, grad_req=reqs, type_dict=types, **kw))
+    def _build_executors(self, shared_group=None):
+        from .executor_group import DataParallelExecutorGroup
+        self._exec_group = DataParallelExecutorGroup(
+            self._symbol, self._context, self._work_load_list, self._data_shapes, self._label_shapes,
+            self._param_names, self.for_training, self.inputs_need_grad, shared_group=shared_group,
+            logger=self.logger, fixed_param_names=self._fixed_param_names, grad_req=self._grad_req,
+            state_names=self._state_names)
+        self._execs = self._exec_group.execs
 
     def reshape(self, data_shapes, label_shapes=None):
         if not self.binded:
@@ -429,45 +419,21 @@ class Module(BaseModule):
             lshapes = ([(n, tuple(l.shape)) for n, l in zip(self._label_names, label)]
                        if label and self._label_names else None)
             self.reshape(shapes, lshapes)
-        label = getattr(data_batch, "label", None)
-        batch = data[0].shape[0]
-        for ex, sl in zip(self._execs, self._slices(batch)):
-            feeds = {n: d[sl] if len(self._execs) > 1 else d for n, d in zip(self._data_names, data)}
-            if label is not None and self._label_names:
-                for n, l in zip(self._label_names, _as_list(label)):
-                    feeds[n] = l[sl] if len(self._execs) > 1 else l
-            ex.forward(is_train=is_train, **feeds)
+        self._exec_group.forward(data_batch, is_train)
 
     def backward(self, out_grads=None):
         if not (self.binded and self.params_initialized):
             raise MXNetError("backward: call bind() and init_params() first")
-        for i, ex in enumerate(self._execs):
-            og = None
-            if out_grads is not None:
-                sl = self._slices(self._data_shapes[0].shape[0])[i]
-                og = [g[sl] if len(self._execs) > 1 else g for g in _as_list(out_grads)]
-            ex.backward(og)
+        self._exec_group.backward(out_grads)
 
     def get_outputs(self, merge_multi_context=True):
-        from .. import ndarray as nd
-        per = [ex.outputs for ex in self._execs]
-        if not merge_multi_context:
-            return [[p[i] for p in per] for i in range(len(per[0]))]
-        if len(per) == 1:
-            return per[0]
-        return [nd.concatenate([p[i] for p in per]) for i in range(len(per[0]))]
+        return self._exec_group.get_outputs(merge_multi_context)
 
     def get_input_grads(self, merge_multi_context=True):
-        if not self.inputs_need_grad:
-            raise MXNetError("get_input_grads: bind with inputs_need_grad=True")
-        from .. import ndarray as nd
-        grads = [[ex.grad_dict[n] for ex in self._execs] for n in self._data_names]
-        if merge_multi_context:
-            return [g[0] if len(g) == 1 else nd.concatenate(g) for g in grads]
-        return grads
+        return self._exec_group.get_input_grads(merge_multi_context)
 
     def update_metric(self, eval_metric, labels, pre_sliced=False):
-        eval_metric.update(labels, self.get_outputs())
+        self._exec_group.update_metric(eval_metric, labels, pre_sliced)
 
     # ---- checkpoints --------------------------------------------------------------------------------
     def save_checkpoint(self, prefix, epoch, save_optimizer_states=False, remove_amp_cast=True):

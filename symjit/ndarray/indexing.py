@@ -88,9 +88,9 @@ def setitem(x: NDArray, key, value) -> None:
     nkey = _np_key(key)
     try:
         target_shape = x._data[nkey].shape
-        if v.ndim and v.size == int(np.prod(target_shape)) and v.shape != target_shape:
+        if v.size == int(np.prod(target_shape)) and v.shape != target_shape:
             try:
-                np.broadcast_shapes(v.shape, target_shape)
+                np.broadcast_to(v, target_shape)
             except ValueError:
                 v = v.reshape(target_shape)
         x._data[nkey] = v

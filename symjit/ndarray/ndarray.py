@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..base import MXNetError, canonical_dtype, mx_real_t
+from ..base import MXNetError, MXNetTypeError, MXNetValueError, canonical_dtype, mx_real_t
 from ..context import Context, current_context
 from ..ops.registry import ComputeContext, Emitter, get_op
 from ..ops.optimizer_ops import Update
@@ -50,6 +50,10 @@ class NDArray:
 
     __slots__ = ("_data", "_ctx", "_grad", "_grad_req", "_ag", "_fresh_grad", "__weakref__")
     __array_priority__ = 1000.0
+
+    def __array__(self, dtype=None, copy=None):
+        """numpy's view of the values (numpy functions such as np.all accept NDArrays)."""
+        return self.asnumpy() if dtype is None else self.asnumpy().astype(dtype)
 
     def __init__(self, data: np.ndarray, ctx: Context | None = None):
         self._data = data
@@ -197,12 +201,31 @@ class NDArray:
         attrs = {"shape": tuple(shape), "reverse": kwargs.pop("reverse", False)}
         if kwargs:
             raise MXNetError(f"reshape: unexpected arguments {sorted(kwargs)}")
+        return self._shape_view("Reshape", attrs)
+
+    def _shape_view(self, op_name: str, attrs: dict) -> "NDArray":
+        """The result of shape-only op `op_name` as a view sharing this array's memory (through
+        the op itself while autograd records, so gradients flow)."""
         from .. import autograd
         if autograd.is_recording() and self._ag is not None:
-            return invoke("Reshape", [self], attrs)
-        op = get_op("Reshape")
+            return invoke(op_name, [self], attrs)
+        op = get_op(op_name)
         _, (new_shape,) = op.infer_shape(op.parse(attrs), [self.shape])
         return NDArray(self._data.reshape(new_shape), self._ctx)
+
+    def flatten(self, inplace: bool = False) -> "NDArray":
+        """Collapse every axis after the first; inplace=True returns a view sharing memory."""
+        return self._shape_view("Flatten", {}) if inplace else invoke("Flatten", [self], {})
+
+    def squeeze(self, axis=None, inplace: bool = False) -> "NDArray":
+        """Remove size-1 axes (all, or `axis`); inplace=True returns a view sharing memory."""
+        attrs = {"axis": axis}
+        return self._shape_view("squeeze", attrs) if inplace else invoke("squeeze", [self], attrs)
+
+    def expand_dims(self, axis, inplace: bool = False) -> "NDArray":
+        """Insert a size-1 axis at `axis`; inplace=True returns a view sharing memory."""
+        attrs = {"axis": axis}
+        return self._shape_view("expand_dims", attrs) if inplace else invoke("expand_dims", [self], attrs)
 
     def reshape_like(self, other: "NDArray") -> "NDArray":
         return self.reshape(other.shape)
@@ -401,9 +424,20 @@ def eager_emitter() -> Emitter:
 # Creation
 # --------------------------------------------------------------------------------------------
 
-def from_numpy(a: np.ndarray, zero_copy: bool = False, ctx: Context | None = None) -> NDArray:
-    data = a if zero_copy else np.array(a, copy=True)
-    return NDArray(np.ascontiguousarray(data), _check_ctx(ctx))
+def from_numpy(a: np.ndarray, zero_copy: bool = True, ctx: Context | None = None) -> NDArray:
+    """An NDArray over numpy array `a`. zero_copy (MXNet's default): the NDArray uses a's memory
+    and `a` becomes read-only (writes go through the NDArray); `a` must be C-contiguous
+    (ValueError otherwise). zero_copy=False copies."""
+    if not isinstance(a, np.ndarray):
+        raise MXNetTypeError(f"from_numpy: expected a numpy.ndarray, got {type(a).__name__}")
+    if not zero_copy:
+        return NDArray(np.array(a, copy=True, order="C"), _check_ctx(ctx))
+    if not a.flags["C_CONTIGUOUS"]:
+        raise MXNetValueError("from_numpy: zero_copy needs a C-contiguous numpy array; "
+                              "use np.ascontiguousarray or zero_copy=False")
+    data = a.view()
+    a.flags.writeable = False
+    return NDArray(data, _check_ctx(ctx))
 
 
 def array(source_array, ctx: Context | None = None, dtype=None) -> NDArray:
@@ -421,10 +455,7 @@ def array(source_array, ctx: Context | None = None, dtype=None) -> NDArray:
             raise MXNetError(f"array: cannot convert {type(source_array).__name__} to an array: {e}") from None
         if data.dtype == object:
             raise MXNetError("array: cannot convert a ragged or non-numeric sequence to an array")
-    data = np.array(data, dtype=dt, copy=True)
-    if data.ndim == 0:
-        data = data.reshape(1)
-    return NDArray(np.ascontiguousarray(data), ctx)
+    return NDArray(np.array(data, dtype=dt, copy=True, order="C"), ctx)   # 0-d stays 0-d
 
 
 def _shape(shape) -> tuple:
@@ -443,24 +474,30 @@ def empty(shape, ctx: Context | None = None, dtype=None, stype=None) -> NDArray:
     return NDArray(np.empty(_shape(shape), dtype=canonical_dtype(dtype)), _check_ctx(ctx))
 
 
-def zeros(shape, ctx: Context | None = None, dtype=None, stype=None, **kwargs) -> NDArray:
+def _filled(shape, value, ctx, dtype, out) -> NDArray:
+    """An array of `shape` filled with `value`, or `out` filled with it (shapes must agree)."""
+    if out is not None:
+        if tuple(out.shape) != _shape(shape):
+            raise MXNetValueError(f"out= has shape {tuple(out.shape)}, expected {_shape(shape)}")
+        out._data[...] = value
+        return out
+    return NDArray(np.full(_shape(shape), value, dtype=canonical_dtype(dtype)), _check_ctx(ctx))
+
+
+def zeros(shape, ctx: Context | None = None, dtype=None, stype=None, out=None, **kwargs) -> NDArray:
     """All zeros; `stype='csr'` / `'row_sparse'` give the sparse containers of `ndarray.sparse`."""
     if stype not in (None, "default"):
         from .sparse import zeros as sparse_zeros
         return sparse_zeros(stype, shape, ctx, dtype)
-    return NDArray(np.zeros(_shape(shape), dtype=canonical_dtype(dtype)), _check_ctx(ctx))
+    return _filled(shape, 0, ctx, dtype, out)
 
 
-def ones(shape, ctx: Context | None = None, dtype=None, **kwargs) -> NDArray:
-    return NDArray(np.ones(_shape(shape), dtype=canonical_dtype(dtype)), _check_ctx(ctx))
+def ones(shape, ctx: Context | None = None, dtype=None, out=None, **kwargs) -> NDArray:
+    return _filled(shape, 1, ctx, dtype, out)
 
 
 def full(shape, val, ctx: Context | None = None, dtype=None, out=None) -> NDArray:
-    data = np.full(_shape(shape), val, dtype=canonical_dtype(dtype))
-    if out is not None:
-        out._data[...] = data
-        return out
-    return NDArray(data, _check_ctx(ctx))
+    return _filled(shape, val, ctx, dtype, out)
 
 
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None) -> NDArray:

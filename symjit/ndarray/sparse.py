@@ -168,6 +168,37 @@ class BaseSparseNDArray:
     def wait_to_read(self):
         """Eager execution: data is always ready."""
 
+    # ---- scalar arithmetic (zeros stay zeros, so the storage pattern is kept) ----------------
+    def _scaled(self, fn) -> "BaseSparseNDArray":
+        arrays = {k: (fn(v) if k == "data" else v.copy()) for k, v in self._arrays.items()}
+        return type(self)(self._shape, arrays["data"].dtype, self._ctx, arrays)
+
+    def __mul__(self, scalar):
+        if not isinstance(scalar, (int, float, np.number)):
+            return NotImplemented
+        return self._scaled(lambda d: (d * scalar).astype(d.dtype))
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, scalar):
+        if not isinstance(scalar, (int, float, np.number)):
+            return NotImplemented
+        return self._scaled(lambda d: (d / scalar).astype(d.dtype))
+
+    def __neg__(self):
+        return self._scaled(lambda d: -d)
+
+    def __add__(self, other):   # adding to every element fills the zeros: a dense result
+        return self.tostype("default") + other
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        return self.tostype("default") - other
+
+    def __rsub__(self, other):
+        return other - self.tostype("default")
+
 
 class CSRNDArray(BaseSparseNDArray):
     """A 2-D array in compressed sparse row format."""

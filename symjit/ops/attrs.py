@@ -83,6 +83,8 @@ def Shape(v) -> tuple:
         v = _literal(v.strip()) if v.strip() else ()
     if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
         return (int(v),)
+    if isinstance(v, np.ndarray) and v.ndim <= 1:
+        v = v.reshape(-1).tolist()
     if isinstance(v, (tuple, list)):
         return tuple(Int(x) for x in v)
     raise ValueError(f"expected a shape tuple, got {v!r}")
@@ -108,6 +110,11 @@ def Any_(v):
 
 def Enum(*choices: str) -> Callable[[Any], str]:
     def parse(v) -> str:
+        if isinstance(v, (type, np.dtype)):   # a dtype choice given as np.float64 / np.dtype
+            try:
+                v = np.dtype(v).name
+            except TypeError:
+                pass
         s = str(v).strip().strip("'\"")
         if s not in choices:
             raise ValueError(f"expected one of {list(choices)}, got {v!r}")

@@ -670,6 +670,7 @@ class LeakyReLU(Op):
         "upper_bound": Param(Float, 0.334, "upper bound of the random slope (rrelu)"),
     }
     outputs = ("output", "mask")
+    input_init = {"gamma": '["Constant", {"value": 0.25}]'}
     kernel = "elementwise"
     is_random = True  # rrelu samples its slopes while training: never CSE'd or constant-folded
 

@@ -37,8 +37,11 @@ OPS: dict[str, "Op"] = {}
 _PARSED: dict = {}
 _PARSED_MAX = 4096
 
+#: per-node training/placement attributes MXNet accepts on any op (stored as `key` and `__key__`)
+HIDDEN_ATTRS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage", "profiler_scope")
+
 #: attribute keys that frontends may attach to nodes and that no op schema declares
-FRONTEND_ATTRS = frozenset({"name", "ctx", "out", "attr", "__layout__"})
+FRONTEND_ATTRS = frozenset({"name", "ctx", "out", "attr", "__layout__", *HIDDEN_ATTRS})
 
 
 @dataclass
@@ -91,6 +94,9 @@ class Op:
     mutate_inputs: ClassVar[tuple] = ()       # inputs overwritten by the extra outputs (optimizer states)
     hidden: ClassVar[bool] = False            # internal op (e.g. `_backward_*`) not needing a frontend doc
     subgraph_attrs: ClassVar[tuple] = ()      # attributes holding subgraphs, in MXNet JSON's "subgraphs" order
+    #: input name -> initializer (MXNet's JSON form) that the variable a frontend creates for a
+    #: missing input carries as `__init__` (MXNet: PReLU's gamma starts at 0.25)
+    input_init: ClassVar[Mapping[str, str]] = {}
     doc: ClassVar[str] = ""
 
     # ---- attributes --------------------------------------------------------------

@@ -34,7 +34,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..base import MXNetError, MXNetIndexError
+from ..base import MXNetError, MXNetIndexError, MXNetValueError
 from .attrs import Bool, Dtype, Enum, Float, Int, Optional, Param, Shape
 from .registry import Op, merge_shape, register, shape_known
 
@@ -218,7 +218,7 @@ def infer_reshape(op: str, codes: Sequence[int], dshape: Sequence[int], reverse:
         tmp.reverse()
     out = tuple(tmp)
     if known and all(x >= 0 for x in out) and _prod(out) != _prod(d):
-        raise _err(op, f"Target shape size is different to source. Target: {out}, Source: "
+        raise MXNetValueError(f"{op}: Target shape size is different to source. Target: {out}, Source: "
                        f"{tuple(dshape)} (shape={tuple(codes)}, reverse={reverse})")
     return tuple(0 if x < 0 else x for x in out) if partial else out
 

@@ -145,9 +145,10 @@ fromjson = load_json
 class _Namespace:
     """`mx.sym.contrib`, `mx.sym.linalg`, ...: registered ops named `<prefix>NAME`."""
 
-    def __init__(self, name: str, prefixes: tuple):
+    def __init__(self, name: str, prefixes: tuple, first_match: bool = False):
         self.__name__ = f"symjit.symbol.{name}"
         self._prefixes = prefixes
+        self._first_match = first_match   # else two matches dispatch on Symbol arguments
 
     def __getattr__(self, item: str):
         if item.startswith("__"):
@@ -155,7 +156,7 @@ class _Namespace:
         found = [f"{p}{item}" for p in self._prefixes if f"{p}{item}" in _REGISTERED]
         if not found:
             raise AttributeError(f"module {self.__name__!r} has no attribute {item!r}")
-        if len(found) == 1:
+        if len(found) == 1 or self._first_match:
             return op_function(found[0])
         scalar_form, symbol_form = op_function(found[0]), op_function(found[1])
 
@@ -184,5 +185,6 @@ def _populate() -> None:
 
 _populate()
 linalg = _Namespace("linalg", ("_linalg_",))
-sparse = _Namespace("sparse", ("_sparse_",))
+#: MXNet's mx.sym.sparse: the storage-aware ops (every op accepts sparse-declared inputs here)
+sparse = _Namespace("sparse", ("_sparse_", ""), first_match=True)
 from . import contrib, image, random  # noqa: E402,F401  (mx.sym.contrib / image / random)

@@ -36,10 +36,13 @@ def variable_type(name: str, attrs: dict, device: str = "cpu(0)") -> TensorType:
     return TensorType(shape, dtype, device)
 
 
-def lower(sym: Symbol, device: str = "cpu(0)", name: str | None = None) -> tuple[Graph, dict]:
+def lower(sym: Symbol, device: str = "cpu(0)", name: str | None = None,
+          allow_duplicate_names: bool = False) -> tuple[Graph, dict]:
     """Lower `sym` to a Graph; also returns {id(SymNode): [output Values]}.
 
-    Raises MXNetError if two distinct variables share a name (they could not be bound by name).
+    Raises MXNetError if two distinct variables share a name (they could not be bound by name),
+    unless allow_duplicate_names (shape/type inference, which MXNet allows on such graphs): the
+    k-th repeat of NAME then becomes input `NAME#k`, in the same argument position.
     """
     nodes = topo_nodes(sym._outputs)
     aux_ids = _aux_variable_ids(nodes)
@@ -48,11 +51,17 @@ def lower(sym: Symbol, device: str = "cpu(0)", name: str | None = None) -> tuple
     seen: dict[str, int] = {}
     variables = [n for n in nodes if n.is_variable]
     for n in [v for v in variables if id(v) not in aux_ids] + [v for v in variables if id(v) in aux_ids]:
+        input_name = n.name
         if n.name in seen:
-            raise MXNetError(f"the symbol has two different variables named {n.name!r}")
-        seen[n.name] = id(n)
+            if not allow_duplicate_names:
+                raise MXNetError(f"the symbol has two different variables named {n.name!r}")
+            repeat = 1
+            while f"{n.name}#{repeat}" in seen:
+                repeat += 1
+            input_name = f"{n.name}#{repeat}"
+        seen[input_name] = id(n)
         meta = {k: v for k, v in n.attrs.items() if k not in ("__shape__", "__dtype__")}
-        values[id(n)] = [b.add_input(n.name, variable_type(n.name, n.attrs, device),
+        values[id(n)] = [b.add_input(input_name, variable_type(n.name, n.attrs, device),
                                      aux=id(n) in aux_ids, meta=meta)]
     for n in nodes:
         if n.is_variable:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import threading
 
+from ..ops.registry import HIDDEN_ATTRS
+
 __all__ = ["NameManager", "Prefix", "AttrScope", "HIDDEN_KEYS", "hidden_key"]
 
 #: attribute names MXNet stores as `__key__` (c_api kHiddenKeys)
-HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage", "profiler_scope")
+HIDDEN_KEYS = HIDDEN_ATTRS
 
 
 def hidden_key(key: str) -> str:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..base import MXNetError, canonical_dtype
 from ..ops.registry import Op, get_op
-from .naming import AttrScope, NameManager, hidden_key
+from .naming import HIDDEN_KEYS, AttrScope, NameManager, hidden_key
 
 __all__ = ["Symbol", "SymNode", "Variable", "var", "Group", "create_op_symbol", "attr_string",
            "DTYPE_MX_TO_NAME", "DTYPE_NAME_TO_MX"]
@@ -120,6 +120,15 @@ def attr_string(value) -> str:
             return str(value)
     if isinstance(value, np.generic):
         return str(value.item())
+    if isinstance(value, np.ndarray):
+        return attr_string(value.tolist() if value.ndim else value.item())
+    if isinstance(value, (tuple, list)):
+        # numpy 2 prints numpy scalars as np.int64(0): write the plain values
+        items = [attr_string(v) if isinstance(v, (np.generic, np.ndarray, tuple, list)) else repr(v)
+                 if isinstance(v, str) else str(v) for v in value]
+        if isinstance(value, tuple):
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        return "[" + ", ".join(items) + "]"
     return str(value)
 
 
@@ -367,7 +376,7 @@ class Symbol:
             raise MXNetError(f"infer_{what}: {len(args)} positional values for {len(names)} arguments")
         given = {n: a for n, a in zip(names, args) if a is not None}
         given.update({k: v for k, v in kwargs.items() if v is not None})
-        graph, _ = lower(self)
+        graph, _ = lower(self, allow_duplicate_names=True)
         inputs = {v.name for v in graph.inputs}
         for k in given:
             if k not in inputs:
@@ -519,7 +528,10 @@ def create_op_symbol(func_name: str, inputs: Sequence[Symbol], attrs: Mapping[st
     op = get_op(func_name)
     str_attrs = {k: attr_string(v) for k, v in attrs.items() if v is not None}
     for k, v in AttrScope.current.get(attr).items():
-        str_attrs[hidden_key(k)] = v if isinstance(v, str) else attr_string(v)
+        str_attrs[k] = v if isinstance(v, str) else attr_string(v)
+    for k in HIDDEN_KEYS:   # MXNet keeps a hidden key given to an op under both spellings
+        if k in str_attrs:
+            str_attrs[hidden_key(k)] = str_attrs[k]
     try:
         parsed = op.parse(str_attrs)
     except MXNetError as e:
@@ -533,7 +545,10 @@ def create_op_symbol(func_name: str, inputs: Sequence[Symbol], attrs: Mapping[st
     for i, in_name in enumerate(input_names):
         s = inputs[i] if i < len(inputs) else named.pop(in_name, None)
         if s is None:
-            var_node = SymNode(None, f"{node_name}_{in_name}", dict(str_attrs))
+            var_attrs = dict(str_attrs)
+            if in_name in op.input_init:
+                var_attrs.setdefault("__init__", op.input_init[in_name])
+            var_node = SymNode(None, f"{node_name}_{in_name}", var_attrs)
             entries.append((var_node, 0))
             continue
         if not isinstance(s, Symbol):

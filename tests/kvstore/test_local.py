@@ -76,17 +76,36 @@ def test_str_keys_and_pushpull_and_broadcast():
         kv.broadcast("b", mx.nd.ones(SHAPE), out=outs[0])
 
 
-def test_row_sparse_pull_dense_image():
+def test_row_sparse_pull_keeps_only_the_rows():
     kv = mx.kv.create("local")
     w = np.arange(12, dtype=np.float32).reshape(4, 3)
     kv.init("e", mx.nd.array(w))
-    out = mx.nd.ones((4, 3)) * -1
+    out = (mx.nd.ones((4, 3)) * -1).tostype("row_sparse")
     kv.row_sparse_pull("e", out=out, row_ids=mx.nd.array([2, 0, 2]))
     want = np.zeros_like(w)
     want[[0, 2]] = w[[0, 2]]
+    assert out.stype == "row_sparse"
     np.testing.assert_array_equal(out.asnumpy(), want)
+    assert out.indices.asnumpy().tolist() == [0, 2]
     with pytest.raises(MXNetError, match="row_ids"):
         kv.row_sparse_pull("e", out=out, row_ids=mx.nd.array([4]))
+    with pytest.raises(MXNetError, match="row_sparse"):   # MXNet: the outputs must be row_sparse
+        kv.row_sparse_pull("e", out=mx.nd.zeros((4, 3)), row_ids=mx.nd.array([0]))
+
+
+def test_sparse_values_push_and_pull():
+    kv = mx.kv.create("local")
+    kv.init(3, mx.nd.zeros((4, 4), stype="row_sparse"))
+    kv.push(3, [mx.nd.ones((4, 4)).tostype("row_sparse") * 2, mx.nd.ones((4, 4))])
+    out = mx.nd.zeros((4, 4))
+    kv.pull(3, out=out)
+    np.testing.assert_array_equal(out.asnumpy(), np.full((4, 4), 3.0))
+    # MXNet ignores pulls into sparse outputs (ignore_sparse=True): the output keeps its values
+    rsp = (mx.nd.ones((4, 4)) * 5).tostype("row_sparse")
+    kv.pull(3, out=rsp)
+    np.testing.assert_array_equal(rsp.asnumpy(), np.full((4, 4), 5.0))
+    kv.pull(3, out=rsp, ignore_sparse=False)
+    np.testing.assert_array_equal(rsp.asnumpy(), np.full((4, 4), 3.0))
 
 
 @pytest.mark.parametrize("bad", ["shape", "dtype", "unknown", "type"])
