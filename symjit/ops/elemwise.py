@@ -339,7 +339,7 @@ _ELEMWISE_NAMES = {
     "add": ("elemwise_add", ("_plus", "_add", "_Plus")),
     "sub": ("elemwise_sub", ("_minus", "_sub", "_Minus")),
     "mul": ("elemwise_mul", ("_mul", "_Mul")),
-    "div": ("elemwise_div", ("_div", "_Div")),
+    "div": ("elemwise_div", ("_div", "_Div", "_scatter_elemwise_div")),
     "mod": ("_mod", ("_Mod",)),
     "power": ("_power", ("_Power", "elemwise_pow")),
     "maximum": ("_maximum", ("_Maximum",)),
@@ -360,8 +360,8 @@ _BROADCAST_ALIASES = {"add": ("broadcast_plus",), "sub": ("broadcast_minus",)}
 
 #: scalar forms: (name, reversed?) — reversed means `scalar OP x`
 _SCALAR_NAMES = {
-    "add": [("_plus_scalar", False, ("_PlusScalar",))],
-    "sub": [("_minus_scalar", False, ("_MinusScalar",)), ("_rminus_scalar", True, ("_RMinusScalar",))],
+    "add": [("_plus_scalar", False, ("_PlusScalar", "_scatter_plus_scalar"))],
+    "sub": [("_minus_scalar", False, ("_MinusScalar", "_scatter_minus_scalar")), ("_rminus_scalar", True, ("_RMinusScalar",))],
     "mul": [("_mul_scalar", False, ("_MulScalar",))],
     "div": [("_div_scalar", False, ("_DivScalar",)), ("_rdiv_scalar", True, ("_RDivScalar",))],
     "mod": [("_mod_scalar", False, ("_ModScalar",)), ("_rmod_scalar", True, ("_RModScalar",))],

@@ -1395,6 +1395,43 @@ class ScatterND(_ShapeOp):
         return [F.gather_nd(ograds[0], inputs[1]), F.zeros_like(inputs[1])]
 
 
+@register("_scatter_set_nd")
+class ScatterSetND(_ShapeOp):
+    """A copy of `lhs` with out[indices[:, y...]...] = rhs[y...] (MXNet's `x[idx] = v` on
+    NDArrays; duplicates: one write wins)."""
+    inputs = ("lhs", "rhs", "indices")
+    params = {"shape": Param(Shape)}
+    kernel = "gather"
+
+    def infer_shape(self, attrs, in_shapes):
+        lhs, rhs, idx = in_shapes
+        shape = tuple(attrs["shape"])
+        lhs = merge_shape(self.name, "input 'lhs'", lhs, shape)
+        if rhs is not None and idx is not None and idx[0]:
+            _scatter_nd_check(self.name, tuple(rhs), tuple(idx), shape)
+        return [lhs, rhs, idx], [lhs]
+
+    def infer_type(self, attrs, in_types):
+        t = in_types[0] or in_types[1]
+        return [t, t, in_types[2]], [t]
+
+    def compute(self, attrs, inputs, ctx):
+        lhs, rhs, index = inputs
+        shape = tuple(attrs["shape"])
+        if lhs.shape != shape:
+            raise _err(self.name, f"shape mismatch for input 'lhs': expected {shape}, got {lhs.shape}")
+        _scatter_nd_check(self.name, rhs.shape, index.shape, shape)
+        out = np.array(lhs, copy=True)
+        out[_nd_positions(self.name, index, shape)] = rhs
+        return [out]
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        lhs, rhs, index = inputs
+        dy = ograds[0]
+        kept = F._scatter_set_nd(dy, F.zeros_like(rhs), index, shape=attrs["shape"])
+        return [kept, F.gather_nd(dy, index), F.zeros_like(index)]
+
+
 @register("_backward_gather_nd")
 class BackwardGatherND(_ShapeOp):
     """Zeros of `shape` with data scatter-added at `indices` (duplicates accumulate): the

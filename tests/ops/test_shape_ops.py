@@ -999,3 +999,16 @@ def test_symbolic_take_with_float_indices_and_slice_axis_without_end():
     s = mx.sym.slice_axis(a, axis=1, begin=1, end=None)
     np.testing.assert_array_equal(s.eval(a=mx.nd.array(data))[0].asnumpy(), data[:, 1:])
     np.testing.assert_array_equal(mx.sym.load_json(s.tojson()).eval(a=mx.nd.array(data))[0].asnumpy(), data[:, 1:])
+
+
+def test_scatter_ops():
+    """_scatter_set_nd writes rhs into a copy of lhs at the indices; the scalar/elementwise
+    _scatter_* forms compute as their plain ops on dense arrays."""
+    from symjit import nd
+    lhs, rhs, idx = np.arange(6.0).reshape(2, 3), np.array([10.0, 20.0]), np.array([[0, 1], [2, 0]])
+    out = nd._scatter_set_nd(nd.array(lhs), nd.array(rhs), nd.array(idx), shape=(2, 3)).asnumpy()
+    np.testing.assert_array_equal(out, [[0, 1, 10], [20, 4, 5]])
+    check_op_gradient("_scatter_set_nd", [lhs, rhs, idx], {"shape": (2, 3)}, wrt=[0, 1])
+    assert nd._scatter_plus_scalar(nd.ones(2), scalar=2).asnumpy().tolist() == [3, 3]
+    assert nd._scatter_minus_scalar(nd.ones(2), scalar=2).asnumpy().tolist() == [-1, -1]
+    assert nd._scatter_elemwise_div(nd.ones(2), nd.ones(2) * 4).asnumpy().tolist() == [0.25, 0.25]
