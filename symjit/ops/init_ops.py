@@ -34,16 +34,26 @@ class _Creation(Op):
 
     def compute(self, attrs, inputs, ctx):
         shape = self.out_shape(attrs)
+        if not all(shape) and ctx.out_shapes and ctx.out_shapes[0] is not None:
+            shape = tuple(a or b for a, b in zip(shape, ctx.out_shapes[0]))   # dims inference filled
+        if not all(shape) and len(shape) and any(d == 0 for d in self._given(attrs)):
+            raise MXNetError(f"{self.name}: the shape {tuple(self._given(attrs))} has unknown dims that "
+                             "inference could not fill")
         return [np.ascontiguousarray(self.values(attrs, shape, np.dtype(attrs["dtype"])))]
+
+    def _given(self, attrs) -> tuple:
+        return self.out_shape(attrs)
 
     def grad(self, F, attrs, inputs, outputs, ograds):
         return []
 
 
 def _checked_shape(op: str, shape) -> tuple:
-    if any(d < 0 for d in shape):
-        raise MXNetError(f"{op}: shape must not have negative dimensions, got {tuple(shape)}")
-    return tuple(int(d) for d in shape)
+    """The shape with unknown dims (MXNet: -1, or 0 outside numpy shape semantics) as 0, which
+    shape inference fills from the consumers."""
+    if any(d < -1 for d in shape):
+        raise MXNetError(f"{op}: shape dims must be >= -1 (-1: unknown), got {tuple(shape)}")
+    return tuple(max(int(d), 0) for d in shape)
 
 
 class _Filled(_Creation):

@@ -46,9 +46,12 @@ FRONTEND_ATTRS = frozenset({"name", "ctx", "out", "attr", "__layout__", *HIDDEN_
 
 @dataclass
 class ComputeContext:
-    """What an op's reference implementation may read beyond its inputs."""
+    """What an op's reference implementation may read beyond its inputs. `out_shapes`: the
+    node's inferred output shapes when it runs inside a graph (None elsewhere); only ops whose
+    output shape the inputs and attributes leave open (creation ops with unknown dims) read it."""
     is_train: bool = False
     rng: np.random.Generator | None = None
+    out_shapes: tuple | None = None
 
     def random(self) -> np.random.Generator:
         if self.rng is None:

@@ -17,8 +17,8 @@ def test_filled_arrays():
     ones = _ev(mx.sym.ones((4,), dtype="float64"))
     assert ones.dtype == np.float64 and (ones == 1).all()
     np.testing.assert_array_equal(_ev(mx.sym.full((2, 2), 7.5)), np.full((2, 2), 7.5, np.float32))
-    with pytest.raises(MXNetError, match="_zeros.*negative"):
-        mx.sym.zeros((2, -1)).eval()
+    with pytest.raises(MXNetError, match="_zeros.*>= -1"):
+        mx.sym.zeros((2, -2)).eval()
 
 
 def test_arange_repeat_and_linspace_eye():
@@ -39,3 +39,12 @@ def test_creation_in_a_graph_and_json():
     out = mx.sym.load_json(s.tojson()).eval(x=mx.nd.ones((2, 3)))[0].asnumpy()
     np.testing.assert_array_equal(out, np.full((2, 3), 2.0))
     assert s.infer_shape()[1] == [(2, 3)]
+
+
+def test_unknown_dims_filled_by_inference():
+    """MXNet's begin_state: zeros(shape=(0, H)) takes its batch dim from what it meets."""
+    x = mx.sym.var("x")
+    for unknown in (0, -1):
+        s = mx.sym.zeros((unknown, 3)) + x
+        assert s.infer_shape(x=(2, 3))[1] == [(2, 3)]
+        np.testing.assert_array_equal(s.eval(x=mx.nd.ones((2, 3)))[0].asnumpy(), np.ones((2, 3)))
