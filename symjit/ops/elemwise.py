@@ -283,6 +283,21 @@ class HardSigmoid(Elementwise):
         return S.minimum(S.maximum(x * attrs["alpha"] + attrs["beta"], 0.0), 1.0)
 
 
+@register("_contrib_div_sqrt_dim")
+class DivSqrtDim(Op):
+    """x / sqrt(size of the last axis) (the scale depends on the shape, so not a scalar expression)."""
+
+    def infer_shape(self, attrs, in_shapes):
+        return list(in_shapes), [in_shapes[0]]
+
+    def compute(self, attrs, inputs, ctx):
+        x = inputs[0]
+        return [np.ascontiguousarray(x / x.dtype.type(np.sqrt(x.shape[-1])))]
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        return [F._contrib_div_sqrt_dim(ograds[0])]
+
+
 @register("add_n", aliases=("ElementWiseSum", "_sparse_add_n"))
 class AddN(Elementwise):
     """The sum of `num_args` same-shaped arrays (one fused elementwise kernel)."""
