@@ -1691,7 +1691,10 @@ def _diag_out(op: str, attrs, d: tuple) -> tuple:
             w -= k
         elif k < 0:
             h += k
-        s = max(min(h, w), 0)
+        s = min(h, w)
+        if s <= 0:
+            raise _err(op, f"k={k} selects no diagonal of the {d[a1]}x{d[a2]} matrices (axis1={a1}, "
+                           f"axis2={a2})")
     else:
         s = 0
     return tuple(x for i, x in enumerate(d) if i not in (a1, a2)) + (s,)

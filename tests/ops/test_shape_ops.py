@@ -793,7 +793,7 @@ def test_pad_errors_and_seed_example():
 
 @pytest.mark.parametrize("shape, k, axis1, axis2", [
     ((3,), 0, 0, 1), ((3,), 1, 0, 1), ((2,), -2, 0, 1),
-    ((3, 4), 0, 0, 1), ((3, 4), 2, 0, 1), ((3, 4), -1, 0, 1), ((3, 4), 5, 0, 1),
+    ((3, 4), 0, 0, 1), ((3, 4), 2, 0, 1), ((3, 4), -1, 0, 1), ((3, 4), 3, 0, 1),
     ((2, 3, 4), 1, 0, 2), ((2, 3, 4), -1, -1, 1),
 ])
 def test_diag(shape, k, axis1, axis2):
@@ -1030,3 +1030,11 @@ def test_split_v2_batch_take_div_sqrt_dim():
     check_op_gradient("batch_take", [d, i])
     np.testing.assert_allclose(mx.nd.contrib.div_sqrt_dim(mx.nd.array(x)).asnumpy(), x / np.sqrt(12), rtol=1e-6)
     check_op_gradient("_contrib_div_sqrt_dim", [x])
+
+
+def test_diag_offset_beyond_the_matrix_is_an_error():
+    """MXNet raises for a k that selects no diagonal (test_operator.py's test_diag)."""
+    with pytest.raises(MXNetError, match="diag: k=5"):
+        nd.diag(nd.ones((3, 4)), k=5)
+    with pytest.raises(MXNetError, match="diag: k=-3"):
+        nd.diag(nd.ones((3, 4)), k=-3)
