@@ -25,6 +25,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 import numpy as np
 
 from ..base import MXNetError
+from .attrs import Param, Str
 from .registry import FRONTEND_ATTRS, ComputeContext, Op, register
 
 __all__ = ["CustomKernel", "register_custom", "custom_kernel", "registered_custom_ops"]
@@ -113,6 +114,8 @@ def _as_shape(s) -> tuple | None:
 
 class _CustomBase(Op):
     is_random = True   # user code: never merged by CSE nor constant-folded
+    #: the declared attribute; any others are the prop's constructor arguments (see `parse`)
+    params = {"op_type": Param(Str, doc="the name given to mx.operator.register")}
 
     def parse(self, raw):
         """`op_type` plus any other attributes, kept as MXNet strings."""

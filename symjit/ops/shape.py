@@ -882,7 +882,7 @@ class SplitV2(_ShapeOp):
               "sections": Param(Int, 0)}
 
     def num_outputs(self, attrs):
-        return attrs["sections"] if attrs["sections"] > 0 else len(attrs["indices"])
+        return attrs["sections"] if attrs["sections"] > 0 else max(len(attrs["indices"]), 1)
 
     def output_names(self, attrs):
         return [f"output{i}" for i in range(self.num_outputs(attrs))]
@@ -893,9 +893,7 @@ class SplitV2(_ShapeOp):
             if size % n:
                 raise _err(self.name, f"axis of size {size} cannot be split into {n} equal sections")
             return [(i * size // n, (i + 1) * size // n) for i in range(n)]
-        starts = list(attrs["indices"])
-        if not starts:
-            raise _err(self.name, "give indices or sections")
+        starts = list(attrs["indices"]) or [0]    # no split points: one piece
         if any(b < a for a, b in zip(starts, starts[1:])) or starts[-1] > size:
             raise _err(self.name, f"indices {tuple(starts)} must be increasing and at most the axis size {size}")
         return list(zip(starts, starts[1:] + [size]))

@@ -57,11 +57,24 @@ def op_function(func_name: str, hint: str | None = None) -> Callable:
         if "num_args" in op.params and kwargs.get("num_args") is None:
             kwargs["num_args"] = len(inputs) + len(named)
         attrs = {k: v for k, v in kwargs.items() if v is not None}
+        # None is a value for attributes that accept it (sort(axis=None) flattens), as in nd.*
+        attrs.update({k: "None" for k, v in kwargs.items() if v is None and _accepts_none(op, k)})
         return create_op_symbol(func_name, inputs, attrs, named, name=name, attr=attr, hint=hint)
 
     fn.__name__ = func_name
     fn.__doc__ = op.doc or type(op).__doc__
     return fn
+
+
+def _accepts_none(op, key: str) -> bool:
+    """True when attribute `key` of `op` takes None as a value (an Optional attribute)."""
+    param = op.params.get(key)
+    if param is None:
+        return False
+    try:
+        return param.kind(None) is None
+    except (ValueError, TypeError):
+        return False
 
 
 def _ufunc(sym_fn: str, scalar_fn: str, rscalar_fn: str, pyfn: Callable, doc: str) -> Callable:
