@@ -15,7 +15,7 @@ import numpy as np
 from ..base import MXNetError
 from . import scalar as S
 from .attrs import Bool, Float, Int, Param
-from .registry import Elementwise, Op, register
+from .registry import Elementwise, LikeInput, Op, register
 
 
 class _Flag(Op):
@@ -132,12 +132,9 @@ class BackwardBooleanMask(BooleanMask):
     """d data of boolean_mask: the output gradient scattered back to the kept slices."""
     inputs = ("ograd", "data", "index")
     hidden = True
-
-    def infer_shape(self, attrs, in_shapes):
-        return list(in_shapes), [in_shapes[1]]
-
-    def infer_type(self, attrs, in_types):
-        return list(in_types), [in_types[1]]
+    infer_shape = LikeInput.infer_shape
+    infer_type = LikeInput.infer_type
+    like = 1
 
     def compute(self, attrs, inputs, ctx):
         dy, data, index = inputs

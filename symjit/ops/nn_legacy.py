@@ -25,7 +25,7 @@ import numpy as np
 from ..base import MXNetError
 from .attrs import Bool, Enum, Float, Int, Optional, Param, Shape
 from .nn_conv import conv_out_size
-from .registry import Op, get_op, register
+from .registry import LikeInput, Op, get_op, register
 
 
 def _float(op: str, dtype) -> None:
@@ -85,17 +85,12 @@ class LRN(Op):
 
 
 @register("_backward_LRN")
-class BackwardLRN(Op):
+class BackwardLRN(LikeInput):
     """d data of LRN from (d output, data, tmp_norm)."""
+    like = 1
     params = _LRN_PARAMS
     inputs = ("ograd", "data", "tmp_norm")
     hidden = True
-
-    def infer_shape(self, attrs, in_shapes):
-        return list(in_shapes), [in_shapes[1]]
-
-    def infer_type(self, attrs, in_types):
-        return list(in_types), [in_types[1]]
 
     def compute(self, attrs, inputs, ctx):
         dy, x, norm = (a.astype(np.float64) for a in inputs)
@@ -147,17 +142,12 @@ class SVMOutput(Op):
 
 
 @register("_backward_SVMOutput")
-class BackwardSVMOutput(Op):
+class BackwardSVMOutput(LikeInput):
     """d scores of the hinge loss from (scores, labels)."""
+    like = 0
     params = _SVM_PARAMS
     inputs = ("data", "label")
     hidden = True
-
-    def infer_shape(self, attrs, in_shapes):
-        return list(in_shapes), [in_shapes[0]]
-
-    def infer_type(self, attrs, in_types):
-        return list(in_types), [in_types[0]]
 
     def compute(self, attrs, inputs, ctx):
         x, label = inputs
@@ -249,17 +239,12 @@ class ROIPooling(Op):
 
 
 @register("_backward_ROIPooling")
-class BackwardROIPooling(Op):
+class BackwardROIPooling(LikeInput):
     """d data of ROIPooling: each bin's gradient added at its argmax."""
+    like = 1
     params = _ROI_PARAMS
     inputs = ("ograd", "data", "maxidx")
     hidden = True
-
-    def infer_shape(self, attrs, in_shapes):
-        return list(in_shapes), [in_shapes[1]]
-
-    def infer_type(self, attrs, in_types):
-        return list(in_types), [in_types[1]]
 
     def compute(self, attrs, inputs, ctx):
         dy, data, idx = inputs

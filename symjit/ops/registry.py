@@ -26,7 +26,7 @@ from ..base import MXNetError
 from . import scalar as S
 from .attrs import Param, parse_attrs
 
-__all__ = ["Op", "register", "get_op", "find_op", "list_ops", "Emitter", "ComputeContext", "apply_numpy", "numpy_emitter",
+__all__ = ["Op", "LikeInput", "register", "get_op", "find_op", "list_ops", "Emitter", "ComputeContext", "apply_numpy", "numpy_emitter",
            "Shape", "shape_known", "merge_shape", "OPS"]
 
 Shape = tuple  # tuple of ints; 0 marks an unknown dim, None an unknown shape
@@ -322,6 +322,18 @@ class Elementwise(Op):
             out = np.broadcast_to(out, out_shape)
         return [fresh_array(out, inputs)]
 
+
+
+class LikeInput(Op):
+    """An op with one output of the shape and dtype of input number `like` (gradient ops such as
+    `_backward_X(ograd, data, ...)` -> d data)."""
+    like: ClassVar[int] = 0
+
+    def infer_shape(self, attrs, in_shapes):
+        return list(in_shapes), [in_shapes[self.like]]
+
+    def infer_type(self, attrs, in_types):
+        return list(in_types), [in_types[self.like]]
 
 
 def fresh_array(out: np.ndarray, inputs: Sequence[np.ndarray]) -> np.ndarray:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..base import MXNetError
 from .attrs import Bool, Float, Int, Param
-from .registry import Op, register
+from .registry import LikeInput, Op, register
 
 _PARAMS = {"use_sequence_length": Param(Bool, False, "read lengths from the `sequence_length` input"),
            "axis": Param(Int, 0, "the time axis (0 or 1)")}
@@ -46,6 +46,12 @@ class _SequenceOp(Op):
             raise MXNetError(f"{self.name}: shape mismatch for input 'sequence_length': expected "
                              f"({data[b_ax]},), got {tuple(lens)}")
         return [(data[b_ax],)]
+
+    def infer_shape(self, attrs, in_shapes):
+        data = in_shapes[0]
+        if data is not None:
+            self._axes(attrs, len(data))
+        return [data] + self._length_shape(attrs, in_shapes), [data]
 
     def infer_type(self, attrs, in_types):
         t = in_types[0]
@@ -83,12 +89,6 @@ class SequenceMask(_SequenceOp):
     """Steps at or beyond each sequence's length set to `value`."""
     params = {**_PARAMS, "value": Param(Float, 0.0, "the value of masked steps")}
 
-    def infer_shape(self, attrs, in_shapes):
-        data = in_shapes[0]
-        if data is not None:
-            self._axes(attrs, len(data))
-        return [data] + self._length_shape(attrs, in_shapes), [data]
-
     def compute(self, attrs, inputs, ctx):
         lens = self.lengths(attrs, inputs)
         out = np.array(inputs[0], copy=True)
@@ -108,12 +108,6 @@ class SequenceMask(_SequenceOp):
 @register("SequenceReverse")
 class SequenceReverse(_SequenceOp):
     """The first `length` steps of each sequence reversed; later steps unchanged."""
-
-    def infer_shape(self, attrs, in_shapes):
-        data = in_shapes[0]
-        if data is not None:
-            self._axes(attrs, len(data))
-        return [data] + self._length_shape(attrs, in_shapes), [data]
 
     def compute(self, attrs, inputs, ctx):
         lens = self.lengths(attrs, inputs)
@@ -165,11 +159,9 @@ class BackwardSequenceLast(_SequenceOp):
     def input_names(self, attrs):
         return ["ograd"] + super().input_names(attrs)
 
-    def infer_shape(self, attrs, in_shapes):
-        return list(in_shapes), [in_shapes[1]]
-
-    def infer_type(self, attrs, in_types):
-        return list(in_types), [in_types[0]]
+    infer_shape = LikeInput.infer_shape
+    infer_type = LikeInput.infer_type
+    like = 1
 
     def compute(self, attrs, inputs, ctx):
         dy, rest = inputs[0], inputs[1:]

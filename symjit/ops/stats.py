@@ -13,7 +13,7 @@ import numpy as np
 
 from ..base import MXNetError
 from .attrs import Bool, Dtype, FloatTuple, Int, Optional, Param, Shape
-from .registry import Op, register
+from .registry import LikeInput, Op, register
 
 
 def _reduce_axes(op: str, axes, ndim: int) -> tuple:
@@ -69,17 +69,12 @@ class Moments(Op):
 
 
 @register("_backward_moments")
-class BackwardMoments(Op):
+class BackwardMoments(LikeInput):
     """d data of `moments` from (d mean, d var, data, mean)."""
+    like = 2
     inputs = ("dmean", "dvar", "data", "mean")
     params = Moments.params
     hidden = True
-
-    def infer_shape(self, attrs, in_shapes):
-        return list(in_shapes), [in_shapes[2]]
-
-    def infer_type(self, attrs, in_types):
-        return list(in_types), [in_types[2]]
 
     def compute(self, attrs, inputs, ctx):
         dmean, dvar, x, mean = inputs
@@ -130,17 +125,12 @@ class Cumsum(Op):
 
 
 @register("_backward_cumsum")
-class BackwardCumsum(Op):
+class BackwardCumsum(LikeInput):
     """d a of cumsum: suffix sums of the output gradient, in the input's shape and dtype."""
+    like = 1
     inputs = ("ograd", "a")
     params = {"axis": Param(Optional(Int), None)}
     hidden = True
-
-    def infer_shape(self, attrs, in_shapes):
-        return list(in_shapes), [in_shapes[1]]
-
-    def infer_type(self, attrs, in_types):
-        return list(in_types), [in_types[1]]
 
     def compute(self, attrs, inputs, ctx):
         dy, x = inputs
