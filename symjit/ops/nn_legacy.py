@@ -586,7 +586,7 @@ class BackwardCorrelation(Op):
                 g1[:, :, r1, c1] += gt * x2
                 g2[:, :, r2, c2] += gt * x1
             else:
-                sign = np.sign(x1 - x2)
+                sign = np.where(x1 >= x2, 1.0, -1.0)     # ties count as +1 (MXNet)
                 g1[:, :, r1, c1] += gt * sign
                 g2[:, :, r2, c2] -= gt * sign
         pad = attrs["pad_size"]
