@@ -133,3 +133,12 @@ def test_correlation(shape, k, md, s1, s2, pad, mul):
     check_op_gradient("Correlation", [a, b], attrs)
     with pytest.raises(MXNetError, match="Correlation"):
         mx.nd.Correlation(mx.nd.ones((1, 1, 28, 28)), mx.nd.ones((1, 1, 28, 28)), kernel_size=27)
+
+
+def test_correlation_abs_ties_follow_mxnet():
+    """|a - b| at a == b differentiates as +1 for data1 and -1 for data2 (MXNet's kernel)."""
+    ones = np.ones((1, 1, 3, 3))
+    attrs = dict(kernel_size=1, max_displacement=0, stride1=1, stride2=1, pad_size=0, is_multiply=False)
+    g1, g2 = apply_numpy("_backward_Correlation", [np.ones((1, 1, 3, 3)), ones, ones], attrs)
+    np.testing.assert_array_equal(g1, ones)
+    np.testing.assert_array_equal(g2, -ones)
