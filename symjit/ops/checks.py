@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import MXNetError
-from . import scalar as S
 from .attrs import Bool, Float, Int, Param
 from .registry import Elementwise, LikeInput, Op, register
 

@@ -20,7 +20,7 @@ never merged by CSE nor constant-folded (user code may have side effects).
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Mapping, Protocol
 
 import numpy as np
 
