@@ -3,7 +3,7 @@
 
 `all_finite` / `multi_all_finite` give a float32 (1,) array: 1 when every element of every input is
 finite (and `init_output` is true), else 0. `allclose` is numpy's |a - b| <= atol + rtol |b|
-over all elements (NaNs equal with `equal_nan`), as an int32 (1,) 0/1 flag. `quadratic` is
+over all elements (NaNs equal with `equal_nan`), as an int32 0-d 0/1 flag. `quadratic` is
 a x^2 + b x + c, elementwise (a scalar expression, so it fuses). `boolean_mask` keeps the slices
 of `data` along `axis` whose `index` entry is non-zero; its output shape depends on the values,
 so it runs eagerly (its gradient scatters back into the kept slices).
@@ -57,7 +57,8 @@ class MultiAllFinite(_Flag):
 
 @register("_contrib_allclose")
 class AllClose(_Flag):
-    """1 when |a - b| <= atol + rtol * |b| everywhere (numpy's allclose), else 0 (int32, (1,))."""
+    """1 when |a - b| <= atol + rtol * |b| everywhere (numpy's allclose), else 0 (an int32
+    scalar, shape (), as MXNet's)."""
     inputs = ("a", "b")
     params = {"rtol": Param(Float, 1e-5), "atol": Param(Float, 1e-8), "equal_nan": Param(Bool, True)}
 
@@ -65,7 +66,7 @@ class AllClose(_Flag):
         a, b = in_shapes
         if a is not None and b is not None and tuple(a) != tuple(b):
             raise MXNetError(f"{self.name}: shape mismatch between a {tuple(a)} and b {tuple(b)}")
-        return [a or b, b or a], [(1,)]
+        return [a or b, b or a], [()]
 
     def infer_type(self, attrs, in_types):
         return list(in_types), ["int32"]
@@ -75,7 +76,7 @@ class AllClose(_Flag):
         self.infer_shape(attrs, [a.shape, b.shape])
         ok = np.allclose(a.astype(np.float64), b.astype(np.float64), rtol=attrs["rtol"], atol=attrs["atol"],
                          equal_nan=attrs["equal_nan"])
-        return [np.array([int(ok)], np.int32)]
+        return [np.array(int(ok), np.int32)]
 
 
 @register("_contrib_quadratic")
