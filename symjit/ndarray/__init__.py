@@ -112,12 +112,6 @@ _UFUNCS = {
 }
 
 
-def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False, **kwargs):
-    """`ary` split at the points `indices_or_sections` (a tuple) or into that many equal parts."""
-    from ..ops.shape import split_v2_attrs
-    return invoke("_split_v2", [ary], split_v2_attrs(indices_or_sections, axis, squeeze_axis), **kwargs)
-
-
 def histogram(a, bins=10, range=None, **kwargs):  # noqa: A002 - MXNet's argument name
     """(counts, bin edges) of `a`: `bins` equal bins over `range`, or the edges `bins` (an NDArray)."""
     if isinstance(bins, NDArray):

@@ -36,7 +36,7 @@ import numpy as np
 
 from ..base import MXNetError, MXNetIndexError, MXNetValueError
 from .attrs import Bool, Dtype, Enum, Float, Int, Optional, Param, Shape
-from .registry import Op, get_op, merge_shape, register, shape_known
+from .registry import Op, merge_shape, register, shape_known
 
 __all__ = ["OptIntTuple", "infer_reshape"]
 
@@ -862,77 +862,6 @@ class SliceChannel(_ShapeOp):
         return [F.Concat(*ograds, dim=attrs["axis"], num_args=n)]
 
 
-def split_v2_attrs(indices_or_sections, axis: int = 0, squeeze_axis: bool = False) -> dict:
-    """`_split_v2`'s attributes from MXNet's `split_v2(ary, indices_or_sections, ...)` arguments:
-    an int is a number of equal sections, a tuple the split points (pieces start at 0 and at
-    each point)."""
-    if isinstance(indices_or_sections, (int, np.integer)) and not isinstance(indices_or_sections, bool):
-        return {"sections": int(indices_or_sections), "axis": axis, "squeeze_axis": squeeze_axis}
-    if isinstance(indices_or_sections, (tuple, list)):
-        return {"indices": (0,) + tuple(int(i) for i in indices_or_sections), "axis": axis,
-                "squeeze_axis": squeeze_axis}
-    raise MXNetError(f"split_v2: indices_or_sections must be an int or a tuple, got {indices_or_sections!r}")
-
-
-@register("_split_v2")
-class SplitV2(_ShapeOp):
-    """`data` split along `axis` at `indices` (the start of each piece; MXNet's split_v2 passes
-    (0, i1, i2, ...)) or into `sections` equal pieces; `squeeze_axis` drops a length-1 axis."""
-    params = {"indices": Param(Shape, ()), "axis": Param(Int, 0), "squeeze_axis": Param(Bool, False),
-              "sections": Param(Int, 0)}
-
-    def num_outputs(self, attrs):
-        return attrs["sections"] if attrs["sections"] > 0 else max(len(attrs["indices"]), 1)
-
-    def output_names(self, attrs):
-        return [f"output{i}" for i in range(self.num_outputs(attrs))]
-
-    def _bounds(self, attrs, size: int) -> list[tuple[int, int]]:
-        if attrs["sections"] > 0:
-            n = attrs["sections"]
-            if size % n:
-                raise _err(self.name, f"axis of size {size} cannot be split into {n} equal sections")
-            return [(i * size // n, (i + 1) * size // n) for i in range(n)]
-        starts = list(attrs["indices"]) or [0]    # no split points: one piece
-        if any(b < a for a, b in zip(starts, starts[1:])) or starts[-1] > size:
-            raise _err(self.name, f"indices {tuple(starts)} must be increasing and at most the axis size {size}")
-        return list(zip(starts, starts[1:] + [size]))
-
-    def infer_shape(self, attrs, in_shapes):
-        d = in_shapes[0]
-        if d is None or not all(d):
-            return [d], [None] * self.num_outputs(attrs)
-        ax = _axis(self.name, attrs["axis"], len(d))
-        outs = []
-        for a, b in self._bounds(attrs, d[ax]):
-            if attrs["squeeze_axis"] and b - a != 1:
-                raise _err(self.name, f"squeeze_axis needs pieces of length 1, got {b - a}")
-            s = list(d)
-            if attrs["squeeze_axis"]:
-                s.pop(ax)
-            else:
-                s[ax] = b - a
-            outs.append(tuple(s))
-        return [tuple(d)], outs
-
-    def compute(self, attrs, inputs, ctx):
-        x = inputs[0]
-        ax = _axis(self.name, attrs["axis"], x.ndim)
-        self.infer_shape(attrs, [x.shape])
-        pieces = []
-        for a, b in self._bounds(attrs, x.shape[ax]):
-            p = np.take(x, np.arange(a, b), axis=ax)
-            pieces.append(_fresh(np.squeeze(p, axis=ax) if attrs["squeeze_axis"] else p))
-        return pieces
-
-    def grad(self, F, attrs, inputs, outputs, ograds):
-        n = self.num_outputs(attrs)
-        ax = attrs["axis"]
-        if attrs["squeeze_axis"]:
-            return [F.stack(*ograds, axis=ax, num_args=n)]
-        return [F.Concat(*ograds, dim=ax, num_args=n)]
-
-
 # --------------------------------------------------------------------------------------
 # Slicing
 # --------------------------------------------------------------------------------------
@@ -1261,36 +1190,6 @@ def _pick_positions(op: str, attrs, d: tuple, index: np.ndarray) -> tuple[int, n
         raise _err(op, f"shape mismatch for input 'index': expected {reduced} or {kept}, got {index.shape}")
     j = _take_indices(op, index, d[a], attrs["mode"])
     return a, j.reshape(kept)
-
-
-@register("batch_take")
-class BatchTake(_ShapeOp):
-    """out[i] = a[i, indices[i]] for 2-D `a` (indices clipped into range): `pick` on the last axis."""
-    inputs = ("a", "indices")
-    kernel = "gather"
-
-    def _pick_attrs(self) -> dict:
-        return {"axis": -1, "keepdims": False, "mode": "clip"}
-
-    def infer_shape(self, attrs, in_shapes):
-        a, idx = in_shapes
-        if a is not None and len(a) != 2:
-            raise _err(self.name, f"a must be 2-D, got shape {tuple(a)}")
-        if a is not None and idx is not None and (len(idx) != 1 or (idx[0] and a[0] and idx[0] != a[0])):
-            raise _err(self.name, f"indices must have shape ({a[0]},), got {tuple(idx)}")
-        return [a, (a[0],) if a is not None else idx], [None if a is None else (a[0],)]
-
-    def infer_type(self, attrs, in_types):
-        return _first_input_type(in_types)
-
-    def compute(self, attrs, inputs, ctx):
-        self.infer_shape(attrs, [inputs[0].shape, inputs[1].shape])
-        pick = get_op("pick")
-        return pick.compute(pick.parse(self._pick_attrs()), inputs, ctx)
-
-    def grad(self, F, attrs, inputs, outputs, ograds):
-        pick = get_op("pick")
-        return pick.grad(F, pick.parse(self._pick_attrs()), inputs, outputs, ograds)
 
 
 @register("pick")

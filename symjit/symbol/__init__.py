@@ -135,13 +135,6 @@ def linspace(start, stop, num, endpoint=True, name=None, dtype=None, **kwargs) -
                                                   dtype=dtype or "float32", **kwargs), name=name)
 
 
-def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False, **kwargs) -> Symbol:
-    """`ary` split at the points `indices_or_sections` (a tuple) or into that many equal parts."""
-    from ..ops.shape import split_v2_attrs
-    return create_op_symbol("_split_v2", [ary], split_v2_attrs(indices_or_sections, axis, squeeze_axis),
-                            **kwargs)
-
-
 def histogram(a, bins=10, range=None, **kwargs) -> Symbol:  # noqa: A002 - MXNet's argument name
     """(counts, bin edges) of `a`: `bins` equal bins over `range`, or the edges `bins` (a Symbol)."""
     if isinstance(bins, Symbol):

@@ -1014,27 +1014,8 @@ def test_scatter_ops():
     assert nd._scatter_elemwise_div(nd.ones(2), nd.ones(2) * 4).asnumpy().tolist() == [0.25, 0.25]
 
 
-def test_split_v2_batch_take_div_sqrt_dim():
+def test_div_sqrt_dim():
     import symjit as mx
     x = np.arange(24.0).reshape(2, 12)
-    outs = mx.nd.split_v2(mx.nd.array(x), (3, 7), axis=1)
-    for got, want in zip(outs, np.split(x, (3, 7), axis=1)):
-        np.testing.assert_array_equal(got.asnumpy(), want)
-    assert mx.sym.split_v2(mx.sym.var("d"), 3, axis=1).infer_shape(d=(2, 12))[1] == [(2, 4)] * 3
-    check_op_gradient("_split_v2", [x], {"indices": (0, 3, 7), "axis": 1})
-    with pytest.raises(MXNetError, match="_split_v2"):
-        mx.nd.split_v2(mx.nd.array(x), 5, axis=1)
-    d, i = np.random.default_rng(0).normal(size=(4, 6)), np.array([0, 5, 2, 9])
-    np.testing.assert_allclose(mx.nd.batch_take(mx.nd.array(d), mx.nd.array(i, dtype="int32")).asnumpy(),
-                               d[np.arange(4), np.clip(i, 0, 5)], rtol=1e-6)
-    check_op_gradient("batch_take", [d, i])
     np.testing.assert_allclose(mx.nd.contrib.div_sqrt_dim(mx.nd.array(x)).asnumpy(), x / np.sqrt(12), rtol=1e-6)
     check_op_gradient("_contrib_div_sqrt_dim", [x])
-
-
-def test_diag_offset_beyond_the_matrix_is_an_error():
-    """MXNet raises for a k that selects no diagonal (test_operator.py's test_diag)."""
-    with pytest.raises(MXNetError, match="diag: k=5"):
-        nd.diag(nd.ones((3, 4)), k=5)
-    with pytest.raises(MXNetError, match="diag: k=-3"):
-        nd.diag(nd.ones((3, 4)), k=-3)
