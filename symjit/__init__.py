@@ -24,7 +24,10 @@ from . import ndarray  # noqa: F401
 from . import ndarray as nd  # noqa: F401
 from . import autograd  # noqa: F401
 from . import random  # noqa: F401
-from . import runtime  # noqa: F401
+try:
+    from . import runtime  # noqa: F401  (mx.runtime.Features; needs the native extension)
+except ImportError:   # not built: the interpreter backend still runs everything
+    pass
 from . import test_utils  # noqa: F401
 from . import initializer  # noqa: F401
 from . import initializer as init  # noqa: F401
@@ -44,6 +47,9 @@ from . import module  # noqa: F401
 from . import module as mod  # noqa: F401
 from . import model  # noqa: F401
 from . import gluon  # noqa: F401
+from .gluon.cached_op import NDArrayCachedOp as _NDArrayCachedOp  # noqa: E402
+
+ndarray.CachedOp = _NDArrayCachedOp   # MXNet's mx.nd.CachedOp (a Symbol run as one imperative op)
 from . import kvstore  # noqa: F401
 from . import kvstore as kv  # noqa: F401
 from . import distributed  # noqa: F401

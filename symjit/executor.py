@@ -147,6 +147,8 @@ class Executor:
         from . import ndarray as nd
         self._symbol = symbol
         self._ctx = ctx
+        # MXNet decides its graph-level CSE when binding (see get_optimized_symbol)
+        self._eliminate_common_expr = os.environ.get("MXNET_ELIMINATE_COMMON_EXPR", "1").strip() != "0"
         self._arg_names = symbol.list_arguments()
         self._aux_names = symbol.list_auxiliary_states()
         self._out_names = symbol.list_outputs()
@@ -397,12 +399,31 @@ class Executor:
                        for old, o in zip(self.outputs, new.outputs)]
         return new
 
+    def get_optimized_symbol(self):
+        """The bound symbol after MXNet's graph-level optimization: common-subexpression
+        elimination unless MXNET_ELIMINATE_COMMON_EXPR=0 when it was bound (see `symbol.cse`)."""
+        if not self._eliminate_common_expr:
+            return self._symbol
+        from .symbol.cse import eliminate_common_expr
+        return eliminate_common_expr(self._symbol)
+
+    def allocated_bytes(self) -> int:
+        """Memory this executor holds beyond the bound arrays: its outputs plus the forward
+        values it keeps for backward (computed ones; bound inputs are referenced, not copied)."""
+        def nbytes(v):
+            return int(np.prod(v.type.shape, dtype=np.int64)) * np.dtype(v.type.dtype).itemsize
+        inputs = set(self._graph.args) | set(self._graph.aux)
+        kept = [f for f, _ in self._bstats.saved if f not in inputs] if self._bstats is not None else []
+        return sum(nbytes(v) for v in self._graph.outputs) + sum(nbytes(v) for v in kept)
+
     def debug_str(self) -> str:
+        """The forward (and backward) graph, then MXNet's summary line `Total N MB allocated`
+        (see `allocated_bytes`)."""
         from .ir.printer import format_graph
         text = format_graph(self._graph)
         if self._backward_graph is not None:
             text += "\n" + format_graph(self._backward_graph)
-        return text
+        return text + f"\nTotal {self.allocated_bytes() // (1 << 20)} MB allocated\n"
 
     def set_monitor_callback(self, callback, monitor_all: bool = False) -> None:
         raise MXNetError("set_monitor_callback is not supported by symjit executors")

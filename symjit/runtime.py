@@ -332,14 +332,16 @@ def _importable(module: str) -> bool:
 
 def feature_list() -> list[Feature]:
     """The installation's features with MXNet's names. Native code is generated at run time for
-    the host CPU, so the CPU_* entries report the instructions this CPU offers; CUDA means that
-    CUDA C can be built (nvcc found); INT64_TENSOR_SIZE: shapes and indices are 64-bit."""
+    the host CPU, so the CPU_* entries report the instructions this CPU offers. CUDA (MXNet: GPU
+    arrays and operators) is off: NDArrays live on the CPU; CUDA_AOT (symjit's own) says that
+    `symjit compile --target cuda` can build libraries (nvcc found). INT64_TENSOR_SIZE: shapes
+    and indices are 64-bit."""
     import shutil
     flags = _cpu_flags()
     nvcc = bool(os.environ.get("SYMJIT_NVCC") or shutil.which("nvcc")
                 or (os.environ.get("CUDA_HOME") and os.path.exists(os.path.join(os.environ["CUDA_HOME"], "bin", "nvcc"))))
     table = [
-        ("CUDA", nvcc), ("CUDNN", False), ("NCCL", False), ("CUDA_RTC", False), ("TENSORRT", False),
+        ("CUDA", False), ("CUDA_AOT", nvcc), ("CUDNN", False), ("NCCL", False), ("CUDA_RTC", False), ("TENSORRT", False),
         ("CPU_SSE", "sse" in flags), ("CPU_SSE2", "sse2" in flags), ("CPU_SSE3", "pni" in flags),
         ("CPU_SSE4_1", "sse4_1" in flags), ("CPU_SSE4_2", "sse4_2" in flags), ("CPU_SSE4A", "sse4a" in flags),
         ("CPU_AVX", "avx" in flags), ("CPU_AVX2", "avx2" in flags), ("CPU_AVX512F", "avx512f" in flags),

@@ -292,3 +292,34 @@ def test_batchnorm_training_gradient_matches_finite_differences():
             num[i] = (fp - fm) / (2 * eps)
         arr[:] = base
         np.testing.assert_allclose(exe.grad_dict[name].asnumpy(), num, rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+def test_reshape_shares_memory_like_mxnet():
+    y = mx.sym.FullyConnected(mx.sym.Variable("x"), num_hidden=4)
+    exe = y.simple_bind(mx.cpu(), x=(5, 4), grad_req="null")
+    exe.arg_arrays[0][:] = 1
+    exe.arg_arrays[1][:] = 1
+    exe.arg_arrays[2][:] = 0
+    small = exe.reshape(x=(3, 4))
+    small.forward()
+    assert np.all(small.outputs[0].asnumpy() == 4)
+    assert np.all(exe.outputs[0].asnumpy()[:3] == 4)          # the smaller output is a view
+    big = exe.reshape(allow_up_sizing=True, x=(6, 4))
+    big.arg_arrays[0][:] = 0
+    assert np.all(exe.arg_arrays[0].asnumpy() == 1)           # a larger input is new memory
+    assert big.arg_arrays[1] is exe.arg_arrays[1]              # unchanged shapes are shared
+
+
+def test_debug_str_reports_the_memory_kept_for_backward():
+    data = mx.sym.Variable("data")
+    y = data
+    for _ in range(3):
+        y = y * y
+    one = 10 * 3 * 64 * 64 * 4   # bytes of one float32 value of this shape
+    train = y.simple_bind(mx.cpu(), data=(10, 3, 64, 64))
+    infer = y.simple_bind(mx.cpu(), data=(10, 3, 64, 64), grad_req="null")
+    blocked = mx.sym.stop_gradient(y).simple_bind(mx.cpu(), data=(10, 3, 64, 64))
+    # the output, plus the two computed intermediates each multiplication's gradient reads
+    assert train.allocated_bytes() == 3 * one
+    assert infer.allocated_bytes() == blocked.allocated_bytes() == one
+    assert f"Total {3 * one >> 20} MB allocated" in train.debug_str()

@@ -429,3 +429,26 @@ def test_aggregated_update_over_mixed_dtypes_and_sizes():
     for a, b in zip(run(True), run(False)):
         assert a.dtype == b.dtype
         np.testing.assert_array_equal(a, b)
+
+
+def test_ftml_update_follows_mxnet_formula():
+    # ftml_update's documented recurrences, computed by hand over two steps
+    rng = np.random.default_rng(3)
+    w0 = rng.standard_normal(6)
+    grads = [rng.standard_normal(6) for _ in range(2)]
+    lr, b1, b2, eps, wd, rescale, clip = 0.05, 0.6, 0.999, 1e-8, 0.01, 0.5, 0.4
+    w, d, v, z = w0.copy(), np.zeros(6), np.zeros(6), np.zeros(6)
+    W, D, V, Z = (nd.array(a, dtype="float64") for a in (w0, d, v, z))
+    for t, g in enumerate(grads, start=1):
+        gg = np.clip(rescale * g, -clip, clip) + wd * w
+        v = b2 * v + (1 - b2) * gg * gg
+        d_t = (1 - b1 ** t) / lr * (np.sqrt(v / (1 - b2 ** t)) + eps)
+        z = b1 * z + (1 - b1) * gg - (d_t - b1 * d) * w
+        d, w = d_t, -z / d_t
+        nd.ftml_update(W, nd.array(g, dtype="float64"), D, V, Z, lr=lr, t=t, wd=wd, rescale_grad=rescale,
+                       clip_grad=clip, out=W)
+        np.testing.assert_allclose(W.asnumpy(), w, rtol=1e-12)
+        np.testing.assert_allclose(D.asnumpy(), d, rtol=1e-12)
+        np.testing.assert_allclose(Z.asnumpy(), z, rtol=1e-12)
+    with pytest.raises(mx.MXNetError, match="t"):
+        nd.ftml_update(W, W, D, V, Z, lr=lr, t=0)

@@ -360,3 +360,37 @@ def _fresh(r, fed: list, fed_ids: set | None = None) -> np.ndarray:
     if any(np.may_share_memory(r, f) for f in fed):
         return np.array(r, copy=True)
     return np.ascontiguousarray(r)
+
+
+class NDArrayCachedOp:
+    """MXNet's `mx.nd.CachedOp(sym, flags=())`: call with the symbol's inputs positionally, in
+    `sym.list_inputs()` order (arguments and auxiliary states as the graph lists them); returns
+    one NDArray for a single output, else a list; `out=` (an NDArray or a list) receives the
+    results. Compiled per input signature and differentiable under autograd, as CachedOp."""
+
+    def __init__(self, sym, flags=()):
+        self._op = CachedOp(sym, flags)
+        names = sym.list_inputs()
+        arg_pos = {n: i for i, n in enumerate(self._op.arg_names)}
+        aux_pos = {n: i for i, n in enumerate(self._op.aux_names)}
+        self._route = [("arg", arg_pos[n]) if n in arg_pos else ("aux", aux_pos[n]) for n in names]
+        self._num_outputs = len(sym.list_outputs())
+
+    def __call__(self, *inputs, out=None, **kwargs):
+        if kwargs:
+            raise MXNetError(f"CachedOp: unexpected keyword arguments {sorted(kwargs)}")
+        if len(inputs) != len(self._route):
+            raise MXNetError(f"CachedOp: expected {len(self._route)} inputs, got {len(inputs)}")
+        args = [None] * len(self._op.arg_names)
+        aux = [None] * len(self._op.aux_names)
+        for (kind, i), x in zip(self._route, inputs):
+            (args if kind == "arg" else aux)[i] = x
+        outputs = self._op(args, aux)
+        if out is not None:
+            targets = out if isinstance(out, (list, tuple)) else [out]
+            if len(targets) != len(outputs):
+                raise MXNetError(f"CachedOp: out= has {len(targets)} arrays for {len(outputs)} outputs")
+            for t, o in zip(targets, outputs):
+                t[:] = o
+            return out
+        return outputs[0] if self._num_outputs == 1 else outputs

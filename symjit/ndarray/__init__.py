@@ -11,10 +11,11 @@ from typing import Callable
 
 import numpy as np
 
-from ..base import MXNetError
+from ..base import MXNetError, MXNetValueError
 from ..ops.registry import get_op, list_ops
 from .ndarray import (NDArray, arange, array, concatenate, eager_emitter, empty, eye,  # noqa: F401
-                      from_numpy, full, invoke, linspace, ones, waitall, zeros)
+                      from_dlpack, from_numpy, full, invoke, linspace, ones, to_dlpack_for_read,
+                      to_dlpack_for_write, waitall, zeros)
 from .serialization import load, load_frombuffer, save  # noqa: F401
 from . import random  # noqa: F401  (mx.nd.random)
 
@@ -131,3 +132,66 @@ def _populate() -> None:
 _populate()
 
 from . import contrib, image, linalg, sparse  # noqa: E402,F401  (mx.nd.contrib / image / linalg / sparse)
+
+
+def onehot_encode(indices, out):
+    """One-hot rows into `out` (n, m): out[i, indices[i]] = 1, every other entry 0."""
+    return invoke("_onehot_encode", [indices, out], {}, out=out)
+
+
+def moveaxis(tensor, source, destination):
+    """`tensor` with axes `source` (an int or a sequence) moved to positions `destination`
+    (same length); the other axes keep their order (numpy.moveaxis). Bad axes: ValueError."""
+    nd_ = tensor.ndim
+
+    def axes(value, what):
+        seq = [value] if isinstance(value, (int, np.integer)) else list(value)
+        out = []
+        for a in seq:
+            a = int(a)
+            if not -nd_ <= a < nd_:
+                raise MXNetValueError(f"moveaxis: {what} axis {a} is out of range for a {nd_}-d array")
+            out.append(a % nd_)
+        if len(set(out)) != len(out):
+            raise MXNetValueError(f"moveaxis: repeated axis in {what} {list(seq)}")
+        return out
+    src, dst = axes(source, "source"), axes(destination, "destination")
+    if len(src) != len(dst):
+        raise MXNetValueError(f"moveaxis: source {source} and destination {destination} must have the "
+                              "same number of elements")
+    order = [a for a in range(nd_) if a not in src]
+    for d, s_ in sorted(zip(dst, src)):
+        order.insert(d, s_)
+    return invoke("transpose", [tensor], {"axes": tuple(order)})
+
+
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
+    """Split `ary` along `axis` into `indices_or_sections` equal parts (an int) or at the given
+    indices (a tuple: pieces [0, i0), [i0, i1), ..., [ik, end)), as numpy.split."""
+    return invoke("_split_v2", [ary], split_v2_attrs(ary.shape, indices_or_sections, axis, squeeze_axis))
+
+
+def split_v2_attrs(shape, indices_or_sections, axis, squeeze_axis) -> dict:
+    """`_split_v2`'s attributes for numpy.split-style arguments (MXNet's wrapper)."""
+    if isinstance(indices_or_sections, (int, np.integer)) and not isinstance(indices_or_sections, bool):
+        sections = int(indices_or_sections)
+        if shape is not None and shape[axis] % sections:
+            raise MXNetValueError("array split does not result in an equal division")
+        return {"indices": (), "axis": axis, "squeeze_axis": squeeze_axis, "sections": sections}
+    if isinstance(indices_or_sections, (tuple, list)):
+        return {"indices": (0,) + tuple(int(i) for i in indices_or_sections), "axis": axis,
+                "squeeze_axis": squeeze_axis}
+    raise MXNetValueError("indices_or_sections must either int or tuple of ints")
+
+
+class _Internal:
+    """MXNet's mx.nd._internal: the registered ops whose names start with '_', by those names."""
+    __name__ = "symjit.ndarray._internal"
+
+    def __getattr__(self, item: str):
+        if not item.startswith("_") or item.startswith("__") or item not in set(list_ops()):
+            raise AttributeError(f"module 'symjit.ndarray._internal' has no attribute {item!r}")
+        return _op_function(item)
+
+
+_internal = _Internal()

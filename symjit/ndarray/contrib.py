@@ -19,7 +19,7 @@ from .ndarray import NDArray, invoke, zeros
 from .random import uniform
 from ..nested import flatten, regroup as _regroup
 
-__all__ = ["rand_zipfian", "while_loop", "foreach", "cond"]
+__all__ = ["rand_zipfian", "while_loop", "foreach", "cond", "isinf", "isfinite", "isnan"]
 
 _PREFIX = "_contrib_"
 
@@ -139,6 +139,21 @@ def cond(pred, then_func: Callable, else_func: Callable):
 # ------------------------------------------------------------------------------------------
 # Registered `_contrib_*` ops
 # ------------------------------------------------------------------------------------------
+
+def isinf(data: NDArray) -> NDArray:
+    """1 where `data` is +-inf, else 0 (data's dtype)."""
+    return data.abs() == math.inf
+
+
+def isfinite(data: NDArray) -> NDArray:
+    """1 where `data` is neither inf nor NaN, else 0."""
+    return (data.abs() != math.inf) * (data == data)
+
+
+def isnan(data: NDArray) -> NDArray:
+    """1 where `data` is NaN, else 0."""
+    return data != data
+
 
 def __getattr__(name: str) -> Callable:
     if not name.startswith("__") and find_op(_PREFIX + name) is not None:

@@ -54,8 +54,18 @@ def _recorded_getitem(x: NDArray, key) -> NDArray:
         idx = key if isinstance(key, NDArray) else NDArray(np.asarray(key, dtype=np.int64), x._ctx)
         return invoke("take", [x, idx], {"axis": 0})
     items = key if isinstance(key, tuple) else (key,)
-    if not _is_basic(items) or any(k is None or k is Ellipsis for k in items):
-        raise MXNetError(f"indexing with {key!r} is not supported while recording")
+    if not _is_basic(items):
+        return _recorded_gather(x, key)
+    try:   # the result's shape, from numpy's rules on a data-less stand-in
+        final = np.broadcast_to(np.empty((), np.uint8), x.shape)[items].shape
+    except IndexError as e:
+        raise MXNetError(f"index {key!r} is out of bounds for NDArray of shape {x.shape}: {e}") from None
+    # Ellipsis -> full slices, None (new axes) applied by the final reshape
+    real = [k for k in items if k is not None]
+    if any(k is Ellipsis for k in real):
+        at = real.index(Ellipsis)
+        real = real[:at] + [slice(None)] * (x.ndim - len(real) + 1) + real[at + 1:]
+    items = tuple(real)
     if len(items) > x.ndim:
         raise MXNetError(f"too many indices ({len(items)}) for NDArray of shape {x.shape}")
     begin, end, step, drop = [], [], [], []
@@ -67,18 +77,32 @@ def _recorded_getitem(x: NDArray, key) -> NDArray:
             begin.append(i), end.append(i + 1), step.append(1), drop.append(axis)
         else:
             begin.append(k.start), end.append(k.stop), step.append(k.step)
-    out = invoke("slice", [x], {"begin": tuple(begin), "end": tuple(end), "step": tuple(step)})
-    if drop:
-        shape = tuple(d for a, d in enumerate(out.shape) if a not in drop) or (1,)
+    out = invoke("slice", [x], {"begin": tuple(begin), "end": tuple(end), "step": tuple(step)}) if items else x
+    shape = tuple(final) or (1,)
+    if out.shape != shape:
         out = invoke("Reshape", [out], {"shape": shape})
     return out
 
 
+def _recorded_gather(x: NDArray, key) -> NDArray:
+    """Advanced indexing under autograd: the element positions numpy's rules select, gathered
+    from the flattened array with `take` (so the gradient scatters back)."""
+    try:
+        positions = np.arange(x.size, dtype=np.int64).reshape(x.shape)[_np_key(key)]
+    except IndexError as e:
+        raise MXNetError(f"index {key!r} is out of bounds for NDArray of shape {x.shape}: {e}") from None
+    flat = invoke("Reshape", [x], {"shape": (-1,)})
+    idx = NDArray(positions.reshape(-1) if positions.ndim else positions.reshape(1), x._ctx)
+    out = invoke("take", [flat, idx], {"axis": 0})
+    return invoke("Reshape", [out], {"shape": positions.shape or (1,)})
+
+
 def setitem(x: NDArray, key, value) -> None:
     from .. import autograd
-    if autograd.is_recording() and x._ag is not None:
-        raise MXNetError("in-place assignment to an array that is part of a recorded graph is not "
-                         "supported while recording")
+    whole = key is None or key is Ellipsis   # `x[None] = v` / `x[...] = v` copy the whole array
+    if autograd.is_recording() and (x._ag is not None or not whole):
+        raise MXNetError("Inplace operations (+=, -=, x[:]=, etc) are not supported when recording with "
+                         "autograd: in-place assignment into part of an array cannot be differentiated")
     if isinstance(value, NDArray):
         v = value._data
     elif isinstance(value, (numbers.Number, np.generic, np.ndarray, list, tuple)):

@@ -177,6 +177,28 @@ class NDArray:
     def __reduce__(self):
         return (_rebuild, (self.asnumpy(), str(self._ctx)))
 
+    def to_dlpack_for_read(self):
+        """A DLPack capsule over this array's memory (for reading; the capsule keeps it alive)."""
+        return self._data.__dlpack__()
+
+    def to_dlpack_for_write(self):
+        """A DLPack capsule over this array's memory (writes through it change this array)."""
+        return self._data.__dlpack__()
+
+    def __getstate__(self) -> dict:
+        """MXNet's state: {'handle': the array in the NDArray file layout}."""
+        from .serialization import array_to_bytes
+        return {"handle": bytearray(array_to_bytes(self))}
+
+    def __setstate__(self, state) -> None:
+        """Restore from `__getstate__`'s dict (also MXNet's, GPU-saved arrays load on the CPU)."""
+        from .serialization import array_from_bytes
+        handle = state.get("handle") if isinstance(state, dict) else None
+        if handle is None:
+            raise MXNetError("NDArray.__setstate__: expected a dict with a 'handle' entry")
+        loaded = array_from_bytes(handle)
+        self.__init__(loaded._data, loaded.context)
+
     # ---- autograd -------------------------------------------------------------------
     def attach_grad(self, grad_req: str = "write", stype=None) -> None:
         """Allocate a gradient buffer and mark this array as a variable for autograd."""
@@ -213,6 +235,20 @@ class NDArray:
         _, (new_shape,) = op.infer_shape(op.parse(attrs), [self.shape])
         return NDArray(self._data.reshape(new_shape), self._ctx)
 
+    @staticmethod
+    def _basic_indexing_slice_is_contiguous(slc_key, shape) -> bool:
+        """Whether basic indexing of a C-contiguous array of `shape` by the tuple of slices
+        `slc_key` gives a C-contiguous view (decided from the view's strides, without data)."""
+        dummy = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape=tuple(shape),
+                                                strides=tuple(np.cumprod((1,) + tuple(shape[:0:-1]))[::-1]),
+                                                writeable=False)
+        return bool(dummy[tuple(slc_key)].flags.c_contiguous)
+
+    def split_v2(self, indices_or_sections, axis=0, squeeze_axis=False):
+        """`nd.split_v2(self, ...)`."""
+        from . import split_v2
+        return split_v2(self, indices_or_sections, axis, squeeze_axis)
+
     def flatten(self, inplace: bool = False) -> "NDArray":
         """Collapse every axis after the first; inplace=True returns a view sharing memory."""
         return self._shape_view("Flatten", {}) if inplace else invoke("Flatten", [self], {})
@@ -226,9 +262,6 @@ class NDArray:
         """Insert a size-1 axis at `axis`; inplace=True returns a view sharing memory."""
         attrs = {"axis": axis}
         return self._shape_view("expand_dims", attrs) if inplace else invoke("expand_dims", [self], attrs)
-
-    def reshape_like(self, other: "NDArray") -> "NDArray":
-        return self.reshape(other.shape)
 
     # ---- indexing -----------------------------------------------------------------------
     def __getitem__(self, key) -> "NDArray":
@@ -299,7 +332,7 @@ FLUENT_METHODS = {n: n for n in (
     "repeat", "pad", "split", "slice", "slice_axis", "slice_like", "take", "pick", "one_hot",
     "broadcast_to", "broadcast_like", "softmax", "log_softmax", "topk", "sort", "argsort", "flatten",
     "diag", "swapaxes", "depth_to_space", "space_to_depth", "zeros_like", "ones_like", "argmax_channel",
-    "shape_array", "size_array", "erf", "gamma", "gammaln", "negative")}
+    "shape_array", "size_array", "erf", "gamma", "gammaln", "negative", "broadcast_axes", "reshape_like")}
 FLUENT_METHODS.update({"flatten": "Flatten", "swapaxes": "SwapAxis", "split": "SliceChannel",
                        "softmin": "softmin"})
 
@@ -435,9 +468,57 @@ def from_numpy(a: np.ndarray, zero_copy: bool = True, ctx: Context | None = None
     if not a.flags["C_CONTIGUOUS"]:
         raise MXNetValueError("from_numpy: zero_copy needs a C-contiguous numpy array; "
                               "use np.ascontiguousarray or zero_copy=False")
-    data = a.view()
+    # our own writable array over a's memory (through a buffer, so a's read-only flag set
+    # next does not reach it)
+    if not a.flags.writeable:   # e.g. already given to from_numpy: its memory is still ours
+        try:
+            a.flags.writeable = True
+        except ValueError:
+            raise MXNetValueError("from_numpy: zero_copy needs a numpy array whose memory can be "
+                                  "written (this one is a read-only view); use zero_copy=False") from None
+    data = np.ndarray(a.shape, a.dtype, buffer=a.data) if a.size else np.empty(a.shape, a.dtype)
     a.flags.writeable = False
     return NDArray(data, _check_ctx(ctx))
+
+
+class _DLPackCapsule:
+    """A producer object around a raw DLPack capsule (numpy's from_dlpack takes producers)."""
+
+    def __init__(self, capsule):
+        self._capsule = capsule
+
+    def __dlpack__(self, *args, **kwargs):
+        if kwargs.get("max_version") is not None or args:
+            raise TypeError("a legacy (unversioned) DLPack capsule")   # numpy then asks plainly
+        return self._capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)   # kDLCPU
+
+
+def from_dlpack(dlpack) -> NDArray:
+    """An NDArray with the values of a DLPack capsule (MXNet's to_dlpack_for_* output, or any
+    CPU producer's) or of an object with `__dlpack__`. The memory is shared when numpy imports
+    it writable; a tensor numpy marks read-only (legacy capsules) is copied, since NDArrays are
+    writable."""
+    producer = dlpack if hasattr(dlpack, "__dlpack__") else _DLPackCapsule(dlpack)
+    try:
+        data = np.from_dlpack(producer)
+    except (TypeError, ValueError, BufferError, RuntimeError) as e:
+        raise MXNetError(f"from_dlpack: cannot import the tensor: {e}") from None
+    if not data.flags.writeable:
+        data = np.array(data, copy=True, order="C")
+    return NDArray(data, current_context())
+
+
+def to_dlpack_for_read(data: NDArray):
+    """`data.to_dlpack_for_read()`."""
+    return data.to_dlpack_for_read()
+
+
+def to_dlpack_for_write(data: NDArray):
+    """`data.to_dlpack_for_write()`."""
+    return data.to_dlpack_for_write()
 
 
 def array(source_array, ctx: Context | None = None, dtype=None) -> NDArray:

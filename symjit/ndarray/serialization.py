@@ -12,7 +12,10 @@ The layout is the one MXNet 1.x writes with `mx.nd.save` (all integers little-en
     context := i32 dev_type (1 cpu, 2 gpu, 3 cpu_pinned, 5 cpu_shared) | i32 dev_id
     data    := prod(shape) * itemsize raw bytes, C order
 
-`save` writes exactly this (V2, dense), byte for byte as MXNet 1.9.1 does. `load`
+`save` writes exactly this (V2, dense), byte for byte as MXNet 1.9.1 does; with numpy shape
+semantics on (`mx.np_shape()`) it writes V3 arrays (magic 0xF993FACA, same layout, ndim 0 for
+a scalar), which load only with them on, and a V2 array with a 0 (legacy: unknown) dimension
+does not load with them on, as in MXNet. `load`
 also reads what MXNet's loader reads: V1 arrays (magic 0xF993FAC8, no storage
 type) and pre-V1 arrays (no magic; the first u32 is ndim and dims are u32).
 
@@ -31,6 +34,7 @@ from typing import Mapping, Sequence, Union
 import numpy as np
 
 from ..base import MXNetError
+from ..util import is_np_shape
 from ..context import Context, cpu
 from .ndarray import NDArray
 
@@ -143,10 +147,16 @@ def _read_array(r: _Reader, index: int) -> NDArray:
     """One array in any layout MXNet's `NDArray::Load` accepts (V2, V1, pre-V1)."""
     what = f"array {index}"
     magic = r.u32(f"the magic number of {what}")
+    np_shape = is_np_shape()
     if magic == NDARRAY_V3_MAGIC:
-        raise r.fail(f"{what} was saved in numpy shape semantics (magic 0x{magic:08X}); "
-                     "MXNet 1.x loads such arrays only with np shape semantics on, which "
-                     "symjit's NDArray does not implement")
+        if not np_shape:
+            raise r.fail(f"{what} was saved with numpy shape semantics (magic 0x{magic:08X}); "
+                         "load it with them on (mx.np_shape() / mx.util.set_np_shape(True))")
+        stype = r.i32(f"the storage type of {what}")
+        if stype != _STYPE_DEFAULT:
+            raise r.fail(f"{what} has storage type {stype}; only dense ('default') arrays are supported")
+        ndim = r.i32(f"the ndim of {what}")
+        return _read_body(r, _read_shape(r, "q", ndim, what), what)   # ndim 0: a scalar
     if magic == NDARRAY_V2_MAGIC:
         stype = r.i32(f"the storage type of {what}")
         if stype in _SPARSE_STYPES:
@@ -164,7 +174,25 @@ def _read_array(r: _Reader, index: int) -> NDArray:
         shape = _read_shape(r, "I", magic, what)
     if len(shape) == 0:
         raise r.fail(f"{what} is an empty (uninitialised) NDArray, which MXNet cannot load either")
+    if np_shape and 0 in shape:
+        raise r.fail(f"{what} was saved without numpy shape semantics and its shape {shape} has "
+                     "unknown (0) dimensions; load it with numpy shape semantics off")
     return _read_body(r, shape, what)
+
+
+def array_to_bytes(arr: NDArray) -> bytes:
+    """One array in MXNet's single-array layout (what `NDArray.__getstate__` holds)."""
+    return _encode_array(arr)
+
+
+def array_from_bytes(buf) -> NDArray:
+    """The array of `array_to_bytes` output (or MXNet's); it lives on cpu(0) (a GPU-saved
+    array loads on the CPU, as MXNet does without GPUs)."""
+    r = _Reader(bytes(buf), "an NDArray state")
+    arr = _read_array(r, 0)
+    if r.remaining:
+        raise r.fail(f"{r.remaining} unexpected bytes after the array")
+    return arr
 
 
 def _parse(buf: bytes, source: str) -> list | dict:
@@ -251,9 +279,11 @@ def _encode_array(arr: NDArray) -> bytes:
     if name not in _FLAG_OF_DTYPE:
         raise MXNetError(f"save: dtype {name} cannot be stored in an NDArray file")
     flag = _FLAG_OF_DTYPE[name]
-    shape = data.shape if data.ndim > 0 else (1,)
+    np_shape = is_np_shape()   # V3 (numpy shapes: 0-d and zero-size dims are real) or legacy V2
+    shape = data.shape if data.ndim > 0 or np_shape else (1,)
     ctx: Context = arr.context
-    head = struct.pack("<Iii", NDARRAY_V2_MAGIC, _STYPE_DEFAULT, len(shape))
+    magic = NDARRAY_V3_MAGIC if np_shape else NDARRAY_V2_MAGIC
+    head = struct.pack("<Iii", magic, _STYPE_DEFAULT, len(shape))
     head += struct.pack(f"<{len(shape)}q", *shape)
     head += struct.pack("<iii", ctx.device_typeid, ctx.device_id, flag)
     body = np.ascontiguousarray(data, dtype=TYPE_FLAGS[flag]).tobytes()

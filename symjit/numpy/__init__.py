@@ -45,19 +45,19 @@ def arange(start, stop=None, step=1, dtype=None, ctx=None):
     return _nd.arange(start, stop, step, ctx=ctx, dtype=dtype)
 
 
+def _into(result, out):
+    """`result`, written into `out` when one is given (numpy's out= convention)."""
+    if out is None:
+        return result
+    out[:] = result
+    return out
+
+
 def concatenate(seq, axis=0, out=None):
     """Join arrays along an existing axis."""
-    result = _nd.concat(*seq, dim=axis)
-    if out is not None:
-        out[:] = result
-        return out
-    return result
+    return _into(_nd.concat(*seq, dim=axis), out)
 
 
 def stack(arrays, axis=0, out=None):
     """Join arrays along a new axis."""
-    result = _nd.stack(*arrays, axis=axis)
-    if out is not None:
-        out[:] = result
-        return out
-    return result
+    return _into(_nd.stack(*arrays, axis=axis), out)

@@ -53,7 +53,8 @@ def _expr_grad(op: Elementwise, F, attrs, inputs, outputs, ograds, expr: S.Expr 
 #: sigmoid_grad, tanh_grad); equal to the derivative of the forward expression, with no
 #: overflow (the sigmoid's exp(-x)/(1+exp(-x))**2 is nan for x < -88 in float32)
 _OUTPUT_GRADS = {
-    "relu": lambda y: S.select(S.logical_or(y > 0.0, S.ne(y, y)), 1.0, 0.0),
+    # MXNet 1.9's relu_grad: NaN where the value is NaN (it propagates), else the step
+    "relu": lambda y: S.select(S.ne(y, y), y, S.select(y > 0.0, 1.0, 0.0)),
     "sigmoid": lambda y: y * (1.0 - y),
     "tanh": lambda y: 1.0 - y * y,
 }
@@ -428,6 +429,8 @@ class Where(Op):
 
     def infer_shape(self, attrs, in_shapes):
         c, x, y = in_shapes
+        if c is None or not all(c):   # MXNet needs the condition's shape fully known
+            return list(in_shapes), [None]
         xy = merge_shape(self.name, "input 'y'", x, y)
         if c is not None and xy is not None and len(c) != 1 and len(c) != len(xy):
             raise MXNetError(f"where: condition shape {c} must equal x's shape {xy} or be "

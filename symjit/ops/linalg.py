@@ -230,6 +230,8 @@ class BatchDot(_Gemm):
         m, lk, rk, n = _batch_dims(self.name, tuple(ls), tuple(rs), ta, tb)
         if lk and rk and lk != rk:
             raise _mismatch(self.name, ls, rs, ta, tb)
+        if not (lk and rk):   # MXNet infers nothing until both contraction dims are known
+            return list(in_shapes), [None]
         batch = tuple(a or b for a, b in zip(ls[:-2], rs[:-2]))
         k = lk or rk
         ls = list(batch) + list(ls[-2:])

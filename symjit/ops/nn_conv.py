@@ -279,7 +279,9 @@ class FullyConnected(Op):
     def infer_shape(self, attrs, in_shapes):
         h = attrs["num_hidden"]
         d, w = in_shapes[0], in_shapes[1]
-        if d is not None and len(d) < 1:
+        if d is None:   # MXNet deduces nothing (not even the weight's rows) before data's rank
+            return list(in_shapes), [None]
+        if len(d) < 1:
             raise MXNetError(f"FullyConnected: data must have at least 1 dimension, got {_shape_str(d)}")
         units = _fc_in_units(attrs, d) if d is not None else 0
         w = merge_shape(self.name, "weight", (h, units), w)
@@ -296,10 +298,17 @@ class FullyConnected(Op):
                 shapes.append(tuple(b))
             else:
                 shapes.append(merge_shape(self.name, "bias", (h,), b))
-        if d is None:
-            return shapes, [None]
         out = (d[0], h) if attrs["flatten"] else tuple(d[:-1]) + (h,)
         return shapes, [out]
+
+    def infer_shape_backward(self, attrs, in_shapes, out_shapes):
+        """The data's leading dims (the batch; all but the last without flatten) from the output."""
+        d, out = in_shapes[0], out_shapes[0]
+        if d is None or out is None or not d:
+            return list(in_shapes)
+        lead = 1 if attrs["flatten"] else len(d) - 1
+        d = tuple(o if not _known(x) else x for x, o in zip(d[:lead], out[:lead])) + tuple(d[lead:])
+        return [d] + list(in_shapes[1:])
 
     def compute(self, attrs, inputs, ctx):
         x, w = inputs[0], inputs[1]
@@ -573,6 +582,19 @@ class Convolution(Op):
         if d is None:
             return shapes, [None]
         return shapes, [(d[0], nf) + _conv_out_spatial(self.name, d[2:], geo)]
+
+    def infer_shape_backward(self, attrs, in_shapes, out_shapes):
+        """The data's batch from the output, and a spatial size wherever the stride is 1
+        (input = output + dilated kernel - 1 - 2 * pad), as MXNet's shape function does."""
+        d, out = in_shapes[0], out_shapes[0]
+        if d is None or out is None or len(d) != len(out):
+            return list(in_shapes)
+        geo = _geometry(self.name, attrs)
+        ext = _dilated(geo["kernel"], geo["dilate"])
+        spatial = [x if _known(x) or not _known(o) or s != 1 else o + e - 1 - 2 * p
+                   for x, o, e, s, p in zip(d[2:], out[2:], ext, geo["stride"], geo["pad"])]
+        d = (d[0] if _known(d[0]) else out[0], d[1]) + tuple(spatial)
+        return [d] + list(in_shapes[1:])
 
     def compute(self, attrs, inputs, ctx):
         x, w = inputs[0], inputs[1]

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..base import MXNetError
 from . import scalar as S
-from .attrs import Bool, Float, Param
+from .attrs import Bool, Float, Int, Param
 from .registry import Op, merge_shape, register
 
 _COMMON = {"lr": Param(Float), "wd": Param(Float, 0.0), "rescale_grad": Param(Float, 1.0),
@@ -106,6 +106,29 @@ class AdamUpdate(Update):
         m2 = b1 * m + (1.0 - b1) * gw
         v2 = b2 * v + (1.0 - b2) * gw * gw
         return [w - attrs["lr"] * m2 / (S.call("sqrt", v2) + attrs["epsilon"]), m2, v2]
+
+
+@register("ftml_update")
+class FTMLUpdate(Update):
+    """FTML (Follow The Moving Leader, Zheng & Kwok 2017) as MXNet's ftml_update: with
+    g = clip(rescale_grad * grad, clip_grad) + wd * w at step t,
+    v = beta2 v + (1 - beta2) g^2;  d_t = (1 - beta1^t) / lr * (sqrt(v / (1 - beta2^t)) + eps);
+    z = beta1 z + (1 - beta1) g - (d_t - beta1 d) w;  d = d_t;  w = -z / d_t."""
+    inputs = ("weight", "grad", "d", "v", "z")
+    params = {"lr": Param(Float), "beta1": Param(Float, 0.6), "beta2": Param(Float, 0.999),
+              "epsilon": Param(Float, 1e-8), "t": Param(Int), "wd": Param(Float, 0.0),
+              "rescale_grad": Param(Float, 1.0), "clip_grad": Param(Float, -1.0)}
+
+    def exprs(self, attrs, w, g, d, v, z):
+        gw = _clipped(g, {"rescale_grad": attrs["rescale_grad"], "clip_gradient": attrs["clip_grad"]}) \
+            + attrs["wd"] * w
+        b1, b2, t = attrs["beta1"], attrs["beta2"], attrs["t"]
+        if t < 1:
+            raise MXNetError(f"ftml_update: t (the step number) must be at least 1, got {t}")
+        v2 = b2 * v + (1.0 - b2) * gw * gw
+        d2 = (1.0 - b1 ** t) / attrs["lr"] * (S.call("sqrt", v2 / (1.0 - b2 ** t)) + attrs["epsilon"])
+        z2 = b1 * z + (1.0 - b1) * gw - (d2 - b1 * d) * w
+        return [-z2 / d2, d2, v2, z2]
 
 
 @register("_adamw_update", aliases=("adamw_update",))

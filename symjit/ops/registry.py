@@ -151,6 +151,13 @@ class Op:
         """Return (input shapes, output shapes), filling what can be deduced."""
         raise MXNetError(f"{self.name}: shape inference is not defined")
 
+    def infer_shape_backward(self, attrs: Mapping, in_shapes: list, out_shapes: list) -> list:
+        """Input shapes completed from (partially) known output shapes, as MXNet's shape
+        functions also deduce inputs from outputs (a batch size known only downstream).
+        Partial shapes as in `infer_shape` (None unknown, 0 an unknown dim); the default
+        deduces nothing."""
+        return list(in_shapes)
+
     def infer_type(self, attrs: Mapping, in_types: list) -> tuple[list, list]:
         """Default: every input and output shares the first known dtype."""
         known = next((t for t in in_types if t is not None), None)
@@ -294,6 +301,11 @@ class Elementwise(Op):
         for i, s in enumerate(in_shapes):
             merged = merge_shape(self.name, f"input {self.input_names(attrs)[i]!r}", merged, s)
         return [merged] * len(in_shapes), [merged]
+
+    def infer_shape_backward(self, attrs, in_shapes, out_shapes):
+        if self.broadcast or out_shapes[0] is None:
+            return list(in_shapes)
+        return [merge_shape(self.name, "the output", s, out_shapes[0]) for s in in_shapes]
 
     def infer_type(self, attrs, in_types):
         ins, _ = super().infer_type(attrs, in_types)

@@ -335,6 +335,34 @@ class ReshapeLike(_ShapeOp):
         return [F.reshape_like(ograds[0], inputs[0]), F.zeros_like(inputs[1])]
 
 
+@register("_identity_with_attr_like_rhs")
+class IdentityWithAttrLikeRhs(_ShapeOp):
+    """out = lhs, declaring that lhs has rhs's shape: a shape constraint that lets inference
+    carry rhs's shape to lhs and back (MXNet uses it to tie a computed weight to its variable)."""
+    inputs = ("lhs", "rhs")
+    inplace = {0: 0}
+
+    def infer_shape(self, attrs, in_shapes):
+        lhs, rhs = in_shapes
+        shape = merge_shape(self.name, "input 'lhs' (like 'rhs')", lhs, rhs)
+        return [shape, shape], [shape]
+
+    def infer_shape_backward(self, attrs, in_shapes, out_shapes):
+        return [merge_shape(self.name, "the output", s, out_shapes[0]) for s in in_shapes]
+
+    def infer_type(self, attrs, in_types):
+        return list(in_types), [in_types[0]]
+
+    def compute(self, attrs, inputs, ctx):
+        lhs, rhs = inputs
+        if lhs.shape != rhs.shape:
+            raise _err(self.name, f"lhs has shape {lhs.shape}, rhs {rhs.shape}; they must agree")
+        return [_fresh(lhs.copy())]
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        return [ograds[0], F.zeros_like(inputs[1])]
+
+
 @register("Flatten", aliases=("flatten",))
 class Flatten(_ShapeOp):
     """Collapse all dims after the first: (d0, d1, ..., dk) -> (d0, d1*...*dk); (n,) -> (n, 1)."""
@@ -768,6 +796,22 @@ class Concat(_ShapeOp):
         out = tuple(common[:dim]) + (total,) + tuple(common[dim + 1:])
         return ins, [out]
 
+    def infer_shape_backward(self, attrs, in_shapes, out_shapes):
+        """Every input's other dims from the output; the one input whose size along `dim` is
+        unknown gets what the output leaves for it."""
+        out = out_shapes[0]
+        if out is None:
+            return list(in_shapes)
+        dim = _axis(self.name, attrs["dim"], len(out), "dim")
+        ins = [tuple(o if j != dim and not x else x for j, (x, o) in enumerate(zip(s, out)))
+               if s is not None else None for s in in_shapes]
+        unknown = [i for i, s in enumerate(ins) if s is None or not s[dim]]
+        if len(unknown) == 1 and out[dim] and ins[unknown[0]] is not None:
+            rest = sum(s[dim] for i, s in enumerate(ins) if i != unknown[0])
+            s = ins[unknown[0]]
+            ins[unknown[0]] = s[:dim] + (out[dim] - rest,) + s[dim + 1:]
+        return ins
+
     def compute(self, attrs, inputs, ctx):
         self.infer_shape(attrs, [x.shape for x in inputs])
         dim = _axis(self.name, attrs["dim"], inputs[0].ndim, "dim")
@@ -848,6 +892,22 @@ class SliceChannel(_ShapeOp):
             out = tuple(d[:a]) + (size // n,) + tuple(d[a + 1:])
         return [tuple(d)], [out] * n
 
+    def infer_shape_backward(self, attrs, in_shapes, out_shapes):
+        """The input from any known output: its other dims, and the split axis (num_outputs
+        times the part, or num_outputs itself with squeeze_axis)."""
+        (d,), n = in_shapes, self.num_outputs(attrs)
+        for out in out_shapes:
+            if out is None:
+                continue
+            if attrs["squeeze_axis"]:
+                a = _axis(self.name, attrs["axis"], len(out) + 1)
+                full = tuple(out[:a]) + (n,) + tuple(out[a:])
+            else:
+                a = _axis(self.name, attrs["axis"], len(out))
+                full = tuple(out[:a]) + (out[a] * n,) + tuple(out[a + 1:])
+            d = merge_shape(self.name, "input 'data'", d, full)
+        return [d]
+
     def compute(self, attrs, inputs, ctx):
         x = inputs[0]
         _, outs = self.infer_shape(attrs, [x.shape])
@@ -860,6 +920,63 @@ class SliceChannel(_ShapeOp):
         if attrs["squeeze_axis"]:
             return [F.stack(*ograds, axis=attrs["axis"], num_args=n)]
         return [F.Concat(*ograds, dim=attrs["axis"], num_args=n)]
+
+
+@register("_split_v2")
+class SplitV2(_ShapeOp):
+    """Split `data` along `axis` at `indices` (ascending, starting with 0; the last piece runs to
+    the end) into len(indices) pieces — or into `sections` equal pieces when sections > 0.
+    `squeeze_axis` drops the axis (every piece must then have size 1 along it)."""
+    params = {"indices": Param(Shape), "axis": Param(Int, 1), "squeeze_axis": Param(Bool, False),
+              "sections": Param(Int, 0)}
+
+    def num_outputs(self, attrs):
+        n = attrs["sections"] if attrs["sections"] > 0 else len(attrs["indices"])
+        if n < 1:
+            raise _err(self.name, "needs at least one section or index")
+        return n
+
+    output_names = SliceChannel.output_names
+
+    def _bounds(self, attrs, size: int) -> list[tuple[int, int]]:
+        n = self.num_outputs(attrs)
+        if attrs["sections"] > 0:
+            if size % n:
+                raise _err(self.name, f"cannot split an axis of size {size} into {n} equal sections")
+            starts = [i * (size // n) for i in range(n)]
+        else:
+            starts = list(attrs["indices"])
+            if starts[0] != 0 or any(b < a for a, b in zip(starts, starts[1:])) or starts[-1] > size:
+                raise _err(self.name, f"indices must start at 0, ascend and stay within the axis size "
+                                      f"{size}, got {tuple(starts)}")
+        bounds = list(zip(starts, starts[1:] + [size]))
+        if attrs["squeeze_axis"] and any(e - b != 1 for b, e in bounds):
+            raise _err(self.name, "squeeze_axis=True needs every piece to have size 1 along the axis")
+        return bounds
+
+    def infer_shape(self, attrs, in_shapes):
+        d = None if in_shapes[0] is None else tuple(in_shapes[0])
+        a = None if d is None else _axis(self.name, attrs["axis"], len(d))
+        if a is None or not d[a]:   # the pieces need the split axis' size
+            return [d], [None] * self.num_outputs(attrs)
+        outs = []
+        for b, e in self._bounds(attrs, d[a]):
+            piece = tuple(d[:a]) + ((e - b,) if not attrs["squeeze_axis"] else ()) + tuple(d[a + 1:])
+            outs.append(piece)
+        return [tuple(d)], outs
+
+    def compute(self, attrs, inputs, ctx):
+        x = inputs[0]
+        a = _axis(self.name, attrs["axis"], x.ndim)
+        outs = []
+        for b, e in self._bounds(attrs, x.shape[a]):
+            piece = np.take(x, np.arange(b, e), axis=a)
+            outs.append(_fresh(np.squeeze(piece, axis=a) if attrs["squeeze_axis"] else piece))
+        return outs
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        parts = [F.expand_dims(g, axis=attrs["axis"]) for g in ograds] if attrs["squeeze_axis"] else list(ograds)
+        return [F.Concat(*parts, dim=attrs["axis"], num_args=len(parts))]
 
 
 # --------------------------------------------------------------------------------------
@@ -1192,7 +1309,7 @@ def _pick_positions(op: str, attrs, d: tuple, index: np.ndarray) -> tuple[int, n
     return a, j.reshape(kept)
 
 
-@register("pick")
+@register("pick", aliases=("choose_element_0index",))
 class Pick(_ShapeOp):
     """out[i..., k...] = data[i..., index[i..., k...], k...] along `axis` (keepdims keeps it as
     size 1); out-of-range indices are clipped or wrapped per `mode`."""

@@ -111,8 +111,15 @@ def autodiff(g: Graph, wrt: Sequence | None = None,
 
     current = {"name": "grad"}
 
+    # gradients known to be zero (a rule's `zeros_like`, e.g. BlockGrad's): not propagated, so
+    # nothing upstream of them is differentiated (MXNet's zero-gradient propagation)
+    zero_grads: set = set()
+
     def apply(op_name, inputs, attrs):
-        return b.add_node(op_name, [resolve(x) for x in inputs], attrs, name=f"{current['name']}_backward")
+        out = b.add_node(op_name, [resolve(x) for x in inputs], attrs, name=f"{current['name']}_backward")
+        if op_name == "zeros_like":
+            zero_grads.update(out)
+        return out
 
     F = Emitter(apply)
     heads = [b.add_input(f"{v.name}_head_grad", v.type) for v in g.outputs]
@@ -161,7 +168,9 @@ def autodiff(g: Graph, wrt: Sequence | None = None,
         stats.nodes_differentiated += 1
         for x, gx in zip(n.inputs, in_grads):
             if gx is not None and x in needs:
-                contribs.setdefault(x, []).append(resolve(gx))
+                gx = resolve(gx)
+                if gx not in zero_grads:
+                    contribs.setdefault(x, []).append(gx)
 
     outputs = []
     for v, req in pairs:

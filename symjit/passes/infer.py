@@ -9,7 +9,8 @@ Guarantees
   * the result has the same structure as `g` (same nodes, inputs and outputs, fresh objects);
   * types only become more precise, never contradict what `g` recorded;
   * it reaches a fixpoint: information flows forward (inputs to outputs) and back into
-    inputs where an op deduces input shapes (FullyConnected fills its weight from data), over
+    inputs where an op deduces input shapes (FullyConnected fills its weight from data, and
+    its data's batch size from its output: `Op.infer_shape_backward`), over
     repeated sweeps until nothing changes (at most one sweep per node plus one);
   * a conflict raises MXNetError naming the node, its op and the conflicting shapes/dtypes.
 """
@@ -76,6 +77,13 @@ def infer_types(g: Graph, shapes: Mapping[str, tuple] | None = None,
                 merged = _merge_type(where, f"output {i}", v.type, t)
                 if merged != v.type:
                     v.type, changed = merged, True
+            if any(v.type.shape is not None for v in n.outputs) and not all(v.type.shape_known for v in n.inputs):
+                back = n.op.infer_shape_backward(n.attrs, [v.type.shape for v in n.inputs],
+                                                 [v.type.shape for v in n.outputs])
+                for i, (v, s) in enumerate(zip(n.inputs, back)):
+                    merged = _merge_type(where, f"input {names[i]!r}", v.type, v.type.with_shape(s))
+                    if merged != v.type:
+                        v.type, changed = merged, True
         if not changed:
             break
     vals = list(out.values())

@@ -142,6 +142,13 @@ def histogram(a, bins=10, range=None, **kwargs) -> Symbol:  # noqa: A002 - MXNet
     return create_op_symbol("_histogram", [a], {"bin_cnt": bins, "range": range}, **kwargs)
 
 
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False, name=None) -> Symbol:
+    """Split along `axis` into equal parts (an int) or at the given indices (a tuple)."""
+    from ..ndarray import split_v2_attrs
+    return create_op_symbol("_split_v2", [ary], split_v2_attrs(None, indices_or_sections, axis, squeeze_axis),
+                            name=name, hint="split_v2")
+
+
 def load_json_file(fname: str) -> Symbol:
     try:
         with open(fname) as f:
@@ -198,6 +205,8 @@ def _populate() -> None:
 
 _populate()
 linalg = _Namespace("linalg", ("_linalg_",))
+#: MXNet's mx.sym._internal: the ops whose registered names start with "_", by those names
+_internal = _Namespace("_internal", ("",), first_match=True)
 #: MXNet's mx.sym.sparse: the storage-aware ops (every op accepts sparse-declared inputs here)
 sparse = _Namespace("sparse", ("_sparse_", ""), first_match=True)
 from . import contrib, image, random  # noqa: E402,F401  (mx.sym.contrib / image / random)

@@ -18,6 +18,7 @@ import json
 
 from ..base import MXNetError
 from ..ops.registry import find_op
+from ..util import is_np_shape
 from .naming import HIDDEN_KEYS
 from .symbol import Symbol, SymNode, topo_nodes
 
@@ -150,13 +151,17 @@ def to_json(sym: Symbol) -> str:
     w.entries([(index[id(n)], i, 0) for n, i in sym._outputs])
     w.key("attrs")
     w.begin("{", False)
-    w.key("mxnet_version")
-    w.begin("[", False)
-    w.item()
-    w.parts.append('"int"')
-    w.item()
-    w.parts.append(str(MXNET_VERSION))
-    w.end("]")
+    graph_attrs = [("mxnet_version", MXNET_VERSION)]
+    if is_np_shape():   # MXNet marks graphs saved with numpy shape semantics
+        graph_attrs.insert(0, ("is_np_shape", 1))
+    for key, value in graph_attrs:
+        w.key(key)
+        w.begin("[", False)
+        w.item()
+        w.parts.append('"int"')
+        w.item()
+        w.parts.append(str(value))
+        w.end("]")
     w.end("}")
     w.end("}")
     return "".join(w.parts)

@@ -37,12 +37,13 @@ def variable_type(name: str, attrs: dict, device: str = "cpu(0)") -> TensorType:
 
 
 def lower(sym: Symbol, device: str = "cpu(0)", name: str | None = None,
-          allow_duplicate_names: bool = False) -> tuple[Graph, dict]:
+          allow_duplicate_names: bool = False, input_shapes: dict | None = None) -> tuple[Graph, dict]:
     """Lower `sym` to a Graph; also returns {id(SymNode): [output Values]}.
 
     Raises MXNetError if two distinct variables share a name (they could not be bound by name),
     unless allow_duplicate_names (shape/type inference, which MXNet allows on such graphs): the
     k-th repeat of NAME then becomes input `NAME#k`, in the same argument position.
+    `input_shapes` (name -> partial shape, 0 = unknown dim) replace the shapes variables declare.
     """
     nodes = topo_nodes(sym._outputs)
     aux_ids = _aux_variable_ids(nodes)
@@ -61,7 +62,10 @@ def lower(sym: Symbol, device: str = "cpu(0)", name: str | None = None,
             input_name = f"{n.name}#{repeat}"
         seen[input_name] = id(n)
         meta = {k: v for k, v in n.attrs.items() if k not in ("__shape__", "__dtype__")}
-        values[id(n)] = [b.add_input(input_name, variable_type(n.name, n.attrs, device),
+        vtype = variable_type(n.name, n.attrs, device)
+        if input_shapes and input_name in input_shapes:
+            vtype = vtype.with_shape(input_shapes[input_name])
+        values[id(n)] = [b.add_input(input_name, vtype,
                                      aux=id(n) in aux_ids, meta=meta)]
     for n in nodes:
         if n.is_variable:

@@ -17,7 +17,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..base import MXNetError, canonical_dtype
-from ..ops.registry import Op, get_op
+from ..util import is_np_shape
+from ..ops.registry import Op, find_op, get_op
 from .naming import HIDDEN_KEYS, AttrScope, NameManager, hidden_key
 
 __all__ = ["Symbol", "SymNode", "Variable", "var", "Group", "create_op_symbol", "attr_string",
@@ -264,7 +265,8 @@ class Symbol:
 
     def get_children(self) -> "Symbol | None":
         """The inputs of the head node(s), grouped; None for a variable."""
-        entries = [e for n, _ in self._outputs for e in n.inputs]
+        heads = list({id(n): n for n, _ in self._outputs}.values())   # each node once
+        entries = [e for n in heads for e in n.inputs]
         return Symbol(entries) if entries else None
 
     # ---- attributes ----------------------------------------------------------------------------
@@ -341,7 +343,8 @@ class Symbol:
     __rdiv__ = __rtruediv__
 
     def __bool__(self):
-        raise NotImplementedError("The truth value of a Symbol is undefined; compare with an executor's outputs")
+        from ..base import NotImplementedForSymbol
+        raise NotImplementedForSymbol(self.__bool__, "bool")
 
     def astype(self, dtype) -> "Symbol":
         return create_op_symbol("Cast", [self], {"dtype": dtype}, hint="cast")
@@ -350,13 +353,29 @@ class Symbol:
         from ..ndarray.ndarray import FLUENT_METHODS
         if name.startswith("_") or name not in FLUENT_METHODS:
             raise AttributeError(f"'Symbol' object has no attribute {name!r}")
-        op_name = FLUENT_METHODS[name]
+        # the method's own name when it is an op name too (x.split names its node 'split...')
+        op_name = name if find_op(name) is not None else FLUENT_METHODS[name]
 
         def method(*args, **kwargs):
             from . import op_function
             return op_function(op_name)(self, *args, **kwargs)
         method.__name__ = name
         return method
+
+    def split_v2(self, indices_or_sections, axis=0, squeeze_axis=False) -> "Symbol":
+        """`sym.split_v2(self, ...)`."""
+        from . import split_v2
+        return split_v2(self, indices_or_sections, axis, squeeze_axis)
+
+    def _gen_atomic_symbol(self) -> "Symbol":
+        """A symbol of the head node's op and attributes alone (its inputs new variables)."""
+        heads = list({id(n): n for n, _ in self._outputs}.values())
+        if len(heads) != 1:
+            raise MXNetError("_gen_atomic_symbol: the symbol has more than one head node")
+        node = heads[0]
+        if node.op is None:
+            return Symbol([(SymNode(None, node.name, dict(node.attrs)), 0)])
+        return create_op_symbol(node.op.name, [], dict(node.attrs), name=node.name)
 
     def reshape(self, *shape, **kwargs) -> "Symbol":
         if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
@@ -376,15 +395,19 @@ class Symbol:
             raise MXNetError(f"infer_{what}: {len(args)} positional values for {len(names)} arguments")
         given = {n: a for n, a in zip(names, args) if a is not None}
         given.update({k: v for k, v in kwargs.items() if v is not None})
-        graph, _ = lower(self, allow_duplicate_names=True)
+        shapes = {}
+        if what == "shape":
+            # inference marks an unknown dim 0: MXNet's legacy spelling; numpy semantics spell it -1
+            shapes = {k: tuple(max(int(d), 0) for d in (v if isinstance(v, (tuple, list)) else (v,)))
+                      for k, v in given.items()}
+        # a given shape replaces the variable's declared one (MXNet)
+        graph, _ = lower(self, allow_duplicate_names=True, input_shapes=shapes)
         inputs = {v.name for v in graph.inputs}
         for k in given:
             if k not in inputs:
                 raise MXNetError(f"infer_{what}: {k!r} is not an input of the symbol; inputs are {sorted(inputs)}")
         if what == "shape":
-            shapes = {k: tuple(int(d) for d in (v if isinstance(v, (tuple, list)) else (v,)))
-                      for k, v in given.items()}
-            return infer_types(graph, shapes=shapes)[0]
+            return infer_types(graph)[0]
         return infer_types(graph, dtypes={k: np.dtype(canonical_dtype(v)).name for k, v in given.items()})[0]
 
     def infer_shape(self, *args, **kwargs):
@@ -392,16 +415,23 @@ class Symbol:
         given shapes do not determine every shape (see `infer_shape_partial`)."""
         arg, out, aux = self.infer_shape_partial(*args, **kwargs)
         complete = all(s and all(d > 0 for d in s) for s in arg + out + aux)
+        if is_np_shape():   # a scalar's () is a known shape there
+            complete = all(s is not None and all(d > 0 for d in s) for s in arg + out + aux)
         if not complete:
             return None, None, None
         return arg, out, aux
 
     def infer_shape_partial(self, *args, **kwargs):
-        """Like `infer_shape`, with unknown shapes as () and unknown dims as 0."""
+        """Like `infer_shape`, with unknown shapes as () and unknown dims as 0 — or, with numpy
+        shape semantics on (`mx.np_shape()`), unknown shapes as None and unknown dims as -1
+        (given shapes use the same spelling)."""
         g = self._inferred(args, kwargs, "shape")
+        np_shape = is_np_shape()
 
         def sh(v):
-            return () if v.type.shape is None else tuple(v.type.shape)
+            if v.type.shape is None:
+                return None if np_shape else ()
+            return tuple(-1 if np_shape and d == 0 else int(d) for d in v.type.shape)
         return [sh(v) for v in g.args], [sh(v) for v in g.outputs], [sh(v) for v in g.aux]
 
     def infer_type(self, *args, **kwargs):

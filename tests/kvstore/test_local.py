@@ -268,3 +268,12 @@ def test_launcher_command_line():
     assert cmd[5:7] == ["-m", "symjit.launch"]
     with pytest.raises(SystemExit):
         launch.main(["-n", "2"])
+
+
+def test_one_kind_of_key_per_store():
+    kv = mx.kv.create("local")
+    kv.init(3, mx.nd.zeros((2,)))
+    for call in (lambda: kv.init("a", mx.nd.zeros((2,))), lambda: kv.push("a", mx.nd.zeros((2,))),
+                 lambda: kv.pull("a", out=mx.nd.zeros((2,)))):
+        with pytest.raises(MXNetError, match="str"):
+            call()

@@ -159,8 +159,11 @@ def test_batch_dot(ta, tb, batch):
 
 def test_batch_dot_partial_shapes_and_errors():
     op = get_op("batch_dot")
-    (ls, rs), (out,) = op.infer_shape(op.parse({}), [(0, 2, 5), (4, 0, 3)])
+    (ls, rs), (out,) = op.infer_shape(op.parse({}), [(0, 2, 5), (4, 5, 3)])
     assert ls == (4, 2, 5) and rs == (4, 5, 3) and out == (4, 2, 3)
+    # MXNet infers nothing while a contraction dim is unknown
+    (ls, rs), (out,) = op.infer_shape(op.parse({}), [(0, 2, 5), (4, 0, 3)])
+    assert ls == (0, 2, 5) and rs == (4, 0, 3) and out is None
     with pytest.raises(MXNetError, match=r"batch_dot.*\(2, 3\)"):
         nd.batch_dot(nd.ones((2, 3)), nd.ones((3, 2)))
     with pytest.raises(MXNetError, match=r"batch_dot.*\(2, 3, 4\).*\(3, 4, 5\)"):

@@ -161,11 +161,11 @@ def test_fully_connected_infer_shape_fills_weight_and_bias():
     assert ins == [(4, 3, 5), (10, 15), (10,)] and outs == [(4, 10)]
     ins, outs = infer("FullyConnected", {"num_hidden": 10, "flatten": False}, [(4, 3, 5), None, None])
     assert ins[1] == (10, 5) and outs == [(4, 3, 10)]
-    # unknown batch stays unknown; unknown data gives a partial weight
+    # unknown batch stays unknown; unknown data: nothing deduced (MXNet's shape function)
     ins, outs = infer("FullyConnected", {"num_hidden": 10}, [(0, 6), None, None])
     assert ins[1] == (10, 6) and outs == [(0, 10)]
     ins, outs = infer("FullyConnected", {"num_hidden": 10, "no_bias": True}, [None, None])
-    assert ins[1] == (10, 0) and outs == [None]
+    assert ins[1] is None and outs == [None]
     # in_units deduced from a known weight when flatten=False
     ins, _ = infer("FullyConnected", {"num_hidden": 2, "flatten": False}, [(4, 0), (2, 9), None])
     assert ins[0] == (4, 9)

@@ -189,3 +189,19 @@ def test_bad_requests_raise():
         autodiff(g, ["nope"])
     with pytest.raises(MXNetError, match="grad_req"):
         autodiff(g, ["x0"], "sometimes")
+
+
+def test_known_zero_gradients_are_not_propagated():
+    # BlockGrad's rule returns zeros: nothing upstream of it is differentiated (MXNet's zero
+    # propagation), so the backward graph holds no node of the blocked branch
+    import symjit as mx
+    from symjit.passes.autodiff import autodiff
+    from symjit.passes.infer import infer_types
+    from symjit.symbol.lower import lower
+    x = mx.sym.Variable("x")
+    out = mx.sym.stop_gradient(mx.sym.exp(mx.sym.sin(x))) + x
+    g, _ = lower(out)
+    g, _ = infer_types(g, shapes={"x": (3,)}, dtypes={"x": "float32"})
+    bwd, stats = autodiff(g, [g.args[0]], "write")
+    assert stats.nodes_differentiated == 2   # the addition and BlockGrad itself, not sin or exp
+    assert not {n.op.name for n in bwd.nodes} & {"sin", "exp", "cos"}

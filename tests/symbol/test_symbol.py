@@ -111,7 +111,8 @@ def test_variable_attributes_and_attr_scope():
             c = mx.sym.Variable("c", attr={"__x__": "1"})
     assert a.list_attr() == {"__ctx_group__": "dev1", "__mood__": "calm"}
     assert a.attr("ctx_group") == "dev1"
-    assert b.list_attr() == {"__ctx_group__": "dev1", "__mood__": "calm"}
+    # an op keeps a hidden key under both spellings (MXNet's list_attr shows both)
+    assert b.list_attr() == {"ctx_group": "dev1", "__ctx_group__": "dev1", "__mood__": "calm"}
     assert c.list_attr() == {"__ctx_group__": "dev1", "__mood__": "happy", "__x__": "1"}
     assert mx.sym.Variable("d").list_attr() == {}
     fc = mx.sym.FullyConnected(a, num_hidden=3, name="fc")
@@ -171,7 +172,8 @@ def test_infer_shape_and_type():
     assert arg == [(4, 7), (10, 7), (10,)] and out == [(4, 10)] and aux == []
     assert net.infer_shape(fc_bias=(10,)) == (None, None, None)
     arg, out, aux = net.infer_shape_partial(fc_bias=(10,))
-    assert arg == [(), (10, 0), (10,)] and out == [()]
+    # MXNet's FullyConnected deduces nothing (not even the weight's rows) before data's rank
+    assert arg == [(), (), (10,)] and out == [()]
     arg, out, aux = net.infer_shape((2, 3))
     assert out == [(2, 10)]
     ta, to, tx = net.infer_type(data="float64")
@@ -226,7 +228,7 @@ def test_eval_errors_and_bool():
     x = mx.sym.var("x")
     with pytest.raises(MXNetError, match="missing"):
         (x + mx.sym.var("y")).eval(x=mx.nd.ones((2,)))
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(mx.base.NotImplementedForSymbol):   # an MXNetError, as in MXNet
         bool(x)
 
 
