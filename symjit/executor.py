@@ -153,7 +153,9 @@ class Executor:
         self.arg_arrays = list(arg_arrays)
         self.aux_arrays = list(aux_arrays)
         self._grad_reqs = [r if g is not None else "null" for r, g in zip(grad_reqs, grad_arrays)]
-        self.grad_arrays = [g if r != "null" else None for g, r in zip(grad_arrays, self._grad_reqs)]
+        # the given arrays stay visible (grad_dict) even where req is 'null': MXNet keeps them
+        # and never writes them
+        self.grad_arrays = list(grad_arrays)
         for n, a, g in zip(self._arg_names, self.arg_arrays, self.grad_arrays):
             if g is not None and g.shape != a.shape:
                 raise MXNetError(f"bind: gradient array for {n!r} has shape {g.shape}, the argument {a.shape}")

@@ -46,13 +46,24 @@ def test_plain_sgd():
 
 
 def test_nag():
+    """MXNet 1.9.1's NAG (its test_optimizer.py PyNAG): w += mu^2 mom - lr (mu + 1) gw, then
+    mom = mu mom - lr gw."""
     w, grads, got = _run(mx.optimizer.NAG(learning_rate=0.1, momentum=0.9, wd=0.01))
     mom = np.zeros_like(w)
     for g in grads:
         gw = g + 0.01 * w
-        mom = 0.9 * mom + gw
-        w = w - 0.1 * (gw + 0.9 * mom)
+        w = w + 0.9 ** 2 * mom - 0.1 * 1.9 * gw
+        mom = 0.9 * mom - 0.1 * gw
     np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+
+
+def test_nag_mom_update_op():
+    w, g, mom = (RNG.standard_normal(5).astype(np.float32) for _ in range(3))
+    weight, state = nd.array(w), nd.array(mom)
+    nd.nag_mom_update(weight, nd.array(g), state, lr=0.1, momentum=0.9, wd=0.01, out=weight)
+    new_mom = 0.9 * mom - 0.1 * (g + 0.01 * w)
+    np.testing.assert_allclose(state.asnumpy(), new_mom, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(weight.asnumpy(), w + 0.9 * new_mom - 0.1 * (g + 0.01 * w), rtol=1e-5, atol=1e-6)
 
 
 def test_adam_bias_correction():

@@ -97,6 +97,8 @@ def run(g: Graph, feeds: Mapping, is_train: bool = False, rng: np.random.Generat
 
 
 def _compute(n, args, ctx) -> list:
+    if not n.inputs:      # creation ops: the inferred output shapes complete unknown dims
+        ctx = ComputeContext(ctx.is_train, ctx.rng, tuple(v.type.shape for v in n.outputs))
     try:
         out = n.op.compute(n.attrs, args, ctx)
     except MXNetError as e:

@@ -113,6 +113,13 @@ _UFUNCS = {
 }
 
 
+def histogram(a, bins=10, range=None, **kwargs):  # noqa: A002 - MXNet's argument name
+    """(counts, bin edges) of `a`: `bins` equal bins over `range`, or the edges `bins` (an NDArray)."""
+    if isinstance(bins, NDArray):
+        return invoke("_histogram", [a, bins], {}, **kwargs)
+    return invoke("_histogram", [a], {"bin_cnt": bins, "range": range}, **kwargs)
+
+
 def _populate() -> None:
     g = globals()
     for name in list_ops():
@@ -124,7 +131,7 @@ def _populate() -> None:
 
 _populate()
 
-from . import contrib, image, sparse  # noqa: E402,F401  (mx.nd.contrib / image / sparse)
+from . import contrib, image, linalg, sparse  # noqa: E402,F401  (mx.nd.contrib / image / linalg / sparse)
 
 
 def onehot_encode(indices, out):

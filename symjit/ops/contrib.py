@@ -182,6 +182,7 @@ class WhileLoop(Op):
     }
     kernel = "control_flow"
     is_random = True  # the subgraphs may sample: never merged by CSE nor constant-folded
+    subgraph_attrs = ("cond", "func")
 
     def input_names(self, attrs):
         return [f"data{i}" for i in range(attrs["num_args"])]
@@ -352,6 +353,7 @@ class Cond(Op):
     }
     kernel = "control_flow"
     is_random = True  # the subgraphs may sample: never merged by CSE nor constant-folded
+    subgraph_attrs = ("cond", "then_branch", "else_branch")
 
     def input_names(self, attrs):
         return [f"data{i}" for i in range(attrs["num_args"])]
@@ -427,6 +429,7 @@ class Foreach(Op):
     }
     kernel = "control_flow"
     is_random = True  # the subgraph may sample: never merged by CSE nor constant-folded
+    subgraph_attrs = ("body",)
 
     def input_names(self, attrs):
         return [f"data{i}" for i in range(attrs["num_args"])]

@@ -146,6 +146,13 @@ def relu_expr(x: S.Expr) -> S.Expr:
     return S.select(S.logical_or(x > 0.0, S.ne(x, x)), x, 0.0)
 
 
+def rint_expr(x: S.Expr) -> S.Expr:
+    """The nearest integer, halves toward -inf (MXNet's rint: 2.5 -> 2, -2.5 -> -3): floor(x)
+    unless ceil(x) is strictly nearer. Built from floor/ceil so every backend rounds alike."""
+    lo, hi = S.call("floor", x), S.call("ceil", x)
+    return S.select((x - lo) <= (hi - x), lo, hi)
+
+
 _UNARY_TABLE: dict[str, tuple[Callable[[S.Expr], S.Expr], tuple]] = {
     "abs": (lambda x: S.call("abs", x), ()),
     "sign": (lambda x: S.call("sign", x), ()),
@@ -178,7 +185,7 @@ _UNARY_TABLE: dict[str, tuple[Callable[[S.Expr], S.Expr], tuple]] = {
     "floor": (lambda x: S.call("floor", x), ()),
     "ceil": (lambda x: S.call("ceil", x), ()),
     "round": (lambda x: S.call("round", x), ()),
-    "rint": (lambda x: S.call("rint", x), ()),
+    "rint": (lambda x: rint_expr(x), ()),
     "trunc": (lambda x: S.call("trunc", x), ()),
     "fix": (lambda x: S.call("trunc", x), ()),
     "relu": (relu_expr, ()),
@@ -283,6 +290,47 @@ _ACT = {
 }
 
 
+@register("hard_sigmoid")
+class HardSigmoid(Elementwise):
+    """y = max(0, min(1, alpha * x + beta))."""
+    params = {"alpha": Param(Float, 0.2), "beta": Param(Float, 0.5)}
+
+    def expr(self, attrs, x):
+        return S.minimum(S.maximum(x * attrs["alpha"] + attrs["beta"], 0.0), 1.0)
+
+
+@register("_contrib_div_sqrt_dim")
+class DivSqrtDim(Op):
+    """x / sqrt(size of the last axis) (the scale depends on the shape, so not a scalar expression)."""
+
+    def infer_shape(self, attrs, in_shapes):
+        return list(in_shapes), [in_shapes[0]]
+
+    def compute(self, attrs, inputs, ctx):
+        x = inputs[0]
+        return [np.ascontiguousarray(x / x.dtype.type(np.sqrt(x.shape[-1])))]
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        return [F._contrib_div_sqrt_dim(ograds[0])]
+
+
+@register("add_n", aliases=("ElementWiseSum", "_sparse_add_n"))
+class AddN(Elementwise):
+    """The sum of `num_args` same-shaped arrays (one fused elementwise kernel)."""
+    params = {"num_args": Param(Int)}
+
+    def input_names(self, attrs):
+        if attrs["num_args"] < 1:
+            raise MXNetError(f"{self.name}: num_args must be at least 1, got {attrs['num_args']}")
+        return [f"arg{i}" for i in range(attrs["num_args"])]
+
+    def expr(self, attrs, *xs):
+        out = xs[0]
+        for x in xs[1:]:
+            out = out + x
+        return out
+
+
 @register("Activation")
 class Activation(Elementwise):
     """Activation function chosen by `act_type` (relu, sigmoid, tanh, softrelu, softsign)."""
@@ -322,29 +370,29 @@ _ELEMWISE_NAMES = {
     "add": ("elemwise_add", ("_plus", "_add", "_Plus")),
     "sub": ("elemwise_sub", ("_minus", "_sub", "_Minus")),
     "mul": ("elemwise_mul", ("_mul", "_Mul")),
-    "div": ("elemwise_div", ("_div", "_Div")),
+    "div": ("elemwise_div", ("_div", "_Div", "_scatter_elemwise_div")),
     "mod": ("_mod", ("_Mod",)),
     "power": ("_power", ("_Power", "elemwise_pow")),
     "maximum": ("_maximum", ("_Maximum",)),
     "minimum": ("_minimum", ("_Minimum",)),
     "hypot": ("_hypot", ("_Hypot",)),
-    "equal": ("_equal", ()),
-    "not_equal": ("_not_equal", ()),
-    "greater": ("_greater", ()),
-    "greater_equal": ("_greater_equal", ()),
-    "lesser": ("_lesser", ()),
-    "lesser_equal": ("_lesser_equal", ()),
-    "logical_and": ("_logical_and", ()),
-    "logical_or": ("_logical_or", ()),
-    "logical_xor": ("_logical_xor", ()),
+    "equal": ("_equal", ("_Equal",)),
+    "not_equal": ("_not_equal", ("_Not_Equal",)),
+    "greater": ("_greater", ("_Greater",)),
+    "greater_equal": ("_greater_equal", ("_Greater_Equal",)),
+    "lesser": ("_lesser", ("_Lesser",)),
+    "lesser_equal": ("_lesser_equal", ("_Lesser_Equal",)),
+    "logical_and": ("_logical_and", ("_Logical_And",)),
+    "logical_or": ("_logical_or", ("_Logical_Or",)),
+    "logical_xor": ("_logical_xor", ("_Logical_Xor",)),
 }
 
 _BROADCAST_ALIASES = {"add": ("broadcast_plus",), "sub": ("broadcast_minus",)}
 
 #: scalar forms: (name, reversed?) — reversed means `scalar OP x`
 _SCALAR_NAMES = {
-    "add": [("_plus_scalar", False, ("_PlusScalar",))],
-    "sub": [("_minus_scalar", False, ("_MinusScalar",)), ("_rminus_scalar", True, ("_RMinusScalar",))],
+    "add": [("_plus_scalar", False, ("_PlusScalar", "_scatter_plus_scalar"))],
+    "sub": [("_minus_scalar", False, ("_MinusScalar", "_scatter_minus_scalar")), ("_rminus_scalar", True, ("_RMinusScalar",))],
     "mul": [("_mul_scalar", False, ("_MulScalar",))],
     "div": [("_div_scalar", False, ("_DivScalar",)), ("_rdiv_scalar", True, ("_RDivScalar",))],
     "mod": [("_mod_scalar", False, ("_ModScalar",)), ("_rmod_scalar", True, ("_RModScalar",))],
@@ -358,9 +406,9 @@ _SCALAR_NAMES = {
     "greater_equal": [("_greater_equal_scalar", False, ("_GreaterEqualScalar",))],
     "lesser": [("_lesser_scalar", False, ("_LesserScalar",))],
     "lesser_equal": [("_lesser_equal_scalar", False, ("_LesserEqualScalar",))],
-    "logical_and": [("_logical_and_scalar", False, ())],
-    "logical_or": [("_logical_or_scalar", False, ())],
-    "logical_xor": [("_logical_xor_scalar", False, ())],
+    "logical_and": [("_logical_and_scalar", False, ("_LogicalAndScalar",))],
+    "logical_or": [("_logical_or_scalar", False, ("_LogicalOrScalar",))],
+    "logical_xor": [("_logical_xor_scalar", False, ("_LogicalXorScalar",))],
 }
 
 _SCALAR_PARAMS = {"scalar": Param(Float), "is_int": Param(Bool, True)}

@@ -225,7 +225,7 @@ def deconv_pad_adj(attrs, in_sp) -> tuple[tuple, tuple]:
         raise MXNetError(f"Deconvolution: target_shape {target} must have {nd} dimensions "
                          f"like kernel {attrs['kernel']}")
     ext = _dilated(attrs["kernel"], dilate)
-    o_pad, o_adj = list(pad), list(adj)
+    o_pad, o_adj = list(pad), [0] * nd     # with target_shape, the given adj is ignored (MXNet)
     for i in range(nd):
         if not _known(in_sp[i]):
             continue
@@ -971,15 +971,17 @@ def _pool_geometry(attrs, dshape) -> dict:
     if any(k <= 0 for k in kernel):
         raise MXNetError(f"Pooling: kernel must be positive, got {kernel}")
     stride = _fill("Pooling", "stride", attrs["stride"], nd, 1)
-    pad = _fill("Pooling", "pad", attrs["pad"], nd, 0)
     if any(s <= 0 for s in stride):
         raise MXNetError(f"Pooling: stride must be positive, got {stride}")
     if attrs["pooling_convention"] == "same":
         if nd != 1:
             raise MXNetError(f"Pooling: pooling_convention 'same' supports 1-D pooling only, got "
                              f"{nd}-D kernel {kernel}")
-        if any(pad):
+        if any(attrs["pad"]):
             raise MXNetError("Pooling: 'same' pooling convention disables the use of pad")
+        pad = (0,) * nd    # the convention pads itself: zeros of any length are accepted (MXNet)
+    else:
+        pad = _fill("Pooling", "pad", attrs["pad"], nd, 0)
     return {"kernel": kernel, "stride": stride, "pad": pad, "global": False}
 
 

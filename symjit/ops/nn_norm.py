@@ -141,7 +141,7 @@ def _bn_param_dtype(data_dtype: str) -> str:
     return "float32" if data_dtype == "float16" else data_dtype
 
 
-@register("BatchNorm")
+@register("BatchNorm", aliases=("BatchNorm_v1",))
 class BatchNorm(Op):
     """Batch normalization over every axis but `axis`, with moving statistics as aux states.
 

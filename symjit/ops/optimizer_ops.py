@@ -85,14 +85,15 @@ class SGDMomUpdate(Update):
 
 @register("nag_mom_update")
 class NAGMomUpdate(Update):
-    """Nesterov momentum: mom = momentum * mom + g + wd * w; w -= lr * (g + wd * w + momentum * mom)."""
+    """Nesterov momentum, MXNet 1.9.1's formula: with gw = g + wd * w,
+    mom = momentum * mom - lr * gw; w += momentum * mom - lr * gw (the new mom)."""
     inputs = ("weight", "grad", "mom")
     params = {**_COMMON, "momentum": Param(Float, 0.0)}
 
     def exprs(self, attrs, w, g, mom):
-        gw = _clipped(g, attrs) + attrs["wd"] * w
-        new_mom = attrs["momentum"] * mom + gw
-        return [w - attrs["lr"] * (gw + attrs["momentum"] * new_mom), new_mom]
+        step = attrs["lr"] * (_clipped(g, attrs) + attrs["wd"] * w)
+        new_mom = attrs["momentum"] * mom - step
+        return [w + attrs["momentum"] * new_mom - step, new_mom]
 
 
 @register("adam_update")

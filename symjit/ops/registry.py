@@ -36,7 +36,7 @@ from . import rng
 from . import scalar as S
 from .attrs import Any_, Param, parse_attrs
 
-__all__ = ["Op", "register", "get_op", "find_op", "list_ops", "Emitter", "ComputeContext", "apply_numpy", "numpy_emitter",
+__all__ = ["Op", "LikeInput", "register", "get_op", "find_op", "list_ops", "Emitter", "ComputeContext", "apply_numpy", "numpy_emitter",
            "Shape", "shape_known", "merge_shape", "OPS", "check_shape", "forward_shapes", "format_names",
            "MAX_TENSOR_ELEMENTS", "MAX_NDIM"]
 
@@ -57,9 +57,12 @@ FRONTEND_ATTRS = frozenset({"name", "ctx", "out", "attr", "__layout__", *HIDDEN_
 
 @dataclass
 class ComputeContext:
-    """What an op's reference implementation may read beyond its inputs."""
+    """What an op's reference implementation may read beyond its inputs. `out_shapes`: the
+    node's inferred output shapes when it runs inside a graph (None elsewhere); only ops whose
+    output shape the inputs and attributes leave open (creation ops with unknown dims) read it."""
     is_train: bool = False
     rng: np.random.Generator | None = None
+    out_shapes: tuple | None = None
 
     def random(self) -> np.random.Generator:
         if self.rng is None:
@@ -136,6 +139,7 @@ class Op:
     updates_aux: ClassVar[bool] = False       # compute returns new aux values after the outputs in training
     mutate_inputs: ClassVar[tuple] = ()       # inputs overwritten by the extra outputs (optimizer states)
     hidden: ClassVar[bool] = False            # internal op (e.g. `_backward_*`) not needing a frontend doc
+    subgraph_attrs: ClassVar[tuple] = ()      # attributes holding subgraphs, in MXNet JSON's "subgraphs" order
     #: input name -> initializer (MXNet's JSON form) that the variable a frontend creates for a
     #: missing input carries as `__init__` (MXNet: PReLU's gamma starts at 0.25)
     input_init: ClassVar[Mapping[str, str]] = {}
@@ -189,6 +193,10 @@ class Op:
     def input_names(self, attrs: Mapping) -> list[str]:
         """Names of the inputs for these attributes (e.g. no `bias` when no_bias)."""
         return list(self.inputs)
+
+    def aux_input_names(self, attrs: Mapping) -> list[str]:
+        """Names of the inputs that are auxiliary states for these attributes."""
+        return list(self.aux_names)
 
     def num_outputs(self, attrs: Mapping) -> int:
         return len(self.outputs)
@@ -489,6 +497,18 @@ class Elementwise(Op):
             out = np.broadcast_to(out, out_shape)
         return [fresh_array(out, inputs)]
 
+
+
+class LikeInput(Op):
+    """An op with one output of the shape and dtype of input number `like` (gradient ops such as
+    `_backward_X(ograd, data, ...)` -> d data)."""
+    like: ClassVar[int] = 0
+
+    def infer_shape(self, attrs, in_shapes):
+        return list(in_shapes), [in_shapes[self.like]]
+
+    def infer_type(self, attrs, in_types):
+        return list(in_types), [in_types[self.like]]
 
 
 def fresh_array(out: np.ndarray, inputs: Sequence[np.ndarray]) -> np.ndarray:

@@ -7,9 +7,12 @@ d = 0..D-1: W_i2h (G*H, in_l) then W_h2h (G*H, H); then every bias in the same o
 n = act(W_in x + b_in + r * (W_hn h + b_hn))); in_0 = C, in_l = D*H. Layer l reads layer
 l-1's output (directions concatenated); `p` is dropout between layers in training.
 
-The gradient op `_backward_RNN` recomputes the forward and back-propagates through time
-in numpy. Not supported (MXNetError): projection_size, use_sequence_length, state clipping,
-and gradients of training-mode dropout (p > 0).
+With dropout (p > 0, more than one layer) the op has one more, hidden, output: the dropout
+masks between layers, (num_layers - 1, T, N, D*H), already scaled by 1 / (1 - p) (all ones
+outside training), as MXNet's RNN keeps its reserve space for the backward pass.
+The gradient op `_backward_RNN` recomputes the forward with those masks and back-propagates
+through time in numpy. Not supported (MXNetError): projection_size, use_sequence_length,
+state clipping.
 """
 from __future__ import annotations
 
@@ -184,7 +187,15 @@ def _validate(op, attrs, inputs):
     return x.astype(np.float64), flat.astype(np.float64), h0.astype(np.float64)
 
 
-def _forward(op, attrs, inputs, ctx, keep_cache=False):
+def has_dropout_mask(attrs) -> bool:
+    """True when RNN has the hidden dropout-mask output (dropout between layers)."""
+    return attrs["p"] > 0 and attrs["num_layers"] > 1
+
+
+def _forward(op, attrs, inputs, ctx, keep_cache=False, given_masks=None):
+    """(output, hy, cy, masks) — plus the unpacked weights and per-direction caches with
+    `keep_cache`. `given_masks` (num_layers - 1, T, N, D*H): the dropout masks to apply instead
+    of drawing new ones (the backward pass replays the forward's)."""
     x, flat, h0 = _validate(op, attrs, inputs)
     mode = attrs["mode"]
     c0 = inputs[3].astype(np.float64) if mode == "lstm" else np.zeros_like(h0)
@@ -201,15 +212,19 @@ def _forward(op, attrs, inputs, ctx, keep_cache=False):
             cy.append(cn)
             caches.append((layer_in, seq, cache))
         out = np.concatenate(outs, axis=2)
-        mask = None
-        if attrs["p"] > 0 and ctx.is_train and layer < attrs["num_layers"] - 1:
-            keep = 1.0 - attrs["p"]
-            mask = (ctx.random().random(out.shape) < keep) / keep
+        if layer < attrs["num_layers"] - 1 and has_dropout_mask(attrs):
+            if given_masks is not None:
+                mask = given_masks[layer].astype(np.float64)
+            elif ctx.is_train:
+                keep = 1.0 - attrs["p"]
+                mask = (ctx.random().random(out.shape) < keep) / keep
+            else:
+                mask = np.ones(out.shape)
             out = out * mask
-        masks.append(mask)
+            masks.append(mask)
         layer_in = out
-    result = (layer_in, np.stack(hy), np.stack(cy))
-    return (result, w, caches, masks) if keep_cache else result
+    result = (layer_in, np.stack(hy), np.stack(cy), masks)
+    return (result, w, caches) if keep_cache else result
 
 
 @register("RNN")
@@ -225,10 +240,17 @@ class RNN(Op):
     def input_names(self, attrs):
         return _names(attrs)
 
-    def num_outputs(self, attrs):
+    def num_visible_outputs(self, attrs):
         if not attrs["state_outputs"]:
             return 1
         return 3 if attrs["mode"] == "lstm" else 2
+
+    def num_outputs(self, attrs):
+        return self.num_visible_outputs(attrs) + int(has_dropout_mask(attrs))
+
+    def output_names(self, attrs):
+        names = list(self.outputs[:self.num_visible_outputs(attrs)])
+        return (names + ["dropout_mask"]) if has_dropout_mask(attrs) else names
 
     def infer_shape(self, attrs, in_shapes):
         _check_sizes(self.name, attrs)
@@ -251,19 +273,27 @@ class RNN(Op):
             shapes[k] = (n_l * d, n, h)
         if attrs["use_sequence_length"]:
             shapes[-1] = (n,)
-        outs = [(t, n, d * h), (n_l * d, n, h), (n_l * d, n, h)]
-        return shapes, outs[:self.num_outputs(attrs)]
+        outs = [(t, n, d * h), (n_l * d, n, h), (n_l * d, n, h)][:self.num_visible_outputs(attrs)]
+        if has_dropout_mask(attrs):
+            outs.append((n_l - 1, t, n, d * h))
+        return shapes, outs
 
     def compute(self, attrs, inputs, ctx):
-        out, hy, cy = _forward(self.name, attrs, inputs, ctx)
+        out, hy, cy, masks = _forward(self.name, attrs, inputs, ctx)
         dt = inputs[0].dtype
-        return [a.astype(dt) for a in (out, hy, cy)[:self.num_outputs(attrs)]]
+        res = [a.astype(dt) for a in (out, hy, cy)[:self.num_visible_outputs(attrs)]]
+        if has_dropout_mask(attrs):
+            res.append(np.stack(masks).astype(dt))
+        return res
 
     def grad(self, F, attrs, inputs, outputs, ograds):
-        extra = list(ograds[1:]) + [F.zeros_like(inputs[2])] * (3 - len(ograds))
+        n_vis = self.num_visible_outputs(attrs)
+        vis = list(ograds[:n_vis])
+        extra = vis[1:] + [F.zeros_like(inputs[2])] * (3 - len(vis))
         if attrs["mode"] != "lstm":
             extra = extra[:1]
-        grads = F.apply("_backward_RNN", [ograds[0], *extra, *inputs], **attrs)
+        masks = [outputs[n_vis]] if has_dropout_mask(attrs) else []
+        grads = F.apply("_backward_RNN", [ograds[0], *extra, *inputs, *masks], **attrs)
         return list(grads)
 
 
@@ -283,29 +313,27 @@ class BackwardRNN(Op):
 
     def input_names(self, attrs):
         og = ["ograd_output", "ograd_hy"] + (["ograd_cy"] if attrs["mode"] == "lstm" else [])
-        return og + _names(attrs)
+        return og + _names(attrs) + (["dropout_mask"] if has_dropout_mask(attrs) else [])
 
     def num_outputs(self, attrs):
         return len(_names(attrs))
 
     def infer_shape(self, attrs, in_shapes):
         k = 3 if attrs["mode"] == "lstm" else 2
-        return list(in_shapes), list(in_shapes[k:])
+        return list(in_shapes), list(in_shapes[k:k + len(_names(attrs))])
 
     def infer_type(self, attrs, in_types):
         k = 3 if attrs["mode"] == "lstm" else 2
-        return list(in_types), list(in_types[k:])
+        return list(in_types), list(in_types[k:k + len(_names(attrs))])
 
     def compute(self, attrs, inputs, ctx):
         k = 3 if attrs["mode"] == "lstm" else 2
         dout = inputs[0].astype(np.float64)
         dhy = inputs[1].astype(np.float64)
         dcy = inputs[2].astype(np.float64) if k == 3 else np.zeros_like(dhy)
-        fwd = inputs[k:]
-        if attrs["p"] > 0 and ctx.is_train and attrs["num_layers"] > 1:
-            raise MXNetError("_backward_RNN: gradients through training-mode dropout (p > 0) are "
-                             "not supported")
-        (_, _, _), w, caches, _ = _forward(self.name, attrs, fwd, ctx, keep_cache=True)
+        fwd = inputs[k:k + len(_names(attrs))]
+        given = inputs[k + len(_names(attrs))] if has_dropout_mask(attrs) else None
+        (_, _, _, masks), w, caches = _forward(self.name, attrs, fwd, ctx, keep_cache=True, given_masks=given)
         mode, d = attrs["mode"], (2 if attrs["bidirectional"] else 1)
         x = fwd[0]
         flat_grads = {}
@@ -325,7 +353,8 @@ class BackwardRNN(Op):
                                                               dhy[idx], dcy[idx])
                 dx_layer += dxs if kd == 0 else dxs[::-1]
                 flat_grads[(layer, kd)] = gw
-            dout = dx_layer
+            # layer l read layer l-1's output after its dropout mask
+            dout = dx_layer * masks[layer - 1] if layer > 0 and masks else dx_layer
         dparams = np.zeros(param_size(attrs, x.shape[2]))
         dview = _unpack(attrs, dparams, x.shape[2])
         for key, gw in flat_grads.items():

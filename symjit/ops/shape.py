@@ -33,7 +33,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..base import MXNetError, MXNetValueError
+from ..base import MXNetError, MXNetIndexError, MXNetValueError
 from .attrs import Bool, Count, Dtype, Enum, Float, Int, Optional, Param, Shape, parse_literal
 from .registry import Op, forward_shapes, merge_shape, register, shape_known
 
@@ -1116,7 +1116,7 @@ def _slice_axis_range(op: str, attrs, d: tuple) -> tuple[int, int, int]:
 class SliceAxis(_ShapeOp):
     """`data` restricted to [begin, end) along `axis` (negative indices count from the end;
     end=None means the axis size)."""
-    params = {"axis": Param(Int), "begin": Param(Int), "end": Param(Optional(Int))}
+    params = {"axis": Param(Int), "begin": Param(Int), "end": Param(Optional(Int), None)}
 
     def infer_shape(self, attrs, in_shapes):
         (d,) = in_shapes
@@ -1237,7 +1237,7 @@ class Take(_ShapeOp):
         return [tuple(a), tuple(idx)], [_take_shape(self.name, attrs, tuple(a), tuple(idx))]
 
     def infer_type(self, attrs, in_types):
-        return _first_input_type(in_types, fill={1: "int32"})
+        return _first_input_type(in_types)   # indices keep their own dtype (float32 by default, as MXNet)
 
     def compute(self, attrs, inputs, ctx):
         a, idx = inputs
@@ -1269,7 +1269,7 @@ class BackwardTake(_ShapeOp):
         return [g, idx], [shape]
 
     def infer_type(self, attrs, in_types):
-        return _first_input_type(in_types, fill={1: "int32"})
+        return _first_input_type(in_types)
 
     def compute(self, attrs, inputs, ctx):
         g, idx = inputs
@@ -1442,7 +1442,8 @@ def _nd_positions(op: str, index: np.ndarray, shape: tuple) -> tuple:
         col = j[axis]
         bad = (col < -n) | (col >= n)
         if np.any(bad):
-            raise _err(op, f"index {int(col[bad].flat[0])} is out of bounds for axis {axis} with size {n}")
+            raise MXNetIndexError(f"{op}: index {int(col[bad].flat[0])} is out of bounds for axis {axis} "
+                                  f"with size {n}")
         pos.append(np.where(col < 0, col + n, col))
     return tuple(pos)
 
@@ -1514,6 +1515,43 @@ class ScatterND(_ShapeOp):
 
     def grad(self, F, attrs, inputs, outputs, ograds):
         return [F.gather_nd(ograds[0], inputs[1]), F.zeros_like(inputs[1])]
+
+
+@register("_scatter_set_nd")
+class ScatterSetND(_ShapeOp):
+    """A copy of `lhs` with out[indices[:, y...]...] = rhs[y...] (MXNet's `x[idx] = v` on
+    NDArrays; duplicates: one write wins)."""
+    inputs = ("lhs", "rhs", "indices")
+    params = {"shape": Param(Shape)}
+    kernel = "gather"
+
+    def infer_shape(self, attrs, in_shapes):
+        lhs, rhs, idx = in_shapes
+        shape = tuple(attrs["shape"])
+        lhs = merge_shape(self.name, "input 'lhs'", lhs, shape)
+        if rhs is not None and idx is not None and idx[0]:
+            _scatter_nd_check(self.name, tuple(rhs), tuple(idx), shape)
+        return [lhs, rhs, idx], [lhs]
+
+    def infer_type(self, attrs, in_types):
+        t = in_types[0] or in_types[1]
+        return [t, t, in_types[2]], [t]
+
+    def compute(self, attrs, inputs, ctx):
+        lhs, rhs, index = inputs
+        shape = tuple(attrs["shape"])
+        if lhs.shape != shape:
+            raise _err(self.name, f"shape mismatch for input 'lhs': expected {shape}, got {lhs.shape}")
+        _scatter_nd_check(self.name, rhs.shape, index.shape, shape)
+        out = np.array(lhs, copy=True)
+        out[_nd_positions(self.name, index, shape)] = rhs
+        return [out]
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        lhs, rhs, index = inputs
+        dy = ograds[0]
+        kept = F._scatter_set_nd(dy, F.zeros_like(rhs), index, shape=attrs["shape"])
+        return [kept, F.gather_nd(dy, index), F.zeros_like(index)]
 
 
 @register("_backward_gather_nd")
@@ -1672,7 +1710,10 @@ def _diag_out(op: str, attrs, d: tuple) -> tuple:
             w -= k
         elif k < 0:
             h += k
-        s = max(min(h, w), 0)
+        s = min(h, w)
+        if s <= 0:
+            raise _err(op, f"k={k} selects no diagonal of the {d[a1]}x{d[a2]} matrices (axis1={a1}, "
+                           f"axis2={a2})")
     else:
         s = 0
     return tuple(x for i, x in enumerate(d) if i not in (a1, a2)) + (s,)

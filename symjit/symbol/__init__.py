@@ -19,7 +19,8 @@ from .naming import AttrScope, NameManager, Prefix  # noqa: F401
 from .symbol import Group, Symbol, Variable, create_op_symbol, var  # noqa: F401
 
 __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "fromjson", "op_function",
-           "power", "pow", "maximum", "minimum", "hypot", "zeros", "ones", "full", "arange"]
+           "power", "pow", "maximum", "minimum", "hypot", "zeros", "ones", "full", "arange",
+           "eye", "linspace"]
 
 
 def op_function(func_name: str, hint: str | None = None) -> Callable:
@@ -56,11 +57,24 @@ def op_function(func_name: str, hint: str | None = None) -> Callable:
         if "num_args" in op.params and kwargs.get("num_args") is None:
             kwargs["num_args"] = len(inputs) + len(named)
         attrs = {k: v for k, v in kwargs.items() if v is not None}
+        # None is a value for attributes that accept it (sort(axis=None) flattens), as in nd.*
+        attrs.update({k: "None" for k, v in kwargs.items() if v is None and _accepts_none(op, k)})
         return create_op_symbol(func_name, inputs, attrs, named, name=name, attr=attr, hint=hint)
 
     fn.__name__ = func_name
     fn.__doc__ = op.doc or type(op).__doc__
     return fn
+
+
+def _accepts_none(op, key: str) -> bool:
+    """True when attribute `key` of `op` takes None as a value (an Optional attribute)."""
+    param = op.params.get(key)
+    if param is None:
+        return False
+    try:
+        return param.kind(None) is None
+    except (ValueError, TypeError):
+        return False
 
 
 def _ufunc(sym_fn: str, scalar_fn: str, rscalar_fn: str, pyfn: Callable, doc: str) -> Callable:
@@ -110,6 +124,22 @@ def full(shape, val, dtype=None, **kwargs) -> Symbol:
 def arange(start, stop=None, step=1.0, repeat=1, name=None, dtype=None, **kwargs) -> Symbol:
     return create_op_symbol("_arange", [], dict(start=start, stop=stop, step=step, repeat=repeat,
                                                 dtype=dtype or "float32", **kwargs), name=name)
+
+
+def eye(N, M=0, k=0, dtype=None, **kwargs) -> Symbol:
+    return create_op_symbol("_eye", [], dict(N=N, M=M, k=k, dtype=dtype or "float32", **kwargs))
+
+
+def linspace(start, stop, num, endpoint=True, name=None, dtype=None, **kwargs) -> Symbol:
+    return create_op_symbol("_linspace", [], dict(start=start, stop=stop, num=num, endpoint=endpoint,
+                                                  dtype=dtype or "float32", **kwargs), name=name)
+
+
+def histogram(a, bins=10, range=None, **kwargs) -> Symbol:  # noqa: A002 - MXNet's argument name
+    """(counts, bin edges) of `a`: `bins` equal bins over `range`, or the edges `bins` (a Symbol)."""
+    if isinstance(bins, Symbol):
+        return create_op_symbol("_histogram", [a, bins], {}, **kwargs)
+    return create_op_symbol("_histogram", [a], {"bin_cnt": bins, "range": range}, **kwargs)
 
 
 def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False, name=None) -> Symbol:

@@ -190,6 +190,26 @@ def _node_attrs(i: int, raw: dict) -> dict:
     return attrs
 
 
+def _subgraph_attrs(i: int, op_name: str, subgraphs) -> dict:
+    """MXNet's per-node "subgraphs" (control flow bodies, in the op's `subgraph_attrs` order) as
+    the subgraph attributes symjit's ops parse: {"inputs": the subgraph's variables in node order
+    (MXNet's list_inputs order, which its *_locs attributes index), "graph": the graph}."""
+    op = find_op(op_name)
+    names = getattr(op, "subgraph_attrs", ()) if op is not None else ()
+    if not isinstance(subgraphs, list) or len(subgraphs) != len(names):
+        _fail(f"node {i} ({op_name}): expected {len(names)} subgraphs {list(names)}, got "
+              f"{len(subgraphs) if isinstance(subgraphs, list) else type(subgraphs).__name__}")
+    out = {}
+    for name, graph in zip(names, subgraphs):
+        nodes = graph.get("nodes") if isinstance(graph, dict) else None
+        if not isinstance(nodes, list):
+            _fail(f"node {i} ({op_name}): subgraph {name!r} has no 'nodes' list")
+        order = graph.get("arg_nodes") or [k for k, n in enumerate(nodes) if n.get("op") == "null"]
+        inputs = [nodes[k]["name"] for k in order]
+        out[name] = json.dumps({"inputs": inputs, "graph": graph})
+    return out
+
+
 def _entry(where: str, e, n_nodes: int) -> tuple[int, int]:
     if (not isinstance(e, list) or len(e) not in (2, 3)
             or not all(isinstance(x, int) and not isinstance(x, bool) for x in e)):
@@ -228,6 +248,8 @@ def load_json(text: str) -> Symbol:
         if not isinstance(raw.get("inputs", []), list):
             _fail(f"node {i} ({name!r}): 'inputs' must be a list")
         attrs = _node_attrs(i, raw)
+        if "subgraphs" in raw and op_name != "null":
+            attrs.update(_subgraph_attrs(i, op_name, raw["subgraphs"]))
         if op_name == "null":
             nodes.append(SymNode(None, name, attrs))
             continue

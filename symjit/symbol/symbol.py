@@ -74,7 +74,8 @@ class SymNode:
         if self.op is None:
             return set()
         names = self.input_names()
-        return {i for i, n in enumerate(names) if n in self.op.aux_names}
+        aux = set(self.op.aux_input_names(self.parsed))
+        return {i for i, n in enumerate(names) if n in aux}
 
     def __repr__(self):
         return f"<SymNode {self.name} {'null' if self.op is None else self.op.name}>"

@@ -59,10 +59,10 @@ def test_unary_gradient(name):
     check_op_gradient(name, [x])
 
 
-def test_round_is_half_away_from_zero_and_rint_half_even():
+def test_round_is_half_away_from_zero_and_rint_half_down():
     x = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5], dtype=np.float32)
     assert apply_numpy("round", [x])[0].tolist() == [-3, -2, -1, 1, 2, 3]
-    assert apply_numpy("rint", [x])[0].tolist() == [-2, -2, -0, 0, 2, 2]
+    assert apply_numpy("rint", [x])[0].tolist() == [-3, -2, -1, 0, 1, 2]
 
 
 BINARY = {
@@ -186,3 +186,40 @@ def test_nan_propagates_and_no_warnings():
     with np.errstate(all="raise"):
         out = apply_numpy("log", [x])[0]
     assert math.isnan(out[0]) and math.isnan(out[1]) and out[2] == -np.inf and out[3] == np.inf
+
+
+def test_rint_rounds_halves_toward_minus_infinity_in_every_path():
+    """MXNet's rint: x.5 goes down ([0.5, 1.5, 2.5, -0.5, -1.5, -2.5] -> [0, 1, 2, -1, -2, -3])."""
+    import symjit as mx
+    x = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 1.2, 1.7, -1.7, 3.0], dtype=np.float32)
+    expected = np.array([0, 1, 2, -1, -2, -3, 1, 2, -2, 3], dtype=np.float32)
+    np.testing.assert_array_equal(mx.nd.rint(mx.nd.array(x)).asnumpy(), expected)          # eager
+    np.testing.assert_array_equal(apply_numpy("rint", [x])[0], expected)                   # reference
+    s = mx.sym.rint(mx.sym.var("x") * 1.0)                                                   # compiled, fused
+    np.testing.assert_array_equal(s.eval(x=mx.nd.array(x))[0].asnumpy(), expected)
+    np.testing.assert_array_equal(apply_numpy("rint", [x.astype(np.float64)])[0], expected)
+
+
+def test_hard_sigmoid_and_add_n():
+    import symjit as mx
+    x = np.linspace(-4, 4, 17).astype(np.float32)
+    np.testing.assert_allclose(mx.nd.hard_sigmoid(mx.nd.array(x), alpha=0.25, beta=0.5).asnumpy(),
+                               np.clip(0.25 * x + 0.5, 0, 1), rtol=1e-6)
+    check_op_gradient("hard_sigmoid", [np.array([-3.1, -0.4, 0.3, 2.9])], {"alpha": 0.3, "beta": 0.4})
+    a, b, c = (np.random.default_rng(i).normal(size=(2, 3)) for i in range(3))
+    s = mx.sym.add_n(mx.sym.var("a"), mx.sym.var("b"), mx.sym.var("c"))
+    got = s.eval(a=mx.nd.array(a), b=mx.nd.array(b), c=mx.nd.array(c))[0].asnumpy()
+    np.testing.assert_allclose(got, a + b + c, rtol=1e-5)
+    np.testing.assert_allclose(mx.nd.ElementWiseSum(mx.nd.array(a), mx.nd.array(b)).asnumpy(), a + b, rtol=1e-6)
+    check_op_gradient("add_n", [a, b, c], {"num_args": 3})
+    with pytest.raises(MXNetError, match="add_n"):
+        mx.nd.add_n(mx.nd.ones((2,)), mx.nd.ones((3,)))
+
+
+def test_legacy_capitalised_comparisons():
+    import symjit as mx
+    a, b = mx.nd.array([1, 2, 3]), mx.nd.array([3, 2, 1])
+    assert mx.nd._Greater(a, b).asnumpy().tolist() == [0, 0, 1]
+    assert mx.nd._Lesser_Equal(a, b).asnumpy().tolist() == [1, 1, 0]
+    assert mx.nd._Not_Equal(a, b).asnumpy().tolist() == [1, 0, 1]
+    assert mx.nd._EqualScalar(a, scalar=2).asnumpy().tolist() == [0, 1, 0]

@@ -937,3 +937,14 @@ def test_random_pooling_geometries(geo, pool_type, convention, count_include_pad
     if pool_type == "max":      # an all-padding window is the lowest value of the array's dtype
         want = np.where(want == np.finfo(np.float32).min, np.finfo(np.float64).min, want)
     np.testing.assert_allclose(y, want, rtol=1e-10, atol=1e-10)
+
+
+def test_pooling_same_accepts_zero_pad_and_deconvolution_target_ignores_adj():
+    """MXNet: 'same' pooling takes any all-zero pad; target_shape overrides adj."""
+    import symjit as mx
+    out = mx.nd.Pooling(mx.nd.ones((1, 1, 10)), kernel=2, stride=2, pad=(0, 0, 0), pool_type="max",
+                        pooling_convention="same")
+    assert out.shape == (1, 1, 5)
+    s = mx.sym.Deconvolution(mx.sym.var("data"), kernel=(3, 3), stride=(2, 2), target_shape=(8, 8),
+                             adj=(101, 101), num_filter=2)
+    assert s.infer_shape(data=(1, 3, 4, 4))[1] == [(1, 2, 8, 8)]

@@ -133,3 +133,35 @@ def test_rnn_flat_input_weight_infers_the_input_size():
     check_op_gradient("_rnn_flat_input_weight", [w, np.zeros((4, 2, 5))], {"rows": 6}, wrt=[0])
     with pytest.raises(MXNetError, match="_rnn_flat_input_weight"):
         op.infer_shape(attrs, [(6, 4), (4, 2, 5)])
+
+
+@pytest.mark.parametrize("mode", ["lstm", "gru"])
+def test_rnn_dropout_between_layers_trains(mode):
+    """Training-mode dropout (p > 0): the forward keeps its masks as a hidden output and the
+    backward replays them, so the gradient is that of the forward with those masks."""
+    from symjit.ops.registry import ComputeContext, numpy_emitter
+    from symjit.test_utils import numeric_grad
+    rs = np.random.RandomState(2)
+    attrs = dict(state_size=2, num_layers=3, bidirectional=True, mode=mode, state_outputs=True, p=0.4)
+    op = get_op("RNN")
+    parsed = op.parse(attrs)
+    ins = [rs.randn(3, 2, 3), rs.randn(param_size(parsed, 3)) * 0.5, rs.randn(6, 2, 2)]
+    if mode == "lstm":
+        ins.append(rs.randn(6, 2, 2))
+
+    def ctx():   # the same masks at every call: a fresh generator with one seed
+        return ComputeContext(is_train=True, rng=np.random.default_rng(7))
+    outs = op.compute(parsed, ins, ctx())
+    n_vis = op.num_visible_outputs(parsed)
+    masks = outs[n_vis]
+    assert masks.shape == (2, 3, 2, 4) and set(np.unique(masks)) <= {0.0, 1 / 0.6}
+    assert (masks == 0).any()
+    heads = [rs.randn(*o.shape) for o in outs[:n_vis]]
+
+    def loss():
+        return float(sum((o * h).sum() for o, h in zip(op.compute(parsed, ins, ctx())[:n_vis], heads)))
+    grads = op.grad(numpy_emitter(ctx()), parsed, ins, outs, heads + [np.zeros_like(masks)])
+    for i in (0, 1, 2):
+        np.testing.assert_allclose(grads[i], numeric_grad(loss, ins[i], 1e-6), rtol=1e-4, atol=1e-7)
+    inference = op.compute(parsed, ins, ComputeContext(is_train=False))
+    assert (inference[n_vis] == 1).all()

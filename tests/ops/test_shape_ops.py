@@ -625,7 +625,9 @@ def test_take_details():
     with pytest.raises(MXNetError, match="take"):
         fwd("take", [a, np.array([0])], axis=2)
     assert infer("take", [(0, 3), (5,)], axis=1)[1] == [(0, 5)]
-    assert infer_types("take", ["float64", None]) == (["float64", "int32"], ["float64"])
+    # the indices keep their own dtype (MXNet binds unknown ones as float32)
+    assert infer_types("take", ["float64", None]) == (["float64", None], ["float64"])
+    assert infer_types("take", ["float64", "float32"]) == (["float64", "float32"], ["float64"])
     # duplicate indices accumulate in the gradient; the scatter-add's own gradient is a gather
     check_op_gradient("take", [a, np.array([1, 1, 2, 1])], {"axis": 0})
     check_op_gradient("_backward_take", [rand(3, 2), np.array([0, 2])], {"axis": 1, "shape": (3, 4)})
@@ -791,7 +793,7 @@ def test_pad_errors_and_seed_example():
 
 @pytest.mark.parametrize("shape, k, axis1, axis2", [
     ((3,), 0, 0, 1), ((3,), 1, 0, 1), ((2,), -2, 0, 1),
-    ((3, 4), 0, 0, 1), ((3, 4), 2, 0, 1), ((3, 4), -1, 0, 1), ((3, 4), 5, 0, 1),
+    ((3, 4), 0, 0, 1), ((3, 4), 2, 0, 1), ((3, 4), -1, 0, 1), ((3, 4), 3, 0, 1),
     ((2, 3, 4), 1, 0, 2), ((2, 3, 4), -1, -1, 1),
 ])
 def test_diag(shape, k, axis1, axis2):
@@ -985,3 +987,35 @@ def test_partial_inference_in_a_graph():
     r = b.add_node("Reshape", [x], {"shape": "(2, 3, 4)"})[0]
     g, _ = infer_types(b.build([r]))
     assert g.inputs[0].type.shape == (2, 12)
+
+
+def test_symbolic_take_with_float_indices_and_slice_axis_without_end():
+    """MXNet: `sym.take` accepts float32 indices (truncated); `slice_axis(end=None)` runs to the end."""
+    import symjit as mx
+    a, i = mx.sym.var("a"), mx.sym.var("i")
+    data = np.arange(12, dtype=np.float32).reshape(4, 3)
+    out = mx.sym.take(a, i).eval(a=mx.nd.array(data), i=mx.nd.array([0.0, 2.7, 3.0]))[0].asnumpy()
+    np.testing.assert_array_equal(out, data[[0, 2, 3]])
+    s = mx.sym.slice_axis(a, axis=1, begin=1, end=None)
+    np.testing.assert_array_equal(s.eval(a=mx.nd.array(data))[0].asnumpy(), data[:, 1:])
+    np.testing.assert_array_equal(mx.sym.load_json(s.tojson()).eval(a=mx.nd.array(data))[0].asnumpy(), data[:, 1:])
+
+
+def test_scatter_ops():
+    """_scatter_set_nd writes rhs into a copy of lhs at the indices; the scalar/elementwise
+    _scatter_* forms compute as their plain ops on dense arrays."""
+    from symjit import nd
+    lhs, rhs, idx = np.arange(6.0).reshape(2, 3), np.array([10.0, 20.0]), np.array([[0, 1], [2, 0]])
+    out = nd._scatter_set_nd(nd.array(lhs), nd.array(rhs), nd.array(idx), shape=(2, 3)).asnumpy()
+    np.testing.assert_array_equal(out, [[0, 1, 10], [20, 4, 5]])
+    check_op_gradient("_scatter_set_nd", [lhs, rhs, idx], {"shape": (2, 3)}, wrt=[0, 1])
+    assert nd._scatter_plus_scalar(nd.ones(2), scalar=2).asnumpy().tolist() == [3, 3]
+    assert nd._scatter_minus_scalar(nd.ones(2), scalar=2).asnumpy().tolist() == [-1, -1]
+    assert nd._scatter_elemwise_div(nd.ones(2), nd.ones(2) * 4).asnumpy().tolist() == [0.25, 0.25]
+
+
+def test_div_sqrt_dim():
+    import symjit as mx
+    x = np.arange(24.0).reshape(2, 12)
+    np.testing.assert_allclose(mx.nd.contrib.div_sqrt_dim(mx.nd.array(x)).asnumpy(), x / np.sqrt(12), rtol=1e-6)
+    check_op_gradient("_contrib_div_sqrt_dim", [x])

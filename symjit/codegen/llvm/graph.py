@@ -411,7 +411,8 @@ def run_python_node(n: Node, views: dict, is_train: bool, rng) -> list:
     Returns [(input Value, new array)] for the inputs the op overwrites (`state_targets`:
     BatchNorm's moving statistics in training, optimizer states), for the caller to apply."""
     try:
-        results = n.op.compute(n.attrs, [views[v] for v in n.inputs], ComputeContext(is_train, rng))
+        ctx = ComputeContext(is_train, rng, tuple(v.type.shape for v in n.outputs))
+        results = n.op.compute(n.attrs, [views[v] for v in n.inputs], ctx)
     except MXNetError as e:
         raise MXNetError(f"{describe_node(n.name, n.op)}: {e}") from None
     except Exception as e:  # noqa: BLE001 - bad input never crashes the caller

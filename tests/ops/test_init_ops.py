@@ -1,0 +1,50 @@
+"""Creation ops without inputs: sym.zeros .. sym.linspace against numpy (MXNet's semantics)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import symjit as mx
+from symjit.base import MXNetError
+
+
+def _ev(s):
+    return s.eval()[0].asnumpy()
+
+
+def test_filled_arrays():
+    np.testing.assert_array_equal(_ev(mx.sym.zeros((2, 3))), np.zeros((2, 3)))
+    ones = _ev(mx.sym.ones((4,), dtype="float64"))
+    assert ones.dtype == np.float64 and (ones == 1).all()
+    np.testing.assert_array_equal(_ev(mx.sym.full((2, 2), 7.5)), np.full((2, 2), 7.5, np.float32))
+    with pytest.raises(MXNetError, match="_zeros.*>= -1"):
+        mx.sym.zeros((2, -2)).eval()
+
+
+def test_arange_repeat_and_linspace_eye():
+    np.testing.assert_array_equal(_ev(mx.sym.arange(2, 10, 3, repeat=2)), [2, 2, 5, 5, 8, 8])
+    np.testing.assert_array_equal(_ev(mx.sym.arange(5)), np.arange(5, dtype=np.float32))
+    np.testing.assert_allclose(_ev(mx.sym.arange(1, 0, -0.25)), [1, 0.75, 0.5, 0.25])
+    np.testing.assert_allclose(_ev(mx.sym.linspace(0, 1, 5)), np.linspace(0, 1, 5))
+    np.testing.assert_allclose(_ev(mx.sym.linspace(0, 1, 4, endpoint=False)), [0, 0.25, 0.5, 0.75])
+    np.testing.assert_array_equal(_ev(mx.sym.eye(3, 4, 1)), np.eye(3, 4, 1))
+    with pytest.raises(MXNetError, match="step"):
+        mx.sym.arange(0, 3, 0).eval()
+
+
+def test_creation_in_a_graph_and_json():
+    """The begin_state pattern of exported Gluon RNNs: a zeros node combined with an input."""
+    x = mx.sym.var("x")
+    s = x + mx.sym.zeros((2, 3)) + mx.sym.ones((2, 3))
+    out = mx.sym.load_json(s.tojson()).eval(x=mx.nd.ones((2, 3)))[0].asnumpy()
+    np.testing.assert_array_equal(out, np.full((2, 3), 2.0))
+    assert s.infer_shape()[1] == [(2, 3)]
+
+
+def test_unknown_dims_filled_by_inference():
+    """MXNet's begin_state: zeros(shape=(0, H)) takes its batch dim from what it meets."""
+    x = mx.sym.var("x")
+    for unknown in (0, -1):
+        s = mx.sym.zeros((unknown, 3)) + x
+        assert s.infer_shape(x=(2, 3))[1] == [(2, 3)]
+        np.testing.assert_array_equal(s.eval(x=mx.nd.ones((2, 3)))[0].asnumpy(), np.ones((2, 3)))
