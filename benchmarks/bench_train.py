@@ -1,0 +1,375 @@
+"""Training step time: symjit's ordinary Gluon loop against PyTorch eager and JAX `jit`.
+
+Three workloads (issue 24), each written once as an ordinary Gluon loop under `import symjit
+as mx` (hybridized network, loss block not hybridized, `gluon.Trainer`), and the same workload
+in PyTorch eager (CPU) and JAX `jit` where those are installed (a peer that is not installed is
+skipped with a printed note; they are measuring tools, not symjit dependencies:
+`pip install torch==2.13.0` (CPU wheel), `pip install jax jaxlib`):
+  cnn   CIFAR-size CNN: [3x3 conv, BatchNorm, relu, 2x2 max-pool] with 32 then 64 channels,
+        Dense 128 relu, Dense 10; batch 64 of 3x32x32; SGD lr 0.01 momentum 0.9
+  lstm  language model: Embedding 5000x128, 2-layer LSTM 256, Dense 5000 on every step;
+        sequence 35, batch 32 (layout TNC), softmax cross-entropy; SGD lr 0.1 (zero initial state)
+  mlp   784-512(relu)-512(relu)-10, batch 64; SGD lr 0.05 momentum 0.9
+A step is forward, loss, backward and optimizer update on one fixed synthetic batch (so the
+loss must fall: the first and last losses of each runtime are printed as a correctness check,
+not a speed assertion). All runtimes run in this one process with the same intra-op thread count
+(`--threads`, default 2: symjit.runtime.set_num_threads, torch.set_num_threads with
+OMP_WAIT_POLICY=PASSIVE, XLA's intra-op flag set before JAX is imported). After warm-up steps, rounds of `--steps` steps
+alternate between the runtimes (order reversed every round); each runtime's figure is the
+median step time over all its rounds and a ratio is the median of the rounds' paired ratios.
+MXNet 1.9.1 cannot be installed next to symjit; its figures are quoted from issue 24 as
+constants, measured separately with the same workloads on this project's reference machine.
+
+    python benchmarks/bench_train.py [--only cnn lstm mlp] [--threads 2] [--rounds 5] [--steps 10]
+                                     [--profile]      # symjit: cProfile + per-node native times
+
+Findings (2 cores shared with other work; see `--profile`): filled in below.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+#: MXNet 1.9.1 step times in ms, measured separately (issue 24), not by this script's run
+MXNET_191_MS = {"cnn": (24.0, 28.0), "lstm": (130.0, 130.0), "mlp": None}
+
+WORKLOADS = ("cnn", "lstm", "mlp")
+VOCAB, EMBED, HIDDEN, SEQ, BATCH_LM = 5000, 128, 256, 35, 32
+
+
+def make_data(workload: str, seed: int = 0):
+    """The fixed synthetic batch (inputs, integer labels) every runtime trains on."""
+    rng = np.random.default_rng(seed)
+    if workload == "cnn":
+        return rng.standard_normal((64, 3, 32, 32)).astype(np.float32), rng.integers(0, 10, 64)
+    if workload == "mlp":
+        return rng.standard_normal((64, 784)).astype(np.float32), rng.integers(0, 10, 64)
+    tokens = rng.integers(0, VOCAB, (SEQ + 1, BATCH_LM))
+    return tokens[:-1], tokens[1:]
+
+
+# ---- symjit (the ordinary Gluon loop) --------------------------------------------------------
+def symjit_step(workload: str, x: np.ndarray, y: np.ndarray):
+    """`step() -> loss (float)` running one Gluon training step, and the network."""
+    import symjit as mx
+    from symjit import autograd, gluon
+    from symjit.gluon import nn, rnn
+
+    mx.random.seed(0)
+    if workload == "cnn":
+        net = nn.HybridSequential()
+        with net.name_scope():
+            for ch in (32, 64):
+                net.add(nn.Conv2D(ch, 3, padding=1), nn.BatchNorm(), nn.Activation("relu"), nn.MaxPool2D(2))
+            net.add(nn.Dense(128, activation="relu"), nn.Dense(10))
+        opt = {"learning_rate": 0.01, "momentum": 0.9}
+    elif workload == "mlp":
+        net = nn.HybridSequential()
+        with net.name_scope():
+            net.add(nn.Dense(512, activation="relu"), nn.Dense(512, activation="relu"), nn.Dense(10))
+        opt = {"learning_rate": 0.05, "momentum": 0.9}
+    else:
+        class LM(gluon.HybridBlock):
+            def __init__(self, **kw):
+                super().__init__(**kw)
+                with self.name_scope():
+                    self.embed = nn.Embedding(VOCAB, EMBED)
+                    self.lstm = rnn.LSTM(HIDDEN, 2, input_size=EMBED)
+                    self.out = nn.Dense(VOCAB, flatten=False, in_units=HIDDEN)
+
+            def hybrid_forward(self, F, tokens):
+                return self.out(self.lstm(self.embed(tokens)))
+        net = LM()
+        opt = {"learning_rate": 0.1}
+    net.initialize(mx.init.Xavier())
+    net.hybridize()
+    trainer = gluon.Trainer(net.collect_params(), "sgd", opt)
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    data, label = mx.nd.array(x), mx.nd.array(y)
+    batch = x.shape[0] if workload != "lstm" else x.shape[1]
+
+    def step() -> float:
+        with autograd.record():
+            out = net(data)
+            loss = loss_fn(out, label)
+        loss.backward()
+        trainer.step(batch)
+        return float(loss.mean().asscalar())
+    return step, net
+
+
+# ---- PyTorch eager ---------------------------------------------------------------------------
+def torch_step(workload: str, x: np.ndarray, y: np.ndarray):
+    import torch
+    from torch import nn
+    torch.manual_seed(0)
+    if workload == "cnn":
+        net = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+                            nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
+                            nn.Flatten(), nn.Linear(64 * 8 * 8, 128), nn.ReLU(), nn.Linear(128, 10))
+        opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    elif workload == "mlp":
+        net = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+        opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+    else:
+        class LM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = nn.Embedding(VOCAB, EMBED)
+                self.lstm = nn.LSTM(EMBED, HIDDEN, 2)
+                self.out = nn.Linear(HIDDEN, VOCAB)
+
+            def forward(self, tokens):
+                return self.out(self.lstm(self.embed(tokens))[0])
+        net = LM()
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    net.train()
+    loss_fn = nn.CrossEntropyLoss()
+    data = torch.from_numpy(x if workload != "lstm" else x.astype(np.int64))
+    label = torch.from_numpy(y.astype(np.int64))
+
+    def step() -> float:
+        opt.zero_grad(set_to_none=True)
+        out = net(data)
+        loss = loss_fn(out.reshape(-1, out.shape[-1]), label.reshape(-1))
+        loss.backward()
+        opt.step()
+        return float(loss.detach())
+    return step
+
+
+# ---- JAX jit ---------------------------------------------------------------------------------
+def jax_step(workload: str, x: np.ndarray, y: np.ndarray):
+    import jax
+    import jax.numpy as jnp
+    key = iter(jax.random.split(jax.random.PRNGKey(0), 16))
+
+    def glorot(shape, fan_in, fan_out):
+        s = np.sqrt(6.0 / (fan_in + fan_out))
+        return jax.random.uniform(next(key), shape, jnp.float32, -s, s)
+
+    def dense(n_in, n_out):
+        return {"w": glorot((n_in, n_out), n_in, n_out), "b": jnp.zeros((n_out,), jnp.float32)}
+
+    def xent(logits, labels):
+        logp = jax.nn.log_softmax(logits.reshape(-1, logits.shape[-1]))
+        return -jnp.mean(jnp.take_along_axis(logp, labels.reshape(-1, 1), axis=1))
+
+    state = {}
+    if workload == "mlp":
+        params = {"l0": dense(784, 512), "l1": dense(512, 512), "l2": dense(512, 10)}
+        lr, mom = 0.05, 0.9
+
+        def forward(p, s, xb):
+            h = jax.nn.relu(xb @ p["l0"]["w"] + p["l0"]["b"])
+            h = jax.nn.relu(h @ p["l1"]["w"] + p["l1"]["b"])
+            return h @ p["l2"]["w"] + p["l2"]["b"], s
+    elif workload == "cnn":
+        params = {"c0": {"w": glorot((32, 3, 3, 3), 27, 288), "b": jnp.zeros((32,))},
+                  "c1": {"w": glorot((64, 32, 3, 3), 288, 576), "b": jnp.zeros((64,))},
+                  "bn0": {"g": jnp.ones((32,)), "b": jnp.zeros((32,))},
+                  "bn1": {"g": jnp.ones((64,)), "b": jnp.zeros((64,))},
+                  "d0": dense(64 * 8 * 8, 128), "d1": dense(128, 10)}
+        state = {f"bn{i}": {"mean": jnp.zeros((c,)), "var": jnp.ones((c,))} for i, c in ((0, 32), (1, 64))}
+        lr, mom = 0.01, 0.9
+
+        def forward(p, s, xb):
+            h, new = xb, {}
+            for i in range(2):
+                h = jax.lax.conv_general_dilated(h, p[f"c{i}"]["w"], (1, 1), "SAME",
+                                                 dimension_numbers=("NCHW", "OIHW", "NCHW"))
+                h = h + p[f"c{i}"]["b"][None, :, None, None]
+                mean, var = h.mean(axis=(0, 2, 3)), h.var(axis=(0, 2, 3))
+                new[f"bn{i}"] = {"mean": 0.9 * s[f"bn{i}"]["mean"] + 0.1 * mean,
+                                 "var": 0.9 * s[f"bn{i}"]["var"] + 0.1 * var}
+                h = (h - mean[None, :, None, None]) * jax.lax.rsqrt(var + 1e-5)[None, :, None, None]
+                h = jax.nn.relu(h * p[f"bn{i}"]["g"][None, :, None, None] + p[f"bn{i}"]["b"][None, :, None, None])
+                h = jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+            h = h.reshape(h.shape[0], -1)
+            h = jax.nn.relu(h @ p["d0"]["w"] + p["d0"]["b"])
+            return h @ p["d1"]["w"] + p["d1"]["b"], new
+    else:
+        params = {"embed": jax.random.normal(next(key), (VOCAB, EMBED)) * 0.05,
+                  "out": dense(HIDDEN, VOCAB)}
+        for layer, n_in in ((0, EMBED), (1, HIDDEN)):
+            params[f"lstm{layer}"] = {"wx": glorot((n_in, 4 * HIDDEN), n_in, 4 * HIDDEN),
+                                      "wh": glorot((HIDDEN, 4 * HIDDEN), HIDDEN, 4 * HIDDEN),
+                                      "b": jnp.zeros((4 * HIDDEN,))}
+        lr, mom = 0.1, 0.0
+
+        def lstm_layer(p, seq):
+            gx = seq @ p["wx"] + p["b"]                     # all time steps' input gates at once
+
+            def cell(carry, g):
+                h, c = carry
+                i, f, gg, o = jnp.split(g + h @ p["wh"], 4, axis=-1)
+                c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(gg)
+                h = jax.nn.sigmoid(o) * jnp.tanh(c)
+                return (h, c), h
+            zero = jnp.zeros((seq.shape[1], HIDDEN), jnp.float32)
+            return jax.lax.scan(cell, (zero, zero), gx)[1]
+
+        def forward(p, s, xb):
+            h = p["embed"][xb]
+            h = lstm_layer(p["lstm1"], lstm_layer(p["lstm0"], h))
+            return h @ p["out"]["w"] + p["out"]["b"], s
+
+    def loss_of(p, s, xb, yb):
+        logits, new = forward(p, s, xb)
+        return xent(logits, yb), new
+
+    @jax.jit
+    def update(p, v, s, xb, yb):
+        (loss, new), g = jax.value_and_grad(loss_of, has_aux=True)(p, s, xb, yb)
+        v = jax.tree_util.tree_map(lambda vi, gi: mom * vi - lr * gi, v, g)
+        p = jax.tree_util.tree_map(lambda pi, vi: pi + vi, p, v)
+        return p, v, new, loss
+
+    carry = [params, jax.tree_util.tree_map(jnp.zeros_like, params), state]
+    xb, yb = jnp.asarray(x), jnp.asarray(y.astype(np.int32))
+
+    def step() -> float:
+        carry[0], carry[1], carry[2], loss = update(carry[0], carry[1], carry[2], xb, yb)
+        return float(loss)       # blocks until the step is done
+    return step
+
+
+# ---- timing ----------------------------------------------------------------------------------
+def alternate(steps: dict, rounds: int, per_round: int, warmup: int):
+    """Per runtime: (median step seconds over rounds, per-round times, losses seen); plus
+    paired ratios to symjit per round. Rounds alternate, the order reversed every round."""
+    losses = {k: [f() for _ in range(warmup)] for k, f in steps.items()}
+    times = {k: [] for k in steps}
+    order = list(steps)
+    for r in range(rounds):
+        for k in (order if r % 2 == 0 else order[::-1]):
+            t0 = time.perf_counter()
+            for _ in range(per_round):
+                losses[k].append(steps[k]())
+            times[k].append((time.perf_counter() - t0) / per_round)
+    return times, losses
+
+
+def set_threads(n: int) -> None:
+    os.environ.setdefault("XLA_FLAGS", f"--xla_cpu_multi_thread_eigen=true intra_op_parallelism_threads={n}")
+    os.environ.setdefault("OMP_NUM_THREADS", str(n))
+    # PyTorch's OpenMP workers spin after each op by default; on a machine with other load that
+    # costs it up to 10x (MLP step 67 ms spinning against 6 ms passive), so they sleep instead
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    from symjit import runtime
+    runtime.set_num_threads(n)
+
+
+def peers(workload: str, x, y) -> dict:
+    found = {}
+    for name, make, module in (("torch", torch_step, "torch"), ("jax-jit", jax_step, "jax")):
+        try:
+            __import__(module)
+        except ImportError:
+            print(f"  note: {module} is not installed; {name} skipped (pip install "
+                  f"{'torch==2.13.0' if module == 'torch' else 'jax jaxlib'})")
+            continue
+        if module == "torch":
+            import torch
+            torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+        found[name] = make(workload, x, y)
+    return found
+
+
+def run_workload(workload: str, args) -> None:
+    x, y = make_data(workload)
+    sym_step, _ = symjit_step(workload, x, y)
+    steps = {"symjit": sym_step}
+    steps.update(peers(workload, x, y))
+    times, losses = alternate(steps, args.rounds, args.steps, args.warmup)
+    print(f"== {workload}: median ms/step over {args.rounds} rounds of {args.steps} steps "
+          f"({args.threads} threads)")
+    base = times["symjit"]
+    for k, ts in times.items():
+        ratio = statistics.median(b / t for b, t in zip(base, ts))
+        ok = "falls" if losses[k][-1] < losses[k][0] else "DOES NOT FALL"
+        print(f"  {k:10s} {statistics.median(ts) * 1e3:9.2f} ms   symjit/{k} {ratio:5.2f}   "
+              f"loss {losses[k][0]:.4f} -> {losses[k][-1]:.4f} ({ok})")
+    mx191 = MXNET_191_MS[workload]
+    if mx191:
+        print(f"  mxnet-1.9.1 {mx191[0]:.0f}-{mx191[1]:.0f} ms  measured separately (issue 24), "
+              f"symjit/mxnet {statistics.median(base) * 1e3 / mx191[1]:.2f}-"
+              f"{statistics.median(base) * 1e3 / mx191[0]:.2f}")
+    else:
+        print("  mxnet-1.9.1 not measured for this workload (issue 24 quotes no figure)")
+    if args.profile:
+        profile_symjit(workload, sym_step, args)
+
+
+def profile_symjit(workload: str, step, args) -> None:
+    """cProfile of symjit's step (Python time by function), then the per-node native times of
+    the compiled forward and backward graphs of a second, identical network whose graphs are
+    compiled with profiling (the backend's `compile_planned` wrapped with profile=True for this
+    network only: the timers cost a little, so the timed network above is not profiled)."""
+    import cProfile
+    import pstats
+    from symjit.codegen.llvm import backend
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(args.steps):
+        step()
+    pr.disable()
+    print(f"-- {workload}: cProfile of {args.steps} symjit steps (cumulative, top 30)")
+    pstats.Stats(pr, stream=sys.stdout).sort_stats("cumulative").print_stats(30)
+    print(f"-- {workload}: cProfile (tottime, top 20)")
+    pstats.Stats(pr, stream=sys.stdout).sort_stats("tottime").print_stats(20)
+
+    compiled = []
+    plain = backend.compile_planned
+
+    def profiled(*a, **kw):
+        cg = plain(*a, **{**kw, "profile": True})
+        compiled.append(cg)
+        return cg
+    backend.compile_planned = profiled
+    try:
+        pstep, _ = symjit_step(workload, *make_data(workload))
+        for _ in range(args.warmup):
+            pstep()
+    finally:
+        backend.compile_planned = plain
+    for cg in compiled:
+        cg.profile(reset=True)
+    t0 = time.perf_counter()
+    for _ in range(args.steps):
+        pstep()
+    wall = (time.perf_counter() - t0) / args.steps
+    print(f"-- {workload}: native time per step inside compiled graphs (profiled net: {wall * 1e3:.2f} ms/step)")
+    total = 0.0
+    for cg in compiled:
+        nodes = cg.profile()
+        graph_s = sum(n.seconds for n in nodes) / args.steps
+        total += graph_s
+        print(f"  graph {cg.name!r}: {len(nodes)} native nodes, {graph_s * 1e3:.2f} ms/step; top 10:")
+        for n in sorted(nodes, key=lambda n: -n.seconds)[:10]:
+            print(f"    {n.seconds / args.steps * 1e3:8.3f} ms  {n.node} ({n.op}, {n.calls // args.steps}/step)")
+    print(f"  all compiled graphs: {total * 1e3:.2f} ms of {wall * 1e3:.2f} ms/step "
+          f"(the rest: Python, autograd, Trainer, eager ops outside the graphs)")
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--only", nargs="+", choices=WORKLOADS, default=list(WORKLOADS))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--profile", action="store_true", help="profile symjit's step (cProfile, per-node times)")
+    args = ap.parse_args(argv)
+    set_threads(args.threads)
+    for w in args.only:
+        run_workload(w, args)
+
+
+if __name__ == "__main__":
+    main()
