@@ -38,14 +38,19 @@ Where symjit's step goes:
         backward 17% (twice its forward), BatchNorm backward 7%, conv bias grads re-read the
         gradient BatchNorm backward just reduced (2%). Python, autograd, eager loss and the
         optimizer (one multi-tensor native call) are ~5%. The forward's kept activations come
-        back as fresh arrays: ~1300 page faults (5 MB of new pages) per step, ~1-2 ms.
+        back as fresh arrays; glibc's default malloc policy unmapped and re-faulted them every
+        step (1000-2700 page faults a step, varying run to run; in such runs the two relus,
+        the first writers of those pages, took 7.5 and 5.8 ms against 0.9 and 0.6 ms, the
+        forward 39 ms against 25 ms). `symjit.runtime.retain_freed_memory` (on by default
+        since this benchmark) keeps freed memory mapped: ~0 faults a step.
   lstm  ~93% is the fused RNN op, which runs in numpy (float64) as Python nodes: its forward
         ~23%, then `_backward_RNN` recomputes the whole forward (~19%) before back-propagating
         through time (~42%), each step two small GEMMs. The Dense 5000 forward and backward
         GEMMs are ~7%; the eager loss (log_softmax over 1120x5000 in numpy) was ~9% (halved by
-        this change: no full-size cast copies, bit-identical). The same network with the LSTM
-        layer hybridized on its own (unrolled into the compiled graph: 35 x 2 cells) takes
-        ~0.5 s a step against 2.1 s (measured alone, same load), after an 8 s first call.
+        this change: no full-size cast copies, bit-identical). The same network with only its
+        children hybridized (the LSTM layer then unrolls into its compiled graph, 35 x 2 cells)
+        takes 0.85 s a step against 8.4 s for the fused op, alternating in one process on a
+        very busy machine (10x), after an 8 s first call.
   mlp   native forward 1.7 ms, backward 5.3 ms (per node the best of 8 windows). The backward's
         GEMM forms run far below the forward's (X W^T) form per FLOP: the first layer's weight
         gradient dY^T X takes 3.0 ms against 1.24 ms for its forward (same FLOPs), the second
