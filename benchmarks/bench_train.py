@@ -13,12 +13,13 @@ skipped with a printed note; they are measuring tools, not symjit dependencies:
 A step is forward, loss, backward and optimizer update on one fixed synthetic batch (so the
 loss must fall: the first and last losses of each runtime are printed as a correctness check,
 not a speed assertion). All runtimes run in this one process with the same intra-op thread count
-(`--threads`, default 2: symjit.runtime.set_num_threads, torch.set_num_threads with
-OMP_WAIT_POLICY=PASSIVE, XLA's intra-op flag set before JAX is imported). After warm-up steps, rounds of `--steps` steps
-alternate between the runtimes (order reversed every round); each runtime's figure is the
-median step time over all its rounds and a ratio is the median of the rounds' paired ratios.
-MXNet 1.9.1 cannot be installed next to symjit; its figures are quoted from issue 24 as
-constants, measured separately with the same workloads on this project's reference machine.
+(`--threads`, default 2: the process pinned to that many CPUs, symjit.runtime.set_num_threads,
+torch.set_num_threads with OMP_WAIT_POLICY=PASSIVE, XLA's flags set before JAX is imported).
+After warm-up steps, rounds of `--steps` steps alternate between the runtimes (order reversed
+every round); each runtime's figure is the median step time over all its rounds and a ratio is
+the median of the rounds' paired ratios. MXNet 1.9.1 cannot be installed next to symjit; its
+figures are constants quoted from issue 24 (measured separately, in MXNet's own environment,
+with the same workloads), not measured by this run.
 
     python benchmarks/bench_train.py [--only cnn lstm mlp] [--threads 2] [--rounds 5] [--steps 10]
                                      [--profile [--windows 5]]  # symjit: cProfile, per-node times
@@ -308,6 +309,9 @@ def set_threads(n: int) -> None:
     # PyTorch's OpenMP workers spin after each op by default; on a machine with other load that
     # costs it up to 10x (MLP step 67 ms spinning against 6 ms passive), so they sleep instead
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # and the process on n CPUs, which bounds every runtime whatever its pool size
+    if hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) > n:
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:n])
     from symjit import runtime
     runtime.set_num_threads(n)
 
