@@ -31,6 +31,10 @@ and backward graphs). One run of this script:
     cnn   symjit 62 ms, torch 62 ms (paired 0.86), jax-jit 203 ms; MXNet 1.9.1 24-28 ms (issue)
     lstm  symjit 2102 ms, torch 289 ms (paired 6.2), jax-jit 537 ms; MXNet 1.9.1 130 ms (issue)
     mlp   symjit 5.5 ms, torch 6.2 ms, jax-jit 4.2 ms (paired 1.31)
+A second run under heavier load (load average ~5.6 from other work): cnn 137 / torch 155 ms
+(paired 0.96), lstm 7.06 s / torch 448 ms (paired 15.3; the numpy RNN op suffers most from
+contention), mlp 8.2 / torch 14.5 / jax 3.7 ms (paired 0.98 and 2.28). The MXNet ratios the
+script prints are only meaningful on an otherwise idle machine.
 Where symjit's step goes:
   cnn   95% native code inside the two compiled graphs: forward 38%, backward 62%. Forward:
         conv1 36%, conv0 17%, the two relus 23% (each a separate pass over BatchNorm's output,
