@@ -535,8 +535,11 @@ def softmax_reference(x: np.ndarray, axis: int, temperature: float | None = None
             and axis == x.ndim - 1 and 1 <= x.ndim <= 4 and length is None and not negate
             and not log and x.shape[-1] > 0):
         return np.ascontiguousarray(_onednn_softmax_last_axis(x))
+    # Every full-size temporary below is needed: casts are `copy=False`, the float64 sum casts
+    # in the reduction's buffer (`_sum_as`), and the last step writes the output dtype directly
+    # (computed in the accumulation type, then rounded once, as an explicit cast would).
     dt = x.dtype if x.dtype.kind == "f" else np.dtype(np.float32)
-    v = (-x if negate else x).astype(dt)
+    v = (-x if negate else x).astype(dt, copy=False)
     mask = _length_mask(x.shape, axis, length)
     if x.shape[axis] == 0:
         return np.zeros(x.shape, od)
@@ -547,21 +550,36 @@ def softmax_reference(x: np.ndarray, axis: int, temperature: float | None = None
         m = np.max(v, axis=axis, keepdims=True)
     z = v - m
     if temperature is not None and temperature != 1.0:
-        z = (z / dt.type(temperature)).astype(dt)
+        z = (z / dt.type(temperature)).astype(dt, copy=False)
     with np.errstate(all="ignore"):
         # std::exp of float and of half (promoted) both yield float; double stays double
-        e = np.exp(z.astype(np.float64 if dt == np.float64 else np.float32))
+        e = np.exp(z.astype(np.float64 if dt == np.float64 else np.float32, copy=False))
         if mask is not None:
             e = np.where(mask, e, 0)
         acc = _acc_dtype(dt)
-        s = np.sum(e.astype(acc), axis=axis, keepdims=True)
+        s = _sum_as(e, axis, acc)
+        out = np.empty(x.shape, od if mask is None else acc)
         if log:
-            out = z.astype(acc) - np.log(s)
+            np.subtract(z, np.log(s), out=out, dtype=acc, casting="unsafe")
         else:
-            out = e.astype(acc) / s
+            np.divide(e, s, out=out, casting="unsafe", dtype=acc)
     if mask is not None:
-        out = np.where(mask, out, 0)
-    return np.ascontiguousarray(out.astype(od))
+        out = np.where(mask, out, 0).astype(od, copy=False)
+    return np.ascontiguousarray(out)
+
+
+#: numpy's reduction buffer (elements): a sum with `dtype=` casts and adds pairwise within one
+#: buffer, the same order as summing a pre-cast array, for reduced lengths up to this
+_SUM_BUFFER = 8192
+
+
+def _sum_as(a: np.ndarray, axis: int, acc: np.dtype) -> np.ndarray:
+    """`np.sum(a.astype(acc), axis, keepdims=True)` bit for bit, without the full-size cast
+    where the reduced axis fits numpy's reduction buffer (beyond it the buffered sum would
+    add in another order)."""
+    if a.dtype == acc or a.shape[axis] > _SUM_BUFFER:
+        return np.sum(a.astype(acc, copy=False), axis=axis, keepdims=True)
+    return np.sum(a, axis=axis, keepdims=True, dtype=acc)
 
 
 def _mshadow_softmax(x: np.ndarray, axis: int) -> np.ndarray:

@@ -487,3 +487,34 @@ def test_softmax_native_paths_round_once():
     assert y32.dtype == np.float32
     z16 = (h - h.max(axis=-1, keepdims=True)).astype(np.float64)  # MXNet subtracts in float16
     np.testing.assert_allclose(y32, _np_softmax(z16, -1), rtol=1e-6)
+
+
+def _mxnet_native_softmax(x, axis, log):
+    """MXNet's native softmax kernel written with explicit full-size casts: exp in float32
+    (float64 for float64), sum in float64 (float32 for float16), one division or subtraction."""
+    z = x - np.max(x, axis=axis, keepdims=True)
+    e = np.exp(z.astype(np.float64 if x.dtype == np.float64 else np.float32))
+    acc = np.float32 if x.dtype == np.float16 else np.float64
+    s = np.sum(e.astype(acc), axis=axis, keepdims=True)
+    out = z.astype(acc) - np.log(s) if log else e.astype(acc) / s
+    return out.astype(x.dtype)
+
+
+@pytest.mark.parametrize("shape,axis", [((64, 5000), 1), ((3, 9000), 1), ((9000, 2), 0), ((4, 6, 5), 1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_native_path_is_bit_exact_without_full_size_casts(shape, axis, dtype, name):
+    """The reference avoids full-size cast copies (the sum casts in numpy's reduction buffer,
+    the result is written in the output dtype directly); the bits must not change, also for a
+    reduced axis longer than the reduction buffer (9000), where it keeps the explicit cast."""
+    x = (RNG.standard_normal(shape) * 4).astype(dtype)
+    attrs = {"axis": axis} if name == "log_softmax" or dtype != np.float32 or axis != len(shape) - 1 else \
+        {"axis": axis, "temperature": 1.0 + 1e-7}   # float32 last-axis softmax takes the oneDNN path
+    (y,) = apply_numpy(name, [x], attrs)
+    want = _mxnet_native_softmax(x, axis, name == "log_softmax")
+    if "temperature" in attrs:
+        z = ((x - np.max(x, axis=axis, keepdims=True)) / np.float32(attrs["temperature"])).astype(np.float32)
+        e = np.exp(z)
+        want = (e.astype(np.float64) / np.sum(e.astype(np.float64), axis=axis, keepdims=True)).astype(np.float32)
+    assert y.dtype == want.dtype
+    assert np.array_equal(y.view(np.uint8), want.view(np.uint8))

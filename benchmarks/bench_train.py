@@ -1,0 +1,446 @@
+"""Training step time: symjit's ordinary Gluon loop against PyTorch eager and JAX `jit`.
+
+Three workloads (issue 24), each written once as an ordinary Gluon loop under `import symjit
+as mx` (hybridized network, loss block not hybridized, `gluon.Trainer`), and the same workload
+in PyTorch eager (CPU) and JAX `jit` where those are installed (a peer that is not installed is
+skipped with a printed note; they are measuring tools, not symjit dependencies:
+`pip install torch==2.13.0` (CPU wheel), `pip install jax jaxlib`):
+  cnn   CIFAR-size CNN: [3x3 conv, BatchNorm, relu, 2x2 max-pool] with 32 then 64 channels,
+        Dense 128 relu, Dense 10; batch 64 of 3x32x32; SGD lr 0.01 momentum 0.9
+  lstm  language model: Embedding 5000x128, 2-layer LSTM 256, Dense 5000 on every step;
+        sequence 35, batch 32 (layout TNC), softmax cross-entropy; SGD lr 0.1 (zero initial state)
+  mlp   784-512(relu)-512(relu)-10, batch 64; SGD lr 0.05 momentum 0.9
+A step is forward, loss, backward and optimizer update on one fixed synthetic batch (so the
+loss must fall: the first and last losses of each runtime are printed as a correctness check,
+not a speed assertion). All runtimes run in this one process with the same intra-op thread count
+(`--threads`, default 2: the process pinned to that many CPUs, symjit.runtime.set_num_threads,
+torch.set_num_threads with OMP_WAIT_POLICY=PASSIVE, XLA's flags set before JAX is imported).
+After warm-up steps, rounds of `--steps` steps alternate between the runtimes (order reversed
+every round); each runtime's figure is the median step time over all its rounds and a ratio is
+the median of the rounds' paired ratios. MXNet 1.9.1 cannot be installed next to symjit; its
+figures are constants quoted from issue 24 (measured separately, in MXNet's own environment,
+with the same workloads), not measured by this run.
+
+    python benchmarks/bench_train.py [--only cnn lstm mlp] [--threads 2] [--rounds 5] [--steps 10]
+                                     [--profile [--windows 5]]  # symjit: cProfile, per-node times
+
+Findings (2026-12, the 2-core development machine under a load average of 5-8 from other work:
+absolute times are inflated and noisy, shares and paired ratios are what to read; `--profile`
+prints them: cProfile of the step, then every native node's time inside the compiled forward
+and backward graphs). One run of this script:
+    cnn   symjit 62 ms, torch 62 ms (paired 0.86), jax-jit 203 ms; MXNet 1.9.1 24-28 ms (issue)
+    lstm  symjit 2102 ms, torch 289 ms (paired 6.2), jax-jit 537 ms; MXNet 1.9.1 130 ms (issue)
+    mlp   symjit 5.5 ms, torch 6.2 ms, jax-jit 4.2 ms (paired 1.31)
+A second run under heavier load (load average ~5.6 from other work): cnn 137 / torch 155 ms
+(paired 0.96), lstm 7.06 s / torch 448 ms (paired 15.3; the numpy RNN op suffers most from
+contention), mlp 8.2 / torch 14.5 / jax 3.7 ms (paired 0.98 and 2.28). The MXNet ratios the
+script prints are only meaningful on an otherwise idle machine.
+Where symjit's step goes:
+  cnn   95% native code inside the two compiled graphs: forward 38%, backward 62%. Forward:
+        conv1 36%, conv0 17%, the two relus 23% (each a separate pass over BatchNorm's output,
+        as long as BatchNorm itself), pooling 15%, BatchNorm 7%. Backward: conv1 weight grad
+        25%, conv1 data grad 23%, conv0 weight grad 15% (3 input channels: K = 27), 2x2 pooling
+        backward 17% (twice its forward), BatchNorm backward 7%, conv bias grads re-read the
+        gradient BatchNorm backward just reduced (2%). Python, autograd, eager loss and the
+        optimizer (one multi-tensor native call) are ~5%. The forward's kept activations come
+        back as fresh arrays; glibc's default malloc policy unmapped and re-faulted them every
+        step (1000-2700 page faults a step, varying run to run; in such runs the two relus,
+        the first writers of those pages, took 7.5 and 5.8 ms against 0.9 and 0.6 ms, the
+        forward 39 ms against 25 ms). `symjit.runtime.retain_freed_memory` (on by default
+        since this benchmark) keeps freed memory mapped: ~0 faults a step.
+  lstm  ~93% is the fused RNN op, which runs in numpy (float64) as Python nodes: its forward
+        ~23%, then `_backward_RNN` recomputes the whole forward (~19%) before back-propagating
+        through time (~42%), each step two small GEMMs. The Dense 5000 forward and backward
+        GEMMs are ~7%; the eager loss (log_softmax over 1120x5000 in numpy) was ~9% (halved by
+        this change: no full-size cast copies, bit-identical). The same network with only its
+        children hybridized (the LSTM layer then unrolls into its compiled graph, 35 x 2 cells)
+        takes 0.85 s a step against 8.4 s for the fused op, alternating in one process on a
+        very busy machine (10x), after an 8 s first call.
+  mlp   native forward 1.7 ms, backward 5.3 ms (per node the best of 8 windows). The backward's
+        GEMM forms run far below the forward's (X W^T) form per FLOP: the first layer's weight
+        gradient dY^T X takes 3.0 ms against 1.24 ms for its forward (same FLOPs), the second
+        layer's data gradient dY W 1.67 ms against 0.46 ms for its forward. Per-step Python
+        (eager loss ops and their recorded backward, tape, Trainer) ~1-1.5 ms of ~5.
+Next changes, by expected gain:
+  1. LSTM: a native fused RNN op (one GEMM for every time step's input projection, one GEMM
+     per step for the four gates, gate math fused, the recurrence a compiled loop; the forward
+     keeps its gates so the backward does not recompute it; float32). The RNN op is >90% of
+     the LM step: 2.1 s -> well under torch's 0.3 s is the size of the gain.
+  2. Convolution backward kernels: data and weight gradients are 48% of the CNN backward;
+     a small-input-channel weight gradient (the first layer) and im2col-free data gradient.
+  3. Training-pipeline fusions: relu (and other elementwise) as an epilogue of BatchNorm's
+     training output, the conv bias gradient folded into BatchNorm backward's reductions,
+     a 2x2/stride-2 pooling backward at memory speed (together ~25% of the CNN step).
+  4. The backward GEMM forms (dY W for data, dY^T X for weight gradients) at the forward
+     GEMM's speed (MLP: about -3 ms of ~5.5 native+Python; the LM's Dense 5000 backward too).
+  5. The loss: the unhybridized loss block's eager ops (and their recorded backward) as one
+     compiled native call (MLP ~20%, CNN/LSTM a few %).
+  6. Kept activations written into buffers the tape reuses across steps (CNN ~2-3%).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+#: MXNet 1.9.1 step times in ms, measured separately (issue 24), not by this script's run
+MXNET_191_MS = {"cnn": (24.0, 28.0), "lstm": (130.0, 130.0), "mlp": None}
+
+WORKLOADS = ("cnn", "lstm", "mlp")
+VOCAB, EMBED, HIDDEN, SEQ, BATCH_LM = 5000, 128, 256, 35, 32
+
+
+def make_data(workload: str, seed: int = 0):
+    """The fixed synthetic batch (inputs, integer labels) every runtime trains on."""
+    rng = np.random.default_rng(seed)
+    if workload == "cnn":
+        return rng.standard_normal((64, 3, 32, 32)).astype(np.float32), rng.integers(0, 10, 64)
+    if workload == "mlp":
+        return rng.standard_normal((64, 784)).astype(np.float32), rng.integers(0, 10, 64)
+    tokens = rng.integers(0, VOCAB, (SEQ + 1, BATCH_LM))
+    return tokens[:-1], tokens[1:]
+
+
+# ---- symjit (the ordinary Gluon loop) --------------------------------------------------------
+def symjit_step(workload: str, x: np.ndarray, y: np.ndarray):
+    """`step() -> loss (float)` running one Gluon training step, and the network."""
+    import symjit as mx
+    from symjit import autograd, gluon
+    from symjit.gluon import nn, rnn
+
+    mx.random.seed(0)
+    if workload == "cnn":
+        net = nn.HybridSequential()
+        with net.name_scope():
+            for ch in (32, 64):
+                net.add(nn.Conv2D(ch, 3, padding=1), nn.BatchNorm(), nn.Activation("relu"), nn.MaxPool2D(2))
+            net.add(nn.Dense(128, activation="relu"), nn.Dense(10))
+        opt = {"learning_rate": 0.01, "momentum": 0.9}
+    elif workload == "mlp":
+        net = nn.HybridSequential()
+        with net.name_scope():
+            net.add(nn.Dense(512, activation="relu"), nn.Dense(512, activation="relu"), nn.Dense(10))
+        opt = {"learning_rate": 0.05, "momentum": 0.9}
+    else:
+        class LM(gluon.HybridBlock):
+            def __init__(self, **kw):
+                super().__init__(**kw)
+                with self.name_scope():
+                    self.embed = nn.Embedding(VOCAB, EMBED)
+                    self.lstm = rnn.LSTM(HIDDEN, 2, input_size=EMBED)
+                    self.out = nn.Dense(VOCAB, flatten=False, in_units=HIDDEN)
+
+            def hybrid_forward(self, F, tokens):
+                return self.out(self.lstm(self.embed(tokens)))
+        net = LM()
+        opt = {"learning_rate": 0.1}
+    net.initialize(mx.init.Xavier())
+    net.hybridize()
+    trainer = gluon.Trainer(net.collect_params(), "sgd", opt)
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    data, label = mx.nd.array(x), mx.nd.array(y)
+    batch = x.shape[0] if workload != "lstm" else x.shape[1]
+
+    def step() -> float:
+        with autograd.record():
+            out = net(data)
+            loss = loss_fn(out, label)
+        loss.backward()
+        trainer.step(batch)
+        return float(loss.mean().asscalar())
+    return step, net
+
+
+# ---- PyTorch eager ---------------------------------------------------------------------------
+def torch_step(workload: str, x: np.ndarray, y: np.ndarray):
+    import torch
+    from torch import nn
+    torch.manual_seed(0)
+    if workload == "cnn":
+        net = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+                            nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
+                            nn.Flatten(), nn.Linear(64 * 8 * 8, 128), nn.ReLU(), nn.Linear(128, 10))
+        opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    elif workload == "mlp":
+        net = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+        opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+    else:
+        class LM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = nn.Embedding(VOCAB, EMBED)
+                self.lstm = nn.LSTM(EMBED, HIDDEN, 2)
+                self.out = nn.Linear(HIDDEN, VOCAB)
+
+            def forward(self, tokens):
+                return self.out(self.lstm(self.embed(tokens))[0])
+        net = LM()
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    net.train()
+    loss_fn = nn.CrossEntropyLoss()
+    data = torch.from_numpy(x if workload != "lstm" else x.astype(np.int64))
+    label = torch.from_numpy(y.astype(np.int64))
+
+    def step() -> float:
+        opt.zero_grad(set_to_none=True)
+        out = net(data)
+        loss = loss_fn(out.reshape(-1, out.shape[-1]), label.reshape(-1))
+        loss.backward()
+        opt.step()
+        return float(loss.detach())
+    return step
+
+
+# ---- JAX jit ---------------------------------------------------------------------------------
+def jax_step(workload: str, x: np.ndarray, y: np.ndarray):
+    import jax
+    import jax.numpy as jnp
+    key = iter(jax.random.split(jax.random.PRNGKey(0), 16))
+
+    def glorot(shape, fan_in, fan_out):
+        s = np.sqrt(6.0 / (fan_in + fan_out))
+        return jax.random.uniform(next(key), shape, jnp.float32, -s, s)
+
+    def dense(n_in, n_out):
+        return {"w": glorot((n_in, n_out), n_in, n_out), "b": jnp.zeros((n_out,), jnp.float32)}
+
+    def xent(logits, labels):
+        logp = jax.nn.log_softmax(logits.reshape(-1, logits.shape[-1]))
+        return -jnp.mean(jnp.take_along_axis(logp, labels.reshape(-1, 1), axis=1))
+
+    state = {}
+    if workload == "mlp":
+        params = {"l0": dense(784, 512), "l1": dense(512, 512), "l2": dense(512, 10)}
+        lr, mom = 0.05, 0.9
+
+        def forward(p, s, xb):
+            h = jax.nn.relu(xb @ p["l0"]["w"] + p["l0"]["b"])
+            h = jax.nn.relu(h @ p["l1"]["w"] + p["l1"]["b"])
+            return h @ p["l2"]["w"] + p["l2"]["b"], s
+    elif workload == "cnn":
+        params = {"c0": {"w": glorot((32, 3, 3, 3), 27, 288), "b": jnp.zeros((32,))},
+                  "c1": {"w": glorot((64, 32, 3, 3), 288, 576), "b": jnp.zeros((64,))},
+                  "bn0": {"g": jnp.ones((32,)), "b": jnp.zeros((32,))},
+                  "bn1": {"g": jnp.ones((64,)), "b": jnp.zeros((64,))},
+                  "d0": dense(64 * 8 * 8, 128), "d1": dense(128, 10)}
+        state = {f"bn{i}": {"mean": jnp.zeros((c,)), "var": jnp.ones((c,))} for i, c in ((0, 32), (1, 64))}
+        lr, mom = 0.01, 0.9
+
+        def forward(p, s, xb):
+            h, new = xb, {}
+            for i in range(2):
+                h = jax.lax.conv_general_dilated(h, p[f"c{i}"]["w"], (1, 1), "SAME",
+                                                 dimension_numbers=("NCHW", "OIHW", "NCHW"))
+                h = h + p[f"c{i}"]["b"][None, :, None, None]
+                mean, var = h.mean(axis=(0, 2, 3)), h.var(axis=(0, 2, 3))
+                new[f"bn{i}"] = {"mean": 0.9 * s[f"bn{i}"]["mean"] + 0.1 * mean,
+                                 "var": 0.9 * s[f"bn{i}"]["var"] + 0.1 * var}
+                h = (h - mean[None, :, None, None]) * jax.lax.rsqrt(var + 1e-5)[None, :, None, None]
+                h = jax.nn.relu(h * p[f"bn{i}"]["g"][None, :, None, None] + p[f"bn{i}"]["b"][None, :, None, None])
+                h = jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+            h = h.reshape(h.shape[0], -1)
+            h = jax.nn.relu(h @ p["d0"]["w"] + p["d0"]["b"])
+            return h @ p["d1"]["w"] + p["d1"]["b"], new
+    else:
+        params = {"embed": jax.random.normal(next(key), (VOCAB, EMBED)) * 0.05,
+                  "out": dense(HIDDEN, VOCAB)}
+        for layer, n_in in ((0, EMBED), (1, HIDDEN)):
+            params[f"lstm{layer}"] = {"wx": glorot((n_in, 4 * HIDDEN), n_in, 4 * HIDDEN),
+                                      "wh": glorot((HIDDEN, 4 * HIDDEN), HIDDEN, 4 * HIDDEN),
+                                      "b": jnp.zeros((4 * HIDDEN,))}
+        lr, mom = 0.1, 0.0
+
+        def lstm_layer(p, seq):
+            gx = seq @ p["wx"] + p["b"]                     # all time steps' input gates at once
+
+            def cell(carry, g):
+                h, c = carry
+                i, f, gg, o = jnp.split(g + h @ p["wh"], 4, axis=-1)
+                c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(gg)
+                h = jax.nn.sigmoid(o) * jnp.tanh(c)
+                return (h, c), h
+            zero = jnp.zeros((seq.shape[1], HIDDEN), jnp.float32)
+            return jax.lax.scan(cell, (zero, zero), gx)[1]
+
+        def forward(p, s, xb):
+            h = p["embed"][xb]
+            h = lstm_layer(p["lstm1"], lstm_layer(p["lstm0"], h))
+            return h @ p["out"]["w"] + p["out"]["b"], s
+
+    def loss_of(p, s, xb, yb):
+        logits, new = forward(p, s, xb)
+        return xent(logits, yb), new
+
+    @jax.jit
+    def update(p, v, s, xb, yb):
+        (loss, new), g = jax.value_and_grad(loss_of, has_aux=True)(p, s, xb, yb)
+        v = jax.tree_util.tree_map(lambda vi, gi: mom * vi - lr * gi, v, g)
+        p = jax.tree_util.tree_map(lambda pi, vi: pi + vi, p, v)
+        return p, v, new, loss
+
+    carry = [params, jax.tree_util.tree_map(jnp.zeros_like, params), state]
+    xb, yb = jnp.asarray(x), jnp.asarray(y.astype(np.int32))
+
+    def step() -> float:
+        carry[0], carry[1], carry[2], loss = update(carry[0], carry[1], carry[2], xb, yb)
+        return float(loss)       # blocks until the step is done
+    return step
+
+
+# ---- timing ----------------------------------------------------------------------------------
+def alternate(steps: dict, rounds: int, per_round: int, warmup: int):
+    """Per runtime: (median step seconds over rounds, per-round times, losses seen); plus
+    paired ratios to symjit per round. Rounds alternate, the order reversed every round."""
+    losses = {k: [f() for _ in range(warmup)] for k, f in steps.items()}
+    times = {k: [] for k in steps}
+    order = list(steps)
+    for r in range(rounds):
+        for k in (order if r % 2 == 0 else order[::-1]):
+            t0 = time.perf_counter()
+            for _ in range(per_round):
+                losses[k].append(steps[k]())
+            times[k].append((time.perf_counter() - t0) / per_round)
+    return times, losses
+
+
+def set_threads(n: int) -> None:
+    os.environ.setdefault("XLA_FLAGS", f"--xla_cpu_multi_thread_eigen=true intra_op_parallelism_threads={n}")
+    os.environ.setdefault("OMP_NUM_THREADS", str(n))
+    # PyTorch's OpenMP workers spin after each op by default; on a machine with other load that
+    # costs it up to 10x (MLP step 67 ms spinning against 6 ms passive), so they sleep instead
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # and the process on n CPUs, which bounds every runtime whatever its pool size
+    if hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) > n:
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:n])
+    from symjit import runtime
+    runtime.set_num_threads(n)
+
+
+def peers(workload: str, x, y) -> dict:
+    found = {}
+    for name, make, module in (("torch", torch_step, "torch"), ("jax-jit", jax_step, "jax")):
+        try:
+            __import__(module)
+        except ImportError:
+            print(f"  note: {module} is not installed; {name} skipped (pip install "
+                  f"{'torch==2.13.0' if module == 'torch' else 'jax jaxlib'})")
+            continue
+        if module == "torch":
+            import torch
+            torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+        found[name] = make(workload, x, y)
+    return found
+
+
+def run_workload(workload: str, args) -> None:
+    x, y = make_data(workload)
+    sym_step, _ = symjit_step(workload, x, y)
+    steps = {"symjit": sym_step}
+    steps.update(peers(workload, x, y))
+    times, losses = alternate(steps, args.rounds, args.steps, args.warmup)
+    print(f"== {workload}: median ms/step over {args.rounds} rounds of {args.steps} steps "
+          f"({args.threads} threads)")
+    base = times["symjit"]
+    for k, ts in times.items():
+        ratio = "" if k == "symjit" else \
+            f"symjit/{k} {statistics.median(b / t for b, t in zip(base, ts)):5.2f} (paired)"
+        ok = "falls" if losses[k][-1] < losses[k][0] else "DOES NOT FALL"
+        print(f"  {k:10s} {statistics.median(ts) * 1e3:9.2f} ms  {ratio:30s} "
+              f"loss {losses[k][0]:.4f} -> {losses[k][-1]:.4f} ({ok})")
+    mx191 = MXNET_191_MS[workload]
+    if mx191:
+        print(f"  mxnet-1.9.1 {mx191[0]:.0f}-{mx191[1]:.0f} ms  measured separately (issue 24), "
+              f"symjit/mxnet {statistics.median(base) * 1e3 / mx191[1]:.2f}-"
+              f"{statistics.median(base) * 1e3 / mx191[0]:.2f}")
+    else:
+        print("  mxnet-1.9.1 not measured for this workload (issue 24 quotes no figure)")
+    if args.profile:
+        profile_symjit(workload, sym_step, args)
+
+
+def profile_symjit(workload: str, step, args) -> None:
+    """cProfile of symjit's step (Python time by function), then the per-node native times of
+    the compiled forward and backward graphs of a second, identical network whose graphs are
+    compiled with profiling (the backend's `compile_planned` wrapped with profile=True for this
+    network only: the timers cost a little, so the timed network above is not profiled)."""
+    import cProfile
+    import pstats
+    from symjit.codegen.llvm import backend
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(args.steps):
+        step()
+    pr.disable()
+    print(f"-- {workload}: cProfile of {args.steps} symjit steps (cumulative, top 30)")
+    pstats.Stats(pr, stream=sys.stdout).sort_stats("cumulative").print_stats(30)
+    print(f"-- {workload}: cProfile (tottime, top 20)")
+    pstats.Stats(pr, stream=sys.stdout).sort_stats("tottime").print_stats(20)
+
+    compiled = []
+    plain = backend.compile_planned
+
+    def profiled(*a, **kw):
+        cg = plain(*a, **{**kw, "profile": True})
+        compiled.append(cg)
+        return cg
+    backend.compile_planned = profiled
+    try:
+        pstep, _ = symjit_step(workload, *make_data(workload))
+        for _ in range(args.warmup):
+            pstep()
+    finally:
+        backend.compile_planned = plain
+    # per node, the fastest of several windows of steps: a busy machine deschedules threads
+    # mid-node, which inflates whichever node runs then; the minimum over windows is robust
+    best: dict = {}
+    walls = []
+    for _ in range(args.windows):
+        for cg in compiled:
+            cg.profile(reset=True)
+        t0 = time.perf_counter()
+        for _ in range(args.steps):
+            pstep()
+        walls.append((time.perf_counter() - t0) / args.steps)
+        for gi, cg in enumerate(compiled):
+            for n in cg.profile():
+                key = (gi, n.node)
+                per_step = n.seconds / args.steps
+                if key not in best or per_step < best[key][0]:
+                    best[key] = (per_step, n)
+    wall = min(walls)
+    print(f"-- {workload}: native time per step inside compiled graphs, per node the best of "
+          f"{args.windows} windows of {args.steps} steps (profiled net: best window {wall * 1e3:.2f} ms/step)")
+    total = 0.0
+    for gi, cg in enumerate(compiled):
+        rows = sorted((v for (g, _), v in best.items() if g == gi), key=lambda v: -v[0])
+        graph_s = sum(t for t, _ in rows)
+        total += graph_s
+        print(f"  graph {cg.name!r}: {len(rows)} native nodes, {graph_s * 1e3:.2f} ms/step; top 10:")
+        for t, n in rows[:10]:
+            print(f"    {t * 1e3:8.3f} ms  {graph_s and t / graph_s * 100:5.1f}%  {n.node} ({n.op}, "
+                  f"{n.calls // args.steps}/step)")
+    print(f"  all compiled graphs: {total * 1e3:.2f} ms of {wall * 1e3:.2f} ms/step "
+          f"(the rest: Python, autograd, Trainer, eager ops outside the graphs)")
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--only", nargs="+", choices=WORKLOADS, default=list(WORKLOADS))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--profile", action="store_true", help="profile symjit's step (cProfile, per-node times)")
+    ap.add_argument("--windows", type=int, default=5, help="--profile: windows of --steps steps per node")
+    args = ap.parse_args(argv)
+    set_threads(args.threads)
+    for w in args.only:
+        run_workload(w, args)
+
+
+if __name__ == "__main__":
+    main()
