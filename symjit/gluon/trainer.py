@@ -112,6 +112,7 @@ class Trainer:
         self._update_on_kvstore = None
         self._distributed = None
         self._params_to_init = []
+        self._scale_was_set = False
         self._reset_kvstore()
         if isinstance(kvstore, str) and "dist" in kvstore and all(
                 p._data is not None for p in self._params if p.grad_req != "null"):
@@ -278,13 +279,18 @@ class Trainer:
         self._update(ignore_stale_grad)
 
     def _check_and_rescale_grad(self, scale):
-        if self._update_on_kvstore and self._distributed and self._kv_initialized:
+        """Set the optimizer's gradient scale; a distributed store that applies the updates was
+        given the optimizer at its first step, so a later change of batch size is refused (MXNet).
+        A store created eagerly in `__init__` has not seen a step yet: its first step sets the scale."""
+        if (self._update_on_kvstore and self._distributed and self._kv_initialized
+                and self._scale_was_set):
             if self._optimizer.rescale_grad != scale:
                 raise UserWarning("Possible change in the `batch_size` from previous `step` detected. "
                                   "Optimizer gradient normalizing factor will not change w.r.t new "
                                   "batch_size when update_on_kvstore=True and when distributed kvstore "
                                   "is used.")
         self._optimizer.rescale_grad = scale
+        self._scale_was_set = True
 
     def allreduce_grads(self):
         """Reduce gradients over contexts without updating (for gradient clipping in between);
