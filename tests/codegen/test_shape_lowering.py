@@ -276,29 +276,3 @@ def test_slice_assign_native(dtype):
     _check("_slice_assign", [(4, 5), (2, 5)], {"begin": (3,), "end": (None,), "step": (-2,)}, "float32",
            rng, native=False)
 
-
-def test_slice_gradient_in_compiled_backward_matches_eager():
-    """slice's gradient (zeros_like then _slice_assign, in place in the compiled backward)."""
-    import symjit as mx
-    from symjit import gluon
-
-    class Net(gluon.HybridBlock):
-        def hybrid_forward(self, F, x):
-            return F.slice(x, begin=(1, 0, 2), end=(3, None, 7), step=(1, 2, 2)) * 3
-
-    x = mx.nd.array(np.random.default_rng(2).standard_normal((4, 5, 9)).astype(np.float32))
-    grads = []
-    for hybrid in (False, True):
-        net = Net()
-        if hybrid:
-            net.hybridize()
-        xi = x.copy()
-        xi.attach_grad()
-        with mx.autograd.record():
-            y = net(xi)
-        y.backward()
-        grads.append(xi.grad.asnumpy())
-    want = np.zeros((4, 5, 9), np.float32)
-    want[1:3, ::2, 2:7:2] = 3
-    np.testing.assert_array_equal(grads[0], want)
-    np.testing.assert_array_equal(grads[1], want)

@@ -75,3 +75,17 @@ def test_compiled_op_cache_and_small_inputs_keep_reference():
     assert len(fastpath._OP_GRAPHS) == n          # the second call reuses the compiled graph
     assert fastpath.try_compiled_op(op, attrs, [x[:, :16], w[:, :16]], False) is None
     assert fastpath.try_compiled_op(op, attrs, [x.astype(np.float64), w.astype(np.float64)], False) is None
+
+
+def test_slice_gradient_eager_and_compiled_backward():
+    """slice's gradient: zeros_like then _slice_assign (lowered natively, in place, in the
+    compiled backward graph)."""
+    class Net(gluon.HybridBlock):
+        def hybrid_forward(self, F, x):
+            return F.slice(x, begin=(1, 0, 2), end=(3, None, 7), step=(1, 2, 2)) * 3
+
+    x = mx.nd.array(np.random.default_rng(2).standard_normal((4, 5, 9)).astype(np.float32))
+    want = np.zeros((4, 5, 9), np.float32)
+    want[1:3, ::2, 2:7:2] = 3
+    for _, grad in _eager_and_hybrid(Net(), x):
+        np.testing.assert_array_equal(grad, want)
