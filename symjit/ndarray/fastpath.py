@@ -19,7 +19,7 @@ and from the optimizers' raw attributes without parsing them (`prepare_update_ra
 multi-tensor call (`runtime.parallel_for_multi`): the optimizer's whole step is one native call.
 
 Compute-bound ops (`COMPILED_OPS`: FullyConnected, Convolution, Deconvolution, Pooling and their
-backward ops) over float32 inputs of at least `MIN_ELEMENTS` elements run as a one-node graph
+backward ops, BatchNorm with its moving statistics' updates) over float32 inputs of at least `MIN_ELEMENTS` elements run as a one-node graph
 compiled through the same pass pipeline and lowerings as a hybridized block's graph
 (`try_compiled_op`, cached per op, attributes, shapes and mode). An eager call then runs the
 same native kernel as the hybridized graph, so both agree to the bit on long reductions (as
@@ -51,7 +51,8 @@ _SUPPORTED = {"float32", "float64", "int32", "int64", "uint8", "int8"}
 COMPILED_OPS = frozenset({
     "FullyConnected", "_backward_FullyConnected_data", "_backward_FullyConnected_weight",
     "Convolution", "_backward_Convolution_data", "_backward_Convolution_weight",
-    "Deconvolution", "_backward_Deconvolution_data", "Pooling", "_backward_Pooling"})
+    "Deconvolution", "_backward_Deconvolution_data", "Pooling", "_backward_Pooling",
+    "BatchNorm", "_backward_BatchNorm"})
 #: (op name, attrs key, input shapes and dtypes, is_train) -> (CompiledGraph, input order) or
 #: None when the op does not compile to native code for that key
 _OP_GRAPHS: dict = {}
@@ -372,15 +373,16 @@ def _build_op_graph(op, attrs, arrays, is_train: bool):
     from ..passes.manager import compile_graph
     names = op.input_names(attrs)
     b = GraphBuilder(name=f"eager_{op.name}")
-    vals = [b.add_input(n, TensorType(a.shape, a.dtype.name)) for n, a in zip(names, arrays)]
+    aux = set(op.aux_names)
+    vals = [b.add_input(n, TensorType(a.shape, a.dtype.name), aux=n in aux) for n, a in zip(names, arrays)]
     outs = b.add_node(op, vals, attrs, already_parsed=True)
     g = b.build(outs[:op.num_outputs(attrs)])
     opt, _ = compile_graph(g, "training" if is_train else "inference")
     cg = compile_planned(opt, g.name, is_train)
-    if not cg.native or cg.state_specs or cg.module.seed_params:
+    if not cg.native or cg.module.seed_params:
         return None
     pos = {v.name: i for i, v in enumerate(g.inputs)}
-    return cg, [pos[v.name] for v in opt.inputs]
+    return cg, [pos[v.name] for v in opt.inputs], [v.name for v in g.inputs]
 
 
 def try_compiled_op(op, attrs, arrays: list, is_train: bool) -> list | None:
@@ -402,6 +404,14 @@ def try_compiled_op(op, attrs, arrays: list, is_train: bool) -> list | None:
         _OP_GRAPHS[key] = entry
     if entry is None:
         return None
-    cg, order = entry
-    outs, _ = cg.run([np.ascontiguousarray(arrays[i]) for i in order], bool(is_train))
-    return list(outs)
+    cg, order, input_names = entry
+    outs, updates = cg.run([np.ascontiguousarray(arrays[i]) for i in order], bool(is_train))
+    if not updates:
+        return list(outs)
+    # new values of updated inputs (aux states), in the reference's order: op.state_targets
+    new = {v.name: a for v, a in updates.items()}
+    by_arg = dict(zip(op.input_names(attrs), input_names))
+    targets = [by_arg[t] for t in op.state_targets(attrs) if t in by_arg]
+    if any(t not in new for t in targets):
+        return None
+    return list(outs) + [new[t] for t in targets]

@@ -89,3 +89,19 @@ def test_slice_gradient_eager_and_compiled_backward():
     want[1:3, ::2, 2:7:2] = 3
     for _, grad in _eager_and_hybrid(Net(), x):
         np.testing.assert_array_equal(grad, want)
+
+
+def test_batchnorm_eager_equals_hybridized_and_updates_moving_stats():
+    """BatchNorm's data gradient after a slice is pure rounding noise (dy = 1 cancels): eager and
+    hybridized agree only when both run the same kernel."""
+    rng = np.random.default_rng(6)
+    x = mx.nd.array(rng.uniform(size=(4, 32, 32, 32)).astype(np.float32))
+    (y0, g0), (y1, g1) = _eager_and_hybrid(_Reshaped(nn.BatchNorm(), (4, 32, 32, 32)), x)
+    np.testing.assert_array_equal(y0, y1)
+    np.testing.assert_array_equal(g0, g1)
+    bn = nn.BatchNorm(in_channels=32)
+    bn.initialize()
+    with mx.autograd.record():
+        bn(x)
+    want = 0.1 * x.asnumpy().mean(axis=(0, 2, 3))
+    np.testing.assert_allclose(bn.running_mean.data().asnumpy(), want, rtol=1e-5, atol=1e-7)
