@@ -17,6 +17,13 @@ by the op's structural attributes only (`_UPDATE_KERNELS`), without rebuilding e
 and from the optimizers' raw attributes without parsing them (`prepare_update_raw`).
 `run_updates` applies prepared updates of many parameters sharing a kernel in one
 multi-tensor call (`runtime.parallel_for_multi`): the optimizer's whole step is one native call.
+
+Compute-bound ops (`COMPILED_OPS`: FullyConnected, Convolution, Deconvolution, Pooling and their
+backward ops, BatchNorm with its moving statistics' updates) over float32 inputs of at least `MIN_ELEMENTS` elements run as a one-node graph
+compiled through the same pass pipeline and lowerings as a hybridized block's graph
+(`try_compiled_op`, cached per op, attributes, shapes and mode). An eager call then runs the
+same native kernel as the hybridized graph, so both agree to the bit on long reductions (as
+MXNet's do: one kernel both ways) and run at the compiled kernels' speed.
 """
 from __future__ import annotations
 
@@ -24,12 +31,13 @@ import os
 
 import numpy as np
 
+from ..base import MXNetError
 from ..native import native_runtime
 from ..ops import scalar as S
 from ..ops.optimizer_ops import Update
 from ..ops.registry import Elementwise, broadcast_shapes
 
-__all__ = ["try_compiled_elementwise", "update_in_place", "prepare_update", "prepare_update_raw",
+__all__ = ["try_compiled_elementwise", "try_compiled_op", "COMPILED_OPS", "update_in_place", "prepare_update", "prepare_update_raw",
            "prepare_updates_raw", "run_updates",
            "PreparedUpdate",
            "MIN_ELEMENTS", "DYNAMIC_SCALARS"]
@@ -38,6 +46,17 @@ MIN_ELEMENTS = 1 << 16
 GRAIN = 1 << 15
 _ENABLED = os.environ.get("SYMJIT_EAGER_JIT", "1") != "0"
 _SUPPORTED = {"float32", "float64", "int32", "int64", "uint8", "int8"}
+
+#: compute-bound ops an eager call runs as a compiled one-node graph (`try_compiled_op`)
+COMPILED_OPS = frozenset({
+    "FullyConnected", "_backward_FullyConnected_data", "_backward_FullyConnected_weight",
+    "Convolution", "_backward_Convolution_data", "_backward_Convolution_weight",
+    "Deconvolution", "_backward_Deconvolution_data", "Pooling", "_backward_Pooling",
+    "BatchNorm", "_backward_BatchNorm"})
+#: (op name, attrs key, input shapes and dtypes, is_train) -> (CompiledGraph, input order) or
+#: None when the op does not compile to native code for that key
+_OP_GRAPHS: dict = {}
+_MAX_OP_GRAPHS = 256
 
 #: update-op attributes passed to compiled update kernels as inputs (they change between steps)
 DYNAMIC_SCALARS = ("lr", "wd", "rescale_grad")
@@ -340,3 +359,59 @@ def update_in_place(op, attrs: dict, arrays: list) -> bool:
         return False
     run_updates([prepared])
     return True
+
+
+def _attrs_key(attrs) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in attrs.items()))
+
+
+def _build_op_graph(op, attrs, arrays, is_train: bool):
+    """(CompiledGraph, input positions in graph order) of `op` alone, or None when any node
+    of it would run its Python reference (nothing to gain over calling the reference)."""
+    from ..codegen.llvm.executable import compile_planned
+    from ..ir import GraphBuilder, TensorType
+    from ..passes.manager import compile_graph
+    names = op.input_names(attrs)
+    b = GraphBuilder(name=f"eager_{op.name}")
+    aux = set(op.aux_names)
+    vals = [b.add_input(n, TensorType(a.shape, a.dtype.name), aux=n in aux) for n, a in zip(names, arrays)]
+    outs = b.add_node(op, vals, attrs, already_parsed=True)
+    g = b.build(outs[:op.num_outputs(attrs)])
+    opt, _ = compile_graph(g, "training" if is_train else "inference")
+    cg = compile_planned(opt, g.name, is_train)
+    if not cg.native or cg.module.seed_params:
+        return None
+    pos = {v.name: i for i, v in enumerate(g.inputs)}
+    return cg, [pos[v.name] for v in opt.inputs], [v.name for v in g.inputs]
+
+
+def try_compiled_op(op, attrs, arrays: list, is_train: bool) -> list | None:
+    """The outputs of a compute-bound op (`COMPILED_OPS`, parsed `attrs`) from its compiled
+    one-node graph, or None to use the reference (small or non-float32 inputs, or an op
+    instance without a native lowering)."""
+    if (not _ENABLED or op.name not in COMPILED_OPS or not arrays
+            or any(a.dtype != np.float32 for a in arrays) or sum(a.size for a in arrays) < MIN_ELEMENTS):
+        return None
+    key = (op.name, _attrs_key(attrs), tuple(a.shape for a in arrays), bool(is_train))
+    entry = _OP_GRAPHS.get(key, _OP_GRAPHS)
+    if entry is _OP_GRAPHS:
+        if len(_OP_GRAPHS) >= _MAX_OP_GRAPHS:
+            _OP_GRAPHS.clear()
+        try:
+            entry = _build_op_graph(op, attrs, arrays, bool(is_train))
+        except MXNetError:
+            entry = None  # the reference reports bad input with its own message
+        _OP_GRAPHS[key] = entry
+    if entry is None:
+        return None
+    cg, order, input_names = entry
+    outs, updates = cg.run([np.ascontiguousarray(arrays[i]) for i in order], bool(is_train))
+    if not updates:
+        return list(outs)
+    # new values of updated inputs (aux states), in the reference's order: op.state_targets
+    new = {v.name: a for v, a in updates.items()}
+    by_arg = dict(zip(op.input_names(attrs), input_names))
+    targets = [by_arg[t] for t in op.state_targets(attrs) if t in by_arg]
+    if any(t not in new for t in targets):
+        return None
+    return list(outs) + [new[t] for t in targets]

@@ -20,7 +20,7 @@ from ..context import Context, current_context
 from ..ops.attrs import abbreviate
 from ..ops.registry import ComputeContext, Emitter, get_op
 from ..ops.optimizer_ops import Update
-from .fastpath import try_compiled_elementwise
+from .fastpath import try_compiled_elementwise, try_compiled_op
 from .write_guard import writable
 
 __all__ = ["NDArray", "invoke", "array", "empty", "zeros", "ones", "full", "arange", "linspace", "eye",
@@ -394,6 +394,8 @@ def invoke(op_name: str, inputs: Sequence[NDArray], attrs: Mapping[str, Any], ou
     cctx = ComputeContext(is_train=autograd.is_training())
     arrays = [x._data for x in inputs]
     results = try_compiled_elementwise(op, parsed, arrays, _update_destinations(op, parsed, names, inputs, out))
+    if results is None:
+        results = try_compiled_op(op, parsed, arrays, cctx.is_train)
     if results is None:
         try:
             results = op.compute(parsed, arrays, cctx)

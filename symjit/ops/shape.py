@@ -1009,6 +1009,16 @@ def _slices(op: str, attrs, ndim: int) -> tuple:
     return tuple(out) + (slice(None),) * (ndim - len(begin))
 
 
+def slice_region(op: str, attrs, shape: tuple) -> list[tuple[int, int, int]]:
+    """(start, step, count) per axis of the region `slice`/`_slice_assign` attrs select in an
+    array of `shape` (numpy's slice semantics: negative and out-of-range bounds clamped)."""
+    out = []
+    for s, n in zip(_slices(op, attrs, len(shape)), shape):
+        start, stop, step = s.indices(n)
+        out.append((start, step, len(range(start, stop, step))))
+    return out
+
+
 def _sliced_shape(op: str, attrs, d: tuple) -> tuple:
     sl = _slices(op, attrs, len(d))
     return tuple(len(range(*s.indices(x))) if x else 0 for s, x in zip(sl, d))

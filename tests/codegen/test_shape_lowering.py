@@ -262,3 +262,17 @@ def test_take_and_pick_gradients(dtype, mode):
         got, want, cg, _, _ = compile_and_run(g, feeds, is_train=True)
         np.testing.assert_array_equal(got[0], want[0])
         assert cg.native
+
+
+@pytest.mark.parametrize("dtype", DTYPES + ["float16"])
+def test_slice_assign_native(dtype):
+    rng = np.random.default_rng(5)
+    for attrs, rshape in [({"begin": (1, None), "end": (3, None), "step": (None, 3)}, (2, 2)),
+                          ({"begin": (-3, 1), "end": (None, 4), "step": ()}, (3, 3)),
+                          ({"begin": (0,), "end": (4,), "step": (2,)}, (2, 5))]:
+        got = _check("_slice_assign", [(4, 5), rshape], attrs, dtype, rng)
+        assert got[0].shape == (4, 5)
+    # a negative step keeps its (correct) Python step
+    _check("_slice_assign", [(4, 5), (2, 5)], {"begin": (3,), "end": (None,), "step": (-2,)}, "float32",
+           rng, native=False)
+

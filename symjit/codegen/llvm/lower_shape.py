@@ -339,6 +339,41 @@ def lower_pad(node, ctx: LoweringContext):
     return None if fill is None or c is None else [fill, c]
 
 
+@register_lowering("_slice_assign", "_crop_assign")
+def lower_slice_assign(node, ctx: LoweringContext):
+    """A copy of lhs (skipped where the plan puts the output in lhs's buffer), then rhs copied
+    into the strided box lhs[begin:end:step] of the output (positive steps only)."""
+    from ...ops.shape import slice_region
+    lhs, rhs = node.inputs
+    dst = node.outputs[0]
+    if not _known(lhs, rhs, dst) or lhs.type.dtype != dst.type.dtype or rhs.type.dtype != dst.type.dtype:
+        return None
+    shape = tuple(dst.type.shape)
+    region = slice_region(node.op.name, node.attrs, shape)
+    if any(step <= 0 for _, step, _ in region):
+        return None
+    box = tuple(count for _, _, count in region)
+    if box != tuple(rhs.type.shape):
+        return None
+    calls = []
+    where = ctx.placement.where if ctx.placement is not None else {}
+    in_place = lhs in where and where.get(lhs) == where.get(dst)
+    if _size(dst) and not in_place:
+        c = copy_call(ctx, lhs, dst, shape, row_strides(shape), row_strides(shape))
+        if c is None:
+            return None
+        calls.append(c)
+    if _size(rhs):
+        dst_st = row_strides(shape)
+        offset = sum(start * st for (start, _, _), st in zip(region, dst_st))
+        strides = [step * st for (_, step, _), st in zip(region, dst_st)]
+        c = copy_call(ctx, rhs, dst, box, row_strides(box), strides, 0, offset)
+        if c is None:
+            return None
+        calls.append(c)
+    return calls
+
+
 # ---- elementwise-shaped ops: `where`, `_backward_mean` -----------------------------------
 
 def _ew_call(ctx, spec: ElementwiseSpec, args) -> list:
