@@ -23,7 +23,7 @@ from ..context import Context, current_context
 from .ndarray import NDArray, array as _dense_array
 
 __all__ = ["BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "zeros", "empty", "csr_matrix",
-           "row_sparse_array", "array", "cast_storage", "STORAGE_TYPES"]
+           "row_sparse_array", "array", "cast_storage", "retain", "STORAGE_TYPES"]
 
 STORAGE_TYPES = ("default", "row_sparse", "csr")
 _INDEX_DTYPE = np.int64
@@ -350,6 +350,18 @@ def cast_storage(data, stype: str):
             return data.copy()
         return _dense_to("cast_storage", data.asnumpy(), stype, data.context)
     raise MXNetError(f"cast_storage: expected an NDArray, got {type(data).__name__}")
+
+
+def retain(data, indices) -> RowSparseNDArray:
+    """The rows `indices` of row_sparse array `data` (MXNet's `sparse.retain`): the result stores
+    exactly those rows, holding `data`'s values there; every other row is zero."""
+    if not isinstance(data, RowSparseNDArray):
+        raise MXNetError(f"retain: data must be a RowSparseNDArray, got {type(data).__name__} "
+                         f"with storage {getattr(data, 'stype', None)!r}")
+    rows = np.unique(_numpy(indices).reshape(-1).astype(_INDEX_DTYPE))
+    if rows.size and (rows[0] < 0 or rows[-1] >= data.shape[0]):
+        raise MXNetError(f"retain: indices must be in [0, {data.shape[0]}), got {rows.tolist()}")
+    return _make_row_sparse("retain", data._data[rows], rows, data.shape, data.context, data._dtype)
 
 
 def zeros(stype: str, shape, ctx=None, dtype=None, **kwargs):
