@@ -219,6 +219,17 @@ class CSRNDArray(BaseSparseNDArray):
         stored[rows, arrays["indices"]] = True
         self._data, self._stored = dense, stored
 
+    def __getitem__(self, key):
+        """Rows `key` (a slice with step 1) as a CSRNDArray, as MXNet; other keys give the
+        dense NDArray result."""
+        if isinstance(key, slice) and key.step in (None, 1):
+            start, stop, _ = key.indices(self._shape[0])
+            out = type(self).__new__(type(self))
+            NDArray.__init__(out, np.array(self._data[start:stop], copy=True), self._ctx)
+            out._stored = self._stored[start:stop].copy()
+            return out
+        return NDArray.__getitem__(self, key)
+
     @property
     def indptr(self) -> NDArray:
         """Row pointers: row r's values are data[indptr[r]:indptr[r+1]] (a copy)."""
@@ -400,6 +411,11 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None) -> CSRNDArray:
         out = arg1.astype(dtype) if dtype is not None else arg1.copy()
         out._ctx = _ctx(ctx) if ctx is not None else arg1.context
         return out
+    if all(hasattr(arg1, a) for a in ("data", "indices", "indptr", "shape", "tocsr")):  # scipy.sparse
+        arg1 = arg1.tocsr()
+        arg1.sort_indices()
+        shape = arg1.shape if shape is None else shape
+        arg1 = (arg1.data, arg1.indices, arg1.indptr)
     if isinstance(arg1, tuple) and len(arg1) == 3:
         data, indices, indptr = arg1
         if shape is None:

@@ -188,3 +188,17 @@ def test_stored_positions_survive_zero_values():
     np.testing.assert_array_equal(r.indices.asnumpy(), [1])
     r2 = r.copy()
     np.testing.assert_array_equal(r2.indices.asnumpy(), [1])
+
+
+def test_csr_from_scipy_and_row_slices_stay_csr():
+    sps = pytest.importorskip("scipy.sparse")
+    src = sps.coo_matrix(([2.0, 5.0], ([3, 0], [7, 1])), shape=(4, 9)).tocsr()
+    c = nd.sparse.csr_matrix(src, ctx=mx.cpu(0))
+    assert isinstance(c, nd.sparse.CSRNDArray) and c.shape == (4, 9)
+    np.testing.assert_array_equal(c.asnumpy(), src.toarray())
+    part = c[2:4]
+    assert isinstance(part, nd.sparse.CSRNDArray) and part.shape == (2, 9)
+    np.testing.assert_array_equal(part.indices.asnumpy(), [7])
+    np.testing.assert_array_equal(part.indptr.asnumpy(), [0, 0, 1])
+    parts = mx.gluon.utils.split_and_load(c, [mx.cpu(0), mx.cpu(0)])
+    assert all(isinstance(p, nd.sparse.CSRNDArray) for p in parts)
