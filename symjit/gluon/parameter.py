@@ -21,10 +21,11 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import autograd, initializer
-from ..base import MXNetError, mx_real_t
+from ..base import MXNetError, MXNetTypeError, mx_real_t
 from ..context import Context, cpu, current_context
 from .. import ndarray as nd
 from ..ndarray import NDArray
+from ..ndarray.sparse import BaseSparseNDArray
 from ..ndarray.write_guard import writable
 
 __all__ = ["Parameter", "Constant", "ParameterDict", "DeferredInitializationError",
@@ -289,7 +290,7 @@ class Parameter:
             while len(dev_list) <= ctx.device_id:
                 dev_list.append(None)
             dev_list[ctx.device_id] = i
-        self._data = [_copy_to(data, c) for c in self._ctx_list]
+        self._data = [_copy_to(data, c).tostype(self._stype) for c in self._ctx_list]
         self._init_grad()
 
     def _init_grad(self):
@@ -297,7 +298,8 @@ class Parameter:
         if self.grad_req == "null":
             self._grad = None
             return
-        self._grad = [nd.zeros(i.shape, ctx=i.context, dtype=i.dtype) for i in self._data]
+        self._grad = [nd.zeros(i.shape, ctx=i.context, dtype=i.dtype, stype=self._grad_stype)
+                      for i in self._data]
         autograd.mark_variables(self._check_and_get(self._data, list), self._grad, self.grad_req)
 
     def _reduce(self):
@@ -452,16 +454,40 @@ class Parameter:
         return self.init
 
     def row_sparse_data(self, row_id):
-        raise MXNetError(f"Parameter '{self.name}': row_sparse storage is not supported by symjit")
+        """The value on `row_id`'s context holding (at least) the rows `row_id`, fetched through
+        the Trainer's KVStore (a row_sparse Parameter only)."""
+        self._check_row_sparse("row_sparse_data", "data()")
+        return self._get_row_sparse(row_id.context if isinstance(row_id, NDArray) else None, row_id)
 
     def list_row_sparse_data(self, row_id):
-        raise MXNetError(f"Parameter '{self.name}': row_sparse storage is not supported by symjit")
+        """`row_sparse_data` on every context."""
+        self._check_row_sparse("list_row_sparse_data", "list_data()")
+        return self._get_row_sparse(list, row_id)
+
+    def _check_row_sparse(self, what: str, instead: str) -> None:
+        if self._stype != "row_sparse":
+            raise ParameterRuntimeError(
+                f"Cannot return a copy of Parameter '{self.name}' via {what}() because its storage type "
+                f"is {self._stype}. Please use {instead} instead.")
+
+    def _get_row_sparse(self, ctx, row_id):
+        """The values on `ctx` (or all contexts with `list`) after the Trainer pulled rows `row_id`."""
+        if not isinstance(row_id, NDArray):
+            raise MXNetTypeError(f"row_id must have NDArray type, but {type(row_id).__name__} is given")
+        if not self._trainer:
+            raise ParameterRuntimeError(f"Cannot get row_sparse data for Parameter '{self.name}' when no "
+                                        "Trainer is created with it.")
+        results = self._check_and_get(self._data, ctx)
+        self._trainer._row_sparse_pull(self, results, row_id)
+        return results
 
 
 def _copy_to(data, ctx: Context) -> NDArray:
     """A fresh NDArray on `ctx` holding `data`'s values (never shares memory, never recorded)."""
-    src = data._data if isinstance(data, NDArray) else np.asarray(data)
     from ..ndarray.ndarray import _check_ctx
+    if isinstance(data, BaseSparseNDArray):
+        return data.copyto(_check_ctx(ctx))
+    src = data._data if isinstance(data, NDArray) else np.asarray(data)
     return NDArray(np.array(src, copy=True), _check_ctx(ctx))
 
 

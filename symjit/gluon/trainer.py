@@ -340,7 +340,7 @@ class Trainer:
         for i, param in enumerate(self._params):
             if param.grad_req == "null":
                 continue
-            datas = param.list_data()
+            datas = param._check_and_get(param._data, list)   # any storage type
             if not ignore_stale_grad:
                 for data in datas:
                     if not is_fresh(data):

@@ -203,9 +203,10 @@ class NDArray:
 
     # ---- autograd -------------------------------------------------------------------
     def attach_grad(self, grad_req: str = "write", stype=None) -> None:
-        """Allocate a gradient buffer and mark this array as a variable for autograd."""
-        from .. import autograd
-        autograd.mark_variables([self], [zeros(self.shape, self._ctx, self._data.dtype)], grad_req)
+        """Allocate a gradient buffer of storage `stype` (default: dense) and mark this array as
+        a variable for autograd."""
+        from .sparse import _attach_grad
+        _attach_grad(self, grad_req, stype if stype is not None else "default")
 
     def detach(self) -> "NDArray":
         out = NDArray(self._data, self._ctx)

@@ -23,7 +23,7 @@ from ..context import Context, current_context
 from .ndarray import NDArray, array as _dense_array
 
 __all__ = ["BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "zeros", "empty", "csr_matrix",
-           "row_sparse_array", "array", "cast_storage", "STORAGE_TYPES"]
+           "row_sparse_array", "array", "cast_storage", "retain", "STORAGE_TYPES"]
 
 STORAGE_TYPES = ("default", "row_sparse", "csr")
 _INDEX_DTYPE = np.int64
@@ -60,39 +60,27 @@ def _numpy(x, dtype=None) -> np.ndarray:
     return a if dtype is None else a.astype(dtype)
 
 
-class BaseSparseNDArray:
-    """Common behaviour of the sparse containers: metadata, dense conversion, repr."""
-    __slots__ = ("_shape", "_dtype", "_ctx", "_arrays", "__weakref__")
+class BaseSparseNDArray(NDArray):
+    """Common behaviour of the sparse containers: an NDArray (so operators, autograd and
+    in-place writes see the dense values in `_data`) plus the set of explicitly stored
+    positions `_stored` (a bool mask: rows for row_sparse, entries for csr). The compressed
+    arrays (`data`, `indices`, `indptr`) are the stored positions together with every
+    nonzero value, in row-major order."""
+    __slots__ = ("_stored",)
     _stype = ""
 
     def __init__(self, shape: tuple, dtype, ctx: Context, arrays: dict):
-        self._shape = tuple(shape)
-        self._dtype = np.dtype(dtype)
-        self._ctx = ctx
+        super().__init__(np.zeros(tuple(shape), dtype=np.dtype(dtype)), ctx)
+        self._stored = np.zeros(self._mask_shape(), dtype=bool)
         self._arrays = arrays
 
-    # ---- metadata ------------------------------------------------------------------------
     @property
-    def shape(self) -> tuple:
-        return self._shape
+    def _shape(self) -> tuple:
+        return tuple(self._data.shape)
 
     @property
-    def ndim(self) -> int:
-        return len(self._shape)
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self._shape, dtype=np.int64))
-
-    @property
-    def dtype(self) -> type:
-        return self._dtype.type
-
-    @property
-    def context(self) -> Context:
-        return self._ctx
-
-    ctx = context
+    def _dtype(self) -> np.dtype:
+        return self._data.dtype
 
     @property
     def stype(self) -> str:
@@ -101,28 +89,28 @@ class BaseSparseNDArray:
     @property
     def data(self) -> NDArray:
         """The stored values (a copy)."""
-        return NDArray(self._arrays["data"].copy(), self._ctx)
+        return NDArray(self._arrays["data"], self._ctx)
 
     @property
     def indices(self) -> NDArray:
         """Column (csr) or row (row_sparse) numbers of the stored values (a copy)."""
-        return NDArray(self._arrays["indices"].copy(), self._ctx)
+        return NDArray(self._arrays["indices"], self._ctx)
 
     def __repr__(self) -> str:
         shape_info = "x".join(str(d) for d in self._shape)
         return f"\n<{type(self).__name__} {shape_info} @{self._ctx}>"
 
-    def __len__(self) -> int:
-        return self._shape[0]
+    __str__ = __repr__
 
     def __bool__(self):
         raise ValueError("The truth value of a sparse NDArray is ambiguous; convert with tostype('default')")
 
-    # ---- conversion ----------------------------------------------------------------------
-    def asnumpy(self) -> np.ndarray:
-        """The dense values as a new numpy array."""
-        raise NotImplementedError
+    __hash__ = NDArray.__hash__
 
+    def __reduce__(self):
+        return (_rebuild_sparse, (self._stype, self.asnumpy(), self._stored.copy(), str(self._ctx)))
+
+    # ---- conversion ----------------------------------------------------------------------
     def todense(self) -> NDArray:
         return self.tostype("default")
 
@@ -136,68 +124,71 @@ class BaseSparseNDArray:
         dt = np.dtype(canonical_dtype(dtype))
         if not copy and dt == self._dtype:
             return self
-        arrays = {k: (v.astype(dt) if k == "data" else v.copy()) for k, v in self._arrays.items()}
-        return type(self)(self._shape, dt, self._ctx, arrays)
+        return self._like(self._data.astype(dt))
+
+    def _like(self, dense: np.ndarray, ctx=None) -> "BaseSparseNDArray":
+        """An array of this storage type holding `dense`, with this array's stored positions."""
+        out = type(self).__new__(type(self))
+        NDArray.__init__(out, np.array(dense, copy=True), ctx if ctx is not None else self._ctx)
+        out._stored = self._stored.copy()
+        return out
 
     def copy(self):
-        return type(self)(self._shape, self._dtype, self._ctx, {k: v.copy() for k, v in self._arrays.items()})
+        return self._like(self._data)
 
     def copyto(self, other):
         """A copy on context `other`, or the values written into `other` (an array of this
         shape: a dense NDArray receives the dense values)."""
         if isinstance(other, Context):
-            out = self.copy()
-            out._ctx = other
-            return out
+            return self._like(self._data, other)
+        if isinstance(other, BaseSparseNDArray):
+            if other.shape != self._shape:
+                raise MXNetError(f"copyto: shape mismatch: source {self._shape}, target {other.shape}")
+            conv = cast_storage(self, other.stype)
+            other._data = conv._data.astype(other._dtype)
+            other._stored = conv._stored
+            return other
         if isinstance(other, NDArray):
             if other.shape != self._shape:
                 raise MXNetError(f"copyto: shape mismatch: source {self._shape}, target {other.shape}")
             other[:] = self.asnumpy()
             return other
-        if isinstance(other, BaseSparseNDArray):
-            if other.shape != self._shape:
-                raise MXNetError(f"copyto: shape mismatch: source {self._shape}, target {other.shape}")
-            conv = cast_storage(self, other.stype).astype(other._dtype)
-            other._arrays = conv._arrays
-            return other
         raise MXNetError(f"copyto: expected an NDArray or a Context, got {type(other).__name__}")
 
-    def as_in_context(self, ctx: Context):
-        return self if ctx == self._ctx else self.copyto(ctx)
+    def attach_grad(self, grad_req: str = "write", stype=None) -> None:
+        """Mark this array as an autograd variable; the gradient has storage `stype` (default:
+        this array's)."""
+        _attach_grad(self, grad_req, stype if stype is not None else self._stype)
 
-    def wait_to_read(self):
-        """Eager execution: data is always ready."""
+    def detach(self):
+        return self._like(self._data)
 
     # ---- scalar arithmetic (zeros stay zeros, so the storage pattern is kept) ----------------
-    def _scaled(self, fn) -> "BaseSparseNDArray":
-        arrays = {k: (fn(v) if k == "data" else v.copy()) for k, v in self._arrays.items()}
-        return type(self)(self._shape, arrays["data"].dtype, self._ctx, arrays)
+    def _scaled(self, dense_op, scalar) -> Any:
+        out = dense_op(self.tostype("default") if self._ag is None else self, scalar)
+        if self._ag is not None:   # recorded for autograd: the dense result carries the graph
+            return out
+        return self._like(out._data)
 
-    def __mul__(self, scalar):
-        if not isinstance(scalar, (int, float, np.number)):
-            return NotImplemented
-        return self._scaled(lambda d: (d * scalar).astype(d.dtype))
+    def __mul__(self, other):   # by an array: the operator's (dense) result
+        if not isinstance(other, (int, float, np.number)):
+            return NDArray.__mul__(self, other)
+        return self._scaled(NDArray.__mul__, other)
 
     __rmul__ = __mul__
 
-    def __truediv__(self, scalar):
-        if not isinstance(scalar, (int, float, np.number)):
-            return NotImplemented
-        return self._scaled(lambda d: (d / scalar).astype(d.dtype))
+    def __truediv__(self, other):
+        if not isinstance(other, (int, float, np.number)):
+            return NDArray.__truediv__(self, other)
+        return self._scaled(NDArray.__truediv__, other)
 
     def __neg__(self):
-        return self._scaled(lambda d: -d)
+        return self._scaled(lambda x, _: NDArray.__neg__(x), None)
 
     def __add__(self, other):   # adding to every element fills the zeros: a dense result
-        return self.tostype("default") + other
+        return NDArray.__add__(self, other)
 
     __radd__ = __add__
-
-    def __sub__(self, other):
-        return self.tostype("default") - other
-
-    def __rsub__(self, other):
-        return other - self.tostype("default")
 
 
 class CSRNDArray(BaseSparseNDArray):
@@ -205,18 +196,44 @@ class CSRNDArray(BaseSparseNDArray):
     __slots__ = ()
     _stype = "csr"
 
+    def _mask_shape(self) -> tuple:
+        return self._shape
+
+    def _live_mask(self) -> np.ndarray:
+        return self._stored | (self._data != 0)
+
+    @property
+    def _arrays(self) -> dict:
+        mask = self._live_mask()
+        rows, cols = np.nonzero(mask)
+        indptr = np.concatenate([[0], np.cumsum(mask.sum(axis=1))]).astype(_INDEX_DTYPE)
+        return {"data": np.ascontiguousarray(self._data[rows, cols]), "indices": cols.astype(_INDEX_DTYPE),
+                "indptr": indptr}
+
+    @_arrays.setter
+    def _arrays(self, arrays: dict) -> None:
+        rows = np.repeat(np.arange(self._shape[0]), np.diff(arrays["indptr"]))
+        dense = np.zeros(self._shape, self._dtype)
+        dense[rows, arrays["indices"]] = arrays["data"]
+        stored = np.zeros(self._shape, bool)
+        stored[rows, arrays["indices"]] = True
+        self._data, self._stored = dense, stored
+
+    def __getitem__(self, key):
+        """Rows `key` (a slice with step 1) as a CSRNDArray, as MXNet; other keys give the
+        dense NDArray result."""
+        if isinstance(key, slice) and key.step in (None, 1):
+            start, stop, _ = key.indices(self._shape[0])
+            out = type(self).__new__(type(self))
+            NDArray.__init__(out, np.array(self._data[start:stop], copy=True), self._ctx)
+            out._stored = self._stored[start:stop].copy()
+            return out
+        return NDArray.__getitem__(self, key)
+
     @property
     def indptr(self) -> NDArray:
         """Row pointers: row r's values are data[indptr[r]:indptr[r+1]] (a copy)."""
-        return NDArray(self._arrays["indptr"].copy(), self._ctx)
-
-    def asnumpy(self) -> np.ndarray:
-        rows, cols = self._shape
-        out = np.zeros((rows, cols), dtype=self._dtype)
-        indptr, indices, data = self._arrays["indptr"], self._arrays["indices"], self._arrays["data"]
-        row_of = np.repeat(np.arange(rows), np.diff(indptr))
-        out[row_of, indices] = data
-        return out
+        return NDArray(self._arrays["indptr"], self._ctx)
 
 
 class RowSparseNDArray(BaseSparseNDArray):
@@ -224,10 +241,37 @@ class RowSparseNDArray(BaseSparseNDArray):
     __slots__ = ()
     _stype = "row_sparse"
 
-    def asnumpy(self) -> np.ndarray:
-        out = np.zeros(self._shape, dtype=self._dtype)
-        out[self._arrays["indices"]] = self._arrays["data"]
-        return out
+    def _mask_shape(self) -> tuple:
+        return self._shape[:1]
+
+    def _live_mask(self) -> np.ndarray:
+        return self._stored | self._data.reshape(self._shape[0], -1).any(axis=1)
+
+    @property
+    def _arrays(self) -> dict:
+        keep = np.nonzero(self._live_mask())[0].astype(_INDEX_DTYPE)
+        return {"data": np.ascontiguousarray(self._data[keep]), "indices": keep}
+
+    @_arrays.setter
+    def _arrays(self, arrays: dict) -> None:
+        dense = np.zeros(self._shape, self._dtype)
+        dense[arrays["indices"]] = arrays["data"]
+        stored = np.zeros(self._shape[:1], bool)
+        stored[arrays["indices"]] = True
+        self._data, self._stored = dense, stored
+
+
+def _rebuild_sparse(stype: str, dense: np.ndarray, stored: np.ndarray, ctx: str):
+    out = _dense_to("unpickle", dense, stype, Context(ctx))
+    out._stored = stored
+    return out
+
+
+def _attach_grad(x: NDArray, grad_req: str, stype: str) -> None:
+    """Mark `x` as an autograd variable with an all-zero gradient of storage `stype`."""
+    from .. import autograd
+    grad = zeros(stype, x.shape, x.context, x._data.dtype)
+    autograd.mark_variables([x], [grad], grad_req)
 
 
 # ------------------------------------------------------------------------------------------
@@ -306,17 +350,29 @@ def cast_storage(data, stype: str):
     """`data` (dense or sparse) converted to storage `stype` (a new array)."""
     if stype not in STORAGE_TYPES:
         raise MXNetError(f"cast_storage: unknown storage type {stype!r}; expected one of {list(STORAGE_TYPES)}")
-    if isinstance(data, NDArray):
-        if stype == "default":
-            return data.copy()
-        return _dense_to("cast_storage", data.asnumpy(), stype, data.context)
     if isinstance(data, BaseSparseNDArray):
         if stype == "default":
             return NDArray(data.asnumpy(), data.context)
         if stype == data.stype:
             return data.copy()
         return _dense_to("cast_storage", data.asnumpy(), stype, data.context)
+    if isinstance(data, NDArray):
+        if stype == "default":
+            return data.copy()
+        return _dense_to("cast_storage", data.asnumpy(), stype, data.context)
     raise MXNetError(f"cast_storage: expected an NDArray, got {type(data).__name__}")
+
+
+def retain(data, indices) -> RowSparseNDArray:
+    """The rows `indices` of row_sparse array `data` (MXNet's `sparse.retain`): the result stores
+    exactly those rows, holding `data`'s values there; every other row is zero."""
+    if not isinstance(data, RowSparseNDArray):
+        raise MXNetError(f"retain: data must be a RowSparseNDArray, got {type(data).__name__} "
+                         f"with storage {getattr(data, 'stype', None)!r}")
+    rows = np.unique(_numpy(indices).reshape(-1).astype(_INDEX_DTYPE))
+    if rows.size and (rows[0] < 0 or rows[-1] >= data.shape[0]):
+        raise MXNetError(f"retain: indices must be in [0, {data.shape[0]}), got {rows.tolist()}")
+    return _make_row_sparse("retain", data._data[rows], rows, data.shape, data.context, data._dtype)
 
 
 def zeros(stype: str, shape, ctx=None, dtype=None, **kwargs):
@@ -355,6 +411,11 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None) -> CSRNDArray:
         out = arg1.astype(dtype) if dtype is not None else arg1.copy()
         out._ctx = _ctx(ctx) if ctx is not None else arg1.context
         return out
+    if all(hasattr(arg1, a) for a in ("data", "indices", "indptr", "shape", "tocsr")):  # scipy.sparse
+        arg1 = arg1.tocsr()
+        arg1.sort_indices()
+        shape = arg1.shape if shape is None else shape
+        arg1 = (arg1.data, arg1.indices, arg1.indptr)
     if isinstance(arg1, tuple) and len(arg1) == 3:
         data, indices, indptr = arg1
         if shape is None:

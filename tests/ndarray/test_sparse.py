@@ -135,3 +135,70 @@ def test_validation_errors():
         nd.ones((2, 2)).tostype("dense")
     with pytest.raises(ValueError):
         bool(nd.zeros((1, 1), stype="csr"))
+
+
+# ---- sparse arrays under autograd (MXNet: CSRNDArray / RowSparseNDArray are NDArrays) ----------
+
+@pytest.mark.parametrize("stype", ["default", "row_sparse", "csr"])
+def test_attach_grad_on_sparse_arrays_records_and_backpropagates(stype):
+    x = nd.zeros((3, 4)).tostype(stype)
+    assert isinstance(x, nd.NDArray) and x.grad is None
+    x.attach_grad()
+    assert x.grad.stype == stype
+    with mx.autograd.record():
+        y = x * 2
+    y.backward(out_grad=nd.ones_like(y).tostype(stype))
+    np.testing.assert_array_equal(x.grad.asnumpy(), np.full((3, 4), 2, np.float32))
+    assert x.grad.stype == stype
+
+
+@pytest.mark.parametrize("array_stype", ["default", "row_sparse", "csr"])
+@pytest.mark.parametrize("grad_stype", [None, "default", "row_sparse", "csr"])
+def test_attach_grad_stype_and_detach_keep_storage(array_stype, grad_stype):
+    x = nd.zeros((1, 1), stype=array_stype)
+    x.attach_grad(stype=grad_stype)
+    assert x.grad.stype == (grad_stype or array_stype)
+    assert x.detach().stype == array_stype
+
+
+def test_sparse_times_sparse_and_scalar_ops():
+    dense = np.array([[0, 1, 0], [2, 0, 3]], np.float32)
+    a = nd.array(dense).tostype("row_sparse")
+    np.testing.assert_array_equal((a * a).asnumpy(), dense * dense)
+    np.testing.assert_array_equal((a / 2).asnumpy(), dense / 2)
+    assert (a * 3).stype == "row_sparse" and (-a).stype == "row_sparse"
+
+
+def test_dot_gradient_into_row_sparse_gradient():
+    lhs_np = np.array([[0, 1, 0, 2], [3, 0, 0, 0]], np.float32)
+    lhs = nd.array(lhs_np).tostype("csr")
+    for w in (nd.ones((4, 3)).tostype("row_sparse"), nd.ones((4, 3))):
+        w.attach_grad(stype="row_sparse")
+        with mx.autograd.record():
+            y = nd.dot(lhs, w)
+        y.backward()
+        assert w.grad.stype == "row_sparse"
+        np.testing.assert_allclose(w.grad.asnumpy(), lhs_np.T @ np.ones((2, 3), np.float32))
+        # rows of the gradient that are zero are not stored
+        np.testing.assert_array_equal(w.grad.indices.asnumpy(), [0, 1, 3])
+
+
+def test_stored_positions_survive_zero_values():
+    r = nd.sparse.row_sparse_array((np.zeros((1, 2), np.float32), [1]), shape=(3, 2))
+    np.testing.assert_array_equal(r.indices.asnumpy(), [1])
+    r2 = r.copy()
+    np.testing.assert_array_equal(r2.indices.asnumpy(), [1])
+
+
+def test_csr_from_scipy_and_row_slices_stay_csr():
+    sps = pytest.importorskip("scipy.sparse")
+    src = sps.coo_matrix(([2.0, 5.0], ([3, 0], [7, 1])), shape=(4, 9)).tocsr()
+    c = nd.sparse.csr_matrix(src, ctx=mx.cpu(0))
+    assert isinstance(c, nd.sparse.CSRNDArray) and c.shape == (4, 9)
+    np.testing.assert_array_equal(c.asnumpy(), src.toarray())
+    part = c[2:4]
+    assert isinstance(part, nd.sparse.CSRNDArray) and part.shape == (2, 9)
+    np.testing.assert_array_equal(part.indices.asnumpy(), [7])
+    np.testing.assert_array_equal(part.indptr.asnumpy(), [0, 0, 1])
+    parts = mx.gluon.utils.split_and_load(c, [mx.cpu(0), mx.cpu(0)])
+    assert all(isinstance(p, nd.sparse.CSRNDArray) for p in parts)
