@@ -162,6 +162,9 @@ class Op:
     #: for an op of input 0 and a `scalar` attribute: the scalar that makes it the identity
     #: (x + 0, x * 1, x ** 1, ...); simplification drops such nodes
     neutral_scalar: ClassVar[float | None] = None
+    #: the outputs depend only on the inputs' shapes and dtypes, never on their values
+    #: (shape_array, size_array): constant folding evaluates the op once shapes are known
+    shape_only: ClassVar[bool] = False
 
     def inference_rewrite(self, F: "Emitter", attrs: Mapping, inputs: Sequence,
                           in_shapes: Sequence) -> list | None:

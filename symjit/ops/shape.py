@@ -1869,6 +1869,8 @@ class SpaceToDepth(_ShapeOp):
 class ShapeArray(_ShapeOp):
     """The input's shape as a 1-D int64 array."""
 
+    shape_only = True
+
     def infer_shape(self, attrs, in_shapes):
         (d,) = in_shapes
         return [d], [None if d is None else (len(d),)]
@@ -1886,6 +1888,8 @@ class ShapeArray(_ShapeOp):
 @register("size_array")
 class SizeArray(_ShapeOp):
     """The input's number of elements as a (1,) int64 array."""
+
+    shape_only = True
 
     def infer_shape(self, attrs, in_shapes):
         return list(in_shapes), [(1,)]

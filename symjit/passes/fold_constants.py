@@ -11,8 +11,11 @@ from ..ir.graph import Graph, Node, Value
 from ..ops.registry import ComputeContext
 from .rewrite import NameSource, make_node, replace_uses
 
-#: ops whose result depends only on the input's (static) shape
-_SHAPE_ONLY = {"shape_array", "size_array"}
+
+def _shape_stand_ins(values) -> list[np.ndarray]:
+    """Zero-strided arrays of the values' shapes and dtypes (no memory of their size): what a
+    `shape_only` op's compute needs to see."""
+    return [np.broadcast_to(np.zeros((), dtype=v.type.dtype), tuple(v.type.shape)) for v in values]
 
 
 def bind_constants(g: Graph, constants: Mapping[str, np.ndarray]) -> tuple[Graph, dict]:
@@ -59,9 +62,9 @@ def fold_constants(g: Graph, max_bytes: int = 1 << 30) -> tuple[Graph, dict]:
             continue
         foldable = (not n.op.is_random and not n.op.updates_aux and not n.op.mutate_inputs
                     and n.inputs and all(v in const_of for v in n.inputs))
-        if n.op.name in _SHAPE_ONLY and n.inputs[0].type.shape_known:
-            values = [np.array(n.inputs[0].type.shape if n.op.name == "shape_array"
-                               else [int(np.prod(n.inputs[0].type.shape))], dtype=np.int64)]
+        if n.op.shape_only and all(v.type.shape_known and v.type.dtype for v in n.inputs):
+            values = n.op.compute(n.attrs, _shape_stand_ins(n.inputs), ComputeContext())
+            values = values[:len(n.outputs)]
         elif foldable:
             try:
                 values = n.op.compute(n.attrs, [const_of[v] for v in n.inputs], ComputeContext())

@@ -196,6 +196,20 @@ def test_constant_folding():
         bind_constants(g, {"nope": wv})
 
 
+def test_shape_only_ops_fold_to_constants_without_touching_values():
+    """shape_array/size_array (the `shape_only` trait) fold once shapes are known, whatever
+    the input's size: folding never materializes the input."""
+    b = GraphBuilder()
+    x = b.add_input("x", TensorType((3, 20000, 30000), "float32"))   # 7.2 GB if allocated
+    g = b.build([b.add_node("shape_array", [x])[0], b.add_node("size_array", [x])[0]])
+    folded, stats = fold_constants(g)
+    assert stats["nodes_folded"] == 2
+    assert [n.op.name for n in folded.nodes] == ["_const", "_const"]
+    shape, size = (n.attrs["value"] for n in folded.nodes)
+    assert shape.dtype == np.int64 and shape.tolist() == [3, 20000, 30000]
+    assert size.tolist() == [3 * 20000 * 30000]
+
+
 def test_inplace_pairs_are_safe_and_used():
     b = GraphBuilder()
     x = b.add_input("x", TensorType((16,), "float32"))
