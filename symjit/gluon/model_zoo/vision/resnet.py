@@ -68,7 +68,29 @@ class BottleneckV1(_ResidualV1):
         self.downsample = _downsample_v1(channels, stride, in_channels) if downsample else None
 
 
-class BasicBlockV2(HybridBlock):
+class _PreActivationBlock(HybridBlock):
+    """Pre-activation residual block: (bn_i, relu, conv_i) for i = 1..n, plus the input; the
+    first relu's output also feeds the strided 1x1 `downsample` convolution when there is one."""
+
+    def _set_downsample(self, downsample, channels, stride, in_channels):
+        if downsample:
+            self.downsample = nn.Conv2D(channels, 1, stride, use_bias=False, in_channels=in_channels)
+        else:
+            self.downsample = None
+
+    def hybrid_forward(self, F, x):
+        residual = x
+        i = 1
+        while hasattr(self, f"conv{i}"):
+            x = F.Activation(getattr(self, f"bn{i}")(x), act_type="relu")
+            if i == 1 and self.downsample:
+                residual = self.downsample(x)
+            x = getattr(self, f"conv{i}")(x)
+            i += 1
+        return x + residual
+
+
+class BasicBlockV2(_PreActivationBlock):
     """Pre-activation basic block: bn, relu, 3x3 conv, bn, relu, 3x3 conv, plus the input."""
 
     def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
@@ -77,26 +99,11 @@ class BasicBlockV2(HybridBlock):
         self.conv1 = _conv3x3(channels, stride, in_channels)
         self.bn2 = nn.BatchNorm()
         self.conv2 = _conv3x3(channels, 1, channels)
-        if downsample:
-            self.downsample = nn.Conv2D(channels, 1, stride, use_bias=False, in_channels=in_channels)
-        else:
-            self.downsample = None
-
-    def hybrid_forward(self, F, x):
-        residual = x
-        x = self.bn1(x)
-        x = F.Activation(x, act_type="relu")
-        if self.downsample:
-            residual = self.downsample(x)
-        x = self.conv1(x)
-        x = self.bn2(x)
-        x = F.Activation(x, act_type="relu")
-        x = self.conv2(x)
-        return x + residual
+        self._set_downsample(downsample, channels, stride, in_channels)
 
 
-class BottleneckV2(HybridBlock):
-    """Pre-activation bottleneck block."""
+class BottleneckV2(_PreActivationBlock):
+    """Pre-activation bottleneck block: 1x1 reduce, 3x3 (strided), 1x1 expand."""
 
     def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
         super().__init__(**kwargs)
@@ -106,25 +113,7 @@ class BottleneckV2(HybridBlock):
         self.conv2 = _conv3x3(channels // 4, stride, channels // 4)
         self.bn3 = nn.BatchNorm()
         self.conv3 = nn.Conv2D(channels, kernel_size=1, strides=1, use_bias=False)
-        if downsample:
-            self.downsample = nn.Conv2D(channels, 1, stride, use_bias=False, in_channels=in_channels)
-        else:
-            self.downsample = None
-
-    def hybrid_forward(self, F, x):
-        residual = x
-        x = self.bn1(x)
-        x = F.Activation(x, act_type="relu")
-        if self.downsample:
-            residual = self.downsample(x)
-        x = self.conv1(x)
-        x = self.bn2(x)
-        x = F.Activation(x, act_type="relu")
-        x = self.conv2(x)
-        x = self.bn3(x)
-        x = F.Activation(x, act_type="relu")
-        x = self.conv3(x)
-        return x + residual
+        self._set_downsample(downsample, channels, stride, in_channels)
 
 
 def _add_stem(features, channels, thumbnail):
