@@ -160,10 +160,17 @@ def _shapes(net, params: dict, specs: list[str]) -> tuple[dict, dict]:
 
 @contextmanager
 def progress(enabled: bool, label: str):
-    """A spinner with elapsed time on stderr while a long step runs (only on a terminal)."""
+    """A spinner with elapsed time on stderr while a long step runs (on a terminal). The
+    yielded `report(msg, notice=False)` names the current step; a `notice` (a step that is
+    slow only the first time, such as building the kernel library) is also printed as a line
+    when stderr is not a terminal, so logs show why a run took long."""
     state = {"msg": label}
     if not enabled or not sys.stderr.isatty():
-        yield lambda msg: state.__setitem__("msg", msg)
+        def report(msg, notice=False):
+            state["msg"] = msg
+            if enabled and notice:
+                print(f"symjit: {msg}", file=sys.stderr, flush=True)
+        yield report
         return
     stop = threading.Event()
     t0 = time.perf_counter()
@@ -178,7 +185,7 @@ def progress(enabled: bool, label: str):
     th = threading.Thread(target=spin, daemon=True)
     th.start()
     try:
-        yield lambda msg: state.__setitem__("msg", msg)
+        yield lambda msg, notice=False: state.__setitem__("msg", msg)
     finally:
         stop.set()
         th.join()
@@ -245,6 +252,7 @@ def cmd_compile(args) -> int:
             out = out[: -len(suffix)]
     name = args.name or Path(out).name
     check_outputs(args.output)
+    t0 = time.perf_counter()
     with progress(not args.quiet, "loading") as report:
         model, digest = _compile_model(args, name, report)
         if not model.compiled.native:
@@ -255,7 +263,8 @@ def cmd_compile(args) -> int:
     # the manifest file names its neighbours relative to itself; the printed result is absolute
     _emit(args, {**result.manifest, "library": result.library, "header": result.header,
                  "manifest": result.manifest_path},
-          f"wrote {result.library}, {result.header}, {result.manifest_path}")
+          f"wrote {result.library}, {result.header}, {result.manifest_path} "
+          f"in {time.perf_counter() - t0:.1f} s")
     return 0
 
 

@@ -426,10 +426,13 @@ def runtime_included_files(rt: Path) -> list[Path]:
     return sorted(rt.glob("*.h")) + sorted(p for p in (rt / "nn").glob("*") if p.suffix in (".c", ".h"))
 
 
-def _compile_c(cc: str, rt: Path, src: str, out: str, cached: bool, extra: tuple = ()) -> None:
+def _compile_c(cc: str, rt: Path, src: str, out: str, cached: bool, extra: tuple = (),
+               step: Callable[..., None] = lambda _msg, notice=False: None) -> None:
     """Compile one C file to a PIC object (`extra`: target flags); runtime sources are cached
     on disk (key: compiler, flags, the source and every file it may include,
-    runtime_included_files), so later builds only compile the descriptor."""
+    runtime_included_files), so later builds only compile the descriptor. A cache miss of a
+    runtime source is announced through `step(..., notice=True)` (the kernel library takes
+    tens of seconds, once per CPU target and version)."""
     from . import cache
     flags = (*_CFLAGS, *extra)
     key = None
@@ -440,6 +443,10 @@ def _compile_c(cc: str, rt: Path, src: str, out: str, cached: bool, extra: tuple
         if obj is not None:
             Path(out).write_bytes(obj)
             return
+        big = os.path.basename(src) == "nnkernels.c"
+        step(f"building the kernel library ({os.path.basename(src)}, {' '.join(extra) or 'this CPU'}): "
+             f"first build for this target and version, cached for later builds" if big
+             else f"compiling {os.path.basename(src)}", notice=big)
     _run([cc, *flags, f"-I{rt}", "-c", src, "-o", out], f"compiling {os.path.basename(src)}")
     if key is not None:
         cache.put(key, Path(out).read_bytes())
@@ -465,7 +472,7 @@ def build_library(compiled, out_base: str, name: str = "model", graph_hash: str 
     `bound`: graph inputs bound to constants (name -> array), embedded as parameters; the
     other graph inputs stay inputs of the library."""
     from .llvm.target import is_host, machine_for
-    step = progress or (lambda _msg: None)
+    step = progress or (lambda _msg, notice=False: None)
     if not compiled.native:
         raise MXNetError("AOT: the graph is not fully native; ops without a native lowering: "
                          + ", ".join(non_native_ops(compiled)))
@@ -530,7 +537,7 @@ def build_library(compiled, out_base: str, name: str = "model", graph_hash: str 
         for k, src in enumerate(sources + [os.path.join(tmp, "graphs.c")]):
             step(f"compiling {os.path.basename(src)}")
             o = os.path.join(tmp, f"c{k}.o")
-            _compile_c(cc, rt, src, o, cached=src in sources, extra=cflags)
+            _compile_c(cc, rt, src, o, cached=src in sources, extra=cflags, step=step)
             objects.append(o)
         step("linking")
         tmp_so = os.path.join(tmp, "lib.so")

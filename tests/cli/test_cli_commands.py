@@ -218,3 +218,14 @@ def test_inspect_infers_weight_shapes_from_the_data_shape(tmp_path):
                           "--input", "data:8x784"], capture_output=True, text=True, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert "fusion groups" in res.stdout
+
+
+def test_progress_off_a_terminal_prints_only_notices(capsys):
+    """Logs (stderr not a terminal) show the first-time-only slow steps and nothing else."""
+    from symjit.cli import progress
+    with progress(True, "loading") as report:
+        report("optimizing")
+        report("building the kernel library", notice=True)
+    with progress(False, "loading") as report:          # --quiet
+        report("building the kernel library", notice=True)
+    assert capsys.readouterr().err == "symjit: building the kernel library\n"
