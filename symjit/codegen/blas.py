@@ -119,7 +119,14 @@ def openblas_core_name() -> str | None:
 
 
 def sgemm_address() -> int:
-    """Address of scipy's Fortran sgemm (scipy.linalg.cython_blas), the BLAS the kernels call."""
+    """Address of the Fortran-interface sgemm of scipy's OpenBLAS (`scipy_sgemm_`, found in the
+    library itself: no import of scipy.linalg, which costs a third of a second), or of scipy's
+    `cython_blas.sgemm` wrapper of it when the library has no such symbol. Both take the
+    Fortran arguments as pointers, without hidden string lengths."""
+    path = openblas_library()
+    fn = _symbol(path, "scipy_sgemm_", "sgemm_") if path else None
+    if fn is not None:
+        return int(ctypes.cast(fn, ctypes.c_void_p).value)
     from scipy.linalg import cython_blas
     cap = cython_blas.__pyx_capi__["sgemm"]
     get = ctypes.pythonapi.PyCapsule_GetPointer
