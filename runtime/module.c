@@ -177,6 +177,11 @@ typedef struct {
 
 static const char *const ROLE[3] = {"input", "output", "param"};
 
+/* Graph-call hook (set_call_hook): when set, every successful Entry call ends with
+ * hook(entry, start_ns, end_ns), the native call's CLOCK_MONOTONIC bounds. NULL (the default)
+ * costs one pointer test per call. */
+static PyObject *call_hook = NULL; /* strong reference */
+
 static int check_array(EntryObject *self, PyObject *obj, const TensorSpec *spec, int role, Py_ssize_t index) {
     PyArrayObject *a;
     int flags;
@@ -237,6 +242,8 @@ static PyObject *entry_vectorcall(PyObject *callable, PyObject *const *args, siz
     int temp_ws = 0, busy = 0;
     int32_t rc;
     Py_ssize_t i;
+    PyObject *hook = NULL;
+    int64_t t_start = 0, t_end = 0;
 
     if (kwnames != NULL) {
         for (i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
@@ -352,6 +359,11 @@ static PyObject *entry_vectorcall(PyObject *callable, PyObject *const *args, siz
     }
     param_ptrs = (void **)PyBytes_AS_STRING(self->param_ptrs);
     symjit_clear_error();
+    hook = call_hook;
+    if (hook != NULL) {
+        Py_INCREF(hook); /* set_call_hook(None) while the GIL is released must not free it */
+        t_start = symjit_profile_now_ns();
+    }
     if (self->release_gil) {
         PyObject *params = self->params, *pptrs = self->param_ptrs; /* set_params may swap them meanwhile */
         Py_INCREF(params);
@@ -364,11 +376,19 @@ static PyObject *entry_vectorcall(PyObject *callable, PyObject *const *args, siz
     } else {
         rc = self->fn(in_ptrs, out_ptrs, param_ptrs, ws);
     }
+    if (hook != NULL) t_end = symjit_profile_now_ns();
     if (temp_ws) symjit_arena_free(ws);
     if (busy) atomic_store(&self->workspace_busy, 0);
     if (rc != SYMJIT_OK) {
+        Py_XDECREF(hook);
         entry_failure(self, rc);
         goto fail;
+    }
+    if (hook != NULL) {
+        PyObject *r = PyObject_CallFunction(hook, "OLL", (PyObject *)self, (long long)t_start, (long long)t_end);
+        Py_DECREF(hook);
+        if (r == NULL) goto fail;
+        Py_DECREF(r);
     }
     goto done;
 
@@ -694,6 +714,17 @@ static PyObject *mod_test_symbols(PyObject *m, PyObject *unused) {
         return NULL;
     }
     return d;
+}
+
+static PyObject *mod_set_call_hook(PyObject *m, PyObject *hook) {
+    PyObject *previous;
+    if (hook != Py_None && !PyCallable_Check(hook)) {
+        PyErr_Format(PyExc_TypeError, "set_call_hook: expected a callable or None, got %s", Py_TYPE(hook)->tp_name);
+        return NULL;
+    }
+    previous = call_hook ? call_hook : Py_NewRef(Py_None);
+    call_hook = hook == Py_None ? NULL : Py_NewRef(hook);
+    return previous; /* the reference the runtime held (or a new one to None) goes to the caller */
 }
 
 static PyObject *mod_get_num_threads(PyObject *m, PyObject *unused) {
@@ -1141,6 +1172,8 @@ static PyObject *mod_use_aligned_numpy_allocator(PyObject *self, PyObject *arg) 
 static PyMethodDef module_methods[] = {
     {"symbols", mod_symbols, METH_NOARGS, "symbols() -> {name: address} of the runtime's C ABI functions."},
     {"test_symbols", mod_test_symbols, METH_NOARGS, "test_symbols() -> {name: address} of the built-in test kernels."},
+    {"set_call_hook", mod_set_call_hook, METH_O,
+     "set_call_hook(hook or None) -> previous hook: hook(entry, start_ns, end_ns) after every Entry call."},
     {"get_num_threads", mod_get_num_threads, METH_NOARGS, "get_num_threads() -> threads used by parallel_for."},
     {"set_num_threads", mod_set_num_threads, METH_O, "set_num_threads(n) -> previous count (n <= 0: default)."},
     {"parallel_for", (PyCFunction)(void (*)(void))mod_parallel_for, METH_FASTCALL,
