@@ -2,3 +2,4 @@
 cells and the Estimator training loop."""
 from . import nn  # noqa: F401
 from . import rnn  # noqa: F401
+from . import estimator  # noqa: F401
