@@ -410,10 +410,12 @@ def load(path: str | os.PathLike[str], params: Mapping[str, np.ndarray] | None =
 # ------------------------------------------------------------------------------------------
 
 class Feature:
-    """One capability of the installation: `name` and whether it is `enabled`."""
-    __slots__ = ("name", "enabled")
+    """One capability of the installation: its `index` in `feature_list()`, `name` and whether it
+    is `enabled`."""
+    __slots__ = ("index", "name", "enabled")
 
-    def __init__(self, name: str, enabled: bool):
+    def __init__(self, name: str, enabled: bool, index: int = 0):
+        self.index = index
         self.name = name
         self.enabled = bool(enabled)
 
@@ -462,7 +464,7 @@ def feature_list() -> list[Feature]:
         ("INT64_TENSOR_SIZE", True), ("SIGNAL_HANDLER", False), ("DEBUG", os.environ.get("SYMJIT_DEBUG") == "1"),
         ("TVM_OP", False), ("LLVM", True),
     ]
-    return [Feature(name, enabled) for name, enabled in table]
+    return [Feature(name, enabled, i) for i, (name, enabled) in enumerate(table)]
 
 
 class Features(dict):
