@@ -243,3 +243,21 @@ def test_bad_arguments(prof):
 
 def test_mx_profiler_attribute():
     assert mx.profiler is profiler and mx.runtime.Features().is_enabled("PROFILER")
+
+
+def test_training_step_records_backward_graph_and_optimizer_updates(prof):
+    prof(profile_all=True, aggregate_stats=True)
+    net = _mlp()
+    trainer = mx.gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+    x = mx.nd.ones((4, 10))
+    profiler.set_state("run")
+    for _ in range(2):
+        with mx.autograd.record():
+            loss = net(x).sum()
+        loss.backward()
+        trainer.step(4)
+    profiler.set_state("stop")
+    doc = json.loads(profiler.dumps(format="json"))
+    graphs = doc["Time"]["graph"]
+    assert any(name.endswith("_backward") for name in graphs), graphs
+    assert doc["Time"]["operator"]["sgd_update"]["Count"] >= 2     # fused update kernels, per step

@@ -373,9 +373,12 @@ _op_observer = None
 def set_op_observer(observer):
     """Around every eager op `invoke` runs, call `token = observer.enter()` before it and
     `observer.leave(op_name, token)` after it, also when it raises (what `symjit.profiler`
-    records); None removes it. Returns the previous observer."""
+    records); None removes it. Returns the previous observer. The optimizers' fused update
+    kernels (`fastpath.run_updates`) report one call per kernel group the same way."""
     global _op_observer
+    from . import fastpath
     previous, _op_observer = _op_observer, observer
+    fastpath._op_observer = observer      # the optimizers' fused update kernels
     return previous
 
 
