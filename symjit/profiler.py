@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from .base import MXNetError, MXNetValueError
 
 __all__ = ["set_config", "profiler_set_config", "set_state", "profiler_set_state", "state", "dump", "dump_profile",
-           "dumps", "pause", "resume", "Domain", "Task", "Frame", "Event", "Counter", "Marker", "scope",
+           "dumps", "pause", "resume", "Domain", "Task", "Frame", "Event", "Counter", "Marker", "scope", "current_scope",
            "set_kvstore_handle"]
 
 #: MXNet's configuration keys and defaults (src/profiler/profiler.h ProfileConfigParam)
@@ -139,7 +139,7 @@ class _Recorder:
 
     def record(self, ph: str, name: str, cat: str, ts_ns: int, dur_ns: int = 0, args=None, value=None) -> None:
         scope_name = _scope.get()
-        if scope_name is not None and ph == "X":
+        if scope_name != _DEFAULT_SCOPE and ph == "X":
             args = dict(args or {}, profiler_scope=scope_name)
         with self.lock:
             self.events.append((ph, name, cat, ts_ns, dur_ns, self.tid(), args))
@@ -151,7 +151,8 @@ class _Recorder:
 
 
 _rec = _Recorder()
-_scope: contextvars.ContextVar = contextvars.ContextVar("symjit_profiler_scope", default=None)
+_DEFAULT_SCOPE = "<unk>:"
+_scope: contextvars.ContextVar = contextvars.ContextVar("symjit_profiler_scope", default=_DEFAULT_SCOPE)
 _op_names: dict = {}
 
 
@@ -386,6 +387,8 @@ def dumps(reset: bool = False, format: str = "table", sort_by: str = "total", as
                               "Support: 'total', 'avg', 'min', 'max', 'count'")
     if ascending not in (False, True):
         raise MXNetValueError(f"profiler.dumps: invalid value provided for ascending: {ascending!r}. Support: False, True")
+    if reset not in (False, True):
+        raise MXNetValueError(f"profiler.dumps: invalid value provided for reset: {reset!r}. Support: False, True")
     with _rec.lock:
         stats = {cat: dict(names) for cat, names in _rec.stats.items()}
         if reset:
@@ -553,13 +556,22 @@ class Marker:
 
 
 @contextlib.contextmanager
-def scope(name: str = "<unk>:", append_mode: bool = False):
-    """Within the `with` block, events carry `args.profiler_scope = name` (':' appended when
-    missing; `append_mode` appends to the enclosing scope's name)."""
+def scope(name: str = "<unk>:", append_mode: bool = True):
+    """The profiler scope (MXNet: the GPU memory profiler's allocation tags): within the `with`
+    block it is `name` (':' appended when missing), after the enclosing scope's name with
+    `append_mode` unless that is the default '<unk>:'. Yields the scope's name. symjit records
+    it on the events of the block (`args.profiler_scope`)."""
     name = name if name.endswith(":") else name + ":"
     outer = _scope.get()
-    token = _scope.set(outer + name if append_mode and outer else name)
+    if append_mode and outer != _DEFAULT_SCOPE:
+        name = outer + name
+    token = _scope.set(name)
     try:
-        yield
+        yield name
     finally:
         _scope.reset(token)
+
+
+def current_scope() -> str:
+    """The profiler scope in effect ('<unk>:' outside any `scope` block)."""
+    return _scope.get()

@@ -191,14 +191,18 @@ def test_domain_objects(prof):
 def test_scope_tags_events(prof):
     prof(profile_imperative=True)
     profiler.set_state("run")
-    with profiler.scope("outer"):
+    with profiler.scope("outer") as outer:
+        assert outer == "outer:" and profiler.current_scope() == "outer:"
         mx.nd.exp(mx.nd.ones((2,)))
-        with profiler.scope("inner", append_mode=True):
+        with profiler.scope("inner"):
             mx.nd.log(mx.nd.ones((2,)))
+        with profiler.scope("alone:", append_mode=False):
+            mx.nd.sqrt(mx.nd.ones((2,)))
+    assert profiler.current_scope() == "<unk>:"
     profiler.set_state("stop")
     profiler.dump()
     scopes = {e["name"]: e["args"]["profiler_scope"] for e in _events(prof.path) if "args" in e}
-    assert scopes["exp"] == "outer:" and scopes["log"] == "outer:inner:"
+    assert scopes == {"exp": "outer:", "log": "outer:inner:", "sqrt": "alone:"}
 
 
 def test_dump_finished_drops_events(prof):
