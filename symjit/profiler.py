@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass, field
 
 from .base import MXNetError, MXNetValueError
+from .ops.attrs import Bool
 
 __all__ = ["set_config", "profiler_set_config", "set_state", "profiler_set_state", "state", "dump", "dump_profile",
            "dumps", "pause", "resume", "Domain", "Task", "Frame", "Event", "Counter", "Marker", "scope", "current_scope",
@@ -55,14 +56,11 @@ _MARKER_SCOPES = {"global": "g", "process": "p", "thread": "t", "task": "t", "ma
 
 
 def _as_bool(key: str, value) -> bool:
-    if isinstance(value, str):
-        low = value.strip().lower()
-        if low in ("true", "1"):
-            return True
-        if low in ("false", "0"):
-            return False
-        raise MXNetValueError(f"profiler.set_config: {key} expects a boolean, got {value!r}")
-    return bool(value)
+    """A boolean setting: bools and MXNet's strings ('True', 'false', '1', ...)."""
+    try:
+        return Bool(value)
+    except ValueError:
+        raise MXNetValueError(f"profiler.set_config: {key} expects a boolean, got {value!r}") from None
 
 
 def _parse_config(kwargs: dict) -> dict:

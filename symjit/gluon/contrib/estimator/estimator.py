@@ -220,14 +220,7 @@ class Estimator:
             added.append(ValidationHandler(val_data=val_data, eval_fn=self.evaluate))
         if not any(isinstance(h, LoggingHandler) for h in event_handlers):
             added.append(LoggingHandler(metrics=self.train_metrics))
-        mixing = event_handlers and added
-        event_handlers.extend(added)
-        if mixing:
-            known = set(self.train_metrics + self.val_metrics)
-            for handler in event_handlers:
-                _check_handler_metric_ref(handler, known)
-        event_handlers.sort(key=lambda h: getattr(h, "priority", 0))
-        return event_handlers
+        return self._merge_handlers(event_handlers, added, self.train_metrics + self.val_metrics)
 
     def _prepare_default_validation_handlers(self, event_handlers) -> list:
         event_handlers = _check_event_handlers(event_handlers)
@@ -236,14 +229,20 @@ class Estimator:
             added.append(MetricHandler(metrics=self.val_metrics))
         if not any(isinstance(h, LoggingHandler) for h in event_handlers):
             added.append(LoggingHandler(metrics=self.val_metrics))
-        mixing = event_handlers and added
-        event_handlers.extend(added)
+        return self._merge_handlers(event_handlers, added, self.val_metrics)
+
+    @staticmethod
+    def _merge_handlers(given: list, added: list, known_metrics: list) -> list:
+        """`given` + `added` in priority order; when both are non-empty every handler must refer
+        only to `known_metrics`."""
+        mixing = given and added
+        handlers = given + added
         if mixing:
-            known = set(self.val_metrics)
-            for handler in event_handlers:
+            known = set(known_metrics)
+            for handler in handlers:
                 _check_handler_metric_ref(handler, known)
-        event_handlers.sort(key=lambda h: getattr(h, "priority", 0))
-        return event_handlers
+        handlers.sort(key=lambda h: getattr(h, "priority", 0))
+        return handlers
 
     @staticmethod
     def _categorize_handlers(event_handlers):
