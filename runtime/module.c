@@ -1154,6 +1154,117 @@ static PyDataMem_Handler aligned_numpy_handler = {
     "symjit_aligned64", 1,
     {NULL, np_aligned_malloc, np_aligned_calloc, np_aligned_realloc, np_aligned_free}};
 
+/* Memory accounting (the profiler's profile_memory): a handler laid out as the aligned one, with
+ * the buffer's size in the second word below the aligned pointer, that keeps atomic totals of the
+ * live bytes, their peak and the allocation and free counts of the buffers it made. Buffers made
+ * while it was installed are freed through it (arrays remember their handler), so the live
+ * bytes stay exact after it is uninstalled. */
+static _Atomic int64_t np_live_bytes, np_peak_bytes, np_alloc_count, np_free_count;
+static PyObject *np_saved_handler = NULL; /* the handler installed before counting started */
+
+static void np_count(int64_t delta, int is_alloc, int is_free) {
+    int64_t live = atomic_fetch_add(&np_live_bytes, delta) + delta;
+    int64_t peak = atomic_load(&np_peak_bytes);
+    while (live > peak && !atomic_compare_exchange_weak(&np_peak_bytes, &peak, live)) {
+    }
+    if (is_alloc) atomic_fetch_add(&np_alloc_count, 1);
+    if (is_free) atomic_fetch_add(&np_free_count, 1);
+}
+
+/* The aligned address inside a block (room for the block pointer and the size below it). */
+static void *np_counted_in(void *raw) {
+    return (void *)(((uintptr_t)raw + 2 * sizeof(void *) + NP_PAD - 1) & ~(uintptr_t)(NP_PAD - 1));
+}
+
+static void *np_counted_place(void *raw, size_t size) {
+    void *p;
+    if (raw == NULL) return NULL;
+    p = np_counted_in(raw);
+    ((void **)p)[-1] = raw;
+    ((size_t *)p)[-2] = size;
+    np_count((int64_t)size, 1, 0);
+    return p;
+}
+
+static void *np_counted_malloc(void *ctx, size_t size) {
+    void *raw;
+    (void)ctx;
+    if (size > SIZE_MAX - NP_PAD) return NULL;
+    raw = malloc(size + NP_PAD);
+    np_advise_huge(raw, size + NP_PAD);
+    return np_counted_place(raw, size);
+}
+
+static void *np_counted_calloc(void *ctx, size_t nelem, size_t elsize) {
+    void *raw;
+    (void)ctx;
+    if (elsize != 0 && nelem > (SIZE_MAX - NP_PAD) / elsize) return NULL;
+    raw = calloc(1, nelem * elsize + NP_PAD);
+    np_advise_huge(raw, nelem * elsize + NP_PAD);
+    return np_counted_place(raw, nelem * elsize);
+}
+
+static void *np_counted_realloc(void *ctx, void *ptr, size_t new_size) {
+    void *raw, *moved, *p;
+    size_t offset, old_size;
+    if (ptr == NULL) return np_counted_malloc(ctx, new_size);
+    if (new_size > SIZE_MAX - NP_PAD) return NULL;
+    raw = ((void **)ptr)[-1];
+    old_size = ((size_t *)ptr)[-2];
+    offset = (size_t)((char *)ptr - (char *)raw);
+    moved = realloc(raw, new_size + NP_PAD);
+    if (moved == NULL) return NULL;
+    np_advise_huge(moved, new_size + NP_PAD);
+    p = np_counted_in(moved);
+    if ((char *)p != (char *)moved + offset)
+        memmove(p, (char *)moved + offset, old_size < new_size ? old_size : new_size);
+    ((void **)p)[-1] = moved;
+    ((size_t *)p)[-2] = new_size;
+    np_count((int64_t)new_size - (int64_t)old_size, 0, 0);
+    return p;
+}
+
+static void np_counted_free(void *ctx, void *ptr, size_t size) {
+    (void)ctx;
+    (void)size;
+    if (ptr == NULL) return;
+    np_count(-(int64_t)((size_t *)ptr)[-2], 0, 1);
+    free(((void **)ptr)[-1]);
+}
+
+static PyDataMem_Handler counting_numpy_handler = {
+    "symjit_counted64", 1,
+    {NULL, np_counted_malloc, np_counted_calloc, np_counted_realloc, np_counted_free}};
+
+static PyObject *mod_count_numpy_memory(PyObject *self, PyObject *arg) {
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+    if (on && np_saved_handler == NULL) {
+        PyObject *handler = PyCapsule_New(&counting_numpy_handler, "mem_handler", NULL);
+        if (handler == NULL) return NULL;
+        np_saved_handler = PyDataMem_SetHandler(handler);
+        Py_DECREF(handler);
+        if (np_saved_handler == NULL) return NULL;
+    } else if (!on && np_saved_handler != NULL) {
+        PyObject *previous = PyDataMem_SetHandler(np_saved_handler);
+        Py_CLEAR(np_saved_handler);
+        if (previous == NULL) return NULL;
+        Py_DECREF(previous);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_numpy_memory(PyObject *self, PyObject *arg) {
+    int reset_peak = PyObject_IsTrue(arg);
+    int64_t live;
+    if (reset_peak < 0) return NULL;
+    live = atomic_load(&np_live_bytes);
+    PyObject *result = Py_BuildValue("LLLL", (long long)live, (long long)atomic_load(&np_peak_bytes),
+                                     (long long)atomic_load(&np_alloc_count), (long long)atomic_load(&np_free_count));
+    if (reset_peak) atomic_store(&np_peak_bytes, live);
+    return result;
+}
+
 static PyObject *mod_use_aligned_numpy_allocator(PyObject *self, PyObject *arg) {
     PyObject *handler, *old;
     int on = PyObject_IsTrue(arg);
@@ -1186,6 +1297,12 @@ static PyMethodDef module_methods[] = {
     {"use_aligned_numpy_allocator", mod_use_aligned_numpy_allocator, METH_O,
      "use_aligned_numpy_allocator(on) -> the previous handler: numpy data buffers allocated in this context from now "
      "on are SYMJIT_ALIGNMENT-byte aligned (on) or numpy's default (off)."},
+    {"count_numpy_memory", mod_count_numpy_memory, METH_O,
+     "count_numpy_memory(on): numpy data buffers allocated in this context from now on are counted (on), or\n"
+     "are again made by the handler installed before (off)."},
+    {"numpy_memory", mod_numpy_memory, METH_O,
+     "numpy_memory(reset_peak) -> (live bytes, peak live bytes, allocations, frees) of the counted buffers;\n"
+     "reset_peak: the peak restarts from the live bytes."},
     {"arena_alloc", mod_arena_alloc, METH_O, "arena_alloc(size) -> address of a 64-byte-aligned block."},
     {"arena_free", mod_arena_free, METH_O, "arena_free(address): free a block from arena_alloc."},
     {"last_error", mod_last_error, METH_NOARGS, "last_error() -> (code, message) of this thread."},

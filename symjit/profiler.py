@@ -13,8 +13,13 @@ What is recorded while the profiler runs (`set_state('run')`, not paused):
   compiled before keep their code: their calls are recorded without a per-node breakdown.
 - Domain / Task / Frame / Event / Counter / Marker objects: the user's own events.
 
-`profile_memory` and `profile_api` are accepted and record nothing: arrays are numpy buffers
-(there is no storage pool to account) and there is no C API layer to time.
+- memory (`profile_memory`, or `profile_all`): the numpy buffers (NDArray data) the profiling
+  thread allocates are counted by the runtime's allocator (`_runtime.count_numpy_memory`); after
+  each recorded op or graph call whose allocations changed the live bytes, one counter event
+  "Memory: cpu/0" (category "Device Storage") gives them, and `dumps` has MXNet's "Device
+  Storage" table of the samples (kB = 1024 bytes).
+
+`profile_api` is accepted and records nothing: there is no C API layer to time.
 
 Off, the profiler costs one `is None` test per eager op and one pointer test per compiled graph
 call (no hook installed, no counters compiled in); nothing else changes in the code that runs.
@@ -97,13 +102,15 @@ def _check_process(where: str, profile_process) -> str:
 class _Stat:
     """Aggregate of one (category, name): durations in nanoseconds, or a counter's values."""
     count: int = 0
-    total: float = 0
+    total: float = 0          # durations: their sum; counters: the last value
     min: float = float("inf")
     max: float = float("-inf")
     counter: bool = False
+    sum: float = 0
 
     def add(self, value: float) -> None:
         self.count += 1
+        self.sum += value
         self.total = value if self.counter else self.total + value
         self.min = min(self.min, value)
         self.max = max(self.max, value)
@@ -123,6 +130,8 @@ class _Recorder:
     timer: threading.Timer | None = None
     installed: bool = False
     profile_default_before: bool = False
+    memory: bool = False              # counting numpy buffers (profile_memory)
+    last_live: int = -1               # live bytes at the last memory sample
 
     @property
     def recording(self) -> bool:
@@ -183,6 +192,8 @@ class _OpObserver:
         local.op_depth -= 1
         if local.op_depth == 0 and _rec.recording:
             _rec.record("X", _op_name(op_name), "operator", start, end - start)
+            if _rec.memory:
+                _sample_memory(end)
 
 
 def _on_graph_call(graph, start: int, end: int) -> None:
@@ -191,6 +202,8 @@ def _on_graph_call(graph, start: int, end: int) -> None:
         return
     name = graph.name
     _rec.record("X", name, "graph", start, end - start)
+    if _rec.memory:
+        _sample_memory(end)
     from .codegen.llvm.executable import node_times_of
     counters = node_times_of(graph)
     if counters is None:
@@ -204,6 +217,19 @@ def _on_graph_call(graph, start: int, end: int) -> None:
         t += dur
 
 
+MEMORY_COUNTER = "Memory: cpu/0"
+_MEMORY_CATEGORY = "Device Storage"
+
+
+def _sample_memory(ts: int) -> None:
+    """One "Memory: cpu/0" counter event with the live bytes, when they changed."""
+    from . import _runtime
+    live = _runtime.numpy_memory(False)[0]
+    if live != _rec.last_live:
+        _rec.last_live = live
+        _rec.record("C", MEMORY_COUNTER, _MEMORY_CATEGORY, ts, args={MEMORY_COUNTER: live}, value=live)
+
+
 def _install() -> None:
     """Install the hooks the configuration asks for (while running and not paused)."""
     from .codegen.llvm import executable
@@ -215,6 +241,9 @@ def _install() -> None:
     if cfg["profile_all"] or cfg["profile_symbolic"]:
         runtime.set_call_hook(_on_graph_call)
         _rec.profile_default_before = executable.set_profile_by_default(True)
+    if cfg["profile_all"] or cfg["profile_memory"]:
+        runtime._runtime.count_numpy_memory(True)
+        _rec.memory = True
     _rec.installed = True
 
 
@@ -227,6 +256,9 @@ def _uninstall() -> None:
     nd_module.set_op_observer(None)
     runtime.set_call_hook(None)
     executable.set_profile_by_default(_rec.profile_default_before)
+    if _rec.memory:
+        runtime._runtime.count_numpy_memory(False)
+        _rec.memory = False
     _rec.installed = False
 
 
@@ -391,23 +423,39 @@ def dumps(reset: bool = False, format: str = "table", sort_by: str = "total", as
         stats = {cat: dict(names) for cat, names in _rec.stats.items()}
         if reset:
             _rec.stats.clear()
+    memory = {cat: names for cat, names in stats.items() if cat == _MEMORY_CATEGORY}
+    timed = {cat: names for cat, names in stats.items() if cat != _MEMORY_CATEGORY}
     if format == "json":
-        time_section = {cat: {name: {"Count": s.count, "Total": _ms(s, s.total), "Min": _ms(s, s.min),
-                                     "Max": _ms(s, s.max),
-                                     "Avg": (s.max - s.min) / 2 if s.counter else _ms(s, s.total) / s.count}
-                              for name, s in _rows(names, sort_by, ascending)}
-                        for cat, names in stats.items()}
-        return json.dumps({"Time": time_section, "Memory": {}, "Unit": {"Time": "ms", "Memory": "kb"}}, indent=4)
+        def entry(s: _Stat, kb: bool) -> dict:
+            if kb:
+                return {"Count": s.count, "Min": s.min / 1024, "Max": s.max / 1024, "Avg": s.sum / s.count / 1024}
+            return {"Count": s.count, "Total": _ms(s, s.total), "Min": _ms(s, s.min), "Max": _ms(s, s.max),
+                    "Avg": (s.max - s.min) / 2 if s.counter else _ms(s, s.total) / s.count}
+
+        def section(cats: dict, kb: bool) -> dict:
+            return {cat: {name: entry(s, kb) for name, s in _rows(names, sort_by, ascending)}
+                    for cat, names in cats.items()}
+        return json.dumps({"Time": section(timed, False), "Memory": section(memory, True),
+                           "Unit": {"Time": "ms", "Memory": "kb"}}, indent=4)
     lines = ["", "Profile Statistics:", "\tNote the difference in units for different entries."]
     for cat, names in stats.items():
         lines += [cat, "================="]
-        lines.append(f"{'Name':<25}{'Total Count':>16} {'Time (ms)':>16} {'Min Time (ms)':>16} "
-                     f"{'Max Time (ms)':>16} {'Avg Time (ms)':>16}")
-        lines.append(f"{'----':<25}{'-----------':>16} {'---------':>16} {'-------------':>16} "
-                     f"{'-------------':>16} {'-------------':>16}")
-        for name, s in _rows(names, sort_by, ascending):
-            lines.append(f"{name:<25}{s.count:>16} {_ms(s, s.total):>16.4f} {_ms(s, s.min):>16.4f} "
-                         f"{_ms(s, s.max):>16.4f} {_ms(s, s.total) / s.count:>16.4f}")
+        if cat == _MEMORY_CATEGORY:
+            lines.append(f"{'Name':<25}{'Total Count':>16} {'Min Use  (kb)':>16} {'Max Use  (kb)':>16} "
+                         f"{'Avg Use  (kb)':>16}")
+            lines.append(f"{'----':<25}{'-----------':>16} {'-------------':>16} {'-------------':>16} "
+                         f"{'-------------':>16}")
+            for name, s in _rows(names, sort_by, ascending):
+                lines.append(f"{name:<25}{s.count:>16} {s.min / 1024:>16.4f} {s.max / 1024:>16.4f} "
+                             f"{s.sum / s.count / 1024:>16.4f}")
+        else:
+            lines.append(f"{'Name':<25}{'Total Count':>16} {'Time (ms)':>16} {'Min Time (ms)':>16} "
+                         f"{'Max Time (ms)':>16} {'Avg Time (ms)':>16}")
+            lines.append(f"{'----':<25}{'-----------':>16} {'---------':>16} {'-------------':>16} "
+                         f"{'-------------':>16} {'-------------':>16}")
+            for name, s in _rows(names, sort_by, ascending):
+                lines.append(f"{name:<25}{s.count:>16} {_ms(s, s.total):>16.4f} {_ms(s, s.min):>16.4f} "
+                             f"{_ms(s, s.max):>16.4f} {_ms(s, s.total) / s.count:>16.4f}")
         lines.append("")
     return "\n".join(lines) + "\n"
 

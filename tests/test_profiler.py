@@ -265,3 +265,33 @@ def test_training_step_records_backward_graph_and_optimizer_updates(prof):
     graphs = doc["Time"]["graph"]
     assert any(name.endswith("_backward") for name in graphs), graphs
     assert doc["Time"]["operator"]["sgd_update"]["Count"] >= 2     # fused update kernels, per step
+
+
+def test_memory_counter_follows_live_numpy_buffers(prof):
+    from symjit import _runtime
+    prof(profile_memory=True, profile_imperative=True, profile_symbolic=False, aggregate_stats=True)
+    profiler.set_state("run")
+    base = _runtime.numpy_memory(False)[0]
+    x = np.ones(1000)                                   # counted: 8000 bytes, exactly
+    assert _runtime.numpy_memory(False)[0] - base == 8000
+    del x
+    assert _runtime.numpy_memory(False)[0] == base
+    a = mx.nd.zeros((1000,), dtype="float64")
+    b = mx.nd.exp(a)
+    c = mx.nd.exp(b)                                    # three 8000-byte results at least
+    profiler.set_state("stop")
+    live = _runtime.numpy_memory(False)[0]
+    assert live - base >= 24000
+    profiler.dump()
+    samples = [e["args"]["Memory: cpu/0"] for e in _events(prof.path, "Device Storage", ph="C")]
+    assert samples and samples[-1] == live
+    assert max(samples) - base >= 24000
+    table = profiler.dumps()
+    lines = table.splitlines()
+    header = lines.index("Device Storage") + 2
+    assert lines[header] == f"{'Name':<25}{'Total Count':>16} {'Min Use  (kb)':>16} {'Max Use  (kb)':>16} {'Avg Use  (kb)':>16}"
+    row = lines[header + 2].split()
+    assert row[:3] == ["Memory:", "cpu/0", str(len(samples))]
+    assert float(row[4]) == pytest.approx(max(samples) / 1024, abs=1e-3)
+    assert json.loads(profiler.dumps(format="json"))["Memory"]["Device Storage"]["Memory: cpu/0"]["Count"] == len(samples)
+    del a, b, c
