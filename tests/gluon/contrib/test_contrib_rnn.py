@@ -1,6 +1,7 @@
 """gluon.contrib.rnn: convolutional cells, LSTMPCell and VariationalDropoutCell, checked
 against straightforward numpy and MXNet 1.9.1's documented shapes and names."""
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -179,3 +180,48 @@ def test_variational_dropout_symbolic_unroll_shapes():
     outputs, _ = cell.unroll(3, inputs, merge_outputs=False)
     _, outs, _ = mx.sym.Group(outputs).infer_shape(rnn_t0_data=(10, 50), rnn_t1_data=(10, 50), rnn_t2_data=(10, 50))
     assert outs == [(10, 40)] * 3
+
+
+@pytest.mark.parametrize("cell_cls", [gluon.rnn.LSTMCell, gluon.rnn.GRUCell])
+def test_dynamic_unroll_matches_unroll(cell_cls):
+    cell = cell_cls(6, input_size=4)
+    cell.initialize(mx.init.Uniform(0.5))
+    rs = np.random.RandomState(5)
+    x = nd.array(rs.randn(5, 3, 4))                           # TNC
+    begin = cell.begin_state(3)
+    want, want_states = cell.unroll(5, x, begin, layout="TNC", merge_outputs=True)
+    got, states = crnn.dynamic_unroll(cell, x, begin, layout="TNC")
+    np.testing.assert_allclose(got.asnumpy(), want.asnumpy(), rtol=1e-5, atol=1e-6)
+    for a, b in zip(states, want_states):
+        np.testing.assert_allclose(a.asnumpy(), b.asnumpy(), rtol=1e-5, atol=1e-6)
+    # NTC input: outputs come back time-major
+    got_ntc, _ = crnn.dynamic_unroll(cell, nd.array(x.asnumpy().transpose(1, 0, 2)), begin, layout="NTC")
+    np.testing.assert_allclose(got_ntc.asnumpy(), want.asnumpy(), rtol=1e-5, atol=1e-6)
+    # valid lengths: states of each sample's last valid step, zero outputs after it
+    lengths = nd.array([5, 2, 3])
+    want_v, want_vs = cell.unroll(5, x, begin, layout="TNC", merge_outputs=True, valid_length=lengths)
+    got_v, got_vs = crnn.dynamic_unroll(cell, x, begin, layout="TNC", valid_length=lengths)
+    np.testing.assert_allclose(got_v.asnumpy(), want_v.asnumpy(), rtol=1e-5, atol=1e-6)
+    for a, b in zip(got_vs, want_vs):
+        np.testing.assert_allclose(a.asnumpy(), b.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_dynamic_unroll_hybridized_is_one_loop():
+    class Net(gluon.HybridBlock):
+        def __init__(self):
+            super().__init__()
+            with self.name_scope():
+                self.cell = gluon.rnn.LSTMCell(6, input_size=4)
+
+        def hybrid_forward(self, F, x, h, c):
+            return crnn.dynamic_unroll(self.cell, x, [h, c], layout="TNC")[0]
+
+    net = Net()
+    net.initialize()
+    x = nd.array(np.random.RandomState(6).rand(5, 3, 4))
+    h, c = nd.zeros((3, 6)), nd.zeros((3, 6))
+    eager = net(x, h, c).asnumpy()
+    net.hybridize()
+    np.testing.assert_allclose(net(x, h, c).asnumpy(), eager, rtol=1e-5, atol=1e-6)
+    sym = net._cached_graph[1]
+    assert sum(node["op"] == "_foreach" for node in json.loads(sym.tojson())["nodes"]) == 1

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from ....base import MXNetError
 from ....ndarray.ndarray import NDArray
-from ...rnn.rnn_cell import (BidirectionalCell, HybridRecurrentCell, ModifierCell, SequentialRNNCell,
+from ...rnn.rnn_cell import (BidirectionalCell, HybridRecurrentCell, ModifierCell, SequentialRNNCell, _as_list,
                              _format_sequence, _get_begin_state, _mask_steps, lstm_step, tensor_types)
 
-__all__ = ["VariationalDropoutCell", "LSTMPCell"]
+__all__ = ["VariationalDropoutCell", "LSTMPCell", "dynamic_unroll"]
 
 
 class VariationalDropoutCell(ModifierCell):
@@ -139,3 +139,40 @@ class LSTMPCell(HybridRecurrentCell):
         next_r = F.FullyConnected(data=hidden, num_hidden=self._projection_size, weight=h2r_weight, no_bias=True,
                                   name=prefix + "out")
         return next_r, [next_r, next_c]
+
+
+def dynamic_unroll(cell, inputs, begin_state, drop_inputs=0, drop_outputs=0, layout="TNC", valid_length=None):
+    """Unroll `cell` over the time axis of `inputs` with one `contrib.foreach` loop (a single
+    loop node when traced, whatever the sequence length). Returns (outputs, states) with the
+    outputs time-major (T, N, C). `drop_inputs` / `drop_outputs`: dropout with one mask along
+    time; `valid_length` (N,): each sample's states stop changing after its last valid step and
+    its outputs past it are zero."""
+    inputs, axis, F, _ = _format_sequence(0, inputs, layout, True)
+    if axis != 0:
+        axes = list(range(len(layout)))
+        axes[0], axes[axis] = axes[axis], axes[0]
+        inputs = F.transpose(inputs, axes=axes)
+    states = begin_state
+    if drop_inputs:
+        inputs = F.Dropout(inputs, p=drop_inputs, axes=(0,))
+    if valid_length is None:
+        def loop_body(step, states):
+            return cell(step, states)
+    else:
+        states = list(_as_list(states)) + [F.zeros((1,))]
+
+        def loop_body(step, states):
+            cell_states, iter_no = states[:-1], states[-1]
+            out, new_states = cell(step, cell_states)
+            new_states = list(_as_list(new_states))
+            alive = F.broadcast_greater(valid_length, iter_no)
+            for i, old in enumerate(cell_states):
+                new_states[i] = F.where(alive, new_states[i], old)
+            return out, new_states + [iter_no + 1]
+    outputs, states = F.contrib.foreach(loop_body, inputs, states)
+    if drop_outputs:
+        outputs = F.Dropout(outputs, p=drop_outputs, axes=(0,))
+    if valid_length is None:
+        return outputs, states
+    outputs = F.SequenceMask(outputs, sequence_length=valid_length, use_sequence_length=True, axis=0)
+    return outputs, states[:-1]
