@@ -101,6 +101,10 @@ def test_sync_batchnorm_one_process_is_batchnorm_train_and_inference():
     assert "ndev=1" in repr(b)
     with pytest.warns(UserWarning, match="SyncBatchNorm"):
         assert cnn.SyncBatchNorm().num_devices == 1          # no GPUs: one device, as MXNet
+    two = cnn.SyncBatchNorm(in_channels=3, num_devices=2)
+    two.initialize()
+    with autograd.record(), pytest.warns(UserWarning, match="own statistics"):
+        two(x)
 
 
 class _TwinWorkers:

@@ -118,6 +118,7 @@ class SyncBatchNorm(BatchNorm):
         self.num_devices = int(num_devices)
         self._momentum, self._eps = float(momentum), float(epsilon)
         self._fix_gamma, self._use_global_stats = not scale, bool(use_global_stats)
+        self._warned_unsynced = False
 
     @staticmethod
     def _get_num_devices() -> int:
@@ -126,8 +127,15 @@ class SyncBatchNorm(BatchNorm):
         return n if n > 0 else 1
 
     def forward(self, x, *args):
-        group = _group() if autograd.is_training() and not self._use_global_stats else None
+        training = autograd.is_training() and not self._use_global_stats
+        group = _group() if training else None
         if group is None or not isinstance(x, NDArray):
+            if training and self.num_devices > 1 and not self._warned_unsynced:
+                self._warned_unsynced = True
+                warnings.warn(f"SyncBatchNorm {self.name}: num_devices={self.num_devices} in one process: each "
+                              "device's part of the batch is normalized with its own statistics (symjit runs each "
+                              "device's call to completion before the next; statistics are combined across "
+                              "processes only)")
             return super().forward(x, *args)
         return self._synced_forward(x, group)
 
