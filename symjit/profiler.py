@@ -131,6 +131,7 @@ class _Recorder:
     installed: bool = False
     profile_default_before: bool = False
     memory: bool = False              # counting numpy buffers (profile_memory)
+    imperative: bool = False          # recording eager ops (profile_imperative)
     last_live: int = -1               # live bytes at the last memory sample
 
     @property
@@ -177,7 +178,9 @@ def _op_name(name: str) -> str:
 
 
 class _OpObserver:
-    """Times eager ops (ndarray `set_op_observer`); a graph call inside an op is part of its event."""
+    """Times eager ops (ndarray `set_op_observer`) when imperative profiling is on, and in any case
+    marks the thread as inside an eager op: a compiled kernel an eager op runs is part of the op,
+    never a "graph" event of its own."""
 
     @staticmethod
     def enter() -> int:
@@ -190,7 +193,7 @@ class _OpObserver:
         end = time.monotonic_ns()
         local = _rec.local
         local.op_depth -= 1
-        if local.op_depth == 0 and _rec.recording:
+        if local.op_depth == 0 and _rec.imperative and _rec.recording:
             _rec.record("X", _op_name(op_name), "operator", start, end - start)
             if _rec.memory:
                 _sample_memory(end)
@@ -236,7 +239,8 @@ def _install() -> None:
     from . import runtime
     from .ndarray import ndarray as nd_module
     cfg = _rec.config
-    if cfg["profile_all"] or cfg["profile_imperative"]:
+    _rec.imperative = bool(cfg["profile_all"] or cfg["profile_imperative"])
+    if _rec.imperative or cfg["profile_symbolic"]:
         nd_module.set_op_observer(_OpObserver)
     if cfg["profile_all"] or cfg["profile_symbolic"]:
         runtime.set_call_hook(_on_graph_call)

@@ -109,6 +109,20 @@ def test_symbolic_graph_calls_with_node_times(prof):
     assert "graph\n=================" in table and "operator\n=================" in table
 
 
+def test_symbolic_only_records_no_eager_op_nor_its_compiled_kernel(prof):
+    prof(profile_symbolic=True, profile_imperative=False, profile_memory=False)
+    from symjit.ndarray import fastpath
+    a = mx.nd.array(np.random.RandomState(1).rand(256, 256).astype(np.float32))
+    w = mx.nd.ones((64, 256))
+    assert fastpath.try_compiled_op(mx.ops.get_op("FullyConnected"), mx.ops.get_op("FullyConnected").parse(
+        {"num_hidden": 64, "no_bias": True}), [a._data, w._data], False) is not None   # a compiled graph runs it
+    profiler.set_state("run")
+    mx.nd.FullyConnected(a, w, no_bias=True, num_hidden=64)
+    profiler.set_state("stop")
+    profiler.dump()
+    assert _events(prof.path) == []
+
+
 def test_graph_compiled_before_run_is_recorded_without_nodes(prof):
     prof(profile_symbolic=True, profile_imperative=False)
     net = _mlp()
