@@ -1109,39 +1109,45 @@ static void np_advise_huge(void *block, size_t size) {
 #endif
 }
 
-static void *np_aligned_malloc(void *ctx, size_t size) {
+/* A block for nelem * elsize bytes plus the alignment pad (zeroed: calloc), NULL on overflow. */
+static void *np_block(size_t nelem, size_t elsize, int zeroed) {
     void *raw;
+    if (elsize != 0 && nelem > (SIZE_MAX - NP_PAD) / elsize) return NULL;
+    raw = zeroed ? calloc(1, nelem * elsize + NP_PAD) : malloc(nelem * elsize + NP_PAD);
+    np_advise_huge(raw, nelem * elsize + NP_PAD);
+    return raw;
+}
+
+/* realloc of the block under aligned pointer `ptr` to new_size bytes (+ pad); `keep` bytes of
+ * data follow it to the new block's aligned address `aligned_in(block)`, whose block pointer is
+ * written below it. NULL (old block untouched, as realloc's) on failure. */
+static void *np_move_block(void *ptr, size_t new_size, size_t keep, void *(*aligned_in)(void *)) {
+    void *raw = ((void **)ptr)[-1], *moved, *p;
+    size_t offset = (size_t)((char *)ptr - (char *)raw); /* <= NP_PAD (np_*_in) */
+    if (new_size > SIZE_MAX - NP_PAD || offset > NP_PAD) return NULL;
+    moved = realloc(raw, new_size + NP_PAD);
+    if (moved == NULL) return NULL;
+    np_advise_huge(moved, new_size + NP_PAD);
+    p = aligned_in(moved);                   /* may sit at another offset in the new block: */
+    if ((char *)p != (char *)moved + offset) /* move the data first, then write the header */
+        memmove(p, (char *)moved + offset, keep);
+    ((void **)p)[-1] = moved;
+    return p;
+}
+
+static void *np_aligned_malloc(void *ctx, size_t size) {
     (void)ctx;
-    if (size > SIZE_MAX - NP_PAD) return NULL;
-    raw = malloc(size + NP_PAD);
-    np_advise_huge(raw, size + NP_PAD);
-    return np_align(raw);
+    return np_align(np_block(size, 1, 0));
 }
 
 static void *np_aligned_calloc(void *ctx, size_t nelem, size_t elsize) {
-    void *raw;
     (void)ctx;
-    if (elsize != 0 && nelem > (SIZE_MAX - NP_PAD) / elsize) return NULL;
-    raw = calloc(1, nelem * elsize + NP_PAD);
-    np_advise_huge(raw, nelem * elsize + NP_PAD);
-    return np_align(raw);
+    return np_align(np_block(nelem, elsize, 1));
 }
 
 static void *np_aligned_realloc(void *ctx, void *ptr, size_t new_size) {
-    void *raw, *moved, *p;
-    size_t offset;
     if (ptr == NULL) return np_aligned_malloc(ctx, new_size);
-    if (new_size > SIZE_MAX - NP_PAD) return NULL;
-    raw = ((void **)ptr)[-1];
-    offset = (size_t)((char *)ptr - (char *)raw);
-    moved = realloc(raw, new_size + NP_PAD);
-    if (moved == NULL) return NULL;          /* the old block is untouched, as realloc's */
-    np_advise_huge(moved, new_size + NP_PAD);
-    p = np_aligned_in(moved);                /* may sit at another offset in the new block: */
-    if ((char *)p != (char *)moved + offset) /* move the data first, then write the header */
-        memmove(p, (char *)moved + offset, new_size);
-    ((void **)p)[-1] = moved;
-    return p;
+    return np_move_block(ptr, new_size, new_size, np_aligned_in);
 }
 
 static void np_aligned_free(void *ctx, void *ptr, size_t size) {
@@ -1187,38 +1193,22 @@ static void *np_counted_place(void *raw, size_t size) {
 }
 
 static void *np_counted_malloc(void *ctx, size_t size) {
-    void *raw;
     (void)ctx;
-    if (size > SIZE_MAX - NP_PAD) return NULL;
-    raw = malloc(size + NP_PAD);
-    np_advise_huge(raw, size + NP_PAD);
-    return np_counted_place(raw, size);
+    return np_counted_place(np_block(size, 1, 0), size);
 }
 
 static void *np_counted_calloc(void *ctx, size_t nelem, size_t elsize) {
-    void *raw;
     (void)ctx;
-    if (elsize != 0 && nelem > (SIZE_MAX - NP_PAD) / elsize) return NULL;
-    raw = calloc(1, nelem * elsize + NP_PAD);
-    np_advise_huge(raw, nelem * elsize + NP_PAD);
-    return np_counted_place(raw, nelem * elsize);
+    return np_counted_place(np_block(nelem, elsize, 1), nelem * elsize);
 }
 
 static void *np_counted_realloc(void *ctx, void *ptr, size_t new_size) {
-    void *raw, *moved, *p;
-    size_t offset, old_size;
+    size_t old_size;
+    void *p;
     if (ptr == NULL) return np_counted_malloc(ctx, new_size);
-    if (new_size > SIZE_MAX - NP_PAD) return NULL;
-    raw = ((void **)ptr)[-1];
     old_size = ((size_t *)ptr)[-2];
-    offset = (size_t)((char *)ptr - (char *)raw);
-    moved = realloc(raw, new_size + NP_PAD);
-    if (moved == NULL) return NULL;
-    np_advise_huge(moved, new_size + NP_PAD);
-    p = np_counted_in(moved);
-    if ((char *)p != (char *)moved + offset)
-        memmove(p, (char *)moved + offset, old_size < new_size ? old_size : new_size);
-    ((void **)p)[-1] = moved;
+    p = np_move_block(ptr, new_size, old_size < new_size ? old_size : new_size, np_counted_in);
+    if (p == NULL) return NULL;
     ((size_t *)p)[-2] = new_size;
     np_count((int64_t)new_size - (int64_t)old_size, 0, 0);
     return p;
