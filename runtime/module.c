@@ -177,6 +177,11 @@ typedef struct {
 
 static const char *const ROLE[3] = {"input", "output", "param"};
 
+/* Graph-call hook (set_call_hook): when set, every successful Entry call ends with
+ * hook(entry, start_ns, end_ns), the native call's CLOCK_MONOTONIC bounds. NULL (the default)
+ * costs one pointer test per call. */
+static PyObject *call_hook = NULL; /* strong reference */
+
 static int check_array(EntryObject *self, PyObject *obj, const TensorSpec *spec, int role, Py_ssize_t index) {
     PyArrayObject *a;
     int flags;
@@ -237,6 +242,8 @@ static PyObject *entry_vectorcall(PyObject *callable, PyObject *const *args, siz
     int temp_ws = 0, busy = 0;
     int32_t rc;
     Py_ssize_t i;
+    PyObject *hook = NULL;
+    int64_t t_start = 0, t_end = 0;
 
     if (kwnames != NULL) {
         for (i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
@@ -352,6 +359,11 @@ static PyObject *entry_vectorcall(PyObject *callable, PyObject *const *args, siz
     }
     param_ptrs = (void **)PyBytes_AS_STRING(self->param_ptrs);
     symjit_clear_error();
+    hook = call_hook;
+    if (hook != NULL) {
+        Py_INCREF(hook); /* set_call_hook(None) while the GIL is released must not free it */
+        t_start = symjit_profile_now_ns();
+    }
     if (self->release_gil) {
         PyObject *params = self->params, *pptrs = self->param_ptrs; /* set_params may swap them meanwhile */
         Py_INCREF(params);
@@ -364,11 +376,19 @@ static PyObject *entry_vectorcall(PyObject *callable, PyObject *const *args, siz
     } else {
         rc = self->fn(in_ptrs, out_ptrs, param_ptrs, ws);
     }
+    if (hook != NULL) t_end = symjit_profile_now_ns();
     if (temp_ws) symjit_arena_free(ws);
     if (busy) atomic_store(&self->workspace_busy, 0);
     if (rc != SYMJIT_OK) {
+        Py_XDECREF(hook);
         entry_failure(self, rc);
         goto fail;
+    }
+    if (hook != NULL) {
+        PyObject *r = PyObject_CallFunction(hook, "OLL", (PyObject *)self, (long long)t_start, (long long)t_end);
+        Py_DECREF(hook);
+        if (r == NULL) goto fail;
+        Py_DECREF(r);
     }
     goto done;
 
@@ -694,6 +714,17 @@ static PyObject *mod_test_symbols(PyObject *m, PyObject *unused) {
         return NULL;
     }
     return d;
+}
+
+static PyObject *mod_set_call_hook(PyObject *m, PyObject *hook) {
+    PyObject *previous;
+    if (hook != Py_None && !PyCallable_Check(hook)) {
+        PyErr_Format(PyExc_TypeError, "set_call_hook: expected a callable or None, got %s", Py_TYPE(hook)->tp_name);
+        return NULL;
+    }
+    previous = call_hook ? call_hook : Py_NewRef(Py_None);
+    call_hook = hook == Py_None ? NULL : Py_NewRef(hook);
+    return previous; /* the reference the runtime held (or a new one to None) goes to the caller */
 }
 
 static PyObject *mod_get_num_threads(PyObject *m, PyObject *unused) {
@@ -1078,39 +1109,45 @@ static void np_advise_huge(void *block, size_t size) {
 #endif
 }
 
-static void *np_aligned_malloc(void *ctx, size_t size) {
+/* A block for nelem * elsize bytes plus the alignment pad (zeroed: calloc), NULL on overflow. */
+static void *np_block(size_t nelem, size_t elsize, int zeroed) {
     void *raw;
+    if (elsize != 0 && nelem > (SIZE_MAX - NP_PAD) / elsize) return NULL;
+    raw = zeroed ? calloc(1, nelem * elsize + NP_PAD) : malloc(nelem * elsize + NP_PAD);
+    np_advise_huge(raw, nelem * elsize + NP_PAD);
+    return raw;
+}
+
+/* realloc of the block under aligned pointer `ptr` to new_size bytes (+ pad); `keep` bytes of
+ * data follow it to the new block's aligned address `aligned_in(block)`, whose block pointer is
+ * written below it. NULL (old block untouched, as realloc's) on failure. */
+static void *np_move_block(void *ptr, size_t new_size, size_t keep, void *(*aligned_in)(void *)) {
+    void *raw = ((void **)ptr)[-1], *moved, *p;
+    size_t offset = (size_t)((char *)ptr - (char *)raw); /* <= NP_PAD (np_*_in) */
+    if (new_size > SIZE_MAX - NP_PAD || offset > NP_PAD) return NULL;
+    moved = realloc(raw, new_size + NP_PAD);
+    if (moved == NULL) return NULL;
+    np_advise_huge(moved, new_size + NP_PAD);
+    p = aligned_in(moved);                   /* may sit at another offset in the new block: */
+    if ((char *)p != (char *)moved + offset) /* move the data first, then write the header */
+        memmove(p, (char *)moved + offset, keep);
+    ((void **)p)[-1] = moved;
+    return p;
+}
+
+static void *np_aligned_malloc(void *ctx, size_t size) {
     (void)ctx;
-    if (size > SIZE_MAX - NP_PAD) return NULL;
-    raw = malloc(size + NP_PAD);
-    np_advise_huge(raw, size + NP_PAD);
-    return np_align(raw);
+    return np_align(np_block(size, 1, 0));
 }
 
 static void *np_aligned_calloc(void *ctx, size_t nelem, size_t elsize) {
-    void *raw;
     (void)ctx;
-    if (elsize != 0 && nelem > (SIZE_MAX - NP_PAD) / elsize) return NULL;
-    raw = calloc(1, nelem * elsize + NP_PAD);
-    np_advise_huge(raw, nelem * elsize + NP_PAD);
-    return np_align(raw);
+    return np_align(np_block(nelem, elsize, 1));
 }
 
 static void *np_aligned_realloc(void *ctx, void *ptr, size_t new_size) {
-    void *raw, *moved, *p;
-    size_t offset;
     if (ptr == NULL) return np_aligned_malloc(ctx, new_size);
-    if (new_size > SIZE_MAX - NP_PAD) return NULL;
-    raw = ((void **)ptr)[-1];
-    offset = (size_t)((char *)ptr - (char *)raw);
-    moved = realloc(raw, new_size + NP_PAD);
-    if (moved == NULL) return NULL;          /* the old block is untouched, as realloc's */
-    np_advise_huge(moved, new_size + NP_PAD);
-    p = np_aligned_in(moved);                /* may sit at another offset in the new block: */
-    if ((char *)p != (char *)moved + offset) /* move the data first, then write the header */
-        memmove(p, (char *)moved + offset, new_size);
-    ((void **)p)[-1] = moved;
-    return p;
+    return np_move_block(ptr, new_size, new_size, np_aligned_in);
 }
 
 static void np_aligned_free(void *ctx, void *ptr, size_t size) {
@@ -1122,6 +1159,101 @@ static void np_aligned_free(void *ctx, void *ptr, size_t size) {
 static PyDataMem_Handler aligned_numpy_handler = {
     "symjit_aligned64", 1,
     {NULL, np_aligned_malloc, np_aligned_calloc, np_aligned_realloc, np_aligned_free}};
+
+/* Memory accounting (the profiler's profile_memory): a handler laid out as the aligned one, with
+ * the buffer's size in the second word below the aligned pointer, that keeps atomic totals of the
+ * live bytes, their peak and the allocation and free counts of the buffers it made. Buffers made
+ * while it was installed are freed through it (arrays remember their handler), so the live
+ * bytes stay exact after it is uninstalled. */
+static _Atomic int64_t np_live_bytes, np_peak_bytes, np_alloc_count, np_free_count;
+static PyObject *np_saved_handler = NULL; /* the handler installed before counting started */
+
+static void np_count(int64_t delta, int is_alloc, int is_free) {
+    int64_t live = atomic_fetch_add(&np_live_bytes, delta) + delta;
+    int64_t peak = atomic_load(&np_peak_bytes);
+    while (live > peak && !atomic_compare_exchange_weak(&np_peak_bytes, &peak, live)) {
+    }
+    if (is_alloc) atomic_fetch_add(&np_alloc_count, 1);
+    if (is_free) atomic_fetch_add(&np_free_count, 1);
+}
+
+/* The aligned address inside a block (room for the block pointer and the size below it). */
+static void *np_counted_in(void *raw) {
+    return (void *)(((uintptr_t)raw + 2 * sizeof(void *) + NP_PAD - 1) & ~(uintptr_t)(NP_PAD - 1));
+}
+
+static void *np_counted_place(void *raw, size_t size) {
+    void *p;
+    if (raw == NULL) return NULL;
+    p = np_counted_in(raw);
+    ((void **)p)[-1] = raw;
+    ((size_t *)p)[-2] = size;
+    np_count((int64_t)size, 1, 0);
+    return p;
+}
+
+static void *np_counted_malloc(void *ctx, size_t size) {
+    (void)ctx;
+    return np_counted_place(np_block(size, 1, 0), size);
+}
+
+static void *np_counted_calloc(void *ctx, size_t nelem, size_t elsize) {
+    (void)ctx;
+    return np_counted_place(np_block(nelem, elsize, 1), nelem * elsize);
+}
+
+static void *np_counted_realloc(void *ctx, void *ptr, size_t new_size) {
+    size_t old_size;
+    void *p;
+    if (ptr == NULL) return np_counted_malloc(ctx, new_size);
+    old_size = ((size_t *)ptr)[-2];
+    p = np_move_block(ptr, new_size, old_size < new_size ? old_size : new_size, np_counted_in);
+    if (p == NULL) return NULL;
+    ((size_t *)p)[-2] = new_size;
+    np_count((int64_t)new_size - (int64_t)old_size, 0, 0);
+    return p;
+}
+
+static void np_counted_free(void *ctx, void *ptr, size_t size) {
+    (void)ctx;
+    (void)size;
+    if (ptr == NULL) return;
+    np_count(-(int64_t)((size_t *)ptr)[-2], 0, 1);
+    free(((void **)ptr)[-1]);
+}
+
+static PyDataMem_Handler counting_numpy_handler = {
+    "symjit_counted64", 1,
+    {NULL, np_counted_malloc, np_counted_calloc, np_counted_realloc, np_counted_free}};
+
+static PyObject *mod_count_numpy_memory(PyObject *self, PyObject *arg) {
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+    if (on && np_saved_handler == NULL) {
+        PyObject *handler = PyCapsule_New(&counting_numpy_handler, "mem_handler", NULL);
+        if (handler == NULL) return NULL;
+        np_saved_handler = PyDataMem_SetHandler(handler);
+        Py_DECREF(handler);
+        if (np_saved_handler == NULL) return NULL;
+    } else if (!on && np_saved_handler != NULL) {
+        PyObject *previous = PyDataMem_SetHandler(np_saved_handler);
+        Py_CLEAR(np_saved_handler);
+        if (previous == NULL) return NULL;
+        Py_DECREF(previous);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_numpy_memory(PyObject *self, PyObject *arg) {
+    int reset_peak = PyObject_IsTrue(arg);
+    int64_t live;
+    if (reset_peak < 0) return NULL;
+    live = atomic_load(&np_live_bytes);
+    PyObject *result = Py_BuildValue("LLLL", (long long)live, (long long)atomic_load(&np_peak_bytes),
+                                     (long long)atomic_load(&np_alloc_count), (long long)atomic_load(&np_free_count));
+    if (reset_peak) atomic_store(&np_peak_bytes, live);
+    return result;
+}
 
 static PyObject *mod_use_aligned_numpy_allocator(PyObject *self, PyObject *arg) {
     PyObject *handler, *old;
@@ -1141,6 +1273,8 @@ static PyObject *mod_use_aligned_numpy_allocator(PyObject *self, PyObject *arg) 
 static PyMethodDef module_methods[] = {
     {"symbols", mod_symbols, METH_NOARGS, "symbols() -> {name: address} of the runtime's C ABI functions."},
     {"test_symbols", mod_test_symbols, METH_NOARGS, "test_symbols() -> {name: address} of the built-in test kernels."},
+    {"set_call_hook", mod_set_call_hook, METH_O,
+     "set_call_hook(hook or None) -> previous hook: hook(entry, start_ns, end_ns) after every Entry call."},
     {"get_num_threads", mod_get_num_threads, METH_NOARGS, "get_num_threads() -> threads used by parallel_for."},
     {"set_num_threads", mod_set_num_threads, METH_O, "set_num_threads(n) -> previous count (n <= 0: default)."},
     {"parallel_for", (PyCFunction)(void (*)(void))mod_parallel_for, METH_FASTCALL,
@@ -1153,6 +1287,12 @@ static PyMethodDef module_methods[] = {
     {"use_aligned_numpy_allocator", mod_use_aligned_numpy_allocator, METH_O,
      "use_aligned_numpy_allocator(on) -> the previous handler: numpy data buffers allocated in this context from now "
      "on are SYMJIT_ALIGNMENT-byte aligned (on) or numpy's default (off)."},
+    {"count_numpy_memory", mod_count_numpy_memory, METH_O,
+     "count_numpy_memory(on): numpy data buffers allocated in this context from now on are counted (on), or\n"
+     "are again made by the handler installed before (off)."},
+    {"numpy_memory", mod_numpy_memory, METH_O,
+     "numpy_memory(reset_peak) -> (live bytes, peak live bytes, allocations, frees) of the counted buffers;\n"
+     "reset_peak: the peak restarts from the live bytes."},
     {"arena_alloc", mod_arena_alloc, METH_O, "arena_alloc(size) -> address of a 64-byte-aligned block."},
     {"arena_free", mod_arena_free, METH_O, "arena_free(address): free a block from arena_alloc."},
     {"last_error", mod_last_error, METH_NOARGS, "last_error() -> (code, message) of this thread."},

@@ -25,6 +25,8 @@ static int64_t now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+int64_t symjit_profile_now_ns(void) { return now_ns(); }
+
 void symjit_profile_start(void) { last_mark_ns = now_ns(); }
 
 void symjit_profile_mark(int32_t slot) {

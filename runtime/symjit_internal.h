@@ -17,6 +17,9 @@ typedef struct symjit_error_state {
 /* The calling thread's error state (never NULL). */
 symjit_error_state *symjit__thread_error(void);
 
+/* CLOCK_MONOTONIC now, in nanoseconds (profile.c): the clock of Python's time.monotonic_ns(). */
+int64_t symjit_profile_now_ns(void);
+
 /* Test kernels and a test entry compiled into the runtime, exposed to Python for the tests. */
 void symjit__test_kernel_count(int64_t begin, int64_t end, void **args);
 void symjit__test_kernel_nested(int64_t begin, int64_t end, void **args);

@@ -54,6 +54,7 @@ _API = {
     "np": (".numpy", None),
     "mon": (".monitor", None),
     "visualization": (".visualization", None), "viz": (".visualization", None),
+    "profiler": (".profiler", None),
 }
 
 

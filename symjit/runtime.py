@@ -91,7 +91,22 @@ if os.environ.get("SYMJIT_RETAIN_FREED_MEMORY", "1").strip() != "0":
 
 __all__ = ["Entry", "Library", "retain_freed_memory", "ABI_VERSION", "ALIGNMENT", "num_threads", "set_num_threads", "threads",
            "symbols", "make_entry", "use_aligned_numpy_allocator", "parallel_for", "parallel_for_multi", "last_error", "arena_alloc", "arena_free", "load",
-           "native_kernels_in_use", "native_library"]
+           "native_kernels_in_use", "native_library", "set_call_hook"]
+
+#: The graph-call hook (`set_call_hook`); None when unset. Graphs that run partly in Python
+#: (`CompiledGraph` with reference steps) read it to report their calls the way Entries do.
+call_hook = None
+
+
+def set_call_hook(hook):
+    """Call `hook(graph, start_ns, end_ns)` after every compiled-graph call (an `Entry`, or a
+    compiled graph with Python steps), with the call's `time.monotonic_ns()` bounds; None
+    removes it. Returns the previous hook. Unset (the default), a call pays one pointer test."""
+    global call_hook
+    previous = _runtime.set_call_hook(hook)
+    call_hook = hook
+    return previous
+
 
 #: A compiled graph's entry point with its signature: `entry(*inputs, out=None) -> tuple of outputs`.
 Entry = _runtime.Entry
@@ -395,10 +410,12 @@ def load(path: str | os.PathLike[str], params: Mapping[str, np.ndarray] | None =
 # ------------------------------------------------------------------------------------------
 
 class Feature:
-    """One capability of the installation: `name` and whether it is `enabled`."""
-    __slots__ = ("name", "enabled")
+    """One capability of the installation: its `index` in `feature_list()`, `name` and whether it
+    is `enabled`."""
+    __slots__ = ("index", "name", "enabled")
 
-    def __init__(self, name: str, enabled: bool):
+    def __init__(self, name: str, enabled: bool, index: int = 0):
+        self.index = index
         self.name = name
         self.enabled = bool(enabled)
 
@@ -447,7 +464,7 @@ def feature_list() -> list[Feature]:
         ("INT64_TENSOR_SIZE", True), ("SIGNAL_HANDLER", False), ("DEBUG", os.environ.get("SYMJIT_DEBUG") == "1"),
         ("TVM_OP", False), ("LLVM", True),
     ]
-    return [Feature(name, enabled) for name, enabled in table]
+    return [Feature(name, enabled, i) for i, (name, enabled) in enumerate(table)]
 
 
 class Features(dict):

@@ -39,7 +39,12 @@ def _set(flag: str, active) -> bool:
 
 
 def set_np_shape(active) -> bool:
-    """Turn NumPy shape semantics on or off for this thread; returns the previous state."""
+    """Turn NumPy shape semantics on or off for this thread; returns the previous state. Turning
+    them off while the NumPy array switch is on is a ValueError (as MXNet: `reset_np()` turns
+    both off)."""
+    if not active and is_np_array():
+        raise ValueError("Deactivating NumPy shape semantics while NumPy array semantics is still active is "
+                         "not allowed. Please consider calling `npx.reset_np()` to deactivate both of them.")
     return _set("np_shape", active)
 
 
@@ -123,8 +128,8 @@ def set_np(shape=True, array=True):
     """Set both switches (MXNet refuses the array interface without shape semantics)."""
     if array and not shape:
         raise ValueError("set_np: the NumPy array interface needs NumPy shape semantics (shape=True)")
-    set_np_shape(shape)
     set_np_array(array)
+    set_np_shape(shape)
 
 
 def reset_np():

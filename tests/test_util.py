@@ -82,3 +82,26 @@ def test_numpy_subset():
     assert mnp.concatenate([x, x], axis=1).shape == (4, 6)
     assert mnp.stack([x, x]).shape == (2, 4, 3)
     assert not hasattr(mnp, "einsum")   # only the documented subset
+
+
+def test_np_shape_cannot_be_turned_off_under_the_array_switch():
+    util.set_np()
+    try:
+        assert util.is_np_array() and util.is_np_shape()
+        with pytest.raises(ValueError, match="reset_np"):
+            util.set_np_shape(False)
+        assert util.is_np_shape()
+    finally:
+        util.reset_np()
+    assert not util.is_np_array() and not util.is_np_shape()
+
+
+def test_feature_indices_follow_the_list():
+    features = mx.runtime.feature_list()
+    assert [f.index for f in features] == list(range(len(features)))
+    expected = {"CUDA", "CUDNN", "NCCL", "CUDA_RTC", "TENSORRT", "CPU_SSE", "CPU_SSE2", "CPU_SSE3", "CPU_SSE4_1",
+                "CPU_SSE4_2", "CPU_SSE4A", "CPU_AVX", "CPU_AVX2", "OPENMP", "SSE", "F16C", "JEMALLOC", "BLAS_OPEN",
+                "BLAS_ATLAS", "BLAS_MKL", "BLAS_APPLE", "LAPACK", "MKLDNN", "OPENCV", "CAFFE", "PROFILER",
+                "DIST_KVSTORE", "CXX14", "INT64_TENSOR_SIZE", "SIGNAL_HANDLER", "DEBUG", "TVM_OP"}
+    assert expected <= {f.name for f in features}     # MXNet 1.9.1's names, all present
+    assert repr(features[0]) in ("✔ CUDA", "✖ CUDA")

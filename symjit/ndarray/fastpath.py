@@ -198,10 +198,11 @@ class PreparedUpdate:
     """One in-place optimizer update ready for its compiled kernel: `arrays` = [weight, grad,
     states...] (C-contiguous, one dtype and shape; the weight and states are the outputs,
     written in place), `scalars` the values of the kernel's dynamic hyperparameters."""
-    __slots__ = ("address", "dtype", "arrays", "scalars", "n_out")
+    __slots__ = ("address", "dtype", "arrays", "scalars", "n_out", "op_name")
 
-    def __init__(self, address: int, dtype: np.dtype, arrays: list, scalars: tuple, n_out: int):
+    def __init__(self, address: int, dtype: np.dtype, arrays: list, scalars: tuple, n_out: int, op_name: str):
         self.address, self.dtype, self.arrays, self.scalars, self.n_out = address, dtype, arrays, scalars, n_out
+        self.op_name = op_name
 
     def args(self, scalar_ptrs) -> list:
         """The kernel's pointer list: inputs, dynamic scalars, outputs (weight, states)."""
@@ -228,7 +229,7 @@ def prepare_update(op, attrs: dict, arrays: list) -> PreparedUpdate | None:
     address, dyn, n_out = entry
     if n_out != len(arrays) - 1:  # outputs must be exactly the weight and the states
         return None
-    return PreparedUpdate(address, dtype, list(arrays), tuple(attrs[k] for k in dyn), n_out)
+    return PreparedUpdate(address, dtype, list(arrays), tuple(attrs[k] for k in dyn), n_out, op.name)
 
 
 #: (op name, dtype, number of arrays, which DYNAMIC_SCALARS are given, raw structural attrs
@@ -274,10 +275,10 @@ def prepare_update_raw(op_name: str, raw: dict, arrays: list) -> PreparedUpdate 
                 defaults = tuple((k, attrs[k]) for k in dyn if k not in raw)
                 _RAW_UPDATE_KERNELS[key] = (address, dyn, n_out, dict(defaults))
         return prepared
-    return _prepare_from_entry(entry, raw, arrays)
+    return _prepare_from_entry(entry, raw, arrays, op_name)
 
 
-def _prepare_from_entry(entry, raw: dict, arrays: list) -> PreparedUpdate | None:
+def _prepare_from_entry(entry, raw: dict, arrays: list, op_name: str) -> PreparedUpdate | None:
     """A PreparedUpdate of a `_RAW_UPDATE_KERNELS` entry, after checking the arrays."""
     if entry is None:
         return None
@@ -294,7 +295,7 @@ def _prepare_from_entry(entry, raw: dict, arrays: list) -> PreparedUpdate | None
         scalars = tuple(float(raw[k]) if k in raw else defaults[k] for k in dyn)
     except (TypeError, ValueError):
         return None
-    return PreparedUpdate(address, dtype, list(arrays), scalars, n_out)
+    return PreparedUpdate(address, dtype, list(arrays), scalars, n_out, op_name)
 
 
 def prepare_updates_raw(op_name: str, raws: list, arrays_list: list) -> list | None:
@@ -315,11 +316,15 @@ def prepare_updates_raw(op_name: str, raws: list, arrays_list: list) -> list | N
             except TypeError:
                 pass
         else:
-            p = _prepare_from_entry(entry, raw, arrays)
+            p = _prepare_from_entry(entry, raw, arrays, op_name)
             if p is None:
                 return None
         out.append(p)
     return out
+
+
+#: the eager-op observer (`ndarray.set_op_observer` sets it): one event per kernel group run here
+_op_observer = None
 
 
 def run_updates(updates: list) -> None:
@@ -341,11 +346,16 @@ def run_updates(updates: list) -> None:
         base, step = values.ctypes.data, dtype.itemsize
         arg_lists = [u.args(range(base + i * width * step, base + (i + 1) * width * step, step))
                      for i, u in enumerate(group)]
+        observer = _op_observer
+        if observer is not None:
+            token = observer.enter()
         if len(group) == 1:
             code = runtime._runtime.parallel_for(address, group[0].arrays[0].size, GRAIN, arg_lists[0])
         else:
             code = runtime._runtime.parallel_for_multi(address, GRAIN, [u.arrays[0].size for u in group], arg_lists)
         del values  # kept alive until here: the kernels read the scalars by pointer
+        if observer is not None:
+            observer.leave(group[0].op_name, token)
         if code != 0:
             runtime.raise_last_error("optimizer update kernel", code)
 

@@ -366,6 +366,22 @@ def _binary(lhs: NDArray, rhs, array_op: str, scalar_op: str, reverse: bool = Fa
 # Invocation: the one path from the frontend into the op registry
 # --------------------------------------------------------------------------------------------
 
+#: observer of eager op calls (`set_op_observer`); None (the default) costs one test per op
+_op_observer = None
+
+
+def set_op_observer(observer):
+    """Around every eager op `invoke` runs, call `token = observer.enter()` before it and
+    `observer.leave(op_name, token)` after it, also when it raises (what `symjit.profiler`
+    records); None removes it. Returns the previous observer. The optimizers' fused update
+    kernels (`fastpath.run_updates`) report one call per kernel group the same way."""
+    global _op_observer
+    from . import fastpath
+    previous, _op_observer = _op_observer, observer
+    fastpath._op_observer = observer      # the optimizers' fused update kernels
+    return previous
+
+
 def invoke(op_name: str, inputs: Sequence[NDArray], attrs: Mapping[str, Any], out=None,
            ctx: Context | None = None, all_outputs: bool = False):
     """Apply a registered op eagerly.
@@ -375,51 +391,58 @@ def invoke(op_name: str, inputs: Sequence[NDArray], attrs: Mapping[str, Any], ou
     objects returned). Records an autograd node when recording and an input needs
     gradients. Aux-state inputs of ops that update them in training are updated in place.
     """
-    from .. import autograd
-    op = get_op(op_name)
-    parsed = op.parse(attrs)
-    names = op.input_names(parsed)
-    if len(inputs) != len(names):
-        raise MXNetError(f"{op.name}: expected {len(names)} inputs {names}, got {len(inputs)}")
-    for name, x in zip(names, inputs):
-        if not isinstance(x, NDArray):
-            raise MXNetError(f"{op.name}: input {name!r} must be an NDArray, got {type(x).__name__}")
-    if inputs:
-        dev = inputs[0]._ctx
+    observer = _op_observer
+    if observer is not None:
+        token = observer.enter()
+    try:
+        from .. import autograd
+        op = get_op(op_name)
+        parsed = op.parse(attrs)
+        names = op.input_names(parsed)
+        if len(inputs) != len(names):
+            raise MXNetError(f"{op.name}: expected {len(names)} inputs {names}, got {len(inputs)}")
         for name, x in zip(names, inputs):
-            if x._ctx != dev:
-                raise MXNetError(f"{op.name}: input {name!r} is on {x._ctx} but {names[0]!r} is on {dev}; "
-                                 "all inputs must be on the same context")
-        ctx = ctx or dev
-    ctx = _check_ctx(ctx)
-    cctx = ComputeContext(is_train=autograd.is_training())
-    arrays = [x._data for x in inputs]
-    results = try_compiled_elementwise(op, parsed, arrays, _update_destinations(op, parsed, names, inputs, out))
-    if results is None:
-        results = try_compiled_op(op, parsed, arrays, cctx.is_train)
-    if results is None:
-        try:
-            results = op.compute(parsed, arrays, cctx)
-        except MXNetError:
-            raise
-        except (ArithmeticError, LookupError, ValueError, TypeError, MemoryError) as e:
-            shapes = ", ".join(f"{n}: {a.shape}" for n, a in zip(names, arrays))
-            raise MXNetError(f"{op.name}: invalid inputs {{{shapes}}} for attributes "
-                             f"{abbreviate(dict(attrs), 200)}: {type(e).__name__}: {e}") from None
-    n_out = op.num_outputs(parsed)
-    if len(results) > n_out:  # new values of mutated inputs (aux states, optimizer states)
-        targets = [names.index(a) for a in op.state_targets(parsed) if a in names]
-        for i, new in zip(targets, results[n_out:]):
-            if new is not inputs[i]._data:
-                writable(inputs[i]._data)[...] = new
-        results = results[:n_out]
-    outputs = _wrap_outputs(op.name, results, ctx, out)
-    if autograd.is_recording():
-        autograd.record_op(op, parsed, list(inputs), outputs)
-    if all_outputs:
-        return outputs
-    nvis = op.num_visible_outputs(parsed)
-    return outputs[0] if nvis == 1 else outputs[:nvis]
+            if not isinstance(x, NDArray):
+                raise MXNetError(f"{op.name}: input {name!r} must be an NDArray, got {type(x).__name__}")
+        if inputs:
+            dev = inputs[0]._ctx
+            for name, x in zip(names, inputs):
+                if x._ctx != dev:
+                    raise MXNetError(f"{op.name}: input {name!r} is on {x._ctx} but {names[0]!r} is on {dev}; "
+                                     "all inputs must be on the same context")
+            ctx = ctx or dev
+        ctx = _check_ctx(ctx)
+        cctx = ComputeContext(is_train=autograd.is_training())
+        arrays = [x._data for x in inputs]
+        results = try_compiled_elementwise(op, parsed, arrays, _update_destinations(op, parsed, names, inputs, out))
+        if results is None:
+            results = try_compiled_op(op, parsed, arrays, cctx.is_train)
+        if results is None:
+            try:
+                results = op.compute(parsed, arrays, cctx)
+            except MXNetError:
+                raise
+            except (ArithmeticError, LookupError, ValueError, TypeError, MemoryError) as e:
+                shapes = ", ".join(f"{n}: {a.shape}" for n, a in zip(names, arrays))
+                raise MXNetError(f"{op.name}: invalid inputs {{{shapes}}} for attributes "
+                                 f"{abbreviate(dict(attrs), 200)}: {type(e).__name__}: {e}") from None
+        n_out = op.num_outputs(parsed)
+        if len(results) > n_out:  # new values of mutated inputs (aux states, optimizer states)
+            targets = [names.index(a) for a in op.state_targets(parsed) if a in names]
+            for i, new in zip(targets, results[n_out:]):
+                if new is not inputs[i]._data:
+                    writable(inputs[i]._data)[...] = new
+            results = results[:n_out]
+        outputs = _wrap_outputs(op.name, results, ctx, out)
+        if autograd.is_recording():
+            autograd.record_op(op, parsed, list(inputs), outputs)
+        if all_outputs:
+            return outputs
+        nvis = op.num_visible_outputs(parsed)
+        return outputs[0] if nvis == 1 else outputs[:nvis]
+    finally:
+        if observer is not None:
+            observer.leave(op_name, token)
 
 
 def _update_destinations(op, attrs, names, inputs, out) -> list | None:

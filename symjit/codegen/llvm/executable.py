@@ -16,6 +16,7 @@ import ctypes
 import threading
 import time
 import weakref
+from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -29,7 +30,7 @@ from .jit import CompiledCode, compile_to_object, load_object
 from .profile import NodeTime, read_slots
 from .target import target_description
 
-__all__ = ["CompiledGraph", "compile_planned", "CompileStats"]
+__all__ = ["CompiledGraph", "compile_planned", "CompileStats", "set_profile_by_default", "node_times_of", "NodeCounters"]
 
 _BOUND = threading.Lock()
 _bound_symbols = False
@@ -63,6 +64,47 @@ class CompileStats:
                 f"load={self.load_s * 1e3:.1f} ms, cache={self.cache}, python_nodes={len(self.python_nodes)})")
 
 
+#: whether graphs compiled with `profile=None` time their nodes (`set_profile_by_default`)
+_profile_by_default = False
+#: node counters of profiled graphs by id of their runner (the native Entry, or the CompiledGraph
+#: when it runs Python steps), so a graph-call hook that receives the runner finds them
+#: (`node_times_of`); an entry leaves with its runner (the runner may outlive its CompiledGraph)
+_PROFILED: dict = {}
+
+
+def set_profile_by_default(on: bool) -> bool:
+    """Whether graphs compiled from now on without an explicit `profile=` time each node (what
+    `symjit.profiler` turns on while it profiles symbolic execution); returns the previous value.
+    Graphs compiled before keep their code."""
+    global _profile_by_default
+    previous, _profile_by_default = _profile_by_default, bool(on)
+    return previous
+
+
+@dataclass(frozen=True)
+class NodeCounters:
+    """The counter slots of a profiled graph's nodes: (slot, node name, op label) in graph order."""
+    name: str
+    slots: tuple
+
+    def read(self, reset: bool = True) -> list[NodeTime]:
+        """Each node's time over the calls since compiling (or the last reset)."""
+        ns, calls = read_slots(self.slots[0][0], len(self.slots), reset)
+        return [NodeTime(node, label, int(c), t * 1e-9) for (_, node, label), t, c in zip(self.slots, ns, calls)]
+
+
+def node_times_of(runner) -> "NodeCounters | None":
+    """The node counters of the profiled graph that `runner` (an Entry or a CompiledGraph) runs;
+    None when it was compiled without profiling."""
+    return _PROFILED.get(id(runner))
+
+
+def _register_profiled(runner, counters: NodeCounters) -> None:
+    key = id(runner)
+    _PROFILED[key] = counters
+    weakref.finalize(runner, _PROFILED.pop, key, None)
+
+
 #: live compiled objects by cache key: a graph compiled again while another compiled graph
 #: with the same module text is alive shares its code; entries go with their last user
 _MEMORY: "weakref.WeakValueDictionary[str, CompiledCode]" = weakref.WeakValueDictionary()
@@ -75,7 +117,7 @@ def _object_for(module: GraphModule, stats: CompileStats):
         stats.cache = "memory"
         return code
     t0 = time.perf_counter()
-    obj = cache.get(key)
+    obj = None if module.profile_slots else cache.get(key)
     if obj is not None:
         try:
             code = load_object(obj, module.segment_names)
@@ -87,7 +129,8 @@ def _object_for(module: GraphModule, stats: CompileStats):
         stats.llvm_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         code = load_object(obj, module.segment_names)
-        cache.put(key, obj)
+        if not module.profile_slots:   # profiled code names this process's counter slots
+            cache.put(key, obj)
     stats.load_s = time.perf_counter() - t0
     _MEMORY[key] = code
     return code
@@ -135,6 +178,11 @@ class CompiledGraph:
                 workspace_size=module.workspace_size, name=name, owner=code)
         self._segments = {s: ENTRY_CFUNCTYPE(code.addresses[s]) for s in module.segment_names}
         self._lock = threading.Lock()
+        if module.profile_slots:
+            self.counters = NodeCounters(name, tuple(
+                (slot, n.name if n is not None else "(output copies)", _op_label(n))
+                for slot, n in module.profile_slots))
+            _register_profiled(self.entry if self.entry is not None else self, self.counters)
 
     def __call__(self, inputs, is_train: bool = False, rng=None, out=None) -> list:
         return self.run(inputs, is_train, rng, out)[0]
@@ -143,12 +191,9 @@ class CompiledGraph:
         """Time spent in each native node over the calls since compiling (or the last reset),
         in graph order; the last entry ("(output copies)") is copying results to the outputs.
         Needs a graph compiled with `profile=True`."""
-        slots = self.module.profile_slots
-        if not slots:
+        if not self.module.profile_slots:
             raise MXNetError(f"{self.name}: compiled without profiling; compile with profile=True")
-        ns, calls = read_slots(slots[0][0], len(slots), reset)
-        return [NodeTime(n.name if n is not None else "(output copies)", _op_label(n), int(c), t * 1e-9)
-                for (_, n), t, c in zip(slots, ns, calls)]
+        return self.counters.read(reset)
 
     def run(self, inputs, is_train: bool = False, rng=None, out=None) -> tuple[list, dict]:
         """(outputs, state updates {graph input Value: new array}) for one call. `out`: arrays
@@ -161,7 +206,13 @@ class CompiledGraph:
             res = list(self.entry(*inputs) if out is None else self.entry(*inputs, out=out))
             n = len(self.output_specs)
             return res[:n], dict(zip(self.module.state_updates, res[n:]))
-        return self._run_hybrid(list(inputs), is_train, rng, out)
+        hook = runtime_module().call_hook
+        if hook is None:
+            return self._run_hybrid(list(inputs), is_train, rng, out)
+        start = time.monotonic_ns()
+        result = self._run_hybrid(list(inputs), is_train, rng, out)
+        hook(self, start, time.monotonic_ns())
+        return result
 
     def _draw_seeds(self, rng) -> None:
         """Fresh seeds for the random kernels of this call (written into their parameters,
@@ -232,16 +283,25 @@ class CompiledGraph:
         return outputs[:n], updates
 
 
-def compile_planned(g, name: str = "graph", is_train: bool | None = None, profile: bool = False,
+def runtime_module():
+    """symjit.runtime (imported on first use: importing the compiler never loads the runtime)."""
+    from ... import runtime
+    return runtime
+
+
+def compile_planned(g, name: str = "graph", is_train: bool | None = None, profile: bool | None = None,
                     target=None) -> CompiledGraph:
     """Lower and JIT-compile an optimized, memory-planned graph. `is_train` fixes the mode
     the graph runs in (mode-dependent ops such as BatchNorm in training then lower
     natively); None keeps such ops as reference steps that take the mode per call.
-    `profile`: time every native node inside the graph (`CompiledGraph.profile()`).
+    `profile`: time every native node inside the graph (`CompiledGraph.profile()`); None: as
+    `set_profile_by_default` says (off unless a profiler turned it on).
     `target`: the llvm `Target` the code is generated for (None: the host; another CPU's code
     runs here only where this CPU has that CPU's features, and is what AOT libraries embed)."""
     stats = CompileStats()
     t0 = time.perf_counter()
+    if profile is None:
+        profile = _profile_by_default and target is None
     module = lower_graph(g, name, is_train, profile, target=target)
     stats.lower_s = time.perf_counter() - t0
     stats.python_nodes = list(module.fallbacks)
