@@ -274,10 +274,7 @@ class BatchNormBackward(Op):
 # --------------------------------------------------------------------------------------
 
 _SYNC_BN_PARAMS = {
-    "eps": Param(Float, 1e-3, "added to the variance to avoid division by zero"),
-    "momentum": Param(Float, 0.9, "moving = moving * momentum + batch * (1 - momentum)"),
-    "fix_gamma": Param(Bool, True, "treat gamma as 1 (and give it a zero gradient)"),
-    "use_global_stats": Param(Bool, False, "normalize with the moving statistics even in training"),
+    **{k: _BN_PARAMS[k] for k in ("eps", "momentum", "fix_gamma", "use_global_stats")},
     "output_mean_var": Param(Bool, False, "also output the mean and the variance"),
     "ndev": Param(Int, 1, "devices whose batches share statistics (one process: their union)"),
     "key": Param(Str, "", "synchronization key of the layer"),

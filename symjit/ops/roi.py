@@ -70,6 +70,31 @@ def _pooled(op: str, attrs) -> tuple[int, int]:
     return ps
 
 
+class _ROIOp(Op):
+    """Shared signature of the ROI ops: (data, rois) -> output, floating point, one dtype;
+    the gradient (where MXNet has one) flows to data only, through `backward_op`."""
+    inputs = ("data", "rois")
+    kernel = "gather"
+    backward_op: str | None = None
+
+    def infer_type(self, attrs, in_types):
+        return _float_type(self.name, in_types)
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        if self.backward_op is None:
+            return super().grad(F, attrs, inputs, outputs, ograds)
+        d = F.apply(self.backward_op, [ograds[0], inputs[0], inputs[1]], **attrs)[0]
+        return [d, F.zeros_like(inputs[1])]
+
+
+class _ROIBackward(LikeInput):
+    """d data of a ROI op from (d output, data, rois)."""
+    like = 1
+    inputs = ("ograd", "data", "rois")
+    hidden = True
+    differentiable = False
+
+
 # --------------------------------------------------------------------------------------
 # Caffe2-style bilinear sampling (ROIAlign, RROIAlign)
 # --------------------------------------------------------------------------------------
@@ -174,18 +199,14 @@ def _roi_align_shape(op: str, attrs, d, r):
 
 
 @register("_contrib_ROIAlign")
-class ROIAlign(Op):
+class ROIAlign(_ROIOp):
     """Bilinear-sampled average of each region of interest over `pooled_size` bins."""
     params = _ROI_ALIGN_PARAMS
-    inputs = ("data", "rois")
-    kernel = "gather"
+    backward_op = "_backward_ROIAlign"
 
     def infer_shape(self, attrs, in_shapes):
         d, r = in_shapes
         return [d, r], [_roi_align_shape(self.name, attrs, d, r)]
-
-    def infer_type(self, attrs, in_types):
-        return _float_type(self.name, in_types)
 
     def compute(self, attrs, inputs, ctx):
         data, rois = inputs
@@ -204,20 +225,12 @@ class ROIAlign(Op):
                 out[r] = np.einsum("ph,chw,qw->cpq", my, img, mx, optimize=True) * inv
         return [out.astype(data.dtype)]
 
-    def grad(self, F, attrs, inputs, outputs, ograds):
-        d = F.apply("_backward_ROIAlign", [ograds[0], inputs[0], inputs[1]], **attrs)[0]
-        return [d, F.zeros_like(inputs[1])]
-
 
 @register("_backward_ROIAlign")
-class BackwardROIAlign(LikeInput):
+class BackwardROIAlign(_ROIBackward):
     """d data of ROIAlign from (d output, data, rois): each bin's gradient spread back over
     its samples' bilinear weights."""
-    like = 1
     params = _ROI_ALIGN_PARAMS
-    inputs = ("ograd", "data", "rois")
-    hidden = True
-    differentiable = False
 
     def compute(self, attrs, inputs, ctx):
         dy, data, rois = inputs
@@ -240,15 +253,13 @@ class BackwardROIAlign(LikeInput):
 # --------------------------------------------------------------------------------------
 
 @register("_contrib_RROIAlign")
-class RROIAlign(Op):
+class RROIAlign(_ROIOp):
     """ROIAlign over rotated regions (batch, cx, cy, w, h, angle in degrees)."""
     params = {
         "pooled_size": Param(Shape, doc="RROI align output shape (h, w)"),
         "spatial_scale": Param(Float, doc="ratio of the feature map to the image (1 / total stride)"),
         "sampling_ratio": Param(Int, -1, "sampling points per bin and axis; <= 0: ceil(roi / pooled)"),
     }
-    inputs = ("data", "rois")
-    kernel = "gather"
 
     def infer_shape(self, attrs, in_shapes):
         d, r = in_shapes
@@ -256,9 +267,6 @@ class RROIAlign(Op):
         ph, pw = _pooled(self.name, attrs)
         out = None if d is None or r is None else (r[0], d[1], ph, pw)
         return [d, r], [out]
-
-    def infer_type(self, attrs, in_types):
-        return _float_type(self.name, in_types)
 
     def compute(self, attrs, inputs, ctx):
         data, rois = inputs
@@ -363,11 +371,10 @@ def _psroi_groups(attrs) -> np.ndarray:
 
 
 @register("_contrib_PSROIPooling")
-class PSROIPooling(Op):
+class PSROIPooling(_ROIOp):
     """Position-sensitive average pooling of regions of interest (R-FCN)."""
     params = _PSROI_PARAMS
-    inputs = ("data", "rois")
-    kernel = "gather"
+    backward_op = "_backward_PSROIPooling"
 
     def infer_shape(self, attrs, in_shapes):
         d, r = in_shapes
@@ -377,9 +384,6 @@ class PSROIPooling(Op):
             return [d, r], [None]
         p = attrs["pooled_size"]
         return [d, r], [(r[0], attrs["output_dim"], p, p)]
-
-    def infer_type(self, attrs, in_types):
-        return _float_type(self.name, in_types)
 
     def compute(self, attrs, inputs, ctx):
         data, rois = inputs
@@ -393,19 +397,11 @@ class PSROIPooling(Op):
             out[r] = np.einsum("ph,cpqhw,qw->cpq", my, sel, mx, optimize=True)
         return [out.astype(data.dtype)]
 
-    def grad(self, F, attrs, inputs, outputs, ograds):
-        d = F.apply("_backward_PSROIPooling", [ograds[0], inputs[0], inputs[1]], **attrs)[0]
-        return [d, F.zeros_like(inputs[1])]
-
 
 @register("_backward_PSROIPooling")
-class BackwardPSROIPooling(LikeInput):
+class BackwardPSROIPooling(_ROIBackward):
     """d data of PSROIPooling: each bin's gradient spread evenly over its window."""
-    like = 1
     params = _PSROI_PARAMS
-    inputs = ("ograd", "data", "rois")
-    hidden = True
-    differentiable = False
 
     def compute(self, attrs, inputs, ctx):
         dy, data, rois = inputs
