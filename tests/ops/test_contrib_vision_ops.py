@@ -311,8 +311,9 @@ def test_multi_proposal_stacks_proposal_per_image_and_has_zero_gradient():
 def test_sync_batch_norm_is_batch_norm_with_the_variance_output():
     x = RNG.uniform(size=(4, 3, 5)).astype(np.float32)
     g, b = np.full(3, 1.5, np.float32), np.zeros(3, np.float32)
-    sym = mx.sym.contrib.SyncBatchNorm(mx.sym.var("x"), fix_gamma=False, output_mean_var=True, key="k")
-    assert sym.list_auxiliary_states() == ["syncbatchnorm0_moving_mean", "syncbatchnorm0_moving_var"]
+    sym = mx.sym.contrib.SyncBatchNorm(mx.sym.var("x"), fix_gamma=False, output_mean_var=True, key="k", name="sbn")
+    assert sym.list_auxiliary_states() == ["sbn_moving_mean", "sbn_moving_var"]
+    assert sym.list_outputs() == ["sbn_output", "sbn_mean", "sbn_var"]
     with mx.autograd.record():
         out, mean, var = mx.nd.contrib.SyncBatchNorm(mx.nd.array(x), mx.nd.array(g), mx.nd.array(b),
                                                      mx.nd.zeros(3), mx.nd.ones(3), fix_gamma=False,
