@@ -319,8 +319,11 @@ class Executor:
             if len(out_grads) != len(self._graph.outputs):
                 raise MXNetError(f"backward: got {len(out_grads)} out_grads for {len(self._graph.outputs)} outputs")
             heads = []
-            for v, g in zip(self._graph.outputs, out_grads):
+            unread = self._unread_head_grads()
+            for v, g, hv in zip(self._graph.outputs, out_grads, self._bstats.head_grads):
                 data = g._data if isinstance(g, NDArray) else real_array(g, "backward: out_grads")
+                if tuple(data.shape) != tuple(v.type.shape) and hv in unread:
+                    data = np.zeros(v.type.shape, v.type.dtype)   # never read (MXNet checks no shape)
                 if tuple(data.shape) != tuple(v.type.shape):
                     raise MXNetError(f"backward: out_grad for %{v.name} has shape {tuple(data.shape)}, "
                                      f"expected {tuple(v.type.shape)}")
@@ -337,6 +340,13 @@ class Executor:
             buf._data[...] = g.astype(buf._data.dtype, copy=False)
         if self._monitor is not None:
             self._run_monitor_backward(heads)
+
+    def _unread_head_grads(self) -> set:
+        """The backward graph's head-gradient inputs that no node reads and no output is (the
+        gradient of an output whose op ignores its head gradient, e.g. MultiProposal)."""
+        bwd = self._backward_graph
+        read = set(bwd.consumers()) | set(bwd.outputs)
+        return {v for v in self._bstats.head_grads if v not in read}
 
     # ---- parameters and reshaping -----------------------------------------------------------------
     def copy_params_from(self, arg_params: Mapping, aux_params: Mapping | None = None,

@@ -160,6 +160,7 @@ def __getattr__(name: str) -> Callable:
         from . import _op_function
         fn = _op_function(_PREFIX + name)
         fn.__name__ = name
+        globals()[name] = fn        # one function object per op: `mx.nd.contrib.X is mx.nd.contrib.X`
         return fn
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -36,8 +36,8 @@ import numpy as np
 
 from ..base import MXNetError
 from . import scalar as S
-from .attrs import Bool, Enum, Float, Int, Optional, Param, Shape as ShapeAttr
-from .registry import Elementwise, Op, merge_shape, register, shape_known
+from .attrs import Bool, Enum, Float, Int, Optional, Param, Shape as ShapeAttr, Str
+from .registry import Elementwise, Op, get_op, merge_shape, register, shape_known
 
 # --------------------------------------------------------------------------------------
 # Shared helpers
@@ -267,6 +267,55 @@ class BatchNormBackward(Op):
         dgamma = np.zeros(c, acc) if attrs["fix_gamma"] else (dys * xhat).sum(axis=red)
         dbeta = dys.sum(axis=red)
         return [_out(dx, x.dtype), _out(dgamma, gamma.dtype), _out(dbeta, gamma.dtype)]
+
+
+# --------------------------------------------------------------------------------------
+# SyncBatchNorm (contrib)
+# --------------------------------------------------------------------------------------
+
+_SYNC_BN_PARAMS = {
+    **{k: _BN_PARAMS[k] for k in ("eps", "momentum", "fix_gamma", "use_global_stats")},
+    "output_mean_var": Param(Bool, False, "also output the mean and the variance"),
+    "ndev": Param(Int, 1, "devices whose batches share statistics (one process: their union)"),
+    "key": Param(Str, "", "synchronization key of the layer"),
+}
+
+
+def _sync_bn_as_batch_norm(attrs) -> dict:
+    """The BatchNorm attributes SyncBatchNorm computes with (channel axis 1)."""
+    return {k: attrs[k] for k in ("eps", "momentum", "fix_gamma", "use_global_stats", "output_mean_var")}
+
+
+@register("_contrib_SyncBatchNorm")
+class SyncBatchNorm(BatchNorm):
+    """MXNet's cross-device BatchNorm (channel axis 1). Every device of one process computes on
+    its own batch here, so the statistics are the batch's, exactly BatchNorm's; the difference
+    is the third output, which holds the biased batch variance (not its inverse square root).
+    In inference (or with use_global_stats) `mean` and `var` are the moving statistics."""
+    params = _SYNC_BN_PARAMS
+
+    def infer_shape(self, attrs, in_shapes):
+        if attrs["ndev"] < 1:
+            raise MXNetError(f"{self.name}: ndev must be positive, got {attrs['ndev']}")
+        return super().infer_shape(dict(attrs, axis=1), in_shapes)
+
+    def compute(self, attrs, inputs, ctx):
+        bn = get_op("BatchNorm")
+        out, mean, inv_std, *aux = bn.compute(bn.parse(_sync_bn_as_batch_norm(attrs)), inputs, ctx)
+        if ctx.is_train and not attrs["use_global_stats"]:
+            inv = inv_std.astype(np.float64)
+            with np.errstate(divide="ignore"):
+                var = np.where(inv > 0, 1.0 / (inv * inv) - attrs["eps"], 0.0)
+        else:
+            mean, var = inputs[3], inputs[4]
+        return [out, _out(mean, inputs[1].dtype), _out(var, inputs[1].dtype), *aux]
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        x, gamma, _beta, mmean, mvar = inputs
+        inv_std = F.rsqrt(F._plus_scalar(outputs[2], scalar=attrs["eps"]))
+        dx, dgamma, dbeta = F.apply("_backward_BatchNorm", [ograds[0], outputs[1], inv_std, x, gamma],
+                                    **_sync_bn_as_batch_norm(attrs))
+        return [dx, dgamma, dbeta, F.zeros_like(mmean), F.zeros_like(mvar)]
 
 
 # --------------------------------------------------------------------------------------

@@ -422,7 +422,8 @@ def _function(name: str) -> Callable:
 
 def __getattr__(name: str) -> Callable:
     if not name.startswith("__") and find_op(_PREFIX + name) is not None:
-        return _function(name)
+        fn = globals()[name] = _function(name)   # one function object per op, as a module attribute
+        return fn
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
