@@ -436,3 +436,44 @@ def test_multibox_detection_symbol_zero_gradient_and_shape_errors():
     assert all((g.asnumpy() == 0).all() for g in ex.grad_arrays)
     with pytest.raises(MXNetError, match="loc_pred"):
         mx.nd.contrib.MultiBoxDetection(mx.nd.zeros((1, 3, 4)), mx.nd.zeros((1, 15)), mx.nd.zeros((1, 4, 4)))
+
+
+# ---- gradients, serialization and a hybridized SSD head ---------------------------------------
+
+def test_box_nms_gradient_matches_finite_differences():
+    from symjit.test_utils import check_op_gradient
+    x = _random_boxes(2, 6).astype(np.float64)
+    x[..., 0] += 0.5                      # class ids away from the int truncation's jumps
+    check_op_gradient("_contrib_box_nms", [x], {"overlap_thresh": 0.3, "id_index": 0}, rtol=1e-6, atol=1e-8)
+
+
+def test_detection_symbols_round_trip_through_json():
+    data = mx.sym.var("data")
+    s = mx.sym.contrib.box_nms(data, overlap_thresh=0.1, topk=2, in_format="center", out_format="corner")
+    s = mx.sym.contrib.box_iou(s.reshape((-1, 6)).slice_axis(axis=1, begin=2, end=6), mx.sym.var("ref"), format="corner")
+    back = mx.sym.load_json(s.tojson())
+    x = _random_boxes(1, 5)[0]
+    ref = RNG.uniform(0, 1, (3, 4)).astype(np.float32)
+    a = s.eval(data=mx.nd.array(x), ref=mx.nd.array(ref))[0].asnumpy()
+    b = back.eval(data=mx.nd.array(x), ref=mx.nd.array(ref))[0].asnumpy()
+    np.testing.assert_array_equal(a, b)
+
+
+def test_ssd_head_hybridized_matches_eager():
+    class Head(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, feat, label, cls_pred, loc_pred):
+            anchors = F.contrib.MultiBoxPrior(feat, sizes=(0.4, 0.2), ratios=(1, 2))
+            loc_t, loc_m, cls_t = F.contrib.MultiBoxTarget(anchors, label, cls_pred, negative_mining_ratio=3)
+            det = F.contrib.MultiBoxDetection(F.softmax(cls_pred, axis=1), loc_pred, anchors, nms_threshold=0.45)
+            return loc_t, loc_m, cls_t, det
+    feat = mx.nd.zeros((2, 4, 3, 3))
+    label = mx.nd.array([[[0, 0.1, 0.1, 0.5, 0.6], [1, 0.5, 0.4, 0.9, 0.9]], [[1, 0.2, 0.2, 0.7, 0.7], [-1] * 5]])
+    cls_pred = mx.nd.array(RNG.normal(size=(2, 3, 27)))
+    loc_pred = mx.nd.array(RNG.normal(size=(2, 108)) * 0.1)
+    head = Head()
+    eager = [o.asnumpy() for o in head(feat, label, cls_pred, loc_pred)]
+    head.hybridize()
+    hybrid = [o.asnumpy() for o in head(feat, label, cls_pred, loc_pred)]
+    for e, h in zip(eager, hybrid):
+        np.testing.assert_allclose(h, e, rtol=1e-6, atol=1e-7)
+    assert eager[3].shape == (2, 27, 6) and (eager[2] > 0).any()
