@@ -162,23 +162,51 @@ def _check_nms_layout(op: str, attrs, width: int) -> None:
             raise _err(op, f"id_index {ii} conflicts with score_index {si}")
 
 
+def greedy_suppress(n: int, suppresses) -> np.ndarray:
+    """Greedy non-maximum suppression over n boxes in priority order: each box still alive
+    suppresses the later boxes it overlaps. `suppresses(start, stop)` gives the boolean
+    (stop - start, n - start) matrix "box start + i suppresses box start + j"; rows are asked
+    for in blocks, so memory stays linear in n. Returns which boxes survive."""
+    alive = np.ones(n, dtype=bool)
+    block = max(1, min(256, 4_000_000 // max(n, 1)))
+    for start in range(0, n, block):
+        stop = min(n, start + block)
+        if not alive[start:stop].any():
+            continue
+        over = suppresses(start, stop)
+        for r in range(start, stop):
+            if alive[r]:
+                alive[r + 1:] &= ~over[r - start, r + 1 - start:]
+    return alive
+
+
+def nms_boxes(boxes: np.ndarray, classes: np.ndarray | None, overlaps) -> np.ndarray:
+    """Survivors of greedy suppression of boxes (n, 4) in priority order, only within a class
+    when `classes` is given (each class then runs on its own, in the same order).
+    `overlaps(a, b)` gives the boolean (len(a), len(b)) "a suppresses b" for box arrays."""
+    def run(sub: np.ndarray) -> np.ndarray:
+        return greedy_suppress(len(sub), lambda start, stop: overlaps(sub[start:stop], sub[start:]))
+    if classes is None:
+        return run(boxes)
+    alive = np.zeros(len(boxes), dtype=bool)
+    for c in np.unique(classes):
+        idx = np.flatnonzero(classes == c)
+        alive[idx] = run(boxes[idx])
+    return alive
+
+
 def _nms_survivors(attrs, boxes: np.ndarray, cand: np.ndarray) -> np.ndarray:
     """Which of the candidate rows `cand` (in descending score order) survive suppression."""
     cs, ii = attrs["coord_start"], attrs["id_index"]
-    coords = boxes[cand, cs:cs + 4]
     fmt = attrs["in_format"]
-    inter = pairwise_intersection(coords, coords, fmt)
-    area = box_area(coords, fmt)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        over = inter / (area[:, None] + area[None, :] - inter) > attrs["overlap_thresh"]
-    if ii >= 0 and not attrs["force_suppress"]:
-        ids = boxes[cand, ii].astype(np.int64)
-        over &= ids[:, None] == ids[None, :]
-    alive = np.ones(len(cand), dtype=bool)
-    for ref in range(len(cand)):
-        if alive[ref]:
-            alive[ref + 1:] &= ~over[ref, ref + 1:]
-    return alive
+    same_class = ii >= 0 and not attrs["force_suppress"]
+
+    def overlaps(a, b):
+        inter = pairwise_intersection(a, b, fmt)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            iou = inter / (box_area(a, fmt)[:, None] + box_area(b, fmt)[None, :] - inter)
+        return iou > attrs["overlap_thresh"]
+    return nms_boxes(boxes[cand, cs:cs + 4], boxes[cand, ii].astype(np.int64) if same_class else None, overlaps)
 
 
 @register("_contrib_box_nms", aliases=("_contrib_box_non_maximum_suppression",))
@@ -519,21 +547,18 @@ def _multibox_overlaps(anchors: np.ndarray, boxes: np.ndarray) -> np.ndarray:
         return np.where(union == 0, anchors.dtype.type(0), inter / union)
 
 
-def _first_argmax(values: np.ndarray) -> tuple[int, float]:
-    k = int(np.argmax(values))
-    return k, float(values[k])
-
-
 def _match_anchors(overlaps: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """MXNet's greedy matching: (anchor flags (1 positive, -1 undecided), best overlap per
-    anchor (-1 if never computed), its ground truth)."""
+    anchor (-1 if never computed), its ground truth). Ties go to the first anchor, then the
+    first ground truth, as MXNet's scans."""
     n_anchor, n_gt = overlaps.shape
     flags = np.full(n_anchor, -1, dtype=np.int8)
     best = np.full(n_anchor, -1.0, dtype=np.float32)
     best_gt = np.full(n_anchor, -1, dtype=np.int64)
     free = overlaps.astype(np.float32).copy()
     for _ in range(n_gt):                       # each round matches one ground truth
-        flat, top = _first_argmax(free.reshape(-1))
+        flat = int(np.argmax(free))
+        top = free.reshape(-1)[flat]
         if not top > 1e-6:
             break
         a, g = divmod(flat, n_gt)
@@ -541,25 +566,29 @@ def _match_anchors(overlaps: np.ndarray, threshold: float) -> tuple[np.ndarray, 
         free[a, :] = -np.inf
         free[:, g] = -np.inf
     if threshold > 0:
-        for a in np.flatnonzero(flags != 1):
-            g, top = _first_argmax(overlaps[a])
-            best[a], best_gt[a] = top, g
-            if top > threshold:
-                flags[a] = 1
+        _fill_best(overlaps, flags != 1, best, best_gt)
+        flags[(flags != 1) & (best > threshold)] = 1
     return flags, best, best_gt
 
 
-def _background_prob(cls_pred: np.ndarray, a: int) -> float:
-    """Softmax probability of class 0 for anchor a (cls_pred: (C, A)), in float32."""
-    col = cls_pred[:, a].astype(_F32)
-    e = np.exp(col - col.max())
-    return float(e[0] / e.sum(dtype=_F32))
+def _fill_best(overlaps: np.ndarray, which: np.ndarray, best: np.ndarray, best_gt: np.ndarray) -> None:
+    """best / best_gt of the anchors selected by `which`: their largest overlap and its
+    (first) ground truth."""
+    best_gt[which] = np.argmax(overlaps[which], axis=1)
+    best[which] = overlaps[which].max(axis=1)
+
+
+def _background_probs(cls_pred: np.ndarray) -> np.ndarray:
+    """Softmax probability of class 0 for every anchor (cls_pred: (C, A)), in float32."""
+    col = cls_pred.astype(_F32)
+    e = np.exp(col - col.max(axis=0))
+    return e[0] / e.sum(axis=0, dtype=_F32)
 
 
 def _mine_negatives(op: str, attrs, flags, best, best_gt, overlaps, cls_pred) -> None:
     """Mark anchors as negatives (flag 0): all non-positives, or with negative mining the
-    `ratio * positives` ones of overlap below negative_mining_thresh whose background
-    probability is lowest."""
+    int(ratio * positives) ones of overlap below negative_mining_thresh whose background
+    probability is lowest (ties in anchor order)."""
     ratio = attrs["negative_mining_ratio"]
     if ratio <= 0:
         flags[flags != 1] = 0
@@ -570,17 +599,12 @@ def _mine_negatives(op: str, attrs, flags, best, best_gt, overlaps, cls_pred) ->
     n_neg = min(int(n_pos * ratio), len(flags) - n_pos)
     if n_neg <= 0:
         return
-    pool = []
-    for a in np.flatnonzero(flags != 1):
-        if best[a] < 0:
-            best_gt[a], best[a] = _first_argmax(overlaps[a])
-        if best[a] < attrs["negative_mining_thresh"] and flags[a] == -1:
-            pool.append((-_background_prob(cls_pred, a), int(a)))
+    _fill_best(overlaps, (flags != 1) & (best < 0), best, best_gt)
+    pool = np.flatnonzero((flags == -1) & (best < attrs["negative_mining_thresh"]))
     if len(pool) < n_neg:
         raise _err(op, f"negative mining needs {n_neg} candidates, found {len(pool)}")
-    pool.sort(key=lambda t: -t[0])               # stable, descending -prob
-    for _, a in pool[:n_neg]:
-        flags[a] = 0
+    probs = _background_probs(cls_pred)[pool]
+    flags[pool[np.argsort(probs, kind="stable")[:n_neg]]] = 0
 
 
 def _loc_targets(anchors: np.ndarray, boxes: np.ndarray, variances) -> np.ndarray:
@@ -615,7 +639,7 @@ class MultiBoxTarget(_DetectionOp):
         "ignore_label": Param(Float, -1.0, "class target of ignored anchors"),
         "negative_mining_ratio": Param(Float, -1.0, "negatives per positive (-1: no mining)"),
         "negative_mining_thresh": Param(Float, 0.5, "overlap below which an anchor may be a negative"),
-        "minimum_negative_samples": Param(Int, 0, "minimum number of negatives"),
+        "minimum_negative_samples": Param(Int, 0, "minimum number of negatives (unused by MXNet's CPU kernel)"),
         "variances": Param(FloatTuple, (0.1, 0.1, 0.2, 0.2), "variances of the box offsets"),
     }
 
@@ -676,16 +700,9 @@ def _decode_corners(anchors: np.ndarray, loc: np.ndarray, clip: bool, variances)
     return np.clip(boxes, _F32(0), _F32(1)) if clip else boxes
 
 
-def _detection_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """MultiBoxDetection's overlap of box a (4,) with boxes b (K, 4): 0 where the union <= 0."""
-    inter = pairwise_intersection(a[None, :], b, "corner")[0]
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1]) - inter
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(union <= 0, a.dtype.type(0), inter / union)
-
-
 def _detection_nms(rows: np.ndarray, attrs) -> None:
-    """Sort the valid rows (R, 6) by score, cut to nms_topk and suppress in place (id -1)."""
+    """Sort the valid rows (R, 6) by score, cut to nms_topk and suppress in place (id -1);
+    overlaps are 0 where the union is not positive and suppress from nms_threshold on."""
     order = np.argsort(-rows[:, 1], kind="stable")
     unsorted = rows.copy()
     keep = len(order)
@@ -694,16 +711,17 @@ def _detection_nms(rows: np.ndarray, attrs) -> None:
         rows[topk:, 0] = -1                      # rows past topk keep their unsorted values
         keep = topk
     rows[:keep] = unsorted[order[:keep]]
-    for i in range(keep):
-        if rows[i, 0] < 0:
-            continue
-        rest = np.arange(i + 1, keep)
-        rest = rest[rows[rest, 0] >= 0]
-        if not attrs["force_suppress"]:
-            rest = rest[rows[rest, 0] == rows[i, 0]]
-        if len(rest):
-            iou = _detection_iou(rows[i, 2:6], rows[rest, 2:6])
-            rows[rest[iou >= attrs["nms_threshold"]], 0] = -1
+    ids = rows[:keep, 0]
+
+    def overlaps(a, b):
+        inter = pairwise_intersection(a, b, "corner")
+        union = ((a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1]))[:, None] \
+            + ((b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1]))[None, :] - inter
+        with np.errstate(divide="ignore", invalid="ignore"):
+            iou = np.where(union <= 0, a.dtype.type(0), inter / union)
+        return iou >= attrs["nms_threshold"]
+    alive = nms_boxes(rows[:keep, 2:6], None if attrs["force_suppress"] else ids, overlaps)
+    rows[:keep, 0] = np.where(alive, ids, -1)
 
 
 @register("_contrib_MultiBoxDetection")
@@ -721,7 +739,7 @@ class MultiBoxDetection(_DetectionOp):
     params = {
         "clip": Param(Bool, True, "clip boxes to [0, 1]"),
         "threshold": Param(Float, 0.01, "lowest score of a detection"),
-        "background_id": Param(Int, 0, "background class id"),
+        "background_id": Param(Int, 0, "background class id (MXNet's kernel always treats class 0 as background)"),
         "nms_threshold": Param(Float, 0.5, "NMS overlap threshold"),
         "force_suppress": Param(Bool, False, "suppress across classes"),
         "variances": Param(FloatTuple, (0.1, 0.1, 0.2, 0.2), "variances of the box offsets"),
