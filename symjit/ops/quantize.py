@@ -1,5 +1,5 @@
-"""Quantization: `_contrib_quantize`, `_contrib_dequantize` and `_contrib_requantize` (MXNet 1.9.1's
-contrib ops), in MXNet's float32 arithmetic so results agree bit for bit.
+"""Quantization: `_contrib_quantize`, `_contrib_quantize_v2`, `_contrib_dequantize` and
+`_contrib_requantize` (MXNet 1.9.1's contrib ops), in MXNet's float32 arithmetic so results agree bit for bit.
 
 A zero-centred type T (int8: q = 127, int32: q = 2147483648, the float of min(|max|, |min|))
 represents [-r, r] with r = max(|min_range|, |max_range|):
@@ -8,6 +8,11 @@ represents [-r, r] with r = max(|min_range|, |max_range|):
 uint8 represents [min, max] affinely: to uint8 floor((x - min) * s + 0.5) with the float32
 s = 255 / (max - min) (values outside the range are clipped to [0, 255], where MXNet's cast is
 undefined), range returned as given; from uint8 x * ((max - min) / 255) + min.
+
+quantize_v2 quantizes float data over [min_calib_range, max_calib_range] when both are given,
+else over the data's own [min, max], to int8 (default) or uint8 ('auto': uint8 for a
+non-negative calibrated range); int8 / uint8 input is returned as is, with the calibrated range
+or the type's full range (-127, 127) / (0, 255).
 
 requantize maps int32 data of range (min_range, max_range) to int8: the real values
 x * (r_in / 2147483648) are quantized over [-r, r], r = max(|min_calib_range|, |max_calib_range|)
@@ -47,6 +52,35 @@ def to_zero_centered(x: np.ndarray, real_range: np.float32, q: np.float32) -> np
     return np.sign(xf) * np.floor(scaled)
 
 
+def to_unsigned(x: np.ndarray, lo: np.float32, hi: np.float32) -> np.ndarray:
+    """uint8 of x over [lo, hi]: floor((x - lo) * s + 0.5), s = float32(255 / (hi - lo)), clipped
+    to [0, 255] (zeros for an empty range)."""
+    span = _F32(hi - lo)
+    if not span > 0:
+        return np.zeros(x.shape, dtype=np.uint8)
+    shifted = (x.astype(_F32) - lo) * _F32(255.0 / np.float64(span))
+    return np.clip(np.floor(shifted.astype(np.float64) + 0.5), 0, 255).astype(np.uint8)
+
+
+def _calibrated(attrs) -> bool:
+    return attrs["min_calib_range"] is not None and attrs["max_calib_range"] is not None
+
+
+def output_type(attrs) -> str:
+    """The out_type of quantize_v2 / requantize: 'auto' is uint8 for a calibrated range that is
+    non-negative, else int8."""
+    kind = attrs["out_type"]
+    if kind == "auto":
+        kind = "uint8" if _calibrated(attrs) and attrs["min_calib_range"] >= 0 else "int8"
+    return kind
+
+
+_CALIB_PARAMS = {
+    "min_calib_range": Param(Optional(Float), None, "calibrated minimum of the real values"),
+    "max_calib_range": Param(Optional(Float), None, "calibrated maximum of the real values"),
+}
+
+
 def _range_outputs(lo, hi) -> list:
     return [np.array([lo], _F32), np.array([hi], _F32)]
 
@@ -78,14 +112,7 @@ class Quantize(_RangeOp):
         if attrs["out_type"] == "int8":
             r = _max_abs(lo, hi)
             return [to_zero_centered(x, r, _Q_RANGE["int8"]).astype(np.int8)] + _range_outputs(-r, r)
-        span = _F32(hi - lo)
-        if span > 0:
-            scale = _F32(255.0 / np.float64(span))
-            shifted = (x.astype(_F32) - lo) * scale
-            q = np.clip(np.floor(shifted.astype(np.float64) + 0.5), 0, 255).astype(np.uint8)
-        else:
-            q = np.zeros(x.shape, dtype=np.uint8)
-        return [q] + _range_outputs(lo, hi)
+        return [to_unsigned(x, lo, hi)] + _range_outputs(lo, hi)
 
 
 @register("_contrib_dequantize")
@@ -120,15 +147,11 @@ class Requantize(_RangeOp):
     outputs = ("output", "min_output", "max_output")
     params = {
         "out_type": Param(Enum("auto", "int8", "uint8"), "int8", "output type ('auto': from the calibrated range)"),
-        "min_calib_range": Param(Optional(Float), None, "calibrated minimum of the real values"),
-        "max_calib_range": Param(Optional(Float), None, "calibrated maximum of the real values"),
+        **_CALIB_PARAMS,
     }
 
     def _out_type(self, attrs) -> str:
-        kind = attrs["out_type"]
-        calibrated = attrs["min_calib_range"] is not None and attrs["max_calib_range"] is not None
-        if kind == "auto":
-            kind = "uint8" if calibrated and attrs["min_calib_range"] >= 0 else "int8"
+        kind = output_type(attrs)
         if kind == "uint8":
             raise MXNetError(f"{self.name}: uint8 output is only supported by MXNet's MKL-DNN backend; "
                              "use out_type='int8'")
@@ -148,10 +171,54 @@ class Requantize(_RangeOp):
         lo, hi = _range(self.name, lo_a, hi_a)
         in_scale = _F32(_max_abs(lo, hi) / _Q_RANGE["int32"])
         real = x.astype(_F32) * in_scale
-        if attrs["min_calib_range"] is not None and attrs["max_calib_range"] is not None:
+        if _calibrated(attrs):
             r = _max_abs(attrs["min_calib_range"], attrs["max_calib_range"])
         elif x.size:
             r = _max_abs(_F32(x.min()) * in_scale, _F32(x.max()) * in_scale)
         else:
             r = _F32(0)
         return [to_zero_centered(real, r, _Q_RANGE["int8"]).astype(np.int8)] + _range_outputs(-r, r)
+
+
+@register("_contrib_quantize_v2")
+class QuantizeV2(Op):
+    """(quantized data, min range, max range) of float data over the calibrated range, or over
+    the data's own (min, max) when no calibration is given; int8 or uint8 data passes through
+    with the calibrated range (else the type's full range)."""
+    outputs = ("output", "min_output", "max_output")
+    params = {
+        "out_type": Param(Enum("auto", "int8", "uint8"), "int8", "output type ('auto': from the calibrated range)"),
+        **_CALIB_PARAMS,
+    }
+    differentiable = False
+
+    def infer_shape(self, attrs, in_shapes):
+        return [in_shapes[0]], [in_shapes[0], (1,), (1,)]
+
+    def infer_type(self, attrs, in_types):
+        t = in_types[0]
+        if t in ("int8", "uint8"):
+            return [t], [t, "float32", "float32"]
+        if t is not None and np.dtype(t).kind != "f":
+            raise MXNetError(f"{self.name}: data must be floating point, int8 or uint8, got {t}")
+        return [t], [output_type(attrs), "float32", "float32"]
+
+    def compute(self, attrs, inputs, ctx):
+        x = inputs[0]
+        if x.dtype in (np.int8, np.uint8):
+            if _calibrated(attrs):
+                lo, hi = attrs["min_calib_range"], attrs["max_calib_range"]
+            else:
+                lo, hi = (0, 255) if x.dtype == np.uint8 else (-127, 127)
+            return [x.copy()] + _range_outputs(lo, hi)
+        self.infer_type(attrs, [x.dtype.name])
+        if _calibrated(attrs):
+            lo, hi = _F32(attrs["min_calib_range"]), _F32(attrs["max_calib_range"])
+        elif x.size:
+            lo, hi = _F32(x.min()), _F32(x.max())
+        else:
+            lo = hi = _F32(0)
+        if output_type(attrs) == "uint8":
+            return [to_unsigned(x, lo, hi)] + _range_outputs(lo, hi)
+        r = _max_abs(lo, hi)
+        return [to_zero_centered(x, r, _Q_RANGE["int8"]).astype(np.int8)] + _range_outputs(-r, r)

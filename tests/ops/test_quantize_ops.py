@@ -76,3 +76,32 @@ def test_requantize_in_a_symbol_graph_and_refusals():
         mx.nd.contrib.requantize(mx.nd.array(x), mx.nd.array([-1.0]), mx.nd.array([1.0]))
     with pytest.raises(MXNetError, match="int8, uint8 or int32"):
         mx.nd.contrib.dequantize(mx.nd.array(x), mx.nd.array([-1.0]), mx.nd.array([1.0]))
+
+
+@pytest.mark.parametrize("kw,kind", [(dict(), "int8"), (dict(min_calib_range=-1.0, max_calib_range=2.0), "int8"),
+                                     (dict(out_type="auto", min_calib_range=0.0, max_calib_range=2.0), "uint8"),
+                                     (dict(out_type="uint8"), "uint8")])
+def test_quantize_v2_over_the_calibrated_or_the_data_range(kw, kind):
+    x = RNG.uniform(-0.5, 2.5, (4, 5)).astype(F)
+    q, lo, hi = mx.nd.contrib.quantize_v2(mx.nd.array(x), **kw)
+    assert q.dtype == np.dtype(kind)
+    dmin, dmax = (F(kw["min_calib_range"]), F(kw["max_calib_range"])) if "min_calib_range" in kw else (x.min(), x.max())
+    if kind == "int8":
+        r = max(abs(dmin), abs(dmax))
+        np.testing.assert_array_equal(q.asnumpy().reshape(-1), [_to_int8(v, r) for v in x.reshape(-1)])
+        assert (lo.asscalar(), hi.asscalar()) == (-r, r)
+    else:
+        scale = F(255.0 / np.float64(F(dmax - dmin)))
+        ref = [min(255, max(0, int(np.float64(F(F(v) - dmin) * scale) + 0.5))) for v in x.reshape(-1)]
+        np.testing.assert_array_equal(q.asnumpy().reshape(-1), ref)
+        assert (lo.asscalar(), hi.asscalar()) == (dmin, dmax)
+
+
+def test_quantize_v2_passes_quantized_data_through():
+    q = np.array([-3, 0, 100], np.int8)
+    out, lo, hi = mx.nd.contrib.quantize_v2(mx.nd.array(q, dtype="int8"))
+    np.testing.assert_array_equal(out.asnumpy(), q)
+    assert (lo.asscalar(), hi.asscalar()) == (-127, 127)
+    out, lo, hi = mx.nd.contrib.quantize_v2(mx.nd.array(q.astype(np.uint8), dtype="uint8"), min_calib_range=0.0,
+                                            max_calib_range=4.0)
+    assert out.dtype == np.uint8 and (lo.asscalar(), hi.asscalar()) == (0, 4)
