@@ -214,7 +214,7 @@ class BoxNMS(Op):
     """Non-maximum suppression of boxes (..., N, W); output of the input's shape (kept rows
     first, by descending score, the rest -1) and a hidden record of source rows."""
     params = _NMS_PARAMS
-    outputs = ("output", "record")
+    outputs = ("output0", "output1")            # MXNet's default names: (result, hidden record)
     kernel = "sort"
 
     def num_visible_outputs(self, attrs):
@@ -324,7 +324,7 @@ class BipartiteMatching(_DetectionOp):
         "threshold": Param(Float, doc="scores must exceed it (be below it when is_ascend)"),
         "topk": Param(Int, -1, "limit on the matches (-1: none)"),
     }
-    outputs = ("row_marker", "col_marker")
+    outputs = ("output0", "output1")            # (column of each row, row of each column)
 
     def infer_shape(self, attrs, in_shapes):
         d = in_shapes[0]
@@ -379,7 +379,7 @@ class BoxEncode(_DetectionOp):
     ((ref_x - a_x) / a_w, (ref_y - a_y) / a_h, log(ref_w / a_w), log(ref_h / a_h)), minus
     means and divided by stds, where samples > 0.5 (elsewhere 0); masks are 1 there, else 0."""
     inputs = ("samples", "matches", "anchors", "refs", "means", "stds")
-    outputs = ("targets", "masks")
+    outputs = ("output0", "output1")            # (targets, masks)
 
     def infer_shape(self, attrs, in_shapes):
         s, mt, a, r, mean, std = in_shapes
