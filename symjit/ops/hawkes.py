@@ -15,7 +15,9 @@ end every process adds its remaining compensator up to max_time and decays its s
 
 Gradients: the exact derivatives (tracked forward along each sequence) of both outputs with
 respect to lda, alpha, beta and state; lags, marks, valid_length and max_time get none (zeros).
-Computed in float64, rounded to the input dtype.
+With no gradient flowing into out_state (the usual case: a loss of the log likelihood) the
+lda / alpha / beta gradients are MXNet's; MXNet 1.9.1 itself ignores out_state's gradient and
+leaves state's gradient unwritten. Computed in float64, rounded to the input dtype.
 """
 from __future__ import annotations
 
