@@ -477,3 +477,13 @@ def test_ssd_head_hybridized_matches_eager():
     for e, h in zip(eager, hybrid):
         np.testing.assert_allclose(h, e, rtol=1e-6, atol=1e-7)
     assert eager[3].shape == (2, 27, 6) and (eager[2] > 0).any()
+
+
+def test_legacy_contrib_names_reach_the_same_ops():
+    feat = mx.nd.zeros((1, 2, 2, 3))
+    np.testing.assert_array_equal(mx.nd._contrib_MultiBoxPrior(feat, sizes=(0.3,)).asnumpy(),
+                                  mx.contrib.ndarray.MultiBoxPrior(feat, sizes=(0.3,)).asnumpy())
+    s = mx.sym._contrib_MultiBoxDetection(mx.sym.var("c"), mx.sym.var("l"), mx.sym.var("a"))
+    assert s.infer_shape(c=(2, 3, 4), l=(2, 16), a=(1, 4, 4))[1] == [(2, 4, 6)]
+    t = mx.contrib.symbol.MultiBoxTarget(mx.sym.var("a"), mx.sym.var("l"), mx.sym.var("c"))
+    assert t.infer_shape(a=(1, 4, 4), l=(2, 3, 5), c=(2, 3, 4))[1] == [(2, 16), (2, 16), (2, 4)]
