@@ -25,13 +25,11 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import cv2
 import numpy as np
 
 from .. import recordio
 from ..base import MXNetError
-from ..image import codec
-from ..image.image import GRAY_COEF, IMAGENET_EIGVAL, IMAGENET_EIGVEC
+from ..ops import image_kernels as codec
 from ..io import DataDesc
 from .batching import BatchedIter, BatchPlan
 from .text import _nd
@@ -113,8 +111,8 @@ def _affine(img, p: AugmentParams, rng):
                   [-ws * b, ws * a, 0.0]], np.float32)
     m[0, 2] = (new_w - (m[0, 0] * w + m[0, 1] * h)) / 2
     m[1, 2] = (new_h - (m[1, 0] * w + m[1, 1] * h)) / 2
-    out = cv2.warpAffine(img, m, (new_w, new_h), flags=_interp(p.inter_method, rng, (h, w), (new_h, new_w)),
-                         borderMode=cv2.BORDER_CONSTANT, borderValue=[float(p.fill_value)] * 4)
+    out = codec.opencv().warpAffine(img, m, (new_w, new_h), flags=_interp(p.inter_method, rng, (h, w), (new_h, new_w)),
+                         borderMode=0, borderValue=[float(p.fill_value)] * 4)
     return out[:, :, None] if out.ndim == 2 else out
 
 
@@ -156,6 +154,7 @@ def _hls_jitter(img, p: AugmentParams, rng):
     if img.shape[2] != 3:
         return img
     dh, dl, ds = (int(rng.integers(-v, v + 1)) if v > 0 else 0 for v in (p.random_h, p.random_l, p.random_s))
+    cv2 = codec.opencv()
     hls = cv2.cvtColor(np.ascontiguousarray(img), cv2.COLOR_RGB2HLS).astype(np.int32)
     hls[:, :, 0] = np.clip(hls[:, :, 0] + dh, 0, 180)
     hls[:, :, 1] = np.clip(hls[:, :, 1] + dl, 0, 255)
@@ -167,15 +166,13 @@ def _colour_jitter(x: np.ndarray, p: AugmentParams, rng) -> np.ndarray:
     """Brightness, contrast, saturation (each alpha = 1 + U(-v, v)) and PCA lighting noise on a
     float32 HxWx3 RGB image."""
     if p.brightness > 0:
-        x = x * np.float32(1 + rng.uniform(-p.brightness, p.brightness))
+        x = codec.adjust_brightness(x, 1 + rng.uniform(-p.brightness, p.brightness))
     if p.contrast > 0:
-        alpha = 1 + rng.uniform(-p.contrast, p.contrast)
-        x = x * np.float32(alpha) + np.float32(3 * (1 - alpha) / x.size * np.sum(x * GRAY_COEF))
+        x = codec.adjust_contrast(x, 1 + rng.uniform(-p.contrast, p.contrast))
     if p.saturation > 0:
-        alpha = 1 + rng.uniform(-p.saturation, p.saturation)
-        x = x * np.float32(alpha) + np.sum(x * GRAY_COEF, axis=2, keepdims=True) * np.float32(1 - alpha)
+        x = codec.adjust_saturation(x, 1 + rng.uniform(-p.saturation, p.saturation))
     if p.pca_noise > 0:
-        x = x + np.dot(IMAGENET_EIGVEC * rng.normal(0, p.pca_noise, 3), IMAGENET_EIGVAL).astype(np.float32)
+        x = x + codec.lighting_offset(rng.normal(0, p.pca_noise, 3))
     return x
 
 

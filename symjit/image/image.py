@@ -19,7 +19,7 @@ import numpy as np
 from .. import io as _io
 from .. import recordio
 from ..base import MXNetError
-from . import codec
+from ..ops import image_kernels as codec
 
 __all__ = ["imread", "imdecode", "imresize", "scale_down", "copyMakeBorder", "resize_short",
            "fixed_crop", "random_crop", "center_crop", "color_normalize", "random_size_crop",
@@ -29,16 +29,11 @@ __all__ = ["imread", "imdecode", "imresize", "scale_down", "copyMakeBorder", "re
            "ColorNormalizeAug", "RandomGrayAug", "HorizontalFlipAug", "CastAug", "CreateAugmenter",
            "ImageIter"]
 
-#: ITU-R BT.601 luma weights of R, G, B (MXNet's contrast / saturation jitter)
-GRAY_COEF = np.array([0.299, 0.587, 0.114], dtype=np.float32)
 #: ImageNet's RGB mean and std (CreateAugmenter's mean=True / std=True)
 IMAGENET_MEAN = (123.68, 116.28, 103.53)
 IMAGENET_STD = (58.395, 57.12, 57.375)
-#: ImageNet's RGB eigenvalues / eigenvectors (AlexNet-style PCA lighting noise)
-IMAGENET_EIGVAL = np.array([55.46, 4.794, 1.148])
-IMAGENET_EIGVEC = np.array([[-0.5675, 0.7192, 0.4009],
-                            [-0.5808, -0.0045, -0.8140],
-                            [-0.5836, -0.6948, 0.4203]])
+IMAGENET_EIGVAL = codec.IMAGENET_EIGVAL
+IMAGENET_EIGVEC = codec.IMAGENET_EIGVEC
 
 
 def _np(src) -> np.ndarray:
@@ -334,12 +329,6 @@ class RandomOrderAug(Augmenter):
         return src
 
 
-def _scaled(src, alpha: float) -> np.ndarray:
-    """src * alpha in src's dtype (float images stay float)."""
-    img = _np(src)
-    return (img * alpha).astype(img.dtype, copy=False)
-
-
 class BrightnessJitterAug(Augmenter):
     """Multiplies by 1 + U(-brightness, brightness)."""
 
@@ -349,7 +338,7 @@ class BrightnessJitterAug(Augmenter):
 
     def __call__(self, src):
         alpha = 1.0 + random.uniform(-self.brightness, self.brightness)
-        return _nd(_scaled(src, alpha))
+        return _nd(codec.adjust_brightness(_np(src), alpha))
 
 
 class ContrastJitterAug(Augmenter):
@@ -363,9 +352,7 @@ class ContrastJitterAug(Augmenter):
     def __call__(self, src):
         img = _hwc(src, "ContrastJitterAug")
         alpha = 1.0 + random.uniform(-self.contrast, self.contrast)
-        gray = img * GRAY_COEF
-        gray = (3.0 * (1.0 - alpha) / gray.size) * np.sum(gray)
-        return _nd((img * alpha + gray).astype(img.dtype, copy=False))
+        return _nd(codec.adjust_contrast(img, alpha))
 
 
 class SaturationJitterAug(Augmenter):
@@ -379,8 +366,7 @@ class SaturationJitterAug(Augmenter):
     def __call__(self, src):
         img = _hwc(src, "SaturationJitterAug")
         alpha = 1.0 + random.uniform(-self.saturation, self.saturation)
-        gray = np.sum(img * GRAY_COEF, axis=2, keepdims=True) * (1.0 - alpha)
-        return _nd((img * alpha + gray).astype(img.dtype, copy=False))
+        return _nd(codec.adjust_saturation(img, alpha))
 
 
 #: RGB -> YIQ and YIQ -> RGB (HueJitterAug rotates the IQ plane)
