@@ -23,6 +23,7 @@ from ..ops import image_kernels as codec
 
 __all__ = ["imread", "imdecode", "imresize", "scale_down", "copyMakeBorder", "resize_short",
            "fixed_crop", "random_crop", "center_crop", "color_normalize", "random_size_crop",
+           "imrotate", "random_rotate",
            "Augmenter", "SequentialAug", "ResizeAug", "ForceResizeAug", "RandomCropAug",
            "RandomSizedCropAug", "CenterCropAug", "RandomOrderAug", "BrightnessJitterAug",
            "ContrastJitterAug", "SaturationJitterAug", "HueJitterAug", "ColorJitterAug", "LightingAug",
@@ -207,6 +208,79 @@ def random_size_crop(src, size, area, ratio, interp=2, **kwargs):
             y0 = random.randint(0, h - new_h)
             return fixed_crop(src, x0, y0, new_w, new_h, size, interp), (x0, y0, new_w, new_h)
     return center_crop(src, size, interp)
+
+
+def _bilinear_sample(img: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """img (C, H, W) sampled at pixel coordinates (xs, ys) (each (H', W')) bilinearly, zero
+    outside the image (BilinearSampler's convention)."""
+    c, h, w = img.shape
+    x0, y0 = np.floor(xs).astype(np.int64), np.floor(ys).astype(np.int64)
+    out = np.zeros((c,) + xs.shape, np.float32)
+    for dy in (0, 1):
+        for dx in (0, 1):
+            xi, yi = x0 + dx, y0 + dy
+            wgt = (1 - np.abs(xs - xi)) * (1 - np.abs(ys - yi))
+            inside = (xi >= 0) & (xi < w) & (yi >= 0) & (yi < h)
+            vals = img[:, np.clip(yi, 0, h - 1), np.clip(xi, 0, w - 1)]
+            out += np.where(inside, wgt, 0).astype(np.float32) * vals
+    return out
+
+
+def _rotation_scale(h: int, w: int, rad: float, zoom_in: bool, zoom_out: bool) -> float:
+    """The sampling-grid scale that keeps the rotated image free of padding (zoom_in) or
+    entirely visible (zoom_out); 1 otherwise."""
+    if not (zoom_in or zoom_out):
+        return 1.0
+    rho, ang = np.hypot(h, w), np.arctan(h / w)
+    max_x = max(abs(rho * np.cos(ang + abs(rad))), abs(rho * np.cos(ang - abs(rad))))
+    max_y = max(abs(rho * np.sin(ang + abs(rad))), abs(rho * np.sin(ang - abs(rad))))
+    if zoom_out:
+        return max(max_x / w, max_y / h)
+    return min(w / max_x, h / max_y)
+
+
+def imrotate(src, rotation_degrees, zoom_in=False, zoom_out=False):
+    """Rotate float32 CHW images (or an NCHW batch, with one angle or one per image) by
+    `rotation_degrees` about their centre, keeping the shape; uncovered pixels are 0.
+    `zoom_in` scales so no padding shows, `zoom_out` so the whole image stays visible."""
+    if zoom_in and zoom_out:
+        raise ValueError("`zoom_in` and `zoom_out` cannot be both True")
+    img = _np(src)
+    if img.dtype != np.float32:
+        raise TypeError("Only `float32` images are supported by this function")
+    if img.ndim == 3:
+        if not isinstance(rotation_degrees, numbers.Number):
+            raise TypeError("When a single image is passed the rotation angle is required to be a scalar.")
+        return _nd(_rotate_one(img, float(rotation_degrees), zoom_in, zoom_out))
+    if img.ndim != 4:
+        raise ValueError("Only 3D and 4D are supported by this function")
+    angles = np.broadcast_to(np.asarray(_np(rotation_degrees), np.float64).reshape(-1), (len(img),)) \
+        if np.size(_np(rotation_degrees)) in (1, len(img)) else None
+    if angles is None:
+        raise ValueError("The number of images must be equal to the number of rotation angles")
+    return _nd(np.stack([_rotate_one(i, a, zoom_in, zoom_out) for i, a in zip(img, angles)]))
+
+
+def _rotate_one(img: np.ndarray, degrees: float, zoom_in: bool, zoom_out: bool) -> np.ndarray:
+    _, h, w = img.shape
+    rad = np.pi * degrees / 180
+    hc, wc = (h - 1) / 2, (w - 1) / 2
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float64)
+    scale = _rotation_scale(h, w, rad, zoom_in, zoom_out)
+    xr = ((xx - wc) * np.cos(rad) - (yy - hc) * np.sin(rad)) * scale + wc
+    yr = ((xx - wc) * np.sin(rad) + (yy - hc) * np.cos(rad)) * scale + hc
+    return _bilinear_sample(img, xr, yr)
+
+
+def random_rotate(src, angle_limits, zoom_in=False, zoom_out=False):
+    """imrotate by an angle drawn uniformly from `angle_limits` (numpy's global RNG; one angle
+    per image of a batch)."""
+    img = _np(src)
+    if img.ndim == 3:
+        angle = np.random.uniform(*angle_limits)
+    else:
+        angle = np.random.uniform(*angle_limits, size=len(img))
+    return imrotate(src, angle, zoom_in, zoom_out)
 
 
 # ---- augmenters ------------------------------------------------------------------------------
