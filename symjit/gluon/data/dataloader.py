@@ -5,7 +5,8 @@ NDArrays, numpy arrays and numbers into one NDArray per field). With `num_worker
 batches are produced concurrently, as in MXNet, by worker processes (forked where the platform
 allows, so datasets and transforms need not be picklable; each worker reseeds Python's, numpy's
 and symjit's generators with its own seed) or, with `thread_pool=True`, by worker threads; they
-are yielded in sampler order with up to `prefetch` batches in flight, so the batches equal those
+are yielded in sampler order with up to `prefetch` batches in flight (arrays come back from worker
+processes through shared memory, as MXNet's do, not through a pipe), so the batches equal those
 of `num_workers=0` for deterministic datasets. A worker's exception is raised again in the
 parent as a RuntimeError carrying the worker's traceback; a dead worker or a batch that takes
 longer than `timeout` seconds raises RuntimeError instead of hanging.
@@ -16,6 +17,8 @@ import multiprocessing
 import os
 import random
 import traceback
+from dataclasses import dataclass
+from multiprocessing import resource_tracker, shared_memory
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as _FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
@@ -61,12 +64,65 @@ def _worker_init(dataset, batchify_fn, base_seed: int) -> None:
     mx_random.seed(seed)
 
 
+@dataclass(frozen=True)
+class _SharedArray:
+    """An array a worker left in a shared-memory block `name` for the parent to take."""
+    name: str
+    shape: tuple
+    dtype: str
+    ndarray: bool        # an NDArray (else a numpy array) in the batch
+
+    @staticmethod
+    def put(arr: np.ndarray, ndarray: bool) -> "_SharedArray":
+        block = shared_memory.SharedMemory(create=True, size=max(arr.nbytes, 1))
+        np.ndarray(arr.shape, arr.dtype, buffer=block.buf)[...] = arr
+        block.close()
+        return _SharedArray(block.name, arr.shape, arr.dtype.str, ndarray)
+
+    def take(self):
+        """The array (copied out) as NDArray or numpy array; the block is freed."""
+        block = shared_memory.SharedMemory(name=self.name)
+        try:
+            arr = np.array(np.ndarray(self.shape, np.dtype(self.dtype), buffer=block.buf))
+        finally:
+            block.close()
+            block.unlink()
+        return NDArray(arr) if self.ndarray else arr
+
+
+def _to_shared(obj):
+    """`obj` with its NDArrays and numpy arrays (in lists / tuples) moved to shared memory."""
+    if isinstance(obj, NDArray) and type(obj) is NDArray:
+        return _SharedArray.put(obj.asnumpy(), True)
+    if isinstance(obj, np.ndarray) and obj.dtype != object:
+        return _SharedArray.put(obj, False)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_shared(o) for o in obj)
+    return obj
+
+
+def _from_shared(obj):
+    """Inverse of `_to_shared`, in the parent."""
+    if isinstance(obj, _SharedArray):
+        return obj.take()
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_from_shared(o) for o in obj)
+    return obj
+
+
+def _discard(future) -> None:
+    """Free the shared blocks of a batch nobody will read (iteration stopped early)."""
+    if not future.cancelled() and future.exception() is None:
+        _from_shared(future.result())
+
+
 def _worker_batch(indices):
-    """One batch computed in a worker process; failures come back as RuntimeError with the
-    worker's traceback (the original exception may not survive pickling)."""
+    """One batch computed in a worker process, its arrays in shared memory; failures come
+    back as RuntimeError with the worker's traceback (the original exception may not survive
+    pickling)."""
     try:
         dataset = _WORKER_STATE["dataset"]
-        return _WORKER_STATE["batchify_fn"]([dataset[i] for i in indices])
+        return _to_shared(_WORKER_STATE["batchify_fn"]([dataset[i] for i in indices]))
     except Exception as err:
         raise RuntimeError(f"DataLoader worker process {os.getpid()} failed on sample indices "
                            f"{list(indices)}: {type(err).__name__}: {err}\n"
@@ -131,11 +187,13 @@ class DataLoader:
                 yield from self._iter_pool(lambda b: pool.submit(self._load, b))
             return
         pool = self._processes()
-        yield from self._iter_pool(lambda b: pool.submit(_worker_batch, b))
+        for batch in self._iter_pool(lambda b: pool.submit(_worker_batch, b), _discard):
+            yield _from_shared(batch)
 
     def _processes(self) -> ProcessPoolExecutor:
         """The worker processes (started on first use, kept across epochs)."""
         if self._worker_pool is None:
+            resource_tracker.ensure_running()   # one tracker for the shared blocks of all workers
             base_seed = int(np.random.randint(0, 2 ** 31 - 1))
             self._worker_pool = ProcessPoolExecutor(
                 max_workers=self._num_workers, mp_context=_process_context(), initializer=_worker_init,
@@ -151,9 +209,10 @@ class DataLoader:
             self._worker_pool = None
             raise RuntimeError(f"DataLoader: a worker process died ({err}); the batch is lost") from None
 
-    def _iter_pool(self, submit):
+    def _iter_pool(self, submit, discard=None):
         """Batches computed by a pool, yielded in sampler order; at most
-        max(prefetch, num_workers) batches are pending at any time."""
+        max(prefetch, num_workers) batches are pending at any time. When iteration stops
+        early, pending batches are cancelled, or passed to `discard` once computed."""
         depth = max(self._prefetch, self._num_workers)
         pending = deque()
         batches = iter(self._batch_sampler)
@@ -170,7 +229,8 @@ class DataLoader:
                 yield result
         finally:
             for fut in pending:
-                fut.cancel()
+                if not fut.cancel() and discard is not None:
+                    fut.add_done_callback(discard)
 
     def __len__(self):
         return len(self._batch_sampler)
