@@ -783,7 +783,7 @@ class ImageIter(_io.DataIter):
             if not self._allow_read:
                 raise StopIteration
             data = np.zeros((self.batch_size, c, h, w), np.float32)
-            label = np.zeros(self.provide_label[0].shape, np.dtype(self.dtype))
+            label = self._empty_label()
             i = self._batchify(data, label)
         pad = self.batch_size - i
         if pad:
@@ -798,6 +798,10 @@ class ImageIter(_io.DataIter):
             else:
                 self._cache = None
         return _io.DataBatch([_nd(data)], [_nd(label)], pad=pad)
+
+    def _empty_label(self) -> np.ndarray:
+        """The label buffer of a new batch."""
+        return np.zeros(self.provide_label[0].shape, np.dtype(self.dtype))
 
     def check_data_shape(self, data_shape):
         """data_shape must be (3, H, W)."""
