@@ -267,14 +267,12 @@ class ImageRecordIter(BatchedIter):
         self._rec.handle.seek(loc)
         return self._rec.read()
 
-    def _read_imglist(self, path: str) -> dict:
-        labels = {}
-        with open(path) as fin:
-            for line in fin:
-                fields = line.strip().split("\t")
-                if len(fields) >= 3:
-                    labels[int(fields[0])] = np.array([float(v) for v in fields[1:-1]], np.float32)
-        return labels
+    @staticmethod
+    def _read_imglist(path: str) -> dict:
+        """{record id: float32 labels} of a .lst file."""
+        from ..image.image import read_image_list_file
+        table, _ = read_image_list_file(path, "float32")
+        return {key: labels for key, (labels, _) in table.items()}
 
     def _label(self, header) -> np.ndarray:
         lab = self._imglist[int(header.id)] if self._imglist is not None else np.atleast_1d(

@@ -131,12 +131,44 @@ def _range(value, what: str):
     return (value, value)
 
 
-def _box_height_range(min_area, max_area, ratio):
-    """Smallest and largest box height for the area range at aspect ratio `ratio`."""
-    return int(round(math.sqrt(min_area / ratio))), int(round(math.sqrt(max_area / ratio)))
+def _proposal_draws(aug, height: int, width: int):
+    """(aspect ratio, min box height, max box height, min area, max area) for each of
+    `aug.max_attempts` draws of a box whose area is `aug.area_range` times the image's."""
+    min_area = aug.area_range[0] * height * width
+    max_area = aug.area_range[1] * height * width
+    for _ in range(aug.max_attempts):
+        ratio = random.uniform(*aug.aspect_ratio_range)
+        if ratio <= 0:
+            continue
+        yield (ratio, int(round(math.sqrt(min_area / ratio))), int(round(math.sqrt(max_area / ratio))),
+               min_area, max_area)
 
 
-class DetRandomCropAug(DetAugmenter):
+class _BoxProposalAug(DetAugmenter):
+    """A detection augmenter drawing boxes of area `area_range` times the image's and aspect
+    ratio in `aspect_ratio_range` (`max_attempts` draws); disabled, with a warning, when the
+    ranges are invalid (an area range must reach above `area_floor`)."""
+    area_floor = 0.0
+
+    def __init__(self, aspect_ratio_range, area_range, max_attempts, **kwargs):
+        aspect_ratio_range = _range(aspect_ratio_range, "aspect ratio")
+        area_range = _range(area_range, "area range")
+        super().__init__(aspect_ratio_range=aspect_ratio_range, area_range=area_range,
+                         max_attempts=max_attempts, **kwargs)
+        self.aspect_ratio_range = aspect_ratio_range
+        self.area_range = area_range
+        self.max_attempts = max_attempts
+        self.enabled = False
+        name = type(self).__name__
+        if area_range[1] <= self.area_floor or area_range[0] > area_range[1]:
+            warnings.warn(f"Skip {name} due to invalid area_range: {area_range}")
+        elif aspect_ratio_range[0] <= 0 or aspect_ratio_range[0] > aspect_ratio_range[1]:
+            warnings.warn(f"Skip {name} due to invalid aspect_ratio_range: {aspect_ratio_range}")
+        else:
+            self.enabled = True
+
+
+class DetRandomCropAug(_BoxProposalAug):
     """A random crop (area fraction in `area_range`, aspect ratio in `aspect_ratio_range`) that
     covers more than `min_object_covered` of every object it touches; boxes are clipped to it
     and objects keeping less than `min_eject_coverage` of their area are dropped. Up to
@@ -144,22 +176,10 @@ class DetRandomCropAug(DetAugmenter):
 
     def __init__(self, min_object_covered=0.1, aspect_ratio_range=(0.75, 1.33), area_range=(0.05, 1.0),
                  min_eject_coverage=0.3, max_attempts=50):
-        aspect_ratio_range = _range(aspect_ratio_range, "aspect ratio")
-        area_range = _range(area_range, "area range")
-        super().__init__(min_object_covered=min_object_covered, aspect_ratio_range=aspect_ratio_range,
-                         area_range=area_range, min_eject_coverage=min_eject_coverage, max_attempts=max_attempts)
+        super().__init__(aspect_ratio_range, area_range, max_attempts, min_object_covered=min_object_covered,
+                         min_eject_coverage=min_eject_coverage)
         self.min_object_covered = min_object_covered
         self.min_eject_coverage = min_eject_coverage
-        self.max_attempts = max_attempts
-        self.aspect_ratio_range = aspect_ratio_range
-        self.area_range = area_range
-        self.enabled = False
-        if area_range[1] <= 0 or area_range[0] > area_range[1]:
-            warnings.warn(f"Skip DetRandomCropAug due to invalid area_range: {area_range}")
-        elif aspect_ratio_range[0] > aspect_ratio_range[1] or aspect_ratio_range[0] <= 0:
-            warnings.warn(f"Skip DetRandomCropAug due to invalid aspect_ratio_range: {aspect_ratio_range}")
-        else:
-            self.enabled = True
 
     def __call__(self, src, label):
         img = _hwc(src, "DetRandomCropAug")
@@ -197,13 +217,7 @@ class DetRandomCropAug(DetAugmenter):
     def _random_crop_proposal(self, label, height, width):
         if not self.enabled or height <= 0 or width <= 0:
             return ()
-        min_area = self.area_range[0] * height * width
-        max_area = self.area_range[1] * height * width
-        for _ in range(self.max_attempts):
-            ratio = random.uniform(*self.aspect_ratio_range)
-            if ratio <= 0:
-                continue
-            h, max_h = _box_height_range(min_area, max_area, ratio)
+        for ratio, h, max_h, min_area, max_area in _proposal_draws(self, height, width):
             if round(max_h * ratio) > width:
                 max_h = int((width + 0.4999999) / ratio)   # the largest h with round(h * ratio) <= width
             max_h = min(max_h, height)
@@ -231,9 +245,10 @@ class DetRandomCropAug(DetAugmenter):
         return ()
 
 
-class DetRandomPadAug(DetAugmenter):
+class DetRandomPadAug(_BoxProposalAug):
     """Places the image at a random position on a larger canvas filled with `pad_val` (area
     `area_range` times the image's, aspect ratio in `aspect_ratio_range`); boxes follow."""
+    area_floor = 1.0
 
     def __init__(self, aspect_ratio_range=(0.75, 1.33), area_range=(1.0, 3.0), max_attempts=50,
                  pad_val=(128, 128, 128)):
@@ -241,21 +256,8 @@ class DetRandomPadAug(DetAugmenter):
             if not isinstance(pad_val, numbers.Number):
                 raise AssertionError(f"pad_val must be a number or a sequence, got {pad_val!r}")
             pad_val = (pad_val,)
-        aspect_ratio_range = _range(aspect_ratio_range, "aspect ratio")
-        area_range = _range(area_range, "area range")
-        super().__init__(aspect_ratio_range=aspect_ratio_range, area_range=area_range,
-                         max_attempts=max_attempts, pad_val=pad_val)
+        super().__init__(aspect_ratio_range, area_range, max_attempts, pad_val=pad_val)
         self.pad_val = pad_val
-        self.aspect_ratio_range = aspect_ratio_range
-        self.area_range = area_range
-        self.max_attempts = max_attempts
-        self.enabled = False
-        if area_range[1] <= 1.0 or area_range[0] > area_range[1]:
-            warnings.warn(f"Skip DetRandomPadAug due to invalid parameters: {area_range}")
-        elif aspect_ratio_range[0] <= 0 or aspect_ratio_range[0] > aspect_ratio_range[1]:
-            warnings.warn(f"Skip DetRandomPadAug due to invalid aspect_ratio_range: {aspect_ratio_range}")
-        else:
-            self.enabled = True
 
     def __call__(self, src, label):
         img = _hwc(src, "DetRandomPadAug")
@@ -277,13 +279,7 @@ class DetRandomPadAug(DetAugmenter):
     def _random_pad_proposal(self, label, height, width):
         if not self.enabled or height <= 0 or width <= 0:
             return ()
-        min_area = self.area_range[0] * height * width
-        max_area = self.area_range[1] * height * width
-        for _ in range(self.max_attempts):
-            ratio = random.uniform(*self.aspect_ratio_range)
-            if ratio <= 0:
-                continue
-            h, max_h = _box_height_range(min_area, max_area, ratio)
+        for ratio, h, max_h, _, _ in _proposal_draws(self, height, width):
             if round(h * ratio) < width:
                 h = int((width + 0.499999) / ratio)
             h = min(max(h, height), max_h)
@@ -415,29 +411,18 @@ class ImageDetIter(ImageIter):
     def _empty_label(self) -> np.ndarray:
         return np.full(self.provide_label[0].shape, -1, np.float32)
 
-    def _batchify(self, data, label, start=0):
-        i = start
-        try:
-            while i < self.batch_size:
-                lab, s = self.next_sample()
-                img = self.imdecode(s)
-                try:
-                    self.check_valid_image([img])
-                    lab = self._parse_label(lab)
-                    img, lab = self.augmentation_transform(img, lab)
-                    self._check_valid_label(lab)
-                except RuntimeError as err:
-                    logging.debug("Invalid image, skipping:  %s", err)
-                    continue
-                data[i] = _np(self.postprocess_data(img))
-                n = min(lab.shape[0], label.shape[1])
-                label[i] = -1
-                label[i, :n] = lab[:n, :label.shape[2]]
-                i += 1
-        except StopIteration:
-            if not i:
-                raise
-        return i
+    def _prepare(self, img, label):
+        self.check_valid_image([img])
+        img, label = self.augmentation_transform(img, self._parse_label(label))
+        self._check_valid_label(label)
+        return img, label
+
+    @staticmethod
+    def _store_label(batch_label: np.ndarray, i: int, label) -> None:
+        """Objects beyond the batch's object count are dropped, missing ones are -1."""
+        n = min(label.shape[0], batch_label.shape[1])
+        batch_label[i] = -1
+        batch_label[i, :n] = label[:n, :batch_label.shape[2]]
 
     def augmentation_transform(self, data, label):
         """(image, label) through every detection augmenter."""

@@ -316,25 +316,24 @@ class SequentialAug(Augmenter):
         return src
 
 
-class ResizeAug(Augmenter):
-    """Resizes the shorter edge to `size`."""
+class _SizedAug(Augmenter):
+    """An augmenter with a target `size` and an interpolation code `interp`."""
 
     def __init__(self, size, interp=2):
         super().__init__(size=size, interp=interp)
         self.size = size
         self.interp = interp
+
+
+class ResizeAug(_SizedAug):
+    """Resizes the shorter edge to `size`."""
 
     def __call__(self, src):
         return resize_short(src, self.size, self.interp)
 
 
-class ForceResizeAug(Augmenter):
+class ForceResizeAug(_SizedAug):
     """Resizes to `size` (w, h) regardless of the aspect ratio."""
-
-    def __init__(self, size, interp=2):
-        super().__init__(size=size, interp=interp)
-        self.size = size
-        self.interp = interp
 
     def __call__(self, src):
         img = _hwc(src, "ForceResizeAug")
@@ -342,13 +341,8 @@ class ForceResizeAug(Augmenter):
         return imresize(img, *self.size, interp=_get_interp_method(self.interp, sizes))
 
 
-class RandomCropAug(Augmenter):
+class RandomCropAug(_SizedAug):
     """A random crop of `size` (w, h)."""
-
-    def __init__(self, size, interp=2):
-        super().__init__(size=size, interp=interp)
-        self.size = size
-        self.interp = interp
 
     def __call__(self, src):
         return random_crop(src, self.size, self.interp)[0]
@@ -374,73 +368,60 @@ class RandomSizedCropAug(Augmenter):
         return random_size_crop(src, self.size, self.area, self.ratio, self.interp)[0]
 
 
-class CenterCropAug(Augmenter):
+class CenterCropAug(_SizedAug):
     """The center crop of `size` (w, h)."""
-
-    def __init__(self, size, interp=2):
-        super().__init__(size=size, interp=interp)
-        self.size = size
-        self.interp = interp
 
     def __call__(self, src):
         return center_crop(src, self.size, self.interp)[0]
 
 
-class RandomOrderAug(Augmenter):
+class RandomOrderAug(SequentialAug):
     """Applies the augmenters `ts` in a random order."""
-
-    def __init__(self, ts):
-        super().__init__()
-        self.ts = ts
-
-    def dumps(self):
-        return [self.__class__.__name__.lower(), [x.dumps() for x in self.ts]]
 
     def __call__(self, src):
         random.shuffle(self.ts)
-        for t in self.ts:
-            src = t(src)
-        return src
+        return super().__call__(src)
 
 
-class BrightnessJitterAug(Augmenter):
+class _FactorJitterAug(Augmenter):
+    """src -> `_kernel(src, alpha)` with alpha = 1 + U(-v, v), v the one constructor argument."""
+    _kernel = None
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        ((name, value),) = kwargs.items()
+        setattr(self, name, value)
+        self._value = value
+
+    def __call__(self, src):
+        alpha = 1.0 + random.uniform(-self._value, self._value)
+        return _nd(type(self)._kernel(_np(src), alpha))
+
+
+class BrightnessJitterAug(_FactorJitterAug):
     """Multiplies by 1 + U(-brightness, brightness)."""
+    _kernel = staticmethod(codec.adjust_brightness)
 
     def __init__(self, brightness):
         super().__init__(brightness=brightness)
-        self.brightness = brightness
-
-    def __call__(self, src):
-        alpha = 1.0 + random.uniform(-self.brightness, self.brightness)
-        return _nd(codec.adjust_brightness(_np(src), alpha))
 
 
-class ContrastJitterAug(Augmenter):
+class ContrastJitterAug(_FactorJitterAug):
     """Blends with the image's mean gray level: alpha * src + (1 - alpha) * mean luma, alpha =
     1 + U(-contrast, contrast)."""
+    _kernel = staticmethod(codec.adjust_contrast)
 
     def __init__(self, contrast):
         super().__init__(contrast=contrast)
-        self.contrast = contrast
-
-    def __call__(self, src):
-        img = _hwc(src, "ContrastJitterAug")
-        alpha = 1.0 + random.uniform(-self.contrast, self.contrast)
-        return _nd(codec.adjust_contrast(img, alpha))
 
 
-class SaturationJitterAug(Augmenter):
+class SaturationJitterAug(_FactorJitterAug):
     """Blends each pixel with its luma: alpha * src + (1 - alpha) * luma, alpha =
     1 + U(-saturation, saturation)."""
+    _kernel = staticmethod(codec.adjust_saturation)
 
     def __init__(self, saturation):
         super().__init__(saturation=saturation)
-        self.saturation = saturation
-
-    def __call__(self, src):
-        img = _hwc(src, "SaturationJitterAug")
-        alpha = 1.0 + random.uniform(-self.saturation, self.saturation)
-        return _nd(codec.adjust_saturation(img, alpha))
 
 
 #: RGB -> YIQ and YIQ -> RGB (HueJitterAug rotates the IQ plane)
@@ -608,7 +589,7 @@ def CreateAugmenter(data_shape, resize=0, rand_crop=False, rand_resize=False, ra
 _LABEL_DTYPES = ("int32", "float32", "int64", "float64")
 
 
-def _read_imglist_file(path: str, dtype: str):
+def read_image_list_file(path: str, dtype: str):
     """({key: (label array, relative path)}, [keys]) of a .lst file (index, labels..., path)."""
     imglist, keys = {}, []
     with open(path) as fin:
@@ -623,7 +604,7 @@ def _read_imglist_file(path: str, dtype: str):
     return imglist, keys
 
 
-def _read_imglist(items, dtype: str):
+def read_image_list(items, dtype: str):
     """({'1': (label, path), ...}, keys) of an in-memory list of [label(s)..., path] entries."""
     imglist, keys = {}, []
     for index, img in enumerate(items, 1):
@@ -671,9 +652,9 @@ class ImageIter(_io.DataIter):
                 self.imgrec = recordio.MXRecordIO(path_imgrec, "r")
         imgkeys = None
         if path_imglist:
-            self.imglist, imgkeys = _read_imglist_file(path_imglist, dtype)
+            self.imglist, imgkeys = read_image_list_file(path_imglist, dtype)
         elif isinstance(imglist, list):
-            self.imglist, imgkeys = _read_imglist(imglist, dtype)
+            self.imglist, imgkeys = read_image_list(imglist, dtype)
         else:
             self.imglist = None
         self.path_root = path_root
@@ -755,25 +736,34 @@ class ImageIter(_io.DataIter):
 
     def _batchify(self, data: np.ndarray, label: np.ndarray, start: int = 0) -> int:
         """Fill data[start:], label[start:] with samples; the number filled (StopIteration when
-        nothing at all could be read)."""
+        nothing at all could be read). Samples whose `_prepare` raises RuntimeError are
+        skipped."""
         i = start
         try:
             while i < self.batch_size:
                 lab, s = self.next_sample()
                 img = self.imdecode(s)
                 try:
-                    self.check_valid_image(img)
+                    img, lab = self._prepare(img, lab)
                 except RuntimeError as err:
                     logging.debug("Invalid image, skipping:  %s", err)
                     continue
-                img = self.augmentation_transform(img)
                 data[i] = _np(self.postprocess_data(img))
-                label[i] = np.reshape(_np(lab), label[i].shape)
+                self._store_label(label, i, lab)
                 i += 1
         except StopIteration:
             if not i:
                 raise
         return i
+
+    def _prepare(self, img, label):
+        """(augmented image, label) of a decoded sample; RuntimeError to skip it."""
+        self.check_valid_image(img)
+        return self.augmentation_transform(img), label
+
+    @staticmethod
+    def _store_label(batch_label: np.ndarray, i: int, label) -> None:
+        batch_label[i] = np.reshape(_np(label), batch_label[i].shape)
 
     def next(self):
         c, h, w = self.data_shape

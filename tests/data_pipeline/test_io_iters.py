@@ -198,3 +198,12 @@ def test_resize_and_prefetching_iters():
         np.testing.assert_array_equal(batches[1].data[1].asnumpy(), data[5:] * 2)
         assert len(batches[0].label) == 2
         pre.reset()
+
+
+def test_image_record_iter_labels_from_an_image_list(tmp_path, rec10):
+    _, rec, _ = rec10
+    lst = tmp_path / "labels.lst"
+    lst.write_text("".join(f"{i}\t{100 + i}.0\t{-i}.0\timg{i}.jpg\n" for i in range(10)))
+    it = mx.io.ImageRecordIter(path_imgrec=rec, path_imglist=str(lst), data_shape=(3, 16, 16), batch_size=5,
+                               label_width=2)
+    np.testing.assert_array_equal(it.next().label[0].asnumpy(), [[100 + i, -i] for i in range(5)])

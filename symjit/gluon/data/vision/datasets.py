@@ -11,7 +11,6 @@ raises OSError naming it. Samples are (image NDArray (H, W, C) uint8, label), pa
 from __future__ import annotations
 
 import gzip
-import numbers
 import os
 import struct
 import tarfile
@@ -228,42 +227,16 @@ class ImageListDataset(Dataset):
     array)."""
 
     def __init__(self, root=".", imglist=None, flag=1):
+        from ....image.image import read_image_list, read_image_list_file
         self._root = root
         self._flag = flag
-        self._imglist = {}
-        self._imgkeys = []
         if isinstance(imglist, str):
-            self._read_file(os.path.join(root, imglist))
+            table, self._imgkeys = read_image_list_file(os.path.join(root, imglist), "float32")
         elif isinstance(imglist, list):
-            self._read_list(imglist)
+            table, self._imgkeys = read_image_list(imglist, "float32")
         else:
             raise ValueError(f"ImageListDataset: imglist must be a .lst file name or a list, got {type(imglist)}")
-
-    def _read_file(self, fname):
-        with open(fname) as fin:
-            for lineno, line in enumerate(fin, 1):
-                fields = line.strip().split("\t")
-                if len(fields) < 3:
-                    raise ValueError(f"ImageListDataset: {fname}:{lineno}: expected "
-                                     f"'index<TAB>label(s)<TAB>path', got {line.strip()!r}")
-                key = int(fields[0])
-                self._imglist[key] = (nd.array([float(v) for v in fields[1:-1]]), fields[-1])
-                self._imgkeys.append(key)
-
-    def _read_list(self, items):
-        for index, img in enumerate(items, 1):
-            key = str(index)
-            if len(img) > 2:
-                label = nd.array(img[:-1])
-            elif isinstance(img[0], numbers.Number):
-                label = nd.array([img[0]])
-            else:
-                label = nd.array(img[0])
-            if not isinstance(img[-1], str):
-                raise ValueError(f"ImageListDataset: the last element of each entry is the image path, "
-                                 f"got {img[-1]!r}")
-            self._imglist[key] = (label, img[-1])
-            self._imgkeys.append(key)
+        self._imglist = {k: (nd.array(label), path) for k, (label, path) in table.items()}
 
     def __getitem__(self, idx):
         key = self._imgkeys[idx]
