@@ -44,6 +44,7 @@ _API = {
     "AttrScope": (".symbol.naming", "AttrScope"),
     "executor": (".executor", None),
     "io": (".io", None),
+    "img": (".image", None),
     "metric": (".metric", None),
     "module": (".module", None), "mod": (".module", None),
     "model": (".model", None),

@@ -1,13 +1,26 @@
 """symjit.io (`mx.io`): data descriptions, batches and iterators of MXNet 1.x."""
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict, namedtuple
 
 import numpy as np
 
 from .base import MXNetError, mx_real_t
 
-__all__ = ["DataDesc", "DataBatch", "DataIter", "NDArrayIter"]
+#: MXNet's native iterators, implemented in symjit.dataio and imported on first use (they need
+#: OpenCV, which plain `mx.io` users need not load)
+_NATIVE_ITERS = ("ImageRecordIter", "ImageRecordUInt8Iter", "CSVIter", "LibSVMIter", "MNISTIter")
+
+__all__ = ["DataDesc", "DataBatch", "DataIter", "NDArrayIter", "ResizeIter", "PrefetchingIter",
+           *_NATIVE_ITERS]
+
+
+def __getattr__(name):
+    if name in _NATIVE_ITERS:
+        from . import dataio
+        return getattr(dataio, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class DataDesc(namedtuple("DataDesc", ["name", "shape"])):
@@ -186,3 +199,156 @@ class NDArrayIter(DataIter):
 
     def getindex(self):
         return self.idx[self.cursor:self.cursor + self.batch_size]
+
+
+class _CurrentBatchIter(DataIter):
+    """An iterator whose `iter_next` stores `current_batch`; the getters read it."""
+
+    current_batch = None
+
+    def next(self):
+        if self.iter_next():
+            return self.current_batch
+        raise StopIteration
+
+    def getdata(self):
+        return self.current_batch.data
+
+    def getlabel(self):
+        return self.current_batch.label
+
+    def getindex(self):
+        return self.current_batch.index
+
+    def getpad(self):
+        return self.current_batch.pad
+
+
+class ResizeIter(_CurrentBatchIter):
+    """Exactly `size` batches per epoch from `data_iter`, resetting it when it runs out (and at
+    `reset()` when `reset_internal`)."""
+
+    def __init__(self, data_iter, size, reset_internal=True):
+        super().__init__(data_iter.batch_size)
+        self.data_iter = data_iter
+        self.size = size
+        self.reset_internal = reset_internal
+        self.cur = 0
+        self.provide_data = data_iter.provide_data
+        self.provide_label = data_iter.provide_label
+        if hasattr(data_iter, "default_bucket_key"):
+            self.default_bucket_key = data_iter.default_bucket_key
+
+    def reset(self):
+        self.cur = 0
+        if self.reset_internal:
+            self.data_iter.reset()
+
+    def iter_next(self):
+        if self.cur == self.size:
+            return False
+        try:
+            self.current_batch = self.data_iter.next()
+        except StopIteration:
+            self.data_iter.reset()
+            self.current_batch = self.data_iter.next()
+        self.cur += 1
+        return True
+
+
+def _renamed(descs, renames):
+    if renames is None:
+        return list(descs)
+    out = []
+    for d in descs:
+        d = d if isinstance(d, DataDesc) else DataDesc(*d)
+        out.append(DataDesc(renames.get(d.name, d.name), d.shape, d.dtype, d.layout))
+    return out
+
+
+class PrefetchingIter(_CurrentBatchIter):
+    """Reads the next batch of each iterator in `iters` (one or a list) in a background thread
+    while the current one is used; a batch joins the iterators' data and labels in order.
+    `rename_data` / `rename_label`: one {old name: new name} dict per iterator. An exception in
+    an iterator is raised again by `next()`."""
+
+    def __init__(self, iters, rename_data=None, rename_label=None):
+        iters = iters if isinstance(iters, list) else [iters]
+        if not iters:
+            raise MXNetError("PrefetchingIter: needs at least one iterator")
+        self.iters = iters
+        self.n_iter = len(iters)
+        self.rename_data = rename_data
+        self.rename_label = rename_label
+        super().__init__(self.provide_data[0][1][0])
+        self._ready = [threading.Event() for _ in iters]
+        self._taken = [threading.Event() for _ in iters]
+        for ev in self._taken:
+            ev.set()
+        self._running = True
+        self._next = [None] * self.n_iter
+        self._threads = [threading.Thread(target=self._prefetch, args=(i,), daemon=True,
+                                          name=f"symjit-prefetch-{i}") for i in range(self.n_iter)]
+        for t in self._threads:
+            t.start()
+
+    def _prefetch(self, i):
+        while True:
+            self._taken[i].wait()
+            if not self._running:
+                return
+            try:
+                self._next[i] = self.iters[i].next()
+            except StopIteration:
+                self._next[i] = None
+            except BaseException as err:   # handed to the consumer thread
+                self._next[i] = err
+            self._taken[i].clear()
+            self._ready[i].set()
+
+    def __del__(self):
+        self._running = False
+        for ev in getattr(self, "_taken", ()):
+            ev.set()
+
+    @property
+    def provide_data(self):
+        renames = self.rename_data or [None] * self.n_iter
+        return sum((_renamed(it.provide_data, r) for r, it in zip(renames, self.iters)), [])
+
+    @property
+    def provide_label(self):
+        renames = self.rename_label or [None] * self.n_iter
+        return sum((_renamed(it.provide_label, r) for r, it in zip(renames, self.iters)), [])
+
+    def reset(self):
+        for ev in self._ready:
+            ev.wait()
+        for it in self.iters:
+            it.reset()
+        for ev in self._ready:
+            ev.clear()
+        for ev in self._taken:
+            ev.set()
+
+    def iter_next(self):
+        for ev in self._ready:
+            ev.wait()
+        for b in self._next:
+            if isinstance(b, BaseException):
+                raise MXNetError(f"PrefetchingIter: an iterator failed: {b!r}") from b
+        if self._next[0] is None:
+            if any(b is not None for b in self._next):
+                raise MXNetError("PrefetchingIter: Number of entry mismatches between iterators")
+            return False
+        if any(b is None or b.pad != self._next[0].pad for b in self._next):
+            raise MXNetError("PrefetchingIter: Number of entry mismatches between iterators")
+        self.current_batch = DataBatch(sum((b.data for b in self._next), []),
+                                       sum((b.label or [] for b in self._next), []),
+                                       self._next[0].pad, self._next[0].index,
+                                       provide_data=self.provide_data, provide_label=self.provide_label)
+        for ev in self._ready:
+            ev.clear()
+        for ev in self._taken:
+            ev.set()
+        return True

@@ -10,13 +10,12 @@ last part (dmlc-core's RecordIOWriter/RecordIOReader). An index file (`.idx`) is
 
 `pack`/`unpack` prepend MXNet's image-record header `IRHeader(flag, label, id, id2)` (struct
 'IfQQ', 24 bytes; a non-scalar label is stored after it as `flag` float32 values).
-`pack_img`/`unpack_img` encode and decode images with Pillow, with OpenCV's conventions as
-MXNet: colour arrays are HxWx3 uint8 in BGR order, `iscolor` -1 keeps the file's channels,
-0 decodes to grayscale HxW, 1 to BGR.
+`pack_img`/`unpack_img` encode and decode images with OpenCV, as MXNet does: colour arrays are
+HxWx3 uint8 in BGR order, `iscolor` -1 keeps the file's channels, 0 decodes to grayscale HxW,
+1 to BGR.
 """
 from __future__ import annotations
 
-import io
 import numbers
 import os
 import struct
@@ -298,12 +297,9 @@ def unpack(s):
     return header, s
 
 
-def _pil():
-    try:
-        from PIL import Image
-    except ImportError as err:  # pragma: no cover - Pillow is a dependency
-        raise MXNetError("pack_img/unpack_img need Pillow (pip install pillow)") from err
-    return Image
+def _opencv():
+    from .ops.image_kernels import opencv
+    return opencv()
 
 
 def unpack_img(s, iscolor=-1):
@@ -311,46 +307,34 @@ def unpack_img(s, iscolor=-1):
     channel order (OpenCV's, as MXNet); `iscolor` -1 keeps the file's channels, 0 grayscale
     (HxW), 1 colour (HxWx3)."""
     header, s = unpack(s)
-    Image = _pil()
-    try:
-        img = Image.open(io.BytesIO(s))
-        img.load()
-    except Exception as err:  # Pillow raises several types for undecodable data
-        raise MXNetError(f"unpack_img: the record's payload is not a decodable image: {err}") from err
-    if iscolor == 0:
-        return header, np.asarray(img.convert("L"))
-    if iscolor == 1 or img.mode not in ("L", "RGB", "RGBA", "LA"):
-        img = img.convert("RGB")
-    elif img.mode == "LA":
-        img = img.convert("RGBA")
-    arr = np.asarray(img)
-    if arr.ndim == 3:
-        arr = np.ascontiguousarray(arr[:, :, [2, 1, 0, 3][:arr.shape[2]]])
-    return header, arr
+    cv2 = _opencv()
+    img = cv2.imdecode(np.frombuffer(s, dtype=np.uint8), int(iscolor))
+    if img is None:
+        raise MXNetError("unpack_img: the record's payload is not a decodable image")
+    return header, img
 
 
 def pack_img(header, img, quality=95, img_fmt=".jpg"):
-    """`pack(header, encoded image)`: `img` is a uint8 HxW or HxWx3 (BGR) array, encoded as JPEG
-    (`quality` 0-100) or PNG (`quality` is the compression level, clamped to 0-9) by `img_fmt`."""
-    Image = _pil()
+    """`pack(header, encoded image)`: `img` is a uint8 HxW or HxWxC (BGR) array, encoded by
+    OpenCV in the format of the extension `img_fmt` (JPEG: `quality` 0-100; PNG: `quality` is
+    the compression level, clamped to 0-9)."""
+    cv2 = _opencv()
     img = np.asarray(img)
     if img.dtype != np.uint8:
         raise MXNetError(f"pack_img: img must be uint8, got {img.dtype}")
-    if img.ndim == 3 and img.shape[2] in (3, 4):
-        img = img[:, :, [2, 1, 0, 3][:img.shape[2]]]
-    elif img.ndim == 3 and img.shape[2] == 1:
-        img = img[:, :, 0]
-    elif img.ndim != 2:
+    if img.ndim not in (2, 3) or (img.ndim == 3 and img.shape[2] not in (1, 3, 4)):
         raise MXNetError(f"pack_img: img must be HxW, HxWx1, HxWx3 or HxWx4, got shape {img.shape}")
     fmt = img_fmt.upper()
-    out = io.BytesIO()
-    pil = Image.fromarray(np.ascontiguousarray(img))
     if fmt in (".JPG", ".JPEG"):
-        if pil.mode == "RGBA":
-            pil = pil.convert("RGB")
-        pil.save(out, format="JPEG", quality=int(quality))
+        params = [cv2.IMWRITE_JPEG_QUALITY, int(quality)]
     elif fmt == ".PNG":
-        pil.save(out, format="PNG", compress_level=min(max(int(quality), 0), 9))   # OpenCV clamps too
+        params = [cv2.IMWRITE_PNG_COMPRESSION, min(max(int(quality), 0), 9)]
     else:
-        raise MXNetError(f"pack_img: img_fmt must be .jpg, .jpeg or .png, got {img_fmt!r}")
-    return pack(header, out.getvalue())
+        params = []
+    try:
+        ok, buf = cv2.imencode(img_fmt, np.ascontiguousarray(img), params)
+    except cv2.error as err:
+        raise MXNetError(f"pack_img: cannot encode as img_fmt {img_fmt!r}: {err}") from None
+    if not ok:
+        raise MXNetError(f"pack_img: failed to encode the image as {img_fmt!r}")
+    return pack(header, buf.tobytes())

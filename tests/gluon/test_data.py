@@ -104,7 +104,8 @@ def test_dataloader_workers_match_serial_and_custom_batchify():
     ds = data.SimpleDataset(list(range(23))).transform(slow_item)
     serial = [b.asnumpy() for b in data.DataLoader(ds, batch_size=5)]
     threads.clear()
-    parallel = [b.asnumpy() for b in data.DataLoader(ds, batch_size=5, num_workers=3, pin_memory=True)]
+    parallel = [b.asnumpy() for b in data.DataLoader(ds, batch_size=5, num_workers=3, pin_memory=True,
+                                                     thread_pool=True)]
     assert len(serial) == len(parallel) == 5
     for s, p in zip(serial, parallel):
         np.testing.assert_array_equal(s, p)

@@ -5,9 +5,11 @@ A Dataset is anything with `__getitem__(idx)` and `__len__()`; `transform(fn)` /
 """
 from __future__ import annotations
 
+import os
+
 from ...ndarray.ndarray import NDArray
 
-__all__ = ["Dataset", "SimpleDataset", "ArrayDataset"]
+__all__ = ["Dataset", "SimpleDataset", "ArrayDataset", "RecordFileDataset"]
 
 
 class Dataset:
@@ -21,7 +23,12 @@ class Dataset:
 
     def filter(self, fn):
         """A dataset of the samples for which `fn(sample)` is true."""
-        return SimpleDataset([self[i] for i in range(len(self)) if fn(self[i])])
+        from .sampler import FilterSampler
+        return self.sample(FilterSampler(fn, self))
+
+    def sample(self, sampler):
+        """A lazy view of the samples at the indices `sampler` yields."""
+        return _SampledDataset(self, list(sampler))
 
     def take(self, count):
         """A dataset of the first `count` samples (all of them when count is None)."""
@@ -50,6 +57,22 @@ class Dataset:
     def transform_first(self, fn, lazy=True):
         """Like `transform`, applying `fn` only to the first element of each sample."""
         return self.transform(_TransformFirstClosure(fn), lazy)
+
+
+class _SampledDataset(Dataset):
+    """The samples of `data` at `indices`, read lazily."""
+
+    def __init__(self, data, indices):
+        self._data = data
+        self._indices = indices
+
+    def __len__(self):
+        return len(self._indices)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return [self._data[i] for i in self._indices[idx]]
+        return self._data[self._indices[idx]]
 
 
 class _TransformFirstClosure:
@@ -119,3 +142,23 @@ class ArrayDataset(Dataset):
 
     def __len__(self):
         return self._length
+
+
+class RecordFileDataset(Dataset):
+    """The records of a RecordIO file `filename` (raw bytes), indexed through the `.idx` file
+    beside it (same name, `.idx` extension)."""
+
+    def __init__(self, filename):
+        from ... import recordio
+        self.idx_file = os.path.splitext(filename)[0] + ".idx"
+        self.filename = filename
+        if not os.path.isfile(self.idx_file):
+            raise OSError(f"RecordFileDataset: index file {self.idx_file} not found (it is written "
+                          f"with {filename} by MXIndexedRecordIO / im2rec)")
+        self._record = recordio.MXIndexedRecordIO(self.idx_file, self.filename, "r")
+
+    def __getitem__(self, idx):
+        return self._record.read_idx(self._record.keys[idx])
+
+    def __len__(self):
+        return len(self._record.keys)

@@ -1,4 +1,4 @@
-"""symjit.gluon.data.vision: image transforms and datasets stored in simple binary formats
-(datasets of encoded images, which need an image decoder, are not provided)."""
+"""symjit.gluon.data.vision: image transforms and vision datasets (MNIST, CIFAR, record files,
+image folders and lists)."""
 from . import transforms  # noqa: F401
 from .datasets import *  # noqa: F401,F403

@@ -1,12 +1,12 @@
-"""Vision datasets stored in simple binary formats (MXNet 1.x `gluon.data.vision.datasets`):
-MNIST, FashionMNIST (gzip'd IDX files) and CIFAR10/CIFAR100 (binary batches), decoded with
-numpy alone.
+"""Vision datasets (MXNet 1.x `gluon.data.vision.datasets`): MNIST, FashionMNIST (gzip'd IDX
+files) and CIFAR10/CIFAR100 (binary batches), decoded with numpy; ImageRecordDataset (a .rec
+file of encoded images), ImageFolderDataset (one folder per class) and ImageListDataset (a .lst
+file or a list), decoded with mx.image.
 
 symjit never downloads: the files MXNet would fetch must already be under `root` (the
-`.gz` IDX files, or the CIFAR `-binary.tar.gz` archive / its extracted folder). Samples are
-(image NDArray (H, W, C) uint8, int32 label), passed through `transform(data, label)` if given.
-Datasets of encoded images (ImageFolderDataset, ImageListDataset, ImageRecordDataset) need an
-image decoder and are not provided.
+`.gz` IDX files, or the CIFAR `-binary.tar.gz` archive / its extracted folder); a missing file
+raises OSError naming it. Samples are (image NDArray (H, W, C) uint8, label), passed through
+`transform(data, label)` if given.
 """
 from __future__ import annotations
 
@@ -14,13 +14,17 @@ import gzip
 import os
 import struct
 import tarfile
+import warnings
 
 import numpy as np
 
+from .... import image
 from .... import ndarray as nd
-from ...data.dataset import Dataset
+from .... import recordio
+from ...data.dataset import Dataset, RecordFileDataset
 
-__all__ = ["MNIST", "FashionMNIST", "CIFAR10", "CIFAR100"]
+__all__ = ["MNIST", "FashionMNIST", "CIFAR10", "CIFAR100", "ImageRecordDataset", "ImageFolderDataset",
+           "ImageListDataset"]
 
 
 def _default_root(name: str) -> str:
@@ -154,3 +158,90 @@ class CIFAR100(CIFAR10):
         data = raw.reshape(-1, 3072 + 2)
         return (data[:, 2:].reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1),
                 data[:, 0 + self._fine_label].astype(np.int32))
+
+
+class ImageRecordDataset(RecordFileDataset):
+    """Images packed in a RecordIO file (with its .idx): samples (HxWxC uint8 image, label),
+    `flag` 1 colour / 0 grayscale; `transform(image, label)` applied when given."""
+
+    def __init__(self, filename, flag=1, transform=None):
+        super().__init__(filename)
+        self._flag = flag
+        self._transform = transform
+
+    def __getitem__(self, idx):
+        header, img = recordio.unpack(super().__getitem__(idx))
+        data = image.imdecode(img, self._flag)
+        if self._transform is not None:
+            return self._transform(data, header.label)
+        return data, header.label
+
+
+class ImageFolderDataset(Dataset):
+    """Images in `root/<class>/<file>`: classes are the sorted sub-folder names (`synsets`),
+    labels their indices; only .jpg/.jpeg/.png files are read (others are skipped with a
+    warning). Samples (HxWxC uint8 image, int label)."""
+
+    def __init__(self, root, flag=1, transform=None):
+        self._root = os.path.expanduser(root)
+        self._flag = flag
+        self._transform = transform
+        self._exts = [".jpg", ".jpeg", ".png"]
+        self._list_images(self._root)
+
+    def _list_images(self, root):
+        if not os.path.isdir(root):
+            raise OSError(f"ImageFolderDataset: {root} is not a folder")
+        self.synsets = []
+        self.items = []
+        for folder in sorted(os.listdir(root)):
+            path = os.path.join(root, folder)
+            if not os.path.isdir(path):
+                warnings.warn(f"Ignoring {path}, which is not a directory.", stacklevel=3)
+                continue
+            label = len(self.synsets)
+            self.synsets.append(folder)
+            for filename in sorted(os.listdir(path)):
+                filename = os.path.join(path, filename)
+                ext = os.path.splitext(filename)[1]
+                if ext.lower() not in self._exts:
+                    warnings.warn(f"Ignoring {filename} of type {ext}. Only support {', '.join(self._exts)}",
+                                  stacklevel=3)
+                    continue
+                self.items.append((filename, label))
+
+    def __getitem__(self, idx):
+        img = image.imread(self.items[idx][0], self._flag)
+        label = self.items[idx][1]
+        if self._transform is not None:
+            return self._transform(img, label)
+        return img, label
+
+    def __len__(self):
+        return len(self.items)
+
+
+class ImageListDataset(Dataset):
+    """Images listed in `imglist`: a .lst file under `root` (`index<TAB>label(s)<TAB>path`
+    lines) or a list of [label(s)..., path] entries. Samples (HxWxC uint8 image, float32 label
+    array)."""
+
+    def __init__(self, root=".", imglist=None, flag=1):
+        from ....image.image import read_image_list, read_image_list_file
+        self._root = root
+        self._flag = flag
+        if isinstance(imglist, str):
+            table, self._imgkeys = read_image_list_file(os.path.join(root, imglist), "float32")
+        elif isinstance(imglist, list):
+            table, self._imgkeys = read_image_list(imglist, "float32")
+        else:
+            raise ValueError(f"ImageListDataset: imglist must be a .lst file name or a list, got {type(imglist)}")
+        self._imglist = {k: (nd.array(label), path) for k, (label, path) in table.items()}
+
+    def __getitem__(self, idx):
+        key = self._imgkeys[idx]
+        label, path = self._imglist[key]
+        return image.imread(os.path.join(self._root, path), self._flag), label
+
+    def __len__(self):
+        return len(self._imgkeys)

@@ -1,14 +1,32 @@
-"""Image transforms (MXNet 1.x `gluon.data.vision.transforms`), as Blocks applied to
-(H, W, C) images or (N, H, W, C) batches."""
+"""Image transforms (MXNet 1.9.1 `gluon.data.vision.transforms`), as Blocks applied to
+(H, W, C) images or (N, H, W, C) batches (Normalize, Rotate and RandomRotation to (C, H, W)
+tensors).
+
+HybridBlocks call the `_image_*` operators (`F.image.*`), so they hybridize and compile; the
+Blocks that crop at random positions call `mx.image`'s functions (Python's `random`, as MXNet).
+Random operators draw from symjit's generator: `mx.random.seed` makes them reproducible.
+"""
 from __future__ import annotations
+
+import numbers
+import random
 
 import numpy as np
 
+from .... import image
 from ...block import Block, HybridBlock
 from ...nn import HybridSequential, Sequential
 
-__all__ = ["Compose", "Cast", "ToTensor", "Normalize", "RandomFlipLeftRight", "RandomFlipTopBottom",
-           "Resize", "CenterCrop"]
+__all__ = ["Compose", "HybridCompose", "Cast", "ToTensor", "Normalize", "Rotate", "RandomRotation",
+           "RandomResizedCrop", "CropResize", "CenterCrop", "Resize", "RandomCrop",
+           "RandomFlipLeftRight", "RandomFlipTopBottom", "RandomBrightness", "RandomContrast",
+           "RandomSaturation", "RandomHue", "RandomColorJitter", "RandomLighting", "RandomApply",
+           "HybridRandomApply"]
+
+
+def _pair(size):
+    """An int size as (size, size); a (w, h) pair unchanged."""
+    return (size, size) if isinstance(size, numbers.Number) else tuple(size)
 
 
 class Compose(Sequential):
@@ -40,6 +58,18 @@ class Compose(Sequential):
         transforms.pop()
 
 
+class HybridCompose(HybridSequential):
+    """Chains HybridBlock transforms into one hybridizable block."""
+
+    def __init__(self, transforms):
+        super().__init__()
+        for t in transforms:
+            if not isinstance(t, HybridBlock):
+                raise ValueError(f"HybridCompose expects HybridBlocks, got {type(t)}")
+            self.add(t)
+        self.hybridize()
+
+
 class Cast(HybridBlock):
     """Casts the input to `dtype`."""
 
@@ -53,10 +83,7 @@ class Cast(HybridBlock):
 
 class ToTensor(HybridBlock):
     """(H, W, C) or (N, H, W, C) uint8 images in [0, 255] -> float32 (C, H, W) / (N, C, H, W)
-    in [0, 1)."""
-
-    def __init__(self):
-        super().__init__()
+    in [0, 1]."""
 
     def hybrid_forward(self, F, x):
         return F.image.to_tensor(x)
@@ -74,116 +101,206 @@ class Normalize(HybridBlock):
         return F.image.normalize(x, self._mean, self._std)
 
 
-class _RandomFlip(Block):
-    """Flips an (H, W, C) image along `_axis` with probability 1/2 (draws from symjit's
-    generator, so `mx.random.seed` makes it reproducible)."""
+class Rotate(Block):
+    """Rotates float32 (C, H, W) / (N, C, H, W) tensors by `rotation_degrees` (see
+    mx.image.imrotate)."""
 
-    _axis = 1
-
-    def __init__(self):
+    def __init__(self, rotation_degrees, zoom_in=False, zoom_out=False):
         super().__init__()
+        self._args = (rotation_degrees, zoom_in, zoom_out)
 
     def forward(self, x):
-        from .... import random as _random
-        if _random.generator().random() < 0.5:
-            return x.flip(axis=self._axis if x.ndim == 3 else self._axis + 1)
-        return x.copy()
+        if x.dtype is not np.float32:
+            raise TypeError("This transformation only supports float32. Consider calling it after ToTensor")
+        return image.imrotate(x, *self._args)
 
 
-class RandomFlipLeftRight(_RandomFlip):
-    """Randomly flips an image (H, W, C) or batch (N, H, W, C) left to right."""
-    _axis = 1
+class RandomRotation(Block):
+    """Rotates float32 tensors by an angle drawn from `angle_limits`, with probability
+    `rotate_with_proba`."""
 
-
-class RandomFlipTopBottom(_RandomFlip):
-    """Randomly flips an image (H, W, C) or batch (N, H, W, C) top to bottom."""
-    _axis = 0
-
-
-def _source_coords(out_len: int, in_len: int):
-    """Lower source index and weight of the upper neighbour for each output pixel, with
-    pixel centers aligned (OpenCV's INTER_LINEAR convention: src = (dst + 0.5) * scale - 0.5,
-    clamped to the image)."""
-    pos = (np.arange(out_len) + 0.5) * (in_len / out_len) - 0.5
-    pos = np.clip(pos, 0, in_len - 1)
-    lo = np.minimum(np.floor(pos).astype(np.int64), in_len - 1)
-    return lo, np.minimum(lo + 1, in_len - 1), pos - lo
-
-
-def imresize_bilinear(img: np.ndarray, w: int, h: int) -> np.ndarray:
-    """Bilinear resize of an (H, W, C) array to (h, w, C); integer images are rounded and
-    saturated to their dtype (values may differ from OpenCV's fixed-point result by 1)."""
-    if w <= 0 or h <= 0:
-        raise ValueError(f"resize: target size must be positive, got (w={w}, h={h})")
-    y0, y1, fy = _source_coords(h, img.shape[0])
-    x0, x1, fx = _source_coords(w, img.shape[1])
-    src = img.astype(np.float64)
-    top = src[y0][:, x0] * (1 - fx)[None, :, None] + src[y0][:, x1] * fx[None, :, None]
-    bot = src[y1][:, x0] * (1 - fx)[None, :, None] + src[y1][:, x1] * fx[None, :, None]
-    out = top * (1 - fy)[:, None, None] + bot * fy[:, None, None]
-    if np.issubdtype(img.dtype, np.integer):
-        info = np.iinfo(img.dtype)
-        out = np.clip(np.floor(out + 0.5), info.min, info.max)
-    return out.astype(img.dtype)
-
-
-def _resize_nd(x, w, h):
-    from .... import ndarray as nd
-    if x.ndim not in (3, 4):
-        raise ValueError(f"Resize expects (H, W, C) or (N, H, W, C) input, got shape {x.shape}")
-    a = x.asnumpy()
-    out = np.stack([imresize_bilinear(i, w, h) for i in a]) if a.ndim == 4 else imresize_bilinear(a, w, h)
-    return nd.array(out, dtype=out.dtype)
-
-
-class Resize(Block):
-    """Bilinear resize of (H, W, C) images (or (N, H, W, C) batches) to `size`: an int (a
-    square, or the shorter edge when `keep_ratio`) or (width, height). Only bilinear
-    interpolation (1) is provided."""
-
-    def __init__(self, size, keep_ratio=False, interpolation=1):
+    def __init__(self, angle_limits, zoom_in=False, zoom_out=False, rotate_with_proba=1.0):
         super().__init__()
-        if interpolation != 1:
-            raise ValueError(f"Resize: only bilinear interpolation (1) is supported, got {interpolation}")
+        lower, upper = angle_limits
+        if lower >= upper:
+            raise ValueError("`angle_limits` must be an ordered tuple")
+        if not 0 <= rotate_with_proba <= 1:
+            raise ValueError("Probability of rotating the image should be between 0 and 1")
+        self._args = (angle_limits, zoom_in, zoom_out)
+        self._rotate_with_proba = rotate_with_proba
+
+    def forward(self, x):
+        if np.random.random() > self._rotate_with_proba:
+            return x
+        if x.dtype is not np.float32:
+            raise TypeError("This transformation only supports float32. Consider calling it after ToTensor")
+        return image.random_rotate(x, *self._args)
+
+
+class RandomResizedCrop(Block):
+    """A crop of random area fraction (`scale`) and aspect ratio (`ratio`) resized to `size`
+    (int or (w, h))."""
+
+    def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0), interpolation=1):
+        super().__init__()
+        self._args = (_pair(size), scale, ratio, interpolation)
+
+    def forward(self, x):
+        return image.random_size_crop(x, *self._args)[0]
+
+
+class CropResize(HybridBlock):
+    """The region (x, y, width, height), resized to `size` (int or (w, h)) when given."""
+
+    def __init__(self, x, y, width, height, size=None, interpolation=None):
+        super().__init__()
+        self._x, self._y, self._width, self._height = x, y, width, height
         self._size = size
-        self._keep = keep_ratio
+        self._interpolation = interpolation
 
-    def forward(self, x):
-        if isinstance(self._size, (int, np.integer)):
-            h, w = x.shape[-3], x.shape[-2]
-            if not self._keep:
-                wsize = hsize = self._size
-            elif h > w:
-                wsize, hsize = self._size, int(h * self._size / w)
-            else:
-                hsize, wsize = self._size, int(w * self._size / h)
-        else:
-            wsize, hsize = self._size
-        return _resize_nd(x, wsize, hsize)
+    def hybrid_forward(self, F, x):
+        out = F.image.crop(x, self._x, self._y, self._width, self._height)
+        if self._size:
+            interp = {} if self._interpolation is None else {"interp": self._interpolation}
+            out = F.image.resize(out, self._size, False, **interp)
+        return out
 
 
 class CenterCrop(Block):
-    """Crops the center `size` = int or (width, height) of an (H, W, C) image; an image smaller
-    than `size` is cropped to the largest centered region of that aspect ratio and resized up."""
+    """The centre crop of `size` (int or (w, h)); an image smaller than `size` is cropped to the
+    largest centred region of that aspect ratio and resized up."""
 
     def __init__(self, size, interpolation=1):
         super().__init__()
-        if interpolation != 1:
-            raise ValueError(f"CenterCrop: only bilinear interpolation (1) is supported, got {interpolation}")
-        self._size = (size, size) if isinstance(size, (int, np.integer)) else tuple(size)
+        self._args = (_pair(size), interpolation)
 
     def forward(self, x):
-        h, w = x.shape[0], x.shape[1]
-        new_w, new_h = self._size
-        if new_w > w or new_h > h:  # MXNet's scale_down: keep the target's aspect ratio
-            sw, sh = self._size
-            if sh > h:
-                sw, sh = sw * h / sh, h
-            if sw > w:
-                sw, sh = w, sh * w / sw
-            new_w, new_h = int(sw), int(sh)
-        x0, y0 = int((w - new_w) / 2), int((h - new_h) / 2)
-        crop = x[y0:y0 + new_h, x0:x0 + new_w]
-        if (new_w, new_h) != self._size:
-            return _resize_nd(crop, *self._size)
-        return crop.copy()
+        return image.center_crop(x, *self._args)[0]
+
+
+class Resize(HybridBlock):
+    """Resizes (H, W, C) images or (N, H, W, C) batches to `size`: (w, h), or an int (a square,
+    or the shorter edge with `keep_ratio`); OpenCV interpolation codes."""
+
+    def __init__(self, size, keep_ratio=False, interpolation=1):
+        super().__init__()
+        self._size = size
+        self._keep = keep_ratio
+        self._interpolation = interpolation
+
+    def hybrid_forward(self, F, x):
+        return F.image.resize(x, self._size, self._keep, self._interpolation)
+
+
+class RandomCrop(Block):
+    """A random crop of `size` (int or (w, h)) after optional zero padding `pad` (an int for
+    every side of H and W, or numpy.pad widths); an image smaller than `size` is resized up."""
+
+    def __init__(self, size, pad=None, interpolation=2):
+        super().__init__()
+        self._args = (_pair(size), interpolation)
+        if isinstance(pad, numbers.Number):
+            pad = ((pad, pad), (pad, pad), (0, 0))
+        self._pad = pad
+
+    def forward(self, x):
+        if self._pad:
+            x = image.image._nd(np.pad(x.asnumpy(), self._pad, mode="constant"))
+        return image.random_crop(x, *self._args)[0]
+
+
+class RandomFlipLeftRight(HybridBlock):
+    """Flips the image left to right with probability 1/2."""
+
+    def hybrid_forward(self, F, x):
+        return F.image.random_flip_left_right(x)
+
+
+class RandomFlipTopBottom(HybridBlock):
+    """Flips the image top to bottom with probability 1/2."""
+
+    def hybrid_forward(self, F, x):
+        return F.image.random_flip_top_bottom(x)
+
+
+class _RandomFactor(HybridBlock):
+    """An `F.image.<op>` jitter with its factor drawn from [max(0, 1 - v), 1 + v]."""
+    _op = ""
+
+    def __init__(self, value):
+        super().__init__()
+        self._args = (max(0, 1 - value), 1 + value)
+
+    def hybrid_forward(self, F, x):
+        return getattr(F.image, self._op)(x, *self._args)
+
+
+class RandomBrightness(_RandomFactor):
+    """Multiplies by a factor from [max(0, 1 - brightness), 1 + brightness]."""
+    _op = "random_brightness"
+
+
+class RandomContrast(_RandomFactor):
+    """Blends with the mean luma by a factor from [max(0, 1 - contrast), 1 + contrast]."""
+    _op = "random_contrast"
+
+
+class RandomSaturation(_RandomFactor):
+    """Blends with each pixel's luma by a factor from [max(0, 1 - saturation), 1 + saturation]."""
+    _op = "random_saturation"
+
+
+class RandomHue(_RandomFactor):
+    """Turns the hue by a factor from [max(0, 1 - hue), 1 + hue] of a full circle."""
+    _op = "random_hue"
+
+
+class RandomColorJitter(HybridBlock):
+    """Random brightness, contrast, saturation and hue jitters."""
+
+    def __init__(self, brightness=0, contrast=0, saturation=0, hue=0):
+        super().__init__()
+        self._args = (brightness, contrast, saturation, hue)
+
+    def hybrid_forward(self, F, x):
+        return F.image.random_color_jitter(x, *self._args)
+
+
+class RandomLighting(HybridBlock):
+    """AlexNet-style PCA lighting noise of standard deviation `alpha`."""
+
+    def __init__(self, alpha):
+        super().__init__()
+        self._alpha = alpha
+
+    def hybrid_forward(self, F, x):
+        return F.image.random_lighting(x, self._alpha)
+
+
+class RandomApply(Sequential):
+    """Applies `transforms` with probability `p` (Python's `random`)."""
+
+    def __init__(self, transforms, p=0.5):
+        super().__init__()
+        self.transforms = transforms
+        self.p = p
+
+    def forward(self, x):
+        if self.p < random.random():
+            return x
+        return self.transforms(x)
+
+
+class HybridRandomApply(HybridSequential):
+    """Applies the HybridBlock `transforms` with probability `p`, inside the graph."""
+
+    def __init__(self, transforms, p=0.5):
+        super().__init__()
+        if not isinstance(transforms, HybridBlock):
+            raise ValueError(f"HybridRandomApply expects a HybridBlock, got {type(transforms)}")
+        self.transforms = transforms
+        self.p = p
+
+    def hybrid_forward(self, F, x):
+        cond = self.p < F.random.uniform(low=0, high=1, shape=1)
+        return F.contrib.cond(cond, lambda: x, lambda: self.transforms(x))

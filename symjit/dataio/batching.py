@@ -1,0 +1,150 @@
+"""Batching of MXNet's native data iterators (CSVIter, LibSVMIter, ImageRecordIter, ...): which
+samples go into each batch, with MXNet's `round_batch` semantics (its C++ BatchLoader).
+
+A *pass* visits every sample once, in an order chosen per pass (shuffled or not). Batches take
+samples in pass order. When a pass ends inside a batch:
+  * round_batch=True: the batch is completed from the start of the next pass and `pad` is the
+    number of those extra samples; the iterator then ends, and the following `reset()` does
+    not rewind, so the next epoch continues in that pass after the samples already used;
+  * round_batch=False: the batch is returned short (missing slots are None) with `pad` the
+    number of missing samples; `reset()` starts a new pass.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..base import MXNetError
+from .. import io as _io
+
+__all__ = ["BatchPlan", "BatchedIter"]
+
+
+class BatchPlan:
+    """Sample indices of successive batches over `num_samples` samples.
+
+    `order(pass_number)` gives the visiting order of a pass (a permutation of
+    range(num_samples)). Invariant: every returned batch has exactly `batch_size` entries."""
+
+    def __init__(self, num_samples: int, batch_size: int, round_batch: bool,
+                 order: Callable[[int], np.ndarray], what: str):
+        if batch_size <= 0:
+            raise MXNetError(f"{what}: batch_size must be positive, got {batch_size}")
+        self.num_samples = num_samples
+        self.batch_size = batch_size
+        self.round_batch = bool(round_batch)
+        self._order_fn = order
+        self._what = what
+        self._pass = -1
+        self._order = np.arange(0)
+        self._pos = 0
+        self._overflow = 0
+        self._new_pass()
+
+    def _new_pass(self):
+        self._pass += 1
+        self._order = np.asarray(self._order_fn(self._pass))
+        self._pos = 0
+
+    @property
+    def pass_number(self) -> int:
+        """The pass the next sample is taken from."""
+        return self._pass
+
+    def _take(self):
+        if self._pos >= self.num_samples:
+            return None
+        i = int(self._order[self._pos])
+        self._pos += 1
+        return i
+
+    def next_batch(self):
+        """(indices, pad) of the next batch, or None at the end of the epoch. With
+        round_batch=False a short batch has None in its missing slots."""
+        if self._overflow:
+            return None
+        idx = []
+        while len(idx) < self.batch_size:
+            i = self._take()
+            if i is None:
+                break
+            idx.append(i)
+        if len(idx) == self.batch_size:
+            return idx, 0
+        if not idx:
+            return None
+        pad = self.batch_size - len(idx)
+        if not self.round_batch:
+            return idx + [None] * pad, pad
+        self._new_pass()
+        for _ in range(pad):
+            i = self._take()
+            if i is None:
+                raise MXNetError(f"{self._what}: number of input must be bigger than batch size "
+                                 f"({self.num_samples} samples, batch_size {self.batch_size})")
+            idx.append(i)
+        self._overflow = pad
+        return idx, pad
+
+    def reset(self):
+        """Start the next epoch (see the module docstring for round_batch)."""
+        if self.round_batch and self._overflow:
+            self._overflow = 0
+            return
+        self._new_pass()
+
+
+class BatchedIter(_io.DataIter):
+    """A DataIter over a BatchPlan: subclasses implement `_load(indices, pad)` returning
+    (list of data NDArrays, list of label NDArrays) for one batch (None marks a missing slot)."""
+
+    def __init__(self, plan: BatchPlan, provide_data, provide_label):
+        super().__init__(plan.batch_size)
+        self._plan = plan
+        self.provide_data = provide_data
+        self.provide_label = provide_label
+        self._current = None
+
+    def reset(self):
+        self._plan.reset()
+        self._current = None
+
+    def _load(self, indices, pad):
+        raise NotImplementedError
+
+    def iter_next(self):
+        nxt = self._plan.next_batch()
+        if nxt is None:
+            self._current = None
+            return False
+        indices, pad = nxt
+        data, label = self._load(indices, pad)
+        self._current = _io.DataBatch(data, label, pad=pad, index=self._index(indices),
+                                      provide_data=self.provide_data, provide_label=self.provide_label)
+        return True
+
+    def _index(self, indices):
+        return np.array([-1 if i is None else i for i in indices], dtype=np.int64)
+
+    def next(self):
+        if self.iter_next():
+            return self._current
+        raise StopIteration
+
+    def _require_batch(self):
+        if self._current is None:
+            raise MXNetError(f"{type(self).__name__}: no current batch (call iter_next() first)")
+        return self._current
+
+    def getdata(self):
+        return self._require_batch().data[0]
+
+    def getlabel(self):
+        return self._require_batch().label[0]
+
+    def getpad(self):
+        return self._require_batch().pad
+
+    def getindex(self):
+        return self._require_batch().index

@@ -1,0 +1,358 @@
+"""MXNet's ImageRecordIter (and ImageRecordUInt8Iter): batches of decoded, augmented images
+from an image RecordIO file, processed by `preprocess_threads` worker threads.
+
+Per image, in MXNet's order (its default image augmenter): decode (RGB; grayscale when
+data_shape has 1 channel) -> short-edge `resize` -> affine transform (`max_rotate_angle` /
+`rotate`, `max_shear_ratio`, `min/max_random_scale`, `max_aspect_ratio`, borders filled with
+`fill_value`) -> `pad` -> crop to data_shape (`random_resized_crop` with
+`min/max_random_area` and `min/max_aspect_ratio`; else `rand_crop` or the centre; an image
+smaller than data_shape is an error, as in MXNet) -> HLS jitter (`random_h/s/l`) -> mirror
+(`rand_mirror` with probability 1/2, or `mirror` always) -> colour jitter (`brightness`,
+`contrast`, `saturation`, `pca_noise`, the formulas of mx.image's augmenters) -> output:
+float32 (x - mean) / std * scale per channel (`mean_r/g/b/a`, `std_r/g/b/a`, or a `mean_img`
+file, computed over the data set and saved when absent), or the raw uint8 pixels
+(`dtype='uint8'`, ImageRecordUInt8Iter).
+
+Randomness is reproducible: the pass order comes from (`seed`, pass) and each image's
+augmentation from (`seed_aug` or `seed`, pass, position), whatever the thread count.
+Batching follows MXNet's round_batch rule (batching.py). Unknown keyword arguments are
+ignored, as MXNet's native iterators do (InitAllowUnknown).
+"""
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import recordio
+from ..base import MXNetError
+from ..ops import image_kernels as codec
+from ..io import DataDesc
+from .batching import BatchedIter, BatchPlan
+from .text import _nd
+
+__all__ = ["ImageRecordIter", "ImageRecordUInt8Iter", "AugmentParams"]
+
+
+@dataclass(frozen=True)
+class AugmentParams:
+    """The augmentation arguments of ImageRecordIter (MXNet's names and defaults)."""
+    data_shape: tuple
+    resize: int = -1
+    rand_crop: bool = False
+    random_resized_crop: bool = False
+    min_random_area: float = 1.0
+    max_random_area: float = 1.0
+    min_aspect_ratio: float | None = None
+    max_aspect_ratio: float = 0.0
+    max_rotate_angle: int = 0
+    rotate: int = -1
+    max_shear_ratio: float = 0.0
+    max_random_scale: float = 1.0
+    min_random_scale: float = 1.0
+    max_img_size: float = 1e10
+    min_img_size: float = 0.0
+    pad: int = 0
+    fill_value: int = 255
+    inter_method: int = 1
+    random_h: int = 0
+    random_s: int = 0
+    random_l: int = 0
+    rand_mirror: bool = False
+    mirror: bool = False
+    brightness: float = 0.0
+    contrast: float = 0.0
+    saturation: float = 0.0
+    pca_noise: float = 0.0
+
+    @property
+    def affine(self) -> bool:
+        """Whether the affine step runs (outside random_resized_crop)."""
+        return (self.max_rotate_angle > 0 or self.rotate > 0 or self.max_shear_ratio > 0
+                or self.max_random_scale != 1.0 or self.min_random_scale != 1.0
+                or self.max_aspect_ratio != 0.0)
+
+
+def _interp(code: int, rng, old_hw, new_hw) -> int:
+    """inter_method as an OpenCV code: 9 picks by the size change, 10 a random one."""
+    if code == 9:
+        (oh, ow), (nh, nw) = old_hw, new_hw
+        if nh > oh and nw > ow:
+            return 2
+        return 3 if nh < oh and nw < ow else 1
+    if code == 10:
+        return int(rng.integers(0, 5))
+    return codec.check_interp(code)
+
+
+def _resize_short(img, size, p, rng):
+    h, w = img.shape[:2]
+    nh, nw = (size * h // w, size) if h > w else (size, size * w // h)
+    return codec.resize(img, nw, nh, _interp(p.inter_method, rng, (h, w), (nh, nw)))
+
+
+def _affine(img, p: AugmentParams, rng):
+    """Rotation, shear, scale and aspect-ratio change about the centre (MXNet's warpAffine)."""
+    h, w = img.shape[:2]
+    angle = p.rotate if p.rotate > 0 else (int(rng.integers(-p.max_rotate_angle, p.max_rotate_angle + 1))
+                                           if p.max_rotate_angle > 0 else 0)
+    shear = rng.uniform(-p.max_shear_ratio, p.max_shear_ratio) if p.max_shear_ratio > 0 else 0.0
+    s = rng.uniform(p.min_random_scale, p.max_random_scale)
+    ratio = rng.uniform(1 - p.max_aspect_ratio, 1 + p.max_aspect_ratio)
+    hs = 2 * s / (1 + ratio)
+    ws = ratio * hs
+    a, b = math.cos(math.radians(angle)), math.sin(math.radians(angle))
+    new_w = int(max(p.min_img_size, min(p.max_img_size, s * w)))
+    new_h = int(max(p.min_img_size, min(p.max_img_size, s * h)))
+    m = np.array([[hs * a - s * b * shear, hs * b + s * a * shear, 0.0],
+                  [-ws * b, ws * a, 0.0]], np.float32)
+    m[0, 2] = (new_w - (m[0, 0] * w + m[0, 1] * h)) / 2
+    m[1, 2] = (new_h - (m[1, 0] * w + m[1, 1] * h)) / 2
+    out = codec.opencv().warpAffine(img, m, (new_w, new_h), flags=_interp(p.inter_method, rng, (h, w), (new_h, new_w)),
+                         borderMode=0, borderValue=[float(p.fill_value)] * 4)
+    return out[:, :, None] if out.ndim == 2 else out
+
+
+def _random_resized_crop(img, p: AugmentParams, rng):
+    """A crop of random area fraction and aspect ratio resized to data_shape (centre crop of
+    the target's aspect after 10 failed draws)."""
+    h, w = img.shape[:2]
+    oh, ow = p.data_shape[1], p.data_shape[2]
+    hi = p.max_aspect_ratio if p.max_aspect_ratio > 0 else 1.0
+    lo = p.min_aspect_ratio if p.min_aspect_ratio is not None else 1.0 / hi
+    for _ in range(10):
+        area = rng.uniform(p.min_random_area, p.max_random_area) * h * w
+        ratio = math.exp(rng.uniform(math.log(lo), math.log(hi)))
+        cw, ch = int(round(math.sqrt(area * ratio))), int(round(math.sqrt(area / ratio)))
+        if 0 < cw <= w and 0 < ch <= h:
+            x0, y0 = int(rng.integers(0, w - cw + 1)), int(rng.integers(0, h - ch + 1))
+            crop = img[y0:y0 + ch, x0:x0 + cw]
+            return codec.resize(crop, ow, oh, _interp(p.inter_method, rng, (ch, cw), (oh, ow)))
+    cw, ch = min(w, int(h * ow / oh)), min(h, int(w * oh / ow))
+    x0, y0 = (w - cw) // 2, (h - ch) // 2
+    return codec.resize(img[y0:y0 + ch, x0:x0 + cw], ow, oh, _interp(p.inter_method, rng, (ch, cw), (oh, ow)))
+
+
+def _crop(img, p: AugmentParams, rng, random_position: bool):
+    oh, ow = p.data_shape[1], p.data_shape[2]
+    h, w = img.shape[:2]
+    if h < oh or w < ow:
+        raise MXNetError(f"ImageRecordIter: input image size smaller than input shape: image "
+                         f"{h}x{w}, data_shape {tuple(p.data_shape)} (use resize to enlarge it)")
+    if random_position:
+        y0, x0 = int(rng.integers(0, h - oh + 1)), int(rng.integers(0, w - ow + 1))
+    else:
+        y0, x0 = (h - oh) // 2, (w - ow) // 2
+    return img[y0:y0 + oh, x0:x0 + ow]
+
+
+def _hls_jitter(img, p: AugmentParams, rng):
+    """Random offsets added to hue, lightness and saturation in OpenCV's HLS space."""
+    if img.shape[2] != 3:
+        return img
+    dh, dl, ds = (int(rng.integers(-v, v + 1)) if v > 0 else 0 for v in (p.random_h, p.random_l, p.random_s))
+    cv2 = codec.opencv()
+    hls = cv2.cvtColor(np.ascontiguousarray(img), cv2.COLOR_RGB2HLS).astype(np.int32)
+    hls[:, :, 0] = np.clip(hls[:, :, 0] + dh, 0, 180)
+    hls[:, :, 1] = np.clip(hls[:, :, 1] + dl, 0, 255)
+    hls[:, :, 2] = np.clip(hls[:, :, 2] + ds, 0, 255)
+    return cv2.cvtColor(hls.astype(np.uint8), cv2.COLOR_HLS2RGB)
+
+
+def _colour_jitter(x: np.ndarray, p: AugmentParams, rng) -> np.ndarray:
+    """Brightness, contrast, saturation (each alpha = 1 + U(-v, v)) and PCA lighting noise on a
+    float32 HxWx3 RGB image."""
+    if p.brightness > 0:
+        x = codec.adjust_brightness(x, 1 + rng.uniform(-p.brightness, p.brightness))
+    if p.contrast > 0:
+        x = codec.adjust_contrast(x, 1 + rng.uniform(-p.contrast, p.contrast))
+    if p.saturation > 0:
+        x = codec.adjust_saturation(x, 1 + rng.uniform(-p.saturation, p.saturation))
+    if p.pca_noise > 0:
+        x = x + codec.lighting_offset(rng.normal(0, p.pca_noise, 3))
+    return x
+
+
+def augment(img: np.ndarray, p: AugmentParams, rng, train: bool = True) -> np.ndarray:
+    """One decoded HxWxC uint8 RGB image through the augmentation chain, as HxWxC float32
+    (uint8 values when no colour jitter applies). `train=False` skips every random step
+    (the mean image is computed that way)."""
+    if p.resize > 0:
+        img = _resize_short(img, p.resize, p, rng)
+    if p.random_resized_crop and train:
+        img = _random_resized_crop(img, p, rng)
+    else:
+        if p.affine and train:
+            img = _affine(img, p, rng)
+        if p.pad > 0:
+            img = codec.make_border(img, p.pad, p.pad, p.pad, p.pad, 0, float(p.fill_value))
+        img = _crop(img, p, rng, p.rand_crop and train)
+    if train and (p.random_h or p.random_s or p.random_l):
+        img = _hls_jitter(img, p, rng)
+    if p.mirror or (train and p.rand_mirror and rng.random() < 0.5):
+        img = img[:, ::-1]
+    if train and img.shape[2] == 3 and (p.brightness or p.contrast or p.saturation or p.pca_noise):
+        return _colour_jitter(img.astype(np.float32), p, rng)
+    return img
+
+
+_AUG_FIELDS = set(AugmentParams.__dataclass_fields__) - {"data_shape"}
+
+
+class ImageRecordIter(BatchedIter):
+    """Batches (batch_size, C, H, W) of images from `path_imgrec` (see the module docstring),
+    labels (batch_size,) float32, or (batch_size, label_width) when label_width > 1 (from the
+    records' label arrays, or from `path_imglist` lines keyed by record id)."""
+
+    _default_dtype = "float32"
+
+    def __init__(self, path_imgrec, data_shape, batch_size, path_imgidx="", path_imglist="",
+                 label_width=1, shuffle=False, seed=0, seed_aug=None, num_parts=1, part_index=0,
+                 round_batch=True, preprocess_threads=4, dtype=None, data_name="data",
+                 label_name="softmax_label", mean_img="", mean_r=0.0, mean_g=0.0, mean_b=0.0,
+                 mean_a=0.0, std_r=1.0, std_g=1.0, std_b=1.0, std_a=1.0, scale=1.0, **kwargs):
+        data_shape = tuple(int(d) for d in data_shape)
+        if len(data_shape) != 3 or data_shape[0] not in (1, 3, 4):
+            raise MXNetError(f"ImageRecordIter: data_shape must be (channels, height, width) with 1, 3 "
+                             f"or 4 channels, got {data_shape}")
+        self._dtype = dtype or self._default_dtype
+        if self._dtype not in ("float32", "uint8"):
+            raise MXNetError(f"ImageRecordIter: dtype must be float32 or uint8, got {self._dtype!r}")
+        self._aug = AugmentParams(data_shape, **{k: v for k, v in kwargs.items() if k in _AUG_FIELDS})
+        if self._aug.inter_method not in (9, 10):
+            codec.check_interp(self._aug.inter_method)
+        self._rec = recordio.MXIndexedRecordIO(path_imgidx, path_imgrec, "r") if path_imgidx \
+            else recordio.MXRecordIO(path_imgrec, "r")
+        self._locations = self._record_locations(path_imgidx)
+        if not 0 <= part_index < num_parts:
+            raise MXNetError(f"ImageRecordIter: part_index {part_index} not in [0, {num_parts})")
+        per = (len(self._locations) + num_parts - 1) // num_parts
+        self._locations = self._locations[part_index * per:(part_index + 1) * per]
+        self._label_width = int(label_width)
+        self._imglist = self._read_imglist(path_imglist) if path_imglist else None
+        self._seed_aug = seed if seed_aug is None else seed_aug
+        self._pool = ThreadPoolExecutor(max_workers=max(1, int(preprocess_threads)),
+                                        thread_name_prefix="symjit-imagerecord")
+        n = len(self._locations)
+        order = (lambda k: np.random.default_rng((seed, k)).permutation(n)) if shuffle else (lambda k: np.arange(n))
+        self._plan = plan = BatchPlan(n, int(batch_size), round_batch, order, "ImageRecordIter")
+        self._mean, self._std = self._normalization(mean_img, (mean_r, mean_g, mean_b, mean_a),
+                                                    (std_r, std_g, std_b, std_a), float(scale))
+        label_shape = (batch_size,) if self._label_width == 1 else (batch_size, self._label_width)
+        super().__init__(plan, [DataDesc(data_name, (batch_size,) + data_shape, np.dtype(self._dtype).type)],
+                         [DataDesc(label_name, label_shape, np.float32)])
+
+    # ---- records -----------------------------------------------------------------------------
+    def _record_locations(self, path_imgidx) -> list:
+        """Index keys (with an .idx file) or byte offsets (scanned) of every record."""
+        if path_imgidx:
+            return list(self._rec.keys)
+        offsets, handle = [], self._rec.handle
+        handle.seek(0)
+        while True:
+            pos = handle.tell()
+            if recordio._read_record(handle, self._rec.uri) is None:
+                break
+            offsets.append(pos)
+        handle.seek(0)
+        return offsets
+
+    def _read(self, i: int) -> bytes:
+        loc = self._locations[i]
+        if isinstance(self._rec, recordio.MXIndexedRecordIO):
+            return self._rec.read_idx(loc)
+        self._rec.handle.seek(loc)
+        return self._rec.read()
+
+    @staticmethod
+    def _read_imglist(path: str) -> dict:
+        """{record id: float32 labels} of a .lst file."""
+        from ..image.image import read_image_list_file
+        table, _ = read_image_list_file(path, "float32")
+        return {key: labels for key, (labels, _) in table.items()}
+
+    def _label(self, header) -> np.ndarray:
+        lab = self._imglist[int(header.id)] if self._imglist is not None else np.atleast_1d(
+            np.asarray(header.label, np.float32))
+        if lab.size < self._label_width:
+            raise MXNetError(f"ImageRecordIter: record {header.id} has {lab.size} labels, label_width is "
+                             f"{self._label_width}")
+        return lab[:self._label_width]
+
+    # ---- processing --------------------------------------------------------------------------
+    def _normalization(self, mean_img, means, stds, scale):
+        c = self._aug.data_shape[0]
+        if self._dtype == "uint8":
+            return None, None
+        std = np.array(stds[:c] if c != 1 else stds[:1], np.float32).reshape(c, 1, 1) / np.float32(scale)
+        if mean_img:
+            return self._mean_image(mean_img), std
+        return np.array(means[:c] if c != 1 else means[:1], np.float32).reshape(c, 1, 1), std
+
+    def _mean_image(self, path: str) -> np.ndarray:
+        """The (C, H, W) mean image stored at `path` (nd.save format), computed over the
+        records without random augmentation and saved there when the file is absent."""
+        from .. import ndarray as nd
+        if os.path.isfile(path):
+            loaded = nd.load(path)
+            arr = next(iter(loaded.values())) if isinstance(loaded, dict) else loaded[0]
+            return arr.asnumpy().astype(np.float32)
+        total = np.zeros(self._aug.data_shape, np.float64)
+        for i in range(len(self._locations)):
+            total += self._decode_augment(i, None, train=False)[0]
+        mean = (total / max(len(self._locations), 1)).astype(np.float32)
+        nd.save(path, {"mean_img": nd.array(mean)})
+        return mean
+
+    def _decode_augment(self, i: int, rng, train: bool = True):
+        header, payload = recordio.unpack(self._read(i))
+        return self._process(header, payload, rng, train)
+
+    def _process(self, header, payload, rng, train=True):
+        img = codec.decode(payload, 0 if self._aug.data_shape[0] == 1 else 1, True)
+        if self._aug.data_shape[0] == 4 and img.shape[2] == 3:
+            img = np.concatenate([img, np.full(img.shape[:2] + (1,), 255, np.uint8)], axis=2)
+        out = augment(img, self._aug, rng if rng is not None else np.random.default_rng(0), train)
+        return np.transpose(out, (2, 0, 1)), self._label(header)
+
+    def _load(self, indices, pad):
+        plan_pass = self._plan.pass_number
+        payloads = [None if i is None else recordio.unpack(self._read(i)) for i in indices]
+
+        def work(k):
+            if payloads[k] is None:
+                return None
+            rng = np.random.default_rng((self._seed_aug, plan_pass, k, indices[k]))
+            return self._process(payloads[k][0], payloads[k][1], rng)
+        results = list(self._pool.map(work, range(len(indices))))
+        c, h, w = self._aug.data_shape
+        data = np.zeros((len(indices), c, h, w), np.dtype(self._dtype))
+        label = np.zeros((len(indices), self._label_width), np.float32)
+        for k, res in enumerate(results):
+            if res is None:
+                continue
+            img, label[k] = res
+            if self._dtype == "uint8":
+                data[k] = img
+            else:
+                data[k] = (img.astype(np.float32) - self._mean) / self._std
+        if self._label_width == 1:
+            label = label[:, 0]
+        return [_nd(data)], [_nd(label)]
+
+    def _index(self, indices):
+        return np.array([-1 if i is None else i for i in indices], dtype=np.int64)
+
+    def __del__(self):
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.shutdown(wait=False)
+
+
+class ImageRecordUInt8Iter(ImageRecordIter):
+    """ImageRecordIter with uint8 output (raw pixels, no mean/std normalization)."""
+
+    _default_dtype = "uint8"
