@@ -1,0 +1,501 @@
+/* nn/rnn.c -- the fused recurrent layers of MXNet's RNN op (rnn_relu, rnn_tanh, lstm, gru) and
+ * their gradient, float32, over every time step in one call.
+ * Part of the kernel library: compiled only as part of nnkernels.c (one translation unit).
+ *
+ * Packed parameters (MXNet / cuDNN layout, symjit/ops/rnn.py): every weight first, for layer l
+ * and direction k: W_i2h (G*H, in_l) then W_h2h (G*H, H); then every bias in the same order:
+ * b_i2h (G*H), b_h2h (G*H). Gates: lstm i, f, g, o; gru r, z, n with
+ * n = tanh(W_in x + b_in + r * (W_hn h + b_hn)).
+ *
+ * Forward, per layer and direction: one GEMM projects every time step's input at once (with
+ * both biases, except gru's b_hn); then each step runs one parallel pass whose tasks own a block
+ * of hidden units: the block's recurrent GEMM columns of every gate (h_{t-1} W_h2h^T, from a
+ * copy of W_h2h transposed once per call) and the gate math of those units. Both directions of
+ * a layer share each step's pass. The backward recomputes that forward, keeping every gate,
+ * cell and hidden state in a workspace, then runs back-propagation through time with the same
+ * task split (one pass per step: the block's columns of dh = dG_{t+1} W_h2h plus the gate
+ * derivatives of its units) and finishes each layer with three large GEMMs (input gradient,
+ * W_i2h and W_h2h gradients) and the bias sums.
+ *
+ * Dropout between layers: `masks` (layers - 1, T, N, D*H), already scaled (MXNet's reserve
+ * space; the caller draws them), multiplies each layer's output but the last; NULL: none.
+ *
+ * Workspace lives in a per-thread scratch buffer of the calling thread (slot 10), per-task gate
+ * buffers in slot 9. Tanh and the sigmoid use rnn_exp (Cephes' single-precision polynomial,
+ * relative error ~2e-7, written to vectorise). */
+
+enum { RNN_SLOT_TASK = 9, RNN_SLOT_WORK = 10 };
+
+static inline float rnn_exp(float x) {
+    x = x > 88.3762626647949f ? 88.3762626647949f : (x < -87.3365447504f ? -87.3365447504f : x);
+    float t = x * 1.44269504088896341f + 0.5f;
+    int32_t n = (int32_t)t;
+    n -= (float)n > t;                       /* floor */
+    float fn = (float)n;
+    float r = x - fn * 0.693359375f;
+    r = r + fn * 2.12194440e-4f;
+    float r2 = r * r;
+    float p = 1.9875691500E-4f;
+    p = p * r + 1.3981999507E-3f;
+    p = p * r + 8.3334519073E-3f;
+    p = p * r + 4.1665795894E-2f;
+    p = p * r + 1.6666665459E-1f;
+    p = p * r + 5.0000001201E-1f;
+    p = p * r2 + r + 1.0f;
+    union { int32_t i; float f; } s;
+    s.i = (n + 127) << 23;
+    return p * s.f;
+}
+
+static inline float rnn_sigmoid(float x) { return 1.0f / (1.0f + rnn_exp(-x)); }
+
+static inline float rnn_tanh(float x) {
+    /* tanh(x) = sign(x) (1 - 2 / (exp(2|x|) + 1)); below 2^-6 the cubic term of its series */
+    float a = x < 0 ? -x : x;
+    float y = 1.0f - 2.0f / (rnn_exp(2.0f * a) + 1.0f);
+    if (a < 0.015625f) y = a - a * a * a * (1.0f / 3.0f);
+    return x < 0 ? -y : y;
+}
+
+static int64_t rnn_gate_count(int64_t mode) {
+    return mode == SYMJIT_RNN_LSTM ? 4 : (mode == SYMJIT_RNN_GRU ? 3 : 1);
+}
+
+static int64_t rnn_layer_input(const symjit_rnn_desc *d, int64_t layer) {
+    return layer == 0 ? d->input : d->dirs * d->hidden;
+}
+
+/* float offsets of one (layer, direction)'s W_i2h, W_h2h, b_i2h, b_h2h in the packed vector */
+typedef struct {
+    int64_t wi, wh, bi, bh;
+} rnn_offsets;
+
+static rnn_offsets rnn_param_offsets(const symjit_rnn_desc *d, int64_t layer, int64_t dir) {
+    const int64_t GH = rnn_gate_count(d->mode) * d->hidden, H = d->hidden;
+    int64_t pos = 0, weights = 0;
+    for (int64_t l = 0; l < d->layers; l++) {
+        int64_t per_dir = GH * (rnn_layer_input(d, l) + H);
+        if (l < layer) pos += d->dirs * per_dir;
+        weights += d->dirs * per_dir;
+    }
+    rnn_offsets o;
+    o.wi = pos + dir * GH * (rnn_layer_input(d, layer) + H);
+    o.wh = o.wi + GH * rnn_layer_input(d, layer);
+    o.bi = weights + (layer * d->dirs + dir) * 2 * GH;
+    o.bh = o.bi + GH;
+    return o;
+}
+
+/* Workspace of one layer and direction (time order, not processing order):
+ *   act  (T, N, G*H)  the input projection, then the gate activations in place (lstm i f g o,
+ *                     gru r z n); unused by rnn_relu / rnn_tanh
+ *   hn   (T, N, H)    gru: W_hn h_{t-1} + b_hn
+ *   hs   (T+1, N, H)  hidden states: the forward direction keeps h_{t-1} in slot t and h_t in
+ *                     slot t+1, the reverse direction h_t in slot t and h_{t+1} in slot t+1
+ *   cs   (T+1, N, H)  lstm cell states, slots as hs
+ *   wht  (H, G*H)     W_h2h transposed */
+typedef struct {
+    float *act, *hn, *hs, *cs, *wht;
+} rnn_dir_ws;
+
+typedef struct {
+    const symjit_rnn_desc *d;
+    int64_t G, GH, jb, nblk;
+    const float *params;
+    float *bias;            /* (D, G*H) the input projection's bias, per direction of the layer */
+    float *layer_out;       /* (T, N, D*H) this layer's output (after its dropout mask) */
+    const float *layer_in;
+    rnn_dir_ws dir[2];
+    /* the step being run (forward: processing order; backward: reverse processing order) */
+    int64_t step;
+    /* backward */
+    const float *dlayer;    /* (T, N, D*H) gradient of this layer's output */
+    float *dgi[2], *dgh[2]; /* (T, N, G*H) gate gradients (dgh == dgi except gru) */
+    float *dh[2], *dc[2];   /* (N, H) the carried state gradients */
+    const float *dhy, *dcy; /* (L*D, N, H) or NULL */
+    float *dh0, *dc0;
+    int64_t layer;
+} rnn_job;
+
+/* time index and hidden-state slots of processing step s of direction k */
+static inline int64_t rnn_time(const rnn_job *j, int64_t k, int64_t s) { return k == 0 ? s : j->d->seq - 1 - s; }
+static inline int64_t rnn_prev_slot(int64_t k, int64_t t) { return k == 0 ? t : t + 1; }
+static inline int64_t rnn_new_slot(int64_t k, int64_t t) { return k == 0 ? t + 1 : t; }
+
+/* out (N, G*jb): per gate g, h (N, H) times columns [g*H + j0, g*H + j0 + jn) of W_h2h^T */
+static void rnn_recurrent_block(const rnn_job *j, const float *wht, const float *h, int64_t j0, int64_t jn,
+                                float *out) {
+    const int64_t N = j->d->batch, H = j->d->hidden;
+    for (int64_t g = 0; g < j->G; g++)
+        gemm_rm(0, 0, N, jn, H, h, H, wht + g * H + j0, j->GH, 0.0f, out + g * jn, j->G * jn);
+}
+
+NN_CLONES
+static void rnn_fwd_units(const rnn_job *j, int64_t k, int64_t t, int64_t j0, int64_t jn, const float *gh) {
+    const symjit_rnn_desc *d = j->d;
+    const int64_t N = d->batch, H = d->hidden, GH = j->GH, G = j->G, DH = d->dirs * H;
+    const rnn_dir_ws *w = &j->dir[k];
+    const float *bh = j->params + rnn_param_offsets(d, j->layer, k).bh;
+    const float *hprev = w->hs + rnn_prev_slot(k, t) * N * H;
+    float *hnew = w->hs + rnn_new_slot(k, t) * N * H;
+    float *y = j->layer_out + t * N * DH + k * H;
+    for (int64_t n = 0; n < N; n++) {
+        float *a = w->act + (t * N + n) * GH + j0;
+        const float *r = gh + n * G * jn;
+        float *hn = hnew + n * H + j0, *out = y + n * DH + j0;
+        if (d->mode == SYMJIT_RNN_LSTM) {
+            const float *cp = w->cs + rnn_prev_slot(k, t) * N * H + n * H + j0;
+            float *cn = w->cs + rnn_new_slot(k, t) * N * H + n * H + j0;
+            for (int64_t u = 0; u < jn; u++) {
+                float i = rnn_sigmoid(a[u] + r[u]), f = rnn_sigmoid(a[H + u] + r[jn + u]);
+                float g = rnn_tanh(a[2 * H + u] + r[2 * jn + u]), o = rnn_sigmoid(a[3 * H + u] + r[3 * jn + u]);
+                float c = f * cp[u] + i * g;
+                float h = o * rnn_tanh(c);
+                a[u] = i; a[H + u] = f; a[2 * H + u] = g; a[3 * H + u] = o;
+                cn[u] = c; hn[u] = h; out[u] = h;
+            }
+        } else if (d->mode == SYMJIT_RNN_GRU) {
+            const float *hp = hprev + n * H + j0, *bn = bh + 2 * H + j0;
+            float *hh = w->hn + (t * N + n) * H + j0;
+            for (int64_t u = 0; u < jn; u++) {
+                float rr = rnn_sigmoid(a[u] + r[u]), z = rnn_sigmoid(a[H + u] + r[jn + u]);
+                float hv = r[2 * jn + u] + bn[u];
+                float nn = rnn_tanh(a[2 * H + u] + rr * hv);
+                float h = (1.0f - z) * nn + z * hp[u];
+                a[u] = rr; a[H + u] = z; a[2 * H + u] = nn;
+                hh[u] = hv; hn[u] = h; out[u] = h;
+            }
+        } else {
+            int relu = d->mode == SYMJIT_RNN_RELU;
+            for (int64_t u = 0; u < jn; u++) {
+                float v = a[u] + r[u];
+                float h = relu ? (v > 0.0f ? v : 0.0f) : rnn_tanh(v);
+                hn[u] = h; out[u] = h;
+            }
+        }
+    }
+}
+
+static void rnn_fwd_step_task(int64_t begin, int64_t end, void **argv) {
+    rnn_job *j = (rnn_job *)argv[0];
+    const int64_t H = j->d->hidden, N = j->d->batch;
+    for (int64_t task = begin; task < end; task++) {
+        int64_t k = task / j->nblk, j0 = (task % j->nblk) * j->jb, jn = imin(j->jb, H - j0);
+        int64_t t = rnn_time(j, k, j->step);
+        float *gh = scratch(RNN_SLOT_TASK, (size_t)(N * j->G * jn));
+        if (!gh) return;
+        rnn_recurrent_block(j, j->dir[k].wht, j->dir[k].hs + rnn_prev_slot(k, t) * N * H, j0, jn, gh);
+        rnn_fwd_units(j, k, t, j0, jn, gh);
+    }
+}
+
+/* hidden units per task: about two tasks per thread over the directions, whole 16-unit vectors */
+static void rnn_split(rnn_job *j) {
+    const int64_t H = j->d->hidden;
+    int64_t threads = symjit_get_num_threads();
+    double flops = 2.0 * (double)j->d->batch * (double)H * (double)j->GH * (double)j->d->dirs;
+    int64_t want = flops < 2e5 ? 1 : cdiv(2 * threads, j->d->dirs);
+    int64_t jb = cdiv(H, imax(1, want));
+    if (jb < H) jb = imin(H, cdiv(jb, 16) * 16);
+    j->jb = jb;
+    j->nblk = cdiv(H, jb);
+}
+
+static void rnn_gemm(int64_t m, int64_t n, int64_t k, int ta, int tb, const float *A, const float *B,
+                     const float *bias, float *C) {
+    symjit_gemm_desc g;
+    memset(&g, 0, sizeof g);
+    g.batch = 1; g.m = m; g.n = n; g.k = k; g.trans_a = ta; g.trans_b = tb;
+    g.stride_c = m * n;
+    g.bias_mode = bias ? SYMJIT_BIAS_PER_COLUMN : SYMJIT_BIAS_NONE;
+    symjit_nn_gemm(&g, A, B, bias, C, NULL, NULL);
+}
+
+/* the forward of one layer: its input projection, W_h2h^T, then every step */
+static void rnn_layer_forward(rnn_job *j, const float *h0, const float *c0) {
+    const symjit_rnn_desc *d = j->d;
+    const int64_t T = d->seq, N = d->batch, H = d->hidden, GH = j->GH, in = rnn_layer_input(d, j->layer);
+    for (int64_t k = 0; k < d->dirs; k++) {
+        rnn_offsets o = rnn_param_offsets(d, j->layer, k);
+        rnn_dir_ws *w = &j->dir[k];
+        const float *bi = j->params + o.bi, *bh = j->params + o.bh, *wh = j->params + o.wh;
+        float *bias = j->bias + k * GH;
+        for (int64_t c = 0; c < GH; c++)   /* gru's b_hn stays inside r * (...) */
+            bias[c] = bi[c] + (d->mode == SYMJIT_RNN_GRU && c >= 2 * H ? 0.0f : bh[c]);
+        for (int64_t r = 0; r < GH; r++)
+            for (int64_t c = 0; c < H; c++) w->wht[c * GH + r] = wh[r * H + c];
+        int64_t idx = j->layer * d->dirs + k;
+        float *first = w->hs + rnn_prev_slot(k, rnn_time(j, k, 0)) * N * H;
+        memcpy(first, h0 + idx * N * H, (size_t)(N * H) * sizeof(float));
+        if (d->mode == SYMJIT_RNN_LSTM) {
+            float *cfirst = w->cs + rnn_prev_slot(k, rnn_time(j, k, 0)) * N * H;
+            if (c0) memcpy(cfirst, c0 + idx * N * H, (size_t)(N * H) * sizeof(float));
+            else memset(cfirst, 0, (size_t)(N * H) * sizeof(float));
+        }
+        rnn_gemm(T * N, GH, in, 0, 1, j->layer_in, j->params + o.wi, bias, w->act);
+    }
+    rnn_split(j);
+    void *argv[1] = {j};
+    int64_t tasks = d->dirs * j->nblk;
+    for (int64_t s = 0; s < T; s++) {
+        j->step = s;
+        symjit_parallel_for(rnn_fwd_step_task, tasks, j->nblk == 1 ? tasks : 1, argv);
+    }
+}
+
+/* Workspace sizes (floats) of one direction of a layer, and of the whole call */
+static int64_t rnn_dir_floats(const symjit_rnn_desc *d) {
+    const int64_t T = d->seq, N = d->batch, H = d->hidden, GH = rnn_gate_count(d->mode) * H;
+    return cdiv(T * N * GH, 16) * 16 + cdiv(T * N * H, 16) * 16 + 2 * cdiv((T + 1) * N * H, 16) * 16
+           + cdiv(H * GH, 16) * 16;
+}
+
+static void rnn_dir_carve(const symjit_rnn_desc *d, float *base, rnn_dir_ws *w) {
+    const int64_t T = d->seq, N = d->batch, H = d->hidden, GH = rnn_gate_count(d->mode) * H;
+    w->act = base; base += cdiv(T * N * GH, 16) * 16;
+    w->hn = base; base += cdiv(T * N * H, 16) * 16;
+    w->hs = base; base += cdiv((T + 1) * N * H, 16) * 16;
+    w->cs = base; base += cdiv((T + 1) * N * H, 16) * 16;
+    w->wht = base;
+}
+
+static void rnn_apply_mask(float *x, const float *mask, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] *= mask[i];
+}
+
+/* The whole forward (y may be NULL with `keep`). `keep`: workspace with every layer's traces (backward), laid out as
+ * [layer outputs L x (T, N, D*H)] [bias D*G*H] [L x D direction workspaces]; the inference
+ * forward keeps two layer outputs and one layer's directions. Returns 0 when out of memory. */
+static int rnn_forward(const symjit_rnn_desc *d, const float *x, const float *params, const float *h0,
+                       const float *c0, const float *masks, float *y, float *hy, float *cy, int keep,
+                       rnn_job *j, float **ws_out) {
+    const int64_t T = d->seq, N = d->batch, H = d->hidden, L = d->layers, D = d->dirs;
+    const int64_t G = rnn_gate_count(d->mode), GH = G * H, DH = D * H, out_sz = cdiv(T * N * DH, 16) * 16;
+    const int64_t n_out = keep ? L : imin(L - 1, 2), n_dir = keep ? L * D : D;
+    float *ws = scratch(RNN_SLOT_WORK, (size_t)(n_out * out_sz + cdiv(D * GH, 16) * 16 + n_dir * rnn_dir_floats(d)));
+    if (!ws) return 0;
+    memset(j, 0, sizeof *j);
+    j->d = d; j->G = G; j->GH = GH; j->params = params;
+    j->bias = ws + n_out * out_sz;
+    float *dirs = j->bias + cdiv(D * GH, 16) * 16;
+    const float *layer_in = x;
+    for (int64_t l = 0; l < L; l++) {
+        j->layer = l;
+        j->layer_in = layer_in;
+        float *lout = keep ? ws + l * out_sz : (l == L - 1 ? y : ws + (l % 2) * out_sz);
+        j->layer_out = lout;
+        for (int64_t k = 0; k < D; k++)
+            rnn_dir_carve(d, dirs + ((keep ? l * D : 0) + k) * rnn_dir_floats(d), &j->dir[k]);
+        rnn_layer_forward(j, h0, c0);
+        for (int64_t k = 0; k < D; k++) {
+            int64_t idx = l * D + k;
+            const rnn_dir_ws *w = &j->dir[k];
+            int64_t last = rnn_new_slot(k, rnn_time(j, k, T - 1));
+            if (hy) memcpy(hy + idx * N * H, w->hs + last * N * H, (size_t)(N * H) * sizeof(float));
+            if (cy && d->mode == SYMJIT_RNN_LSTM)
+                memcpy(cy + idx * N * H, w->cs + last * N * H, (size_t)(N * H) * sizeof(float));
+        }
+        if (l < L - 1 && masks) rnn_apply_mask(lout, masks + l * T * N * DH, T * N * DH);
+        layer_in = lout;
+    }
+    if (keep && y) memcpy(y, ws + (L - 1) * out_sz, (size_t)(T * N * DH) * sizeof(float));
+    if (cy && d->mode != SYMJIT_RNN_LSTM) memset(cy, 0, (size_t)(L * D * N * H) * sizeof(float));
+    if (ws_out) *ws_out = ws;
+    return 1;
+}
+
+NN_API void symjit_nn_rnn(const symjit_rnn_desc *d, const float *x, const float *params, const float *h0,
+                          const float *c0, const float *masks, float *y, float *hy, float *cy) {
+    rnn_job j;
+    rnn_forward(d, x, params, h0, c0, masks, y, hy, cy, 0, &j, NULL);
+}
+
+/* ---- backward ---------------------------------------------------------------------------- */
+
+NN_CLONES
+static void rnn_bwd_units(const rnn_job *j, int64_t k, int64_t t, int64_t j0, int64_t jn, float *dh) {
+    /* dh (N, jn): on entry the gradient reaching h_t from later steps (and the output above),
+     * on exit unchanged; writes the gate gradients of step t and the carried dc / dh */
+    const symjit_rnn_desc *d = j->d;
+    const int64_t N = d->batch, H = d->hidden, GH = j->GH;
+    const rnn_dir_ws *w = &j->dir[k];
+    for (int64_t n = 0; n < N; n++) {
+        const float *dhn = dh + n * jn;
+        float *gi = j->dgi[k] + (t * N + n) * GH + j0, *gh = j->dgh[k] + (t * N + n) * GH + j0;
+        float *carry = j->dh[k] + n * H + j0;
+        if (d->mode == SYMJIT_RNN_LSTM) {
+            const float *a = w->act + (t * N + n) * GH + j0;
+            const float *cp = w->cs + rnn_prev_slot(k, t) * N * H + n * H + j0;
+            const float *cn = w->cs + rnn_new_slot(k, t) * N * H + n * H + j0;
+            float *dc = j->dc[k] + n * H + j0;
+            for (int64_t u = 0; u < jn; u++) {
+                float i = a[u], f = a[H + u], g = a[2 * H + u], o = a[3 * H + u];
+                float tc = rnn_tanh(cn[u]);
+                float dho = dhn[u];
+                float dct = dc[u] + dho * o * (1.0f - tc * tc);
+                gi[u] = dct * g * i * (1.0f - i);
+                gi[H + u] = dct * cp[u] * f * (1.0f - f);
+                gi[2 * H + u] = dct * i * (1.0f - g * g);
+                gi[3 * H + u] = dho * tc * o * (1.0f - o);
+                dc[u] = dct * f;
+            }
+        } else if (d->mode == SYMJIT_RNN_GRU) {
+            const float *a = w->act + (t * N + n) * GH + j0;
+            const float *hh = w->hn + (t * N + n) * H + j0;
+            const float *hp = w->hs + rnn_prev_slot(k, t) * N * H + n * H + j0;
+            for (int64_t u = 0; u < jn; u++) {
+                float r = a[u], z = a[H + u], nn = a[2 * H + u], dho = dhn[u];
+                float dn = dho * (1.0f - z) * (1.0f - nn * nn);
+                float dz = dho * (hp[u] - nn) * z * (1.0f - z);
+                float dr = dn * hh[u] * r * (1.0f - r);
+                gi[u] = gh[u] = dr;
+                gi[H + u] = gh[H + u] = dz;
+                gi[2 * H + u] = dn;
+                gh[2 * H + u] = dn * r;
+                carry[u] = dho * z;   /* the direct path h_{t-1} -> h_t */
+            }
+        } else {
+            const float *hn = w->hs + rnn_new_slot(k, t) * N * H + n * H + j0;
+            int relu = d->mode == SYMJIT_RNN_RELU;
+            for (int64_t u = 0; u < jn; u++)
+                gi[u] = dhn[u] * (relu ? (hn[u] > 0.0f ? 1.0f : 0.0f) : 1.0f - hn[u] * hn[u]);
+        }
+    }
+}
+
+/* dh (N, jn) = the gradient reaching the block's units from the later steps, at backward step b
+ * (processing step T-1-b; b == T: the initial state): from processing step T-b's gate gradients
+ * (dG W_h2h, plus gru's direct path), or dhy at b == 0 */
+static void rnn_bwd_incoming(const rnn_job *j, int64_t k, int64_t b, int64_t j0, int64_t jn, float *dh) {
+    const symjit_rnn_desc *d = j->d;
+    const int64_t N = d->batch, H = d->hidden, GH = j->GH;
+    int64_t idx = j->layer * d->dirs + k;
+    if (b == 0) {
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t u = 0; u < jn; u++) dh[n * jn + u] = j->dhy ? j->dhy[(idx * N + n) * H + j0 + u] : 0.0f;
+        return;
+    }
+    int64_t tp = rnn_time(j, k, d->seq - b);
+    const float *wh = j->params + rnn_param_offsets(d, j->layer, k).wh;
+    gemm_rm(0, 0, N, jn, GH, j->dgh[k] + tp * N * GH, GH, wh + j0, H, 0.0f, dh, jn);
+    if (d->mode == SYMJIT_RNN_GRU)
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t u = 0; u < jn; u++) dh[n * jn + u] += j->dh[k][n * H + j0 + u];
+}
+
+static void rnn_bwd_step_task(int64_t begin, int64_t end, void **argv) {
+    rnn_job *j = (rnn_job *)argv[0];
+    const symjit_rnn_desc *d = j->d;
+    const int64_t H = d->hidden, N = d->batch, T = d->seq, DH = d->dirs * H;
+    for (int64_t task = begin; task < end; task++) {
+        int64_t k = task / j->nblk, j0 = (task % j->nblk) * j->jb, jn = imin(j->jb, H - j0);
+        float *dh = scratch(RNN_SLOT_TASK, (size_t)(N * jn));
+        if (!dh) return;
+        rnn_bwd_incoming(j, k, j->step, j0, jn, dh);
+        if (j->step == T) {   /* past the last step: the initial state's gradient */
+            int64_t idx = j->layer * d->dirs + k;
+            for (int64_t n = 0; n < N; n++) {
+                memcpy(j->dh0 + (idx * N + n) * H + j0, dh + n * jn, (size_t)jn * sizeof(float));
+                if (d->mode == SYMJIT_RNN_LSTM && j->dc0)
+                    memcpy(j->dc0 + (idx * N + n) * H + j0, j->dc[k] + n * H + j0, (size_t)jn * sizeof(float));
+            }
+            continue;
+        }
+        int64_t t = rnn_time(j, k, T - 1 - j->step);
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t u = 0; u < jn; u++) dh[n * jn + u] += j->dlayer[(t * N + n) * DH + k * H + j0 + u];
+        rnn_bwd_units(j, k, t, j0, jn, dh);
+    }
+}
+
+/* column sums of x (rows, cols) into out (cols), split by columns over the pool */
+typedef struct {
+    const float *x;
+    float *out;
+    int64_t rows, cols;
+} rnn_colsum_job;
+
+static void rnn_colsum_task(int64_t begin, int64_t end, void **argv) {
+    rnn_colsum_job *c = (rnn_colsum_job *)argv[0];
+    int64_t c0 = begin * 64, c1 = imin(end * 64, c->cols);
+    for (int64_t i = c0; i < c1; i++) c->out[i] = 0.0f;
+    for (int64_t r = 0; r < c->rows; r++) {
+        const float *row = c->x + r * c->cols;
+        for (int64_t i = c0; i < c1; i++) c->out[i] += row[i];
+    }
+}
+
+static void rnn_colsum(const float *x, int64_t rows, int64_t cols, float *out) {
+    rnn_colsum_job c = {x, out, rows, cols};
+    void *argv[1] = {&c};
+    symjit_parallel_for(rnn_colsum_task, cdiv(cols, 64), 1, argv);
+}
+
+NN_API void symjit_nn_rnn_bwd(const symjit_rnn_desc *d, const float *x, const float *params, const float *h0,
+                              const float *c0, const float *masks, const float *dy, const float *dhy,
+                              const float *dcy, float *dx, float *dparams, float *dh0, float *dc0) {
+    const int64_t T = d->seq, N = d->batch, H = d->hidden, L = d->layers, D = d->dirs;
+    const int64_t G = rnn_gate_count(d->mode), GH = G * H, DH = D * H;
+    rnn_job j;
+    float *ws;
+    if (!rnn_forward(d, x, params, h0, c0, masks, NULL, NULL, NULL, 1, &j, &ws)) return;
+    /* gradient buffers: per direction dgi, dgh (gru), dh, dc, and two
+     * (T, N, max(in, D*H)) buffers for the layer gradients */
+    const int64_t gsz = cdiv(T * N * GH, 16) * 16, ssz = cdiv(N * H, 16) * 16;
+    int64_t in_max = imax(d->input, DH), lsz = cdiv(T * N * in_max, 16) * 16;
+    int64_t need = D * (gsz * (d->mode == SYMJIT_RNN_GRU ? 2 : 1) + 2 * ssz) + 3 * lsz;
+    float *g = (float *)malloc((size_t)need * sizeof(float));
+    if (!g) {
+        symjit_set_error(SYMJIT_ERR_OUT_OF_MEMORY, "nnkernels: cannot allocate %zu bytes for the RNN backward",
+                         (size_t)need * sizeof(float));
+        return;
+    }
+    float *p = g;
+    for (int64_t k = 0; k < D; k++) {
+        j.dgi[k] = p; p += gsz;
+        if (d->mode == SYMJIT_RNN_GRU) { j.dgh[k] = p; p += gsz; } else j.dgh[k] = j.dgi[k];
+        j.dh[k] = p; p += ssz;
+        j.dc[k] = p; p += ssz;
+    }
+    float *dl_a = p, *dl_b = p + lsz, *dtmp = p + 2 * lsz;
+    const int64_t out_sz = cdiv(T * N * DH, 16) * 16;
+    float *dirs = j.bias + cdiv(D * GH, 16) * 16;
+    j.dhy = dhy; j.dh0 = dh0; j.dc0 = dc0;
+    const float *dlayer = dy;
+    for (int64_t l = L - 1; l >= 0; l--) {
+        const int64_t in = rnn_layer_input(d, l);
+        const float *layer_in = l == 0 ? x : ws + (l - 1) * out_sz;
+        j.layer = l;
+        j.dlayer = dlayer;
+        for (int64_t k = 0; k < D; k++) {
+            rnn_dir_carve(d, dirs + (l * D + k) * rnn_dir_floats(d), &j.dir[k]);
+            int64_t idx = l * D + k;
+            if (dcy && d->mode == SYMJIT_RNN_LSTM) memcpy(j.dc[k], dcy + idx * N * H, (size_t)(N * H) * sizeof(float));
+            else memset(j.dc[k], 0, (size_t)(N * H) * sizeof(float));
+            memset(j.dh[k], 0, (size_t)(N * H) * sizeof(float));
+        }
+        rnn_split(&j);
+        void *argv[1] = {&j};
+        int64_t tasks = D * j.nblk;
+        for (int64_t s = 0; s <= T; s++) {
+            j.step = s;
+            symjit_parallel_for(rnn_bwd_step_task, tasks, j.nblk == 1 ? tasks : 1, argv);
+        }
+        /* the layer's large products */
+        float *dxl = l == 0 ? dx : (dlayer == dl_a ? dl_b : dl_a);
+        for (int64_t k = 0; k < D; k++) {
+            rnn_offsets o = rnn_param_offsets(d, l, k);
+            rnn_gemm(GH, in, T * N, 1, 0, j.dgi[k], layer_in, NULL, dparams + o.wi);
+            const float *hprev = j.dir[k].hs + (k == 0 ? 0 : N * H);
+            rnn_gemm(GH, H, T * N, 1, 0, j.dgh[k], hprev, NULL, dparams + o.wh);
+            rnn_colsum(j.dgi[k], T * N, GH, dparams + o.bi);
+            rnn_colsum(j.dgh[k], T * N, GH, dparams + o.bh);
+            rnn_gemm(T * N, in, GH, 0, 0, j.dgi[k], params + o.wi, NULL, k == 0 ? dxl : dtmp);
+            if (k > 0)
+                for (int64_t i = 0; i < T * N * in; i++) dxl[i] += dtmp[i];
+        }
+        if (l > 0 && masks) rnn_apply_mask(dxl, masks + (l - 1) * T * N * DH, T * N * DH);
+        dlayer = dxl;
+    }
+    free(g);
+}
