@@ -21,40 +21,66 @@
  * space; the caller draws them), multiplies each layer's output but the last; NULL: none.
  *
  * Workspace lives in a per-thread scratch buffer of the calling thread (slot 10), per-task gate
- * buffers in slot 9. Tanh and the sigmoid use rnn_exp (Cephes' single-precision polynomial,
- * relative error ~2e-7, written to vectorise). */
+ * buffers in slot 9. Tanh and the sigmoid run over rows of gates: with AVX-512 through
+ * rnn_exp16 (Cephes' single-precision polynomial, relative error ~2e-7), elsewhere libm. */
 
 enum { RNN_SLOT_TASK = 9, RNN_SLOT_WORK = 10 };
 
-static inline float rnn_exp(float x) {
-    x = x > 88.3762626647949f ? 88.3762626647949f : (x < -87.3365447504f ? -87.3365447504f : x);
-    float t = x * 1.44269504088896341f + 0.5f;
-    int32_t n = (int32_t)t;
-    n -= (float)n > t;                       /* floor */
-    float fn = (float)n;
-    float r = x - fn * 0.693359375f;
-    r = r + fn * 2.12194440e-4f;
-    float r2 = r * r;
-    float p = 1.9875691500E-4f;
-    p = p * r + 1.3981999507E-3f;
-    p = p * r + 8.3334519073E-3f;
-    p = p * r + 4.1665795894E-2f;
-    p = p * r + 1.6666665459E-1f;
-    p = p * r + 5.0000001201E-1f;
-    p = p * r2 + r + 1.0f;
-    union { int32_t i; float f; } s;
-    s.i = (n + 127) << 23;
-    return p * s.f;
+#ifdef NN_HAVE_AVX512
+/* exp of 16 floats: Cephes' expf polynomial after x = n ln2 + r (relative error ~2e-7); NaN
+ * propagates (the clamps return x when it is NaN), overflow gives inf, underflow 0 */
+NN_AVX512 static inline __m512 rnn_exp16(__m512 x) {
+    x = _mm512_min_ps(_mm512_set1_ps(88.7228f), x);
+    x = _mm512_max_ps(_mm512_set1_ps(-103.9721f), x);
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500E-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507E-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073E-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894E-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459E-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201E-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(p, n);
 }
 
-static inline float rnn_sigmoid(float x) { return 1.0f / (1.0f + rnn_exp(-x)); }
+/* x[i] = sigmoid(x[i]) (tanh: 0) or tanh(x[i]) (tanh: 1) for i < n; tanh(x) as
+ * sign(x) (1 - e) / (1 + e) with e = exp(-2|x|) */
+NN_AVX512 static void rnn_activate_avx512(float *x, int64_t n, int tanh) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512i sign = _mm512_set1_epi32((int)0x80000000u);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i), y;
+        if (tanh) {
+            __m512i bits = _mm512_castps_si512(v);
+            __m512 a = _mm512_castsi512_ps(_mm512_andnot_si512(sign, bits));
+            __m512 e = rnn_exp16(_mm512_mul_ps(a, _mm512_set1_ps(-2.0f)));
+            y = _mm512_div_ps(_mm512_sub_ps(one, e), _mm512_add_ps(one, e));
+            y = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(y), _mm512_and_si512(sign, bits)));
+        } else {
+            y = _mm512_div_ps(one, _mm512_add_ps(one, rnn_exp16(_mm512_sub_ps(_mm512_setzero_ps(), v))));
+        }
+        _mm512_mask_storeu_ps(x + i, m, y);
+    }
+}
+#endif
 
-static inline float rnn_tanh(float x) {
-    /* tanh(x) = sign(x) (1 - 2 / (exp(2|x|) + 1)); below 2^-6 the cubic term of its series */
-    float a = x < 0 ? -x : x;
-    float y = 1.0f - 2.0f / (rnn_exp(2.0f * a) + 1.0f);
-    if (a < 0.015625f) y = a - a * a * a * (1.0f / 3.0f);
-    return x < 0 ? -y : y;
+/* in place over n floats: the logistic sigmoid, or tanh */
+static void rnn_sigmoid_n(float *x, int64_t n) {
+#ifdef NN_HAVE_AVX512
+    if (native_on()) { rnn_activate_avx512(x, n, 0); return; }
+#endif
+    for (int64_t i = 0; i < n; i++) x[i] = 1.0f / (1.0f + expf(-x[i]));
+}
+
+static void rnn_tanh_n(float *x, int64_t n) {
+#ifdef NN_HAVE_AVX512
+    if (native_on()) { rnn_activate_avx512(x, n, 1); return; }
+#endif
+    for (int64_t i = 0; i < n; i++) x[i] = tanhf(x[i]);
 }
 
 static int64_t rnn_gate_count(int64_t mode) {
@@ -89,11 +115,15 @@ static rnn_offsets rnn_param_offsets(const symjit_rnn_desc *d, int64_t layer, in
 /* Workspace of one layer and direction (time order, not processing order):
  *   act  (T, N, G*H)  the input projection, then the gate activations in place (lstm i f g o,
  *                     gru r z n); unused by rnn_relu / rnn_tanh
- *   hn   (T, N, H)    gru: W_hn h_{t-1} + b_hn
+ *   hn   (T, N, H)    gru: W_hn h_{t-1} + b_hn; lstm: tanh(c_t)
  *   hs   (T+1, N, H)  hidden states: the forward direction keeps h_{t-1} in slot t and h_t in
  *                     slot t+1, the reverse direction h_t in slot t and h_{t+1} in slot t+1
  *   cs   (T+1, N, H)  lstm cell states, slots as hs
- *   wht  (H, G*H)     W_h2h transposed */
+ *   wht  (H, G*H)     W_h2h packed per block of hidden units (rnn_pack_blocks): the forward's
+ *                     block [j0, j0+jn) holds (H, G*jn), W_h2h^T's columns g*H + j0.. of every
+ *                     gate g side by side, so a step's recurrent product of a block is one
+ *                     GEMM over contiguous weights; the backward repacks it as (G*H, jn) per
+ *                     block, W_h2h's columns j0.. */
 typedef struct {
     float *act, *hn, *hs, *cs, *wht;
 } rnn_dir_ws;
@@ -104,6 +134,7 @@ typedef struct {
     const float *params;
     float *bias;            /* (D, G*H) the input projection's bias, per direction of the layer */
     float *layer_out;       /* (T, N, D*H) this layer's output (after its dropout mask) */
+    float *outs;            /* with `keep`: every layer's output, 16-float aligned, in order */
     const float *layer_in;
     rnn_dir_ws dir[2];
     /* the step being run (forward: processing order; backward: reverse processing order) */
@@ -122,16 +153,38 @@ static inline int64_t rnn_time(const rnn_job *j, int64_t k, int64_t s) { return 
 static inline int64_t rnn_prev_slot(int64_t k, int64_t t) { return k == 0 ? t : t + 1; }
 static inline int64_t rnn_new_slot(int64_t k, int64_t t) { return k == 0 ? t + 1 : t; }
 
-/* out (N, G*jb): per gate g, h (N, H) times columns [g*H + j0, g*H + j0 + jn) of W_h2h^T */
+/* Pack W_h2h (G*H, H) per block of jb hidden units: forward (transposed) block j0 at
+ * wp + H*G*j0 as (H, G*jn) with [c][g*jn + u] = W[g*H + j0 + u][c]; backward block j0 at
+ * wp + G*H*j0 as (G*H, jn) with [r][u] = W[r][j0 + u]. */
+static void rnn_pack_blocks(const float *w, int64_t G, int64_t H, int64_t jb, int backward, float *wp) {
+    const int64_t GH = G * H;
+    for (int64_t j0 = 0; j0 < H; j0 += jb) {
+        const int64_t jn = imin(jb, H - j0);
+        if (backward) {
+            float *blk = wp + GH * j0;
+            for (int64_t r = 0; r < GH; r++) memcpy(blk + r * jn, w + r * H + j0, (size_t)jn * sizeof(float));
+            continue;
+        }
+        float *blk = wp + H * G * j0;
+        for (int64_t g = 0; g < G; g++)
+            for (int64_t u = 0; u < jn; u++) {
+                const float *row = w + (g * H + j0 + u) * H;
+                for (int64_t c = 0; c < H; c++) blk[c * G * jn + g * jn + u] = row[c];
+            }
+    }
+}
+
+/* out (N, G*jn): h (N, H) times the block's packed weights (gate g in columns g*jn..) */
 static void rnn_recurrent_block(const rnn_job *j, const float *wht, const float *h, int64_t j0, int64_t jn,
                                 float *out) {
     const int64_t N = j->d->batch, H = j->d->hidden;
-    for (int64_t g = 0; g < j->G; g++)
-        gemm_rm(0, 0, N, jn, H, h, H, wht + g * H + j0, j->GH, 0.0f, out + g * jn, j->G * jn);
+    gemm_rm(0, 0, N, j->G * jn, H, h, H, wht + H * j->G * j0, j->G * jn, 0.0f, out, j->G * jn);
 }
 
+/* The gate math of step t for hidden units [j0, j0 + jn) of direction k: `z` (N, G*jn) holds
+ * the recurrent products (gate g in columns g*jn..), turned in place into the gates. */
 NN_CLONES
-static void rnn_fwd_units(const rnn_job *j, int64_t k, int64_t t, int64_t j0, int64_t jn, const float *gh) {
+static void rnn_fwd_units(const rnn_job *j, int64_t k, int64_t t, int64_t j0, int64_t jn, float *z) {
     const symjit_rnn_desc *d = j->d;
     const int64_t N = d->batch, H = d->hidden, GH = j->GH, G = j->G, DH = d->dirs * H;
     const rnn_dir_ws *w = &j->dir[k];
@@ -141,37 +194,40 @@ static void rnn_fwd_units(const rnn_job *j, int64_t k, int64_t t, int64_t j0, in
     float *y = j->layer_out + t * N * DH + k * H;
     for (int64_t n = 0; n < N; n++) {
         float *a = w->act + (t * N + n) * GH + j0;
-        const float *r = gh + n * G * jn;
+        float *r = z + n * G * jn;
         float *hn = hnew + n * H + j0, *out = y + n * DH + j0;
+        float *aux = w->hn + (t * N + n) * H + j0;   /* lstm tanh(c_t), gru W_hn h + b_hn */
         if (d->mode == SYMJIT_RNN_LSTM) {
             const float *cp = w->cs + rnn_prev_slot(k, t) * N * H + n * H + j0;
             float *cn = w->cs + rnn_new_slot(k, t) * N * H + n * H + j0;
-            for (int64_t u = 0; u < jn; u++) {
-                float i = rnn_sigmoid(a[u] + r[u]), f = rnn_sigmoid(a[H + u] + r[jn + u]);
-                float g = rnn_tanh(a[2 * H + u] + r[2 * jn + u]), o = rnn_sigmoid(a[3 * H + u] + r[3 * jn + u]);
-                float c = f * cp[u] + i * g;
-                float h = o * rnn_tanh(c);
-                a[u] = i; a[H + u] = f; a[2 * H + u] = g; a[3 * H + u] = o;
-                cn[u] = c; hn[u] = h; out[u] = h;
-            }
+            for (int64_t g = 0; g < 4; g++)
+                for (int64_t u = 0; u < jn; u++) r[g * jn + u] += a[g * H + u];
+            rnn_sigmoid_n(r, 2 * jn);
+            rnn_tanh_n(r + 2 * jn, jn);
+            rnn_sigmoid_n(r + 3 * jn, jn);
+            for (int64_t u = 0; u < jn; u++) aux[u] = cn[u] = r[jn + u] * cp[u] + r[u] * r[2 * jn + u];
+            rnn_tanh_n(aux, jn);
+            for (int64_t u = 0; u < jn; u++) hn[u] = out[u] = r[3 * jn + u] * aux[u];
+            for (int64_t g = 0; g < 4; g++) memcpy(a + g * H, r + g * jn, (size_t)jn * sizeof(float));
         } else if (d->mode == SYMJIT_RNN_GRU) {
             const float *hp = hprev + n * H + j0, *bn = bh + 2 * H + j0;
-            float *hh = w->hn + (t * N + n) * H + j0;
+            for (int64_t u = 0; u < 2 * jn; u++) r[u] += a[(u / jn) * H + u % jn];
+            rnn_sigmoid_n(r, 2 * jn);
             for (int64_t u = 0; u < jn; u++) {
-                float rr = rnn_sigmoid(a[u] + r[u]), z = rnn_sigmoid(a[H + u] + r[jn + u]);
-                float hv = r[2 * jn + u] + bn[u];
-                float nn = rnn_tanh(a[2 * H + u] + rr * hv);
-                float h = (1.0f - z) * nn + z * hp[u];
-                a[u] = rr; a[H + u] = z; a[2 * H + u] = nn;
-                hh[u] = hv; hn[u] = h; out[u] = h;
+                aux[u] = r[2 * jn + u] + bn[u];
+                r[2 * jn + u] = a[2 * H + u] + r[u] * aux[u];
             }
+            rnn_tanh_n(r + 2 * jn, jn);
+            for (int64_t u = 0; u < jn; u++) hn[u] = out[u] = (1.0f - r[jn + u]) * r[2 * jn + u] + r[jn + u] * hp[u];
+            for (int64_t g = 0; g < 3; g++) memcpy(a + g * H, r + g * jn, (size_t)jn * sizeof(float));
         } else {
-            int relu = d->mode == SYMJIT_RNN_RELU;
-            for (int64_t u = 0; u < jn; u++) {
-                float v = a[u] + r[u];
-                float h = relu ? (v > 0.0f ? v : 0.0f) : rnn_tanh(v);
-                hn[u] = h; out[u] = h;
-            }
+            for (int64_t u = 0; u < jn; u++) r[u] += a[u];
+            if (d->mode == SYMJIT_RNN_RELU)
+                for (int64_t u = 0; u < jn; u++) r[u] = r[u] > 0.0f ? r[u] : 0.0f;
+            else
+                rnn_tanh_n(r, jn);
+            memcpy(hn, r, (size_t)jn * sizeof(float));
+            memcpy(out, r, (size_t)jn * sizeof(float));
         }
     }
 }
@@ -215,6 +271,7 @@ static void rnn_gemm(int64_t m, int64_t n, int64_t k, int ta, int tb, const floa
 static void rnn_layer_forward(rnn_job *j, const float *h0, const float *c0) {
     const symjit_rnn_desc *d = j->d;
     const int64_t T = d->seq, N = d->batch, H = d->hidden, GH = j->GH, in = rnn_layer_input(d, j->layer);
+    rnn_split(j);
     for (int64_t k = 0; k < d->dirs; k++) {
         rnn_offsets o = rnn_param_offsets(d, j->layer, k);
         rnn_dir_ws *w = &j->dir[k];
@@ -222,8 +279,7 @@ static void rnn_layer_forward(rnn_job *j, const float *h0, const float *c0) {
         float *bias = j->bias + k * GH;
         for (int64_t c = 0; c < GH; c++)   /* gru's b_hn stays inside r * (...) */
             bias[c] = bi[c] + (d->mode == SYMJIT_RNN_GRU && c >= 2 * H ? 0.0f : bh[c]);
-        for (int64_t r = 0; r < GH; r++)
-            for (int64_t c = 0; c < H; c++) w->wht[c * GH + r] = wh[r * H + c];
+        rnn_pack_blocks(wh, j->G, H, j->jb, 0, w->wht);
         int64_t idx = j->layer * d->dirs + k;
         float *first = w->hs + rnn_prev_slot(k, rnn_time(j, k, 0)) * N * H;
         memcpy(first, h0 + idx * N * H, (size_t)(N * H) * sizeof(float));
@@ -234,7 +290,6 @@ static void rnn_layer_forward(rnn_job *j, const float *h0, const float *c0) {
         }
         rnn_gemm(T * N, GH, in, 0, 1, j->layer_in, j->params + o.wi, bias, w->act);
     }
-    rnn_split(j);
     void *argv[1] = {j};
     int64_t tasks = d->dirs * j->nblk;
     for (int64_t s = 0; s < T; s++) {
@@ -264,19 +319,22 @@ static void rnn_apply_mask(float *x, const float *mask, int64_t n) {
 }
 
 /* The whole forward (y may be NULL with `keep`). `keep`: workspace with every layer's traces (backward), laid out as
- * [layer outputs L x (T, N, D*H)] [bias D*G*H] [L x D direction workspaces]; the inference
- * forward keeps two layer outputs and one layer's directions. Returns 0 when out of memory. */
+ * [layer outputs L x (T, N, D*H)] [bias D*G*H] [L x D direction workspaces] [`extra` floats,
+ * returned in *ws_out]; the inference forward keeps two layer outputs and one layer's
+ * directions. Returns 0 when out of memory. */
 static int rnn_forward(const symjit_rnn_desc *d, const float *x, const float *params, const float *h0,
                        const float *c0, const float *masks, float *y, float *hy, float *cy, int keep,
-                       rnn_job *j, float **ws_out) {
+                       int64_t extra, rnn_job *j, float **ws_out) {
     const int64_t T = d->seq, N = d->batch, H = d->hidden, L = d->layers, D = d->dirs;
     const int64_t G = rnn_gate_count(d->mode), GH = G * H, DH = D * H, out_sz = cdiv(T * N * DH, 16) * 16;
     const int64_t n_out = keep ? L : imin(L - 1, 2), n_dir = keep ? L * D : D;
-    float *ws = scratch(RNN_SLOT_WORK, (size_t)(n_out * out_sz + cdiv(D * GH, 16) * 16 + n_dir * rnn_dir_floats(d)));
+    const int64_t used = n_out * out_sz + cdiv(D * GH, 16) * 16 + n_dir * rnn_dir_floats(d);
+    float *ws = scratch(RNN_SLOT_WORK, (size_t)(used + extra));
     if (!ws) return 0;
     memset(j, 0, sizeof *j);
     j->d = d; j->G = G; j->GH = GH; j->params = params;
     j->bias = ws + n_out * out_sz;
+    j->outs = ws;
     float *dirs = j->bias + cdiv(D * GH, 16) * 16;
     const float *layer_in = x;
     for (int64_t l = 0; l < L; l++) {
@@ -300,14 +358,14 @@ static int rnn_forward(const symjit_rnn_desc *d, const float *x, const float *pa
     }
     if (keep && y) memcpy(y, ws + (L - 1) * out_sz, (size_t)(T * N * DH) * sizeof(float));
     if (cy && d->mode != SYMJIT_RNN_LSTM) memset(cy, 0, (size_t)(L * D * N * H) * sizeof(float));
-    if (ws_out) *ws_out = ws;
+    if (ws_out) *ws_out = ws + used;   /* the `extra` floats */
     return 1;
 }
 
 NN_API void symjit_nn_rnn(const symjit_rnn_desc *d, const float *x, const float *params, const float *h0,
                           const float *c0, const float *masks, float *y, float *hy, float *cy) {
     rnn_job j;
-    rnn_forward(d, x, params, h0, c0, masks, y, hy, cy, 0, &j, NULL);
+    rnn_forward(d, x, params, h0, c0, masks, y, hy, cy, 0, 0, &j, NULL);
 }
 
 /* ---- backward ---------------------------------------------------------------------------- */
@@ -326,11 +384,11 @@ static void rnn_bwd_units(const rnn_job *j, int64_t k, int64_t t, int64_t j0, in
         if (d->mode == SYMJIT_RNN_LSTM) {
             const float *a = w->act + (t * N + n) * GH + j0;
             const float *cp = w->cs + rnn_prev_slot(k, t) * N * H + n * H + j0;
-            const float *cn = w->cs + rnn_new_slot(k, t) * N * H + n * H + j0;
+            const float *tcn = w->hn + (t * N + n) * H + j0;   /* tanh(c_t) */
             float *dc = j->dc[k] + n * H + j0;
             for (int64_t u = 0; u < jn; u++) {
                 float i = a[u], f = a[H + u], g = a[2 * H + u], o = a[3 * H + u];
-                float tc = rnn_tanh(cn[u]);
+                float tc = tcn[u];
                 float dho = dhn[u];
                 float dct = dc[u] + dho * o * (1.0f - tc * tc);
                 gi[u] = dct * g * i * (1.0f - i);
@@ -376,8 +434,7 @@ static void rnn_bwd_incoming(const rnn_job *j, int64_t k, int64_t b, int64_t j0,
         return;
     }
     int64_t tp = rnn_time(j, k, d->seq - b);
-    const float *wh = j->params + rnn_param_offsets(d, j->layer, k).wh;
-    gemm_rm(0, 0, N, jn, GH, j->dgh[k] + tp * N * GH, GH, wh + j0, H, 0.0f, dh, jn);
+    gemm_rm(0, 0, N, jn, GH, j->dgh[k] + tp * N * GH, GH, j->dir[k].wht + GH * j0, jn, 0.0f, dh, jn);
     if (d->mode == SYMJIT_RNN_GRU)
         for (int64_t n = 0; n < N; n++)
             for (int64_t u = 0; u < jn; u++) dh[n * jn + u] += j->dh[k][n * H + j0 + u];
@@ -436,20 +493,14 @@ NN_API void symjit_nn_rnn_bwd(const symjit_rnn_desc *d, const float *x, const fl
                               const float *dcy, float *dx, float *dparams, float *dh0, float *dc0) {
     const int64_t T = d->seq, N = d->batch, H = d->hidden, L = d->layers, D = d->dirs;
     const int64_t G = rnn_gate_count(d->mode), GH = G * H, DH = D * H;
-    rnn_job j;
-    float *ws;
-    if (!rnn_forward(d, x, params, h0, c0, masks, NULL, NULL, NULL, 1, &j, &ws)) return;
-    /* gradient buffers: per direction dgi, dgh (gru), dh, dc, and two
-     * (T, N, max(in, D*H)) buffers for the layer gradients */
+    /* gradient buffers after the forward's traces: per direction dgi, dgh (gru), dh, dc, and
+     * three (T, N, max(in, D*H)) buffers for the layer gradients */
     const int64_t gsz = cdiv(T * N * GH, 16) * 16, ssz = cdiv(N * H, 16) * 16;
     int64_t in_max = imax(d->input, DH), lsz = cdiv(T * N * in_max, 16) * 16;
     int64_t need = D * (gsz * (d->mode == SYMJIT_RNN_GRU ? 2 : 1) + 2 * ssz) + 3 * lsz;
-    float *g = (float *)malloc((size_t)need * sizeof(float));
-    if (!g) {
-        symjit_set_error(SYMJIT_ERR_OUT_OF_MEMORY, "nnkernels: cannot allocate %zu bytes for the RNN backward",
-                         (size_t)need * sizeof(float));
-        return;
-    }
+    rnn_job j;
+    float *g;
+    if (!rnn_forward(d, x, params, h0, c0, masks, NULL, NULL, NULL, 1, need, &j, &g)) return;
     float *p = g;
     for (int64_t k = 0; k < D; k++) {
         j.dgi[k] = p; p += gsz;
@@ -464,7 +515,7 @@ NN_API void symjit_nn_rnn_bwd(const symjit_rnn_desc *d, const float *x, const fl
     const float *dlayer = dy;
     for (int64_t l = L - 1; l >= 0; l--) {
         const int64_t in = rnn_layer_input(d, l);
-        const float *layer_in = l == 0 ? x : ws + (l - 1) * out_sz;
+        const float *layer_in = l == 0 ? x : j.outs + (l - 1) * out_sz;
         j.layer = l;
         j.dlayer = dlayer;
         for (int64_t k = 0; k < D; k++) {
@@ -475,6 +526,8 @@ NN_API void symjit_nn_rnn_bwd(const symjit_rnn_desc *d, const float *x, const fl
             memset(j.dh[k], 0, (size_t)(N * H) * sizeof(float));
         }
         rnn_split(&j);
+        for (int64_t k = 0; k < D; k++)
+            rnn_pack_blocks(params + rnn_param_offsets(d, l, k).wh, G, H, j.jb, 1, j.dir[k].wht);
         void *argv[1] = {&j};
         int64_t tasks = D * j.nblk;
         for (int64_t s = 0; s <= T; s++) {
@@ -497,5 +550,4 @@ NN_API void symjit_nn_rnn_bwd(const symjit_rnn_desc *d, const float *x, const fl
         if (l > 0 && masks) rnn_apply_mask(dxl, masks + (l - 1) * T * N * DH, T * N * DH);
         dlayer = dxl;
     }
-    free(g);
 }
