@@ -465,6 +465,28 @@ static void rnn_bwd_step_task(int64_t begin, int64_t end, void **argv) {
     }
 }
 
+/* dst (cols, rows) = src (rows, cols)^T, in 16 x 16 tiles split by column blocks over the pool */
+typedef struct {
+    const float *src;
+    float *dst;
+    int64_t rows, cols;
+} rnn_transpose_job;
+
+static void rnn_transpose_task(int64_t begin, int64_t end, void **argv) {
+    rnn_transpose_job *tj = (rnn_transpose_job *)argv[0];
+    const int64_t R = tj->rows, C = tj->cols;
+    for (int64_t c0 = begin * 16; c0 < imin(end * 16, C); c0 += 16)
+        for (int64_t r0 = 0; r0 < R; r0 += 16)
+            for (int64_t c = c0; c < imin(c0 + 16, C); c++)
+                for (int64_t r = r0; r < imin(r0 + 16, R); r++) tj->dst[c * R + r] = tj->src[r * C + c];
+}
+
+static void rnn_transpose(const float *src, int64_t rows, int64_t cols, float *dst) {
+    rnn_transpose_job tj = {src, dst, rows, cols};
+    void *argv[1] = {&tj};
+    symjit_parallel_for(rnn_transpose_task, cdiv(cols, 16), 4, argv);
+}
+
 /* column sums of x (rows, cols) into out (cols), split by columns over the pool */
 typedef struct {
     const float *x;
@@ -494,10 +516,12 @@ NN_API void symjit_nn_rnn_bwd(const symjit_rnn_desc *d, const float *x, const fl
     const int64_t T = d->seq, N = d->batch, H = d->hidden, L = d->layers, D = d->dirs;
     const int64_t G = rnn_gate_count(d->mode), GH = G * H, DH = D * H;
     /* gradient buffers after the forward's traces: per direction dgi, dgh (gru), dh, dc, and
-     * three (T, N, max(in, D*H)) buffers for the layer gradients */
+     * three (T, N, max(in, D*H)) buffers for the layer gradients, a gate gradient transposed
+     * (the weight gradients dG^T X as GEMMs over row-major operands: ~2.5x faster than over
+     * the transposed dG) */
     const int64_t gsz = cdiv(T * N * GH, 16) * 16, ssz = cdiv(N * H, 16) * 16;
     int64_t in_max = imax(d->input, DH), lsz = cdiv(T * N * in_max, 16) * 16;
-    int64_t need = D * (gsz * (d->mode == SYMJIT_RNN_GRU ? 2 : 1) + 2 * ssz) + 3 * lsz;
+    int64_t need = D * (gsz * (d->mode == SYMJIT_RNN_GRU ? 2 : 1) + 2 * ssz) + 3 * lsz + gsz;
     rnn_job j;
     float *g;
     if (!rnn_forward(d, x, params, h0, c0, masks, NULL, NULL, NULL, 1, need, &j, &g)) return;
@@ -508,7 +532,7 @@ NN_API void symjit_nn_rnn_bwd(const symjit_rnn_desc *d, const float *x, const fl
         j.dh[k] = p; p += ssz;
         j.dc[k] = p; p += ssz;
     }
-    float *dl_a = p, *dl_b = p + lsz, *dtmp = p + 2 * lsz;
+    float *dl_a = p, *dl_b = p + lsz, *dtmp = p + 2 * lsz, *dgt = p + 3 * lsz;
     const int64_t out_sz = cdiv(T * N * DH, 16) * 16;
     float *dirs = j.bias + cdiv(D * GH, 16) * 16;
     j.dhy = dhy; j.dh0 = dh0; j.dc0 = dc0;
@@ -538,9 +562,11 @@ NN_API void symjit_nn_rnn_bwd(const symjit_rnn_desc *d, const float *x, const fl
         float *dxl = l == 0 ? dx : (dlayer == dl_a ? dl_b : dl_a);
         for (int64_t k = 0; k < D; k++) {
             rnn_offsets o = rnn_param_offsets(d, l, k);
-            rnn_gemm(GH, in, T * N, 1, 0, j.dgi[k], layer_in, NULL, dparams + o.wi);
+            rnn_transpose(j.dgi[k], T * N, GH, dgt);
+            rnn_gemm(GH, in, T * N, 0, 0, dgt, layer_in, NULL, dparams + o.wi);
             const float *hprev = j.dir[k].hs + (k == 0 ? 0 : N * H);
-            rnn_gemm(GH, H, T * N, 1, 0, j.dgh[k], hprev, NULL, dparams + o.wh);
+            if (j.dgh[k] != j.dgi[k]) rnn_transpose(j.dgh[k], T * N, GH, dgt);
+            rnn_gemm(GH, H, T * N, 0, 0, dgt, hprev, NULL, dparams + o.wh);
             rnn_colsum(j.dgi[k], T * N, GH, dparams + o.bi);
             rnn_colsum(j.dgh[k], T * N, GH, dparams + o.bh);
             rnn_gemm(T * N, in, GH, 0, 0, j.dgi[k], params + o.wi, NULL, k == 0 ? dxl : dtmp);
