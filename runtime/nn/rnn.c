@@ -318,32 +318,73 @@ static void rnn_apply_mask(float *x, const float *mask, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] *= mask[i];
 }
 
-/* The whole forward (y may be NULL with `keep`). `keep`: workspace with every layer's traces (backward), laid out as
- * [layer outputs L x (T, N, D*H)] [bias D*G*H] [L x D direction workspaces] [`extra` floats,
- * returned in *ws_out]; the inference forward keeps two layer outputs and one layer's
- * directions. Returns 0 when out of memory. */
-static int rnn_forward(const symjit_rnn_desc *d, const float *x, const float *params, const float *h0,
-                       const float *c0, const float *masks, float *y, float *hy, float *cy, int keep,
-                       int64_t extra, rnn_job *j, float **ws_out) {
-    const int64_t T = d->seq, N = d->batch, H = d->hidden, L = d->layers, D = d->dirs;
-    const int64_t G = rnn_gate_count(d->mode), GH = G * H, DH = D * H, out_sz = cdiv(T * N * DH, 16) * 16;
-    const int64_t n_out = keep ? L : imin(L - 1, 2), n_dir = keep ? L * D : D;
-    const int64_t used = n_out * out_sz + cdiv(D * GH, 16) * 16 + n_dir * rnn_dir_floats(d);
-    float *ws = scratch(RNN_SLOT_WORK, (size_t)(used + extra));
-    if (!ws) return 0;
+/* floats of the traces a training forward keeps (rnn_forward's `traces`): every layer's output,
+ * the projection biases of one layer, every (layer, direction)'s workspace */
+static int64_t rnn_trace_floats(const symjit_rnn_desc *d) {
+    const int64_t GH = rnn_gate_count(d->mode) * d->hidden, L = d->layers, D = d->dirs;
+    return L * cdiv(d->seq * d->batch * D * d->hidden, 16) * 16 + cdiv(D * GH, 16) * 16 + L * D * rnn_dir_floats(d);
+}
+
+/* The reserve output (symjit_rnn_desc.reserve floats): a header of RNN_RESERVE_HEADER floats,
+ * int64 words [RNN_RESERVE_MAGIC, mode, seq, batch, input, hidden, layers, dirs], then the
+ * traces. The op's numpy reference leaves it zero (no magic): its backward then recomputes. */
+#define RNN_RESERVE_HEADER 16
+#define RNN_RESERVE_MAGIC 0x31565345524E4E52LL   /* "RNNRESV1" */
+
+static int64_t rnn_reserve_floats(const symjit_rnn_desc *d) { return RNN_RESERVE_HEADER + rnn_trace_floats(d); }
+
+static void rnn_reserve_header(const symjit_rnn_desc *d, int64_t *h) {
+    memset(h, 0, RNN_RESERVE_HEADER * sizeof(float));
+    h[0] = RNN_RESERVE_MAGIC; h[1] = d->mode; h[2] = d->seq; h[3] = d->batch; h[4] = d->input;
+    h[5] = d->hidden; h[6] = d->layers; h[7] = d->dirs;
+}
+
+/* whether `reserve` holds the traces of a forward of this geometry */
+static int rnn_reserve_valid(const symjit_rnn_desc *d, const float *reserve) {
+    if (!reserve || d->reserve != rnn_reserve_floats(d)) return 0;
+    int64_t want[RNN_RESERVE_HEADER / 2], got[RNN_RESERVE_HEADER / 2];
+    rnn_reserve_header(d, want);
+    memcpy(got, reserve, sizeof got);
+    return memcmp(want, got, sizeof got) == 0;
+}
+
+/* j's fields over traces laid out as [layer outputs L x (T, N, D*H)] [bias D*G*H]
+ * [L x D direction workspaces] */
+static void rnn_attach(const symjit_rnn_desc *d, const float *params, float *traces, rnn_job *j) {
+    const int64_t GH = rnn_gate_count(d->mode) * d->hidden;
     memset(j, 0, sizeof *j);
-    j->d = d; j->G = G; j->GH = GH; j->params = params;
-    j->bias = ws + n_out * out_sz;
-    j->outs = ws;
-    float *dirs = j->bias + cdiv(D * GH, 16) * 16;
+    j->d = d; j->G = rnn_gate_count(d->mode); j->GH = GH; j->params = params;
+    j->outs = traces;
+    j->bias = traces + d->layers * cdiv(d->seq * d->batch * d->dirs * d->hidden, 16) * 16;
+}
+
+static float *rnn_dir_base(const rnn_job *j, int64_t l, int64_t k) {
+    return j->bias + cdiv(j->d->dirs * j->GH, 16) * 16 + (l * j->d->dirs + k) * rnn_dir_floats(j->d);
+}
+
+/* The whole forward. `traces` (rnn_trace_floats): keep every layer's traces there for the
+ * backward (y may then be NULL); NULL: inference in the calling thread's scratch, two layer
+ * outputs and one layer's directions. Returns 0 when out of memory. */
+static int rnn_forward(const symjit_rnn_desc *d, const float *x, const float *params, const float *h0,
+                       const float *c0, const float *masks, float *y, float *hy, float *cy, float *traces,
+                       rnn_job *j) {
+    const int64_t T = d->seq, N = d->batch, H = d->hidden, L = d->layers, D = d->dirs;
+    const int64_t GH = rnn_gate_count(d->mode) * H, DH = D * H, out_sz = cdiv(T * N * DH, 16) * 16;
+    const int keep = traces != NULL;
+    float *ws = traces;
+    if (!keep) {   /* [two layer outputs] [bias] [one layer's directions] */
+        ws = scratch(RNN_SLOT_WORK, (size_t)(2 * out_sz + cdiv(D * GH, 16) * 16 + D * rnn_dir_floats(d)));
+        if (!ws) return 0;
+    }
+    rnn_attach(d, params, ws, j);
+    if (!keep) j->bias = ws + 2 * out_sz;
     const float *layer_in = x;
     for (int64_t l = 0; l < L; l++) {
         j->layer = l;
         j->layer_in = layer_in;
         float *lout = keep ? ws + l * out_sz : (l == L - 1 ? y : ws + (l % 2) * out_sz);
         j->layer_out = lout;
-        for (int64_t k = 0; k < D; k++)
-            rnn_dir_carve(d, dirs + ((keep ? l * D : 0) + k) * rnn_dir_floats(d), &j->dir[k]);
+        for (int64_t k = 0; k < D; k++) rnn_dir_carve(d, rnn_dir_base(j, keep ? l : 0, k), &j->dir[k]);
         rnn_layer_forward(j, h0, c0);
         for (int64_t k = 0; k < D; k++) {
             int64_t idx = l * D + k;
@@ -358,14 +399,20 @@ static int rnn_forward(const symjit_rnn_desc *d, const float *x, const float *pa
     }
     if (keep && y) memcpy(y, ws + (L - 1) * out_sz, (size_t)(T * N * DH) * sizeof(float));
     if (cy && d->mode != SYMJIT_RNN_LSTM) memset(cy, 0, (size_t)(L * D * N * H) * sizeof(float));
-    if (ws_out) *ws_out = ws + used;   /* the `extra` floats */
     return 1;
 }
 
 NN_API void symjit_nn_rnn(const symjit_rnn_desc *d, const float *x, const float *params, const float *h0,
-                          const float *c0, const float *masks, float *y, float *hy, float *cy) {
+                          const float *c0, const float *masks, float *y, float *hy, float *cy, float *reserve) {
     rnn_job j;
-    rnn_forward(d, x, params, h0, c0, masks, y, hy, cy, 0, 0, &j, NULL);
+    if (reserve && d->reserve != rnn_reserve_floats(d)) {
+        symjit_set_error(SYMJIT_ERR_INVALID_ARGUMENT, "RNN: reserve of %lld floats, expected %lld",
+                         (long long)d->reserve, (long long)rnn_reserve_floats(d));
+        return;
+    }
+    if (!rnn_forward(d, x, params, h0, c0, masks, y, hy, cy, reserve ? reserve + RNN_RESERVE_HEADER : NULL, &j))
+        return;
+    if (reserve) rnn_reserve_header(d, (int64_t *)reserve);
 }
 
 /* ---- backward ---------------------------------------------------------------------------- */
@@ -511,30 +558,36 @@ static void rnn_colsum(const float *x, int64_t rows, int64_t cols, float *out) {
 }
 
 NN_API void symjit_nn_rnn_bwd(const symjit_rnn_desc *d, const float *x, const float *params, const float *h0,
-                              const float *c0, const float *masks, const float *dy, const float *dhy,
-                              const float *dcy, float *dx, float *dparams, float *dh0, float *dc0) {
+                              const float *c0, const float *masks, const float *reserve, const float *dy,
+                              const float *dhy, const float *dcy, float *dx, float *dparams, float *dh0, float *dc0) {
     const int64_t T = d->seq, N = d->batch, H = d->hidden, L = d->layers, D = d->dirs;
     const int64_t G = rnn_gate_count(d->mode), GH = G * H, DH = D * H;
-    /* gradient buffers after the forward's traces: per direction dgi, dgh (gru), dh, dc, and
+    /* gradient buffers: per direction dgi, dgh (gru), dh, dc, W_h2h packed for the backward;
      * three (T, N, max(in, D*H)) buffers for the layer gradients, a gate gradient transposed
      * (the weight gradients dG^T X as GEMMs over row-major operands: ~2.5x faster than over
-     * the transposed dG) */
-    const int64_t gsz = cdiv(T * N * GH, 16) * 16, ssz = cdiv(N * H, 16) * 16;
+     * the transposed dG). Without a valid reserve the traces are recomputed first, into the
+     * same scratch before them. */
+    const int64_t gsz = cdiv(T * N * GH, 16) * 16, ssz = cdiv(N * H, 16) * 16, wsz = cdiv(H * GH, 16) * 16;
     int64_t in_max = imax(d->input, DH), lsz = cdiv(T * N * in_max, 16) * 16;
-    int64_t need = D * (gsz * (d->mode == SYMJIT_RNN_GRU ? 2 : 1) + 2 * ssz) + 3 * lsz + gsz;
+    int64_t need = D * (gsz * (d->mode == SYMJIT_RNN_GRU ? 2 : 1) + 2 * ssz + wsz) + 3 * lsz + gsz;
+    const int have = rnn_reserve_valid(d, reserve);
+    const int64_t trace = have ? 0 : rnn_trace_floats(d);
+    float *buf = scratch(RNN_SLOT_WORK, (size_t)(trace + need));
+    if (!buf) return;
     rnn_job j;
-    float *g;
-    if (!rnn_forward(d, x, params, h0, c0, masks, NULL, NULL, NULL, 1, need, &j, &g)) return;
+    if (have) rnn_attach(d, params, (float *)reserve + RNN_RESERVE_HEADER, &j);   /* read only below */
+    else if (!rnn_forward(d, x, params, h0, c0, masks, NULL, NULL, NULL, buf, &j)) return;
+    float *g = buf + trace, *whb[2];
     float *p = g;
     for (int64_t k = 0; k < D; k++) {
         j.dgi[k] = p; p += gsz;
         if (d->mode == SYMJIT_RNN_GRU) { j.dgh[k] = p; p += gsz; } else j.dgh[k] = j.dgi[k];
         j.dh[k] = p; p += ssz;
         j.dc[k] = p; p += ssz;
+        whb[k] = p; p += wsz;
     }
     float *dl_a = p, *dl_b = p + lsz, *dtmp = p + 2 * lsz, *dgt = p + 3 * lsz;
     const int64_t out_sz = cdiv(T * N * DH, 16) * 16;
-    float *dirs = j.bias + cdiv(D * GH, 16) * 16;
     j.dhy = dhy; j.dh0 = dh0; j.dc0 = dc0;
     const float *dlayer = dy;
     for (int64_t l = L - 1; l >= 0; l--) {
@@ -543,7 +596,8 @@ NN_API void symjit_nn_rnn_bwd(const symjit_rnn_desc *d, const float *x, const fl
         j.layer = l;
         j.dlayer = dlayer;
         for (int64_t k = 0; k < D; k++) {
-            rnn_dir_carve(d, dirs + (l * D + k) * rnn_dir_floats(d), &j.dir[k]);
+            rnn_dir_carve(d, rnn_dir_base(&j, l, k), &j.dir[k]);
+            j.dir[k].wht = whb[k];
             int64_t idx = l * D + k;
             if (dcy && d->mode == SYMJIT_RNN_LSTM) memcpy(j.dc[k], dcy + idx * N * H, (size_t)(N * H) * sizeof(float));
             else memset(j.dc[k], 0, (size_t)(N * H) * sizeof(float));
@@ -551,7 +605,7 @@ NN_API void symjit_nn_rnn_bwd(const symjit_rnn_desc *d, const float *x, const fl
         }
         rnn_split(&j);
         for (int64_t k = 0; k < D; k++)
-            rnn_pack_blocks(params + rnn_param_offsets(d, l, k).wh, G, H, j.jb, 1, j.dir[k].wht);
+            rnn_pack_blocks(params + rnn_param_offsets(d, l, k).wh, G, H, j.jb, 1, whb[k]);
         void *argv[1] = {&j};
         int64_t tasks = D * j.nblk;
         for (int64_t s = 0; s <= T; s++) {

@@ -1,7 +1,9 @@
 """The native fused RNN (runtime/nn/rnn.c through codegen/llvm/lower_rnn.py) against the op's
 numpy reference (symjit/ops/rnn.py, float64): forward outputs and final states, and the
 gradient `_backward_RNN`, for every cell type, one and two layers, one and two directions,
-with and without initial states and state outputs, dropout between layers in training.
+with and without initial states and state outputs, dropout between layers in training, the
+backward from the native forward's reserve (its traces reused) and from a reserve without
+them (the reference's zeros: the forward recomputed).
 Tolerances: float32 results against the float64 reference, rtol 1e-4 and atol 1e-5 times the
 largest magnitude (tanh / sigmoid through a polynomial exp with relative error ~2e-7)."""
 from __future__ import annotations
@@ -36,11 +38,13 @@ def _inputs(attrs, seq, batch, feat, rng):
     return [(n, a.astype(np.float32)) for n, a in ins]
 
 
-def _compiled(op, ins, attrs, is_train=False):
-    """The one-node graph of `op` compiled natively (every node lowered) and the graph."""
+def _compiled(op, ins, attrs, is_train=False, reserve=False):
+    """The one-node graph of `op` compiled natively (every node lowered) and the graph; RNN's
+    graph returns its outputs but the reserve (with `reserve`: all of them)."""
     b = GraphBuilder(name=f"t_{op}")
     vals = [b.add_input(n, TensorType(a.shape, "float32")) for n, a in ins]
-    g = b.build(b.add_node(op, vals, attrs))
+    outs = b.add_node(op, vals, attrs)
+    g = b.build(outs if op != "RNN" or reserve else outs[:-1])
     opt, _ = compile_graph(g, "training" if is_train else "inference")
     cg = compile_planned(opt, g.name, is_train)
     assert cg.native, [n.op.name for n in cg.module.python_nodes]
@@ -82,29 +86,50 @@ def test_rnn_forward_without_state_outputs_and_zero_initial_state(mode):
     _close(got[0], want[0])
 
 
-def _backward_inputs(attrs, ins, rng, masks=None):
-    """_backward_RNN's inputs: head gradients of output, hy (and cy), the forward's inputs."""
+def _backward_inputs(attrs, ins, rng, masks=None, reserve=None):
+    """_backward_RNN's inputs: head gradients of output, hy (and cy), the forward's inputs,
+    the masks, the reserve (default: the reference's, zeros)."""
     op = get_op("RNN")
     parsed = op.parse(dict(attrs, state_outputs=True))
     x = ins[0][1]
     _, outs = op.infer_shape(parsed, [x.shape, None, None, None][:len(ins)])
     names = ["ograd_output", "ograd_hy", "ograd_cy"][:len(ins) - 1]
     heads = [(n, rng.standard_normal(s).astype(np.float32)) for n, s in zip(names, outs)]
-    return heads + ins + ([("dropout_mask", masks)] if masks is not None else [])
+    if reserve is None:
+        reserve = np.zeros(outs[-1], np.float32)
+    return heads + ins + ([("dropout_mask", masks)] if masks is not None else []) + [("reserve", reserve)]
 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("layers,bidirectional", [(1, False), (2, True)])
-def test_rnn_backward_matches_the_reference(mode, layers, bidirectional):
+@pytest.mark.parametrize("traced", [False, True])
+def test_rnn_backward_matches_the_reference(mode, layers, bidirectional, traced):
+    """traced: the reserve of the native forward (the backward reuses its traces); otherwise
+    the reference's zeros (the backward recomputes the forward)."""
     rng = np.random.default_rng(2)
     attrs = _attrs(mode, layers, bidirectional)
-    ins = _backward_inputs(attrs, _inputs(attrs, 5, 3, 4, rng), rng)
+    fwd_ins = _inputs(attrs, 5, 3, 4, rng)
+    reserve = None
+    if traced:
+        fcg, _, farrays = _compiled("RNN", fwd_ins, attrs, reserve=True)
+        reserve = fcg(farrays)[-1]
+        assert reserve[:2].view(np.int64)[0] == int.from_bytes(b"RNNRESV1", "little")
+    ins = _backward_inputs(attrs, fwd_ins, rng, reserve=reserve)
     cg, g, arrays = _compiled("_backward_RNN", ins, attrs)
     got = cg(arrays)
     want = run(g, dict(ins)).outputs
     assert len(got) == len(want) == (4 if mode == "lstm" else 3)
     for a, w in zip(got, want):
         _close(a, w)
+    if traced:   # the traces are what the backward reads: spoiling them changes the gradient
+        spoiled = dict(ins, reserve=np.where(np.arange(reserve.size) < 16, reserve, 0.5).astype(np.float32))
+        bad = cg([spoiled[v.name] for v in cg_inputs(g)])
+        assert not np.allclose(bad[1], got[1])
+
+
+def cg_inputs(g):
+    opt, _ = compile_graph(g, "inference")
+    return opt.inputs
 
 
 @pytest.mark.parametrize("mode", ["lstm", "gru"])
@@ -118,7 +143,7 @@ def test_rnn_backward_with_larger_blocks(mode):
 
 
 def _loss(cg, arrays, heads):
-    return sum(float((o.astype(np.float64) * h).sum()) for o, h in zip(cg(arrays), heads))
+    return sum(float((o.astype(np.float64) * h).sum()) for o, h in zip(cg(arrays)[:-1], heads))
 
 
 @pytest.mark.parametrize("mode", ["rnn_tanh", "lstm", "gru"])
@@ -128,9 +153,9 @@ def test_rnn_native_gradient_by_finite_differences(mode):
     rng = np.random.default_rng(4)
     attrs = _attrs(mode, 2, True, hidden=3)
     ins = _inputs(attrs, 3, 2, 3, rng)
-    fwd, _, arrays = _compiled("RNN", ins, attrs)
-    bins = _backward_inputs(attrs, ins, rng)
-    n_heads = len(bins) - len(ins)
+    fwd, _, arrays = _compiled("RNN", ins, attrs, reserve=True)
+    bins = _backward_inputs(attrs, ins, rng, reserve=fwd(arrays)[-1])
+    n_heads = len(bins) - len(ins) - 1
     heads = [a for _, a in bins[:n_heads]]
     bwd, _, barrays = _compiled("_backward_RNN", bins, attrs)
     grads = bwd(barrays)
@@ -157,10 +182,10 @@ def test_rnn_dropout_between_layers_in_training(mode):
     rng = np.random.default_rng(5)
     attrs = _attrs(mode, 3, True, p=0.3, hidden=16)
     ins = _inputs(attrs, 6, 4, 5, rng)
-    cg, g, arrays = _compiled("RNN", ins, attrs, is_train=True)
+    cg, g, arrays = _compiled("RNN", ins, attrs, is_train=True, reserve=True)
     got = cg(arrays)
-    n_vis = len(got) - 1
-    masks = got[-1]
+    n_vis = len(got) - 2
+    masks, reserve = got[-2:]
     assert masks.shape == (2, 6, 4, 32)
     assert set(np.unique(masks)) <= {np.float32(0.0), np.float32(1 / 0.7)}
     assert 0.2 < float((masks == 0).mean()) < 0.4
@@ -168,10 +193,10 @@ def test_rnn_dropout_between_layers_in_training(mode):
     ref = _forward("RNN", parsed, [a for _, a in ins], ComputeContext(is_train=True), given_masks=masks)
     for a, w in zip(got[:n_vis], ref[:n_vis]):
         _close(a, w.astype(np.float32))
-    again = cg(arrays)[-1]
+    again = cg(arrays)[-2]
     assert not np.array_equal(again, masks)    # a fresh seed per call
 
-    bins = _backward_inputs(attrs, ins, rng, masks=masks)
+    bins = _backward_inputs(attrs, ins, rng, masks=masks, reserve=reserve)
     bcg, bg, barrays = _compiled("_backward_RNN", bins, attrs, is_train=True)
     for a, w in zip(bcg(barrays), run(bg, dict(bins)).outputs):
         _close(a, w)

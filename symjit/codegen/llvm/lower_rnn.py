@@ -2,7 +2,9 @@
 final states, dropout between layers) and its gradient `_backward_RNN`, as calls into the
 kernel library (runtime/nn/rnn.c: one GEMM for every step's input projection, one parallel
 pass per step for the recurrent GEMM columns and the gate math of a block of hidden units,
-float32).
+float32). The forward writes its gates and states into the op's hidden `reserve` output, which
+the backward reuses instead of recomputing the forward (a reserve without the kernel's header,
+e.g. from the numpy reference, makes it recompute).
 
 Dropout between layers in training draws its masks with the Dropout kernel's generator
 (`lower_dropout.mask_call`) into the op's hidden mask output, which the RNN kernel then
@@ -17,7 +19,7 @@ import ctypes
 import os
 
 
-from ...ops.rnn import has_dropout_mask
+from ...ops.rnn import has_dropout_mask, reserve_size
 from .graph import register_lowering
 from .lower_dropout import mask_call
 from .lower_gemm import I64, NativeCall, desc_words, emit_native, is_f32, shape_of
@@ -37,7 +39,7 @@ class RnnDesc(ctypes.Structure):
     """runtime/nnkernels.h `symjit_rnn_desc` (checked against the header by
     tests/runtime/test_kernel_header.py)."""
     _fields_ = [("mode", I64), ("seq", I64), ("batch", I64), ("input", I64), ("hidden", I64), ("layers", I64),
-                ("dirs", I64)]
+                ("dirs", I64), ("reserve", I64)]
 
 
 def _native_attrs(attrs) -> bool:
@@ -52,7 +54,7 @@ def _desc(attrs, data) -> tuple | None:
     if min(t, n, c, attrs["state_size"], attrs["num_layers"]) <= 0:
         return None
     d = RnnDesc(RNN_MODES[attrs["mode"]], t, n, c, attrs["state_size"], attrs["num_layers"],
-                2 if attrs["bidirectional"] else 1)
+                2 if attrs["bidirectional"] else 1, reserve_size(attrs, t, n, c))
     return desc_words(d)
 
 
@@ -69,6 +71,9 @@ def lower_rnn(node, ctx):
     x, params, h0 = node.inputs[:3]
     c0 = node.inputs[3] if lstm else None
     outs = list(node.outputs)
+    reserve = outs.pop()
+    if shape_of(reserve) != (reserve_size(attrs, *shape_of(x)),):
+        return None
     calls, masks = [], None
     if has_dropout_mask(attrs):
         mask_out = outs.pop()
@@ -84,7 +89,8 @@ def lower_rnn(node, ctx):
     cy = outs[2] if len(outs) > 2 else None
     arg = (lambda v: ("v", v) if v is not None else ("null",))
     native = emit_native(ctx, [NativeCall("symjit_nn_rnn", desc, [
-        ("desc",), ("v", x), ("v", params), ("v", h0), arg(c0), arg(masks), ("v", y), arg(hy), arg(cy)])])
+        ("desc",), ("v", x), ("v", params), ("v", h0), arg(c0), arg(masks), ("v", y), arg(hy), arg(cy),
+        ("v", reserve)])])
     return calls + native
 
 
@@ -94,7 +100,7 @@ def lower_rnn_backward(node, ctx):
     lstm = attrs["mode"] == "lstm"
     k = 3 if lstm else 2
     n_fwd = 4 if lstm else 3
-    want = k + n_fwd + int(has_dropout_mask(attrs))
+    want = k + n_fwd + int(has_dropout_mask(attrs)) + 1
     if not ENABLED or not _native_attrs(attrs) or len(node.inputs) != want or not is_f32(*node.inputs, *node.outputs):
         return None
     dy, dhy = node.inputs[:2]
@@ -102,6 +108,7 @@ def lower_rnn_backward(node, ctx):
     x, params, h0 = node.inputs[k:k + 3]
     c0 = node.inputs[k + 3] if lstm else None
     masks = node.inputs[k + n_fwd] if has_dropout_mask(attrs) else None
+    reserve = node.inputs[-1]
     desc = _desc(attrs, x)
     if desc is None:
         return None
@@ -109,5 +116,6 @@ def lower_rnn_backward(node, ctx):
     dc0 = node.outputs[3] if lstm else None
     arg = (lambda v: ("v", v) if v is not None else ("null",))
     return emit_native(ctx, [NativeCall("symjit_nn_rnn_bwd", desc, [
-        ("desc",), ("v", x), ("v", params), ("v", h0), arg(c0), arg(masks), ("v", dy), ("v", dhy), arg(dcy),
+        ("desc",), ("v", x), ("v", params), ("v", h0), arg(c0), arg(masks), ("v", reserve), ("v", dy), ("v", dhy),
+        arg(dcy),
         ("v", dx), ("v", dparams), ("v", dh0), arg(dc0)])])
