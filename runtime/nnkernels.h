@@ -198,4 +198,25 @@ NN_API void symjit_nn_embedding(int64_t n, int64_t rows, int64_t dim, int64_t ki
 NN_API void symjit_nn_embedding_bwd(int64_t n, int64_t rows, int64_t dim, int64_t kind, const void *idx,
                                     const float *dy, float *dw);
 
+/* ---- fused recurrent layers (MXNet's RNN op; runtime/nn/rnn.c documents the layouts) ------ */
+/* cell types (symjit_rnn_desc.mode) */
+enum symjit_rnn_mode { SYMJIT_RNN_RELU = 0, SYMJIT_RNN_TANH = 1, SYMJIT_RNN_LSTM = 2, SYMJIT_RNN_GRU = 3 };
+/* x (seq, batch, input), y (seq, batch, dirs * hidden), states (layers * dirs, batch, hidden),
+ * params packed as MXNet's, masks (layers - 1, seq, batch, dirs * hidden) or NULL */
+typedef struct {
+    int64_t mode;         /* enum symjit_rnn_mode */
+    int64_t seq, batch, input, hidden, layers, dirs;
+    int64_t reserve;      /* floats of the reserve buffer (symjit.ops.rnn.reserve_size), 0: none */
+} symjit_rnn_desc;
+/* forward: hy, cy may be NULL; c0 (lstm only) NULL: zeros; cy of a cell without one: zeros;
+ * reserve (NULL: none) receives the traces the backward reuses */
+NN_API void symjit_nn_rnn(const symjit_rnn_desc *d, const float *x, const float *params, const float *h0,
+                          const float *c0, const float *masks, float *y, float *hy, float *cy, float *reserve);
+/* backward: reuses the forward's traces from a reserve that holds them, else recomputes them;
+ * dhy, dcy NULL: zeros; dc0 NULL: not wanted */
+NN_API void symjit_nn_rnn_bwd(const symjit_rnn_desc *d, const float *x, const float *params, const float *h0,
+                              const float *c0, const float *masks, const float *reserve, const float *dy,
+                              const float *dhy, const float *dcy, float *dx, float *dparams, float *dh0,
+                              float *dc0);
+
 #endif

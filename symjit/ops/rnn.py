@@ -9,9 +9,12 @@ l-1's output (directions concatenated); `p` is dropout between layers in trainin
 
 With dropout (p > 0, more than one layer) the op has one more, hidden, output: the dropout
 masks between layers, (num_layers - 1, T, N, D*H), already scaled by 1 / (1 - p) (all ones
-outside training), as MXNet's RNN keeps its reserve space for the backward pass.
-The gradient op `_backward_RNN` recomputes the forward with those masks and back-propagates
-through time in numpy. Not supported (MXNetError): projection_size, use_sequence_length,
+outside training). Last comes the hidden output `reserve` (`reserve_size` floats), MXNet's
+reserve space: the native kernel (runtime/nn/rnn.c) writes there the gates and states its
+backward reuses, behind a header naming the geometry; this reference leaves it zero, and a
+backward that finds no header recomputes the forward. The reference gradient op
+`_backward_RNN` recomputes the forward with the masks and back-propagates through time in
+numpy. Not supported (MXNetError): projection_size, use_sequence_length,
 state clipping.
 """
 from __future__ import annotations
@@ -73,6 +76,22 @@ def param_size(attrs, input_size: int) -> int:
         ni = input_size if layer == 0 else d * h
         size += d * (g * h * (ni + h) + 2 * g * h)
     return size
+
+
+def reserve_size(attrs, seq: int, batch: int, input_size: int) -> int:
+    """Floats of the hidden `reserve` output: the native kernel's header and traces
+    (runtime/nn/rnn.c rnn_reserve_floats; each block padded to 16 floats): every layer's
+    output, one layer's projection biases, and per layer and direction the gates, the
+    auxiliary row, hidden and cell states with an initial slot, and the packed W_h2h."""
+    del input_size   # the traces hold the gates, not the layer input
+    g, h, n_l = GATES[attrs["mode"]], attrs["state_size"], attrs["num_layers"]
+    d = 2 if attrs["bidirectional"] else 1
+    t, n = seq, batch
+
+    def pad(v):
+        return -(-v // 16) * 16
+    per_dir = pad(t * n * g * h) + pad(t * n * h) + 2 * pad((t + 1) * n * h) + pad(h * g * h)
+    return 16 + n_l * pad(t * n * d * h) + pad(d * g * h) + n_l * d * per_dir
 
 
 def _unpack(attrs, flat: np.ndarray, input_size: int) -> dict:
@@ -246,11 +265,11 @@ class RNN(Op):
         return 3 if attrs["mode"] == "lstm" else 2
 
     def num_outputs(self, attrs):
-        return self.num_visible_outputs(attrs) + int(has_dropout_mask(attrs))
+        return self.num_visible_outputs(attrs) + int(has_dropout_mask(attrs)) + 1
 
     def output_names(self, attrs):
         names = list(self.outputs[:self.num_visible_outputs(attrs)])
-        return (names + ["dropout_mask"]) if has_dropout_mask(attrs) else names
+        return names + (["dropout_mask"] if has_dropout_mask(attrs) else []) + ["reserve"]
 
     def infer_shape(self, attrs, in_shapes):
         _check_sizes(self.name, attrs)
@@ -276,6 +295,7 @@ class RNN(Op):
         outs = [(t, n, d * h), (n_l * d, n, h), (n_l * d, n, h)][:self.num_visible_outputs(attrs)]
         if has_dropout_mask(attrs):
             outs.append((n_l - 1, t, n, d * h))
+        outs.append((reserve_size(attrs, t, n, c),) if t and n else None)
         return shapes, outs
 
     def compute(self, attrs, inputs, ctx):
@@ -284,6 +304,7 @@ class RNN(Op):
         res = [a.astype(dt) for a in (out, hy, cy)[:self.num_visible_outputs(attrs)]]
         if has_dropout_mask(attrs):
             res.append(np.stack(masks).astype(dt))
+        res.append(np.zeros(reserve_size(attrs, *inputs[0].shape), dt))
         return res
 
     def grad(self, F, attrs, inputs, outputs, ograds):
@@ -293,14 +314,15 @@ class RNN(Op):
         if attrs["mode"] != "lstm":
             extra = extra[:1]
         masks = [outputs[n_vis]] if has_dropout_mask(attrs) else []
-        grads = F.apply("_backward_RNN", [ograds[0], *extra, *inputs, *masks], **attrs)
+        grads = F.apply("_backward_RNN", [ograds[0], *extra, *inputs, *masks, outputs[-1]], **attrs)
         return list(grads)
 
 
 @register("_backward_RNN")
 class BackwardRNN(Op):
     """Gradients of RNN w.r.t. data, parameters, state (and state_cell) from the output
-    gradient and the final-state gradients, by back-propagation through time."""
+    gradient and the final-state gradients, by back-propagation through time. The reference
+    recomputes the forward and ignores `reserve` (the forward's hidden output)."""
     params = _PARAMS
     kernel = "rnn"
     hidden = True
@@ -313,7 +335,7 @@ class BackwardRNN(Op):
 
     def input_names(self, attrs):
         og = ["ograd_output", "ograd_hy"] + (["ograd_cy"] if attrs["mode"] == "lstm" else [])
-        return og + _names(attrs) + (["dropout_mask"] if has_dropout_mask(attrs) else [])
+        return og + _names(attrs) + (["dropout_mask"] if has_dropout_mask(attrs) else []) + ["reserve"]
 
     def num_outputs(self, attrs):
         return len(_names(attrs))

@@ -9,7 +9,7 @@ import pytest
 from symjit import nd
 from symjit.base import MXNetError
 from symjit.ops.registry import apply_numpy, get_op
-from symjit.ops.rnn import param_size
+from symjit.ops.rnn import param_size, reserve_size
 from symjit.test_utils import check_op_gradient
 
 
@@ -73,13 +73,15 @@ def test_rnn_forward_matches_reference(mode, L, bidirectional):
     flat = rs.randn(param_size(attrs, 5)) * 0.5
     h0, c0 = rs.randn(L * D, 2, H), rs.randn(L * D, 2, H)
     ins = [x, flat, h0] + ([c0] if mode == "lstm" else [])
-    outs = apply_numpy("RNN", ins, attrs)
+    *outs, reserve = apply_numpy("RNN", ins, attrs)
     ref = ref_rnn(mode, x, flat, h0, c0 if mode == "lstm" else np.zeros_like(h0), H, L, D)
     assert len(outs) == (3 if mode == "lstm" else 2)
     for got, want in zip(outs, ref):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    # the hidden reserve (the native kernel's traces) is left zero by the reference
+    assert reserve.shape == (reserve_size(get_op("RNN").parse(attrs), 4, 2, 5),) and not reserve.any()
     only = apply_numpy("RNN", ins, {**attrs, "state_outputs": False})
-    assert len(only) == 1
+    assert len(only) == 2
 
 
 @pytest.mark.parametrize("mode", ["rnn_tanh", "lstm", "gru"])
@@ -100,7 +102,7 @@ def test_rnn_shape_inference_param_size_and_errors():
     assert param_size(attrs, 5) == 2 * 16 * 11 + 2 * 16 * 14
     ins, outs = op.infer_shape(attrs, [(7, 3, 5), None, None, None])
     assert ins[1] == (param_size(attrs, 5),) and ins[2] == ins[3] == (4, 3, 4)
-    assert outs == [(7, 3, 8), (4, 3, 4), (4, 3, 4)]
+    assert outs == [(7, 3, 8), (4, 3, 4), (4, 3, 4), (reserve_size(attrs, 7, 3, 5),)]
     with pytest.raises(MXNetError, match="RNN.*parameters"):
         apply_numpy("RNN", [np.zeros((2, 1, 3)), np.zeros(5), np.zeros((1, 1, 2))],
                     {"state_size": 2, "num_layers": 1, "mode": "gru"})

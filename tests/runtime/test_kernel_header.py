@@ -138,6 +138,11 @@ def test_descriptor_structs_match_the_header():
     from symjit.codegen.llvm.lower_gemm import GemmDesc
     assert _ctypes_fields(GemmDesc) == _struct_fields("symjit_gemm_desc")
     assert ctypes.sizeof(GemmDesc) == 8 * 10
+    from symjit.codegen.llvm.lower_rnn import RNN_MODES, RnnDesc
+    assert _ctypes_fields(RnnDesc) == _struct_fields("symjit_rnn_desc")
+    assert ctypes.sizeof(RnnDesc) == 8 * 8
+    assert RNN_MODES == {("rnn_" + k if k in ("relu", "tanh") else k): v
+                         for k, v in _enum_values("symjit_rnn_mode", "SYMJIT_RNN_").items()}
     from symjit.codegen.llvm.lower_blocked import ConvBlockedDesc, ReorderDesc
     assert _ctypes_fields(ReorderDesc) == _struct_fields("symjit_reorder_desc")
     assert _ctypes_fields(ConvBlockedDesc) == _struct_fields("symjit_conv_blocked_desc")

@@ -23,7 +23,7 @@ from .lower_loops import GRAIN, KernelWriter, row_strides
 from .lower_shape import fill_call
 from .vecmath import select
 
-__all__ = ["GAMMA", "splitmix64_uniform"]
+__all__ = ["GAMMA", "splitmix64_uniform", "mask_call"]
 
 #: SplitMix64's increment (2**64 / golden ratio)
 GAMMA = 0x9E3779B97F4A7C15
@@ -52,6 +52,25 @@ def _uniform(kw: KernelWriter, seed, i):
     z = (z ^ z.lshr(27)) * _signed(_M2)
     z = z ^ z.lshr(31)
     return z.lshr(11).conv("uitofp", "double") * 2.0 ** -53
+
+
+def mask_call(ctx: LoweringContext, mask, keep: float) -> ParallelCall:
+    """A call drawing a dropout mask alone: mask[i] = (u_i < keep) / keep in mask's dtype
+    (float32 or float64), u_i as the Dropout kernel draws it for element i (a fresh seed per
+    call). For ops that keep their masks as an output, such as the RNN's between its layers."""
+    dt = np.dtype(mask.type.dtype).name
+    ty = "float" if dt == "float32" else "double"
+    scale = float(np.asarray(1.0 / keep).astype(dt)) if keep else 0.0
+    name = ctx.unique("sj_dropout_mask", f"mask|{dt}|{keep!r}")
+    if name not in ctx.mb.symbols:
+        kw = KernelWriter(ctx.mb, name, 2)
+        seedp, mp = kw.args
+        seed = kw.load("i64", seedp)
+        with kw.loop(kw.begin, kw.end) as i:
+            m = select(_uniform(kw, seed, i) < keep, kw.b.const(scale, ty), kw.b.const(0.0, ty))
+            kw.store(ty, m, mp, i)
+        kw.finish()
+    return ParallelCall(name, int(np.prod(mask.type.shape, dtype=np.int64)), GRAIN, [ctx.random_seed(), mask])
 
 
 @register_lowering("Dropout")

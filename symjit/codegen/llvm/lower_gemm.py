@@ -122,6 +122,8 @@ C_SIGNATURES = {
     "symjit_nn_conv_blocked": ["ptr"] * 5,
     "symjit_nn_to_blocked": ["ptr"] * 3,
     "symjit_nn_from_blocked": ["ptr"] * 3,
+    "symjit_nn_rnn": ["ptr"] * 10,
+    "symjit_nn_rnn_bwd": ["ptr"] * 14,
 }
 
 _BIND_LOCK = threading.Lock()

@@ -1,0 +1,75 @@
+"""Training step of the LSTM language model through the ordinary Gluon loop: the native fused
+RNN (runtime/nn/rnn.c) against the previous path, the op's numpy reference as a Python node
+(`symjit.codegen.llvm.lower_rnn.ENABLED = False` while that network compiles), in one process.
+
+Workload (benchmarks/bench_train.py `lstm`): Embedding 5000x128, `gluon.rnn.LSTM(256, 2)`,
+Dense 5000 on every step, sequence 35, batch 32 (TNC), softmax cross-entropy (loss block not
+hybridized), `Trainer` SGD lr 0.1; the network hybridized. After warm-up steps (which compile),
+rounds of `--steps` steps alternate between the two networks (order reversed every round);
+each figure is the median over rounds and the ratio the median of the rounds' paired ratios.
+MXNet 1.9.1 is not installed here; its figure (130 ms on the 2-core development machine,
+issue 24) is quoted, not measured.
+
+    python benchmarks/bench_train_lstm.py [--threads 2] [--rounds 5] [--steps 5] [--no-baseline]
+                                          [--profile]   # cProfile + per-node native times (native)
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_train import MXNET_191_MS, alternate, make_data, profile_symjit, set_threads, symjit_step  # noqa: E402
+
+
+def build(native: bool, x, y, warmup: int):
+    """A trained-step closure whose graphs were compiled with the native RNN on or off."""
+    from symjit.codegen.llvm import lower_rnn
+    saved = lower_rnn.ENABLED
+    lower_rnn.ENABLED = native
+    try:
+        step, _ = symjit_step("lstm", x, y)
+        for _ in range(warmup):
+            step()
+    finally:
+        lower_rnn.ENABLED = saved
+    return step
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--no-baseline", action="store_true", help="time the native path only")
+    ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--windows", type=int, default=3)
+    args = ap.parse_args(argv)
+    set_threads(args.threads)
+    x, y = make_data("lstm")
+    steps = {"native-rnn": build(True, x, y, args.warmup)}
+    if not args.no_baseline:
+        steps["numpy-rnn"] = build(False, x, y, args.warmup)
+    times, losses = alternate(steps, args.rounds, args.steps, 0)
+    print(f"== lstm LM training step: median ms/step over {args.rounds} rounds of {args.steps} steps "
+          f"({args.threads} threads)")
+    base = times["native-rnn"]
+    for k, ts in times.items():
+        ratio = "" if k == "native-rnn" else \
+            f"native/{k} {statistics.median(b / t for b, t in zip(base, ts)):5.3f} (paired)"
+        ok = "falls" if losses[k][-1] < losses[k][0] else "DOES NOT FALL"
+        print(f"  {k:11s} {statistics.median(ts) * 1e3:9.2f} ms  {ratio:32s} "
+              f"loss {losses[k][0]:.4f} -> {losses[k][-1]:.4f} ({ok})")
+    lo, hi = MXNET_191_MS["lstm"]
+    print(f"  mxnet-1.9.1 {lo:.0f} ms  quoted (issue 24, measured separately): native/mxnet "
+          f"{statistics.median(base) * 1e3 / lo:.2f}")
+    if args.profile:
+        profile_symjit("lstm", steps["native-rnn"], args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+"""The native fused RNN (runtime/nn/rnn.c through codegen/llvm/lower_rnn.py) against the op's
+numpy reference (symjit/ops/rnn.py, float64): forward outputs and final states, and the
+gradient `_backward_RNN`, for every cell type, one and two layers, one and two directions,
+with and without initial states and state outputs, dropout between layers in training, the
+backward from the native forward's reserve (its traces reused) and from a reserve without
+them (the reference's zeros: the forward recomputed).
+Tolerances: float32 results against the float64 reference, rtol 1e-4 and atol 1e-5 times the
+largest magnitude (tanh / sigmoid through a polynomial exp with relative error ~2e-7)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from symjit.codegen.llvm.executable import compile_planned
+from symjit.ir import GraphBuilder, TensorType, run
+from symjit.ops.registry import ComputeContext, get_op
+from symjit.ops.rnn import param_size
+from symjit.passes.manager import compile_graph
+
+MODES = ["rnn_relu", "rnn_tanh", "lstm", "gru"]
+
+
+def _attrs(mode, layers, bidirectional, state_outputs=True, p=0.0, hidden=5):
+    return dict(state_size=hidden, num_layers=layers, bidirectional=bidirectional, mode=mode,
+                state_outputs=state_outputs, p=p)
+
+
+def _inputs(attrs, seq, batch, feat, rng):
+    """[(name, array)] of RNN's inputs, float32."""
+    d = 2 if attrs["bidirectional"] else 1
+    parsed = get_op("RNN").parse(attrs)
+    st = (attrs["num_layers"] * d, batch, attrs["state_size"])
+    ins = [("data", rng.standard_normal((seq, batch, feat))),
+           ("parameters", rng.standard_normal(param_size(parsed, feat)) * 0.4),
+           ("state", rng.standard_normal(st) * 0.5)]
+    if attrs["mode"] == "lstm":
+        ins.append(("state_cell", rng.standard_normal(st) * 0.5))
+    return [(n, a.astype(np.float32)) for n, a in ins]
+
+
+def _compiled(op, ins, attrs, is_train=False, reserve=False):
+    """The one-node graph of `op` compiled natively (every node lowered) and the graph; RNN's
+    graph returns its outputs but the reserve (with `reserve`: all of them)."""
+    b = GraphBuilder(name=f"t_{op}")
+    vals = [b.add_input(n, TensorType(a.shape, "float32")) for n, a in ins]
+    outs = b.add_node(op, vals, attrs)
+    g = b.build(outs if op != "RNN" or reserve else outs[:-1])
+    opt, _ = compile_graph(g, "training" if is_train else "inference")
+    cg = compile_planned(opt, g.name, is_train)
+    assert cg.native, [n.op.name for n in cg.module.python_nodes]
+    feeds = dict(ins)
+    return cg, g, [feeds[v.name] for v in opt.inputs]
+
+
+def _close(got, want):
+    assert got.shape == want.shape and got.dtype == np.float32
+    scale = max(float(np.abs(want).max()) if want.size else 0.0, 1.0)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * scale)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("layers,bidirectional", [(1, False), (2, False), (1, True), (2, True)])
+def test_rnn_forward_matches_the_reference(mode, layers, bidirectional):
+    rng = np.random.default_rng(0)
+    attrs = _attrs(mode, layers, bidirectional)
+    ins = _inputs(attrs, 6, 3, 4, rng)
+    cg, g, arrays = _compiled("RNN", ins, attrs)
+    got = cg(arrays)
+    want = run(g, dict(ins)).outputs
+    assert len(got) == len(want) == (3 if mode == "lstm" else 2)
+    for a, w in zip(got, want):
+        _close(a, w)
+
+
+@pytest.mark.parametrize("mode", ["lstm", "gru"])
+def test_rnn_forward_without_state_outputs_and_zero_initial_state(mode):
+    """Gluon's layers call RNN with zero initial states and only the sequence output; hidden
+    sizes that split into several 16-unit blocks per step exercise the task split."""
+    rng = np.random.default_rng(1)
+    attrs = _attrs(mode, 2, False, state_outputs=False, hidden=40)
+    ins = [(n, np.zeros_like(a) if n.startswith("state") else a) for n, a in _inputs(attrs, 7, 5, 9, rng)]
+    cg, g, arrays = _compiled("RNN", ins, attrs)
+    got = cg(arrays)
+    want = run(g, dict(ins)).outputs
+    assert len(got) == 1
+    _close(got[0], want[0])
+
+
+def _backward_inputs(attrs, ins, rng, masks=None, reserve=None):
+    """_backward_RNN's inputs: head gradients of output, hy (and cy), the forward's inputs,
+    the masks, the reserve (default: the reference's, zeros)."""
+    op = get_op("RNN")
+    parsed = op.parse(dict(attrs, state_outputs=True))
+    x = ins[0][1]
+    _, outs = op.infer_shape(parsed, [x.shape, None, None, None][:len(ins)])
+    names = ["ograd_output", "ograd_hy", "ograd_cy"][:len(ins) - 1]
+    heads = [(n, rng.standard_normal(s).astype(np.float32)) for n, s in zip(names, outs)]
+    if reserve is None:
+        reserve = np.zeros(outs[-1], np.float32)
+    return heads + ins + ([("dropout_mask", masks)] if masks is not None else []) + [("reserve", reserve)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("layers,bidirectional", [(1, False), (2, True)])
+@pytest.mark.parametrize("traced", [False, True])
+def test_rnn_backward_matches_the_reference(mode, layers, bidirectional, traced):
+    """traced: the reserve of the native forward (the backward reuses its traces); otherwise
+    the reference's zeros (the backward recomputes the forward)."""
+    rng = np.random.default_rng(2)
+    attrs = _attrs(mode, layers, bidirectional)
+    fwd_ins = _inputs(attrs, 5, 3, 4, rng)
+    reserve = None
+    if traced:
+        fcg, _, farrays = _compiled("RNN", fwd_ins, attrs, reserve=True)
+        reserve = fcg(farrays)[-1]
+        assert reserve[:2].view(np.int64)[0] == int.from_bytes(b"RNNRESV1", "little")
+    ins = _backward_inputs(attrs, fwd_ins, rng, reserve=reserve)
+    cg, g, arrays = _compiled("_backward_RNN", ins, attrs)
+    got = cg(arrays)
+    want = run(g, dict(ins)).outputs
+    assert len(got) == len(want) == (4 if mode == "lstm" else 3)
+    for a, w in zip(got, want):
+        _close(a, w)
+    if traced:   # the traces are what the backward reads: spoiling them changes the gradient
+        spoiled = dict(ins, reserve=np.where(np.arange(reserve.size) < 16, reserve, 0.5).astype(np.float32))
+        bad = cg([spoiled[v.name] for v in cg_inputs(g)])
+        assert not np.allclose(bad[1], got[1])
+
+
+def cg_inputs(g):
+    opt, _ = compile_graph(g, "inference")
+    return opt.inputs
+
+
+@pytest.mark.parametrize("mode", ["lstm", "gru"])
+def test_rnn_backward_with_larger_blocks(mode):
+    rng = np.random.default_rng(3)
+    attrs = _attrs(mode, 2, True, hidden=48)
+    ins = _backward_inputs(attrs, _inputs(attrs, 4, 6, 20, rng), rng)
+    cg, g, arrays = _compiled("_backward_RNN", ins, attrs)
+    for a, w in zip(cg(arrays), run(g, dict(ins)).outputs):
+        _close(a, w)
+
+
+def _loss(cg, arrays, heads):
+    return sum(float((o.astype(np.float64) * h).sum()) for o, h in zip(cg(arrays)[:-1], heads))
+
+
+@pytest.mark.parametrize("mode", ["rnn_tanh", "lstm", "gru"])
+def test_rnn_native_gradient_by_finite_differences(mode):
+    """The native backward against central differences of the native forward (float32 step
+    1e-2 on a smooth loss: agreement to a few parts in a thousand)."""
+    rng = np.random.default_rng(4)
+    attrs = _attrs(mode, 2, True, hidden=3)
+    ins = _inputs(attrs, 3, 2, 3, rng)
+    fwd, _, arrays = _compiled("RNN", ins, attrs, reserve=True)
+    bins = _backward_inputs(attrs, ins, rng, reserve=fwd(arrays)[-1])
+    n_heads = len(bins) - len(ins) - 1
+    heads = [a for _, a in bins[:n_heads]]
+    bwd, _, barrays = _compiled("_backward_RNN", bins, attrs)
+    grads = bwd(barrays)
+    eps = 1e-2
+    for i, (name, a) in enumerate(ins):
+        flat = a.reshape(-1)
+        for j in rng.choice(flat.size, min(flat.size, 6), replace=False):
+            keep = flat[j]
+            flat[j] = keep + eps
+            up = _loss(fwd, arrays, heads)
+            flat[j] = keep - eps
+            down = _loss(fwd, arrays, heads)
+            flat[j] = keep
+            numeric = (up - down) / (2 * eps)
+            assert abs(grads[i].reshape(-1)[j] - numeric) <= 3e-3 * max(1.0, abs(numeric)), (name, j)
+
+
+@pytest.mark.parametrize("mode", ["lstm", "gru"])
+def test_rnn_dropout_between_layers_in_training(mode):
+    """Training: the forward draws its masks natively ({0, 1/keep}, about a fraction p of
+    zeros), its outputs are the reference's with those masks, and the native backward through
+    them equals the reference backward; inference: masks of ones, outputs without dropout."""
+    from symjit.ops.rnn import _forward
+    rng = np.random.default_rng(5)
+    attrs = _attrs(mode, 3, True, p=0.3, hidden=16)
+    ins = _inputs(attrs, 6, 4, 5, rng)
+    cg, g, arrays = _compiled("RNN", ins, attrs, is_train=True, reserve=True)
+    got = cg(arrays)
+    n_vis = len(got) - 2
+    masks, reserve = got[-2:]
+    assert masks.shape == (2, 6, 4, 32)
+    assert set(np.unique(masks)) <= {np.float32(0.0), np.float32(1 / 0.7)}
+    assert 0.2 < float((masks == 0).mean()) < 0.4
+    parsed = get_op("RNN").parse(attrs)
+    ref = _forward("RNN", parsed, [a for _, a in ins], ComputeContext(is_train=True), given_masks=masks)
+    for a, w in zip(got[:n_vis], ref[:n_vis]):
+        _close(a, w.astype(np.float32))
+    again = cg(arrays)[-2]
+    assert not np.array_equal(again, masks)    # a fresh seed per call
+
+    bins = _backward_inputs(attrs, ins, rng, masks=masks, reserve=reserve)
+    bcg, bg, barrays = _compiled("_backward_RNN", bins, attrs, is_train=True)
+    for a, w in zip(bcg(barrays), run(bg, dict(bins)).outputs):
+        _close(a, w)
+
+    icg, ig, iarrays = _compiled("RNN", ins, attrs, is_train=False)
+    inf = icg(iarrays)
+    assert (inf[-1] == 1).all()
+    for a, w in zip(inf[:n_vis], run(ig, dict(ins), is_train=False).outputs[:n_vis]):
+        _close(a, w)
