@@ -207,3 +207,19 @@ def test_image_record_iter_labels_from_an_image_list(tmp_path, rec10):
     it = mx.io.ImageRecordIter(path_imgrec=rec, path_imglist=str(lst), data_shape=(3, 16, 16), batch_size=5,
                                label_width=2)
     np.testing.assert_array_equal(it.next().label[0].asnumpy(), [[100 + i, -i] for i in range(5)])
+
+
+def test_prefetching_gives_the_batches_of_the_synchronous_iterator(rec10):
+    _, rec, idx = rec10
+    kwargs = dict(path_imgrec=rec, path_imgidx=idx, data_shape=(3, 16, 16), batch_size=4, shuffle=True,
+                  rand_crop=True, rand_mirror=True, seed=7)
+    sync = mx.io.ImageRecordIter(prefetch_buffer=0, **kwargs)
+    ahead = mx.io.ImageRecordIter(prefetch_buffer=3, **kwargs)
+    for _ in range(3):
+        a, b = list(sync), list(ahead)
+        assert [x.pad for x in a] == [x.pad for x in b]
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x.data[0].asnumpy(), y.data[0].asnumpy())
+            np.testing.assert_array_equal(x.label[0].asnumpy(), y.label[0].asnumpy())
+        sync.reset()
+        ahead.reset()
