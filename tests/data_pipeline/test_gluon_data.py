@@ -211,3 +211,14 @@ def test_dataloader_stopped_early_frees_its_shared_blocks():
                 break
             time.sleep(0.1)
         assert not leaked
+
+
+def test_hybridized_random_transforms_draw_anew_each_call():
+    img = nd.array(np.arange(24, dtype=np.float32).reshape(2, 4, 3))
+    block = T.HybridCompose([T.RandomFlipLeftRight(), T.RandomBrightness(0.5)])
+    mx.random.seed(11)
+    outs = [block(img).asnumpy() for _ in range(12)]
+    flips = {bool(o[0, 0, 1] > o[0, -1, 1]) for o in outs}
+    factors = {round(float(o.sum() / img.asnumpy().sum()), 4) for o in outs}
+    assert flips == {True, False} and len(factors) > 6
+    assert all(0.5 <= f <= 1.5 for f in factors)
