@@ -11,14 +11,12 @@ import pytest
 
 import symjit as mx
 from symjit.base import MXNetError
-from data_pipeline.image_files import picture, write_rec
+from data_pipeline.image_files import numbered_rec, write_rec
 
 
 @pytest.fixture
 def rec10(tmp_path):
-    images = [picture(20, 24, seed=i) for i in range(10)]
-    rec, idx = write_rec(str(tmp_path), images, [float(i) for i in range(10)])
-    return images, rec, idx
+    return numbered_rec(tmp_path, 10, 20, 24)
 
 
 def _labels(it):
