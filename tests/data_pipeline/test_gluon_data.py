@@ -222,3 +222,16 @@ def test_hybridized_random_transforms_draw_anew_each_call():
     factors = {round(float(o.sum() / img.asnumpy().sum()), 4) for o in outs}
     assert flips == {True, False} and len(factors) > 6
     assert all(0.5 <= f <= 1.5 for f in factors)
+
+
+def _slow(i):
+    import time
+    time.sleep(3)
+    return np.float32(i)
+
+
+def test_dataloader_timeout_raises_instead_of_hanging():
+    ds = data.SimpleDataset(list(range(2))).transform(_slow)
+    loader = data.DataLoader(ds, batch_size=2, num_workers=1, timeout=0.5)
+    with pytest.raises(RuntimeError, match="timeout=0.5"):
+        next(iter(loader))
