@@ -112,6 +112,7 @@ def test_image_record_iter_errors_and_mean_image(tmp_path, rec10):
 
 
 def test_csv_iter(tmp_path):
+    assert issubclass(mx.io.CSVIter, mx.io.MXDataIter) and issubclass(mx.io.MXDataIter, mx.io.DataIter)
     data = np.arange(30, dtype=np.float32).reshape(5, 6)
     (tmp_path / "d.csv").write_text("\n".join(",".join(str(v) for v in row) for row in data))
     (tmp_path / "l.csv").write_text("\n".join(str(i) for i in range(5)))
