@@ -235,3 +235,14 @@ def test_dataloader_timeout_raises_instead_of_hanging():
     loader = data.DataLoader(ds, batch_size=2, num_workers=1, timeout=0.5)
     with pytest.raises(RuntimeError, match="timeout=0.5"):
         next(iter(loader))
+
+
+def test_record_datasets_read_safely_from_many_threads(tmp_path, images):
+    from concurrent.futures import ThreadPoolExecutor
+    rec, _ = write_rec(str(tmp_path), images * 5, [float(i) for i in range(30)])
+    ds = vision.ImageRecordDataset(rec)
+    with ThreadPoolExecutor(4) as pool:
+        labels = list(pool.map(lambda i: ds[i][1], [i % 30 for i in range(300)]))
+    assert labels == [float(i % 30) for i in range(300)]
+    batches = list(data.DataLoader(ds.transform_first(T.ToTensor()), batch_size=5, num_workers=3, thread_pool=True))
+    assert np.concatenate([b[1].asnumpy() for b in batches]).tolist() == [float(i) for i in range(30)]
