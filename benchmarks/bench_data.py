@@ -8,7 +8,8 @@ decode -> resize the shorter edge to 256 -> random 224x224 crop -> random horizo
 float32 CHW normalized by ImageNet's mean/std, batched by 32:
   * ImageRecordIter (resize=256, rand_crop, rand_mirror, mean/std, preprocess_threads);
   * gluon DataLoader over ImageRecordDataset with transforms Resize(256, keep_ratio) ->
-    RandomCrop(224) -> RandomFlipLeftRight -> ToTensor -> Normalize, `--workers` processes;
+    RandomCrop(224) -> RandomFlipLeftRight -> ToTensor -> Normalize, `--workers` processes,
+    and the same with `--workers` threads (thread_pool=True);
   * baseline: one Python loop with Pillow (decode, BILINEAR resize, crop, flip) and numpy.
 Each is timed over two passes after a warm-up pass (iterators and loaders are built once, as
 in training); ratios are against the baseline
@@ -87,13 +88,14 @@ def _record_iter(rec: str, idx: str, threads: int):
     return one_pass
 
 
-def _data_loader(rec: str, workers: int):
+def _data_loader(rec: str, workers: int, thread_pool: bool = False):
     """A function giving one pass of batches over one DataLoader (its workers are kept)."""
     from symjit.gluon.data import DataLoader
     from symjit.gluon.data.vision import ImageRecordDataset, transforms as T
     pipeline = T.Compose([T.Resize(256, keep_ratio=True), T.RandomCrop(224), T.RandomFlipLeftRight(),
                           T.ToTensor(), T.Normalize(tuple(MEAN / 255), tuple(STD / 255))])
-    loader = DataLoader(ImageRecordDataset(rec).transform_first(pipeline), batch_size=BATCH, num_workers=workers)
+    loader = DataLoader(ImageRecordDataset(rec).transform_first(pipeline), batch_size=BATCH, num_workers=workers,
+                        thread_pool=thread_pool)
 
     def one_pass():
         for data, _ in loader:
@@ -124,6 +126,7 @@ def main() -> None:
             "pillow+numpy loop (baseline)": base,
             f"ImageRecordIter, {args.threads} threads": _images_per_second(_record_iter(rec, idx, args.threads)),
             f"DataLoader, {args.workers} workers": _images_per_second(_data_loader(rec, args.workers)),
+            f"DataLoader, {args.workers} threads": _images_per_second(_data_loader(rec, args.workers, True)),
         }
     print(f"{args.images} JPEG 500x375 -> 224x224 float32, batch {BATCH}, {os.cpu_count()} CPUs")
     print(f"{'pipeline':>34} {'images/s':>9} {'vs baseline':>11}")

@@ -20,6 +20,9 @@ def __getattr__(name):
     if name in _NATIVE_ITERS:
         from . import dataio
         return getattr(dataio, name)
+    if name == "MXDataIter":          # MXNet's base class of its native iterators
+        from .dataio.batching import BatchedIter
+        return BatchedIter
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

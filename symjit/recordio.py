@@ -19,6 +19,7 @@ from __future__ import annotations
 import numbers
 import os
 import struct
+import threading
 from collections import namedtuple
 from multiprocessing import current_process
 
@@ -109,6 +110,7 @@ class MXRecordIO:
     def __init__(self, uri, flag):
         self.uri = os.fspath(uri)
         self.flag = flag
+        self._lock = threading.Lock()   # makes read_idx's seek + read one step across threads
         self.handle = None
         self.pid = None
         self.is_open = False
@@ -147,10 +149,12 @@ class MXRecordIO:
         d = dict(self.__dict__)
         d["is_open"] = is_open
         d["handle"] = None
+        d.pop("_lock", None)
         return d
 
     def __setstate__(self, d):
         self.__dict__ = d
+        self._lock = threading.Lock()
         is_open = d["is_open"]
         self.is_open = False
         if is_open:
@@ -251,9 +255,10 @@ class MXIndexedRecordIO(MXRecordIO):
         return self.handle.tell()
 
     def read_idx(self, idx):
-        """The record with key `idx`."""
-        self.seek(idx)
-        return self.read()
+        """The record with key `idx` (safe to call from several threads at once)."""
+        with self._lock:
+            self.seek(idx)
+            return self.read()
 
     def write_idx(self, idx, buf):
         """Append the record `buf` under key `idx` (also written to the index file)."""

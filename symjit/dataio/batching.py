@@ -11,6 +11,8 @@ samples in pass order. When a pass ends inside a batch:
 """
 from __future__ import annotations
 
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
@@ -97,32 +99,58 @@ class BatchPlan:
 
 class BatchedIter(_io.DataIter):
     """A DataIter over a BatchPlan: subclasses implement `_load(indices, pad)` returning
-    (list of data NDArrays, list of label NDArrays) for one batch (None marks a missing slot)."""
+    (list of data NDArrays, list of label NDArrays) for one batch (None marks a missing slot).
 
-    def __init__(self, plan: BatchPlan, provide_data, provide_label):
+    With `prefetch` > 0 a background thread prepares up to `prefetch` batches ahead (MXNet's
+    PrefetcherIter), in order; `reset()` waits for it and drops what it prepared."""
+
+    def __init__(self, plan: BatchPlan, provide_data, provide_label, prefetch: int = 0):
         super().__init__(plan.batch_size)
         self._plan = plan
         self.provide_data = provide_data
         self.provide_label = provide_label
         self._current = None
+        self._prefetch = max(0, int(prefetch))
+        self._producer = None
+        self._ahead = deque()
 
     def reset(self):
+        for fut in self._ahead:
+            fut.result()
+        self._ahead.clear()
         self._plan.reset()
         self._current = None
 
     def _load(self, indices, pad):
         raise NotImplementedError
 
-    def iter_next(self):
+    def _produce(self):
+        """The next DataBatch of the plan, or None at the end of the epoch."""
         nxt = self._plan.next_batch()
         if nxt is None:
-            self._current = None
-            return False
+            return None
         indices, pad = nxt
         data, label = self._load(indices, pad)
-        self._current = _io.DataBatch(data, label, pad=pad, index=self._index(indices),
-                                      provide_data=self.provide_data, provide_label=self.provide_label)
-        return True
+        return _io.DataBatch(data, label, pad=pad, index=self._index(indices),
+                             provide_data=self.provide_data, provide_label=self.provide_label)
+
+    def _next_batch(self):
+        if not self._prefetch:
+            return self._produce()
+        if self._producer is None:
+            self._producer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="symjit-prefetch")
+        while len(self._ahead) < self._prefetch:
+            self._ahead.append(self._producer.submit(self._produce))
+        return self._ahead.popleft().result()
+
+    def iter_next(self):
+        self._current = self._next_batch()
+        return self._current is not None
+
+    def __del__(self):
+        producer = getattr(self, "_producer", None)
+        if producer is not None:
+            producer.shutdown(wait=False, cancel_futures=True)
 
     def _index(self, indices):
         return np.array([-1 if i is None else i for i in indices], dtype=np.int64)

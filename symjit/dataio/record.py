@@ -13,7 +13,8 @@ float32 (x - mean) / std * scale per channel (`mean_r/g/b/a`, `std_r/g/b/a`, or 
 file, computed over the data set and saved when absent), or the raw uint8 pixels
 (`dtype='uint8'`, ImageRecordUInt8Iter).
 
-Randomness is reproducible: the pass order comes from (`seed`, pass) and each image's
+A background thread prepares up to `prefetch_buffer` batches ahead (MXNet's prefetcher), so
+decoding overlaps the training step. Randomness is reproducible: the pass order comes from (`seed`, pass) and each image's
 augmentation from (`seed_aug` or `seed`, pass, position), whatever the thread count.
 Batching follows MXNet's round_batch rule (batching.py). Unknown keyword arguments are
 ignored, as MXNet's native iterators do (InitAllowUnknown).
@@ -211,7 +212,7 @@ class ImageRecordIter(BatchedIter):
 
     def __init__(self, path_imgrec, data_shape, batch_size, path_imgidx="", path_imglist="",
                  label_width=1, shuffle=False, seed=0, seed_aug=None, num_parts=1, part_index=0,
-                 round_batch=True, preprocess_threads=4, dtype=None, data_name="data",
+                 round_batch=True, preprocess_threads=4, prefetch_buffer=4, dtype=None, data_name="data",
                  label_name="softmax_label", mean_img="", mean_r=0.0, mean_g=0.0, mean_b=0.0,
                  mean_a=0.0, std_r=1.0, std_g=1.0, std_b=1.0, std_a=1.0, scale=1.0, **kwargs):
         data_shape = tuple(int(d) for d in data_shape)
@@ -243,7 +244,7 @@ class ImageRecordIter(BatchedIter):
                                                     (std_r, std_g, std_b, std_a), float(scale))
         label_shape = (batch_size,) if self._label_width == 1 else (batch_size, self._label_width)
         super().__init__(plan, [DataDesc(data_name, (batch_size,) + data_shape, np.dtype(self._dtype).type)],
-                         [DataDesc(label_name, label_shape, np.float32)])
+                         [DataDesc(label_name, label_shape, np.float32)], prefetch=prefetch_buffer)
 
     # ---- records -----------------------------------------------------------------------------
     def _record_locations(self, path_imgidx) -> list:
@@ -347,6 +348,7 @@ class ImageRecordIter(BatchedIter):
         return np.array([-1 if i is None else i for i in indices], dtype=np.int64)
 
     def __del__(self):
+        super().__del__()
         pool = getattr(self, "_pool", None)
         if pool is not None:
             pool.shutdown(wait=False)

@@ -33,3 +33,10 @@ def write_rec(dirpath, images, labels, name="data", ext=".png"):
         w.write_idx(i, recordio.pack(recordio.IRHeader(0, lab, i, 0), encode(img, ext)))
     w.close()
     return rec, idx
+
+
+def numbered_rec(dirpath, count: int, h: int, w: int):
+    """(images, rec, idx): `count` pictures of h x w labelled 0.0, 1.0, ... under keys 0, 1, ..."""
+    images = [picture(h, w, seed=i) for i in range(count)]
+    rec, idx = write_rec(str(dirpath), images, [float(i) for i in range(count)])
+    return images, rec, idx

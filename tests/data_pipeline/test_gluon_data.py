@@ -211,3 +211,38 @@ def test_dataloader_stopped_early_frees_its_shared_blocks():
                 break
             time.sleep(0.1)
         assert not leaked
+
+
+def test_hybridized_random_transforms_draw_anew_each_call():
+    img = nd.array(np.arange(24, dtype=np.float32).reshape(2, 4, 3))
+    block = T.HybridCompose([T.RandomFlipLeftRight(), T.RandomBrightness(0.5)])
+    mx.random.seed(11)
+    outs = [block(img).asnumpy() for _ in range(12)]
+    flips = {bool(o[0, 0, 1] > o[0, -1, 1]) for o in outs}
+    factors = {round(float(o.sum() / img.asnumpy().sum()), 4) for o in outs}
+    assert flips == {True, False} and len(factors) > 6
+    assert all(0.5 <= f <= 1.5 for f in factors)
+
+
+def _slow(i):
+    import time
+    time.sleep(3)
+    return np.float32(i)
+
+
+def test_dataloader_timeout_raises_instead_of_hanging():
+    ds = data.SimpleDataset(list(range(2))).transform(_slow)
+    loader = data.DataLoader(ds, batch_size=2, num_workers=1, timeout=0.5)
+    with pytest.raises(RuntimeError, match="timeout=0.5"):
+        next(iter(loader))
+
+
+def test_record_datasets_read_safely_from_many_threads(tmp_path, images):
+    from concurrent.futures import ThreadPoolExecutor
+    rec, _ = write_rec(str(tmp_path), images * 5, [float(i) for i in range(30)])
+    ds = vision.ImageRecordDataset(rec)
+    with ThreadPoolExecutor(4) as pool:
+        labels = list(pool.map(lambda i: ds[i][1], [i % 30 for i in range(300)]))
+    assert labels == [float(i % 30) for i in range(300)]
+    batches = list(data.DataLoader(ds.transform_first(T.ToTensor()), batch_size=5, num_workers=3, thread_pool=True))
+    assert np.concatenate([b[1].asnumpy() for b in batches]).tolist() == [float(i) for i in range(30)]

@@ -12,7 +12,7 @@ import pytest
 
 import symjit as mx
 from symjit.base import MXNetError
-from data_pipeline.image_files import encode, picture, write_rec
+from data_pipeline.image_files import encode, numbered_rec, picture
 
 
 def bilinear_reference(img: np.ndarray, w: int, h: int) -> np.ndarray:
@@ -187,9 +187,7 @@ def test_geometric_augmenters_and_create_augmenter(rgb):
 
 @pytest.fixture
 def rec_files(tmp_path):
-    images = [picture(12, 16, seed=i) for i in range(10)]
-    rec, idx = write_rec(str(tmp_path), images, [float(i) for i in range(10)])
-    return images, rec, idx
+    return numbered_rec(tmp_path, 10, 12, 16)
 
 
 def _chw(img):

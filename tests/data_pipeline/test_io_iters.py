@@ -11,14 +11,12 @@ import pytest
 
 import symjit as mx
 from symjit.base import MXNetError
-from data_pipeline.image_files import picture, write_rec
+from data_pipeline.image_files import numbered_rec, write_rec
 
 
 @pytest.fixture
 def rec10(tmp_path):
-    images = [picture(20, 24, seed=i) for i in range(10)]
-    rec, idx = write_rec(str(tmp_path), images, [float(i) for i in range(10)])
-    return images, rec, idx
+    return numbered_rec(tmp_path, 10, 20, 24)
 
 
 def _labels(it):
@@ -114,6 +112,7 @@ def test_image_record_iter_errors_and_mean_image(tmp_path, rec10):
 
 
 def test_csv_iter(tmp_path):
+    assert issubclass(mx.io.CSVIter, mx.io.MXDataIter) and issubclass(mx.io.MXDataIter, mx.io.DataIter)
     data = np.arange(30, dtype=np.float32).reshape(5, 6)
     (tmp_path / "d.csv").write_text("\n".join(",".join(str(v) for v in row) for row in data))
     (tmp_path / "l.csv").write_text("\n".join(str(i) for i in range(5)))
@@ -207,3 +206,19 @@ def test_image_record_iter_labels_from_an_image_list(tmp_path, rec10):
     it = mx.io.ImageRecordIter(path_imgrec=rec, path_imglist=str(lst), data_shape=(3, 16, 16), batch_size=5,
                                label_width=2)
     np.testing.assert_array_equal(it.next().label[0].asnumpy(), [[100 + i, -i] for i in range(5)])
+
+
+def test_prefetching_gives_the_batches_of_the_synchronous_iterator(rec10):
+    _, rec, idx = rec10
+    kwargs = dict(path_imgrec=rec, path_imgidx=idx, data_shape=(3, 16, 16), batch_size=4, shuffle=True,
+                  rand_crop=True, rand_mirror=True, seed=7)
+    sync = mx.io.ImageRecordIter(prefetch_buffer=0, **kwargs)
+    ahead = mx.io.ImageRecordIter(prefetch_buffer=3, **kwargs)
+    for _ in range(3):
+        a, b = list(sync), list(ahead)
+        assert [x.pad for x in a] == [x.pad for x in b]
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x.data[0].asnumpy(), y.data[0].asnumpy())
+            np.testing.assert_array_equal(x.label[0].asnumpy(), y.label[0].asnumpy())
+        sync.reset()
+        ahead.reset()
