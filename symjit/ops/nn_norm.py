@@ -834,6 +834,7 @@ class LeakyReLUBackward(Op):
 class Dropout(Op):
     """In training (or always with mode='always'), zero each element with probability p and
     scale the rest by 1/(1-p); `axes` share one mask value along those axes. Identity otherwise.
+    With p = 1 the mask is 0 * (1/0), NaN, as MXNet's (the output is NaN, not zero).
 
     The scaled mask is a hidden second output; the gradient is head gradient * mask, so forward
     and backward use the same random draw.
@@ -877,8 +878,8 @@ class Dropout(Op):
         for a in attrs["axes"]:
             mshape[_norm_axis(self.name, a, x.ndim)] = 1
         keep = 1.0 - p
-        if keep == 0.0:
-            mask = np.zeros(mshape, x.dtype)
+        if keep == 0.0:   # MXNet's mask is (u < keep) * (1 / keep) = 0 * inf: NaN everywhere
+            mask = np.full(mshape, np.nan, x.dtype)
         else:
             mask = ((ctx.random().random(size=mshape) < keep) * (1.0 / keep)).astype(x.dtype)
         mask = np.broadcast_to(mask, x.shape)
