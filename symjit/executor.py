@@ -313,8 +313,9 @@ class Executor:
             if isinstance(out_grads, (NDArray, np.ndarray)):
                 out_grads = [out_grads]
             out_grads = list(out_grads)
-            if len(out_grads) != len(self._graph.outputs):
+            if len(out_grads) < len(self._graph.outputs):
                 raise MXNetError(f"backward: got {len(out_grads)} out_grads for {len(self._graph.outputs)} outputs")
+            out_grads = out_grads[:len(self._graph.outputs)]   # MXNet reads one per output, ignores the rest
             heads = []
             unread = self._unread_head_grads()
             for v, g, hv in zip(self._graph.outputs, out_grads, self._bstats.head_grads):
