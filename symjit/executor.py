@@ -89,9 +89,7 @@ def _as_list(what: str, names: Sequence[str], given, allow_missing: bool) -> lis
     if given is None:
         return [None] * len(names)
     if isinstance(given, Mapping):
-        extra = set(given) - set(names)
-        if extra:
-            raise MXNetError(f"bind: {what} has unknown names {sorted(extra)}; expected {list(names)}")
+        # names that are not arguments are ignored, as MXNet does (a dict may serve several symbols)
         out = [given.get(n) for n in names]
         if not allow_missing:
             missing = [n for n, a in zip(names, out) if a is None]
@@ -117,10 +115,7 @@ def _resized(old, shape, ctx):
 def _grad_reqs(names: Sequence[str], grad_req) -> list[str]:
     if isinstance(grad_req, str):
         reqs = [grad_req] * len(names)
-    elif isinstance(grad_req, Mapping):
-        extra = set(grad_req) - set(names)
-        if extra:
-            raise MXNetError(f"bind: grad_req has unknown names {sorted(extra)}")
+    elif isinstance(grad_req, Mapping):   # unlisted arguments: 'null'; unknown names ignored (MXNet)
         reqs = [grad_req.get(n, "null") for n in names]
     else:
         reqs = list(grad_req)
@@ -207,6 +202,8 @@ class Executor:
         from . import ndarray as nd
         from .symbol.lower import lower
         ctx = _ctx(ctx)
+        # only tuple (or list) values are shapes; MXNet ignores other keyword arguments (force_rebind=...)
+        shapes = {k: v for k, v in shapes.items() if isinstance(v, (tuple, list))}
         graph, _ = lower(symbol, device=str(ctx))
         known_inputs = {v.name for v in graph.inputs}
         for k in list(shapes) + list(type_dict or {}):
@@ -316,8 +313,9 @@ class Executor:
             if isinstance(out_grads, (NDArray, np.ndarray)):
                 out_grads = [out_grads]
             out_grads = list(out_grads)
-            if len(out_grads) != len(self._graph.outputs):
+            if len(out_grads) < len(self._graph.outputs):
                 raise MXNetError(f"backward: got {len(out_grads)} out_grads for {len(self._graph.outputs)} outputs")
+            out_grads = out_grads[:len(self._graph.outputs)]   # MXNet reads one per output, ignores the rest
             heads = []
             unread = self._unread_head_grads()
             for v, g, hv in zip(self._graph.outputs, out_grads, self._bstats.head_grads):

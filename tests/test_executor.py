@@ -42,6 +42,9 @@ def test_simple_bind_allocates_by_inferred_shapes():
         net().simple_bind(mx.cpu(), data=(4, 5))
     with pytest.raises(MXNetError, match="not an input"):
         net().simple_bind(mx.cpu(), data=(4, 5), scale=(1, 3), bogus=(1,))
+    # keyword arguments that are not shapes (MXNet's force_rebind=...) are ignored
+    flagged = net().simple_bind(mx.cpu(), data=(4, 5), scale=(1, 3), force_rebind=True)
+    assert [a.shape for a in flagged.arg_arrays] == [a.shape for a in exe.arg_arrays]
 
 
 def test_forward_matches_numpy_and_arrays_are_bound_by_reference():
@@ -128,8 +131,10 @@ def test_bind_errors():
         sym.bind(mx.cpu(), {"a": mx.nd.ones((2,))})
     with pytest.raises(MXNetError, match="expected 2"):
         sym.bind(mx.cpu(), [mx.nd.ones((2,))])
-    with pytest.raises(MXNetError, match="unknown names"):
-        sym.bind(mx.cpu(), {"a": mx.nd.ones((2,)), "b": mx.nd.ones((2,)), "c": mx.nd.ones((2,))})
+    # names that are not arguments are ignored, as MXNet does
+    extra = sym.bind(mx.cpu(), {"a": mx.nd.ones((2,)), "b": mx.nd.ones((2,)), "c": None},
+                     args_grad={"a": mx.nd.zeros((2,)), "c": None}, grad_req={"a": "write", "c": "add"})
+    assert extra.arg_dict.keys() == {"a", "b"} and extra._grad_reqs == ["write", "null"]
     with pytest.raises(MXNetError, match="grad_req"):
         sym.bind(mx.cpu(), [mx.nd.ones((2,))] * 2, grad_req="maybe")
     with pytest.raises(MXNetError, match="elemwise_add"):

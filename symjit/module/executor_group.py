@@ -126,11 +126,9 @@ class DataParallelExecutorGroup:
                                  f"{len(self.arg_names)} arguments")
             return dict(zip(self.arg_names, grad_req))
         if isinstance(grad_req, dict):
+            # names the symbol lacks are ignored, as MXNet does (one dict can serve several modules)
             reqs = self._grad_reqs("write")
-            unknown = set(grad_req) - set(self.arg_names)
-            if unknown:
-                raise MXNetError(f"executor group: grad_req names unknown arguments {sorted(unknown)}")
-            reqs.update(grad_req)
+            reqs.update((k, v) for k, v in grad_req.items() if k in reqs)
             return reqs
         raise MXNetError(f"executor group: grad_req must be a str, list or dict, got {type(grad_req).__name__}")
 
@@ -234,7 +232,7 @@ class DataParallelExecutorGroup:
         self.grad_arrays = ([[e.grad_arrays[i] for e in ex] for i, n in enumerate(self.arg_names)
                              if n in self.param_names] if self.for_training else None)
         self.aux_arrays = [[e.aux_arrays[i] for e in ex] for i in range(len(self.aux_names))]
-        self.input_grad_arrays = ([[e.grad_dict[d.name] for e in ex] for d in self.data_shapes]
+        self.input_grad_arrays = ([[e.grad_dict.get(d.name) for e in ex] for d in self.data_shapes]
                                   if self.inputs_need_grad else None)
         self.state_arrays = [[e.arg_dict[n] for e in ex] for n in self.state_names]
 
