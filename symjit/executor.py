@@ -132,6 +132,14 @@ def _grad_reqs(names: Sequence[str], grad_req) -> list[str]:
     return reqs
 
 
+def _zero_size_allowed(graph: Graph) -> bool:
+    """Whether values of unknown static shape are zero-size arrays rather than missing
+    information: under NumPy shape semantics (`mx.np_shape()`) a 0 dim is a real size, which the
+    IR's types (0 = unknown dim) do not express; every dtype must still be known."""
+    from .util import is_np_shape
+    return is_np_shape() and all(v.type.dtype is not None and v.type.shape is not None for v in graph.values())
+
+
 class Executor:
     """A bound symbol: arrays in, forward/backward out (MXNet 1.x Executor API)."""
 
@@ -159,17 +167,19 @@ class Executor:
         for n, a, g in zip(self._arg_names, self.arg_arrays, self.grad_arrays):
             if g is not None and g.shape != a.shape:
                 raise MXNetError(f"bind: gradient array for {n!r} has shape {g.shape}, the argument {a.shape}")
-        graph, _ = lower(symbol, device=str(ctx))
         shapes = {n: a.shape for n, a in zip(self._arg_names + self._aux_names, self.arg_arrays + self.aux_arrays)}
         dtypes = {n: np.dtype(a.dtype).name for n, a in zip(self._arg_names + self._aux_names,
                                                            self.arg_arrays + self.aux_arrays)}
+        graph, _ = lower(symbol, device=str(ctx), input_dtypes=dtypes)
         graph, _ = infer_types(graph, shapes=shapes, dtypes=dtypes)
         unknown = [f"%{v.name}" for v in graph.values() if not v.type.known]
-        if unknown:
+        if unknown and not _zero_size_allowed(graph):
             raise MXNetError(f"bind: cannot infer the type of {unknown[:8]} from the bound arrays")
         verify(graph)
         self._graph = graph
-        self._backend = select_backend()
+        # zero-size values (NumPy shape semantics) have no static shape: the reference
+        # interpreter runs them, every op computing its shape from its inputs
+        self._backend = InterpreterBackend() if unknown else select_backend()
         self._forward_fn = self._backend.compile(graph)
         self._backward_graph = None
         self._bstats = None
@@ -303,13 +313,24 @@ class Executor:
             self._run_monitor(bool(is_train))
         return self.outputs
 
+    def _saved_for_backward(self) -> dict:
+        """The forward values the backward reads: those the last training forward kept; without
+        one, a backward that reads only bound inputs reads them now (as MXNet, whose backward
+        of e.g. `repeat` needs no forward)."""
+        if self._saved is not None:
+            return self._saved
+        bound = dict(zip(self._graph.args, self.arg_arrays))
+        bound.update(zip(self._graph.aux, self.aux_arrays))
+        if any(f not in bound for f, _ in self._bstats.saved):
+            raise MXNetError("backward: call forward(is_train=True) before backward()")
+        return {f: bound[f]._data for f, _ in self._bstats.saved}
+
     def backward(self, out_grads=None, is_train: bool = True) -> None:
         """Gradients of the outputs (weighted by `out_grads`, default ones) into `grad_arrays`."""
         from .ndarray import NDArray
         if self._backward_graph is None:
             return
-        if self._saved is None:
-            raise MXNetError("backward: call forward(is_train=True) before backward()")
+        saved = self._saved_for_backward()
         if out_grads is None:
             heads = [np.ones(v.type.shape, v.type.dtype) for v in self._graph.outputs]
         else:
@@ -329,7 +350,7 @@ class Executor:
                                      f"expected {tuple(v.type.shape)}")
                 heads.append(data.astype(v.type.dtype, copy=False))
         st = self._bstats
-        feeds = {b: self._saved[f] for f, b in st.saved}
+        feeds = {b: saved[f] for f, b in st.saved}
         feeds.update(dict(zip(st.head_grads, heads)))
         arg_index = {v: i for i, v in enumerate(self._graph.args)}
         for f, b in st.grad_inputs:

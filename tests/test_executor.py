@@ -138,9 +138,22 @@ def test_bind_errors():
     with pytest.raises(MXNetError, match="aux"):
         bn.bind(mx.cpu(), {"d": mx.nd.ones((2, 3)), "batchnorm0_gamma": mx.nd.ones((3,)),
                            "batchnorm0_beta": mx.nd.ones((3,))})
-    exe = sym.bind(mx.cpu(), [mx.nd.ones((2,))] * 2, args_grad=[mx.nd.ones((2,))] * 2)
+    # a backward that reads a computed forward value (exp's output) needs a forward first
+    exe = mx.sym.exp(sym).bind(mx.cpu(), [mx.nd.ones((2,))] * 2, args_grad=[mx.nd.ones((2,))] * 2)
     with pytest.raises(MXNetError, match="forward"):
         exe.backward()
+
+
+def test_backward_without_forward_reads_the_bound_inputs():
+    """As MXNet: a backward needing only bound inputs (and the head gradient) runs without a
+    forward; it reads the arguments as they are when backward is called."""
+    x = mx.sym.var("x")
+    exe = (x * mx.sym.var("w")).bind(mx.cpu(), {"x": mx.nd.array([1.0, 2.0]), "w": mx.nd.array([3.0, 4.0])},
+                                     args_grad={"x": mx.nd.zeros((2,)), "w": mx.nd.zeros((2,))})
+    exe.arg_dict["w"][:] = np.array([5.0, 7.0])
+    exe.backward(mx.nd.array([1.0, 10.0]))
+    np.testing.assert_allclose(exe.grad_dict["x"].asnumpy(), [5.0, 70.0])
+    np.testing.assert_allclose(exe.grad_dict["w"].asnumpy(), [1.0, 20.0])
 
 
 def test_batchnorm_updates_moving_statistics_in_training_only():
@@ -323,3 +336,41 @@ def test_debug_str_reports_the_memory_kept_for_backward():
     assert train.allocated_bytes() == 3 * one
     assert infer.allocated_bytes() == blocked.allocated_bytes() == one
     assert f"Total {3 * one >> 20} MB allocated" in train.debug_str()
+
+
+def test_bound_array_dtype_wins_over_the_variable_dtype_attribute():
+    """As MXNet: `Variable(dtype=...)` only fills a dtype nothing else gives; arrays bound with
+    another dtype decide the graph's dtypes."""
+    x, y = mx.sym.var("x", dtype="float64"), mx.sym.var("y", dtype="float64")
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.ones((3, 2), np.float32)
+    exe = mx.sym.dot(x, y).bind(mx.cpu(), {"x": mx.nd.array(a), "y": mx.nd.array(b)})
+    out = exe.forward()[0]
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out.asnumpy(), a @ b)
+
+
+def test_transposed_creation_shapes_are_inferred_backward_at_bind():
+    ones = mx.sym.ones(shape=(2, -1)) + mx.sym.transpose(mx.sym.ones(shape=(3, -1)))
+    out = ones.bind(mx.cpu(), args={}).forward()[0]
+    np.testing.assert_array_equal(out.asnumpy(), np.full((2, 3), 2.0, np.float32))
+
+
+@pytest.mark.parametrize("shape", [(), (0, 4), (3, 0, 2)])
+def test_zero_size_and_scalar_values_run_under_np_shape(shape):
+    """NumPy shape semantics: 0-d inputs and 0 dims are real, executors run them (forward and
+    backward) with the shapes the ops compute; outside them the same bind is refused."""
+    data = mx.sym.var("data")
+    sym = mx.sym.contrib.index_array(data)
+    x = np.ones(shape, np.float32)
+    expected = np.zeros((0,), np.int64) if shape == () else np.stack(np.indices(shape), axis=-1)
+    with mx.np_shape():
+        exe = sym.bind(mx.cpu(), {"data": mx.nd.array(x)}, args_grad={"data": mx.nd.array(x)})
+        out = exe.forward(is_train=True)[0]
+        assert out.shape == expected.shape
+        np.testing.assert_array_equal(out.asnumpy(), expected)
+        exe.backward(mx.nd.array(np.ones(expected.shape)))
+        np.testing.assert_array_equal(exe.grad_dict["data"].asnumpy(), np.zeros(shape))
+    if shape:
+        with pytest.raises(MXNetError, match="cannot infer"):
+            sym.bind(mx.cpu(), {"data": mx.nd.array(x)})

@@ -101,6 +101,19 @@ def arange_length(op: str, start: float, stop: float | None, step: float) -> int
     return max(int(n), 0)
 
 
+def arange_values(start: float, step: float, n: int, repeat: int, dtype) -> np.ndarray:
+    """MXNet's arange values: `start` and `step` are first converted to `dtype` (an integer
+    dtype truncates them: arange(1.3, 4.0, 1.3, dtype=int32) is [1, 2, 3]), then value i is
+    start + i * step computed in `dtype` (integers wrap as in C), each repeated `repeat` times."""
+    dtype = np.dtype(dtype)
+    index = np.arange(n, dtype=np.int64)
+    if dtype.kind in "iub":
+        data = int(start) + index * int(step)
+    else:
+        data = dtype.type(start) + index.astype(dtype) * dtype.type(step)
+    return np.repeat(data, repeat).astype(dtype)
+
+
 @register("_arange")
 class Arange(_Creation):
     """Evenly spaced values start, start + step, ... below stop, each repeated `repeat` times."""
@@ -115,12 +128,8 @@ class Arange(_Creation):
         return (arange_length(self.name, attrs["start"], attrs["stop"], attrs["step"]) * attrs["repeat"],)
 
     def values(self, attrs, shape, dtype):
-        start, stop = attrs["start"], attrs["stop"]
-        if stop is None:
-            start = 0.0
-        n = shape[0] // attrs["repeat"]
-        data = start + attrs["step"] * np.arange(n, dtype=np.float64)
-        return np.repeat(data, attrs["repeat"]).astype(dtype)
+        start = 0.0 if attrs["stop"] is None else attrs["start"]
+        return arange_values(start, attrs["step"], shape[0] // attrs["repeat"], attrs["repeat"], dtype)
 
 
 @register("_linspace")
