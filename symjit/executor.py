@@ -59,6 +59,78 @@ class LLVMBackend(Backend):
         return compile_for_executor(graph)
 
 
+#: a graph whose values hold at most this many elements in all is "small": interpreting it once
+#: costs far less than compiling it natively (tens of milliseconds of LLVM per graph)
+SMALL_GRAPH_ELEMENTS = 1 << 16
+
+
+def interpreted_calls() -> int:
+    """How many first calls of a small graph run on the reference interpreter before it is
+    compiled (`SYMJIT_JIT_AFTER`, default 1; 0 compiles on the first call)."""
+    raw = os.environ.get("SYMJIT_JIT_AFTER", "1").strip()
+    try:
+        n = int(raw)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise MXNetError(f"SYMJIT_JIT_AFTER={raw!r} must be a non-negative integer")
+    return n
+
+
+def _graph_elements(graph: Graph) -> int:
+    total = 0
+    for v in graph.values():
+        n = 1
+        for d in v.type.shape or ():
+            n *= int(d)
+        total += n
+    return total
+
+
+class TieredFunction:
+    """A graph's run function that starts on the reference interpreter and moves to `compiled`
+    (a backend's function, built lazily) after `interpret` calls. An executor bound and run
+    once (one of many shapes in a sweep, a one-off evaluation) then never pays for a native
+    compile that costs far more than interpreting it; a hot one is native from its next call.
+
+    Invariant: results do not depend on the tier (the interpreter is the reference the native
+    code is tested against); graphs with random ops never start interpreted, so that one
+    seeded stream feeds every call of an executor."""
+
+    def __init__(self, graph: Graph, compiled: Callable[..., RunResult], interpret: int):
+        self._graph = graph
+        self._compiled = compiled
+        self._left = interpret
+
+    @property
+    def interpreting(self) -> bool:
+        return self._left > 0
+
+    def __call__(self, feeds, is_train: bool = False, keep=(), **kwargs) -> RunResult:
+        if self._left > 0:
+            self._left -= 1
+            return run(self._graph, feeds, is_train=is_train, keep=keep)
+        return self._compiled(feeds, is_train=is_train, keep=keep, **kwargs)
+
+    def __getattr__(self, name):
+        # native entry points (`fast`, `accepts_out`, ...) are offered only once native code runs
+        if name in ("fast", "accepts_out") and self._left > 0:
+            raise AttributeError(name)
+        return getattr(self._compiled, name)
+
+
+def _compile(backend: Backend, graph: Graph) -> Callable[..., RunResult]:
+    """`backend.compile(graph)`, tiered (see TieredFunction) for small graphs without random
+    ops when the backend is native."""
+    fn = backend.compile(graph)
+    if isinstance(backend, InterpreterBackend) or any(n.op.is_random for n in graph.nodes):
+        return fn
+    interpret = interpreted_calls()
+    if interpret and _graph_elements(graph) <= SMALL_GRAPH_ELEMENTS:
+        return TieredFunction(graph, fn, interpret)
+    return fn
+
+
 def select_backend() -> Backend:
     """The execution backend: the one place the choice is made.
 
@@ -180,7 +252,7 @@ class Executor:
         # zero-size values (NumPy shape semantics) have no static shape: the reference
         # interpreter runs them, every op computing its shape from its inputs
         self._backend = InterpreterBackend() if unknown else select_backend()
-        self._forward_fn = self._backend.compile(graph)
+        self._forward_fn = _compile(self._backend, graph)
         self._backward_graph = None
         self._bstats = None
         if any(r != "null" for r in self._grad_reqs):
@@ -189,7 +261,7 @@ class Executor:
             bwd, stats = autodiff(graph, wrt, reqs)
             verify(bwd)
             self._backward_graph, self._bstats = bwd, stats
-            self._backward_fn = self._backend.compile(bwd)
+            self._backward_fn = _compile(self._backend, bwd)
         self._saved: dict | None = None
         self.outputs = [nd.zeros(v.type.shape, ctx, v.type.dtype) for v in graph.outputs]
         self._fast_io = None  # (input buffers, output buffers, names) of the inference fast path
@@ -219,6 +291,9 @@ class Executor:
         ctx = _ctx(ctx)
         graph, _ = lower(symbol, device=str(ctx))
         known_inputs = {v.name for v in graph.inputs}
+        # MXNet reads only tuple values as shapes and ignores any other keyword (an op's
+        # attribute passed along, `axis=0`)
+        shapes = {k: v for k, v in shapes.items() if isinstance(v, (tuple, list))}
         for k in list(shapes) + list(type_dict or {}):
             if k not in known_inputs:
                 raise MXNetError(f"simple_bind: {k!r} is not an input of the symbol; inputs are {sorted(known_inputs)}")

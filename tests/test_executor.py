@@ -374,3 +374,50 @@ def test_zero_size_and_scalar_values_run_under_np_shape(shape):
     if shape:
         with pytest.raises(MXNetError, match="cannot infer"):
             sym.bind(mx.cpu(), {"data": mx.nd.array(x)})
+
+
+def _sum_axis0():
+    return mx.sym.sum(mx.sym.var("a"), axis=0)
+
+
+def test_small_executor_interprets_its_first_calls_then_runs_native(monkeypatch):
+    """SYMJIT_JIT_AFTER=n: a small graph runs its first n calls on the reference interpreter,
+    then native code; the results are the same in both tiers, gradients included."""
+    from symjit.executor import TieredFunction
+    monkeypatch.setenv("SYMJIT_JIT_AFTER", "2")
+    x = np.random.default_rng(3).normal(size=(4, 5)).astype(np.float32)
+    exe = _sum_axis0().bind(mx.cpu(), {"a": mx.nd.array(x)}, args_grad={"a": mx.nd.zeros((4, 5))})
+    assert isinstance(exe._forward_fn, TieredFunction)
+    states = []
+    for _ in range(3):
+        states.append(exe._forward_fn.interpreting)
+        out = exe.forward(is_train=True)[0].asnumpy()
+        np.testing.assert_allclose(out, x.sum(axis=0), rtol=1e-5, atol=1e-6)
+        exe.backward(mx.nd.array(np.arange(5, dtype=np.float32)))
+        np.testing.assert_allclose(exe.grad_dict["a"].asnumpy(), np.tile(np.arange(5.0), (4, 1)))
+    assert states == [True, True, False]
+    assert not exe._forward_fn.interpreting and not exe._backward_fn.interpreting
+
+
+def test_jit_after_zero_large_and_random_graphs_compile_at_once(monkeypatch):
+    from symjit.executor import SMALL_GRAPH_ELEMENTS, TieredFunction
+    monkeypatch.setenv("SYMJIT_JIT_AFTER", "0")
+    assert not isinstance(_sum_axis0().simple_bind(mx.cpu(), a=(2, 3))._forward_fn, TieredFunction)
+    monkeypatch.setenv("SYMJIT_JIT_AFTER", "1")
+    big = _sum_axis0().simple_bind(mx.cpu(), a=(2, SMALL_GRAPH_ELEMENTS))
+    assert not isinstance(big._forward_fn, TieredFunction)
+    noisy = mx.sym.Dropout(mx.sym.var("a"), p=0.5).simple_bind(mx.cpu(), a=(2, 3))
+    assert not isinstance(noisy._forward_fn, TieredFunction)
+    monkeypatch.setenv("SYMJIT_JIT_AFTER", "soon")
+    with pytest.raises(MXNetError, match="SYMJIT_JIT_AFTER"):
+        _sum_axis0().simple_bind(mx.cpu(), a=(2, 3))
+
+
+def test_simple_bind_reads_only_tuple_keywords_as_shapes():
+    """MXNet's simple_bind takes shapes from tuple-valued keywords and ignores the rest (an op
+    attribute passed along by a caller: `axis=0`, `mode='clip'`)."""
+    sym = mx.sym.take(mx.sym.var("a"), mx.sym.var("indices"), axis=0, mode="clip")
+    exe = sym.simple_bind(mx.cpu(), a=(5, 2), indices=(3,), axis=0, mode="clip")
+    assert exe.arg_dict["a"].shape == (5, 2) and exe.outputs[0].shape == (3, 2)
+    with pytest.raises(MXNetError, match="not an input"):
+        sym.simple_bind(mx.cpu(), a=(5, 2), indices=(3,), b=(2,))

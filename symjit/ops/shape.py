@@ -703,8 +703,12 @@ class Tile(_ShapeOp):
         return [tuple(d)], [self._out(attrs, tuple(d))]
 
     def compute(self, attrs, inputs, ctx):
+        from ..util import is_np_shape
         x = inputs[0]
         self._out(attrs, x.shape)
+        if 0 in attrs["reps"] and not is_np_shape():
+            raise _err(self.name, f"reps {attrs['reps']} has a 0, which makes a zero-size output: "
+                                  "allowed only under NumPy shape semantics (mx.np_shape())")
         return [_fresh(np.tile(x, attrs["reps"])) if attrs["reps"] else _fresh(x)]
 
     def grad(self, F, attrs, inputs, outputs, ograds):

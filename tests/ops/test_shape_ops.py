@@ -1043,3 +1043,14 @@ def test_reshape_deduces_one_unknown_input_dim_from_the_output():
     attrs = op.parse({"shape": (-1,)})
     assert op.infer_shape_backward(attrs, [(2, 0, 5)], [(30,)]) == [(2, 3, 5)]
     assert op.infer_shape_backward(attrs, [(0, 0, 5)], [(30,)]) == [(0, 0, 5)]   # two unknown: no
+
+
+def test_tile_zero_rep_needs_np_shape():
+    """A 0 in reps makes a zero-size output: refused in legacy shape semantics, numpy's
+    result under NumPy shape semantics."""
+    from symjit.util import np_shape
+    x = nd.array(np.arange(16, dtype=np.float32).reshape(4, 4))
+    with pytest.raises(MXNetError, match="tile: reps"):
+        nd.tile(x, (1, 0, 3))
+    with np_shape():
+        assert nd.tile(x, (1, 0, 3)).shape == np.tile(x.asnumpy(), (1, 0, 3)).shape
