@@ -25,6 +25,7 @@ from .ir.verify import verify
 from .native import backend_choice, native_runtime
 from .passes.autodiff import GRAD_REQS, autodiff
 from .passes.infer import infer_types
+from .ndarray.ndarray import NDArray
 from .ndarray.write_guard import writable
 
 __all__ = ["Executor", "select_backend", "Backend", "InterpreterBackend", "LLVMBackend"]
@@ -212,6 +213,21 @@ def _zero_size_allowed(graph: Graph) -> bool:
     return is_np_shape() and all(v.type.dtype is not None and v.type.shape is not None for v in graph.values())
 
 
+class FailedOutput(NDArray):
+    """An output of a forward that failed: reading its values raises the error of the op that
+    failed (MXNet runs ops asynchronously, so their errors surface where the output is read)."""
+    __slots__ = ("_error",)
+
+    def __init__(self, data: np.ndarray, ctx: Context, error: MXNetError):
+        super().__init__(data, ctx)
+        self._error = error
+
+    def _fail(self, *args, **kwargs):
+        raise self._error.with_traceback(None)
+
+    asnumpy = asscalar = wait_to_read = __array__ = _fail
+
+
 class Executor:
     """A bound symbol: arrays in, forward/backward out (MXNet 1.x Executor API)."""
 
@@ -341,13 +357,20 @@ class Executor:
     def forward(self, is_train: bool = False, **kwargs) -> list:
         """Run the graph; `kwargs` (name -> array) are copied into the argument arrays first."""
         from .ndarray import NDArray
+        if any(isinstance(o, FailedOutput) for o in self.outputs):
+            self.outputs = [NDArray(o._data, o.context) for o in self.outputs]
+            self._fast_io = None
         fast = getattr(self._forward_fn, "fast", None)
         if fast is not None and not kwargs and not is_train and self._bstats is None:
             # inference fast path: the bound buffers go straight to native code
             if self._fast_io is None:
                 self._fast_io = ([a._data for a in self.arg_arrays + self.aux_arrays],
                                  [o._data for o in self.outputs], self._arg_names + self._aux_names)
-            if self._monitor is None and fast(*self._fast_io):
+            try:
+                done = self._monitor is None and fast(*self._fast_io)
+            except MXNetError as e:
+                return self._fail_outputs(e)
+            if done:
                 self._saved = None
                 return self.outputs
         arg_dict = self.arg_dict
@@ -363,12 +386,15 @@ class Executor:
         feeds = {v: a._data for v, a in zip(self._graph.args, self.arg_arrays)}
         feeds.update({v: a._data for v, a in zip(self._graph.aux, self.aux_arrays)})
         keep = [f for f, _ in self._bstats.saved] if self._bstats is not None else []
-        if getattr(self._forward_fn, "accepts_out", False):
-            # native code writes straight into the output arrays (no copy)
-            result = self._forward_fn(feeds, is_train=bool(is_train), keep=keep,
-                                      out=[o._data for o in self.outputs])
-        else:
-            result = self._forward_fn(feeds, is_train=bool(is_train), keep=keep)
+        try:
+            if getattr(self._forward_fn, "accepts_out", False):
+                # native code writes straight into the output arrays (no copy)
+                result = self._forward_fn(feeds, is_train=bool(is_train), keep=keep,
+                                          out=[o._data for o in self.outputs])
+            else:
+                result = self._forward_fn(feeds, is_train=bool(is_train), keep=keep)
+        except MXNetError as e:
+            return self._fail_outputs(e)
         for i, r in enumerate(result.outputs):
             out = self.outputs[i]
             if r is out._data:
@@ -386,6 +412,14 @@ class Executor:
         self._saved = result.kept if self._bstats is not None else None
         if self._monitor is not None:
             self._run_monitor(bool(is_train))
+        return self.outputs
+
+    def _fail_outputs(self, error: MXNetError) -> list:
+        """A failed forward, as MXNet's asynchronous engine reports it: forward returns and
+        reading an output (asnumpy, wait_to_read, ...) raises the op's error."""
+        self._saved = None
+        self._fast_io = None
+        self.outputs = [FailedOutput(o._data, o.context, error) for o in self.outputs]
         return self.outputs
 
     def _saved_for_backward(self) -> dict:

@@ -421,3 +421,21 @@ def test_simple_bind_reads_only_tuple_keywords_as_shapes():
     assert exe.arg_dict["a"].shape == (5, 2) and exe.outputs[0].shape == (3, 2)
     with pytest.raises(MXNetError, match="not an input"):
         sym.simple_bind(mx.cpu(), a=(5, 2), indices=(3,), b=(2,))
+
+
+@pytest.mark.parametrize("jit_after", ["0", "1"])
+def test_op_error_surfaces_when_the_output_is_read(monkeypatch, jit_after):
+    """As MXNet's asynchronous engine: a forward whose op fails returns, reading an output
+    raises the op's error, and the next forward runs normally."""
+    monkeypatch.setenv("SYMJIT_JIT_AFTER", jit_after)
+    exe = mx.sym.take(mx.sym.var("a"), mx.sym.var("i"), mode="raise").simple_bind(mx.cpu(), a=(3, 2), i=(2,))
+    exe.arg_dict["a"][:] = np.arange(6, dtype=np.float32).reshape(3, 2)
+    exe.arg_dict["i"][:] = np.array([0, 5], np.float32)
+    out = exe.forward(is_train=True)
+    for read in (lambda o: o.asnumpy(), lambda o: o.wait_to_read(), np.asarray):
+        with pytest.raises(MXNetError, match="out of bounds"):
+            read(out[0])
+    with pytest.raises(MXNetError, match="out of bounds"):   # its backward reads the same indices
+        exe.backward(mx.nd.ones((2, 2)))
+    exe.arg_dict["i"][:] = np.array([2, 0], np.float32)
+    np.testing.assert_array_equal(exe.forward()[0].asnumpy(), [[4, 5], [0, 1]])
