@@ -159,3 +159,41 @@ class Eye(_Creation):
 
     def values(self, attrs, shape, dtype):
         return np.eye(shape[0], shape[1], attrs["k"], dtype=dtype)
+
+
+@register("_contrib_arange_like")
+class ArangeLike(Op):
+    """Values start, start + step, ... (each repeated `repeat` times) shaped like `data`, or,
+    with `axis`, as many as data has along that axis (a 1-D array); the dtype is data's.
+    Only `data`'s shape is read: its gradient is zero."""
+    inputs = ("data",)
+    params = {"start": Param(Float, 0.0), "step": Param(Float, 1.0), "repeat": Param(Int, 1),
+              "axis": Param(Optional(Int), None), **_CTX}
+
+    def _out_shape(self, attrs, d: tuple) -> tuple:
+        if attrs["repeat"] < 1:
+            raise MXNetError(f"{self.name}: repeat must be at least 1, got {attrs['repeat']}")
+        axis = attrs["axis"]
+        if axis is None:
+            return tuple(d)
+        if not -len(d) <= axis < len(d):
+            raise MXNetError(f"{self.name}: axis {axis} is out of range for a {len(d)}-D input")
+        return (d[axis],)
+
+    def infer_shape(self, attrs, in_shapes):
+        (d,) = in_shapes
+        return [d], [None if d is None else self._out_shape(attrs, tuple(d))]
+
+    def infer_type(self, attrs, in_types):
+        return list(in_types), [in_types[0]]
+
+    def compute(self, attrs, inputs, ctx):
+        x = inputs[0]
+        shape = self._out_shape(attrs, x.shape)
+        n = math.prod(shape)
+        repeat = attrs["repeat"]
+        values = arange_values(attrs["start"], attrs["step"], -(-n // repeat), repeat, x.dtype)[:n]
+        return [np.ascontiguousarray(values.reshape(shape))]
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        return [F.zeros_like(inputs[0])]

@@ -87,3 +87,25 @@ def test_creation_refuses_unknown_shapes_outside_np_shape(make):
         assert make(()).asnumpy().shape == ()
         assert make((0, 1, 0, 4)).asnumpy().shape == (0, 1, 0, 4)
     assert mx.nd.array(np.zeros((0, 3))).zeros_like().shape == (0, 3)
+
+
+@pytest.mark.parametrize("shape,axis", [((4,), None), ((3, 5), None), ((3, 5), -1), ((2, 3, 4), 1)])
+def test_arange_like_counts_over_the_shape_or_an_axis(shape, axis):
+    data = mx.nd.array(np.random.default_rng(0).normal(size=shape))
+    got = mx.nd.contrib.arange_like(data, start=2.0, step=0.5, repeat=2, axis=axis)
+    n = int(np.prod(shape)) if axis is None else shape[axis]
+    want = (2.0 + 0.5 * (np.arange(n) // 2)).astype(np.float32)
+    np.testing.assert_allclose(got.asnumpy(), want.reshape(shape if axis is None else (n,)))
+    sym = mx.sym.contrib.arange_like(mx.sym.var("x"), axis=axis)
+    assert sym.infer_shape(x=shape)[1][0] == (shape if axis is None else (n,))
+
+
+def test_arange_like_has_a_zero_gradient_and_checks_axis():
+    x = mx.nd.ones((2, 3))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.contrib.arange_like(x) * x
+    y.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), np.arange(6).reshape(2, 3))
+    with pytest.raises(MXNetError, match="axis 2 is out of range"):
+        mx.nd.contrib.arange_like(x, axis=2)
