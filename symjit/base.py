@@ -82,6 +82,14 @@ DTYPE_NAMES = {
 }
 
 
+def _numpy_dtype_name(spelling: str) -> str | None:
+    """The name numpy gives the dtype spelt `spelling`, None when numpy does not know it."""
+    try:
+        return np.dtype(spelling).name
+    except TypeError:
+        return None
+
+
 def canonical_dtype(dtype) -> type:
     """Return the numpy scalar type (e.g. `np.float32`) for any dtype spelling.
 
@@ -94,6 +102,9 @@ def canonical_dtype(dtype) -> type:
         key = dtype.strip().strip("'\"")
         if key in DTYPE_NAMES:
             return DTYPE_NAMES[key]
+        alias = _numpy_dtype_name(key)   # numpy's other spellings: 'half', 'double', 'f4', ...
+        if alias in DTYPE_NAMES:
+            return DTYPE_NAMES[alias]
         raise MXNetError(f"unknown dtype {dtype!r}; expected one of {sorted(DTYPE_NAMES)}")
     if dtype is float:
         return np.float64

@@ -25,6 +25,7 @@ from .ir.verify import verify
 from .native import backend_choice, native_runtime
 from .passes.autodiff import GRAD_REQS, autodiff
 from .passes.infer import infer_types
+from .ndarray.ndarray import NDArray
 from .ndarray.write_guard import writable
 
 __all__ = ["Executor", "select_backend", "Backend", "InterpreterBackend", "LLVMBackend"]
@@ -57,6 +58,78 @@ class LLVMBackend(Backend):
     def compile(self, graph: Graph) -> Callable[..., RunResult]:
         from .codegen.llvm.backend import compile_for_executor
         return compile_for_executor(graph)
+
+
+#: a graph whose values hold at most this many elements in all is "small": interpreting it once
+#: costs far less than compiling it natively (tens of milliseconds of LLVM per graph)
+SMALL_GRAPH_ELEMENTS = 1 << 16
+
+
+def interpreted_calls() -> int:
+    """How many first calls of a small graph run on the reference interpreter before it is
+    compiled (`SYMJIT_JIT_AFTER`, default 1; 0 compiles on the first call)."""
+    raw = os.environ.get("SYMJIT_JIT_AFTER", "1").strip()
+    try:
+        n = int(raw)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise MXNetError(f"SYMJIT_JIT_AFTER={raw!r} must be a non-negative integer")
+    return n
+
+
+def _graph_elements(graph: Graph) -> int:
+    total = 0
+    for v in graph.values():
+        n = 1
+        for d in v.type.shape or ():
+            n *= int(d)
+        total += n
+    return total
+
+
+class TieredFunction:
+    """A graph's run function that starts on the reference interpreter and moves to `compiled`
+    (a backend's function, built lazily) after `interpret` calls. An executor bound and run
+    once (one of many shapes in a sweep, a one-off evaluation) then never pays for a native
+    compile that costs far more than interpreting it; a hot one is native from its next call.
+
+    Invariant: results do not depend on the tier (the interpreter is the reference the native
+    code is tested against); graphs with random ops never start interpreted, so that one
+    seeded stream feeds every call of an executor."""
+
+    def __init__(self, graph: Graph, compiled: Callable[..., RunResult], interpret: int):
+        self._graph = graph
+        self._compiled = compiled
+        self._left = interpret
+
+    @property
+    def interpreting(self) -> bool:
+        return self._left > 0
+
+    def __call__(self, feeds, is_train: bool = False, keep=(), **kwargs) -> RunResult:
+        if self._left > 0:
+            self._left -= 1
+            return run(self._graph, feeds, is_train=is_train, keep=keep)
+        return self._compiled(feeds, is_train=is_train, keep=keep, **kwargs)
+
+    def __getattr__(self, name):
+        # native entry points (`fast`, `accepts_out`, ...) are offered only once native code runs
+        if name in ("fast", "accepts_out") and self._left > 0:
+            raise AttributeError(name)
+        return getattr(self._compiled, name)
+
+
+def _compile(backend: Backend, graph: Graph) -> Callable[..., RunResult]:
+    """`backend.compile(graph)`, tiered (see TieredFunction) for small graphs without random
+    ops when the backend is native."""
+    fn = backend.compile(graph)
+    if isinstance(backend, InterpreterBackend) or any(n.op.is_random for n in graph.nodes):
+        return fn
+    interpret = interpreted_calls()
+    if interpret and _graph_elements(graph) <= SMALL_GRAPH_ELEMENTS:
+        return TieredFunction(graph, fn, interpret)
+    return fn
 
 
 def select_backend() -> Backend:
@@ -127,6 +200,29 @@ def _grad_reqs(names: Sequence[str], grad_req) -> list[str]:
     return reqs
 
 
+def _zero_size_allowed(graph: Graph) -> bool:
+    """Whether values of unknown static shape are zero-size arrays rather than missing
+    information: under NumPy shape semantics (`mx.np_shape()`) a 0 dim is a real size, which the
+    IR's types (0 = unknown dim) do not express; every dtype must still be known."""
+    from .util import is_np_shape
+    return is_np_shape() and all(v.type.dtype is not None and v.type.shape is not None for v in graph.values())
+
+
+class FailedOutput(NDArray):
+    """An output of a forward that failed: reading its values raises the error of the op that
+    failed (MXNet runs ops asynchronously, so their errors surface where the output is read)."""
+    __slots__ = ("_error",)
+
+    def __init__(self, data: np.ndarray, ctx: Context, error: MXNetError):
+        super().__init__(data, ctx)
+        self._error = error
+
+    def _fail(self, *args, **kwargs):
+        raise self._error.with_traceback(None)
+
+    asnumpy = asscalar = wait_to_read = __array__ = _fail
+
+
 class Executor:
     """A bound symbol: arrays in, forward/backward out (MXNet 1.x Executor API)."""
 
@@ -154,18 +250,20 @@ class Executor:
         for n, a, g in zip(self._arg_names, self.arg_arrays, self.grad_arrays):
             if g is not None and g.shape != a.shape:
                 raise MXNetError(f"bind: gradient array for {n!r} has shape {g.shape}, the argument {a.shape}")
-        graph, _ = lower(symbol, device=str(ctx))
         shapes = {n: a.shape for n, a in zip(self._arg_names + self._aux_names, self.arg_arrays + self.aux_arrays)}
         dtypes = {n: np.dtype(a.dtype).name for n, a in zip(self._arg_names + self._aux_names,
                                                            self.arg_arrays + self.aux_arrays)}
+        graph, _ = lower(symbol, device=str(ctx), input_dtypes=dtypes)
         graph, _ = infer_types(graph, shapes=shapes, dtypes=dtypes)
         unknown = [f"%{v.name}" for v in graph.values() if not v.type.known]
-        if unknown:
+        if unknown and not _zero_size_allowed(graph):
             raise MXNetError(f"bind: cannot infer the type of {unknown[:8]} from the bound arrays")
         verify(graph)
         self._graph = graph
-        self._backend = select_backend()
-        self._forward_fn = self._backend.compile(graph)
+        # zero-size values (NumPy shape semantics) have no static shape: the reference
+        # interpreter runs them, every op computing its shape from its inputs
+        self._backend = InterpreterBackend() if unknown else select_backend()
+        self._forward_fn = _compile(self._backend, graph)
         self._backward_graph = None
         self._bstats = None
         if any(r != "null" for r in self._grad_reqs):
@@ -174,7 +272,7 @@ class Executor:
             bwd, stats = autodiff(graph, wrt, reqs)
             verify(bwd)
             self._backward_graph, self._bstats = bwd, stats
-            self._backward_fn = self._backend.compile(bwd)
+            self._backward_fn = _compile(self._backend, bwd)
         self._saved: dict | None = None
         self.outputs = [nd.zeros(v.type.shape, ctx, v.type.dtype) for v in graph.outputs]
         self._fast_io = None  # (input buffers, output buffers, names) of the inference fast path
@@ -206,6 +304,9 @@ class Executor:
         shapes = {k: v for k, v in shapes.items() if isinstance(v, (tuple, list))}
         graph, _ = lower(symbol, device=str(ctx))
         known_inputs = {v.name for v in graph.inputs}
+        # MXNet reads only tuple values as shapes and ignores any other keyword (an op's
+        # attribute passed along, `axis=0`)
+        shapes = {k: v for k, v in shapes.items() if isinstance(v, (tuple, list))}
         for k in list(shapes) + list(type_dict or {}):
             if k not in known_inputs:
                 raise MXNetError(f"simple_bind: {k!r} is not an input of the symbol; inputs are {sorted(known_inputs)}")
@@ -253,13 +354,20 @@ class Executor:
     def forward(self, is_train: bool = False, **kwargs) -> list:
         """Run the graph; `kwargs` (name -> array) are copied into the argument arrays first."""
         from .ndarray import NDArray
+        if any(isinstance(o, FailedOutput) for o in self.outputs):
+            self.outputs = [NDArray(o._data, o.context) for o in self.outputs]
+            self._fast_io = None
         fast = getattr(self._forward_fn, "fast", None)
         if fast is not None and not kwargs and not is_train and self._bstats is None:
             # inference fast path: the bound buffers go straight to native code
             if self._fast_io is None:
                 self._fast_io = ([a._data for a in self.arg_arrays + self.aux_arrays],
                                  [o._data for o in self.outputs], self._arg_names + self._aux_names)
-            if self._monitor is None and fast(*self._fast_io):
+            try:
+                done = self._monitor is None and fast(*self._fast_io)
+            except MXNetError as e:
+                return self._fail_outputs(e)
+            if done:
                 self._saved = None
                 return self.outputs
         arg_dict = self.arg_dict
@@ -275,12 +383,15 @@ class Executor:
         feeds = {v: a._data for v, a in zip(self._graph.args, self.arg_arrays)}
         feeds.update({v: a._data for v, a in zip(self._graph.aux, self.aux_arrays)})
         keep = [f for f, _ in self._bstats.saved] if self._bstats is not None else []
-        if getattr(self._forward_fn, "accepts_out", False):
-            # native code writes straight into the output arrays (no copy)
-            result = self._forward_fn(feeds, is_train=bool(is_train), keep=keep,
-                                      out=[o._data for o in self.outputs])
-        else:
-            result = self._forward_fn(feeds, is_train=bool(is_train), keep=keep)
+        try:
+            if getattr(self._forward_fn, "accepts_out", False):
+                # native code writes straight into the output arrays (no copy)
+                result = self._forward_fn(feeds, is_train=bool(is_train), keep=keep,
+                                          out=[o._data for o in self.outputs])
+            else:
+                result = self._forward_fn(feeds, is_train=bool(is_train), keep=keep)
+        except MXNetError as e:
+            return self._fail_outputs(e)
         for i, r in enumerate(result.outputs):
             out = self.outputs[i]
             if r is out._data:
@@ -300,13 +411,32 @@ class Executor:
             self._run_monitor(bool(is_train))
         return self.outputs
 
+    def _fail_outputs(self, error: MXNetError) -> list:
+        """A failed forward, as MXNet's asynchronous engine reports it: forward returns and
+        reading an output (asnumpy, wait_to_read, ...) raises the op's error."""
+        self._saved = None
+        self._fast_io = None
+        self.outputs = [FailedOutput(o._data, o.context, error) for o in self.outputs]
+        return self.outputs
+
+    def _saved_for_backward(self) -> dict:
+        """The forward values the backward reads: those the last training forward kept; without
+        one, a backward that reads only bound inputs reads them now (as MXNet, whose backward
+        of e.g. `repeat` needs no forward)."""
+        if self._saved is not None:
+            return self._saved
+        bound = dict(zip(self._graph.args, self.arg_arrays))
+        bound.update(zip(self._graph.aux, self.aux_arrays))
+        if any(f not in bound for f, _ in self._bstats.saved):
+            raise MXNetError("backward: call forward(is_train=True) before backward()")
+        return {f: bound[f]._data for f, _ in self._bstats.saved}
+
     def backward(self, out_grads=None, is_train: bool = True) -> None:
         """Gradients of the outputs (weighted by `out_grads`, default ones) into `grad_arrays`."""
         from .ndarray import NDArray
         if self._backward_graph is None:
             return
-        if self._saved is None:
-            raise MXNetError("backward: call forward(is_train=True) before backward()")
+        saved = self._saved_for_backward()
         if out_grads is None:
             heads = [np.ones(v.type.shape, v.type.dtype) for v in self._graph.outputs]
         else:
@@ -327,7 +457,7 @@ class Executor:
                                      f"expected {tuple(v.type.shape)}")
                 heads.append(data.astype(v.type.dtype, copy=False))
         st = self._bstats
-        feeds = {b: self._saved[f] for f, b in st.saved}
+        feeds = {b: saved[f] for f, b in st.saved}
         feeds.update(dict(zip(st.head_grads, heads)))
         arg_index = {v: i for i, v in enumerate(self._graph.args)}
         for f, b in st.grad_inputs:

@@ -319,10 +319,10 @@ class NDArray:
         return method
 
     def zeros_like(self):
-        return zeros(self.shape, self._ctx, self._data.dtype)
+        return _filled(self.shape, 0, self._ctx, self._data.dtype, None)
 
     def ones_like(self):
-        return ones(self.shape, self._ctx, self._data.dtype)
+        return _filled(self.shape, 1, self._ctx, self._data.dtype, None)
 
 
 #: NDArray methods that apply an op to `self` (MXNet's fluent interface)
@@ -592,6 +592,17 @@ def empty(shape, ctx: Context | None = None, dtype=None, stype=None) -> NDArray:
     return NDArray(np.empty(_shape(shape), dtype=canonical_dtype(dtype)), _check_ctx(ctx))
 
 
+def _known_shape(op: str, shape) -> tuple:
+    """`shape` checked as MXNet's creation operators check it: outside NumPy shape semantics
+    (`mx.np_shape()`) a 0 dim or the empty shape means "unknown", which no creation can fill."""
+    from ..util import is_np_shape
+    shape = _shape(shape)
+    if not is_np_shape() and (not shape or 0 in shape):
+        raise MXNetError(f"{op}: shape {shape} is not fully known (outside mx.np_shape() semantics a 0 "
+                         "dim or the empty shape means unknown)")
+    return shape
+
+
 def _filled(shape, value, ctx, dtype, out) -> NDArray:
     """An array of `shape` filled with `value`, or `out` filled with it (shapes must agree)."""
     if out is not None:
@@ -607,24 +618,22 @@ def zeros(shape, ctx: Context | None = None, dtype=None, stype=None, out=None, *
     if stype not in (None, "default"):
         from .sparse import zeros as sparse_zeros
         return sparse_zeros(stype, shape, ctx, dtype)
-    return _filled(shape, 0, ctx, dtype, out)
+    return _filled(_known_shape("zeros", shape), 0, ctx, dtype, out)
 
 
 def ones(shape, ctx: Context | None = None, dtype=None, out=None, **kwargs) -> NDArray:
-    return _filled(shape, 1, ctx, dtype, out)
+    return _filled(_known_shape("ones", shape), 1, ctx, dtype, out)
 
 
 def full(shape, val, ctx: Context | None = None, dtype=None, out=None) -> NDArray:
-    return _filled(shape, val, ctx, dtype, out)
+    return _filled(_known_shape("full", shape), val, ctx, dtype, out)
 
 
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None) -> NDArray:
-    if stop is None:
-        start, stop = 0, start
-    data = np.arange(start, stop, step, dtype=np.float64)
-    if repeat > 1:
-        data = np.repeat(data, int(repeat))
-    return NDArray(data.astype(canonical_dtype(dtype)), _check_ctx(ctx))
+    from ..ops.init_ops import arange_length, arange_values
+    n = arange_length("arange", start, stop, step)
+    first = 0 if stop is None else start
+    return NDArray(arange_values(first, step, n, int(repeat), canonical_dtype(dtype)), _check_ctx(ctx))
 
 
 def linspace(start, stop, num, endpoint=True, ctx=None, dtype=None) -> NDArray:
