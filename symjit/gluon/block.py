@@ -848,6 +848,9 @@ class HybridBlock(Block):
                 out = plan(args[0], args[1:])
                 if out is not None:
                     return out
+        if not inference and autograd.is_recording() and self._cached_op.inlined_when_recorded:
+            out = _run_op_by_op(self._cached_graph[1], dict(zip(self._cached_op.input_names, cargs)))
+            return _regroup(out, self._out_format)[0]
         n_args = len(self._cached_op.arg_names)
         out = self._cached_op(cargs[:n_args], cargs[n_args:])
         return _regroup(out, self._out_format)[0]
@@ -1047,6 +1050,25 @@ class HybridBlock(Block):
         raise NotImplementedError
 
 
+def _run_op_by_op(sym, feeds: dict, who: str = "hybridized block") -> list:
+    """The outputs of `sym` computed by applying its nodes one by one as NDArray ops (each
+    recorded by autograd when recording), variables taking their values from `feeds` (name ->
+    NDArray)."""
+    from ..ndarray import invoke
+    from ..symbol.symbol import topo_nodes
+    values: dict[int, list] = {}
+    for node in topo_nodes(sym._outputs):
+        if node.is_variable:
+            if node.name not in feeds:
+                raise MXNetError(f"{who}: no value for variable {node.name!r}")
+            values[id(node)] = [feeds[node.name]]
+            continue
+        ins = [values[id(c)][i] for c, i in node.inputs]
+        attrs = {k: v for k, v in node.attrs.items() if k in node.op.params}
+        values[id(node)] = invoke(node.op.name, ins, attrs, all_outputs=True)
+    return [values[id(n)][i] for n, i in sym._outputs]
+
+
 # --------------------------------------------------------------------------------------------
 # SymbolBlock
 # --------------------------------------------------------------------------------------------
@@ -1159,8 +1181,6 @@ class SymbolBlock(HybridBlock):
 
     def _call_imperative(self, *args):
         """Apply the Symbol's nodes one by one as NDArray ops (recorded op by op by autograd)."""
-        from ..ndarray import invoke
-        from ..symbol.symbol import topo_nodes
         self._ensure_initialized(*args)
         flat, fmt = _flatten(args, "input")
         if fmt != self._in_format and not _compatible_format(fmt, self._in_format):
@@ -1169,23 +1189,10 @@ class SymbolBlock(HybridBlock):
                 f"format = {self._in_format}, input format = {fmt}")
         ctx = _input_context(flat)
         inputs, out = self._cached_graph
-        env_by_name = {v.name: a for v, a in zip(inputs, flat)}
+        feeds = {v.name: a for v, a in zip(inputs, flat)}
         params = {p.name: p for p in self.params.values()}
-        values: dict[int, list] = {}
-        for node in topo_nodes(out._outputs):
-            if node.is_variable:
-                if node.name in env_by_name:
-                    values[id(node)] = [env_by_name[node.name]]
-                elif node.name in params:
-                    values[id(node)] = [params[node.name].data(ctx)]
-                else:
-                    raise MXNetError(f"SymbolBlock: no value for variable {node.name!r}")
-                continue
-            ins = [values[id(c)][i] for c, i in node.inputs]
-            attrs = {k: v for k, v in node.attrs.items() if k in node.op.params}
-            values[id(node)] = invoke(node.op.name, ins, attrs, all_outputs=True)
-        res = [values[id(n)][i] for n, i in out._outputs]
-        return _regroup(res, self._out_format)[0]
+        feeds.update((n, params[n].data(ctx)) for n in out.list_inputs() if n not in feeds and n in params)
+        return _regroup(_run_op_by_op(out, feeds, "SymbolBlock"), self._out_format)[0]
 
     def cast(self, dtype):
         self._clear_cached_op()
