@@ -201,6 +201,68 @@ def test_default_inline_limit_is_two_ops():
     assert y._ag.node.op is None and y._ag.node.backward_fn is not None
 
 
+def _dense_relu(prefix):
+    net = nn.HybridSequential(prefix=prefix)
+    with net.name_scope():
+        net.add(nn.Dense(3, in_units=4), nn.Activation("relu"))
+    net.initialize(mx.init.Uniform(1.0))
+    net.hybridize()
+    return net
+
+
+def _hooked_call(net, x, monitor_all):
+    seen = []
+    net.register_op_hook(lambda name, op, arr: seen.append((name, op, arr.asnumpy().copy())), monitor_all)
+    return net(x), seen
+
+
+@pytest.mark.parametrize("monitor_all", [False, True])
+def test_op_hook_sees_every_operator_with_mxnet_names(monitor_all):
+    net = _dense_relu("net_")
+    x = nd.array(np.random.RandomState(1).randn(2, 4))
+    expected_y = net(x).asnumpy()
+    w, b = (net.collect_params()[k].data().asnumpy() for k in ("net_dense0_weight", "net_dense0_bias"))
+    fc = x.asnumpy() @ w.T + b
+    y, seen = _hooked_call(net, x, monitor_all)
+    np.testing.assert_allclose(y.asnumpy(), expected_y, rtol=1e-6)
+    if monitor_all:
+        expected = [("net_dense0_fwd_data", "FullyConnected", x.asnumpy()),
+                    ("net_dense0_fwd_weight", "FullyConnected", w), ("net_dense0_fwd_bias", "FullyConnected", b),
+                    ("net_dense0_fwd_output", "FullyConnected", fc),
+                    ("net_relu0_fwd_input0", "Activation", fc),       # Activation lists no input names
+                    ("net_relu0_fwd_output", "Activation", np.maximum(fc, 0))]
+    else:
+        expected = [("net_dense0_fwd_output", "FullyConnected", fc),
+                    ("net_relu0_fwd_output", "Activation", np.maximum(fc, 0))]
+    assert [(n, o) for n, o, _ in seen] == [(n, o) for n, o, _ in expected]
+    for (name, _, got), (_, _, want) in zip(seen, expected):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_op_hook_arrays_are_read_only_and_training_still_differentiates():
+    net = _dense_relu("h_")
+    x = nd.array(np.random.RandomState(3).randn(2, 4))
+    ref = _recorded(net, x)
+    arrays = []
+    net.register_op_hook(lambda name, op, arr: arrays.append(arr))
+    got = _recorded(net, x)
+    assert len(arrays) == 2
+    with pytest.raises(MXNetError, match="read-only"):
+        arrays[0][:] = 0
+    np.testing.assert_allclose(got[2], ref[2], rtol=1e-5, atol=1e-6)
+    for k in ref[3]:
+        np.testing.assert_allclose(got[3][k], ref[3][k], rtol=1e-5, atol=1e-6, err_msg=k)
+
+
+def test_op_hook_on_a_plain_block_reaches_its_hybridized_children():
+    names = []
+    net = nn.Sequential()
+    net.add(_dense_relu("a_"))
+    net.register_op_hook(lambda name, op, arr: names.append(name))
+    net(nd.ones((1, 4)))
+    assert names == ["a_dense0_fwd_output", "a_relu0_fwd_output"]
+
+
 def test_compiles_through_select_backend_and_caches_per_signature(monkeypatch):
     compiled = []
     real = executor.select_backend
