@@ -217,6 +217,12 @@ class DataParallelExecutorGroup:
         self.execs = [self._bind_ith_exec(i, shared_group) for i in range(len(self.contexts))]
         self._collect_arrays()
 
+    @property
+    def _total_exec_bytes(self) -> int:
+        """The memory the executors allocated beyond their bound arrays, summed as MXNet sums the
+        `Total N MB allocated` lines of their `debug_str()` (whole MB per executor)."""
+        return sum(ex.allocated_bytes() >> 20 for ex in self.execs)
+
     def reshape(self, data_shapes, label_shapes):
         """Rebind for new input shapes, keeping the parameter values."""
         arg_params = {n: self.execs[0].arg_dict[n].copy() for n in self.param_names if n in self.execs[0].arg_dict}

@@ -250,6 +250,11 @@ class Module(StoredNamesAndShapes, BaseModule):
     def output_shapes(self):
         return [(n, o.shape) for n, o in zip(self._output_names, self._execs[0].outputs)]
 
+    @property
+    def _total_exec_bytes(self) -> int:
+        """The memory the bound executors allocated, as MXNet reports it (see the executor group)."""
+        return self._exec_group._total_exec_bytes
+
     # ---- binding --------------------------------------------------------------------------------
     def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
              force_rebind=False, shared_module=None, grad_req="write"):
