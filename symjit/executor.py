@@ -72,6 +72,23 @@ def select_backend() -> Backend:
     return LLVMBackend()
 
 
+def group_contexts(symbol, names, ctx: Context, group2ctx) -> list:
+    """The context of each input in `names` under MXNet's model parallelism: an input whose
+    variable carries a `ctx_group` attribute (set with `AttrScope(ctx_group=...)`) lives on
+    `group2ctx[group]`, every other one on `ctx`."""
+    if not group2ctx:
+        return [ctx] * len(names)
+    attrs = symbol.attr_dict()
+    out = []
+    for name in names:
+        group = attrs.get(name, {}).get("__ctx_group__")
+        place = group2ctx.get(group, ctx) if group is not None else ctx
+        if not isinstance(place, Context):
+            raise MXNetError(f"group2ctx[{group!r}] must be a Context, got {type(place).__name__}")
+        out.append(place)
+    return out
+
+
 def _ctx(ctx) -> Context:
     if ctx is None:
         return current_context()
@@ -202,8 +219,9 @@ class Executor:
         return cls(symbol, ctx, arg_arrays, grad_arrays, reqs, aux_arrays)
 
     @classmethod
-    def simple_bind(cls, symbol, ctx, grad_req="write", type_dict=None, **shapes) -> "Executor":
-        """Allocate zero-filled arrays of the shapes (and dtypes) inferred from `shapes`."""
+    def simple_bind(cls, symbol, ctx, grad_req="write", type_dict=None, group2ctx=None, **shapes) -> "Executor":
+        """Allocate zero-filled arrays of the shapes (and dtypes) inferred from `shapes`, each
+        on its `group2ctx` context (`group_contexts`)."""
         from . import ndarray as nd
         from .symbol.lower import lower
         ctx = _ctx(ctx)
@@ -223,12 +241,14 @@ class Executor:
             raise MXNetError(f"simple_bind: cannot infer the shapes of {missing}; give their shapes "
                              f"(given: {shapes})")
 
-        def alloc(t: TensorType):
-            return nd.zeros(t.shape, ctx, t.dtype)
-        args = [alloc(v.type) for v in graph.args]
-        aux = [alloc(v.type) for v in graph.aux]
+        def alloc(t: TensorType, where: Context):
+            return nd.zeros(t.shape, where, t.dtype)
+        arg_ctx = group_contexts(symbol, [v.name for v in graph.args], ctx, group2ctx)
+        aux_ctx = group_contexts(symbol, [v.name for v in graph.aux], ctx, group2ctx)
+        args = [alloc(v.type, c) for v, c in zip(graph.args, arg_ctx)]
+        aux = [alloc(v.type, c) for v, c in zip(graph.aux, aux_ctx)]
         reqs = _grad_reqs(symbol.list_arguments(), grad_req)
-        grads = [alloc(v.type) if r != "null" else None for v, r in zip(graph.args, reqs)]
+        grads = [alloc(v.type, c) if r != "null" else None for v, c, r in zip(graph.args, arg_ctx, reqs)]
         return cls(symbol, ctx, args, grads, reqs, aux)
 
     # ---- dictionaries -------------------------------------------------------------------------

@@ -61,3 +61,51 @@ def test_shared_group_shares_parameters_and_inputs():
     assert same_array(g1.shared_data_arrays[0]["data"], g1.execs[0].arg_dict["data"])
     g2.execs[0].arg_dict["data"][:] = 7
     assert np.all(g1.execs[0].arg_dict["data"].asnumpy().reshape(-1)[:5] == 7)
+
+
+def _two_group_sym():
+    """c = 2 a + b with a (and 2 a) in ctx group 'dev1', b in 'dev2'."""
+    with mx.AttrScope(ctx_group="dev1"):
+        a = mx.sym.Variable("a") * 2
+    with mx.AttrScope(ctx_group="dev2"):
+        return a + mx.sym.Variable("b")
+
+
+def test_per_context_group2ctx_forms():
+    from symjit.module.executor_group import per_context_group2ctx
+    c = [mx.cpu(i) for i in range(6)]
+    assert per_context_group2ctx(None, 2) == [None, None]
+    assert per_context_group2ctx({"g": c[2]}, 2) == [{"g": c[2]}, {"g": c[2]}]
+    assert per_context_group2ctx({"g": [c[3]]}, 2) == [{"g": c[3]}, {"g": c[3]}]
+    assert per_context_group2ctx({"g": [c[3], c[4]], "h": c[5]}, 2) == [{"g": c[3], "h": c[5]},
+                                                                       {"g": c[4], "h": c[5]}]
+    assert per_context_group2ctx([{"g": c[1]}, {"g": c[2]}], 2) == [{"g": c[1]}, {"g": c[2]}]
+    with pytest.raises(mx.MXNetError, match="expected 1 or 2"):
+        per_context_group2ctx({"g": [c[1], c[2], c[3]]}, 2)
+    with pytest.raises(mx.MXNetError, match="2 contexts"):
+        per_context_group2ctx([{"g": c[1]}], 2)
+
+
+def test_module_places_grouped_inputs_and_gradients_on_their_contexts():
+    shape = (2, 5)
+    a, b = np.arange(10.0).reshape(shape), np.ones(shape)
+    mod = mx.mod.Module(_two_group_sym(), data_names=["a", "b"], label_names=None, context=[mx.cpu(0)],
+                        group2ctxs={"dev1": mx.cpu(1), "dev2": mx.cpu(2)})
+    mod.bind(data_shapes=[("a", shape), ("b", shape)], inputs_need_grad=True)
+    mod.init_params()
+    mod.forward(DataBatch(data=[mx.nd.array(a), mx.nd.array(b)]), is_train=True)
+    np.testing.assert_array_equal(mod.get_outputs()[0].asnumpy(), 2 * a + b)
+    og = np.full(shape, 3.0)
+    mod.backward([mx.nd.array(og)])
+    ga, gb = mod.get_input_grads()
+    assert (ga.context, gb.context) == (mx.cpu(1), mx.cpu(2))
+    np.testing.assert_array_equal(ga.asnumpy(), 2 * og)
+    np.testing.assert_array_equal(gb.asnumpy(), og)
+
+
+def test_simple_bind_places_grouped_arguments():
+    ex = _two_group_sym().simple_bind(mx.cpu(0), a=(3,), b=(3,), group2ctx={"dev1": mx.cpu(4)})
+    assert ex.arg_dict["a"].context == ex.grad_dict["a"].context == mx.cpu(4)
+    assert ex.arg_dict["b"].context == mx.cpu(0)          # group 'dev2' not mapped: the default
+    out = ex.forward(a=mx.nd.array([1.0, 2.0, 3.0]), b=mx.nd.ones((3,)))[0]
+    np.testing.assert_array_equal(out.asnumpy(), [3.0, 5.0, 7.0])

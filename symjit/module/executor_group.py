@@ -21,6 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from ..base import MXNetError
+from ..executor import group_contexts
 from ..io import DataDesc
 
 __all__ = ["DataParallelExecutorGroup"]
@@ -30,6 +31,33 @@ def _descs(shapes) -> list:
     if shapes is None:
         return []
     return [s if isinstance(s, DataDesc) else DataDesc(s[0], s[1]) for s in shapes]
+
+
+def per_context_group2ctx(group2ctxs, n_contexts: int) -> list:
+    """MXNet's `group2ctxs` of a Module as one group -> context dict (or None) per context: a
+    list gives them directly; a dict maps each group to one context (shared by every context),
+    a list of one, or a list of one per context."""
+    if group2ctxs is None:
+        return [None] * n_contexts
+    if isinstance(group2ctxs, (list, tuple)):
+        if len(group2ctxs) != n_contexts:
+            raise MXNetError(f"executor group: group2ctxs has {len(group2ctxs)} entries for "
+                             f"{n_contexts} contexts")
+        return list(group2ctxs)
+    if not isinstance(group2ctxs, dict):
+        raise MXNetError("executor group: group2ctxs must be a dict of group -> context (or list of "
+                         f"contexts) or a list of such dicts, got {type(group2ctxs).__name__}")
+    out = [{} for _ in range(n_contexts)]
+    for group, ctxs in group2ctxs.items():
+        ctxs = list(ctxs) if isinstance(ctxs, (list, tuple)) else [ctxs]
+        if len(ctxs) == 1:
+            ctxs = ctxs * n_contexts
+        elif len(ctxs) != n_contexts:
+            raise MXNetError(f"executor group: group2ctxs[{group!r}] has {len(ctxs)} contexts; "
+                             f"expected 1 or {n_contexts}")
+        for placed, c in zip(out, ctxs):
+            placed[group] = c
+    return out
 
 
 def split_batch(batch_size: int, workload: Sequence[float]) -> list[slice]:
@@ -93,7 +121,7 @@ class DataParallelExecutorGroup:
         self.logger = logger
         self.fixed_param_names = list(fixed_param_names or [])
         self.state_names = list(state_names or [])
-        self.group2ctxs = group2ctxs
+        self.group2ctxs = per_context_group2ctx(group2ctxs, len(self.contexts))
         self.data_shapes = _descs(data_shapes)
         self.label_shapes = _descs(label_shapes) if label_shapes is not None else None
         self.data_names = [d.name for d in self.data_shapes]
@@ -153,12 +181,12 @@ class DataParallelExecutorGroup:
             out[d.name] = (tuple(shape), np.dtype(getattr(d, "dtype", np.float32)))
         return out
 
-    def _input_array(self, name, shape, dtype, i):
-        """The array of input `name` on context i: a view of the family's shared array when it is
-        large enough (and of the same dtype), else a new one that replaces it."""
+    def _input_array(self, name, shape, dtype, i, ctx):
+        """The array of input `name` for context i (placed on `ctx`): a view of the family's
+        shared array when it is large enough (and of the same dtype), else a new one that
+        replaces it."""
         from .. import ndarray as nd
         shared = self.shared_data_arrays[i]
-        ctx = self.contexts[i]
         arr = shared.get(name)
         if arr is not None and np.dtype(arr.dtype) == dtype and arr.size >= int(np.prod(shape)):
             if arr.shape == shape:
@@ -182,7 +210,9 @@ class DataParallelExecutorGroup:
         if arg_shapes is None or any(s is None for s in arg_shapes):
             raise MXNetError(f"executor group: cannot infer every argument shape from {shapes}")
         args, grads, aux = [], [], []
-        for name, shape, dtype in zip(self.arg_names, arg_shapes, arg_types):
+        arg_ctx = group_contexts(self.symbol, self.arg_names, ctx, self.group2ctxs[i])
+        aux_ctx = group_contexts(self.symbol, self.aux_names, ctx, self.group2ctxs[i])
+        for name, shape, dtype, ctx in zip(self.arg_names, arg_shapes, arg_types, arg_ctx):
             shape, dtype = tuple(shape), np.dtype(dtype or np.float32)
             req = self.grad_req[name]
             if name in self.param_names:
@@ -196,18 +226,18 @@ class DataParallelExecutorGroup:
                     arr = nd.zeros(shape, ctx, dtype)
                     grad = nd.zeros(shape, ctx, dtype) if req != "null" else None
             else:
-                arr = self._input_array(name, shape, dtype, i)
+                arr = self._input_array(name, shape, dtype, i, ctx)
                 grad = nd.zeros(shape, ctx, dtype) if req != "null" else None
             args.append(arr)
             grads.append(grad)
-        for name, shape, dtype in zip(self.aux_names, aux_shapes, aux_types):
+        for name, shape, dtype, ctx in zip(self.aux_names, aux_shapes, aux_types, aux_ctx):
             shape, dtype = tuple(shape), np.dtype(dtype or np.float32)
             if shared_exec is not None and name in shared_exec.aux_dict and shared_exec.aux_dict[name].shape == shape:
                 aux.append(shared_exec.aux_dict[name])
             else:
                 aux.append(nd.zeros(shape, ctx, dtype))
         reqs = [self.grad_req[n] for n in self.arg_names]
-        return Executor.bind(self.symbol, ctx, args, args_grad=grads, grad_req=reqs, aux_states=aux)
+        return Executor.bind(self.symbol, self.contexts[i], args, args_grad=grads, grad_req=reqs, aux_states=aux)
 
     def bind_exec(self, data_shapes, label_shapes, shared_group=None, reshape=False):
         """(Re)bind one executor per context for these input shapes."""

@@ -237,6 +237,7 @@ class Module(StoredNamesAndShapes, BaseModule):
         self._update_on_kvstore = None
         self._updater = None
         self._compression_params = compression_params
+        self._group2ctxs = group2ctxs
         self._preload_opt_states = None
         self._work_load_list = list(work_load_list) if work_load_list is not None else None
         self._exec_group = None
@@ -290,7 +291,7 @@ class Module(StoredNamesAndShapes, BaseModule):
             self._symbol, self._context, self._work_load_list, self._data_shapes, self._label_shapes,
             self._param_names, self.for_training, self.inputs_need_grad, shared_group=shared_group,
             logger=self.logger, fixed_param_names=self._fixed_param_names, grad_req=self._grad_req,
-            state_names=self._state_names)
+            state_names=self._state_names, group2ctxs=self._group2ctxs)
         self._execs = self._exec_group.execs
 
     def reshape(self, data_shapes, label_shapes=None):
