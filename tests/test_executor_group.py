@@ -109,3 +109,40 @@ def test_simple_bind_places_grouped_arguments():
     assert ex.arg_dict["b"].context == mx.cpu(0)          # group 'dev2' not mapped: the default
     out = ex.forward(a=mx.nd.array([1.0, 2.0, 3.0]), b=mx.nd.ones((3,)))[0]
     np.testing.assert_array_equal(out.asnumpy(), [3.0, 5.0, 7.0])
+
+
+def _sparse_regression(m):
+    x = mx.sym.var("data", stype="csr")
+    v = mx.sym.var("v", shape=(m, 1), stype="row_sparse", init=mx.init.Uniform(0.5))
+    return mx.sym.LinearRegressionOutput(mx.sym.dot(x, v), mx.sym.var("label"), name="out")
+
+
+def test_arrays_take_their_variables_storage_types():
+    """As MXNet's storage inference: arguments in their variable's stype, the gradient of a
+    row_sparse weight row_sparse, everything else dense; Module's parameters keep the stype."""
+    n, m = 4, 6
+    sym = _sparse_regression(m)
+    mod = mx.mod.Module(sym, data_names=["data"], label_names=["label"])
+    mod.bind(data_shapes=[("data", (n, m))], label_shapes=[("label", (n, 1))])
+    mod.init_params()
+    ex = mod._exec_group.execs[0]
+    assert (ex.arg_dict["data"].stype, ex.arg_dict["v"].stype, ex.arg_dict["label"].stype) == \
+        ("csr", "row_sparse", "default")
+    assert ex.grad_dict["v"].stype == "row_sparse"
+    v = mod._arg_params["v"]
+    assert v.stype == "row_sparse" and np.abs(v.asnumpy()).sum() > 0
+    dense_x = np.zeros((n, m), np.float32)
+    dense_x[[0, 2, 3], [1, 4, 1]] = [1.0, 2.0, -1.0]
+    y = np.ones((n, 1), np.float32)
+    mod.forward(DataBatch([mx.nd.array(dense_x).tostype("csr")], [mx.nd.array(y)]), is_train=True)
+    pred = dense_x @ v.asnumpy()
+    np.testing.assert_allclose(mod.get_outputs()[0].asnumpy(), pred, rtol=1e-6)
+    mod.backward()
+    np.testing.assert_allclose(ex.grad_dict["v"].asnumpy(), dense_x.T @ (pred - y), rtol=1e-5, atol=1e-7)
+
+
+def test_simple_bind_storage_types_and_stype_dict():
+    ex = _sparse_regression(3).simple_bind(mx.cpu(), data=(2, 3), label=(2, 1), stype_dict={"label": "csr"})
+    assert [ex.arg_dict[k].stype for k in ("data", "v", "label")] == ["csr", "row_sparse", "csr"]
+    with pytest.raises(mx.MXNetError, match="unknown storage type 'dense'"):
+        _sparse_regression(3).simple_bind(mx.cpu(), data=(2, 3), label=(2, 1), stype_dict={"v": "dense"})

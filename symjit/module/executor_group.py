@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from ..base import MXNetError
-from ..executor import group_contexts
+from ..executor import gradient_storage, group_contexts, storage_types
 from ..io import DataDesc
 
 __all__ = ["DataParallelExecutorGroup"]
@@ -181,19 +181,21 @@ class DataParallelExecutorGroup:
             out[d.name] = (tuple(shape), np.dtype(getattr(d, "dtype", np.float32)))
         return out
 
-    def _input_array(self, name, shape, dtype, i, ctx):
-        """The array of input `name` for context i (placed on `ctx`): a view of the family's
-        shared array when it is large enough (and of the same dtype), else a new one that
-        replaces it."""
+    def _input_array(self, name, shape, dtype, i, ctx, stype="default"):
+        """The array of input `name` for context i (placed on `ctx`, of storage `stype`): the
+        family's shared array when it is large enough (and of the same dtype and storage; a
+        dense one is viewed in the needed shape, a sparse one only shared at the same shape),
+        else a new one that replaces it."""
         from .. import ndarray as nd
         shared = self.shared_data_arrays[i]
         arr = shared.get(name)
-        if arr is not None and np.dtype(arr.dtype) == dtype and arr.size >= int(np.prod(shape)):
+        if arr is not None and np.dtype(arr.dtype) == dtype and arr.stype == stype:
             if arr.shape == shape:
                 return arr
-            flat = arr.reshape((-1,))
-            return flat[:int(np.prod(shape))].reshape(shape)
-        arr = nd.zeros(shape, ctx, dtype)
+            if stype == "default" and arr.size >= int(np.prod(shape)):
+                flat = arr.reshape((-1,))
+                return flat[:int(np.prod(shape))].reshape(shape)
+        arr = nd.zeros(shape, ctx, dtype, stype=stype)
         shared[name] = arr
         return arr
 
@@ -212,30 +214,33 @@ class DataParallelExecutorGroup:
         args, grads, aux = [], [], []
         arg_ctx = group_contexts(self.symbol, self.arg_names, ctx, self.group2ctxs[i])
         aux_ctx = group_contexts(self.symbol, self.aux_names, ctx, self.group2ctxs[i])
-        for name, shape, dtype, ctx in zip(self.arg_names, arg_shapes, arg_types, arg_ctx):
+        arg_st = storage_types(self.symbol, self.arg_names)
+        for name, shape, dtype, ctx, st in zip(self.arg_names, arg_shapes, arg_types, arg_ctx, arg_st):
             shape, dtype = tuple(shape), np.dtype(dtype or np.float32)
             req = self.grad_req[name]
+            gst = gradient_storage(st)
             if name in self.param_names:
                 if shared_exec is not None and name in shared_exec.arg_dict \
                         and shared_exec.arg_dict[name].shape == shape:
                     arr = shared_exec.arg_dict[name]
                     grad = shared_exec.grad_dict.get(name) if req != "null" else None
                     if req != "null" and grad is None:
-                        grad = nd.zeros(shape, ctx, dtype)
+                        grad = nd.zeros(shape, ctx, dtype, stype=gst)
                 else:
-                    arr = nd.zeros(shape, ctx, dtype)
-                    grad = nd.zeros(shape, ctx, dtype) if req != "null" else None
+                    arr = nd.zeros(shape, ctx, dtype, stype=st)
+                    grad = nd.zeros(shape, ctx, dtype, stype=gst) if req != "null" else None
             else:
-                arr = self._input_array(name, shape, dtype, i, ctx)
-                grad = nd.zeros(shape, ctx, dtype) if req != "null" else None
+                arr = self._input_array(name, shape, dtype, i, ctx, st)
+                grad = nd.zeros(shape, ctx, dtype, stype=gst) if req != "null" else None
             args.append(arr)
             grads.append(grad)
-        for name, shape, dtype, ctx in zip(self.aux_names, aux_shapes, aux_types, aux_ctx):
+        aux_st = storage_types(self.symbol, self.aux_names)
+        for name, shape, dtype, ctx, st in zip(self.aux_names, aux_shapes, aux_types, aux_ctx, aux_st):
             shape, dtype = tuple(shape), np.dtype(dtype or np.float32)
             if shared_exec is not None and name in shared_exec.aux_dict and shared_exec.aux_dict[name].shape == shape:
                 aux.append(shared_exec.aux_dict[name])
             else:
-                aux.append(nd.zeros(shape, ctx, dtype))
+                aux.append(nd.zeros(shape, ctx, dtype, stype=st))
         reqs = [self.grad_req[n] for n in self.arg_names]
         return Executor.bind(self.symbol, self.contexts[i], args, args_grad=grads, grad_req=reqs, aux_states=aux)
 

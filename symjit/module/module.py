@@ -330,10 +330,10 @@ class Module(StoredNamesAndShapes, BaseModule):
             elif initializer is not None:
                 initializer(init_mod.InitDesc(name, attrs.get(name, {})), arr)
 
-        self._arg_params = OrderedDict((n, nd.zeros(ex.arg_dict[n].shape, cpu(), ex.arg_dict[n].dtype))
-                                       for n in self._param_names)
-        self._aux_params = OrderedDict((n, nd.zeros(ex.aux_dict[n].shape, cpu(), ex.aux_dict[n].dtype))
-                                       for n in self._aux_names)
+        def like(a):   # MXNet keeps the parameters in their executors' storage types
+            return nd.zeros(a.shape, cpu(), a.dtype, stype=a.stype)
+        self._arg_params = OrderedDict((n, like(ex.arg_dict[n])) for n in self._param_names)
+        self._aux_params = OrderedDict((n, like(ex.aux_dict[n])) for n in self._aux_names)
         for name, arr in self._arg_params.items():
             fill(name, arr, arg_params)
         for name, arr in self._aux_params.items():
