@@ -146,18 +146,3 @@ def test_simple_bind_storage_types_and_stype_dict():
     assert [ex.arg_dict[k].stype for k in ("data", "v", "label")] == ["csr", "row_sparse", "csr"]
     with pytest.raises(mx.MXNetError, match="unknown storage type 'dense'"):
         _sparse_regression(3).simple_bind(mx.cpu(), data=(2, 3), label=(2, 1), stype_dict={"v": "dense"})
-
-
-def test_contrib_sparse_embedding_gathers_rows_with_a_row_sparse_gradient():
-    weight = mx.sym.var("w", stype="row_sparse")
-    emb = mx.sym.contrib.SparseEmbedding(data=mx.sym.var("data"), weight=weight, input_dim=5, output_dim=3)
-    ex = emb.simple_bind(mx.cpu(), data=(2, 2))
-    w = np.arange(15, dtype=np.float32).reshape(5, 3)
-    idx = np.array([[0, 3], [3, 4]], np.float32)
-    ex.arg_dict["w"][:] = w
-    out = ex.forward(is_train=True, data=idx)[0]
-    np.testing.assert_array_equal(out.asnumpy(), w[idx.astype(int)])
-    ex.backward(mx.nd.ones((2, 2, 3)))
-    grad = ex.grad_dict["w"]
-    assert grad.stype == "row_sparse"
-    np.testing.assert_array_equal(grad.asnumpy(), np.array([1, 0, 0, 2, 1], np.float32)[:, None] * np.ones(3))

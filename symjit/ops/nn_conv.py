@@ -1428,13 +1428,11 @@ class UpSamplingBackward(Op):
 # Embedding
 # ======================================================================================
 
-@register("Embedding", aliases=("_contrib_SparseEmbedding",))
+@register("Embedding")
 class Embedding(Op):
     """Map integer indices to rows of `weight` (input_dim, output_dim); out shape
     data.shape + (output_dim,). Indices are truncated to integers and clipped to
-    [0, input_dim - 1] (MXNet's CPU behaviour). No gradient flows to the indices.
-    MXNet's `contrib.SparseEmbedding` is this op for a row_sparse weight (whose gradient
-    executors then hold as row_sparse)."""
+    [0, input_dim - 1] (MXNet's CPU behaviour). No gradient flows to the indices."""
     params = {
         "input_dim": Param(Int, doc="Vocabulary size of the input indices."),
         "output_dim": Param(Int, doc="Dimension of the embedding vectors."),
