@@ -145,6 +145,48 @@ def select_backend() -> Backend:
     return LLVMBackend()
 
 
+def group_contexts(symbol, names, ctx: Context, group2ctx) -> list:
+    """The context of each input in `names` under MXNet's model parallelism: an input whose
+    variable carries a `ctx_group` attribute (set with `AttrScope(ctx_group=...)`) lives on
+    `group2ctx[group]`, every other one on `ctx`."""
+    if not group2ctx:
+        return [ctx] * len(names)
+    attrs = symbol.attr_dict()
+    out = []
+    for name in names:
+        group = attrs.get(name, {}).get("__ctx_group__")
+        place = group2ctx.get(group, ctx) if group is not None else ctx
+        if not isinstance(place, Context):
+            raise MXNetError(f"group2ctx[{group!r}] must be a Context, got {type(place).__name__}")
+        out.append(place)
+    return out
+
+
+#: MXNet's storage type ids, as a variable's `__storage_type__` attribute may hold them
+_STYPE_BY_ID = {"-1": "default", "0": "default", "1": "row_sparse", "2": "csr"}
+
+
+def storage_types(symbol, names, stype_dict=None) -> list:
+    """The storage type of each input in `names`: `stype_dict[name]` when given, else its
+    variable's `stype` (the `__storage_type__` attribute, by MXNet's id or name), else 'default'."""
+    attrs = symbol.attr_dict()
+    out = []
+    for name in names:
+        st = (stype_dict or {}).get(name) or attrs.get(name, {}).get("__storage_type__", "default")
+        st = _STYPE_BY_ID.get(str(st), str(st))
+        if st not in ("default", "row_sparse", "csr"):
+            raise MXNetError(f"bind: unknown storage type {st!r} for {name!r}; expected default, "
+                             "row_sparse or csr")
+        out.append(st)
+    return out
+
+
+def gradient_storage(stype: str) -> str:
+    """The storage of the gradient of an input of storage `stype`: row_sparse for a row_sparse
+    weight (what MXNet's storage inference gives for dot and the sparse embeddings), else dense."""
+    return "row_sparse" if stype == "row_sparse" else "default"
+
+
 def _ctx(ctx) -> Context:
     if ctx is None:
         return current_context()
@@ -295,8 +337,10 @@ class Executor:
         return cls(symbol, ctx, arg_arrays, grad_arrays, reqs, aux_arrays)
 
     @classmethod
-    def simple_bind(cls, symbol, ctx, grad_req="write", type_dict=None, **shapes) -> "Executor":
-        """Allocate zero-filled arrays of the shapes (and dtypes) inferred from `shapes`."""
+    def simple_bind(cls, symbol, ctx, grad_req="write", type_dict=None, group2ctx=None, stype_dict=None,
+                    **shapes) -> "Executor":
+        """Allocate zero-filled arrays of the shapes (and dtypes) inferred from `shapes`, each
+        on its `group2ctx` context (`group_contexts`) in its storage type (`storage_types`)."""
         from . import ndarray as nd
         from .symbol.lower import lower
         ctx = _ctx(ctx)
@@ -321,12 +365,17 @@ class Executor:
             raise MXNetError(f"simple_bind: cannot infer the shapes of {missing}; give their shapes "
                              f"(given: {shapes})")
 
-        def alloc(t: TensorType):
-            return nd.zeros(t.shape, ctx, t.dtype)
-        args = [alloc(v.type) for v in graph.args]
-        aux = [alloc(v.type) for v in graph.aux]
+        def alloc(t: TensorType, where: Context, stype: str):
+            return nd.zeros(t.shape, where, t.dtype, stype=stype)
+        arg_names, aux_names = [v.name for v in graph.args], [v.name for v in graph.aux]
+        arg_ctx = group_contexts(symbol, arg_names, ctx, group2ctx)
+        aux_ctx = group_contexts(symbol, aux_names, ctx, group2ctx)
+        arg_st = storage_types(symbol, arg_names, stype_dict)
+        args = [alloc(v.type, c, st) for v, c, st in zip(graph.args, arg_ctx, arg_st)]
+        aux = [alloc(v.type, c, st) for v, c, st in zip(graph.aux, aux_ctx, storage_types(symbol, aux_names))]
         reqs = _grad_reqs(symbol.list_arguments(), grad_req)
-        grads = [alloc(v.type) if r != "null" else None for v, r in zip(graph.args, reqs)]
+        grads = [alloc(v.type, c, gradient_storage(st)) if r != "null" else None
+                 for v, c, st, r in zip(graph.args, arg_ctx, arg_st, reqs)]
         return cls(symbol, ctx, args, grads, reqs, aux)
 
     # ---- dictionaries -------------------------------------------------------------------------

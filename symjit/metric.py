@@ -194,9 +194,33 @@ class CrossEntropy(EvalMetric):
 
 @_register("perplexity")
 class Perplexity(CrossEntropy):
+    """exp of the mean of -log p[label] (p floored at 1e-10), as MXNet's: the probability of
+    each label is picked along `axis` with MXNet's `pick` (class ids clipped into range), and
+    instances whose label is `ignore_label` count neither in the sum nor in the number."""
+
     def __init__(self, ignore_label=None, axis=-1, name="perplexity", output_names=None, label_names=None):
         super().__init__(1e-12, name, output_names, label_names)
         self.ignore_label = ignore_label
+        self.axis = axis
+
+    def update(self, labels, preds):
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred in zip(labels, preds):
+            p = _np(pred)
+            l = _np(label).ravel()
+            axis = self.axis % p.ndim
+            rest = p.shape[:axis] + p.shape[axis + 1:]
+            if l.size != int(numpy.prod(rest)):
+                raise MXNetError(f"perplexity: shape mismatch: {l.size} labels for predictions of shape "
+                                 f"{p.shape} (axis {self.axis})")
+            idx = numpy.clip(l.astype(numpy.int64), 0, p.shape[axis] - 1).reshape(rest)
+            prob = numpy.take_along_axis(p, numpy.expand_dims(idx, axis), axis).reshape(-1)
+            n = prob.size
+            if self.ignore_label is not None:
+                ignore = l == self.ignore_label
+                prob = numpy.where(ignore, 1.0, prob)
+                n -= int(ignore.sum())
+            self._add(float(-numpy.log(numpy.maximum(prob, 1e-10)).sum()), n)
 
     def get(self):
         if self.num_inst == 0:

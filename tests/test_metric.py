@@ -87,3 +87,26 @@ def test_custom_metric_and_np():
     assert isinstance(mx.metric.create(mismatches), mx.metric.CustomMetric)
     with pytest.raises(mx.base.MXNetError):
         m.update([nd.array([1])], [_scores([1]), _scores([0])])
+
+
+def test_perplexity_ignores_a_label_and_clips_class_ids_as_pick():
+    p = np.array([[0.7, 0.2, 0.1], [0.1, 0.6, 0.3], [0.25, 0.25, 0.5], [0.2, 0.3, 0.5]], np.float32)
+    labels = np.array([0, 5, -1, 2], np.float32)     # 5 picks the last class (clipped); -1 ignored
+    m = mx.metric.Perplexity(ignore_label=-1)
+    m.update([nd.array(labels)], [nd.array(p)])
+    picked = [0.7, 0.3, 0.5]
+    assert m.num_inst == 3
+    assert m.get()[1] == pytest.approx(math.exp(-sum(math.log(v) for v in picked) / 3), rel=1e-6)
+    plain = mx.metric.Perplexity()
+    plain.update([nd.array(labels)], [nd.array(p)])       # without ignore_label -1 picks class 0
+    assert plain.num_inst == 4
+    assert plain.get()[1] == pytest.approx(math.exp(-sum(math.log(v) for v in picked + [0.25]) / 4), rel=1e-6)
+
+
+def test_perplexity_along_another_axis_and_bad_shapes():
+    p = np.array([[0.9, 0.5], [0.1, 0.5]], np.float32)    # classes along axis 0
+    m = mx.metric.Perplexity(axis=0)
+    m.update([nd.array([0, 1])], [nd.array(p)])
+    assert m.get()[1] == pytest.approx(math.exp(-(math.log(0.9) + math.log(0.5)) / 2), rel=1e-6)
+    with pytest.raises(mx.MXNetError, match="perplexity"):
+        m.update([nd.array([0, 1, 1])], [nd.array(p)])

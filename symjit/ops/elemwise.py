@@ -136,7 +136,8 @@ def sum_to_shape(x: np.ndarray, shape: tuple) -> np.ndarray:
 
 def _unary(name: str, fn: Callable[[S.Expr], S.Expr], aliases=(), doc: str = "") -> None:
     cls = type(name.strip("_").capitalize() + "Op", (Elementwise,), {
-        "expr": lambda self, attrs, x: fn(x), "doc": doc or f"y = {name}(x), elementwise."})
+        "expr": lambda self, attrs, x: fn(x), "doc": doc or f"y = {name}(x), elementwise.",
+        "lists_input_names": False})
     register(name, aliases)(cls)
 
 
@@ -335,6 +336,7 @@ class AddN(Elementwise):
 class Activation(Elementwise):
     """Activation function chosen by `act_type` (relu, sigmoid, tanh, softrelu, softsign)."""
     params = {"act_type": Param(Enum(*_ACT))}
+    lists_input_names = False
 
     def expr(self, attrs, x):
         return _ACT[attrs["act_type"]](x)

@@ -181,6 +181,16 @@ def test_attribute_errors():
         apply_numpy("clip", [np.ones(2)], {"a_min": "abc", "a_max": 1})
 
 
+def test_ops_without_parameters_ignore_extra_attributes():
+    """MXNet registers no parameter parser for plain elementwise ops, so extra keyword
+    attributes (an `axis=` passed out of habit) are annotations, not errors."""
+    a = np.array([0.0], np.float32)
+    b = np.array([[1.5, -2.0]], np.float32)
+    got = nd.broadcast_maximum(nd.array(a), nd.array(b), axis=1).asnumpy()
+    np.testing.assert_array_equal(got, np.maximum(a, b))
+    np.testing.assert_array_equal(nd.relu(nd.array(b), foo="bar").asnumpy(), np.maximum(b, 0))
+
+
 def test_nan_propagates_and_no_warnings():
     x = np.array([np.nan, -1.0, 0.0, np.inf], dtype=np.float32)
     with np.errstate(all="raise"):
