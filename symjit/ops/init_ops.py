@@ -169,6 +169,7 @@ class ArangeLike(Op):
     inputs = ("data",)
     params = {"start": Param(Float, 0.0), "step": Param(Float, 1.0), "repeat": Param(Int, 1),
               "axis": Param(Optional(Int), None), **_CTX}
+    shape_only = True
 
     def _out_shape(self, attrs, d: tuple) -> tuple:
         if attrs["repeat"] < 1:
@@ -177,7 +178,7 @@ class ArangeLike(Op):
         if axis is None:
             return tuple(d)
         if not -len(d) <= axis < len(d):
-            raise MXNetError(f"{self.name}: axis {axis} is out of range for a {len(d)}-D input")
+            raise MXNetError(f"{self.name}: axis {axis} is out of bounds for array of dimension {len(d)}")
         return (d[axis],)
 
     def infer_shape(self, attrs, in_shapes):

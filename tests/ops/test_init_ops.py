@@ -107,5 +107,5 @@ def test_arange_like_has_a_zero_gradient_and_checks_axis():
         y = mx.nd.contrib.arange_like(x) * x
     y.backward()
     np.testing.assert_array_equal(x.grad.asnumpy(), np.arange(6).reshape(2, 3))
-    with pytest.raises(MXNetError, match="axis 2 is out of range"):
+    with pytest.raises(MXNetError, match="axis 2 is out of bounds"):
         mx.nd.contrib.arange_like(x, axis=2)
