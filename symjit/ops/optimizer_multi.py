@@ -122,7 +122,9 @@ def _same_type(op: str, names: list, types: list) -> tuple[list, list]:
 
 
 class MultiUpdate(MultiTensorOp):
-    """`single` (an `optimizer_ops.Update`) applied to each group with lrs[i] and wds[i]."""
+    """`single` (an `optimizer_ops.Update`) applied to each group with lrs[i] and wds[i], in
+    order: a parameter given twice gets both updates, the second reading the first's result
+    (as MXNet's kernel, which updates each element group after group)."""
     single: ClassVar[str] = ""
     #: attributes passed on to the single op unchanged
     shared: ClassVar[tuple] = ("rescale_grad", "clip_gradient")
@@ -152,8 +154,12 @@ class MultiUpdate(MultiTensorOp):
         single = get_op(self.single)
         lrs, wds = self.rates(attrs, inputs)
         outs, states = [], []
+        latest: dict = {}   # id of an input array -> its updated value (a repeated parameter)
         for raw, group in zip(self.split(attrs, lrs, wds), self.groups(attrs, list(inputs))):
-            res = single.compute(single.parse(raw), group, ctx)
+            current = [latest.get(id(x), x) for x in group]
+            res = single.compute(single.parse(raw), current, ctx)
+            for x, new in zip(group[:1] + group[self.first_state:], res):
+                latest[id(x)] = new
             outs.append(res[0])
             states += res[1:]
         return outs + states
