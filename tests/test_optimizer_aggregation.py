@@ -87,14 +87,17 @@ def test_sgd_aggregated_equals_per_parameter_and_reference(momentum, multi_calls
     kw = dict(learning_rate=0.1, momentum=momentum, wd=0.01, rescale_grad=0.8, clip_gradient=1.5)
     results = {agg: _train(lambda: mx.optimizer.SGD(aggregate_num=agg, **kw), w0, grads)[0] for agg in (0, 1, 2, 4)}
     calls = list(multi_calls)
-    for agg in (1, 2, 4):
-        _same(results[agg], results[0], rtol=1e-6, atol=1e-7)
+    one_by_one = _train(lambda: mx.optimizer.SGD(**kw), w0, grads, batched=False)[0]
+    for agg in (0, 1, 2, 4):
+        _same(results[agg], one_by_one, rtol=1e-6, atol=1e-7)
     want = ref_sgd(w0, grads, 0.1, momentum, 0.01, {1: 0.5, 3: 2.0}, {2: 0.0}, 0.8, 1.5)
     _same(results[4], want, rtol=1e-5, atol=1e-6)
     name = "multi_sgd_mom_update" if momentum else "multi_sgd_update"
-    # 5 dense parameters, 3 steps: aggregate_num 0 and 1 -> 5 calls of 1 per step (MXNet's SGD
-    # takes its multi-tensor kernel for one parameter too), 2 -> 2+2+1, 4 -> 4+1
-    assert calls == [(name, 1)] * 30 + [(name, 2), (name, 2), (name, 1)] * 3 + [(name, 4), (name, 1)] * 3
+    # 5 dense parameters, 3 steps: aggregate_num 0 -> one call of 5 per step (the Updater hands
+    # SGD the whole list: the same results as one parameter at a time), 1 -> 5 calls of 1 per step
+    # (MXNet's SGD takes its multi-tensor kernel for one parameter too), 2 -> 2+2+1, 4 -> 4+1
+    assert calls == [(name, 5)] * 3 + [(name, 1)] * 15 + [(name, 2), (name, 2), (name, 1)] * 3 \
+        + [(name, 4), (name, 1)] * 3
 
 
 def test_default_aggregation_follows_the_environment(monkeypatch):
@@ -122,7 +125,7 @@ def test_sgd_multi_precision_fp16(momentum, agg, multi_calls):
         np.testing.assert_array_equal(w, master.asnumpy().astype(np.float16))
         assert (mom is None) == (momentum == 0.0)
     expect = "multi_mp_sgd_mom_update" if momentum else "multi_mp_sgd_update"
-    assert multi_calls == [(expect, 3), (expect, 2)] * 3 if agg else [(expect, 1)] * 15
+    assert multi_calls == ([(expect, 3), (expect, 2)] if agg else [(expect, 5)]) * 3
 
 
 def test_sgd_aggregated_groups_by_dtype(multi_calls):

@@ -366,16 +366,17 @@ class MultiLamb(MultiTensorOp):
         return outs + states
 
 
-@register("_multi_lamb_update")
-class MultiLambUpdate(MultiLamb):
-    per_group = ("weight", "grad", "mean", "var")
+def _register_pair(base: type, name: str, mp_name: str, **mp_attrs) -> None:
+    """Register `base` over groups (weight, grad, mean, var) as `name`, and over groups with a
+    float32 master copy (weight32; mean, var and weight32 float32) as `mp_name`."""
+    register(name)(type(name, (base,), {"__doc__": base.__doc__, "per_group": ("weight", "grad", "mean", "var")}))
+    register(mp_name)(type(mp_name, (base,), {"__doc__": base.__doc__ + " Mixed precision.",
+                                              "per_group": ("weight", "grad", "mean", "var", "weight32"),
+                                              "n_fp32": 3, **mp_attrs}))
 
 
-@register("_multi_mp_lamb_update")
-class MultiMPLambUpdate(MultiLamb):
-    per_group = ("weight", "grad", "mean", "var", "weight32")
-    n_fp32 = 3
-    phases = ("mp_lamb_update_phase1", "mp_lamb_update_phase2")
+_register_pair(MultiLamb, "_multi_lamb_update", "_multi_mp_lamb_update",
+               phases=("mp_lamb_update_phase1", "mp_lamb_update_phase2"))
 
 
 # ------------------------------------------------------------------------------------------
@@ -473,12 +474,4 @@ class MultiAdamW(MultiTensorOp):
         return outs + states
 
 
-@register("_multi_adamw_update")
-class MultiAdamWUpdate(MultiAdamW):
-    per_group = ("weight", "grad", "mean", "var")
-
-
-@register("_multi_mp_adamw_update")
-class MultiMPAdamWUpdate(MultiAdamW):
-    per_group = ("weight", "grad", "mean", "var", "weight32")
-    n_fp32 = 3
+_register_pair(MultiAdamW, "_multi_adamw_update", "_multi_mp_adamw_update")

@@ -34,6 +34,8 @@ class LARS(SGD):
     0, and for parameters named *gamma, *beta, *bias). With `momentum_correction` the momentum is
     scaled by lr_now / lr_before when a scheduler changes the rate."""
 
+    _fuse_updates = False   # the momentum correction tracks the rate once per call
+
     def __init__(self, momentum=0.0, lazy_update=True, eta=0.001, eps=0, momentum_correction=True, **kwargs):
         super().__init__(momentum=momentum, lazy_update=lazy_update, **kwargs)
         self.momentum_correction = momentum_correction
@@ -115,6 +117,7 @@ class LBSGD(SGD):
     _STRATEGIES = ("linear", "power2", "sqrt", "lars")
 
     _multi_ops = None
+    _fuse_updates = False
 
     def __init__(self, momentum=0.0, multi_precision=False, warmup_strategy="linear", warmup_epochs=5,
                  batch_scale=1, updates_per_epoch=32, begin_epoch=0, num_epochs=60, aggregate_num=0, **kwargs):

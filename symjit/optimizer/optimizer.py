@@ -175,6 +175,10 @@ class Optimizer:
     def update(self, index, weight: NDArray, grad: NDArray, state) -> None:
         raise MXNetError(f"{type(self).__name__} must define update()")
 
+    #: an aggregated update of several parameters gives exactly the results of updating them one
+    #: after another (so the Updater may hand them over together when aggregate_num is 0)
+    _fuse_updates = False
+
     #: row_sparse gradients update only their rows (MXNet's lazy update) when True; None: follow
     #: the optimizer's `lazy_update` attribute (False when it has none)
     _lazy_sparse = None
@@ -335,32 +339,16 @@ def _plain_datas(arrays: list, ctx) -> list | None:
 
 
 def _apply_multi(op_name: str, groups: list, trailing: list, **attrs) -> None:
-    """Multi-tensor update op `op_name` (`ops.optimizer_multi`) over `groups` = [[weight, grad,
-    states...], ...] (and `trailing` inputs: the preloaded ops' lrs and wds), the weights and
-    states written in place. Plain same-context NDArrays outside autograd recording, no buffer
-    used twice, take the compiled kernel of the op's single-tensor update, once per group (one
-    multi-tensor native call, deferred to the end of the `Updater` call in progress, if any);
-    anything else (and every error case) runs the op itself through `invoke`."""
+    """Multi-tensor update op `op_name` (`ops.optimizer_multi.MultiUpdate`) over `groups` =
+    [[weight, grad, states...], ...] (and `trailing` inputs: the preloaded ops' lrs and wds), the
+    weights and states written in place. Plain same-context NDArrays outside autograd recording,
+    no buffer used twice, take the compiled kernel of the op's single-tensor update once per
+    group (the op's `split`: one multi-tensor native call, deferred to the end of the `Updater`
+    call in progress, if any); anything else (and every error case) runs the op itself through
+    `invoke`."""
     weights = [grp[0] for grp in groups]
     flat = [a for grp in groups for a in grp] + list(trailing)
-    prepared = None
-    ctx = weights[0]._ctx if weights else None
-    datas = _plain_datas(flat, ctx) if weights and not autograd.is_recording() else None
-    if datas is not None and len({id(d) for d in datas}) == len(datas):
-        op = get_op(op_name)
-        try:
-            parsed = op.parse(attrs)
-            op.input_names(parsed)
-            lrs, wds = op.rates(parsed, datas[len(datas) - len(trailing):] if trailing else [])
-        except MXNetError:
-            parsed = None
-        if parsed is not None:
-            k = len(groups[0])
-            group_datas = [datas[i * k:(i + 1) * k] for i in range(len(groups))]
-            for d in group_datas:
-                for x in d[:1] + d[2:]:   # written in place: thaw what inference plans froze
-                    writable(x)
-            prepared = fastpath.prepare_updates_raw(op.single, op.split(parsed, lrs, wds), group_datas)
+    prepared = _prepare_multi(op_name, groups, flat, trailing, attrs)
     if prepared is None:
         invoke(op_name, flat, attrs, out=weights)
         return
@@ -370,6 +358,35 @@ def _apply_multi(op_name: str, groups: list, trailing: list, **attrs) -> None:
     else:
         for p in prepared:
             pending.add(p)
+
+
+def _prepare_multi(op_name: str, groups: list, flat: list, trailing: list, attrs: dict) -> list | None:
+    """The compiled single-tensor updates equal to the multi-tensor op (raw attributes split as
+    the op's `split` does), or None for the general path."""
+    n = len(groups)
+    if not n or autograd.is_recording() or attrs.get("num_weights", 1) != n:
+        return None
+    datas = _plain_datas(flat, groups[0][0]._ctx)
+    if datas is None or len({id(d) for d in datas}) != len(datas):
+        return None
+    op = get_op(op_name)
+    if trailing:
+        lrs, wds = (d.reshape(-1).tolist() for d in datas[-2:])
+    else:
+        lrs, wds = attrs.get("lrs", ()), attrs.get("wds", ())
+    if len(lrs) != n or len(wds) != n:
+        return None
+    shared = {k: attrs[k] for k in op.shared if k in attrs}
+    raws = [dict(shared, lr=lr, wd=wd) for lr, wd in zip(lrs, wds)]
+    k = len(groups[0])
+    group_datas = [datas[i * k:(i + 1) * k] for i in range(n)]
+    for d in group_datas:
+        for x in d[:1] + d[2:]:   # written in place: thaw what inference plans froze
+            writable(x)
+    if n == 1:
+        p = fastpath.prepare_update_raw(op.single, raws[0], group_datas[0])
+        return None if p is None else [p]
+    return fastpath.prepare_updates_raw(op.single, raws, group_datas)
 
 
 def _as_lists(indices, weights, grads, states) -> tuple[list, list, list, list]:
@@ -404,6 +421,8 @@ class SGD(Optimizer):
     #: the multi-tensor op of the same keys; None: aggregated updates run per parameter
     _multi_ops: dict | None = {(mp, mom): f"multi_{'mp_' if mp else ''}sgd{'_mom' if mom else ''}_update"
                                for mp in (False, True) for mom in (False, True)}
+
+    _fuse_updates = True
 
     def __init__(self, momentum=0.0, lazy_update=True, aggregate_num=None, **kwargs):
         super().__init__(**kwargs)
@@ -444,7 +463,7 @@ class SGD(Optimizer):
         mom = self.momentum > 0
         if aggregate:
             name = ("preloaded_" if preloaded else "") + multi[(mp, mom)]
-            step = max(self.aggregate_num, 1)
+            step = self.aggregate_num if self.aggregate_num > 0 else len(weights)
             for s in range(0, len(weights), step):
                 groups = [[w, g, *self._state_arrays(st, mp, mom)]
                           for w, g, st in zip(weights[s:s + step], grads[s:s + step], states[s:s + step])]
@@ -955,21 +974,41 @@ class Updater:
         pending = _PendingUpdates() if len(indices) > 1 else None
         token = _PENDING.set(pending)
         try:
-            for chunk in self._chunks(indices, weights, grads):
-                idx, ws, gs = chunk
-                if isinstance(idx, list):
-                    self.optimizer.update_multi_precision(idx, ws, gs, [self.states[i] for i in idx])
-                else:
+            fused = self.optimizer.aggregate_num <= 0
+            for idx, ws, gs in self._chunks(indices, weights, grads):
+                if not isinstance(idx, list):
                     self.optimizer.update_multi_precision(idx, ws, gs, self.states[idx])
+                elif fused:
+                    self._update_fused(idx, ws, gs)
+                else:
+                    self.optimizer.update_multi_precision(idx, ws, gs, [self.states[i] for i in idx])
         finally:
             _PENDING.reset(token)
             if pending is not None:
                 pending.flush()
 
+    def _update_fused(self, indices, weights, grads) -> None:
+        """Parameters the optimizer was not asked to aggregate, updated in one call (`_fuse_updates`:
+        the same results). If that call fails (nothing is written then), the update counts are
+        restored and the parameters are updated one by one, so those before the failing one are
+        applied, as without fusion."""
+        opt = self.optimizer
+        counts, num_update = dict(opt._index_update_count), opt.num_update
+        try:
+            opt.update_multi_precision(indices, weights, grads, [self.states[i] for i in indices])
+        except MXNetError:
+            opt._index_update_count.clear()
+            opt._index_update_count.update(counts)
+            opt.num_update = num_update
+            for i, w, g in zip(indices, weights, grads):
+                opt.update_multi_precision(i, w, g, self.states[i])
+
     def _chunks(self, indices, weights, grads):
         """(index, weight, grad) per parameter, or with aggregation (index list, weight list,
         grad list) per chunk of at most aggregate_num parameters of one dtype."""
         agg = self.optimizer.aggregate_num
+        if agg <= 0 and self.optimizer._fuse_updates and len(indices) > 1:
+            agg = len(indices)   # the same results as one call per parameter, in one kernel call
         if agg <= 0:
             yield from zip(indices, weights, grads)
             return
