@@ -419,7 +419,7 @@ class MPAdamWCore(MPUpdate):
         return [new, m2, v2, new]
 
 
-@register("_mp_adamw_update", aliases=("mp_adamw_update", "_contrib_mp_adamw_update"))
+@register("_mp_adamw_update", aliases=("mp_adamw_update",))
 class MPAdamWUpdate(Op):
     """Mixed-precision AdamW: m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) g^2;
     w32 -= eta * (lr * m / (sqrt(v) + epsilon) + wd * w32); weight = w32, with

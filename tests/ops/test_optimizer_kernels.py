@@ -353,3 +353,33 @@ def test_multi_adamw(mp):
         np.testing.assert_allclose(arr[2].asnumpy(), want[1], **F32)
         np.testing.assert_allclose(arr[3].asnumpy(), want[2], **F32)
         np.testing.assert_allclose(arr[0].asnumpy(), want[0], **(F16 if mp else F32))
+
+
+# ------------------------------------------------------------------------------------------
+# mx.nd.contrib wrappers (lists in, a number or an array as rescale_grad)
+# ------------------------------------------------------------------------------------------
+
+def test_contrib_wrappers_equal_the_ops():
+    data = [(_rand(s), _rand(s), _rand(s), np.abs(_rand(s))) for s in SHAPES[:2]]
+
+    def arrays():
+        return [[nd.array(x) for x in grp] for grp in data]
+    a, b = arrays(), arrays()
+    lists = [list(x) for x in zip(*a)]
+    nd.contrib.multi_adamw_update(*lists, 0.5, lrs=[0.1, 0.2], wds=[0.0, 0.1], etas=[1.0, 1.0], out=lists[0])
+    for grp, lr, wd in zip(b, [0.1, 0.2], [0.0, 0.1]):
+        nd.contrib.adamw_update(*grp, nd.array([0.5]), lr=lr, eta=1.0, wd=wd, out=grp[0])
+    for x, y in zip(a, b):
+        for u, v in zip(x, y):
+            np.testing.assert_allclose(u.asnumpy(), v.asnumpy(), **F32)
+    w0 = b[0][0].asnumpy().copy()
+    kept = nd.contrib.adamw_update(*b[0], float("nan"), lr=0.1, eta=1.0)
+    np.testing.assert_array_equal(kept.asnumpy(), w0)
+    c = arrays()
+    cl = [list(x) for x in zip(*c)]
+    nd.contrib.multi_lamb_update(*cl, step_count=[1, 1], lrs=[0.1, 0.2], wds=[0.0, 0.1], out=cl[0])
+    for (w, g, m, v), got, lr, wd in zip(data, cl[0], [0.1, 0.2], [0.0, 0.1]):
+        np.testing.assert_allclose(got.asnumpy(), ref_lamb(*_f64(w, g, m, v), 1, lr, wd)[0], **F32)
+    with pytest.raises(MXNetError, match="one entry per weight"):
+        nd.contrib.multi_lamb_update(cl[0], cl[1][:1], cl[2], cl[3], step_count=[1, 1], lrs=[0.1, 0.2],
+                                     wds=[0.0, 0.1])
