@@ -361,32 +361,21 @@ def _apply_multi(op_name: str, groups: list, trailing: list, **attrs) -> None:
 
 
 def _prepare_multi(op_name: str, groups: list, flat: list, trailing: list, attrs: dict) -> list | None:
-    """The compiled single-tensor updates equal to the multi-tensor op (raw attributes split as
-    the op's `split` does), or None for the general path."""
-    n = len(groups)
-    if not n or autograd.is_recording() or attrs.get("num_weights", 1) != n:
+    """The compiled single-tensor updates equal to the multi-tensor op over plain same-context
+    NDArrays outside autograd recording, no buffer used twice (`fastpath.prepare_multi_update`),
+    or None for the general path."""
+    if not groups or autograd.is_recording():
         return None
     datas = _plain_datas(flat, groups[0][0]._ctx)
     if datas is None or len({id(d) for d in datas}) != len(datas):
         return None
-    op = get_op(op_name)
-    if trailing:
-        lrs, wds = (d.reshape(-1).tolist() for d in datas[-2:])
-    else:
-        lrs, wds = attrs.get("lrs", ()), attrs.get("wds", ())
-    if len(lrs) != n or len(wds) != n:
-        return None
-    shared = {k: attrs[k] for k in op.shared if k in attrs}
-    raws = [dict(shared, lr=lr, wd=wd) for lr, wd in zip(lrs, wds)]
     k = len(groups[0])
-    group_datas = [datas[i * k:(i + 1) * k] for i in range(n)]
+    group_datas = [datas[i * k:(i + 1) * k] for i in range(len(groups))]
     for d in group_datas:
         for x in d[:1] + d[2:]:   # written in place: thaw what inference plans froze
             writable(x)
-    if n == 1:
-        p = fastpath.prepare_update_raw(op.single, raws[0], group_datas[0])
-        return None if p is None else [p]
-    return fastpath.prepare_updates_raw(op.single, raws, group_datas)
+    return fastpath.prepare_multi_update(get_op(op_name), attrs, group_datas, datas[len(datas) - len(trailing):]
+                                         if trailing else [])
 
 
 def _as_lists(indices, weights, grads, states) -> tuple[list, list, list, list]:

@@ -383,3 +383,23 @@ def test_contrib_wrappers_equal_the_ops():
     with pytest.raises(MXNetError, match="one entry per weight"):
         nd.contrib.multi_lamb_update(cl[0], cl[1][:1], cl[2], cl[3], step_count=[1, 1], lrs=[0.1, 0.2],
                                      wds=[0.0, 0.1])
+
+
+@pytest.mark.parametrize("size", [7, 1 << 17])
+def test_eager_multi_update_in_place_equals_reference_compute(size):
+    """`mx.nd.multi_sgd_mom_update(..., out=weights)` (the compiled in-place kernels) equals the
+    op's numpy reference (out= other arrays), states included."""
+    vals = [[_rand(size) for _ in range(3)] for _ in range(2)]
+    fast = [[nd.array(v) for v in grp] for grp in vals]
+    ref = [[nd.array(v) for v in grp] for grp in vals]
+    kw = dict(lrs=[0.1, 0.2], wds=[0.01, 0.0], momentum=0.9, rescale_grad=0.5, clip_gradient=0.4, num_weights=2)
+    res = nd.multi_sgd_mom_update(*[a for grp in fast for a in grp], out=[grp[0] for grp in fast], **kw)
+    assert res[0] is fast[0][0] and res[1] is fast[1][0]
+    outs = [nd.zeros(size), nd.zeros(size)]
+    nd.multi_sgd_mom_update(*[a for grp in ref for a in grp], out=outs, **kw)
+    for grp_f, grp_r, o in zip(fast, ref, outs):
+        np.testing.assert_allclose(grp_f[0].asnumpy(), o.asnumpy(), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(grp_f[2].asnumpy(), grp_r[2].asnumpy(), rtol=1e-6, atol=1e-7)
+    for grp, lr, wd, o in zip(vals, [0.1, 0.2], [0.01, 0.0], outs):
+        want, _ = ref_sgd_mom(*_f64(*grp), lr, wd, 0.9, 0.5, 0.4)
+        np.testing.assert_allclose(o.asnumpy(), want, **F32)
