@@ -403,3 +403,20 @@ def test_eager_multi_update_in_place_equals_reference_compute(size):
     for grp, lr, wd, o in zip(vals, [0.1, 0.2], [0.01, 0.0], outs):
         want, _ = ref_sgd_mom(*_f64(*grp), lr, wd, 0.9, 0.5, 0.4)
         np.testing.assert_allclose(o.asnumpy(), want, **F32)
+
+
+def test_mp_ops_and_multi_sum_sq_in_symbol_graphs():
+    """A float16 mp_sgd_mom_update node and multi_sum_sq run in bound graphs with MXNet's types."""
+    s = mx.sym.mp_sgd_mom_update(mx.sym.var("w"), mx.sym.var("g"), mx.sym.var("m"), mx.sym.var("w32"), lr=0.1,
+                                 momentum=0.9, wd=0.01)
+    w32, g = _rand(6), _rand(6).astype(np.float16)
+    args = {"w": nd.array(w32, dtype=np.float16), "g": nd.array(g, dtype=np.float16), "m": nd.zeros(6),
+            "w32": nd.array(w32)}
+    out = s.bind(mx.cpu(), args).forward()[0]
+    assert out.dtype == np.float16
+    want, _ = ref_sgd_mom(*_f64(w32, g, np.zeros(6)), 0.1, 0.01, 0.9)
+    np.testing.assert_allclose(out.asnumpy(), want, **F16)
+    arrays = [_rand((2, 3)), _rand(4)]
+    s2 = mx.sym.multi_sum_sq(mx.sym.var("a"), mx.sym.var("b"), num_arrays=2)
+    got = s2.bind(mx.cpu(), {"a": nd.array(arrays[0]), "b": nd.array(arrays[1])}).forward()[0]
+    np.testing.assert_allclose(got.asnumpy(), [np.sum(a.astype(np.float64) ** 2) for a in arrays], rtol=1e-6)
