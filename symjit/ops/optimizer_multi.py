@@ -103,22 +103,13 @@ class MultiTensorOp(Op):
         ins, outs = [], []
         for i, group in enumerate(self.groups(attrs, in_types)):
             names = [f"{p}_{i}" for p in self.per_group]
-            gi, go = mp_infer_type(self.name, names, group, k - self.n_fp32, 1) if self.n_fp32 \
-                else _same_type(self.name, names, group)
+            gi, go = mp_infer_type(self.name, names, group, k - self.n_fp32, 1)
             ins += gi
             outs += go
         trailing = list(in_types[n * k:])
         ins += mp_infer_type(self.name, list(self.trailing), trailing, 0, 0)[0] if self.trailing_fp32 \
             else trailing
         return ins, outs
-
-
-def _same_type(op: str, names: list, types: list) -> tuple[list, list]:
-    known = next((t for t in types if t is not None), None)
-    for name, t in zip(names, types):
-        if t is not None and t != known:
-            raise MXNetError(f"{op}: dtype mismatch for input {name!r}: expected {known}, got {t}")
-    return [known] * len(types), [known]
 
 
 class MultiUpdate(MultiTensorOp):

@@ -12,14 +12,15 @@ import numpy as np
 
 from ..base import MXNetError
 from ..ndarray import NDArray, invoke
+from ..ops.optimizer_multi import sum_sq
 from .optimizer import SGD, _as_lists, _is_sparse, register
 
 __all__ = ["LARS", "LBSGD"]
 
 
 def _sum_sq(x) -> float:
-    v = x.asnumpy().astype(np.float64, copy=False).ravel()
-    return float(np.dot(v, v))
+    """The sum of squares of NDArray x's elements (float64 accumulation, as `multi_sum_sq`)."""
+    return sum_sq(x.asnumpy())
 
 
 def _excluded_from_lars(name: str) -> bool:
