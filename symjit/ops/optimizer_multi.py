@@ -392,22 +392,25 @@ def _adamw_group(attrs: Mapping, group: list, ctx, scale: float | None, mp: bool
     the master copy with `mp`); unchanged copies when `scale` is None (a skipped update)."""
     if scale is None:
         return [np.array(x, copy=True) for x in group[:1] + group[2:]]
-    single = get_op("_mp_adamw_core" if mp else "_adamw_update")
+    single = _MP_ADAMW_CORE if mp else get_op("_adamw_update")
     raw = {k: attrs[k] for k in ("lr", "beta1", "beta2", "epsilon", "wd", "eta", "clip_gradient")}
     return single.compute(single.parse(dict(raw, rescale_grad=scale)), group, ctx)
 
 
-@register("_mp_adamw_core")
 class MPAdamWCore(MPUpdate):
-    """`_adamw_update`'s arithmetic in float32 on the master weight (the core of
-    `_mp_adamw_update`, with rescale_grad as an attribute)."""
+    """`_adamw_update`'s arithmetic in float32 on the master weight: the core of
+    `_mp_adamw_update`, with rescale_grad as an attribute (not registered: MXNet has no such op;
+    its callers check their inputs first)."""
+    name = "_mp_adamw_update/core"
     inputs = ("weight", "grad", "mean", "var", "weight32")
     params = dict(AdamWUpdate.params)
-    hidden = True
 
     def exprs(self, attrs, w, g, m, v, w32):
         new, m2, v2 = AdamWUpdate.exprs(self, attrs, w32, g, m, v)
         return [new, m2, v2, new]
+
+
+_MP_ADAMW_CORE = MPAdamWCore()
 
 
 @register("_mp_adamw_update", aliases=("mp_adamw_update",))
@@ -431,6 +434,8 @@ class MPAdamWUpdate(Op):
         return mp_infer_type(self.name, list(self.inputs), in_types, 2, 1)
 
     def compute(self, attrs, inputs, ctx):
+        self.infer_shape(attrs, [x.shape for x in inputs])
+        self.infer_type(attrs, [x.dtype.name for x in inputs])
         return _adamw_group(attrs, list(inputs[:5]), ctx, _scale_of(self.name, inputs[5]), True)
 
 

@@ -420,3 +420,13 @@ def test_mp_ops_and_multi_sum_sq_in_symbol_graphs():
     s2 = mx.sym.multi_sum_sq(mx.sym.var("a"), mx.sym.var("b"), num_arrays=2)
     got = s2.bind(mx.cpu(), {"a": nd.array(arrays[0]), "b": nd.array(arrays[1])}).forward()[0]
     np.testing.assert_allclose(got.asnumpy(), [np.sum(a.astype(np.float64) ** 2) for a in arrays], rtol=1e-6)
+
+
+def test_mp_adamw_update_errors_name_the_op():
+    w = nd.zeros(3, dtype=np.float16)
+    with pytest.raises(MXNetError, match=r"_mp_adamw_update: shape mismatch for input 'var'"):
+        nd.mp_adamw_update(w, w, nd.zeros(3), nd.zeros(4), nd.zeros(3), nd.array([1.0]), lr=0.1, eta=1.0)
+    with pytest.raises(MXNetError, match=r"_mp_adamw_update: input 'mean' must be float32, got float16"):
+        nd.mp_adamw_update(w, w, w, nd.zeros(3), nd.zeros(3), nd.array([1.0]), lr=0.1, eta=1.0)
+    with pytest.raises(MXNetError, match=r"_mp_adamw_update.*rescale_grad"):
+        nd.mp_adamw_update(w, w, nd.zeros(3), nd.zeros(3), nd.zeros(3), nd.zeros(2), lr=0.1, eta=1.0)
