@@ -28,13 +28,16 @@ def _data(steps=3, dtype=np.float32):
     return [w.astype(dtype) for w in w0], [[g.astype(dtype) for g in step] for step in grads]
 
 
-def _train(make_opt, w0, grads, batched=True):
-    """Weights after `grads` steps through an Updater (all parameters in one call when batched)."""
+def _updater(make_opt):
+    """An Updater of a new optimizer with the multipliers every test here uses."""
     opt = make_opt()
     opt.set_lr_mult({1: 0.5, 3: 2.0})
     opt.set_wd_mult({2: 0.0})
-    upd = mx.optimizer.get_updater(opt)
-    ws = [nd.array(w, dtype=w.dtype) for w in w0]
+    return mx.optimizer.get_updater(opt)
+
+
+def _steps(upd, ws, grads, batched=True):
+    """Apply each step of `grads` to the NDArrays `ws` (all parameters in one call when batched)."""
     for step in grads:
         gs = [nd.array(g, dtype=g.dtype) for g in step]
         if batched:
@@ -42,6 +45,13 @@ def _train(make_opt, w0, grads, batched=True):
         else:
             for i, (g, w) in enumerate(zip(gs, ws)):
                 upd(i, g, w)
+
+
+def _train(make_opt, w0, grads, batched=True):
+    """Weights (numpy) after `grads` steps through a new Updater, and the Updater."""
+    upd = _updater(make_opt)
+    ws = [nd.array(w, dtype=w.dtype) for w in w0]
+    _steps(upd, ws, grads, batched)
     return [w.asnumpy() for w in ws], upd
 
 
@@ -226,10 +236,8 @@ def test_lars_multi_kernels_match_reference(agg, multi_calls):
     w0, grads = _data()
     opt = mx.optimizer.LARS(learning_rate=0.5, momentum=0.9, wd=0.01, eta=0.01, eps=1e-6, rescale_grad=0.7,
                             aggregate_num=agg, param_idx2name=dict(enumerate(NAMES)))
-    upd = mx.optimizer.get_updater(opt)
     ws = [nd.array(w) for w in w0]
-    for step in grads:
-        upd(list(range(len(ws))), [nd.array(g) for g in step], ws)
+    _steps(mx.optimizer.get_updater(opt), ws, grads)
     want = ref_lars(w0, grads, 0.5, 0.9, 0.01, 0.01, 1e-6, 0.7)
     _same([w.asnumpy() for w in ws], want, rtol=1e-4, atol=1e-5)
     assert {c[0] for c in multi_calls} == {"preloaded_multi_sgd_mom_update"}
@@ -275,13 +283,10 @@ def test_updater_states_round_trip(make, dump_optimizer):
     float32 master copies included."""
     w0, grads = _data(steps=4, dtype=np.float16)
     full, full_upd = _train(make, w0, grads)
-    opt = make()
-    opt.set_lr_mult({1: 0.5, 3: 2.0})
-    opt.set_wd_mult({2: 0.0})
-    upd = mx.optimizer.get_updater(opt)
+    upd = _updater(make)
+    opt = upd.optimizer
     ws = [nd.array(w, dtype=w.dtype) for w in w0]
-    for step in grads[:2]:
-        upd(list(range(len(ws))), [nd.array(g, dtype=g.dtype) for g in step], ws)
+    _steps(upd, ws, grads[:2])
     blob = upd.get_states(dump_optimizer=dump_optimizer)
     loaded = pickle.loads(blob)
     if dump_optimizer:
@@ -294,8 +299,7 @@ def test_updater_states_round_trip(make, dump_optimizer):
     upd2 = mx.optimizer.get_updater(opt if not dump_optimizer else make())
     upd2.set_states(blob)
     assert all(v is False for v in upd2.states_synced.values())
-    for step in grads[2:]:
-        upd2(list(range(len(ws))), [nd.array(g, dtype=g.dtype) for g in step], ws)
+    _steps(upd2, ws, grads[2:])
     assert all(upd2.states_synced.values())
     _same([w.asnumpy() for w in ws], full, rtol=0, atol=0)
     for i in range(len(SHAPES)):
