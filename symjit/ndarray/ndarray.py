@@ -19,6 +19,7 @@ from ..base import MXNetError, MXNetTypeError, MXNetValueError, canonical_dtype,
 from ..context import Context, current_context
 from ..ops.attrs import abbreviate
 from ..ops.registry import ComputeContext, Emitter, get_op
+from ..ops.optimizer_multi import MultiUpdate
 from ..ops.optimizer_ops import Update
 from .fastpath import try_compiled_elementwise, try_compiled_op
 from .write_guard import writable
@@ -450,9 +451,16 @@ def _update_destinations(op, attrs, names, inputs, out) -> list | None:
     weight, then the mutated states), so a compiled kernel can write them in place (kernels
     compute every output of an element before storing any). None otherwise."""
     from .. import autograd
-    if out is None or not isinstance(op, Update) or autograd.is_recording():
+    if out is None or not isinstance(op, (Update, MultiUpdate)) or autograd.is_recording():
         return None
     outs = [out] if isinstance(out, NDArray) else list(out)
+    if isinstance(op, MultiUpdate):   # in place when out= are the weights (the states are inputs)
+        if not all(isinstance(o, NDArray) for o in outs):
+            return None
+        pos = {n: i for i, n in enumerate(names)}
+        for target in op.state_targets(attrs):
+            writable(inputs[pos[target]]._data)
+        return [writable(o._data) for o in outs]
     if len(outs) != 1 or not isinstance(outs[0], NDArray):
         return None
     states = [inputs[names.index(a)] for a in op.state_targets(attrs) if a in names]
