@@ -51,3 +51,4 @@
 #include "nn/conv_pool.c"
 #include "nn/embedding.c"
 #include "nn/blocked.c"
+#include "nn/sparse.c"

@@ -1,0 +1,249 @@
+"""Operators on sparse storage (symjit/ndarray/sparse_ops.py, runtime/nn/sparse.c): values
+against scipy.sparse / numpy references, output storage types as MXNet 1.9.1 gives them, the
+compressed mode kept by sparse kernels, gradients through sparse dot, lazy optimizer updates."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import symjit as mx
+from symjit.base import MXNetError
+
+sps = pytest.importorskip("scipy.sparse")
+nd = mx.nd
+
+
+def random_csr(rows, cols, density, dtype=np.float32, seed=0):
+    m = sps.random(rows, cols, density=density, format="csr", dtype=dtype, random_state=seed)
+    m.sort_indices()
+    return m, nd.sparse.csr_matrix(m)
+
+
+def random_rsp(rows, cols, present, seed=0):
+    rng = np.random.default_rng(seed)
+    dense = np.zeros((rows, cols), np.float32)
+    dense[present] = rng.standard_normal((len(present), cols)).astype(np.float32)
+    return dense, nd.array(dense).tostype("row_sparse")
+
+
+# ---- dot ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_csr_dot_dense_matches_scipy_and_stays_compressed(dtype):
+    a, csr = random_csr(40, 30, 0.1, dtype)
+    b = np.random.default_rng(1).standard_normal((30, 7)).astype(dtype)
+    out = nd.sparse.dot(csr, nd.array(b, dtype=dtype))
+    assert out.stype == "default" and out.dtype == dtype
+    np.testing.assert_allclose(out.asnumpy(), a @ b, rtol=1e-5, atol=1e-5)
+    assert csr.is_compressed   # the kernel read the compressed arrays, never a dense copy
+    same = nd.dot(csr, nd.array(b, dtype=dtype))   # nd.dot dispatches the same way
+    np.testing.assert_array_equal(same.asnumpy(), out.asnumpy())
+
+
+def test_csr_transposed_dot_dense_is_row_sparse():
+    a, csr = random_csr(50, 40, 0.03)
+    b = np.random.default_rng(2).standard_normal((50, 5)).astype(np.float32)
+    out = nd.sparse.dot(csr, nd.array(b), transpose_a=True)
+    assert out.stype == "row_sparse"
+    np.testing.assert_allclose(out.asnumpy(), a.T @ b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(out.indices.asnumpy(), np.unique(a.indices))   # the nonzero columns
+    dense_out = nd.sparse.dot(csr, nd.array(b), transpose_a=True, forward_stype="default")
+    assert dense_out.stype == "default"
+    np.testing.assert_allclose(dense_out.asnumpy(), a.T @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_dense_dot_csr_is_csr_and_transpose_b_dense():
+    a, csr = random_csr(30, 20, 0.1)
+    d = np.random.default_rng(3).standard_normal((6, 30)).astype(np.float32)
+    out = nd.dot(nd.array(d), csr)
+    assert out.stype == "csr"
+    np.testing.assert_allclose(out.asnumpy(), d @ a.toarray(), rtol=1e-5, atol=1e-5)
+    e = np.random.default_rng(4).standard_normal((6, 20)).astype(np.float32)
+    out_t = nd.dot(nd.array(e), csr, transpose_b=True)
+    assert out_t.stype == "default"
+    np.testing.assert_allclose(out_t.asnumpy(), e @ a.toarray().T, rtol=1e-5, atol=1e-5)
+
+
+def test_csr_dot_transposed_dense_and_vector_and_row_sparse_lhs():
+    a, csr = random_csr(12, 9, 0.3)
+    rng = np.random.default_rng(5)
+    bt = rng.standard_normal((4, 9)).astype(np.float32)
+    np.testing.assert_allclose(nd.dot(csr, nd.array(bt), transpose_b=True).asnumpy(), a @ bt.T, rtol=1e-5,
+                               atol=1e-5)
+    v = rng.standard_normal(9).astype(np.float32)
+    out = nd.dot(csr, nd.array(v))
+    assert out.shape == (12,)
+    np.testing.assert_allclose(out.asnumpy(), a @ v, rtol=1e-5, atol=1e-5)
+    dense, rsp = random_rsp(8, 5, [1, 6])
+    w = rng.standard_normal((5, 3)).astype(np.float32)
+    np.testing.assert_allclose(nd.dot(rsp, nd.array(w)).asnumpy(), dense @ w, rtol=1e-5, atol=1e-5)
+    w2 = rng.standard_normal((8, 3)).astype(np.float32)
+    np.testing.assert_allclose(nd.dot(rsp, nd.array(w2), transpose_a=True).asnumpy(), dense.T @ w2,
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_dot_shape_and_dtype_errors():
+    _, csr = random_csr(4, 3, 0.5)
+    with pytest.raises(MXNetError, match="dot: shape mismatch"):
+        nd.sparse.dot(csr, nd.ones((4, 2)))
+    with pytest.raises(MXNetError, match="dot: dtype mismatch"):
+        nd.sparse.dot(csr, nd.ones((3, 2), dtype="float64"))
+
+
+def test_empty_rows_and_float16_take_the_numpy_path():
+    dense = np.zeros((5, 4), np.float16)
+    dense[3, 1] = 2
+    csr = nd.array(dense, dtype="float16").tostype("csr")
+    b = np.arange(8, dtype=np.float16).reshape(4, 2)
+    np.testing.assert_array_equal(nd.dot(csr, nd.array(b, dtype="float16")).asnumpy(), dense @ b)
+    np.testing.assert_array_equal(nd.dot(csr, nd.array(np.ones((5, 2), np.float16), dtype="float16"),
+                                         transpose_a=True).asnumpy(), dense.T @ np.ones((5, 2), np.float16))
+
+
+def test_gradient_of_sparse_dot_wrt_the_dense_operand():
+    a, csr = random_csr(20, 15, 0.1)
+    w = nd.array(np.random.default_rng(6).standard_normal((15, 4)).astype(np.float32))
+    w.attach_grad()
+    head = np.random.default_rng(7).standard_normal((20, 4)).astype(np.float32)
+    with mx.autograd.record():
+        y = nd.sparse.dot(csr, w)
+    y.backward(nd.array(head))
+    assert w.grad.stype == "default"
+    np.testing.assert_allclose(w.grad.asnumpy(), a.T @ head, rtol=1e-5, atol=1e-5)
+    # finite differences of sum(head * dot(csr, w)) in one coordinate
+    base = w.asnumpy()
+    eps = 1e-2
+    for (i, j) in [(0, 0), (a.indices[0], 2)]:
+        plus, minus = base.copy(), base.copy()
+        plus[i, j] += eps
+        minus[i, j] -= eps
+        f = [float((head * (a @ p)).sum()) for p in (plus, minus)]
+        assert abs((f[0] - f[1]) / (2 * eps) - w.grad.asnumpy()[i, j]) < 1e-2
+
+
+# ---- elementwise storage rules -------------------------------------------------------------------
+
+@pytest.mark.parametrize("op,ref", [("abs", np.abs), ("sqrt", lambda x: np.sqrt(np.abs(x))),
+                                    ("square", np.square), ("sign", np.sign), ("negative", np.negative),
+                                    ("tanh", np.tanh)])
+def test_zero_preserving_unary_ops_keep_the_storage(op, ref):
+    a, csr = random_csr(10, 8, 0.3)
+    x = nd.sparse.abs(csr) if op == "sqrt" else csr
+    out = getattr(nd, op)(x)
+    assert out.stype == "csr" and out.is_compressed
+    np.testing.assert_allclose(out.asnumpy(), ref(a.toarray()), rtol=1e-6)
+    dense, rsp = random_rsp(6, 3, [0, 4])
+    out = getattr(nd, op)(nd.abs(rsp) if op == "sqrt" else rsp)
+    assert out.stype == "row_sparse"
+    np.testing.assert_allclose(out.asnumpy(), ref(dense), rtol=1e-6)
+
+
+def test_other_unary_ops_and_scalar_addition_give_dense():
+    a, csr = random_csr(5, 4, 0.4)
+    assert nd.exp(csr).stype == "default"
+    np.testing.assert_allclose(nd.exp(csr).asnumpy(), np.exp(a.toarray()), rtol=1e-6)
+    assert (csr + 1).stype == "default"
+    assert (csr * 3).stype == "csr" and (csr / 2).stype == "csr"
+    np.testing.assert_allclose((csr * 3).asnumpy(), a.toarray() * 3, rtol=1e-6)
+    assert nd.clip(csr, -1, 1).stype == "csr" and nd.clip(csr, 0.5, 1).stype == "default"
+
+
+def test_elemwise_binary_ops_on_csr_and_row_sparse():
+    a, x = random_csr(9, 7, 0.3, seed=1)
+    b, y = random_csr(9, 7, 0.3, seed=2)
+    for op, ref in (("elemwise_add", a + b), ("elemwise_sub", a - b), ("elemwise_mul", a.multiply(b))):
+        out = getattr(nd, op)(x, y)
+        assert out.stype == "csr", op
+        np.testing.assert_allclose(out.asnumpy(), ref.toarray(), rtol=1e-6)
+    # stored positions: the union for +, the intersection for *
+    assert nd.elemwise_add(x, y).data.shape[0] == (abs(a) + abs(b)).nnz
+    dp, p = random_rsp(8, 3, [0, 2, 5], seed=3)
+    dq, q = random_rsp(8, 3, [2, 7], seed=4)
+    for op, ref in (("elemwise_add", dp + dq), ("elemwise_sub", dp - dq), ("elemwise_mul", dp * dq)):
+        out = getattr(nd, op)(p, q)
+        assert out.stype == "row_sparse", op
+        np.testing.assert_allclose(out.asnumpy(), ref, rtol=1e-6)
+    assert nd.elemwise_add(p, q).indices.asnumpy().tolist() == [0, 2, 5, 7]
+    assert nd.elemwise_mul(p, q).indices.asnumpy().tolist() == [2]
+    assert nd.sparse.add(p, q).stype == "row_sparse" and nd.sparse.multiply(x, y).stype == "csr"
+
+
+def test_sparse_with_dense_operands():
+    a, x = random_csr(6, 5, 0.4)
+    dense = np.random.default_rng(8).standard_normal((6, 5)).astype(np.float32)
+    out = nd.elemwise_add(x, nd.array(dense))
+    assert out.stype == "default"
+    np.testing.assert_allclose(out.asnumpy(), a.toarray() + dense, rtol=1e-6)
+    np.testing.assert_allclose(nd.elemwise_sub(nd.array(dense), x).asnumpy(), dense - a.toarray(), rtol=1e-6)
+    prod = nd.elemwise_mul(x, nd.array(dense))
+    assert prod.stype == "csr"
+    np.testing.assert_allclose(prod.asnumpy(), a.toarray() * dense, rtol=1e-6)
+    row = np.arange(1, 6, dtype=np.float32)[None, :]
+    out = nd.broadcast_mul(x, nd.array(row))
+    assert out.stype == "csr"
+    np.testing.assert_allclose(out.asnumpy(), a.toarray() * row, rtol=1e-6)
+    col = np.arange(1, 7, dtype=np.float32)[:, None]
+    out = nd.broadcast_div(x, nd.array(col))
+    assert out.stype == "csr"
+    np.testing.assert_allclose(out.asnumpy(), a.toarray() / col, rtol=1e-6)
+    assert nd.broadcast_add(x, nd.array(row)).stype == "default"
+    dp, p = random_rsp(6, 5, [1, 3])
+    out = nd.elemwise_mul(nd.array(dense), p)
+    assert out.stype == "row_sparse"
+    np.testing.assert_allclose(out.asnumpy(), dense * dp, rtol=1e-6)
+
+
+# ---- cast_storage, retain, slice, sum / mean, where ---------------------------------------------------
+
+def test_cast_storage_all_pairs():
+    a, csr = random_csr(7, 6, 0.3)
+    dense = a.toarray()
+    for src in (nd.array(dense), csr, nd.array(dense).tostype("row_sparse")):
+        for stype in ("default", "csr", "row_sparse"):
+            out = nd.sparse.cast_storage(src, stype)
+            assert out.stype == stype
+            np.testing.assert_array_equal(out.asnumpy(), dense)
+
+
+def test_retain_works_on_the_compressed_rows():
+    dense, rsp = random_rsp(10, 3, [1, 4, 8])
+    out = nd.sparse.retain(rsp, nd.array([8, 0, 4]))
+    assert out.stype == "row_sparse" and out.is_compressed
+    expect = np.zeros_like(dense)
+    expect[[4, 8]] = dense[[4, 8]]
+    np.testing.assert_array_equal(out.asnumpy(), expect)
+
+
+def test_slice_of_csr_stays_csr():
+    a, csr = random_csr(10, 8, 0.4)
+    out = nd.slice(csr, begin=(2, 1), end=(7, 6))
+    assert out.stype == "csr" and out.shape == (5, 5)
+    np.testing.assert_array_equal(out.asnumpy(), a.toarray()[2:7, 1:6])
+    ref = a[2:7, 1:6].tocsr()
+    ref.sort_indices()
+    np.testing.assert_array_equal(out.indptr.asnumpy(), ref.indptr)
+    rows = nd.slice(csr, begin=(3,), end=(9,))
+    assert rows.stype == "csr"
+    np.testing.assert_array_equal(rows.asnumpy(), a.toarray()[3:9])
+    assert csr[1:4].stype == "csr"
+
+
+@pytest.mark.parametrize("op", ["sum", "mean"])
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_sum_and_mean_of_csr_by_axis(op, axis, keepdims):
+    a, csr = random_csr(9, 6, 0.3)
+    out = getattr(nd, op)(csr, axis=axis, keepdims=keepdims)
+    assert out.stype == "default"
+    np.testing.assert_allclose(out.asnumpy(), getattr(np, op)(a.toarray(), axis=axis, keepdims=keepdims),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_where_with_csr_condition():
+    a, cond = random_csr(6, 5, 0.3)
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((6, 5)).astype(np.float32)
+    y = rng.standard_normal((6, 5)).astype(np.float32)
+    out = nd.where(cond, nd.array(x), nd.array(y))
+    assert out.stype == "default"
+    np.testing.assert_array_equal(out.asnumpy(), np.where(a.toarray() != 0, x, y))
