@@ -416,7 +416,7 @@ def invoke(op_name: str, inputs: Sequence[NDArray], attrs: Mapping[str, Any], ou
         ctx = _check_ctx(ctx)
         if any(x._is_sparse for x in inputs):
             from .sparse_ops import deliver, run_sparse
-            sparse_outputs = run_sparse(op, parsed, inputs)
+            sparse_outputs = run_sparse(op, parsed, inputs, out)
             if sparse_outputs is not None:
                 return _finish(op, parsed, inputs, deliver(sparse_outputs, out), all_outputs)
         cctx = ComputeContext(is_train=autograd.is_training())

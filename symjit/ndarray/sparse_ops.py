@@ -23,7 +23,7 @@ from .sparse import (BaseSparseNDArray, CSRNDArray, RowSparseNDArray, _INDEX_DTY
 
 __all__ = ["run_sparse", "csr_dense", "csr_transpose", "dense_csr", "SPARSE_KERNELS", "lazy_rows_update"]
 
-#: op name -> kernel(op_name, attrs, inputs) returning the outputs (NDArrays) or None (dense fallback)
+#: op name -> kernel(op_name, attrs, inputs, out) returning the outputs (NDArrays) or None (dense fallback)
 SPARSE_KERNELS: dict[str, Callable] = {}
 
 
@@ -35,11 +35,12 @@ def _kernel(*names: str):
     return deco
 
 
-def run_sparse(op, attrs, inputs) -> list | None:
+def run_sparse(op, attrs, inputs, out=None) -> list | None:
     """The outputs of `op` on `inputs` (at least one sparse) computed by a sparse kernel, or
-    None where MXNet falls back to dense storage."""
+    None where MXNet falls back to dense storage. `out`: invoke's out= (update kernels write
+    the weight in place when it is the weight itself)."""
     kernel = SPARSE_KERNELS.get(op.name)
-    return None if kernel is None else kernel(op.name, attrs, list(inputs))
+    return None if kernel is None else kernel(op.name, attrs, list(inputs), out)
 
 
 def deliver(results: list, out) -> list:
@@ -49,6 +50,8 @@ def deliver(results: list, out) -> list:
         return results
     outs = [out] if isinstance(out, NDArray) else list(out)
     for r, o in zip(results, outs):
+        if r is o:
+            continue
         if o.shape != r.shape:
             raise MXNetError(f"out= has shape {o.shape}, expected {r.shape}")
         if isinstance(o, BaseSparseNDArray):
@@ -185,7 +188,7 @@ def _as_stype(out: NDArray, stype) -> NDArray:
 
 
 @_kernel("dot")
-def _dot(name, attrs, inputs):
+def _dot(name, attrs, inputs, out=None):
     lhs, rhs = inputs
     ta, tb, fwd = attrs["transpose_a"], attrs["transpose_b"], attrs.get("forward_stype")
     if lhs.ndim != 2 or rhs.ndim not in (1, 2):
@@ -269,7 +272,7 @@ def _apply_to_values(op_name: str, attrs, values: np.ndarray) -> np.ndarray:
 
 
 @_kernel(*ZERO_PRESERVING_UNARY)
-def _unary(op_name, attrs, inputs):
+def _unary(op_name, attrs, inputs, out=None):
     (x,) = inputs
     if op_name == "clip" and not (attrs["a_min"] <= 0 <= attrs["a_max"]):
         return None
@@ -351,7 +354,7 @@ _BINARY_KIND = {"elemwise_add": "add", "_plus": "add", "_add": "add", "elemwise_
 
 
 @_kernel(*_BINARY_KIND)
-def _binary(name, attrs, inputs):
+def _binary(name, attrs, inputs, out=None):
     x, y = inputs
     kind = _BINARY_KIND[name]
     xs, ys = isinstance(x, BaseSparseNDArray), isinstance(y, BaseSparseNDArray)
@@ -381,7 +384,7 @@ def _binary(name, attrs, inputs):
 
 
 @_kernel("zeros_like")
-def _zeros_like(name, attrs, inputs):
+def _zeros_like(name, attrs, inputs, out=None):
     (x,) = inputs
     return [x.zeros_like()]
 
@@ -402,7 +405,7 @@ def _axis(attrs) -> int | None:
 
 
 @_kernel("sum", "mean")
-def _sum(name, attrs, inputs):
+def _sum(name, attrs, inputs, out=None):
     (x,) = inputs
     if not isinstance(x, CSRNDArray) or attrs.get("exclude"):
         return None
@@ -423,7 +426,7 @@ def _sum(name, attrs, inputs):
 
 
 @_kernel("slice")
-def _slice(name, attrs, inputs):
+def _slice(name, attrs, inputs, out=None):
     (x,) = inputs
     if not isinstance(x, CSRNDArray):
         return None
@@ -452,7 +455,7 @@ def _slice(name, attrs, inputs):
 
 
 @_kernel("where")
-def _where(name, attrs, inputs):
+def _where(name, attrs, inputs, out=None):
     cond, x, y = inputs
     if not isinstance(cond, CSRNDArray) or any(isinstance(v, BaseSparseNDArray) for v in (x, y)):
         return None
@@ -469,6 +472,26 @@ def _where(name, attrs, inputs):
 # ------------------------------------------------------------------------------------------
 # Lazy (row_sparse) optimizer updates
 # ------------------------------------------------------------------------------------------
+
+#: update ops that are lazy on row_sparse gradients whatever their attributes (MXNet: adagrad, ftrl)
+_ALWAYS_LAZY = ("_adagrad_update", "_sparse_adagrad_update", "ftrl_update")
+#: update ops with a `lazy_update` attribute
+_LAZY_BY_ATTR = ("sgd_update", "sgd_mom_update", "adam_update")
+
+
+@_kernel(*(_ALWAYS_LAZY + _LAZY_BY_ATTR))
+def _lazy_update(name, attrs, inputs, out=None):
+    """Update ops on a row_sparse gradient: the lazy update (rows of the gradient only) where
+    MXNet makes it; the weight and the states are updated in place (a fresh weight when out= is
+    not the weight)."""
+    weight, grad, *states = inputs
+    lazy = name in _ALWAYS_LAZY or attrs.get("lazy_update", False)
+    if not isinstance(grad, RowSparseNDArray) or not lazy or isinstance(weight, CSRNDArray):
+        return None
+    target = out if out is weight else weight.copy()
+    lazy_rows_update(name, attrs, target, grad, states)
+    return [target]
+
 
 def lazy_rows_update(op_name: str, attrs, weight: NDArray, grad: RowSparseNDArray, states: list) -> None:
     """MXNet's lazy update: the update op applied to the rows stored in `grad` only (gathered,

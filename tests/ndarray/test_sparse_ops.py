@@ -247,3 +247,61 @@ def test_where_with_csr_condition():
     out = nd.where(cond, nd.array(x), nd.array(y))
     assert out.stype == "default"
     np.testing.assert_array_equal(out.asnumpy(), np.where(a.toarray() != 0, x, y))
+
+
+# ---- lazy updates ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op_name,attrs,n_states", [
+    ("sgd_update", {"lr": 0.1, "wd": 0.01}, 0),
+    ("sgd_mom_update", {"lr": 0.1, "wd": 0.01, "momentum": 0.9}, 1),
+    ("adam_update", {"lr": 0.01, "wd": 0.01}, 2),
+    ("_adagrad_update", {"lr": 0.1, "wd": 0.01}, 1),
+    ("ftrl_update", {"lr": 0.1, "wd": 0.01}, 2),
+])
+def test_update_ops_on_row_sparse_gradients_touch_only_present_rows(op_name, attrs, n_states):
+    rng = np.random.default_rng(10)
+    weight = rng.standard_normal((8, 3)).astype(np.float32)
+    states = [np.abs(rng.standard_normal((8, 3))).astype(np.float32) for _ in range(n_states)]
+    rows = [1, 5]
+    gdense, grad = random_rsp(8, 3, rows, seed=11)
+    w = nd.array(weight)
+    st = [nd.array(s) for s in states]
+    getattr(nd, op_name)(w, grad, *st, out=w, **attrs)
+    from symjit.ndarray.ndarray import invoke
+    ref_w, ref_st = nd.array(weight), [nd.array(s) for s in states]
+    invoke(op_name, [ref_w, nd.array(gdense)] + ref_st, attrs, out=ref_w)
+    keep = [r for r in range(8) if r not in rows]
+    np.testing.assert_array_equal(w.asnumpy()[keep], weight[keep])       # untouched rows
+    np.testing.assert_allclose(w.asnumpy()[rows], ref_w.asnumpy()[rows], rtol=1e-5, atol=1e-6)
+    for s, old, ref in zip(st, states, ref_st):
+        np.testing.assert_array_equal(s.asnumpy()[keep], old[keep])
+        np.testing.assert_allclose(s.asnumpy()[rows], ref.asnumpy()[rows], rtol=1e-5, atol=1e-6)
+
+
+def test_sgd_with_lazy_update_false_decays_every_row():
+    weight = np.ones((4, 2), np.float32)
+    _, grad = random_rsp(4, 2, [2])
+    w = nd.array(weight)
+    nd.sgd_update(w, grad, lr=0.5, wd=0.1, lazy_update=False, out=w)
+    np.testing.assert_allclose(w.asnumpy()[[0, 1, 3]], np.full((3, 2), 1 - 0.5 * 0.1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name,kwargs", [("sgd", {"momentum": 0.9, "wd": 0.01}), ("adam", {"wd": 0.01}),
+                                         ("adagrad", {"wd": 0.01}), ("ftrl", {"wd": 0.01})])
+def test_optimizers_update_row_sparse_weights_lazily(name, kwargs, monkeypatch):
+    from symjit.ndarray import sparse_ops
+    calls = []
+    real = sparse_ops.lazy_rows_update
+    monkeypatch.setattr(sparse_ops, "lazy_rows_update", lambda *a: calls.append(a[0]) or real(*a))
+    opt = mx.optimizer.create(name, learning_rate=0.1, **kwargs)
+    rng = np.random.default_rng(12)
+    weight_np = rng.standard_normal((6, 4)).astype(np.float32)
+    weight = nd.array(weight_np).tostype("row_sparse")
+    state = opt.create_state_multi_precision(0, weight)
+    _, grad = random_rsp(6, 4, [0, 3], seed=13)
+    opt.update_multi_precision(0, weight, grad, state)
+    assert weight.stype == "row_sparse"
+    after = weight.asnumpy()
+    np.testing.assert_array_equal(after[[1, 2, 4, 5]], weight_np[[1, 2, 4, 5]])
+    assert np.all(after[[0, 3]] != weight_np[[0, 3]])
+    assert len(calls) == 1   # the row kernel ran (gathered rows only), not a dense update
