@@ -432,12 +432,38 @@ def cast_storage(data, stype: str):
             return NDArray(data.asnumpy(), data.context)
         if stype == data.stype:
             return data.copy()
+        if isinstance(data, CSRNDArray):
+            return _csr_to_row_sparse(data)
+        if data.ndim == 2:
+            return _row_sparse_to_csr(data)
         return _dense_to("cast_storage", data.asnumpy(), stype, data.context)
     if isinstance(data, NDArray):
         if stype == "default":
             return data.copy()
         return _dense_to("cast_storage", data.asnumpy(), stype, data.context)
     raise MXNetError(f"cast_storage: expected an NDArray, got {type(data).__name__}")
+
+
+def _csr_to_row_sparse(x: CSRNDArray) -> RowSparseNDArray:
+    """The rows of `x` holding stored entries, as a RowSparseNDArray (no dense image of x)."""
+    a = x._arrays
+    counts = np.diff(a["indptr"])
+    rows = np.nonzero(counts)[0].astype(_INDEX_DTYPE)
+    values = np.zeros((rows.size, x.shape[1]), x._dtype)
+    values[np.repeat(np.arange(rows.size), counts[rows]), a["indices"]] = a["data"]
+    return RowSparseNDArray._from_arrays(x.shape, x._dtype, x.context, {"data": values, "indices": rows})
+
+
+def _row_sparse_to_csr(x: RowSparseNDArray) -> CSRNDArray:
+    """The nonzero entries of a 2-D RowSparseNDArray's stored rows, as a CSRNDArray."""
+    a = x._arrays
+    local_rows, cols = np.nonzero(a["data"])
+    counts = np.zeros(x.shape[0], _INDEX_DTYPE)
+    counts[a["indices"]] = np.bincount(local_rows, minlength=a["indices"].size)
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(_INDEX_DTYPE)
+    return CSRNDArray._from_arrays(x.shape, x._dtype, x.context,
+                                   {"data": np.ascontiguousarray(a["data"][local_rows, cols]),
+                                    "indices": cols.astype(_INDEX_DTYPE), "indptr": indptr})
 
 
 def retain(data, indices) -> RowSparseNDArray:

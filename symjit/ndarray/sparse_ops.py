@@ -535,3 +535,30 @@ def _write_rows(x: NDArray, rows: np.ndarray, values: np.ndarray) -> None:
     data[pa] = a["data"]
     data[pb] = values
     x._arrays = {"data": data, "indices": keys.astype(_INDEX_DTYPE)}
+
+
+@_kernel("cast_storage")
+def _cast_storage(name, attrs, inputs, out=None):
+    return [cast_storage(inputs[0], attrs["stype"])]
+
+
+@_kernel("_square_sum")
+def _square_sum(name, attrs, inputs, out=None):
+    """MXNet's row_sparse kernels: axis=1 keeps the stored rows (row_sparse with keepdims,
+    dense otherwise); axis=0 sums the stored rows' squares (dense)."""
+    (x,) = inputs
+    axis = _axis(attrs)
+    if not isinstance(x, RowSparseNDArray) or x.ndim != 2 or axis not in (0, 1) or attrs.get("exclude"):
+        return None
+    a = x._arrays
+    squares = np.square(a["data"])
+    keepdims = attrs.get("keepdims")
+    if axis == 0:
+        total = np.sum(squares, axis=0, dtype=x._dtype)
+        return [_dense(total[None, :] if keepdims else total, x)]
+    per_row = np.sum(squares, axis=1, dtype=x._dtype)
+    if keepdims:
+        return [_rsp((x.shape[0], 1), per_row[:, None], a["indices"].copy(), x)]
+    full = np.zeros(x.shape[0], x._dtype)
+    full[a["indices"]] = per_row
+    return [_dense(full, x)]

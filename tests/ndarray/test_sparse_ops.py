@@ -305,3 +305,74 @@ def test_optimizers_update_row_sparse_weights_lazily(name, kwargs, monkeypatch):
     np.testing.assert_array_equal(after[[1, 2, 4, 5]], weight_np[[1, 2, 4, 5]])
     assert np.all(after[[0, 3]] != weight_np[[0, 3]])
     assert len(calls) == 1   # the row kernel ran (gathered rows only), not a dense update
+
+
+# ---- cast_storage as an operator, _square_sum, khatri_rao ---------------------------------------------
+
+def test_cast_storage_between_sparse_types_keeps_compressed_mode():
+    a, csr = random_csr(9, 6, 0.3)
+    rsp = nd.cast_storage(csr, stype="row_sparse")
+    assert rsp.stype == "row_sparse" and rsp.is_compressed and csr.is_compressed
+    np.testing.assert_array_equal(rsp.indices.asnumpy(), np.nonzero(np.diff(a.indptr))[0])
+    back = nd.cast_storage(rsp, "csr")
+    assert back.stype == "csr"
+    np.testing.assert_array_equal(back.indptr.asnumpy(), a.indptr)
+    np.testing.assert_array_equal(back.asnumpy(), a.toarray())
+    assert nd.cast_storage(nd.array(a.toarray()), "csr").stype == "csr"
+    sym = mx.sym.cast_storage(mx.sym.Variable("x"), stype="csr")
+    assert sym.list_arguments() == ["x"]
+
+
+@pytest.mark.parametrize("axis,keepdims,stype", [(1, True, "row_sparse"), (1, False, "default"),
+                                                 (0, False, "default"), (0, True, "default")])
+def test_square_sum_of_row_sparse(axis, keepdims, stype):
+    dense, rsp = random_rsp(7, 4, [0, 3, 6])
+    out = nd._internal._square_sum(rsp, axis=axis, keepdims=keepdims)
+    assert out.stype == stype
+    np.testing.assert_allclose(out.asnumpy(), np.sum(dense ** 2, axis=axis, keepdims=keepdims), rtol=1e-5)
+    dense_out = nd._internal._square_sum(nd.array(dense), axis=axis, keepdims=keepdims)
+    np.testing.assert_allclose(dense_out.asnumpy(), out.asnumpy(), rtol=1e-5)
+
+
+def test_square_sum_gradient_is_twice_the_input():
+    x = nd.array(np.random.default_rng(14).standard_normal((3, 4)).astype(np.float32))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = nd._internal._square_sum(x, axis=1)
+    y.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), 2 * x.asnumpy(), rtol=1e-6)
+
+
+def _khatri_rao_reference(mats):
+    cols = mats[0].shape[1]
+    out = []
+    for j in range(cols):
+        col = mats[0][:, j]
+        for m in mats[1:]:
+            col = np.kron(col, m[:, j])
+        out.append(col)
+    return np.stack(out, axis=1)
+
+
+def test_khatri_rao_values_and_gradients():
+    rng = np.random.default_rng(15)
+    mats = [rng.standard_normal((r, 3)) for r in (2, 4, 3)]
+    arrays = [nd.array(m, dtype="float64") for m in mats]
+    for x in arrays:
+        x.attach_grad()
+    head = rng.standard_normal((24, 3))
+    with mx.autograd.record():
+        y = nd.khatri_rao(*arrays)
+    np.testing.assert_allclose(y.asnumpy(), _khatri_rao_reference(mats), rtol=1e-12)
+    y.backward(nd.array(head, dtype="float64"))
+    eps = 1e-6
+    for i, x in enumerate(arrays):
+        for (r, c) in [(0, 0), (1, 2)]:
+            plus = [m.copy() for m in mats]
+            minus = [m.copy() for m in mats]
+            plus[i][r, c] += eps
+            minus[i][r, c] -= eps
+            fd = ((_khatri_rao_reference(plus) - _khatri_rao_reference(minus)) * head).sum() / (2 * eps)
+            assert abs(fd - x.grad.asnumpy()[r, c]) < 1e-6
+    with pytest.raises(MXNetError, match="khatri_rao: every input needs the same number of columns"):
+        nd.khatri_rao(nd.ones((2, 3)), nd.ones((2, 4)))
