@@ -414,7 +414,7 @@ def invoke(op_name: str, inputs: Sequence[NDArray], attrs: Mapping[str, Any], ou
                                      "all inputs must be on the same context")
             ctx = ctx or dev
         ctx = _check_ctx(ctx)
-        if any(x._is_sparse for x in inputs):
+        if op.name in _SPARSE_RESULT_OPS or any(x._is_sparse for x in inputs):
             from .sparse_ops import deliver, run_sparse
             sparse_outputs = run_sparse(op, parsed, inputs, out)
             if sparse_outputs is not None:
@@ -444,6 +444,10 @@ def invoke(op_name: str, inputs: Sequence[NDArray], attrs: Mapping[str, Any], ou
     finally:
         if observer is not None:
             observer.leave(op_name, token)
+
+
+#: ops whose sparse kernel may give a sparse result from dense inputs (`sparse_ops`)
+_SPARSE_RESULT_OPS = frozenset({"_backward_Embedding"})
 
 
 def _finish(op, parsed, inputs, outputs: list, all_outputs: bool):

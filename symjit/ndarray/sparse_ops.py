@@ -562,3 +562,33 @@ def _square_sum(name, attrs, inputs, out=None):
     full = np.zeros(x.shape[0], x._dtype)
     full[a["indices"]] = per_row
     return [_dense(full, x)]
+
+
+@_kernel("_backward_Embedding")
+def _embedding_grad(name, attrs, inputs, out=None):
+    """Embedding's weight gradient with `sparse_grad`: a RowSparseNDArray storing exactly the
+    indexed rows (sorted, distinct; MXNet's), each the sum of the head gradient rows that index it."""
+    dy, idx = inputs
+    if not attrs.get("sparse_grad") or isinstance(dy, BaseSparseNDArray) or isinstance(idx, BaseSparseNDArray):
+        return None
+    from ..ops.nn_conv import _embedding_indices
+    n, m = attrs["input_dim"], attrs["output_dim"]
+    g = _values(dy)
+    if g.shape != idx.shape + (m,):
+        return None   # the dense op reports the mismatch
+    rows, inverse = np.unique(_embedding_indices(_values(idx), n).reshape(-1), return_inverse=True)
+    acc = np.float64 if g.dtype == np.float64 else np.float32
+    sums = np.zeros((rows.size, m), acc)
+    np.add.at(sums, inverse.reshape(-1), g.reshape(-1, m).astype(acc))
+    return [_rsp((n, m), sums.astype(g.dtype), rows, dy)]
+
+
+def assign_gradient(buffer: BaseSparseNDArray, grad: NDArray, req: str) -> bool:
+    """Write (req 'write') or add (req 'add') gradient `grad` into sparse `buffer` keeping the
+    compressed structure when both have one storage type; False (nothing done) otherwise."""
+    if not isinstance(grad, BaseSparseNDArray) or grad.stype != buffer.stype or grad.shape != buffer.shape:
+        return False
+    if req == "add":
+        grad = _combine_same(buffer, grad, "add")
+    buffer._arrays = grad._copied_arrays(buffer._dtype)
+    return True

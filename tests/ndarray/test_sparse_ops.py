@@ -376,3 +376,44 @@ def test_khatri_rao_values_and_gradients():
             assert abs(fd - x.grad.asnumpy()[r, c]) < 1e-6
     with pytest.raises(MXNetError, match="khatri_rao: every input needs the same number of columns"):
         nd.khatri_rao(nd.ones((2, 3)), nd.ones((2, 4)))
+
+
+# ---- Embedding with sparse_grad ----------------------------------------------------------------------
+
+def test_embedding_sparse_grad_stores_exactly_the_indexed_rows():
+    rng = np.random.default_rng(16)
+    weight = rng.standard_normal((10, 3)).astype(np.float32)
+    w = nd.array(weight)
+    w.attach_grad(stype="row_sparse")
+    idx = np.array([[1, 7], [7, 4]], np.float32)
+    head = rng.standard_normal((2, 2, 3)).astype(np.float32)
+    head[1, 1] = 0   # row 4's gradient is zero: MXNet still stores the row
+    with mx.autograd.record():
+        y = nd.Embedding(nd.array(idx), w, input_dim=10, output_dim=3, sparse_grad=True)
+    y.backward(nd.array(head))
+    assert w.grad.stype == "row_sparse" and w.grad.is_compressed
+    np.testing.assert_array_equal(w.grad.indices.asnumpy(), [1, 4, 7])
+    expect = np.zeros((10, 3), np.float32)
+    np.add.at(expect, idx.astype(int).reshape(-1), head.reshape(-1, 3))
+    np.testing.assert_allclose(w.grad.asnumpy(), expect, rtol=1e-6)
+    # grad_req='add' accumulates into the union of the stored rows
+    w.attach_grad(grad_req="add", stype="row_sparse")
+    for rows in ([[2]], [[5]]):
+        with mx.autograd.record():
+            y = nd.Embedding(nd.array(rows), w, input_dim=10, output_dim=3, sparse_grad=True)
+        y.backward()
+    np.testing.assert_array_equal(w.grad.indices.asnumpy(), [2, 5])
+
+
+def test_gluon_sparse_embedding_trains_only_the_indexed_rows():
+    emb = mx.gluon.nn.Embedding(12, 4, sparse_grad=True)
+    emb.initialize()
+    before = emb.weight.data().asnumpy()
+    trainer = mx.gluon.Trainer(emb.collect_params(), "sgd", {"learning_rate": 0.1, "wd": 0.1, "momentum": 0.9})
+    with mx.autograd.record():
+        loss = emb(nd.array([[1, 7], [7, 3]])).sum()
+    loss.backward()
+    assert emb.weight.grad().stype == "row_sparse"
+    trainer.step(1)
+    changed = np.nonzero(np.any(emb.weight.data().asnumpy() != before, axis=1))[0]
+    np.testing.assert_array_equal(changed, [1, 3, 7])   # weight decay too: lazy update
