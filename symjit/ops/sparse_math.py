@@ -9,6 +9,7 @@ import numpy as np
 
 from ..base import MXNetError
 from .attrs import Enum, Int, Param
+from .nn_conv import Embedding
 from .reduce import _ReduceAxes
 from .registry import Op, register
 
@@ -90,3 +91,12 @@ class KhatriRao(Op):
             others = tuple(k for k in range(n) if k != i)
             grads.append(F.sum(prod, axis=others) if others else F.reshape(prod, shape=(rows[i], cols)))
         return grads
+
+
+@register("_contrib_SparseEmbedding")
+class SparseEmbedding(Embedding):
+    """Embedding whose weight gradient is row_sparse whatever `sparse_grad` says (MXNet's
+    contrib.SparseEmbedding); the values are Embedding's."""
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        return super().grad(F, dict(attrs, sparse_grad=True), inputs, outputs, ograds)

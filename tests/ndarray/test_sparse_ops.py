@@ -417,3 +417,14 @@ def test_gluon_sparse_embedding_trains_only_the_indexed_rows():
     trainer.step(1)
     changed = np.nonzero(np.any(emb.weight.data().asnumpy() != before, axis=1))[0]
     np.testing.assert_array_equal(changed, [1, 3, 7])   # weight decay too: lazy update
+
+
+def test_contrib_sparse_embedding_gives_row_sparse_gradients():
+    w = nd.array(np.arange(12, dtype=np.float32).reshape(6, 2))
+    w.attach_grad(stype="row_sparse")
+    with mx.autograd.record():
+        y = nd.contrib.SparseEmbedding(nd.array([4, 0, 4]), w, input_dim=6, output_dim=2)
+    np.testing.assert_array_equal(y.asnumpy(), w.asnumpy()[[4, 0, 4]])
+    y.backward()
+    np.testing.assert_array_equal(w.grad.indices.asnumpy(), [0, 4])
+    np.testing.assert_array_equal(w.grad.data.asnumpy(), [[1, 1], [2, 2]])
