@@ -21,15 +21,17 @@ typedef struct {
 
 #define CSR_ROW_BODY(T)                                                                        \
     do {                                                                                       \
-        const T *val = (const T *)job->data;                                                   \
-        const T *b = (const T *)job->dense;                                                    \
-        T *out = (T *)job->out;                                                                \
+        const T *restrict val = (const T *)job->data;                                          \
+        const T *restrict b = (const T *)job->dense;                                           \
+        const int64_t *restrict ind = job->indices, *restrict ptr = job->indptr;               \
+        T *restrict out = (T *)job->out;                                                       \
         for (int64_t r = begin; r < end; r++) {                                                \
-            T *orow = out + r * k;                                                             \
+            T *restrict orow = out + r * k;                                                    \
             for (int64_t j = 0; j < k; j++) orow[j] = 0;                                       \
-            for (int64_t p = job->indptr[r]; p < job->indptr[r + 1]; p++) {                    \
+            const int64_t p1 = ptr[r + 1];                                                     \
+            for (int64_t p = ptr[r]; p < p1; p++) {                                            \
                 const T v = val[p];                                                            \
-                const T *brow = b + job->indices[p] * k;                                       \
+                const T *restrict brow = b + ind[p] * k;                                       \
                 for (int64_t j = 0; j < k; j++) orow[j] += v * brow[j];                        \
             }                                                                                  \
         }                                                                                      \
@@ -85,6 +87,60 @@ NN_API void symjit_nn_csr_transpose(int64_t rows, int64_t cols, const int64_t *i
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* csr^T x dense                                                                             */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct {
+    int64_t rows, k, out_rows, kind;
+    const void *data;
+    const int64_t *indices, *indptr, *slot;   /* slot[c]: the output row of A's column c */
+    const void *dense;   /* (rows, k) */
+    void *out;           /* (out_rows, k) */
+} csrt_dense_job;
+
+#define CSRT_BLOCK 16   /* output columns per task */
+
+#define CSRT_BODY(T)                                                                           \
+    do {                                                                                       \
+        const T *restrict val = (const T *)job->data;                                          \
+        const T *restrict b = (const T *)job->dense;                                           \
+        const int64_t *restrict ind = job->indices, *restrict ptr = job->indptr;               \
+        const int64_t *restrict slot = job->slot;                                              \
+        T *restrict out = (T *)job->out;                                                       \
+        for (int64_t r = 0; r < job->out_rows; r++)                                            \
+            for (int64_t j = j0; j < j1; j++) out[r * k + j] = 0;                              \
+        for (int64_t r = 0; r < job->rows; r++) {                                              \
+            const T *restrict brow = b + r * k;                                                \
+            const int64_t p1 = ptr[r + 1];                                                     \
+            for (int64_t p = ptr[r]; p < p1; p++) {                                            \
+                const T v = val[p];                                                            \
+                T *restrict orow = out + slot[ind[p]] * k;                                     \
+                for (int64_t j = j0; j < j1; j++) orow[j] += v * brow[j];                      \
+            }                                                                                  \
+        }                                                                                      \
+    } while (0)
+
+static void csrt_dense_task(int64_t begin, int64_t end, void **argv) {
+    const csrt_dense_job *job = (const csrt_dense_job *)argv[0];
+    const int64_t k = job->k, j0 = begin * CSRT_BLOCK, j1 = imin(end * CSRT_BLOCK, k);
+    if (job->kind == 0)
+        CSRT_BODY(float);
+    else
+        CSRT_BODY(double);
+}
+
+/* out (out_rows, k) = A^T . B for A (rows, cols; csr), B (rows, k): row slot[c] of out holds
+ * row c of A^T (slot maps every column of A that holds entries to a distinct output row). Each
+ * task owns a block of CSRT_BLOCK output columns, so no two tasks write the same element. */
+NN_API void symjit_nn_csrt_dense(int64_t rows, int64_t k, int64_t out_rows, int64_t kind, const void *data,
+                                 const int64_t *indices, const int64_t *indptr, const int64_t *slot,
+                                 const void *dense, void *out) {
+    csrt_dense_job job = {rows, k, out_rows, kind, data, indices, indptr, slot, dense, out};
+    void *argv[1] = {&job};
+    symjit_parallel_for(csrt_dense_task, (k + CSRT_BLOCK - 1) / CSRT_BLOCK, 1, argv);
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* dense x csr                                                                               */
 /* ---------------------------------------------------------------------------------------- */
 
@@ -98,18 +154,20 @@ typedef struct {
 
 #define DENSE_CSR_BODY(T)                                                                      \
     do {                                                                                       \
-        const T *d = (const T *)job->dense;                                                    \
-        const T *val = (const T *)job->data;                                                   \
-        T *out = (T *)job->out;                                                                \
+        const T *restrict d = (const T *)job->dense;                                           \
+        const T *restrict val = (const T *)job->data;                                          \
+        const int64_t *restrict ind = job->indices, *restrict ptr = job->indptr;               \
+        const int64_t n = job->n, p = job->p;                                                  \
+        T *restrict out = (T *)job->out;                                                       \
         for (int64_t i = begin; i < end; i++) {                                                \
-            T *orow = out + i * job->p;                                                        \
-            const T *drow = d + i * job->n;                                                    \
-            for (int64_t j = 0; j < job->p; j++) orow[j] = 0;                                  \
-            for (int64_t j = 0; j < job->n; j++) {                                             \
+            T *restrict orow = out + i * p;                                                    \
+            const T *restrict drow = d + i * n;                                                \
+            for (int64_t j = 0; j < p; j++) orow[j] = 0;                                       \
+            for (int64_t j = 0; j < n; j++) {                                                  \
                 const T s = drow[j];                                                           \
                 if (s == 0) continue;                                                          \
-                for (int64_t q = job->indptr[j]; q < job->indptr[j + 1]; q++)                  \
-                    orow[job->indices[q]] += s * val[q];                                       \
+                const int64_t q1 = ptr[j + 1];                                                 \
+                for (int64_t q = ptr[j]; q < q1; q++) orow[ind[q]] += s * val[q];              \
             }                                                                                  \
         }                                                                                      \
     } while (0)

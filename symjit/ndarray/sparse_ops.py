@@ -12,6 +12,7 @@ storage fallback), which gives a dense result.
 from __future__ import annotations
 
 import ctypes
+import functools
 from typing import Callable
 
 import numpy as np
@@ -21,7 +22,7 @@ from .ndarray import NDArray
 from .sparse import (BaseSparseNDArray, CSRNDArray, RowSparseNDArray, _INDEX_DTYPE, cast_storage,
                      csr_row_slice)
 
-__all__ = ["run_sparse", "csr_dense", "csr_transpose", "dense_csr", "SPARSE_KERNELS", "lazy_rows_update"]
+__all__ = ["run_sparse", "csr_dense", "csrt_dense", "csr_transpose", "dense_csr", "SPARSE_KERNELS", "lazy_rows_update"]
 
 #: op name -> kernel(op_name, attrs, inputs, out) returning the outputs (NDArrays) or None (dense fallback)
 SPARSE_KERNELS: dict[str, Callable] = {}
@@ -101,6 +102,7 @@ def _csr_rows(a: dict) -> np.ndarray:
 _KIND = {np.dtype(np.float32): 0, np.dtype(np.float64): 1}
 
 
+@functools.lru_cache(maxsize=None)
 def _native():
     """The kernel library (ctypes), or None when the native runtime is unavailable."""
     from ..native import native_runtime
@@ -148,6 +150,28 @@ def csr_transpose(a: dict, cols: int) -> dict:
         lib.symjit_nn_csr_transpose(ctypes.c_int64(rows), ctypes.c_int64(cols), _ptr(a["indices"]),
                                     _ptr(a["indptr"]), _ptr(indptr_t), _ptr(perm), _ptr(rows_t))
     return {"data": a["data"][perm], "indices": rows_t.astype(_INDEX_DTYPE), "indptr": indptr_t}
+
+
+def csrt_dense(a: dict, cols: int, dense: np.ndarray) -> tuple:
+    """A^T . dense for A (rows, cols; csr arrays) and dense (rows, k): (the columns of A holding
+    entries, increasing; the rows of the product for them, a dense (len(columns), k) array).
+    The other rows of the product are zero."""
+    columns = np.nonzero(np.bincount(a["indices"], minlength=cols))[0].astype(_INDEX_DTYPE)
+    dense = np.ascontiguousarray(dense)
+    dt = np.result_type(a["data"].dtype, dense.dtype)
+    lib = _native() if dt in _KIND else None
+    if lib is None:
+        return columns, csr_dense(_nonempty_rows(csr_transpose(a, cols))[1], dense)
+    slot = np.zeros(cols, _INDEX_DTYPE)
+    slot[columns] = np.arange(columns.size, dtype=_INDEX_DTYPE)
+    k = dense.shape[1]
+    out = np.empty((columns.size, k), dt)
+    data = np.ascontiguousarray(a["data"], dt)
+    dense = np.ascontiguousarray(dense, dt)
+    lib.symjit_nn_csrt_dense(ctypes.c_int64(a["indptr"].size - 1), ctypes.c_int64(k), ctypes.c_int64(columns.size),
+                             ctypes.c_int64(_KIND[dt]), _ptr(data), _ptr(a["indices"]), _ptr(a["indptr"]),
+                             _ptr(slot), _ptr(dense), _ptr(out))
+    return columns, out
 
 
 def dense_csr(dense: np.ndarray, a: dict, p: int) -> np.ndarray:
@@ -220,8 +244,7 @@ def _dot_csr_lhs(lhs: CSRNDArray, rhs: NDArray, ta: bool, tb: bool, fwd):
     if not ta:
         out = csr_dense(a, b)
         return _as_stype(_dense(out[:, 0] if vector else out, lhs), fwd)
-    rows, t = _nonempty_rows(csr_transpose(a, lhs.shape[1]))
-    values = csr_dense(t, b)
+    rows, values = csrt_dense(a, lhs.shape[1], b)
     if vector or fwd == "default" or fwd == "csr":   # MXNet: dot(csr.T, dense) = row_sparse
         full = np.zeros((lhs.shape[1], b.shape[1]), values.dtype)
         full[rows] = values

@@ -428,3 +428,20 @@ def test_contrib_sparse_embedding_gives_row_sparse_gradients():
     y.backward()
     np.testing.assert_array_equal(w.grad.indices.asnumpy(), [0, 4])
     np.testing.assert_array_equal(w.grad.data.asnumpy(), [[1, 1], [2, 2]])
+
+
+def test_numpy_fallback_matches_the_c_kernels(monkeypatch):
+    """Without the native runtime (SYMJIT_BACKEND=interp) the products run on numpy index
+    arithmetic and give the same values."""
+    from symjit.ndarray import sparse_ops
+    a, csr = random_csr(30, 25, 0.1)
+    rng = np.random.default_rng(17)
+    b, c, d = (rng.standard_normal(s).astype(np.float32) for s in ((25, 6), (30, 6), (4, 30)))
+    native = [nd.dot(csr, nd.array(b)).asnumpy(), nd.dot(csr, nd.array(c), transpose_a=True).asnumpy(),
+              nd.dot(nd.array(d), csr).asnumpy()]
+    monkeypatch.setattr(sparse_ops, "_native", lambda: None)
+    fallback = [nd.dot(csr, nd.array(b)).asnumpy(), nd.dot(csr, nd.array(c), transpose_a=True).asnumpy(),
+                nd.dot(nd.array(d), csr).asnumpy()]
+    for x, y, ref in zip(native, fallback, (a @ b, a.T @ c, d @ a.toarray())):
+        np.testing.assert_allclose(x, ref, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
