@@ -445,3 +445,21 @@ def test_numpy_fallback_matches_the_c_kernels(monkeypatch):
     for x, y, ref in zip(native, fallback, (a @ b, a.T @ c, d @ a.toarray())):
         np.testing.assert_allclose(x, ref, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
+
+
+# ---- KVStore.row_sparse_pull ------------------------------------------------------------------------
+
+def test_row_sparse_pull_stores_exactly_the_requested_rows():
+    kv = mx.kv.create("local")
+    w = np.arange(15, dtype=np.float32).reshape(5, 3)
+    w[3] = 0   # a requested row that is zero is stored all the same (MXNet)
+    kv.init("e", nd.array(w))
+    outs = [nd.sparse.zeros("row_sparse", (5, 3)) for _ in range(2)]
+    kv.row_sparse_pull("e", out=outs, row_ids=[nd.array([3, 1, 3]), nd.array([4])])
+    assert outs[0].is_compressed
+    np.testing.assert_array_equal(outs[0].indices.asnumpy(), [1, 3])
+    np.testing.assert_array_equal(outs[0].data.asnumpy(), w[[1, 3]])
+    np.testing.assert_array_equal(outs[1].indices.asnumpy(), [4])
+    expect = np.zeros_like(w)
+    expect[4] = w[4]
+    np.testing.assert_array_equal(outs[1].asnumpy(), expect)
