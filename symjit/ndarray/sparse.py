@@ -9,8 +9,10 @@ Storage (as MXNet):
 
 Invariants: the arrays above are owned by the container, validated on construction
 (`MXNetError` naming the function on malformed input), and never aliased by what the
-accessors return. Operators run on dense arrays: convert explicitly with
-`tostype('default')` (MXNet's sparse kernels are an optimisation, not a different semantics).
+accessors return. A container holds either the compressed arrays or a dense image (see
+`BaseSparseNDArray`); operators given a sparse input run the sparse kernels of `sparse_ops`
+(MXNet's output storage rules, cost in stored values) and fall back to the dense operator,
+with a dense result, where MXNet does.
 """
 from __future__ import annotations
 
