@@ -201,12 +201,8 @@ NN_API void symjit_nn_embedding_bwd(int64_t n, int64_t rows, int64_t dim, int64_
 /* ---- sparse (CSR) products (kind: value dtype, 0 float32, 1 float64; int64 indices) ---- */
 NN_API void symjit_nn_csr_dense(int64_t rows, int64_t k, int64_t kind, const void *data, const int64_t *indices,
                                 const int64_t *indptr, const void *dense, void *out);
-NN_API void symjit_nn_csr_transpose(int64_t rows, int64_t cols, const int64_t *indices, const int64_t *indptr,
-                                    int64_t *indptr_t, int64_t *perm, int64_t *rows_t);
 NN_API void symjit_nn_csrt_dense(int64_t rows, int64_t k, int64_t out_rows, int64_t kind, const void *data,
                                  const int64_t *indices, const int64_t *indptr, const int64_t *slot,
                                  const void *dense, void *out);
-NN_API void symjit_nn_dense_csr(int64_t m, int64_t n, int64_t p, int64_t kind, const void *dense, const void *data,
-                                const int64_t *indices, const int64_t *indptr, void *out);
 
 #endif

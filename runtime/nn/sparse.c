@@ -58,35 +58,6 @@ NN_API void symjit_nn_csr_dense(int64_t rows, int64_t k, int64_t kind, const voi
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* transpose (counting sort by column): A^T in CSR                                           */
-/* ---------------------------------------------------------------------------------------- */
-
-/* For A (rows x cols): indptr_t (cols + 1) of A^T, and for each entry of A^T in order, the
- * position `perm` of that entry in A's arrays and its column in A^T (`rows_t`, A's row).
- * Entries of one column of A keep A's row order, so the rows of A^T stay sorted. */
-NN_API void symjit_nn_csr_transpose(int64_t rows, int64_t cols, const int64_t *indices, const int64_t *indptr,
-                                    int64_t *indptr_t, int64_t *perm, int64_t *rows_t) {
-    for (int64_t c = 0; c <= cols; c++) indptr_t[c] = 0;
-    int64_t nnz = indptr[rows];
-    for (int64_t p = 0; p < nnz; p++) indptr_t[indices[p] + 1]++;
-    for (int64_t c = 0; c < cols; c++) indptr_t[c + 1] += indptr_t[c];
-    int64_t *next = (int64_t *)malloc((size_t)imax(cols, 1) * sizeof(int64_t));
-    if (!next) {
-        symjit_set_error_str(SYMJIT_ERR_OUT_OF_MEMORY, "symjit_nn_csr_transpose: out of memory");
-        return;
-    }
-    memcpy(next, indptr_t, (size_t)cols * sizeof(int64_t));
-    for (int64_t r = 0; r < rows; r++) {
-        for (int64_t p = indptr[r]; p < indptr[r + 1]; p++) {
-            int64_t q = next[indices[p]]++;
-            perm[q] = p;
-            rows_t[q] = r;
-        }
-    }
-    free(next);
-}
-
-/* ---------------------------------------------------------------------------------------- */
 /* csr^T x dense                                                                             */
 /* ---------------------------------------------------------------------------------------- */
 
@@ -138,53 +109,4 @@ NN_API void symjit_nn_csrt_dense(int64_t rows, int64_t k, int64_t out_rows, int6
     csrt_dense_job job = {rows, k, out_rows, kind, data, indices, indptr, slot, dense, out};
     void *argv[1] = {&job};
     symjit_parallel_for(csrt_dense_task, (k + CSRT_BLOCK - 1) / CSRT_BLOCK, 1, argv);
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* dense x csr                                                                               */
-/* ---------------------------------------------------------------------------------------- */
-
-typedef struct {
-    int64_t n, p, kind;   /* D: (m, n); A: (n, p) csr; out (m, p) */
-    const void *dense;
-    const void *data;
-    const int64_t *indices, *indptr;
-    void *out;
-} dense_csr_job;
-
-#define DENSE_CSR_BODY(T)                                                                      \
-    do {                                                                                       \
-        const T *restrict d = (const T *)job->dense;                                           \
-        const T *restrict val = (const T *)job->data;                                          \
-        const int64_t *restrict ind = job->indices, *restrict ptr = job->indptr;               \
-        const int64_t n = job->n, p = job->p;                                                  \
-        T *restrict out = (T *)job->out;                                                       \
-        for (int64_t i = begin; i < end; i++) {                                                \
-            T *restrict orow = out + i * p;                                                    \
-            const T *restrict drow = d + i * n;                                                \
-            for (int64_t j = 0; j < p; j++) orow[j] = 0;                                       \
-            for (int64_t j = 0; j < n; j++) {                                                  \
-                const T s = drow[j];                                                           \
-                if (s == 0) continue;                                                          \
-                const int64_t q1 = ptr[j + 1];                                                 \
-                for (int64_t q = ptr[j]; q < q1; q++) orow[ind[q]] += s * val[q];              \
-            }                                                                                  \
-        }                                                                                      \
-    } while (0)
-
-static void dense_csr_task(int64_t begin, int64_t end, void **argv) {
-    const dense_csr_job *job = (const dense_csr_job *)argv[0];
-    if (job->kind == 0)
-        DENSE_CSR_BODY(float);
-    else
-        DENSE_CSR_BODY(double);
-}
-
-/* out (m, p) = D (m, n) . A (n, p; csr); rows of D split over the thread pool */
-NN_API void symjit_nn_dense_csr(int64_t m, int64_t n, int64_t p, int64_t kind, const void *dense, const void *data,
-                                const int64_t *indices, const int64_t *indptr, void *out) {
-    dense_csr_job job = {n, p, kind, dense, data, indices, indptr, out};
-    void *argv[1] = {&job};
-    int64_t nnz = n > 0 ? indptr[n] : 0;
-    symjit_parallel_for(dense_csr_task, m, imax(1, 32768 / imax(1, nnz + n + p)), argv);
 }

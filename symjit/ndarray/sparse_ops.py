@@ -22,7 +22,7 @@ from .ndarray import NDArray
 from .sparse import (BaseSparseNDArray, CSRNDArray, RowSparseNDArray, _INDEX_DTYPE, cast_storage,
                      csr_row_slice)
 
-__all__ = ["run_sparse", "csr_dense", "csrt_dense", "csr_transpose", "dense_csr", "SPARSE_KERNELS", "lazy_rows_update"]
+__all__ = ["run_sparse", "csr_dense", "csrt_dense", "csr_transpose", "SPARSE_KERNELS", "lazy_rows_update"]
 
 #: op name -> kernel(op_name, attrs, inputs, out) returning the outputs (NDArrays) or None (dense fallback)
 SPARSE_KERNELS: dict[str, Callable] = {}
@@ -135,21 +135,11 @@ def csr_dense(a: dict, dense: np.ndarray) -> np.ndarray:
 
 
 def csr_transpose(a: dict, cols: int) -> dict:
-    """The CSR arrays of A^T for A (csr arrays, `cols` columns); rows of A^T stay sorted."""
-    rows = a["indptr"].size - 1
-    nnz = a["indices"].size
-    lib = _native()
-    if lib is None:
-        perm = np.argsort(a["indices"], kind="stable")
-        rows_t = _csr_rows(a)[perm]
-        indptr_t = np.concatenate([[0], np.cumsum(np.bincount(a["indices"], minlength=cols))]).astype(_INDEX_DTYPE)
-    else:
-        indptr_t = np.empty(cols + 1, _INDEX_DTYPE)
-        perm = np.empty(nnz, _INDEX_DTYPE)
-        rows_t = np.empty(nnz, _INDEX_DTYPE)
-        lib.symjit_nn_csr_transpose(ctypes.c_int64(rows), ctypes.c_int64(cols), _ptr(a["indices"]),
-                                    _ptr(a["indptr"]), _ptr(indptr_t), _ptr(perm), _ptr(rows_t))
-    return {"data": a["data"][perm], "indices": rows_t.astype(_INDEX_DTYPE), "indptr": indptr_t}
+    """The CSR arrays of A^T for A (csr arrays, `cols` columns); rows of A^T stay sorted (the
+    numpy path: the C kernels never need the transpose)."""
+    perm = np.argsort(a["indices"], kind="stable")
+    indptr_t = np.concatenate([[0], np.cumsum(np.bincount(a["indices"], minlength=cols))]).astype(_INDEX_DTYPE)
+    return {"data": a["data"][perm], "indices": _csr_rows(a)[perm], "indptr": indptr_t}
 
 
 def csrt_dense(a: dict, cols: int, dense: np.ndarray) -> tuple:
@@ -174,21 +164,6 @@ def csrt_dense(a: dict, cols: int, dense: np.ndarray) -> tuple:
     return columns, out
 
 
-def dense_csr(dense: np.ndarray, a: dict, p: int) -> np.ndarray:
-    """dense (m, n) . A (n, p; csr arrays) as a dense (m, p) array."""
-    m, n = dense.shape
-    dt = np.result_type(a["data"].dtype, dense.dtype)
-    lib = _native() if dt in _KIND else None
-    if lib is None:   # (A^T . dense^T)^T
-        return csr_dense(csr_transpose(a, p), np.ascontiguousarray(dense.T)).T.copy()
-    out = np.empty((m, p), dt)
-    data = np.ascontiguousarray(a["data"], dt)
-    dense = np.ascontiguousarray(dense, dt)
-    lib.symjit_nn_dense_csr(ctypes.c_int64(m), ctypes.c_int64(n), ctypes.c_int64(p), ctypes.c_int64(_KIND[dt]),
-                            _ptr(dense), _ptr(data), _ptr(a["indices"]), _ptr(a["indptr"]), _ptr(out))
-    return out
-
-
 def _nonempty_rows(t: dict) -> tuple:
     """(row numbers, csr arrays) of the non-empty rows of a CSR matrix."""
     counts = np.diff(t["indptr"])
@@ -198,6 +173,8 @@ def _nonempty_rows(t: dict) -> tuple:
 
 
 def _check_dot(lhs: NDArray, rhs: NDArray, ta: bool, tb: bool) -> None:
+    from ..ops.linalg import _check_float
+    _check_float("dot", lhs.dtype)
     if lhs.dtype != rhs.dtype:
         raise MXNetError(f"dot: dtype mismatch: lhs {np.dtype(lhs.dtype).name}, rhs {np.dtype(rhs.dtype).name}")
     lk = lhs.shape[0] if ta else lhs.shape[-1]
@@ -254,13 +231,19 @@ def _dot_csr_lhs(lhs: CSRNDArray, rhs: NDArray, ta: bool, tb: bool, fwd):
 
 def _dot_csr_rhs(lhs: NDArray, rhs: CSRNDArray, ta: bool, tb: bool, fwd):
     d = _values(lhs)
-    d = np.ascontiguousarray(d.T) if ta else d
+    d = d.T if ta else d
     a = rhs._arrays
+    m, p = d.shape[0], rhs.shape[1]
     if tb:   # D . A^T = (A . D^T)^T; MXNet: a dense result
         out = csr_dense(a, np.ascontiguousarray(d.T)).T
         return _as_stype(_dense(out, lhs), fwd)
-    out = dense_csr(d, a, rhs.shape[1])
-    return _as_stype(_dense(out, lhs), fwd if fwd is not None else "csr")   # MXNet (CPU): csr
+    columns, values = csrt_dense(a, p, np.ascontiguousarray(d.T))   # (D . A)^T on A's nonempty columns
+    if fwd in (None, "csr"):   # MXNet (CPU): csr, every row on the columns of A holding entries
+        return _csr((m, p), np.ascontiguousarray(values.T).reshape(-1), np.tile(columns, m),
+                    np.arange(m + 1, dtype=_INDEX_DTYPE) * columns.size, lhs)
+    full = np.zeros((m, p), values.dtype)
+    full[:, columns] = values.T
+    return _as_stype(_dense(full, lhs), fwd)
 
 
 def _dot_rsp_lhs(lhs: RowSparseNDArray, rhs: NDArray, ta: bool, tb: bool) -> NDArray:

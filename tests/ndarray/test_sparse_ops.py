@@ -58,6 +58,15 @@ def test_dense_dot_csr_is_csr_and_transpose_b_dense():
     out = nd.dot(nd.array(d), csr)
     assert out.stype == "csr"
     np.testing.assert_allclose(out.asnumpy(), d @ a.toarray(), rtol=1e-5, atol=1e-5)
+    # MXNet's structure: every row of the result on the columns of the csr operand holding entries
+    columns = np.unique(a.indices)
+    np.testing.assert_array_equal(out.indices.asnumpy(), np.tile(columns, 6))
+    dense_out = nd.dot(nd.array(d), csr, forward_stype="default")
+    assert dense_out.stype == "default"
+    np.testing.assert_allclose(dense_out.asnumpy(), d @ a.toarray(), rtol=1e-5, atol=1e-5)
+    dt = np.random.default_rng(5).standard_normal((30, 6)).astype(np.float32)
+    np.testing.assert_allclose(nd.dot(nd.array(dt), csr, transpose_a=True).asnumpy(), dt.T @ a.toarray(),
+                               rtol=1e-5, atol=1e-5)
     e = np.random.default_rng(4).standard_normal((6, 20)).astype(np.float32)
     out_t = nd.dot(nd.array(e), csr, transpose_b=True)
     assert out_t.stype == "default"
@@ -88,6 +97,8 @@ def test_dot_shape_and_dtype_errors():
         nd.sparse.dot(csr, nd.ones((4, 2)))
     with pytest.raises(MXNetError, match="dot: dtype mismatch"):
         nd.sparse.dot(csr, nd.ones((3, 2), dtype="float64"))
+    with pytest.raises(MXNetError, match="dot: only supports float"):
+        nd.sparse.dot(csr.astype("int32"), nd.ones((3, 2), dtype="int32"))
 
 
 def test_empty_rows_and_float16_take_the_numpy_path():
