@@ -11,26 +11,16 @@ Prints median times and the ratios (> 1: the sparse operator is faster).
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import symjit as mx  # noqa: E402
-
-
-def median_time(fn, repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+from common import median_time  # noqa: E402
 
 
 def main() -> None:
@@ -66,9 +56,9 @@ def main() -> None:
     print(f"{'product':28s} {'symjit sparse':>14s} {'scipy':>10s} {'dense nd.dot':>13s} "
           f"{'scipy/sparse':>13s} {'dense/sparse':>13s}")
     for name, ours, scipy_fn, dense_fn in cases:
-        t_ours = median_time(ours, args.repeat)
-        t_scipy = median_time(scipy_fn, args.repeat)
-        t_dense = median_time(dense_fn, args.repeat)
+        t_ours = median_time(ours, args.repeat, warmup=1)
+        t_scipy = median_time(scipy_fn, args.repeat, warmup=1)
+        t_dense = median_time(dense_fn, args.repeat, warmup=1)
         print(f"{name:28s} {t_ours * 1e3:11.3f} ms {t_scipy * 1e3:7.3f} ms {t_dense * 1e3:10.3f} ms "
               f"{t_scipy / t_ours:12.2f}x {t_dense / t_ours:12.2f}x")
 
