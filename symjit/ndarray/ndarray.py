@@ -53,6 +53,8 @@ class NDArray:
 
     __slots__ = ("_data", "_ctx", "_grad", "_grad_req", "_ag", "_fresh_grad", "__weakref__")
     __array_priority__ = 1000.0
+    #: sparse storage (ndarray.sparse's containers): `invoke` offers such inputs to sparse kernels
+    _is_sparse = False
 
     def __array__(self, dtype=None, copy=None):
         """numpy's view of the values (numpy functions such as np.all accept NDArrays)."""
@@ -413,6 +415,11 @@ def invoke(op_name: str, inputs: Sequence[NDArray], attrs: Mapping[str, Any], ou
                                      "all inputs must be on the same context")
             ctx = ctx or dev
         ctx = _check_ctx(ctx)
+        if op.name in _SPARSE_RESULT_OPS or any(x._is_sparse for x in inputs):
+            from .sparse_ops import deliver, run_sparse
+            sparse_outputs = run_sparse(op, parsed, inputs, out)
+            if sparse_outputs is not None:
+                return _finish(op, parsed, inputs, deliver(sparse_outputs, out), all_outputs)
         cctx = ComputeContext(is_train=autograd.is_training())
         arrays = [x._data for x in inputs]
         results = try_compiled_elementwise(op, parsed, arrays, _update_destinations(op, parsed, names, inputs, out))
@@ -434,16 +441,25 @@ def invoke(op_name: str, inputs: Sequence[NDArray], attrs: Mapping[str, Any], ou
                 if new is not inputs[i]._data:
                     writable(inputs[i]._data)[...] = new
             results = results[:n_out]
-        outputs = _wrap_outputs(op.name, results, ctx, out)
-        if autograd.is_recording():
-            autograd.record_op(op, parsed, list(inputs), outputs)
-        if all_outputs:
-            return outputs
-        nvis = op.num_visible_outputs(parsed)
-        return outputs[0] if nvis == 1 else outputs[:nvis]
+        return _finish(op, parsed, inputs, _wrap_outputs(op.name, results, ctx, out), all_outputs)
     finally:
         if observer is not None:
             observer.leave(op_name, token)
+
+
+#: ops whose sparse kernel may give a sparse result from dense inputs (`sparse_ops`)
+_SPARSE_RESULT_OPS = frozenset({"_backward_Embedding"})
+
+
+def _finish(op, parsed, inputs, outputs: list, all_outputs: bool):
+    """`invoke`'s result: the outputs recorded for autograd when recording, the visible ones."""
+    from .. import autograd
+    if autograd.is_recording():
+        autograd.record_op(op, parsed, list(inputs), outputs)
+    if all_outputs:
+        return outputs
+    nvis = op.num_visible_outputs(parsed)
+    return outputs[0] if nvis == 1 else outputs[:nvis]
 
 
 def _update_destinations(op, attrs, names, inputs, out) -> list | None:

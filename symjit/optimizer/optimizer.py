@@ -192,7 +192,12 @@ class Optimizer:
     def _update_sparse(self, index, weight, grad, state) -> None:
         """The update with csr / row_sparse operands: computed on dense copies (MXNet's sparse
         kernels are an optimisation of the same arithmetic), restricted to the gradient's stored
-        rows for a lazy update, and written back into the sparse containers in place."""
+        rows for a lazy update, and written back into the sparse containers in place. A lazy
+        update runs the update op on the gradient's stored rows only (`sparse_ops`' lazy update
+        kernels, reached through the op's sparse dispatch)."""
+        if self._is_lazy_for(grad) and _lazy_kernel_for(self):
+            self.update(index, weight, grad, state)
+            return
         rows = grad._arrays["indices"] if self._is_lazy_for(grad) else None
         w_dense = _dense(weight)
         g_dense = _dense(grad)
@@ -245,6 +250,13 @@ def create(name, **kwargs) -> Optimizer:
     if isinstance(name, Optimizer):
         return name
     return Optimizer.create_optimizer(name, **kwargs)
+
+
+def _lazy_kernel_for(optimizer) -> bool:
+    """Whether the optimizer's update goes through an op with a lazy row_sparse kernel (and no
+    fp16 master copy): then `update` on the sparse arrays themselves is the lazy update."""
+    return type(optimizer).update in (SGD.update, Adam.update, AdaGrad.update, Ftrl.update) and \
+        not optimizer.multi_precision and type(optimizer) is not NAG
 
 
 def _zeros_like(weight) -> NDArray:
