@@ -19,7 +19,8 @@ and from the optimizers' raw attributes without parsing them (`prepare_update_ra
 multi-tensor call (`runtime.parallel_for_multi`): the optimizer's whole step is one native call.
 
 Compute-bound ops (`COMPILED_OPS`: FullyConnected, Convolution, Deconvolution, Pooling and their
-backward ops, BatchNorm with its moving statistics' updates) over float32 inputs of at least `MIN_ELEMENTS` elements run as a one-node graph
+backward ops, BatchNorm with its moving statistics' updates, the fused RNN and its gradient,
+softmax and log_softmax (an unhybridized loss block's)) over float32 inputs of at least `MIN_ELEMENTS` elements run as a one-node graph
 compiled through the same pass pipeline and lowerings as a hybridized block's graph
 (`try_compiled_op`, cached per op, attributes, shapes and mode). An eager call then runs the
 same native kernel as the hybridized graph, so both agree to the bit on long reductions (as
@@ -54,7 +55,7 @@ COMPILED_OPS = frozenset({
     "FullyConnected", "_backward_FullyConnected_data", "_backward_FullyConnected_weight",
     "Convolution", "_backward_Convolution_data", "_backward_Convolution_weight",
     "Deconvolution", "_backward_Deconvolution_data", "Pooling", "_backward_Pooling",
-    "BatchNorm", "_backward_BatchNorm"})
+    "BatchNorm", "_backward_BatchNorm", "RNN", "_backward_RNN", "softmax", "log_softmax"})
 #: (op name, attrs key, input shapes and dtypes, is_train) -> (CompiledGraph, input order) or
 #: None when the op does not compile to native code for that key
 _OP_GRAPHS: dict = {}
