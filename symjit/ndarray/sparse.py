@@ -468,3 +468,37 @@ def array(source_array, ctx=None, dtype=None):
     if isinstance(source_array, RowSparseNDArray):
         return row_sparse_array(source_array, ctx=ctx, dtype=dtype)
     return _dense_array(source_array, ctx, dtype)
+
+
+#: operators that map zeros to zeros: on a sparse first input their result keeps its storage type,
+#: as MXNet's sparse kernels do; every other operator gives a dense result (MXNet's fallback)
+_ZERO_PRESERVING = frozenset({
+    "abs", "sign", "negative", "relu", "square", "sqrt", "cbrt", "sin", "tan", "arcsin", "arctan",
+    "sinh", "tanh", "arcsinh", "arctanh", "degrees", "radians", "floor", "ceil", "round", "rint",
+    "trunc", "fix", "expm1", "log1p", "elemwise_mul", "elemwise_add", "elemwise_sub", "zeros_like",
+    "clip", "copy", "_mul_scalar", "_div_scalar", "_copy"})
+
+
+def _sparse_op(name: str, dense_fn):
+    """`dense_fn` (an `mx.nd` operator) with MXNet's sparse output storage (`_ZERO_PRESERVING`)."""
+    def fn(*args, **kwargs):
+        out = dense_fn(*args, **kwargs)
+        first = args[0] if args else next(iter(kwargs.values()), None)
+        if (name in _ZERO_PRESERVING and isinstance(first, BaseSparseNDArray) and isinstance(out, NDArray)
+                and not isinstance(out, BaseSparseNDArray) and out.shape == first.shape):
+            return _dense_to(name, out.asnumpy(), first.stype, out.context)
+        return out
+    fn.__name__ = name
+    fn.__doc__ = dense_fn.__doc__
+    return fn
+
+
+def __getattr__(name: str):
+    """`mx.nd.sparse.<op>`: every `mx.nd` operator, with sparse results where MXNet's are sparse."""
+    from .. import ndarray as nd
+    dense_fn = getattr(nd, name, None) if not name.startswith("__") else None
+    if not callable(dense_fn):
+        raise AttributeError(f"module 'symjit.ndarray.sparse' has no attribute {name!r}")
+    fn = _sparse_op(name, dense_fn)
+    globals()[name] = fn
+    return fn
