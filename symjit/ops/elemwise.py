@@ -335,6 +335,7 @@ class AddN(Elementwise):
 class Activation(Elementwise):
     """Activation function chosen by `act_type` (relu, sigmoid, tanh, softrelu, softsign)."""
     params = {"act_type": Param(Enum(*_ACT))}
+    unnamed_inputs = True
 
     def expr(self, attrs, x):
         return _ACT[attrs["act_type"]](x)

@@ -711,6 +711,7 @@ class SoftmaxActivation(Op):
     leading axes), `channel` mode over axis 1 of an input with at least 3 dims."""
     params = {"mode": Param(Enum("instance", "channel"), "instance", "instance or channel")}
     kernel = "softmax"
+    unnamed_inputs = True
 
     def _axis(self, attrs, ndim: int) -> int:
         if attrs["mode"] == "channel":

@@ -165,6 +165,9 @@ class Op:
     #: the outputs depend only on the inputs' shapes and dtypes, never on their values
     #: (shape_array, size_array): constant folding evaluates the op once shapes are known
     shape_only: ClassVar[bool] = False
+    #: MXNet registers no input names for the op (no FListInputNames): executor monitors report
+    #: its inputs as `<node>_input<i>` instead of `<node>_<input name>`
+    unnamed_inputs: ClassVar[bool] = False
 
     def inference_rewrite(self, F: "Emitter", attrs: Mapping, inputs: Sequence,
                           in_shapes: Sequence) -> list | None:
