@@ -6,6 +6,8 @@ name, the argument and expected-versus-actual values in its message.
 """
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
 __all__ = ["MXNetError", "MXNetValueError", "MXNetTypeError", "MXNetIndexError", "NotImplementedForSymbol", "NotSupportedForSparseNDArray", "mx_real_t", "numeric_types",
@@ -134,3 +136,9 @@ def real_array(value, what: str) -> np.ndarray:
         raise MXNetError(f"{what}: complex values ({data.dtype.name}) are not supported (MXNet has "
                          "no complex dtype); pass the real and imaginary parts as separate arrays")
     return data
+
+
+#: MXNet's C handle of an NDArray. A symjit NDArray converts to one (`ctypes.cast(arr,
+#: NDArrayHandle)`, through `NDArray._as_parameter_`) and `NDArray(handle)` is that array again,
+#: the way MXNet's executor monitor callbacks hand arrays over
+NDArrayHandle = ctypes.c_void_p

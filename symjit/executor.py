@@ -583,6 +583,8 @@ class Executor:
         new = Executor(self._symbol, self._ctx, args, grads, list(self._grad_reqs), aux)
         new.outputs = [_resized(old, o.shape, self._ctx) if np.dtype(old.dtype) == np.dtype(o.dtype) else o
                        for old, o in zip(self.outputs, new.outputs)]
+        if self._monitor is not None:   # MXNet's reshaped executor keeps the monitor callback
+            new.set_monitor_callback(*self._monitor)
         return new
 
     def get_optimized_symbol(self):
@@ -630,12 +632,18 @@ class Executor:
         if active is not None and not active():
             return
         if self._monitor_exec is None:
-            from .symbol import Group
-            internals = self._symbol.get_internals()
-            inputs = set(self._arg_names) | set(self._aux_names)
-            picked = [i for i, n in enumerate(internals.list_outputs()) if n not in inputs]
-            group = Group([internals[i] for i in picked])
-            self._monitor_names = [internals.list_outputs()[i] for i in picked]
+            from .symbol.probes import monitor_entries
+            from .symbol.symbol import Symbol
+            entries = monitor_entries(self._symbol, monitor_all)
+            slots: dict = {}   # (id(node), output index) -> position among the monitor executor's outputs
+            heads = []
+            for e in entries:
+                if not e.node.is_variable and (id(e.node), e.index) not in slots:
+                    slots[(id(e.node), e.index)] = len(heads)
+                    heads.append((e.node, e.index))
+            self._monitor_plan = [(e.name, e.node.name if e.node.is_variable else slots[(id(e.node), e.index)])
+                                  for e in entries]
+            group = Symbol(heads)
             self._monitor_exec = Executor.bind(group, self._ctx, {n: self.arg_dict[n] for n in group.list_arguments()},
                                                grad_req="null",
                                                aux_states={n: self.aux_dict[n] for n in group.list_auxiliary_states()})
@@ -644,11 +652,9 @@ class Executor:
         if saved_aux is not None:
             for a, v in zip(self.aux_arrays, saved_aux):
                 a._data[...] = v
-        if monitor_all:
-            for name, arr in zip(self._arg_names + self._aux_names, self.arg_arrays + self.aux_arrays):
-                callback(name, arr)
-        for name, arr in zip(self._monitor_names, outputs):
-            callback(name, arr)
+        inputs = {**self.arg_dict, **self.aux_dict}
+        for name, where in self._monitor_plan:
+            callback(name, inputs[where] if isinstance(where, str) else outputs[where])
 
     def _run_monitor_backward(self, heads) -> None:
         """Report the gradients along every operator input edge (MXNet's backward-node outputs),

@@ -301,7 +301,11 @@ class Module(StoredNamesAndShapes, BaseModule):
         if label_shapes is not None:
             self._label_shapes = [d for d in _parse_shapes(label_shapes) if d.name in self._label_names]
         arg, aux = (self.get_params() if self.params_initialized else (None, None))
+        before = self._exec_group.execs
         self._build_executors()
+        for old, new in zip(before, self._exec_group.execs):   # reshaped executors keep their monitor (MXNet)
+            if old._monitor is not None:
+                new.set_monitor_callback(*old._monitor)
         if self.params_initialized:
             self._arg_params, self._aux_params = arg, aux
             self._push_params()

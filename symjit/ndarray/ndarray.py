@@ -10,7 +10,9 @@ Invariants
 """
 from __future__ import annotations
 
+import ctypes
 import numbers
+import weakref
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -31,6 +33,22 @@ __all__ = ["NDArray", "invoke", "array", "empty", "zeros", "ones", "full", "aran
 py_slice = slice
 
 #: Storage type names and MXNet's numeric ids for them.
+#: arrays by the handle value `_as_parameter_` gave out (MXNet's NDArrayHandle), while alive
+_HANDLES: "weakref.WeakValueDictionary[int, NDArray]" = weakref.WeakValueDictionary()
+
+
+def _from_handle(handle: ctypes.c_void_p, writable: bool) -> tuple:
+    """(numpy data, context) of the array behind `handle`; a read-only view unless `writable`."""
+    src = _HANDLES.get(handle.value or 0)
+    if src is None:
+        raise MXNetError(f"NDArray: {handle!r} is not the handle of a live NDArray")
+    data = src._data
+    if not writable:
+        data = data.view()
+        data.flags.writeable = False
+    return data, src._ctx
+
+
 _STORAGE_TYPE_STR_TO_ID = {"undefined": -1, "default": 0, "row_sparse": 1, "csr": 2}
 _STORAGE_TYPE_ID_TO_STR = {v: k for k, v in _STORAGE_TYPE_STR_TO_ID.items()}
 
@@ -60,7 +78,9 @@ class NDArray:
         """numpy's view of the values (numpy functions such as np.all accept NDArrays)."""
         return self.asnumpy() if dtype is None else self.asnumpy().astype(dtype)
 
-    def __init__(self, data: np.ndarray, ctx: Context | None = None):
+    def __init__(self, data: np.ndarray, ctx: Context | None = None, writable: bool = True):
+        if data.__class__ is ctypes.c_void_p:   # MXNet's NDArray(handle, writable=...)
+            data, ctx = _from_handle(data, writable)
         self._data = data
         self._ctx = ctx if ctx is not None else current_context()
         self._grad = None
@@ -98,6 +118,12 @@ class NDArray:
     @property
     def handle(self):
         return self._data
+
+    @property
+    def _as_parameter_(self) -> ctypes.c_void_p:
+        """This array as an NDArrayHandle (ctypes converts an NDArray through it)."""
+        _HANDLES[id(self)] = self
+        return ctypes.c_void_p(id(self))
 
     @property
     def grad(self):
