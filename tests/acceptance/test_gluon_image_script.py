@@ -62,9 +62,9 @@ def _check(tmp_path, per_class, side, batch_size, epochs, lr=2e-3):
 
 def test_gluon_resnet18_estimator_script_converges(tmp_path, caplog):
     caplog.set_level(logging.INFO)
-    _check(tmp_path, per_class=32, side=32, batch_size=16, epochs=4)
+    _check(tmp_path, per_class=16, side=16, batch_size=16, epochs=3)
 
 
 @pytest.mark.slow
 def test_gluon_resnet18_estimator_script_converges_on_larger_images(tmp_path):
-    _check(tmp_path, per_class=100, side=64, batch_size=32, epochs=6, lr=1e-3)
+    _check(tmp_path, per_class=48, side=32, batch_size=16, epochs=4)
