@@ -10,7 +10,8 @@ import threading
 
 from .base import MXNetError
 
-__all__ = ["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus", "gpu_available"]
+__all__ = ["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus", "gpu_available",
+           "gpu_memory_info"]
 
 
 class Context:
@@ -81,6 +82,17 @@ def num_gpus() -> int:
         return int(cupy.cuda.runtime.getDeviceCount())
     except Exception:
         return 0
+
+
+def gpu_memory_info(device_id: int = 0) -> tuple:
+    """(free, total) bytes of memory on GPU `device_id`; an MXNetError when that GPU is absent."""
+    from .base import MXNetError
+    if not 0 <= device_id < num_gpus():
+        raise MXNetError(f"gpu_memory_info: no GPU {device_id} (visible GPUs: {num_gpus()})")
+    import cupy
+    with cupy.cuda.Device(device_id):
+        free, total = cupy.cuda.runtime.memGetInfo()
+    return int(free), int(total)
 
 
 def gpu_available(ctx: Context) -> bool:

@@ -9,17 +9,29 @@ from .base import MXNetError, MXNetValueError
 
 __all__ = ["EvalMetric", "Accuracy", "TopKAccuracy", "MAE", "MSE", "RMSE", "CrossEntropy", "Perplexity",
            "Loss", "CompositeEvalMetric", "create", "check_label_shapes", "F1", "MCC", "PearsonCorrelation",
-           "NegativeLogLikelihood", "CustomMetric", "np"]
+           "NegativeLogLikelihood", "CustomMetric", "np", "PCC", "Torch", "Caffe", "register", "alias"]
 
 _REGISTRY: dict[str, type] = {}
 
 
 def _register(*names):
+    """Registers a metric class under its lower-cased class name and the aliases `names`
+    (the names `create` accepts)."""
     def deco(cls):
-        for n in names:
+        for n in (cls.__name__.lower(),) + names:
             _REGISTRY[n] = cls
         return cls
     return deco
+
+
+def register(klass):
+    """MXNet's `mx.metric.register`: makes `create` accept the lower-cased class name."""
+    return _register()(klass)
+
+
+def alias(*aliases):
+    """MXNet's `mx.metric.alias`: a decorator registering a metric class under `aliases`."""
+    return _register(*aliases)
 
 
 def _np(x) -> numpy.ndarray:
@@ -48,11 +60,19 @@ class EvalMetric:
         self.name = str(name)
         self.output_names = output_names
         self.label_names = label_names
+        self._has_global_stats = kwargs.pop("has_global_stats", False)
         self._kwargs = kwargs
         self.reset()
 
     def __str__(self):
         return f"EvalMetric: {dict(self.get_name_value())}"
+
+    def get_config(self):
+        """The constructor arguments: `create(**config)` (with 'metric' the class name) remakes it."""
+        config = self._kwargs.copy()
+        config.update({"metric": type(self).__name__, "name": self.name, "output_names": self.output_names,
+                       "label_names": self.label_names})
+        return config
 
     def update_dict(self, label, pred):
         preds = [pred[n] for n in self.output_names] if self.output_names is not None else list(pred.values())
@@ -88,6 +108,13 @@ class EvalMetric:
             name, value = [name], [value]
         return list(zip(name, value))
 
+    def get_global_name_value(self):
+        """(name, value) pairs of the statistics since the last `reset` (not `reset_local`)."""
+        name, value = self.get_global()
+        if not isinstance(name, list):
+            name, value = [name], [value]
+        return list(zip(name, value))
+
     def _add(self, metric, n):
         self.sum_metric += metric
         self.global_sum_metric += metric
@@ -100,7 +127,7 @@ class Accuracy(EvalMetric):
     """Fraction of predictions (argmax over `axis`, or given class ids) equal to the label."""
 
     def __init__(self, axis=1, name="accuracy", output_names=None, label_names=None):
-        super().__init__(name, output_names, label_names)
+        super().__init__(name, output_names, label_names, axis=axis)
         self.axis = axis
 
     def update(self, labels, preds):
@@ -118,7 +145,7 @@ class Accuracy(EvalMetric):
 @_register("top_k_accuracy", "top_k_acc")
 class TopKAccuracy(EvalMetric):
     def __init__(self, top_k=1, name="top_k_accuracy", output_names=None, label_names=None):
-        super().__init__(name, output_names, label_names)
+        super().__init__(name, output_names, label_names, top_k=top_k)
         if top_k <= 1:
             raise MXNetError("TopKAccuracy: use Accuracy for top_k <= 1")
         self.top_k = top_k
@@ -180,7 +207,7 @@ class CrossEntropy(EvalMetric):
     """Mean of -log p[label] over instances."""
 
     def __init__(self, eps=1e-12, name="cross-entropy", output_names=None, label_names=None):
-        super().__init__(name, output_names, label_names)
+        super().__init__(name, output_names, label_names, eps=eps)
         self.eps = eps
 
     def update(self, labels, preds):
@@ -243,6 +270,22 @@ class Loss(EvalMetric):
             self._add(float(p.sum()), p.size)
 
 
+@_register()
+class Torch(Loss):
+    """The mean of the outputs of a Torch criterion (a Loss metric named 'torch')."""
+
+    def __init__(self, name="torch", output_names=None, label_names=None):
+        super().__init__(name, output_names=output_names, label_names=label_names)
+
+
+@_register()
+class Caffe(Loss):
+    """The mean of the outputs of a Caffe loss layer (a Loss metric named 'caffe')."""
+
+    def __init__(self, name="caffe", output_names=None, label_names=None):
+        super().__init__(name, output_names=output_names, label_names=label_names)
+
+
 @_register("composite")
 class CompositeEvalMetric(EvalMetric):
     """Several metrics updated together."""
@@ -262,13 +305,42 @@ class CompositeEvalMetric(EvalMetric):
         for m in getattr(self, "metrics", []):
             m.reset()
 
-    def get(self):
-        names, values = [], []
+    def get_metric(self, index):
+        """The child metric at `index`."""
+        if not -len(self.metrics) <= index < len(self.metrics):
+            raise MXNetValueError(f"Metric index {index} is out of range 0 and {len(self.metrics)}")
+        return self.metrics[index]
+
+    def update_dict(self, labels, preds):
+        if self.label_names is not None:
+            labels = {k: v for k, v in labels.items() if k in self.label_names}
+        if self.output_names is not None:
+            preds = {k: v for k, v in preds.items() if k in self.output_names}
         for m in self.metrics:
-            n, v = m.get()
+            m.update_dict(labels, preds)
+
+    def reset_local(self):
+        for m in self.metrics:
+            m.reset_local()
+
+    @staticmethod
+    def _gather(pairs):
+        names, values = [], []
+        for n, v in pairs:
             names.extend(n if isinstance(n, list) else [n])
             values.extend(v if isinstance(v, list) else [v])
         return names, values
+
+    def get(self):
+        return self._gather(m.get() for m in self.metrics)
+
+    def get_global(self):
+        return self._gather(m.get_global() for m in self.metrics)
+
+    def get_config(self):
+        config = super().get_config()
+        config["metrics"] = [m.get_config() for m in self.metrics]
+        return config
 
 
 def create(metric, *args, **kwargs) -> EvalMetric:
@@ -428,6 +500,68 @@ class MCC(_BinaryMetric):
 
     def _global(self):
         return self.metrics.matthewscc(use_global=True)
+
+
+@_register()
+class PCC(EvalMetric):
+    """The multiclass Matthews correlation coefficient (Gorodkin's R_K) of the confusion matrix C
+    (rows: predicted class, columns: true class) accumulated over updates:
+        (n * trace(C) - sum_k x_k y_k) / sqrt((n^2 - sum_k x_k^2) (n^2 - sum_k y_k^2)),
+    with x, y the row and column sums and n the count; NaN when either factor is 0. Predictions
+    are class scores (argmax along axis 1) or class ids; the matrix grows with the classes seen.
+    `get()` covers the updates since `reset_local`, `get_global()` those since `reset`."""
+
+    def __init__(self, name="pcc", output_names=None, label_names=None, has_global_stats=True):
+        self.k = 2
+        super().__init__(name, output_names=output_names, label_names=label_names,
+                         has_global_stats=has_global_stats)
+
+    @staticmethod
+    def _mcc(cmat) -> float:
+        n = cmat.sum()
+        x, y = cmat.sum(axis=1), cmat.sum(axis=0)
+        cov_xx, cov_yy = numpy.sum(x * (n - x)), numpy.sum(y * (n - y))
+        if cov_xx == 0 or cov_yy == 0:
+            return float("nan")
+        cov_xy = numpy.sum(cmat.diagonal() * n - x * y)
+        return float(cov_xy / math.sqrt(cov_xx * cov_yy))
+
+    def _grow(self, k):
+        pad = ((0, k - self.k), (0, k - self.k))
+        self.lcm = numpy.pad(self.lcm, pad)
+        self.gcm = numpy.pad(self.gcm, pad)
+        self.k = k
+
+    def update(self, labels, preds):
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred in zip(labels, preds):
+            label, pred = _np(label).astype("int64"), _np(pred)
+            pred = pred.argmax(axis=1) if pred.shape != label.shape else pred.astype("int64")
+            label, pred = label.ravel(), pred.ravel()
+            check_label_shapes(label, pred, shape=True)
+            if max(pred.max(), label.max()) >= self.k:
+                self._grow(int(max(pred.max(), label.max())) + 1)
+            batch = numpy.zeros((self.k, self.k))
+            numpy.add.at(batch, (pred, label), 1)
+            self.lcm += batch
+            self.gcm += batch
+        self.num_inst += 1
+        self.global_num_inst += 1
+
+    def get(self):
+        return self.name, (self._mcc(self.lcm) if self.num_inst else float("nan"))
+
+    def get_global(self):
+        return self.name, (self._mcc(self.gcm) if self.global_num_inst else float("nan"))
+
+    def reset(self):
+        self.global_num_inst = 0
+        self.gcm = numpy.zeros((self.k, self.k))
+        self.reset_local()
+
+    def reset_local(self):
+        self.num_inst = 0
+        self.lcm = numpy.zeros((self.k, self.k))
 
 
 @_register("pearsonr", "pearsoncorrelation")

@@ -23,7 +23,7 @@ from .base import MXNetError
 
 __all__ = ["set_np_shape", "is_np_shape", "np_shape", "use_np_shape", "set_np_array", "is_np_array",
            "np_array", "use_np_array", "use_np", "set_np", "reset_np", "getenv", "setenv", "makedirs",
-           "get_gpu_count", "set_module"]
+           "get_gpu_count", "get_gpu_memory", "set_module"]
 
 _state = threading.local()
 
@@ -159,6 +159,12 @@ def get_gpu_count() -> int:
     """Number of visible GPUs."""
     from .context import num_gpus
     return num_gpus()
+
+
+def get_gpu_memory(gpu_dev_id: int) -> tuple:
+    """(free, total) bytes of memory on GPU `gpu_dev_id` (MXNetError when it is absent)."""
+    from .context import gpu_memory_info
+    return gpu_memory_info(gpu_dev_id)
 
 
 def set_module(module):

@@ -110,3 +110,68 @@ def test_perplexity_along_another_axis_and_bad_shapes():
     assert m.get()[1] == pytest.approx(math.exp(-(math.log(0.9) + math.log(0.5)) / 2), rel=1e-6)
     with pytest.raises(mx.MXNetError, match="perplexity"):
         m.update([nd.array([0, 1, 1])], [nd.array(p)])
+
+
+def _sklearn_style_multiclass_mcc(labels, preds, k):
+    """The multiclass MCC straight from its definition over the confusion matrix (rows predicted)."""
+    c = np.zeros((k, k))
+    for p, t in zip(preds, labels):
+        c[p, t] += 1
+    n = c.sum()
+    cov = lambda a, b: sum(np.dot(a[:, i] - a[:, i].mean(), b[:, i] - b[:, i].mean()) for i in range(k))
+    onehot_p, onehot_t = np.eye(k)[preds], np.eye(k)[labels]
+    assert n == len(labels)
+    return cov(onehot_p, onehot_t) / math.sqrt(cov(onehot_p, onehot_p) * cov(onehot_t, onehot_t))
+
+
+def test_pcc_is_mcc_on_two_classes_and_the_multiclass_correlation_beyond():
+    pcc, mcc = mx.metric.create("pcc"), mx.metric.MCC()
+    pcc.update([nd.array(LABELS)], [_scores(PREDS)])
+    mcc.update([nd.array(LABELS)], [_scores(PREDS)])
+    assert pcc.get() == ("pcc", pytest.approx(mcc.get()[1]))
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 4, 50)
+    preds = np.where(rng.random(50) < 0.6, labels, rng.integers(0, 4, 50))
+    scores = np.eye(4, dtype=np.float32)[preds] + 0.01
+    pcc = mx.metric.PCC()
+    pcc.update([nd.array(labels[:20])], [nd.array(scores[:20])])   # the matrix grows to 4 classes
+    pcc.update([nd.array(labels[20:])], [nd.array(preds[20:])])    # class ids are taken as they are
+    want = _sklearn_style_multiclass_mcc(labels, preds, 4)
+    assert pcc.get()[1] == pytest.approx(want)
+    pcc.reset_local()
+    assert math.isnan(pcc.get()[1]) and pcc.get_global()[1] == pytest.approx(want)
+    pcc.reset()
+    assert math.isnan(pcc.get_global()[1])
+
+
+def test_torch_caffe_loss_metrics_config_and_global_values():
+    for cls, name in ((mx.metric.Torch, "torch"), (mx.metric.Caffe, "caffe")):
+        m = mx.metric.create(name)
+        assert isinstance(m, cls) and isinstance(m, mx.metric.Loss)
+        m.update(None, [nd.array([1.0, 3.0])])
+        assert m.get() == (name, 2.0)
+    acc = mx.metric.Accuracy(axis=1, name="acc1")
+    config = acc.get_config()
+    assert config == {"axis": 1, "metric": "Accuracy", "name": "acc1", "output_names": None, "label_names": None}
+    again = mx.metric.create(**config)
+    assert isinstance(again, mx.metric.Accuracy) and again.name == "acc1"
+    comp = mx.metric.create(["acc", "f1"])
+    assert [c["metric"] for c in comp.get_config()["metrics"]] == ["Accuracy", "F1"]
+    assert isinstance(comp.get_metric(1), mx.metric.F1)
+    comp.update([nd.array([1, 0])], [nd.array([[0.0, 1.0], [0.0, 1.0]])])
+    comp.reset_local()
+    assert comp.get_global_name_value() == [("accuracy", 0.5), ("f1", pytest.approx(2 / 3))]
+    assert all(math.isnan(v) for _, v in comp.get_name_value())
+    assert isinstance(mx.metric.create("topkaccuracy", top_k=2), mx.metric.TopKAccuracy)
+
+    @mx.metric.register
+    @mx.metric.alias("always_one")
+    class AlwaysOne(mx.metric.EvalMetric):
+        def __init__(self, name="one"):
+            super().__init__(name)
+
+        def update(self, labels, preds):
+            self.sum_metric, self.num_inst = 1.0, 1
+
+    assert isinstance(mx.metric.create("always_one"), AlwaysOne)
+    assert isinstance(mx.metric.create("alwaysone"), AlwaysOne)

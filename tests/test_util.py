@@ -105,3 +105,15 @@ def test_feature_indices_follow_the_list():
                 "DIST_KVSTORE", "CXX14", "INT64_TENSOR_SIZE", "SIGNAL_HANDLER", "DEBUG", "TVM_OP"}
     assert expected <= {f.name for f in features}     # MXNet 1.9.1's names, all present
     assert repr(features[0]) in ("✔ CUDA", "✖ CUDA")
+
+
+def test_gpu_memory_queries():
+    n = util.get_gpu_count()
+    assert n == mx.context.num_gpus()
+    with pytest.raises(mx.base.MXNetError, match=f"no GPU {n}"):
+        util.get_gpu_memory(n)
+    with pytest.raises(mx.base.MXNetError, match="no GPU"):
+        mx.context.gpu_memory_info(-1)
+    for dev in range(n):
+        free, total = mx.context.gpu_memory_info(dev)
+        assert 0 < free <= total and util.get_gpu_memory(dev)[1] == total

@@ -542,9 +542,13 @@ class Module(StoredNamesAndShapes, BaseModule):
     # ---- checkpoints --------------------------------------------------------------------------------
     def save_checkpoint(self, prefix, epoch, save_optimizer_states=False, remove_amp_cast=True):
         self._symbol.save(f"{prefix}-symbol.json")
-        self.save_params(f"{prefix}-{epoch:04d}.params")
+        param_name = f"{prefix}-{epoch:04d}.params"
+        self.save_params(param_name)
+        logging.info('Saved checkpoint to "%s"', param_name)
         if save_optimizer_states:
-            self.save_optimizer_states(f"{prefix}-{epoch:04d}.states")
+            state_name = f"{prefix}-{epoch:04d}.states"
+            self.save_optimizer_states(state_name)
+            logging.info('Saved optimizer state to "%s"', state_name)
 
     def save_optimizer_states(self, fname):
         """Write the optimizer states (the store's when it applies the updates) to `fname`."""
@@ -585,7 +589,9 @@ def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params, remove_amp_ca
         symbol.save(f"{prefix}-symbol.json")
     save = {f"arg:{k}": v for k, v in arg_params.items()}
     save.update({f"aux:{k}": v for k, v in aux_params.items()})
-    nd.save(f"{prefix}-{epoch:04d}.params", save)
+    param_name = f"{prefix}-{epoch:04d}.params"
+    nd.save(param_name, save)
+    logging.info('Saved checkpoint to "%s"', param_name)
 
 
 def load_checkpoint(prefix, epoch):

@@ -1,7 +1,7 @@
 """Multi-tensor optimizer operators of MXNet 1.9.1: `multi_sgd_update` and its momentum,
 mixed-precision and preloaded variants, `multi_sum_sq`, `multi_lars`, the mixed-precision LAMB
-phases with `_multi_lamb_update` / `_multi_mp_lamb_update`, the mixed-precision and multi-tensor
-AdamW updates, and `reset_arrays`.
+phases with `_multi_lamb_update` / `_multi_mp_lamb_update`, and the mixed-precision and
+multi-tensor AdamW updates (`reset_arrays` lives with the value checks in `checks`).
 
 A multi-tensor update applies one single-tensor update op (`optimizer_ops`) to each of
 `num_weights` groups of inputs, interleaved as MXNet orders them (weight_0, grad_0[, mom_0]
@@ -241,30 +241,6 @@ class MultiLARS(Op):
         with np.errstate(all="ignore"):
             lars = lrs * attrs["eta"] * w_norm / (np.sqrt(g2) * attrs["rescale_grad"] + wds * w_norm + attrs["eps"])
         return [np.where(valid, lars, lrs).astype(np.float32)]
-
-
-@register("reset_arrays")
-class ResetArrays(Op):
-    """Sets each of `num_arrays` arrays to zero in place (no outputs)."""
-    params = {"num_arrays": Param(Int)}
-    differentiable = False
-    outputs = ()
-    mutate_inputs = ("<all>",)
-
-    def input_names(self, attrs):
-        return [f"array_{i}" for i in range(_count(self.name, attrs, "num_arrays"))]
-
-    def state_targets(self, attrs):
-        return self.input_names(attrs)
-
-    def infer_shape(self, attrs, in_shapes):
-        return list(in_shapes), []
-
-    def infer_type(self, attrs, in_types):
-        return list(in_types), []
-
-    def compute(self, attrs, inputs, ctx):
-        return [np.zeros_like(x) for x in inputs]
 
 
 # ------------------------------------------------------------------------------------------
