@@ -264,6 +264,9 @@ class FailedOutput(NDArray):
 
     asnumpy = asscalar = wait_to_read = __array__ = _fail
 
+    def __repr__(self):
+        return f"<FailedOutput {'x'.join(map(str, self.shape))} @{self.context}: {self._error}>"
+
 
 class Executor:
     """A bound symbol: arrays in, forward/backward out (MXNet 1.x Executor API)."""

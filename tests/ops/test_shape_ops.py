@@ -315,7 +315,6 @@ def test_broadcast_like():
     ((2, 3), (2,), (2, 6)),
     ((2, 2), (2, 2, 3), (2, 4, 6)),
     ((3,), (), (3,)),
-    ((2, 3), (0, 2), (0, 6)),
 ])
 def test_tile(shape, reps, expected):
     x = rand(*shape)
@@ -327,6 +326,7 @@ def test_tile(shape, reps, expected):
         assert y[idx] == xe[tuple(i % d for i, d in zip(idx, xe.shape))]
     assert infer("tile", [shape], reps=reps)[1] == [expected]
     check_op_gradient("tile", [x], {"reps": reps})
+
 
 
 def test_tile_errors_and_partial():
