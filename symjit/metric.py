@@ -220,15 +220,39 @@ class CrossEntropy(EvalMetric):
 
 
 @_register("perplexity")
-class Perplexity(CrossEntropy):
+class Perplexity(EvalMetric):
+    """exp of the mean negative log-probability of the labels: the probability of each label is
+    picked from `pred` along `axis` (label indices clipped into range, as `pick` does), floored at
+    1e-10; labels equal to `ignore_label` count neither in the sum nor in the instances."""
+
     def __init__(self, ignore_label=None, axis=-1, name="perplexity", output_names=None, label_names=None):
-        super().__init__(1e-12, name, output_names, label_names)
+        super().__init__(name, output_names, label_names, ignore_label=ignore_label, axis=axis)
         self.ignore_label = ignore_label
+        self.axis = axis
+
+    def update(self, labels, preds):
+        if len(labels) != len(preds):
+            raise MXNetValueError(f"Perplexity: {len(labels)} labels for {len(preds)} predictions")
+        for label, pred in zip(labels, preds):
+            label, pred = _np(label), _np(pred)
+            if label.size * pred.shape[self.axis] != pred.size:
+                raise MXNetValueError(f"Perplexity: shape mismatch: {label.shape} vs. {pred.shape}")
+            classes = numpy.moveaxis(pred, self.axis, -1).reshape(-1, pred.shape[self.axis])
+            index = numpy.clip(label.ravel().astype(numpy.int64), 0, classes.shape[1] - 1)
+            prob = classes[numpy.arange(index.size), index]
+            keep = numpy.ones(index.size, bool) if self.ignore_label is None else label.ravel() != self.ignore_label
+            loss = float(-numpy.log(numpy.maximum(1e-10, prob[keep])).sum())
+            self._add(loss, int(keep.sum()))
 
     def get(self):
         if self.num_inst == 0:
             return self.name, float("nan")
-        return self.name, float(numpy.exp(self.sum_metric / self.num_inst))
+        return self.name, math.exp(self.sum_metric / self.num_inst)
+
+    def get_global(self):
+        if self.global_num_inst == 0:
+            return self.name, float("nan")
+        return self.name, math.exp(self.global_sum_metric / self.global_num_inst)
 
 
 @_register("loss")
