@@ -7,6 +7,9 @@ Dense 5000 on every step, sequence 35, batch 32 (TNC), softmax cross-entropy (lo
 hybridized), `Trainer` SGD lr 0.1; the network hybridized. After warm-up steps (which compile),
 rounds of `--steps` steps alternate between the two networks (order reversed every round);
 each figure is the median over rounds and the ratio the median of the rounds' paired ratios.
+Also printed: the process CPU time per step (all threads; with `--threads 1` a figure that
+other load on the machine inflates far less than wall time, so use it to compare changes on
+a busy machine; with more threads it includes the pool's spinning).
 MXNet 1.9.1 is not installed here; its figure (130 ms on the 2-core development machine,
 issue 24) is quoted, not measured.
 
@@ -19,6 +22,7 @@ import argparse
 import os
 import statistics
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -39,6 +43,18 @@ def build(native: bool, x, y, warmup: int):
     return step
 
 
+def with_cpu_time(step):
+    """(step, cpu seconds of each call): the step wrapped to record the process CPU time."""
+    cpu: list = []
+
+    def timed():
+        c0 = time.process_time()
+        loss = step()
+        cpu.append(time.process_time() - c0)
+        return loss
+    return timed, cpu
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=2)
@@ -51,9 +67,10 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     set_threads(args.threads)
     x, y = make_data("lstm")
-    steps = {"native-rnn": build(True, x, y, args.warmup)}
+    steps, cpu = {}, {}
+    steps["native-rnn"], cpu["native-rnn"] = with_cpu_time(build(True, x, y, args.warmup))
     if not args.no_baseline:
-        steps["numpy-rnn"] = build(False, x, y, args.warmup)
+        steps["numpy-rnn"], cpu["numpy-rnn"] = with_cpu_time(build(False, x, y, args.warmup))
     times, losses = alternate(steps, args.rounds, args.steps, 0)
     print(f"== lstm LM training step: median ms/step over {args.rounds} rounds of {args.steps} steps "
           f"({args.threads} threads)")
@@ -63,12 +80,13 @@ def main(argv=None) -> None:
             f"native/{k} {statistics.median(b / t for b, t in zip(base, ts)):5.3f} (paired)"
         ok = "falls" if losses[k][-1] < losses[k][0] else "DOES NOT FALL"
         print(f"  {k:11s} {statistics.median(ts) * 1e3:9.2f} ms  {ratio:32s} "
-              f"loss {losses[k][0]:.4f} -> {losses[k][-1]:.4f} ({ok})")
+              f"cpu {statistics.median(cpu[k]) * 1e3:8.2f} ms  loss {losses[k][0]:.4f} -> {losses[k][-1]:.4f} ({ok})")
     lo, hi = MXNET_191_MS["lstm"]
     print(f"  mxnet-1.9.1 {lo:.0f} ms  quoted (issue 24, measured separately): native/mxnet "
           f"{statistics.median(base) * 1e3 / lo:.2f}")
     if args.profile:
         profile_symjit("lstm", steps["native-rnn"], args)
+    print(f"  (load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
 
 
 if __name__ == "__main__":

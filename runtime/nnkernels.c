@@ -52,3 +52,4 @@
 #include "nn/embedding.c"
 #include "nn/blocked.c"
 #include "nn/rnn.c"
+#include "nn/sparse.c"

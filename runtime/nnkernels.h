@@ -219,4 +219,11 @@ NN_API void symjit_nn_rnn_bwd(const symjit_rnn_desc *d, const float *x, const fl
                               const float *dhy, const float *dcy, float *dx, float *dparams, float *dh0,
                               float *dc0);
 
+/* ---- sparse (CSR) products (kind: value dtype, 0 float32, 1 float64; int64 indices) ---- */
+NN_API void symjit_nn_csr_dense(int64_t rows, int64_t k, int64_t kind, const void *data, const int64_t *indices,
+                                const int64_t *indptr, const void *dense, void *out);
+NN_API void symjit_nn_csrt_dense(int64_t rows, int64_t k, int64_t out_rows, int64_t kind, const void *data,
+                                 const int64_t *indices, const int64_t *indptr, const int64_t *slot,
+                                 const void *dense, void *out);
+
 #endif

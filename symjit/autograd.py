@@ -288,6 +288,10 @@ def backward(heads, head_grads=None, retain_graph: bool = False, train_mode: boo
             if var._grad_req == "write":
                 var._grad._data[...] = 0
             continue
+        if var._grad._is_sparse:
+            from .ndarray.sparse_ops import assign_gradient
+            if assign_gradient(var._grad, g, var._grad_req):
+                continue
         if var._grad_req == "add":
             var._grad._data[...] += g._data
         elif g._data is not var._grad._data:  # else written in place by the node's backward

@@ -6,6 +6,8 @@ name, the argument and expected-versus-actual values in its message.
 """
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
 __all__ = ["MXNetError", "MXNetValueError", "MXNetTypeError", "MXNetIndexError", "NotImplementedForSymbol", "NotSupportedForSparseNDArray", "mx_real_t", "numeric_types",
@@ -82,6 +84,14 @@ DTYPE_NAMES = {
 }
 
 
+def _numpy_dtype_name(spelling: str) -> str | None:
+    """The name numpy gives the dtype spelt `spelling`, None when numpy does not know it."""
+    try:
+        return np.dtype(spelling).name
+    except TypeError:
+        return None
+
+
 def canonical_dtype(dtype) -> type:
     """Return the numpy scalar type (e.g. `np.float32`) for any dtype spelling.
 
@@ -94,6 +104,9 @@ def canonical_dtype(dtype) -> type:
         key = dtype.strip().strip("'\"")
         if key in DTYPE_NAMES:
             return DTYPE_NAMES[key]
+        alias = _numpy_dtype_name(key)   # numpy's other spellings: 'half', 'double', 'f4', ...
+        if alias in DTYPE_NAMES:
+            return DTYPE_NAMES[alias]
         raise MXNetError(f"unknown dtype {dtype!r}; expected one of {sorted(DTYPE_NAMES)}")
     if dtype is float:
         return np.float64
@@ -123,3 +136,9 @@ def real_array(value, what: str) -> np.ndarray:
         raise MXNetError(f"{what}: complex values ({data.dtype.name}) are not supported (MXNet has "
                          "no complex dtype); pass the real and imaginary parts as separate arrays")
     return data
+
+
+#: MXNet's C handle of an NDArray. A symjit NDArray converts to one (`ctypes.cast(arr,
+#: NDArrayHandle)`, through `NDArray._as_parameter_`) and `NDArray(handle)` is that array again,
+#: the way MXNet's executor monitor callbacks hand arrays over
+NDArrayHandle = ctypes.c_void_p

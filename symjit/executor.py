@@ -25,6 +25,7 @@ from .ir.verify import verify
 from .native import backend_choice, native_runtime
 from .passes.autodiff import GRAD_REQS, autodiff
 from .passes.infer import infer_types
+from .ndarray.ndarray import NDArray
 from .ndarray.write_guard import writable
 
 __all__ = ["Executor", "select_backend", "Backend", "InterpreterBackend", "LLVMBackend"]
@@ -59,6 +60,78 @@ class LLVMBackend(Backend):
         return compile_for_executor(graph)
 
 
+#: a graph whose values hold at most this many elements in all is "small": interpreting it once
+#: costs far less than compiling it natively (tens of milliseconds of LLVM per graph)
+SMALL_GRAPH_ELEMENTS = 1 << 16
+
+
+def interpreted_calls() -> int:
+    """How many first calls of a small graph run on the reference interpreter before it is
+    compiled (`SYMJIT_JIT_AFTER`, default 1; 0 compiles on the first call)."""
+    raw = os.environ.get("SYMJIT_JIT_AFTER", "1").strip()
+    try:
+        n = int(raw)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise MXNetError(f"SYMJIT_JIT_AFTER={raw!r} must be a non-negative integer")
+    return n
+
+
+def _graph_elements(graph: Graph) -> int:
+    total = 0
+    for v in graph.values():
+        n = 1
+        for d in v.type.shape or ():
+            n *= int(d)
+        total += n
+    return total
+
+
+class TieredFunction:
+    """A graph's run function that starts on the reference interpreter and moves to `compiled`
+    (a backend's function, built lazily) after `interpret` calls. An executor bound and run
+    once (one of many shapes in a sweep, a one-off evaluation) then never pays for a native
+    compile that costs far more than interpreting it; a hot one is native from its next call.
+
+    Invariant: results do not depend on the tier (the interpreter is the reference the native
+    code is tested against); graphs with random ops never start interpreted, so that one
+    seeded stream feeds every call of an executor."""
+
+    def __init__(self, graph: Graph, compiled: Callable[..., RunResult], interpret: int):
+        self._graph = graph
+        self._compiled = compiled
+        self._left = interpret
+
+    @property
+    def interpreting(self) -> bool:
+        return self._left > 0
+
+    def __call__(self, feeds, is_train: bool = False, keep=(), **kwargs) -> RunResult:
+        if self._left > 0:
+            self._left -= 1
+            return run(self._graph, feeds, is_train=is_train, keep=keep)
+        return self._compiled(feeds, is_train=is_train, keep=keep, **kwargs)
+
+    def __getattr__(self, name):
+        # native entry points (`fast`, `accepts_out`, ...) are offered only once native code runs
+        if name in ("fast", "accepts_out") and self._left > 0:
+            raise AttributeError(name)
+        return getattr(self._compiled, name)
+
+
+def _compile(backend: Backend, graph: Graph) -> Callable[..., RunResult]:
+    """`backend.compile(graph)`, tiered (see TieredFunction) for small graphs without random
+    ops when the backend is native."""
+    fn = backend.compile(graph)
+    if isinstance(backend, InterpreterBackend) or any(n.op.is_random for n in graph.nodes):
+        return fn
+    interpret = interpreted_calls()
+    if interpret and _graph_elements(graph) <= SMALL_GRAPH_ELEMENTS:
+        return TieredFunction(graph, fn, interpret)
+    return fn
+
+
 def select_backend() -> Backend:
     """The execution backend: the one place the choice is made.
 
@@ -70,6 +143,48 @@ def select_backend() -> Backend:
         return InterpreterBackend()
     native_runtime()
     return LLVMBackend()
+
+
+def group_contexts(symbol, names, ctx: Context, group2ctx) -> list:
+    """The context of each input in `names` under MXNet's model parallelism: an input whose
+    variable carries a `ctx_group` attribute (set with `AttrScope(ctx_group=...)`) lives on
+    `group2ctx[group]`, every other one on `ctx`."""
+    if not group2ctx:
+        return [ctx] * len(names)
+    attrs = symbol.attr_dict()
+    out = []
+    for name in names:
+        group = attrs.get(name, {}).get("__ctx_group__")
+        place = group2ctx.get(group, ctx) if group is not None else ctx
+        if not isinstance(place, Context):
+            raise MXNetError(f"group2ctx[{group!r}] must be a Context, got {type(place).__name__}")
+        out.append(place)
+    return out
+
+
+#: MXNet's storage type ids, as a variable's `__storage_type__` attribute may hold them
+_STYPE_BY_ID = {"-1": "default", "0": "default", "1": "row_sparse", "2": "csr"}
+
+
+def storage_types(symbol, names, stype_dict=None) -> list:
+    """The storage type of each input in `names`: `stype_dict[name]` when given, else its
+    variable's `stype` (the `__storage_type__` attribute, by MXNet's id or name), else 'default'."""
+    attrs = symbol.attr_dict()
+    out = []
+    for name in names:
+        st = (stype_dict or {}).get(name) or attrs.get(name, {}).get("__storage_type__", "default")
+        st = _STYPE_BY_ID.get(str(st), str(st))
+        if st not in ("default", "row_sparse", "csr"):
+            raise MXNetError(f"bind: unknown storage type {st!r} for {name!r}; expected default, "
+                             "row_sparse or csr")
+        out.append(st)
+    return out
+
+
+def gradient_storage(stype: str) -> str:
+    """The storage of the gradient of an input of storage `stype`: row_sparse for a row_sparse
+    weight (what MXNet's storage inference gives for dot and the sparse embeddings), else dense."""
+    return "row_sparse" if stype == "row_sparse" else "default"
 
 
 def _ctx(ctx) -> Context:
@@ -89,9 +204,7 @@ def _as_list(what: str, names: Sequence[str], given, allow_missing: bool) -> lis
     if given is None:
         return [None] * len(names)
     if isinstance(given, Mapping):
-        extra = set(given) - set(names)
-        if extra:
-            raise MXNetError(f"bind: {what} has unknown names {sorted(extra)}; expected {list(names)}")
+        # names that are not arguments are ignored, as MXNet does (a dict may serve several symbols)
         out = [given.get(n) for n in names]
         if not allow_missing:
             missing = [n for n, a in zip(names, out) if a is None]
@@ -117,10 +230,7 @@ def _resized(old, shape, ctx):
 def _grad_reqs(names: Sequence[str], grad_req) -> list[str]:
     if isinstance(grad_req, str):
         reqs = [grad_req] * len(names)
-    elif isinstance(grad_req, Mapping):
-        extra = set(grad_req) - set(names)
-        if extra:
-            raise MXNetError(f"bind: grad_req has unknown names {sorted(extra)}")
+    elif isinstance(grad_req, Mapping):   # unlisted arguments: 'null'; unknown names ignored (MXNet)
         reqs = [grad_req.get(n, "null") for n in names]
     else:
         reqs = list(grad_req)
@@ -130,6 +240,29 @@ def _grad_reqs(names: Sequence[str], grad_req) -> list[str]:
         if r not in GRAD_REQS:
             raise MXNetError(f"bind: grad_req for {n!r} must be one of {GRAD_REQS}, got {r!r}")
     return reqs
+
+
+def _zero_size_allowed(graph: Graph) -> bool:
+    """Whether values of unknown static shape are zero-size arrays rather than missing
+    information: under NumPy shape semantics (`mx.np_shape()`) a 0 dim is a real size, which the
+    IR's types (0 = unknown dim) do not express; every dtype must still be known."""
+    from .util import is_np_shape
+    return is_np_shape() and all(v.type.dtype is not None and v.type.shape is not None for v in graph.values())
+
+
+class FailedOutput(NDArray):
+    """An output of a forward that failed: reading its values raises the error of the op that
+    failed (MXNet runs ops asynchronously, so their errors surface where the output is read)."""
+    __slots__ = ("_error",)
+
+    def __init__(self, data: np.ndarray, ctx: Context, error: MXNetError):
+        super().__init__(data, ctx)
+        self._error = error
+
+    def _fail(self, *args, **kwargs):
+        raise self._error.with_traceback(None)
+
+    asnumpy = asscalar = wait_to_read = __array__ = _fail
 
 
 class Executor:
@@ -159,18 +292,20 @@ class Executor:
         for n, a, g in zip(self._arg_names, self.arg_arrays, self.grad_arrays):
             if g is not None and g.shape != a.shape:
                 raise MXNetError(f"bind: gradient array for {n!r} has shape {g.shape}, the argument {a.shape}")
-        graph, _ = lower(symbol, device=str(ctx))
         shapes = {n: a.shape for n, a in zip(self._arg_names + self._aux_names, self.arg_arrays + self.aux_arrays)}
         dtypes = {n: np.dtype(a.dtype).name for n, a in zip(self._arg_names + self._aux_names,
                                                            self.arg_arrays + self.aux_arrays)}
+        graph, _ = lower(symbol, device=str(ctx), input_dtypes=dtypes)
         graph, _ = infer_types(graph, shapes=shapes, dtypes=dtypes)
         unknown = [f"%{v.name}" for v in graph.values() if not v.type.known]
-        if unknown:
+        if unknown and not _zero_size_allowed(graph):
             raise MXNetError(f"bind: cannot infer the type of {unknown[:8]} from the bound arrays")
         verify(graph)
         self._graph = graph
-        self._backend = select_backend()
-        self._forward_fn = self._backend.compile(graph)
+        # zero-size values (NumPy shape semantics) have no static shape: the reference
+        # interpreter runs them, every op computing its shape from its inputs
+        self._backend = InterpreterBackend() if unknown else select_backend()
+        self._forward_fn = _compile(self._backend, graph)
         self._backward_graph = None
         self._bstats = None
         if any(r != "null" for r in self._grad_reqs):
@@ -179,7 +314,7 @@ class Executor:
             bwd, stats = autodiff(graph, wrt, reqs)
             verify(bwd)
             self._backward_graph, self._bstats = bwd, stats
-            self._backward_fn = self._backend.compile(bwd)
+            self._backward_fn = _compile(self._backend, bwd)
         self._saved: dict | None = None
         self.outputs = [nd.zeros(v.type.shape, ctx, v.type.dtype) for v in graph.outputs]
         self._fast_io = None  # (input buffers, output buffers, names) of the inference fast path
@@ -202,13 +337,20 @@ class Executor:
         return cls(symbol, ctx, arg_arrays, grad_arrays, reqs, aux_arrays)
 
     @classmethod
-    def simple_bind(cls, symbol, ctx, grad_req="write", type_dict=None, **shapes) -> "Executor":
-        """Allocate zero-filled arrays of the shapes (and dtypes) inferred from `shapes`."""
+    def simple_bind(cls, symbol, ctx, grad_req="write", type_dict=None, group2ctx=None, stype_dict=None,
+                    **shapes) -> "Executor":
+        """Allocate zero-filled arrays of the shapes (and dtypes) inferred from `shapes`, each
+        on its `group2ctx` context (`group_contexts`) in its storage type (`storage_types`)."""
         from . import ndarray as nd
         from .symbol.lower import lower
         ctx = _ctx(ctx)
+        # only tuple (or list) values are shapes; MXNet ignores other keyword arguments (force_rebind=...)
+        shapes = {k: v for k, v in shapes.items() if isinstance(v, (tuple, list))}
         graph, _ = lower(symbol, device=str(ctx))
         known_inputs = {v.name for v in graph.inputs}
+        # MXNet reads only tuple values as shapes and ignores any other keyword (an op's
+        # attribute passed along, `axis=0`)
+        shapes = {k: v for k, v in shapes.items() if isinstance(v, (tuple, list))}
         for k in list(shapes) + list(type_dict or {}):
             if k not in known_inputs:
                 raise MXNetError(f"simple_bind: {k!r} is not an input of the symbol; inputs are {sorted(known_inputs)}")
@@ -223,12 +365,17 @@ class Executor:
             raise MXNetError(f"simple_bind: cannot infer the shapes of {missing}; give their shapes "
                              f"(given: {shapes})")
 
-        def alloc(t: TensorType):
-            return nd.zeros(t.shape, ctx, t.dtype)
-        args = [alloc(v.type) for v in graph.args]
-        aux = [alloc(v.type) for v in graph.aux]
+        def alloc(t: TensorType, where: Context, stype: str):
+            return nd.zeros(t.shape, where, t.dtype, stype=stype)
+        arg_names, aux_names = [v.name for v in graph.args], [v.name for v in graph.aux]
+        arg_ctx = group_contexts(symbol, arg_names, ctx, group2ctx)
+        aux_ctx = group_contexts(symbol, aux_names, ctx, group2ctx)
+        arg_st = storage_types(symbol, arg_names, stype_dict)
+        args = [alloc(v.type, c, st) for v, c, st in zip(graph.args, arg_ctx, arg_st)]
+        aux = [alloc(v.type, c, st) for v, c, st in zip(graph.aux, aux_ctx, storage_types(symbol, aux_names))]
         reqs = _grad_reqs(symbol.list_arguments(), grad_req)
-        grads = [alloc(v.type) if r != "null" else None for v, r in zip(graph.args, reqs)]
+        grads = [alloc(v.type, c, gradient_storage(st)) if r != "null" else None
+                 for v, c, st, r in zip(graph.args, arg_ctx, arg_st, reqs)]
         return cls(symbol, ctx, args, grads, reqs, aux)
 
     # ---- dictionaries -------------------------------------------------------------------------
@@ -256,13 +403,20 @@ class Executor:
     def forward(self, is_train: bool = False, **kwargs) -> list:
         """Run the graph; `kwargs` (name -> array) are copied into the argument arrays first."""
         from .ndarray import NDArray
+        if any(isinstance(o, FailedOutput) for o in self.outputs):
+            self.outputs = [NDArray(o._data, o.context) for o in self.outputs]
+            self._fast_io = None
         fast = getattr(self._forward_fn, "fast", None)
         if fast is not None and not kwargs and not is_train and self._bstats is None:
             # inference fast path: the bound buffers go straight to native code
             if self._fast_io is None:
                 self._fast_io = ([a._data for a in self.arg_arrays + self.aux_arrays],
                                  [o._data for o in self.outputs], self._arg_names + self._aux_names)
-            if self._monitor is None and fast(*self._fast_io):
+            try:
+                done = self._monitor is None and fast(*self._fast_io)
+            except MXNetError as e:
+                return self._fail_outputs(e)
+            if done:
                 self._saved = None
                 return self.outputs
         arg_dict = self.arg_dict
@@ -278,12 +432,15 @@ class Executor:
         feeds = {v: a._data for v, a in zip(self._graph.args, self.arg_arrays)}
         feeds.update({v: a._data for v, a in zip(self._graph.aux, self.aux_arrays)})
         keep = [f for f, _ in self._bstats.saved] if self._bstats is not None else []
-        if getattr(self._forward_fn, "accepts_out", False):
-            # native code writes straight into the output arrays (no copy)
-            result = self._forward_fn(feeds, is_train=bool(is_train), keep=keep,
-                                      out=[o._data for o in self.outputs])
-        else:
-            result = self._forward_fn(feeds, is_train=bool(is_train), keep=keep)
+        try:
+            if getattr(self._forward_fn, "accepts_out", False):
+                # native code writes straight into the output arrays (no copy)
+                result = self._forward_fn(feeds, is_train=bool(is_train), keep=keep,
+                                          out=[o._data for o in self.outputs])
+            else:
+                result = self._forward_fn(feeds, is_train=bool(is_train), keep=keep)
+        except MXNetError as e:
+            return self._fail_outputs(e)
         for i, r in enumerate(result.outputs):
             out = self.outputs[i]
             if r is out._data:
@@ -303,21 +460,41 @@ class Executor:
             self._run_monitor(bool(is_train))
         return self.outputs
 
+    def _fail_outputs(self, error: MXNetError) -> list:
+        """A failed forward, as MXNet's asynchronous engine reports it: forward returns and
+        reading an output (asnumpy, wait_to_read, ...) raises the op's error."""
+        self._saved = None
+        self._fast_io = None
+        self.outputs = [FailedOutput(o._data, o.context, error) for o in self.outputs]
+        return self.outputs
+
+    def _saved_for_backward(self) -> dict:
+        """The forward values the backward reads: those the last training forward kept; without
+        one, a backward that reads only bound inputs reads them now (as MXNet, whose backward
+        of e.g. `repeat` needs no forward)."""
+        if self._saved is not None:
+            return self._saved
+        bound = dict(zip(self._graph.args, self.arg_arrays))
+        bound.update(zip(self._graph.aux, self.aux_arrays))
+        if any(f not in bound for f, _ in self._bstats.saved):
+            raise MXNetError("backward: call forward(is_train=True) before backward()")
+        return {f: bound[f]._data for f, _ in self._bstats.saved}
+
     def backward(self, out_grads=None, is_train: bool = True) -> None:
         """Gradients of the outputs (weighted by `out_grads`, default ones) into `grad_arrays`."""
         from .ndarray import NDArray
         if self._backward_graph is None:
             return
-        if self._saved is None:
-            raise MXNetError("backward: call forward(is_train=True) before backward()")
+        saved = self._saved_for_backward()
         if out_grads is None:
             heads = [np.ones(v.type.shape, v.type.dtype) for v in self._graph.outputs]
         else:
             if isinstance(out_grads, (NDArray, np.ndarray)):
                 out_grads = [out_grads]
             out_grads = list(out_grads)
-            if len(out_grads) != len(self._graph.outputs):
+            if len(out_grads) < len(self._graph.outputs):
                 raise MXNetError(f"backward: got {len(out_grads)} out_grads for {len(self._graph.outputs)} outputs")
+            out_grads = out_grads[:len(self._graph.outputs)]   # MXNet reads one per output, ignores the rest
             heads = []
             unread = self._unread_head_grads()
             for v, g, hv in zip(self._graph.outputs, out_grads, self._bstats.head_grads):
@@ -329,7 +506,7 @@ class Executor:
                                      f"expected {tuple(v.type.shape)}")
                 heads.append(data.astype(v.type.dtype, copy=False))
         st = self._bstats
-        feeds = {b: self._saved[f] for f, b in st.saved}
+        feeds = {b: saved[f] for f, b in st.saved}
         feeds.update(dict(zip(st.head_grads, heads)))
         arg_index = {v: i for i, v in enumerate(self._graph.args)}
         for f, b in st.grad_inputs:
@@ -406,6 +583,8 @@ class Executor:
         new = Executor(self._symbol, self._ctx, args, grads, list(self._grad_reqs), aux)
         new.outputs = [_resized(old, o.shape, self._ctx) if np.dtype(old.dtype) == np.dtype(o.dtype) else o
                        for old, o in zip(self.outputs, new.outputs)]
+        if self._monitor is not None:   # MXNet's reshaped executor keeps the monitor callback
+            new.set_monitor_callback(*self._monitor)
         return new
 
     def get_optimized_symbol(self):
@@ -453,12 +632,18 @@ class Executor:
         if active is not None and not active():
             return
         if self._monitor_exec is None:
-            from .symbol import Group
-            internals = self._symbol.get_internals()
-            inputs = set(self._arg_names) | set(self._aux_names)
-            picked = [i for i, n in enumerate(internals.list_outputs()) if n not in inputs]
-            group = Group([internals[i] for i in picked])
-            self._monitor_names = [internals.list_outputs()[i] for i in picked]
+            from .symbol.probes import monitor_entries
+            from .symbol.symbol import Symbol
+            entries = monitor_entries(self._symbol, monitor_all)
+            slots: dict = {}   # (id(node), output index) -> position among the monitor executor's outputs
+            heads = []
+            for e in entries:
+                if not e.node.is_variable and (id(e.node), e.index) not in slots:
+                    slots[(id(e.node), e.index)] = len(heads)
+                    heads.append((e.node, e.index))
+            self._monitor_plan = [(e.name, e.node.name if e.node.is_variable else slots[(id(e.node), e.index)])
+                                  for e in entries]
+            group = Symbol(heads)
             self._monitor_exec = Executor.bind(group, self._ctx, {n: self.arg_dict[n] for n in group.list_arguments()},
                                                grad_req="null",
                                                aux_states={n: self.aux_dict[n] for n in group.list_auxiliary_states()})
@@ -467,11 +652,9 @@ class Executor:
         if saved_aux is not None:
             for a, v in zip(self.aux_arrays, saved_aux):
                 a._data[...] = v
-        if monitor_all:
-            for name, arr in zip(self._arg_names + self._aux_names, self.arg_arrays + self.aux_arrays):
-                callback(name, arr)
-        for name, arr in zip(self._monitor_names, outputs):
-            callback(name, arr)
+        inputs = {**self.arg_dict, **self.aux_dict}
+        for name, where in self._monitor_plan:
+            callback(name, inputs[where] if isinstance(where, str) else outputs[where])
 
     def _run_monitor_backward(self, heads) -> None:
         """Report the gradients along every operator input edge (MXNet's backward-node outputs),

@@ -221,9 +221,9 @@ class CrossEntropy(EvalMetric):
 
 @_register("perplexity")
 class Perplexity(EvalMetric):
-    """exp of the mean negative log-probability of the labels: the probability of each label is
-    picked from `pred` along `axis` (label indices clipped into range, as `pick` does), floored at
-    1e-10; labels equal to `ignore_label` count neither in the sum nor in the instances."""
+    """exp of the mean of -log p[label] (p floored at 1e-10), as MXNet's: the probability of
+    each label is picked along `axis` with MXNet's `pick` (class ids clipped into range), and
+    instances whose label is `ignore_label` count neither in the sum nor in the number."""
 
     def __init__(self, ignore_label=None, axis=-1, name="perplexity", output_names=None, label_names=None):
         super().__init__(name, output_names, label_names, ignore_label=ignore_label, axis=axis)
@@ -231,18 +231,23 @@ class Perplexity(EvalMetric):
         self.axis = axis
 
     def update(self, labels, preds):
-        if len(labels) != len(preds):
-            raise MXNetValueError(f"Perplexity: {len(labels)} labels for {len(preds)} predictions")
+        labels, preds = check_label_shapes(labels, preds, True)
         for label, pred in zip(labels, preds):
-            label, pred = _np(label), _np(pred)
-            if label.size * pred.shape[self.axis] != pred.size:
-                raise MXNetValueError(f"Perplexity: shape mismatch: {label.shape} vs. {pred.shape}")
-            classes = numpy.moveaxis(pred, self.axis, -1).reshape(-1, pred.shape[self.axis])
-            index = numpy.clip(label.ravel().astype(numpy.int64), 0, classes.shape[1] - 1)
-            prob = classes[numpy.arange(index.size), index]
-            keep = numpy.ones(index.size, bool) if self.ignore_label is None else label.ravel() != self.ignore_label
-            loss = float(-numpy.log(numpy.maximum(1e-10, prob[keep])).sum())
-            self._add(loss, int(keep.sum()))
+            p = _np(pred)
+            l = _np(label).ravel()
+            axis = self.axis % p.ndim
+            rest = p.shape[:axis] + p.shape[axis + 1:]
+            if l.size != int(numpy.prod(rest)):
+                raise MXNetError(f"perplexity: shape mismatch: {l.size} labels for predictions of shape "
+                                 f"{p.shape} (axis {self.axis})")
+            idx = numpy.clip(l.astype(numpy.int64), 0, p.shape[axis] - 1).reshape(rest)
+            prob = numpy.take_along_axis(p, numpy.expand_dims(idx, axis), axis).reshape(-1)
+            n = prob.size
+            if self.ignore_label is not None:
+                ignore = l == self.ignore_label
+                prob = numpy.where(ignore, 1.0, prob)
+                n -= int(ignore.sum())
+            self._add(float(-numpy.log(numpy.maximum(prob, 1e-10)).sum()), n)
 
     def get(self):
         if self.num_inst == 0:

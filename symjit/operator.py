@@ -18,6 +18,7 @@ operators outside the recorded graph), and `req` is 'write' for every output and
 """
 from __future__ import annotations
 
+import ctypes
 import itertools
 import threading
 from collections import namedtuple
@@ -25,13 +26,16 @@ from typing import Callable
 
 import numpy as np
 
-from .base import MXNetError
+from .base import MXNetError, NDArrayHandle, py_str
+from .ndarray import NDArray
 from .ops.attrs import REQUIRED, format_attr
 from .ops.custom import register_custom, registered_custom_ops
 from .ops.registry import get_op, list_ops
 
 __all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators", "get_operator_arguments",
-           "OperatorArguments", "PythonOp", "NumpyOp", "NDArrayOp"]
+           "OperatorArguments", "PythonOp", "NumpyOp", "NDArrayOp",
+           # what MXNet's module-level imports make `from mxnet.operator import *` give too
+           "ctypes", "NDArrayHandle", "NDArray", "py_str"]
 
 
 class CustomOp:

@@ -42,6 +42,9 @@ def test_simple_bind_allocates_by_inferred_shapes():
         net().simple_bind(mx.cpu(), data=(4, 5))
     with pytest.raises(MXNetError, match="not an input"):
         net().simple_bind(mx.cpu(), data=(4, 5), scale=(1, 3), bogus=(1,))
+    # keyword arguments that are not shapes (MXNet's force_rebind=...) are ignored
+    flagged = net().simple_bind(mx.cpu(), data=(4, 5), scale=(1, 3), force_rebind=True)
+    assert [a.shape for a in flagged.arg_arrays] == [a.shape for a in exe.arg_arrays]
 
 
 def test_forward_matches_numpy_and_arrays_are_bound_by_reference():
@@ -128,8 +131,10 @@ def test_bind_errors():
         sym.bind(mx.cpu(), {"a": mx.nd.ones((2,))})
     with pytest.raises(MXNetError, match="expected 2"):
         sym.bind(mx.cpu(), [mx.nd.ones((2,))])
-    with pytest.raises(MXNetError, match="unknown names"):
-        sym.bind(mx.cpu(), {"a": mx.nd.ones((2,)), "b": mx.nd.ones((2,)), "c": mx.nd.ones((2,))})
+    # names that are not arguments are ignored, as MXNet does
+    extra = sym.bind(mx.cpu(), {"a": mx.nd.ones((2,)), "b": mx.nd.ones((2,)), "c": None},
+                     args_grad={"a": mx.nd.zeros((2,)), "c": None}, grad_req={"a": "write", "c": "add"})
+    assert extra.arg_dict.keys() == {"a", "b"} and extra._grad_reqs == ["write", "null"]
     with pytest.raises(MXNetError, match="grad_req"):
         sym.bind(mx.cpu(), [mx.nd.ones((2,))] * 2, grad_req="maybe")
     with pytest.raises(MXNetError, match="elemwise_add"):
@@ -138,9 +143,22 @@ def test_bind_errors():
     with pytest.raises(MXNetError, match="aux"):
         bn.bind(mx.cpu(), {"d": mx.nd.ones((2, 3)), "batchnorm0_gamma": mx.nd.ones((3,)),
                            "batchnorm0_beta": mx.nd.ones((3,))})
-    exe = sym.bind(mx.cpu(), [mx.nd.ones((2,))] * 2, args_grad=[mx.nd.ones((2,))] * 2)
+    # a backward that reads a computed forward value (exp's output) needs a forward first
+    exe = mx.sym.exp(sym).bind(mx.cpu(), [mx.nd.ones((2,))] * 2, args_grad=[mx.nd.ones((2,))] * 2)
     with pytest.raises(MXNetError, match="forward"):
         exe.backward()
+
+
+def test_backward_without_forward_reads_the_bound_inputs():
+    """As MXNet: a backward needing only bound inputs (and the head gradient) runs without a
+    forward; it reads the arguments as they are when backward is called."""
+    x = mx.sym.var("x")
+    exe = (x * mx.sym.var("w")).bind(mx.cpu(), {"x": mx.nd.array([1.0, 2.0]), "w": mx.nd.array([3.0, 4.0])},
+                                     args_grad={"x": mx.nd.zeros((2,)), "w": mx.nd.zeros((2,))})
+    exe.arg_dict["w"][:] = np.array([5.0, 7.0])
+    exe.backward(mx.nd.array([1.0, 10.0]))
+    np.testing.assert_allclose(exe.grad_dict["x"].asnumpy(), [5.0, 70.0])
+    np.testing.assert_allclose(exe.grad_dict["w"].asnumpy(), [1.0, 20.0])
 
 
 def test_batchnorm_updates_moving_statistics_in_training_only():
@@ -323,3 +341,106 @@ def test_debug_str_reports_the_memory_kept_for_backward():
     assert train.allocated_bytes() == 3 * one
     assert infer.allocated_bytes() == blocked.allocated_bytes() == one
     assert f"Total {3 * one >> 20} MB allocated" in train.debug_str()
+
+
+def test_bound_array_dtype_wins_over_the_variable_dtype_attribute():
+    """As MXNet: `Variable(dtype=...)` only fills a dtype nothing else gives; arrays bound with
+    another dtype decide the graph's dtypes."""
+    x, y = mx.sym.var("x", dtype="float64"), mx.sym.var("y", dtype="float64")
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.ones((3, 2), np.float32)
+    exe = mx.sym.dot(x, y).bind(mx.cpu(), {"x": mx.nd.array(a), "y": mx.nd.array(b)})
+    out = exe.forward()[0]
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out.asnumpy(), a @ b)
+
+
+def test_transposed_creation_shapes_are_inferred_backward_at_bind():
+    ones = mx.sym.ones(shape=(2, -1)) + mx.sym.transpose(mx.sym.ones(shape=(3, -1)))
+    out = ones.bind(mx.cpu(), args={}).forward()[0]
+    np.testing.assert_array_equal(out.asnumpy(), np.full((2, 3), 2.0, np.float32))
+
+
+@pytest.mark.parametrize("shape", [(), (0, 4), (3, 0, 2)])
+def test_zero_size_and_scalar_values_run_under_np_shape(shape):
+    """NumPy shape semantics: 0-d inputs and 0 dims are real, executors run them (forward and
+    backward) with the shapes the ops compute; outside them the same bind is refused."""
+    data = mx.sym.var("data")
+    sym = mx.sym.contrib.index_array(data)
+    x = np.ones(shape, np.float32)
+    expected = np.zeros((0,), np.int64) if shape == () else np.stack(np.indices(shape), axis=-1)
+    with mx.np_shape():
+        exe = sym.bind(mx.cpu(), {"data": mx.nd.array(x)}, args_grad={"data": mx.nd.array(x)})
+        out = exe.forward(is_train=True)[0]
+        assert out.shape == expected.shape
+        np.testing.assert_array_equal(out.asnumpy(), expected)
+        exe.backward(mx.nd.array(np.ones(expected.shape)))
+        np.testing.assert_array_equal(exe.grad_dict["data"].asnumpy(), np.zeros(shape))
+    if shape:
+        with pytest.raises(MXNetError, match="cannot infer"):
+            sym.bind(mx.cpu(), {"data": mx.nd.array(x)})
+
+
+def _sum_axis0():
+    return mx.sym.sum(mx.sym.var("a"), axis=0)
+
+
+def test_small_executor_interprets_its_first_calls_then_runs_native(monkeypatch):
+    """SYMJIT_JIT_AFTER=n: a small graph runs its first n calls on the reference interpreter,
+    then native code; the results are the same in both tiers, gradients included."""
+    from symjit.executor import TieredFunction
+    monkeypatch.setenv("SYMJIT_JIT_AFTER", "2")
+    x = np.random.default_rng(3).normal(size=(4, 5)).astype(np.float32)
+    exe = _sum_axis0().bind(mx.cpu(), {"a": mx.nd.array(x)}, args_grad={"a": mx.nd.zeros((4, 5))})
+    assert isinstance(exe._forward_fn, TieredFunction)
+    states = []
+    for _ in range(3):
+        states.append(exe._forward_fn.interpreting)
+        out = exe.forward(is_train=True)[0].asnumpy()
+        np.testing.assert_allclose(out, x.sum(axis=0), rtol=1e-5, atol=1e-6)
+        exe.backward(mx.nd.array(np.arange(5, dtype=np.float32)))
+        np.testing.assert_allclose(exe.grad_dict["a"].asnumpy(), np.tile(np.arange(5.0), (4, 1)))
+    assert states == [True, True, False]
+    assert not exe._forward_fn.interpreting and not exe._backward_fn.interpreting
+
+
+def test_jit_after_zero_large_and_random_graphs_compile_at_once(monkeypatch):
+    from symjit.executor import SMALL_GRAPH_ELEMENTS, TieredFunction
+    monkeypatch.setenv("SYMJIT_JIT_AFTER", "0")
+    assert not isinstance(_sum_axis0().simple_bind(mx.cpu(), a=(2, 3))._forward_fn, TieredFunction)
+    monkeypatch.setenv("SYMJIT_JIT_AFTER", "1")
+    big = _sum_axis0().simple_bind(mx.cpu(), a=(2, SMALL_GRAPH_ELEMENTS))
+    assert not isinstance(big._forward_fn, TieredFunction)
+    noisy = mx.sym.Dropout(mx.sym.var("a"), p=0.5).simple_bind(mx.cpu(), a=(2, 3))
+    assert not isinstance(noisy._forward_fn, TieredFunction)
+    monkeypatch.setenv("SYMJIT_JIT_AFTER", "soon")
+    with pytest.raises(MXNetError, match="SYMJIT_JIT_AFTER"):
+        _sum_axis0().simple_bind(mx.cpu(), a=(2, 3))
+
+
+def test_simple_bind_reads_only_tuple_keywords_as_shapes():
+    """MXNet's simple_bind takes shapes from tuple-valued keywords and ignores the rest (an op
+    attribute passed along by a caller: `axis=0`, `mode='clip'`)."""
+    sym = mx.sym.take(mx.sym.var("a"), mx.sym.var("indices"), axis=0, mode="clip")
+    exe = sym.simple_bind(mx.cpu(), a=(5, 2), indices=(3,), axis=0, mode="clip")
+    assert exe.arg_dict["a"].shape == (5, 2) and exe.outputs[0].shape == (3, 2)
+    with pytest.raises(MXNetError, match="not an input"):
+        sym.simple_bind(mx.cpu(), a=(5, 2), indices=(3,), b=(2,))
+
+
+@pytest.mark.parametrize("jit_after", ["0", "1"])
+def test_op_error_surfaces_when_the_output_is_read(monkeypatch, jit_after):
+    """As MXNet's asynchronous engine: a forward whose op fails returns, reading an output
+    raises the op's error, and the next forward runs normally."""
+    monkeypatch.setenv("SYMJIT_JIT_AFTER", jit_after)
+    exe = mx.sym.take(mx.sym.var("a"), mx.sym.var("i"), mode="raise").simple_bind(mx.cpu(), a=(3, 2), i=(2,))
+    exe.arg_dict["a"][:] = np.arange(6, dtype=np.float32).reshape(3, 2)
+    exe.arg_dict["i"][:] = np.array([0, 5], np.float32)
+    out = exe.forward(is_train=True)
+    for read in (lambda o: o.asnumpy(), lambda o: o.wait_to_read(), np.asarray):
+        with pytest.raises(MXNetError, match="out of bounds"):
+            read(out[0])
+    with pytest.raises(MXNetError, match="out of bounds"):   # its backward reads the same indices
+        exe.backward(mx.nd.ones((2, 2)))
+    exe.arg_dict["i"][:] = np.array([2, 0], np.float32)
+    np.testing.assert_array_equal(exe.forward()[0].asnumpy(), [[4, 5], [0, 1]])

@@ -128,3 +128,65 @@ def test_amp_loss_scaler_skips_overflowing_steps():
     t.step(1, ignore_stale_grad=True)
     np.testing.assert_allclose(p.data().asnumpy(), [-1, -1])   # skipped
     assert t._amp_loss_scaler._next_loss_scale == scale / 2
+
+
+def _bind_module(sym, dshape, grad_req):
+    mod = mx.mod.Module(sym, label_names=None)
+    mod.bind(data_shapes=[("data", dshape)], label_shapes=None, inputs_need_grad=True, grad_req=grad_req)
+    return mod
+
+
+@pytest.mark.parametrize("mode", ["lstm", "gru", "rnn_tanh", "rnn_relu"])
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_fused_cell_matches_its_unfused_stack(mode, bidirectional):
+    """The fused RNN op and the unfused cells compute the same outputs and input gradients
+    once the flat weight vector is unpacked per gate and packed per cell."""
+    fused = mx.rnn.FusedRNNCell(6, num_layers=2, mode=mode, bidirectional=bidirectional,
+                                get_next_state=True, prefix="")
+    stack = fused.unfuse()
+    dshape = (3, 4, 5)
+    data = mx.sym.Variable("data")
+    grad_req = {"data": "write", "parameters": "null"}  # a name only the fused graph has
+    mods = [_bind_module(cell.unroll(4, data, layout="NTC", merge_outputs=True)[0], dshape, grad_req)
+            for cell in (fused, stack)]
+    mods[0].init_params()
+    args, auxs = mods[0].get_params()
+    assert list(args) == ["parameters"]
+    mods[1].set_params(stack.pack_weights(fused.unpack_weights(args)), auxs)
+    batch = mx.io.DataBatch(data=[nd.array(np.random.default_rng(1).uniform(size=dshape))])
+    dy = nd.array(np.random.default_rng(2).uniform(size=(3, 4, 12 if bidirectional else 6)))
+    outs, grads = [], []
+    for mod in mods:
+        mod.forward(batch, is_train=True)
+        mod.backward(out_grads=[dy])
+        outs.append(mod.get_outputs()[0].asnumpy())
+        grads.append(mod.get_input_grads()[0].asnumpy())
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-4, atol=1e-5)
+
+
+def test_fused_cell_pack_unpack_roundtrip_and_layout():
+    fused = mx.rnn.FusedRNNCell(3, num_layers=2, mode="gru", bidirectional=True, prefix="f_")
+    num_input, h, gates, dirs = 4, 3, 3, 2
+    total = dirs * gates * h * (num_input + h + 2) + dirs * gates * h * (dirs * h + h + 2)
+    flat = nd.arange(total)
+    unpacked = fused.unpack_weights({"f_parameters": flat})
+    assert unpacked["f_l0_i2h_r_weight"].shape == (3, 4)
+    assert unpacked["f_r1_i2h_o_weight"].shape == (3, 6)
+    # storage order: layer 0 forward i2h gates (r, z, o) come first, then its h2h gates
+    np.testing.assert_array_equal(unpacked["f_l0_i2h_z_weight"].asnumpy().ravel(), np.arange(12, 24))
+    np.testing.assert_array_equal(unpacked["f_l0_h2h_r_weight"].asnumpy().ravel(), np.arange(36, 45))
+    np.testing.assert_array_equal(fused.pack_weights(unpacked)["f_parameters"].asnumpy(), flat.asnumpy())
+    with pytest.raises(mx.base.MXNetError, match="do not fit"):
+        fused.unpack_weights({"f_parameters": nd.arange(total + 1)})
+
+
+def test_fused_cell_states_and_stepping():
+    fused = mx.rnn.FusedRNNCell(5, num_layers=3, mode="lstm", bidirectional=True)
+    assert fused.state_info == [{"shape": (6, 0, 5), "__layout__": "LNC"}] * 2
+    with pytest.raises(NotImplementedError):
+        fused(mx.sym.Variable("x"), [])
+    with pytest.raises(mx.base.MXNetError, match="mode"):
+        mx.rnn.FusedRNNCell(5, mode="lstmx")
+    stack = mx.rnn.FusedRNNCell(4, num_layers=2, mode="rnn_relu", dropout=0.5, prefix="p_").unfuse()
+    assert [type(c).__name__ for c in stack._cells] == ["RNNCell", "DropoutCell", "RNNCell"]

@@ -76,6 +76,33 @@ def test_bucketing_module_shares_parameters_and_trains(tmp_path):
         mx.mod.BucketingModule(_sym_gen)
 
 
+def _auto_named_sym_gen(seq_len):
+    """Nodes named automatically (embedding<k>, fullyconnected<k>)."""
+    data = mx.sym.var("data")
+    embed = mx.sym.Embedding(data, input_dim=10, output_dim=4)
+    pooled = mx.sym.mean(embed, axis=1)
+    return mx.sym.SoftmaxOutput(mx.sym.FullyConnected(pooled, num_hidden=3), name="softmax"), ("data",), \
+        ("softmax_label",)
+
+
+def test_bucketing_symbols_are_named_with_fresh_counters():
+    """Every bucket's symbol comes from sym_gen under fresh automatic-name counters, so buckets
+    (and symbols made before) agree on parameter names, as MXNet's BucketingModule."""
+    _auto_named_sym_gen(1)                         # advance the process-wide counters
+    mod = mx.mod.BucketingModule(_auto_named_sym_gen, default_bucket_key=6, context=mx.cpu())
+    mod.bind([("data", (2, 6))], [("softmax_label", (2,))])
+    mod.init_params()
+    mod.switch_bucket(3, [("data", (2, 3))], [("softmax_label", (2,))])
+    for key in (6, 3):
+        assert mod._buckets[key].symbol.list_arguments() == [
+            "data", "embedding0_weight", "fullyconnected0_weight", "fullyconnected0_bias", "softmax_label"]
+    before = mod._buckets[6]._total_exec_bytes
+    assert before == sum(e.allocated_bytes() >> 20 for e in mod._buckets[6]._exec_group.execs)
+    del mod._buckets[3]
+    mod.switch_bucket(3, [("data", (2, 3))], [("softmax_label", (2,))])
+    assert mod._buckets[6]._total_exec_bytes == before
+
+
 # ---- SequentialModule / PythonLossModule -----------------------------------------------------------
 def _first_module(name="fc1"):
     net = mx.sym.Activation(mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=16, name=name), act_type="relu")

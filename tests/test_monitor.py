@@ -108,3 +108,59 @@ def test_backward_reports_the_gradient_along_every_operator_input():
     np.testing.assert_allclose(d_out, (exe.outputs[0].asnumpy() - exe.arg_dict["lro_label"].asnumpy()) / 2,
                                rtol=1e-5)
     np.testing.assert_allclose(seen["fc2_backward_data"], d_out @ exe.arg_dict["fc2_weight"].asnumpy(), rtol=1e-5)
+
+
+def _monitored_names(sym, monitor_all):
+    names = []
+    exe = sym.simple_bind(mx.cpu(), grad_req="null")
+    exe.set_monitor_callback(lambda name, arr: names.append(name), monitor_all=monitor_all)
+    exe.forward()
+    return names
+
+
+def test_monitor_all_reports_each_operator_inputs_then_outputs_in_mxnet_order():
+    data = mx.sym.Variable("data", shape=(2, 3, 4, 4))
+    conv = mx.sym.Convolution(data, kernel=(2, 2), num_filter=1, name="conv")
+    assert _monitored_names(conv, True) == ["data", "conv_data", "conv_weight", "conv_weight", "conv_bias",
+                                            "conv_bias", "conv_output"]
+    assert _monitored_names(conv, False) == ["conv_output"]
+    # ops MXNet lists no input names for report `<node>_input<i>`; a variable read twice twice
+    act = mx.sym.Activation(mx.sym.concat(data, data, dim=0, name="cat"), act_type="relu", name="act")
+    assert _monitored_names(act, True) == ["data", "cat_arg0", "data", "cat_arg1", "cat_output",
+                                           "act_input0", "act_output"]
+
+
+def test_monitor_arrays_convert_to_handles_and_back():
+    import ctypes
+    from symjit.base import NDArrayHandle
+    seen = {}
+
+    def callback(name, arr):
+        view = mx.nd.NDArray(ctypes.cast(arr, NDArrayHandle), writable=False)
+        seen[name] = view.asnumpy().copy()
+        assert not view._data.flags.writeable
+
+    x = mx.sym.Variable("x")
+    exe = (x * 2).simple_bind(mx.cpu(), x=(3,))
+    exe.arg_dict["x"][:] = np.arange(3)
+    exe.set_monitor_callback(callback, monitor_all=True)
+    exe.forward()
+    np.testing.assert_array_equal(seen["x"], np.arange(3))
+    np.testing.assert_array_equal(seen[exe.symbol.list_outputs()[0]], 2 * np.arange(3))
+    with pytest.raises(mx.base.MXNetError, match="handle"):
+        mx.nd.NDArray(ctypes.c_void_p(1))
+
+
+def test_given_shape_replaces_variable_shape_hint_and_reshape_keeps_monitor():
+    data = mx.sym.Variable("data", shape=(1, 3, 5, 5))
+    sym = mx.sym.Convolution(data, kernel=(1, 1), num_filter=1, name="conv")
+    exe = sym.simple_bind(mx.cpu(), data=(1, 3, 5, 7))
+    assert exe.outputs[0].shape == (1, 1, 5, 7)
+    mod = mx.mod.Module(sym, label_names=None)
+    mod.bind(for_training=False, data_shapes=[("data", (1, 3, 5, 5))])
+    mod.init_params()
+    names = []
+    mod._exec_group.execs[0].set_monitor_callback(lambda n, a: names.append(n))
+    mod.forward(mx.io.DataBatch(data=[mx.nd.ones((1, 3, 5, 9))]), is_train=False)
+    assert mod.get_outputs()[0].shape == (1, 1, 5, 9)
+    assert names == ["conv_output"]

@@ -80,6 +80,7 @@ typedef struct {
     int relu;                  /* the stored values are relu(C) (the symjit_nn_epi_relu epilogue) */
     int pfw;                   /* C is the arena (csj == 1): prefetch for writing what the tile two
                                   panels on stores (mm_run) */
+    int64_t kcap;              /* K block (0: MM_KC, or MM_KC_PANELS with panels_outer) */
 } mm_t;
 
 /* The ReLU epilogue, as the `relu` op computes it: y if y > 0 or y is NaN, else +0. As an
@@ -451,7 +452,8 @@ static void mm_run(const mm_t *p, int shape) {
             memset(edge_b + k * pw + w, 0, (size_t)(pw - w) * sizeof(float));
         }
     }
-    const int64_t kcap = g_tune[TUNE_KC] > 0 ? g_tune[TUNE_KC] : p->panels_outer ? MM_KC_PANELS : MM_KC;
+    const int64_t kcap = g_tune[TUNE_KC] > 0 ? g_tune[TUNE_KC] : p->kcap > 0 ? p->kcap
+                         : p->panels_outer ? MM_KC_PANELS : MM_KC;
     int64_t nk = imax(1, (K + kcap / 2) / kcap), kc = cdiv(K, nk);
     int64_t panels = cdiv(p->cols, pw);
     int64_t bp = imax(1, MM_BLOCK_FLOATS / (kc * pw));       /* panels per column block */
@@ -793,6 +795,16 @@ static void ngemm_pack_task(int64_t begin, int64_t end, void **argv) {
     }
 }
 
+/* K block of symjit_nn_gemm's tiles: the part of the broadcast operand a row tile reads per K
+ * block stays in L1 (~32 KiB) -- R rows of kc floats when A's rows are contiguous along k, else
+ * kc cache lines (R consecutive floats per k). Measured on the language model's Dense 5000
+ * backward (1 thread): dY W (1120 x 256, K 5000) 63 -> 21 ms, dY^T X (5000 x 256, K 1120)
+ * 64 -> 36 ms (benchmarks/bench_train_lstm.py). */
+#define NGEMM_L1_FLOATS 8192
+static int64_t ngemm_kcap(const mm_t *p, int64_t R) {
+    return p->ask == 1 ? imax(256, NGEMM_L1_FLOATS / R) : NGEMM_L1_FLOATS / 16 - 128;
+}
+
 static void ngemm_task(int64_t begin, int64_t end, void **argv) {
     ngemm_job *job = (ngemm_job *)argv[0];
     const symjit_gemm_desc *d = job->d;
@@ -837,6 +849,7 @@ static void ngemm_task(int64_t begin, int64_t end, void **argv) {
             else if (d->bias_mode == SYMJIT_BIAS_PER_ROW) p.bias_j = job->bias + c0;
         }
         p.relu = epi_is_relu(job->epi);
+        p.kcap = ngemm_kcap(&p, MM_SHAPES[job->shape].R);
         mm_run(&p, job->shape);
         if (job->epi && !p.relu) {
             int64_t m0 = job->vec_m ? c0 : r0, mc = job->vec_m ? cc : rc;

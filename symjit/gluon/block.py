@@ -391,6 +391,12 @@ class Block:
         handle.attach(self._forward_hooks, hook)
         return handle
 
+    def register_op_hook(self, callback, monitor_all=False):
+        """Install an operator hook on the hybridized blocks inside (see
+        `HybridBlock.register_op_hook`): a plain Block runs no graph of its own."""
+        for cld in self._children.values():
+            cld.register_op_hook(callback, monitor_all)
+
     def apply(self, fn):
         """Apply `fn` to every child (recursively) and then to this block."""
         for cld in self._children.values():
@@ -811,7 +817,8 @@ class HybridBlock(Block):
                           "intended?", stacklevel=4)
 
     def _call_cached_op(self, *args):
-        inference = not autograd.is_recording() and not autograd.is_training()
+        hook = self._callback
+        inference = not autograd.is_recording() and not autograd.is_training() and hook is None
         key = _plan_key(args) if inference and self._fast_calls else None
         if key is not None:  # maybe a signature seen before, not the last one
             plan = self._fast_calls.get(key)
@@ -848,6 +855,10 @@ class HybridBlock(Block):
                 out = plan(args[0], args[1:])
                 if out is not None:
                     return out
+        if hook is not None or (autograd.is_recording() and self._cached_op.inlined_when_recorded):
+            out = _run_op_by_op(self._cached_graph[1], dict(zip(self._cached_op.input_names, cargs)),
+                                hook=hook, monitor_all=self._monitor_all)
+            return _regroup(out, self._out_format)[0]
         n_args = len(self._cached_op.arg_names)
         out = self._cached_op(cargs[:n_args], cargs[n_args:])
         return _regroup(out, self._out_format)[0]
@@ -1000,12 +1011,24 @@ class HybridBlock(Block):
         return "%s-symbol.json" % path, params_filename
 
     def register_op_hook(self, callback, monitor_all=False):
-        raise MXNetError("register_op_hook is not supported by symjit hybridized blocks")
+        """Install `callback(node_name, op_name, NDArray)` on this block and its children, as
+        MXNet's: every call of the hybridized graph reports each operator's outputs as they are
+        computed (named as `get_internals()` names them, e.g. 'dense0_fwd_output') and, with
+        `monitor_all`, before them the operator's inputs ('dense0_fwd_data', or MXNet's
+        'relu0_fwd_input0' for ops that do not list input names). The arrays are read-only.
+        While a hook is installed the graph runs op by op, so that those are the values used."""
+        if not callable(callback):
+            raise TypeError(f"register_op_hook: callback must be callable, got {type(callback).__name__}")
+        for block in [self] + list(self._children.values()):
+            block._callback = callback
+            block._monitor_all = bool(monitor_all)
+            block._fast_call = None      # the inference fast paths would bypass the hook
+            block._fast_calls = {}
 
     def forward(self, x, *args):
         """Dispatch: compiled graph when hybridized, `hybrid_forward` on arrays or symbols otherwise."""
         fast = self._fast_call
-        if fast is not None:
+        if fast is not None and self._callback is None:
             out = fast(x, args)
             if out is not None:
                 return out
@@ -1045,6 +1068,41 @@ class HybridBlock(Block):
     def hybrid_forward(self, F, x, *args, **kwargs):
         """Override: the computation, written with `F` (symjit.ndarray or symjit.symbol)."""
         raise NotImplementedError
+
+
+def _read_only(x: NDArray) -> NDArray:
+    """An NDArray over `x`'s memory that refuses writes (what op hooks are handed)."""
+    view = x._data.view()
+    view.flags.writeable = False
+    return NDArray(view, x._ctx)
+
+
+def _run_op_by_op(sym, feeds: dict, who: str = "hybridized block", hook=None,
+                  monitor_all: bool = False) -> list:
+    """The outputs of `sym` computed by applying its nodes one by one as NDArray ops (each
+    recorded by autograd when recording), variables taking their values from `feeds` (name ->
+    NDArray). `hook(name, op name, NDArray)` (an op hook, see `register_op_hook`), when given,
+    sees every output of every node as it is computed (`<node>_<output name>`) and, with
+    `monitor_all`, before that each of the node's inputs (`<node>_<input name>`)."""
+    from ..ndarray import invoke
+    from ..symbol.symbol import topo_nodes
+    values: dict[int, list] = {}
+    for node in topo_nodes(sym._outputs):
+        if node.is_variable:
+            if node.name not in feeds:
+                raise MXNetError(f"{who}: no value for variable {node.name!r}")
+            values[id(node)] = [feeds[node.name]]
+            continue
+        ins = [values[id(c)][i] for c, i in node.inputs]
+        if hook is not None and monitor_all:
+            for name, x in zip(node.op.monitor_input_names(node.parsed), ins):
+                hook(f"{node.name}_{name}", node.op.name, _read_only(x))
+        attrs = {k: v for k, v in node.attrs.items() if k in node.op.params}
+        outs = values[id(node)] = invoke(node.op.name, ins, attrs, all_outputs=True)
+        if hook is not None:
+            for i, y in enumerate(outs):
+                hook(node.output_name(i), node.op.name, _read_only(y))
+    return [values[id(n)][i] for n, i in sym._outputs]
 
 
 # --------------------------------------------------------------------------------------------
@@ -1127,7 +1185,7 @@ class SymbolBlock(HybridBlock):
 
     def forward(self, x, *args):
         fast = self._fast_call
-        if fast is not None:
+        if fast is not None and self._callback is None:
             out = fast(x, args)
             if out is not None:
                 return out
@@ -1159,8 +1217,6 @@ class SymbolBlock(HybridBlock):
 
     def _call_imperative(self, *args):
         """Apply the Symbol's nodes one by one as NDArray ops (recorded op by op by autograd)."""
-        from ..ndarray import invoke
-        from ..symbol.symbol import topo_nodes
         self._ensure_initialized(*args)
         flat, fmt = _flatten(args, "input")
         if fmt != self._in_format and not _compatible_format(fmt, self._in_format):
@@ -1169,23 +1225,10 @@ class SymbolBlock(HybridBlock):
                 f"format = {self._in_format}, input format = {fmt}")
         ctx = _input_context(flat)
         inputs, out = self._cached_graph
-        env_by_name = {v.name: a for v, a in zip(inputs, flat)}
+        feeds = {v.name: a for v, a in zip(inputs, flat)}
         params = {p.name: p for p in self.params.values()}
-        values: dict[int, list] = {}
-        for node in topo_nodes(out._outputs):
-            if node.is_variable:
-                if node.name in env_by_name:
-                    values[id(node)] = [env_by_name[node.name]]
-                elif node.name in params:
-                    values[id(node)] = [params[node.name].data(ctx)]
-                else:
-                    raise MXNetError(f"SymbolBlock: no value for variable {node.name!r}")
-                continue
-            ins = [values[id(c)][i] for c, i in node.inputs]
-            attrs = {k: v for k, v in node.attrs.items() if k in node.op.params}
-            values[id(node)] = invoke(node.op.name, ins, attrs, all_outputs=True)
-        res = [values[id(n)][i] for n, i in out._outputs]
-        return _regroup(res, self._out_format)[0]
+        feeds.update((n, params[n].data(ctx)) for n in out.list_inputs() if n not in feeds and n in params)
+        return _regroup(_run_op_by_op(out, feeds, "SymbolBlock"), self._out_format)[0]
 
     def cast(self, dtype):
         self._clear_cached_op()

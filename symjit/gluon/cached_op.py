@@ -39,6 +39,8 @@ from .. import autograd
 from ..base import MXNetError
 from ..ndarray import NDArray
 from ..ndarray.write_guard import writable
+from ..ops import get_op
+from ..symbol.symbol import topo_nodes
 
 __all__ = ["CachedOp", "BoundRunner"]
 
@@ -102,6 +104,8 @@ class CachedOp:
         #: arg_names + aux_names; one list for the object's lifetime (backends key on its identity)
         self.input_names = self.arg_names + self.aux_names
         self._cache: OrderedDict = OrderedDict()
+        self._inlined: bool | None = None      # inlined_when_recorded, computed once
+        self._subgraph = None                  # symbolic_form's subgraph, made on first use
 
     @property
     def num_compiled(self) -> int:
@@ -199,7 +203,7 @@ class CachedOp:
                     outputs = [NDArray(r, ctx) for r in res[:n]]
                     kept = {f: datas[i] for f, i in direct.from_inputs}
                     kept.update(zip(direct.computed, res[n:]))
-                    self._record(bwd, [args[i] for i in wrt], outputs, kept, ctx)
+                    self._record(bwd, [args[i] for i in wrt], outputs, kept, ctx, args + aux)
                     return outputs
         feeds = {v: a._data for v, a in zip(g.args, args)}
         feeds.update({v: a._data for v, a in zip(g.aux, aux)})
@@ -220,7 +224,7 @@ class CachedOp:
                 writable(arr._data)[...] = np.asarray(new).astype(arr._data.dtype, copy=False)
         if bwd is not None:
             kept.update(result.kept)
-            self._record(bwd, [args[i] for i in wrt], outputs, kept, ctx)
+            self._record(bwd, [args[i] for i in wrt], outputs, kept, ctx, args + aux)
         return outputs
 
     def _direct_forward(self, entry: _Entry, bwd: _Backward, is_train: bool):
@@ -320,8 +324,31 @@ class CachedOp:
             return [_fresh(o, arrays) for o in fn(dict(zip(inputs, arrays)), is_train=False).outputs]
         return run_graph, self.input_names
 
-    def _record(self, bwd: _Backward, inputs: list, outputs: list, kept: dict, ctx):
-        """Append one tape node whose backward runs the compiled backward graph."""
+    @property
+    def inlined_when_recorded(self) -> bool:
+        """Whether a recorded call runs the graph op by op, each op recorded on the tape (as
+        MXNet's CachedOp does for graphs of at most `inline_limit` ops, default 2, unless
+        `static_alloc`), rather than as one node."""
+        if self._inlined is None:
+            n_ops = sum(1 for n in topo_nodes(self._sym._outputs) if not n.is_variable)
+            self._inlined = (not self._flags.get("static_alloc", False)
+                             and n_ops <= int(self._flags.get("inline_limit", 2)))
+        return self._inlined
+
+    def symbolic_form(self) -> tuple[str, dict]:
+        """(op name, attributes) of the one graph node a recorded call stands for: MXNet's
+        `_CachedOp` over all inputs (arguments, then aux states), the graph as its subgraph."""
+        if self._subgraph is None:
+            from ..symbol.contrib import SymbolSubgraph
+            self._subgraph = SymbolSubgraph(self._sym, self.input_names)
+        flags = get_op("_CachedOp").params
+        attrs = {k: v for k, v in self._flags.items() if k in flags and k != "subgraph"}
+        attrs["subgraph"] = self._subgraph
+        return "_CachedOp", attrs
+
+    def _record(self, bwd: _Backward, inputs: list, outputs: list, kept: dict, ctx, all_inputs: list):
+        """Append one tape node whose backward runs the compiled backward graph; `inputs` are
+        the differentiated ones, `all_inputs` every input (the node's symbolic form)."""
         st = bwd.stats
         out_types = [(o.shape, o._data.dtype) for o in outputs]
 
@@ -360,6 +387,7 @@ class CachedOp:
 
         accepts_out = getattr(bwd.fn, "accepts_out", False)
         backward_fn.accepts_out = True
+        backward_fn.symbolic_form = lambda: self.symbolic_form() + (list(all_inputs),)
         node = autograd.Node(None, None, list(inputs), list(outputs), backward_fn=backward_fn)
         for i, o in enumerate(outputs):
             o._ag = autograd.Entry(node, i)

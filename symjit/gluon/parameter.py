@@ -174,11 +174,12 @@ class Parameter:
 
     @property
     def dtype(self):
+        """The element type; assigning it casts the value and gradient (`cast`), as MXNet's."""
         return self._dtype
 
     @dtype.setter
     def dtype(self, dtype):
-        self._dtype = dtype
+        self.cast(dtype)
 
     @property
     def shape(self):

@@ -252,10 +252,8 @@ class KVStore(KVStoreBase):
         self._read_rows(plans, full)
         for k, outs, rows in plans:
             src = full[k]
-            for o, r in zip(outs, rows):
-                writable(o._data)[...] = 0
-                o._data[r] = src[r]
-            commit_sparse(outs)
+            for o, r in zip(outs, rows):   # MXNet: exactly the requested rows are stored
+                o.sparse._arrays = {"data": np.array(src[r], dtype=o.sparse._dtype), "indices": r}
 
     def _read_rows(self, plans, full: dict) -> None:
         for k, _, _ in plans:

@@ -11,6 +11,7 @@ import warnings
 from .. import initializer as init_mod
 from ..base import MXNetError
 from ..context import cpu
+from ..symbol.naming import NameManager
 from .module import BaseModule, Module, _checked_names
 
 __all__ = ["BucketingModule"]
@@ -50,7 +51,10 @@ class BucketingModule(BaseModule):
         self._curr_bucket_key = None
 
     def _call_sym_gen(self, *args, **kwargs):
-        return self._sym_gen(*args, **kwargs)
+        """`sym_gen` under fresh automatic-name counters (as MXNet's), so every bucket's symbol
+        names its nodes alike ('embedding0_weight') however many symbols were made before."""
+        with NameManager():
+            return self._sym_gen(*args, **kwargs)
 
     def _new_module(self, bucket_key):
         symbol, data_names, label_names = self._call_sym_gen(bucket_key)
@@ -257,7 +261,7 @@ class BucketingModule(BaseModule):
         if not self._buckets:
             raise MXNetError("Empty BucketingModule cannot be saved")
         for bucket_key in self._buckets:
-            symbol, _, _ = self._sym_gen(bucket_key)
+            symbol, _, _ = self._call_sym_gen(bucket_key)
             symbol.save("%s-%s-symbol.json" % (prefix, bucket_key))
         param_name = "%s-%04d.params" % (prefix, epoch)
         self.save_params(param_name)

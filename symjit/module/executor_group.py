@@ -21,6 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from ..base import MXNetError
+from ..executor import gradient_storage, group_contexts, storage_types
 from ..io import DataDesc
 
 __all__ = ["DataParallelExecutorGroup"]
@@ -30,6 +31,33 @@ def _descs(shapes) -> list:
     if shapes is None:
         return []
     return [s if isinstance(s, DataDesc) else DataDesc(s[0], s[1]) for s in shapes]
+
+
+def per_context_group2ctx(group2ctxs, n_contexts: int) -> list:
+    """MXNet's `group2ctxs` of a Module as one group -> context dict (or None) per context: a
+    list gives them directly; a dict maps each group to one context (shared by every context),
+    a list of one, or a list of one per context."""
+    if group2ctxs is None:
+        return [None] * n_contexts
+    if isinstance(group2ctxs, (list, tuple)):
+        if len(group2ctxs) != n_contexts:
+            raise MXNetError(f"executor group: group2ctxs has {len(group2ctxs)} entries for "
+                             f"{n_contexts} contexts")
+        return list(group2ctxs)
+    if not isinstance(group2ctxs, dict):
+        raise MXNetError("executor group: group2ctxs must be a dict of group -> context (or list of "
+                         f"contexts) or a list of such dicts, got {type(group2ctxs).__name__}")
+    out = [{} for _ in range(n_contexts)]
+    for group, ctxs in group2ctxs.items():
+        ctxs = list(ctxs) if isinstance(ctxs, (list, tuple)) else [ctxs]
+        if len(ctxs) == 1:
+            ctxs = ctxs * n_contexts
+        elif len(ctxs) != n_contexts:
+            raise MXNetError(f"executor group: group2ctxs[{group!r}] has {len(ctxs)} contexts; "
+                             f"expected 1 or {n_contexts}")
+        for placed, c in zip(out, ctxs):
+            placed[group] = c
+    return out
 
 
 def split_batch(batch_size: int, workload: Sequence[float]) -> list[slice]:
@@ -93,7 +121,7 @@ class DataParallelExecutorGroup:
         self.logger = logger
         self.fixed_param_names = list(fixed_param_names or [])
         self.state_names = list(state_names or [])
-        self.group2ctxs = group2ctxs
+        self.group2ctxs = per_context_group2ctx(group2ctxs, len(self.contexts))
         self.data_shapes = _descs(data_shapes)
         self.label_shapes = _descs(label_shapes) if label_shapes is not None else None
         self.data_names = [d.name for d in self.data_shapes]
@@ -126,11 +154,9 @@ class DataParallelExecutorGroup:
                                  f"{len(self.arg_names)} arguments")
             return dict(zip(self.arg_names, grad_req))
         if isinstance(grad_req, dict):
+            # names the symbol lacks are ignored, as MXNet does (one dict can serve several modules)
             reqs = self._grad_reqs("write")
-            unknown = set(grad_req) - set(self.arg_names)
-            if unknown:
-                raise MXNetError(f"executor group: grad_req names unknown arguments {sorted(unknown)}")
-            reqs.update(grad_req)
+            reqs.update((k, v) for k, v in grad_req.items() if k in reqs)
             return reqs
         raise MXNetError(f"executor group: grad_req must be a str, list or dict, got {type(grad_req).__name__}")
 
@@ -153,19 +179,21 @@ class DataParallelExecutorGroup:
             out[d.name] = (tuple(shape), np.dtype(getattr(d, "dtype", np.float32)))
         return out
 
-    def _input_array(self, name, shape, dtype, i):
-        """The array of input `name` on context i: a view of the family's shared array when it is
-        large enough (and of the same dtype), else a new one that replaces it."""
+    def _input_array(self, name, shape, dtype, i, ctx, stype="default"):
+        """The array of input `name` for context i (placed on `ctx`, of storage `stype`): the
+        family's shared array when it is large enough (and of the same dtype and storage; a
+        dense one is viewed in the needed shape, a sparse one only shared at the same shape),
+        else a new one that replaces it."""
         from .. import ndarray as nd
         shared = self.shared_data_arrays[i]
-        ctx = self.contexts[i]
         arr = shared.get(name)
-        if arr is not None and np.dtype(arr.dtype) == dtype and arr.size >= int(np.prod(shape)):
+        if arr is not None and np.dtype(arr.dtype) == dtype and arr.stype == stype:
             if arr.shape == shape:
                 return arr
-            flat = arr.reshape((-1,))
-            return flat[:int(np.prod(shape))].reshape(shape)
-        arr = nd.zeros(shape, ctx, dtype)
+            if stype == "default" and arr.size >= int(np.prod(shape)):
+                flat = arr.reshape((-1,))
+                return flat[:int(np.prod(shape))].reshape(shape)
+        arr = nd.zeros(shape, ctx, dtype, stype=stype)
         shared[name] = arr
         return arr
 
@@ -182,32 +210,37 @@ class DataParallelExecutorGroup:
         if arg_shapes is None or any(s is None for s in arg_shapes):
             raise MXNetError(f"executor group: cannot infer every argument shape from {shapes}")
         args, grads, aux = [], [], []
-        for name, shape, dtype in zip(self.arg_names, arg_shapes, arg_types):
+        arg_ctx = group_contexts(self.symbol, self.arg_names, ctx, self.group2ctxs[i])
+        aux_ctx = group_contexts(self.symbol, self.aux_names, ctx, self.group2ctxs[i])
+        arg_st = storage_types(self.symbol, self.arg_names)
+        for name, shape, dtype, ctx, st in zip(self.arg_names, arg_shapes, arg_types, arg_ctx, arg_st):
             shape, dtype = tuple(shape), np.dtype(dtype or np.float32)
             req = self.grad_req[name]
+            gst = gradient_storage(st)
             if name in self.param_names:
                 if shared_exec is not None and name in shared_exec.arg_dict \
                         and shared_exec.arg_dict[name].shape == shape:
                     arr = shared_exec.arg_dict[name]
                     grad = shared_exec.grad_dict.get(name) if req != "null" else None
                     if req != "null" and grad is None:
-                        grad = nd.zeros(shape, ctx, dtype)
+                        grad = nd.zeros(shape, ctx, dtype, stype=gst)
                 else:
-                    arr = nd.zeros(shape, ctx, dtype)
-                    grad = nd.zeros(shape, ctx, dtype) if req != "null" else None
+                    arr = nd.zeros(shape, ctx, dtype, stype=st)
+                    grad = nd.zeros(shape, ctx, dtype, stype=gst) if req != "null" else None
             else:
-                arr = self._input_array(name, shape, dtype, i)
-                grad = nd.zeros(shape, ctx, dtype) if req != "null" else None
+                arr = self._input_array(name, shape, dtype, i, ctx, st)
+                grad = nd.zeros(shape, ctx, dtype, stype=gst) if req != "null" else None
             args.append(arr)
             grads.append(grad)
-        for name, shape, dtype in zip(self.aux_names, aux_shapes, aux_types):
+        aux_st = storage_types(self.symbol, self.aux_names)
+        for name, shape, dtype, ctx, st in zip(self.aux_names, aux_shapes, aux_types, aux_ctx, aux_st):
             shape, dtype = tuple(shape), np.dtype(dtype or np.float32)
             if shared_exec is not None and name in shared_exec.aux_dict and shared_exec.aux_dict[name].shape == shape:
                 aux.append(shared_exec.aux_dict[name])
             else:
-                aux.append(nd.zeros(shape, ctx, dtype))
+                aux.append(nd.zeros(shape, ctx, dtype, stype=st))
         reqs = [self.grad_req[n] for n in self.arg_names]
-        return Executor.bind(self.symbol, ctx, args, args_grad=grads, grad_req=reqs, aux_states=aux)
+        return Executor.bind(self.symbol, self.contexts[i], args, args_grad=grads, grad_req=reqs, aux_states=aux)
 
     def bind_exec(self, data_shapes, label_shapes, shared_group=None, reshape=False):
         """(Re)bind one executor per context for these input shapes."""
@@ -216,6 +249,12 @@ class DataParallelExecutorGroup:
         self.decide_slices(self.data_shapes)
         self.execs = [self._bind_ith_exec(i, shared_group) for i in range(len(self.contexts))]
         self._collect_arrays()
+
+    @property
+    def _total_exec_bytes(self) -> int:
+        """The memory the executors allocated beyond their bound arrays, summed as MXNet sums the
+        `Total N MB allocated` lines of their `debug_str()` (whole MB per executor)."""
+        return sum(ex.allocated_bytes() >> 20 for ex in self.execs)
 
     def reshape(self, data_shapes, label_shapes):
         """Rebind for new input shapes, keeping the parameter values."""
@@ -234,7 +273,7 @@ class DataParallelExecutorGroup:
         self.grad_arrays = ([[e.grad_arrays[i] for e in ex] for i, n in enumerate(self.arg_names)
                              if n in self.param_names] if self.for_training else None)
         self.aux_arrays = [[e.aux_arrays[i] for e in ex] for i in range(len(self.aux_names))]
-        self.input_grad_arrays = ([[e.grad_dict[d.name] for e in ex] for d in self.data_shapes]
+        self.input_grad_arrays = ([[e.grad_dict.get(d.name) for e in ex] for d in self.data_shapes]
                                   if self.inputs_need_grad else None)
         self.state_arrays = [[e.arg_dict[n] for e in ex] for n in self.state_names]
 

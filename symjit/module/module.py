@@ -237,6 +237,7 @@ class Module(StoredNamesAndShapes, BaseModule):
         self._update_on_kvstore = None
         self._updater = None
         self._compression_params = compression_params
+        self._group2ctxs = group2ctxs
         self._preload_opt_states = None
         self._work_load_list = list(work_load_list) if work_load_list is not None else None
         self._exec_group = None
@@ -249,6 +250,11 @@ class Module(StoredNamesAndShapes, BaseModule):
     @property
     def output_shapes(self):
         return [(n, o.shape) for n, o in zip(self._output_names, self._execs[0].outputs)]
+
+    @property
+    def _total_exec_bytes(self) -> int:
+        """The memory the bound executors allocated, as MXNet reports it (see the executor group)."""
+        return self._exec_group._total_exec_bytes
 
     # ---- binding --------------------------------------------------------------------------------
     def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
@@ -285,7 +291,7 @@ class Module(StoredNamesAndShapes, BaseModule):
             self._symbol, self._context, self._work_load_list, self._data_shapes, self._label_shapes,
             self._param_names, self.for_training, self.inputs_need_grad, shared_group=shared_group,
             logger=self.logger, fixed_param_names=self._fixed_param_names, grad_req=self._grad_req,
-            state_names=self._state_names)
+            state_names=self._state_names, group2ctxs=self._group2ctxs)
         self._execs = self._exec_group.execs
 
     def reshape(self, data_shapes, label_shapes=None):
@@ -295,7 +301,11 @@ class Module(StoredNamesAndShapes, BaseModule):
         if label_shapes is not None:
             self._label_shapes = [d for d in _parse_shapes(label_shapes) if d.name in self._label_names]
         arg, aux = (self.get_params() if self.params_initialized else (None, None))
+        before = self._exec_group.execs
         self._build_executors()
+        for old, new in zip(before, self._exec_group.execs):   # reshaped executors keep their monitor (MXNet)
+            if old._monitor is not None:
+                new.set_monitor_callback(*old._monitor)
         if self.params_initialized:
             self._arg_params, self._aux_params = arg, aux
             self._push_params()
@@ -324,10 +334,10 @@ class Module(StoredNamesAndShapes, BaseModule):
             elif initializer is not None:
                 initializer(init_mod.InitDesc(name, attrs.get(name, {})), arr)
 
-        self._arg_params = OrderedDict((n, nd.zeros(ex.arg_dict[n].shape, cpu(), ex.arg_dict[n].dtype))
-                                       for n in self._param_names)
-        self._aux_params = OrderedDict((n, nd.zeros(ex.aux_dict[n].shape, cpu(), ex.aux_dict[n].dtype))
-                                       for n in self._aux_names)
+        def like(a):   # MXNet keeps the parameters in their executors' storage types
+            return nd.zeros(a.shape, cpu(), a.dtype, stype=a.stype)
+        self._arg_params = OrderedDict((n, like(ex.arg_dict[n])) for n in self._param_names)
+        self._aux_params = OrderedDict((n, like(ex.aux_dict[n])) for n in self._aux_names)
         for name, arr in self._arg_params.items():
             fill(name, arr, arg_params)
         for name, arr in self._aux_params.items():

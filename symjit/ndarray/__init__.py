@@ -132,6 +132,7 @@ def _populate() -> None:
 _populate()
 
 from . import contrib, image, linalg, sparse  # noqa: E402,F401  (mx.nd.contrib / image / linalg / sparse)
+from .sparse import cast_storage  # noqa: E402,F401  (the storage conversion, for dense inputs too)
 
 
 def onehot_encode(indices, out):

@@ -5,6 +5,7 @@
     ops, so autograd records every iteration (MXNet's `ndarray.contrib` semantics, including
     `while_loop`'s outputs stacked and padded to `max_iterations` rows — with zeros here,
     where MXNet leaves the padding uninitialised);
+  * the optimizer wrappers of `contrib_optimizer` (`multi_lamb_update`, `mp_adamw_update`, ...);
   * every registered `_contrib_<name>` op as `mx.nd.contrib.<name>` (e.g. `index_copy`).
 """
 from __future__ import annotations
@@ -16,10 +17,14 @@ from ..base import MXNetError
 from ..context import current_context
 from ..ops.registry import find_op, list_ops
 from .ndarray import NDArray, invoke, zeros
+from .contrib_optimizer import (adamw_update, mp_adamw_update, multi_adamw_update,  # noqa: F401
+                                multi_lamb_update, multi_mp_adamw_update, multi_mp_lamb_update)
 from .random import uniform
 from ..nested import flatten, regroup as _regroup
 
-__all__ = ["rand_zipfian", "while_loop", "foreach", "cond", "isinf", "isfinite", "isnan"]
+__all__ = ["rand_zipfian", "while_loop", "foreach", "cond", "isinf", "isfinite", "isnan", "adamw_update",
+           "mp_adamw_update", "multi_adamw_update", "multi_mp_adamw_update", "multi_lamb_update",
+           "multi_mp_lamb_update"]
 
 _PREFIX = "_contrib_"
 

@@ -19,7 +19,8 @@ and from the optimizers' raw attributes without parsing them (`prepare_update_ra
 multi-tensor call (`runtime.parallel_for_multi`): the optimizer's whole step is one native call.
 
 Compute-bound ops (`COMPILED_OPS`: FullyConnected, Convolution, Deconvolution, Pooling and their
-backward ops, BatchNorm with its moving statistics' updates) over float32 inputs of at least `MIN_ELEMENTS` elements run as a one-node graph
+backward ops, BatchNorm with its moving statistics' updates, the fused RNN and its gradient,
+softmax and log_softmax (an unhybridized loss block's)) over float32 inputs of at least `MIN_ELEMENTS` elements run as a one-node graph
 compiled through the same pass pipeline and lowerings as a hybridized block's graph
 (`try_compiled_op`, cached per op, attributes, shapes and mode). An eager call then runs the
 same native kernel as the hybridized graph, so both agree to the bit on long reductions (as
@@ -34,10 +35,12 @@ import numpy as np
 from ..base import MXNetError
 from ..native import native_runtime
 from ..ops import scalar as S
+from ..ops.optimizer_multi import MultiUpdate
 from ..ops.optimizer_ops import Update
 from ..ops.registry import Elementwise, broadcast_shapes
 
 __all__ = ["try_compiled_elementwise", "try_compiled_op", "COMPILED_OPS", "update_in_place", "prepare_update", "prepare_update_raw",
+           "prepare_multi_update",
            "prepare_updates_raw", "run_updates",
            "PreparedUpdate",
            "MIN_ELEMENTS", "DYNAMIC_SCALARS"]
@@ -52,7 +55,7 @@ COMPILED_OPS = frozenset({
     "FullyConnected", "_backward_FullyConnected_data", "_backward_FullyConnected_weight",
     "Convolution", "_backward_Convolution_data", "_backward_Convolution_weight",
     "Deconvolution", "_backward_Deconvolution_data", "Pooling", "_backward_Pooling",
-    "BatchNorm", "_backward_BatchNorm"})
+    "BatchNorm", "_backward_BatchNorm", "RNN", "_backward_RNN", "softmax", "log_softmax"})
 #: (op name, attrs key, input shapes and dtypes, is_train) -> (CompiledGraph, input order) or
 #: None when the op does not compile to native code for that key
 _OP_GRAPHS: dict = {}
@@ -88,6 +91,8 @@ def try_compiled_elementwise(op, attrs, arrays: list, destinations: list | None 
     element before storing)."""
     if not _ENABLED or not arrays:
         return None
+    if isinstance(op, MultiUpdate):
+        return _multi_update_in_place(op, attrs, arrays, destinations)
     if isinstance(op, Update):
         done = _compiled_update(op, attrs, arrays, destinations)
         if done is not None:
@@ -358,6 +363,48 @@ def run_updates(updates: list) -> None:
             observer.leave(group[0].op_name, token)
         if code != 0:
             runtime.raise_last_error("optimizer update kernel", code)
+
+
+def prepare_multi_update(op: MultiUpdate, attrs: dict, groups: list, trailing: list) -> list | None:
+    """The multi-tensor update `op` (attributes raw, as optimizers pass them, or parsed) over
+    `groups` = [[weight, grad, states...], ...] (numpy arrays; `trailing`: the preloaded ops' lrs
+    and wds) as the prepared in-place updates of its single-tensor op, one per group (the op's
+    `split`), or None when the compiled kernel does not apply or the attributes do not fit
+    (then nothing was done and the caller runs the op itself, which reports the error)."""
+    n = len(groups)
+    if not n or attrs.get(op.count_key, 1) != n:
+        return None
+    if trailing:
+        lrs, wds = (np.asarray(t).reshape(-1).tolist() for t in trailing)
+    else:
+        lrs, wds = attrs.get("lrs", ()), attrs.get("wds", ())
+    if len(lrs) != n or len(wds) != n:
+        return None
+    shared = {k: attrs[k] for k in op.shared if k in attrs}
+    raws = [dict(shared, lr=lr, wd=wd) for lr, wd in zip(lrs, wds)]
+    if n == 1:
+        p = prepare_update_raw(op.single, raws[0], groups[0])
+        return None if p is None else [p]
+    return prepare_updates_raw(op.single, raws, groups)
+
+
+def _multi_update_in_place(op: MultiUpdate, attrs: dict, arrays: list, destinations: list | None) -> list | None:
+    """An eager multi-tensor update written with out= its own weights (as MXNet's optimizers call
+    it) run by the compiled single-tensor kernels in one multi-tensor call: the results are the
+    input buffers themselves (weights, then the states in `state_targets` order). None when the
+    outputs go elsewhere, a buffer appears twice, or the kernels do not apply."""
+    k = len(op.per_group)
+    n = (len(arrays) - len(op.trailing)) // k
+    groups = [arrays[i * k:(i + 1) * k] for i in range(n)]
+    weights = [g[0] for g in groups]
+    if (destinations is None or len(destinations) != n or any(d is not w for d, w in zip(destinations, weights))
+            or len({id(a) for a in arrays}) != len(arrays)):
+        return None
+    prepared = prepare_multi_update(op, attrs, groups, arrays[n * k:])
+    if prepared is None:
+        return None
+    run_updates(prepared)
+    return weights + [a for g in groups for a in g[op.first_state:]]
 
 
 def update_in_place(op, attrs: dict, arrays: list) -> bool:

@@ -10,7 +10,9 @@ Invariants
 """
 from __future__ import annotations
 
+import ctypes
 import numbers
+import weakref
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -19,6 +21,7 @@ from ..base import MXNetError, MXNetTypeError, MXNetValueError, canonical_dtype,
 from ..context import Context, current_context
 from ..ops.attrs import abbreviate
 from ..ops.registry import ComputeContext, Emitter, get_op
+from ..ops.optimizer_multi import MultiUpdate
 from ..ops.optimizer_ops import Update
 from .fastpath import try_compiled_elementwise, try_compiled_op
 from .write_guard import writable
@@ -30,6 +33,22 @@ __all__ = ["NDArray", "invoke", "array", "empty", "zeros", "ones", "full", "aran
 py_slice = slice
 
 #: Storage type names and MXNet's numeric ids for them.
+#: arrays by the handle value `_as_parameter_` gave out (MXNet's NDArrayHandle), while alive
+_HANDLES: "weakref.WeakValueDictionary[int, NDArray]" = weakref.WeakValueDictionary()
+
+
+def _from_handle(handle: ctypes.c_void_p, writable: bool) -> tuple:
+    """(numpy data, context) of the array behind `handle`; a read-only view unless `writable`."""
+    src = _HANDLES.get(handle.value or 0)
+    if src is None:
+        raise MXNetError(f"NDArray: {handle!r} is not the handle of a live NDArray")
+    data = src._data
+    if not writable:
+        data = data.view()
+        data.flags.writeable = False
+    return data, src._ctx
+
+
 _STORAGE_TYPE_STR_TO_ID = {"undefined": -1, "default": 0, "row_sparse": 1, "csr": 2}
 _STORAGE_TYPE_ID_TO_STR = {v: k for k, v in _STORAGE_TYPE_STR_TO_ID.items()}
 
@@ -52,12 +71,16 @@ class NDArray:
 
     __slots__ = ("_data", "_ctx", "_grad", "_grad_req", "_ag", "_fresh_grad", "__weakref__")
     __array_priority__ = 1000.0
+    #: sparse storage (ndarray.sparse's containers): `invoke` offers such inputs to sparse kernels
+    _is_sparse = False
 
     def __array__(self, dtype=None, copy=None):
         """numpy's view of the values (numpy functions such as np.all accept NDArrays)."""
         return self.asnumpy() if dtype is None else self.asnumpy().astype(dtype)
 
-    def __init__(self, data: np.ndarray, ctx: Context | None = None):
+    def __init__(self, data: np.ndarray, ctx: Context | None = None, writable: bool = True):
+        if data.__class__ is ctypes.c_void_p:   # MXNet's NDArray(handle, writable=...)
+            data, ctx = _from_handle(data, writable)
         self._data = data
         self._ctx = ctx if ctx is not None else current_context()
         self._grad = None
@@ -95,6 +118,12 @@ class NDArray:
     @property
     def handle(self):
         return self._data
+
+    @property
+    def _as_parameter_(self) -> ctypes.c_void_p:
+        """This array as an NDArrayHandle (ctypes converts an NDArray through it)."""
+        _HANDLES[id(self)] = self
+        return ctypes.c_void_p(id(self))
 
     @property
     def grad(self):
@@ -319,10 +348,10 @@ class NDArray:
         return method
 
     def zeros_like(self):
-        return zeros(self.shape, self._ctx, self._data.dtype)
+        return _filled(self.shape, 0, self._ctx, self._data.dtype, None)
 
     def ones_like(self):
-        return ones(self.shape, self._ctx, self._data.dtype)
+        return _filled(self.shape, 1, self._ctx, self._data.dtype, None)
 
 
 #: NDArray methods that apply an op to `self` (MXNet's fluent interface)
@@ -412,6 +441,11 @@ def invoke(op_name: str, inputs: Sequence[NDArray], attrs: Mapping[str, Any], ou
                                      "all inputs must be on the same context")
             ctx = ctx or dev
         ctx = _check_ctx(ctx)
+        if op.name in _SPARSE_RESULT_OPS or any(x._is_sparse for x in inputs):
+            from .sparse_ops import deliver, run_sparse
+            sparse_outputs = run_sparse(op, parsed, inputs, out)
+            if sparse_outputs is not None:
+                return _finish(op, parsed, inputs, deliver(sparse_outputs, out), all_outputs)
         cctx = ComputeContext(is_train=autograd.is_training())
         arrays = [x._data for x in inputs]
         results = try_compiled_elementwise(op, parsed, arrays, _update_destinations(op, parsed, names, inputs, out))
@@ -433,16 +467,25 @@ def invoke(op_name: str, inputs: Sequence[NDArray], attrs: Mapping[str, Any], ou
                 if new is not inputs[i]._data:
                     writable(inputs[i]._data)[...] = new
             results = results[:n_out]
-        outputs = _wrap_outputs(op.name, results, ctx, out)
-        if autograd.is_recording():
-            autograd.record_op(op, parsed, list(inputs), outputs)
-        if all_outputs:
-            return outputs
-        nvis = op.num_visible_outputs(parsed)
-        return outputs[0] if nvis == 1 else outputs[:nvis]
+        return _finish(op, parsed, inputs, _wrap_outputs(op.name, results, ctx, out), all_outputs)
     finally:
         if observer is not None:
             observer.leave(op_name, token)
+
+
+#: ops whose sparse kernel may give a sparse result from dense inputs (`sparse_ops`)
+_SPARSE_RESULT_OPS = frozenset({"_backward_Embedding"})
+
+
+def _finish(op, parsed, inputs, outputs: list, all_outputs: bool):
+    """`invoke`'s result: the outputs recorded for autograd when recording, the visible ones."""
+    from .. import autograd
+    if autograd.is_recording():
+        autograd.record_op(op, parsed, list(inputs), outputs)
+    if all_outputs:
+        return outputs
+    nvis = op.num_visible_outputs(parsed)
+    return outputs[0] if nvis == 1 else outputs[:nvis]
 
 
 def _update_destinations(op, attrs, names, inputs, out) -> list | None:
@@ -450,9 +493,16 @@ def _update_destinations(op, attrs, names, inputs, out) -> list | None:
     weight, then the mutated states), so a compiled kernel can write them in place (kernels
     compute every output of an element before storing any). None otherwise."""
     from .. import autograd
-    if out is None or not isinstance(op, Update) or autograd.is_recording():
+    if out is None or not isinstance(op, (Update, MultiUpdate)) or autograd.is_recording():
         return None
     outs = [out] if isinstance(out, NDArray) else list(out)
+    if isinstance(op, MultiUpdate):   # in place when out= are the weights (the states are inputs)
+        if not all(isinstance(o, NDArray) for o in outs):
+            return None
+        pos = {n: i for i, n in enumerate(names)}
+        for target in op.state_targets(attrs):
+            writable(inputs[pos[target]]._data)
+        return [writable(o._data) for o in outs]
     if len(outs) != 1 or not isinstance(outs[0], NDArray):
         return None
     states = [inputs[names.index(a)] for a in op.state_targets(attrs) if a in names]
@@ -592,6 +642,17 @@ def empty(shape, ctx: Context | None = None, dtype=None, stype=None) -> NDArray:
     return NDArray(np.empty(_shape(shape), dtype=canonical_dtype(dtype)), _check_ctx(ctx))
 
 
+def _known_shape(op: str, shape) -> tuple:
+    """`shape` checked as MXNet's creation operators check it: outside NumPy shape semantics
+    (`mx.np_shape()`) a 0 dim or the empty shape means "unknown", which no creation can fill."""
+    from ..util import is_np_shape
+    shape = _shape(shape)
+    if not is_np_shape() and (not shape or 0 in shape):
+        raise MXNetError(f"{op}: shape {shape} is not fully known (outside mx.np_shape() semantics a 0 "
+                         "dim or the empty shape means unknown)")
+    return shape
+
+
 def _filled(shape, value, ctx, dtype, out) -> NDArray:
     """An array of `shape` filled with `value`, or `out` filled with it (shapes must agree)."""
     if out is not None:
@@ -607,24 +668,22 @@ def zeros(shape, ctx: Context | None = None, dtype=None, stype=None, out=None, *
     if stype not in (None, "default"):
         from .sparse import zeros as sparse_zeros
         return sparse_zeros(stype, shape, ctx, dtype)
-    return _filled(shape, 0, ctx, dtype, out)
+    return _filled(_known_shape("zeros", shape), 0, ctx, dtype, out)
 
 
 def ones(shape, ctx: Context | None = None, dtype=None, out=None, **kwargs) -> NDArray:
-    return _filled(shape, 1, ctx, dtype, out)
+    return _filled(_known_shape("ones", shape), 1, ctx, dtype, out)
 
 
 def full(shape, val, ctx: Context | None = None, dtype=None, out=None) -> NDArray:
-    return _filled(shape, val, ctx, dtype, out)
+    return _filled(_known_shape("full", shape), val, ctx, dtype, out)
 
 
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None) -> NDArray:
-    if stop is None:
-        start, stop = 0, start
-    data = np.arange(start, stop, step, dtype=np.float64)
-    if repeat > 1:
-        data = np.repeat(data, int(repeat))
-    return NDArray(data.astype(canonical_dtype(dtype)), _check_ctx(ctx))
+    from ..ops.init_ops import arange_length, arange_values
+    n = arange_length("arange", start, stop, step)
+    first = 0 if stop is None else start
+    return NDArray(arange_values(first, step, n, int(repeat), canonical_dtype(dtype)), _check_ctx(ctx))
 
 
 def linspace(start, stop, num, endpoint=True, ctx=None, dtype=None) -> NDArray:

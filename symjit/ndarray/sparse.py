@@ -9,8 +9,10 @@ Storage (as MXNet):
 
 Invariants: the arrays above are owned by the container, validated on construction
 (`MXNetError` naming the function on malformed input), and never aliased by what the
-accessors return. Operators run on dense arrays: convert explicitly with
-`tostype('default')` (MXNet's sparse kernels are an optimisation, not a different semantics).
+accessors return. A container holds either the compressed arrays or a dense image (see
+`BaseSparseNDArray`); operators given a sparse input run the sparse kernels of `sparse_ops`
+(MXNet's output storage rules, cost in stored values) and fall back to the dense operator,
+with a dense result, where MXNet does.
 """
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ from ..context import Context, current_context
 from .ndarray import NDArray, array as _dense_array
 
 __all__ = ["BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "zeros", "empty", "csr_matrix",
-           "row_sparse_array", "array", "cast_storage", "retain", "STORAGE_TYPES"]
+           "row_sparse_array", "array", "cast_storage", "retain", "STORAGE_TYPES", "dot", "add", "subtract",
+           "multiply", "divide"]
 
 STORAGE_TYPES = ("default", "row_sparse", "csr")
 _INDEX_DTYPE = np.int64
@@ -60,27 +63,115 @@ def _numpy(x, dtype=None) -> np.ndarray:
     return a if dtype is None else a.astype(dtype)
 
 
+#: numpy's dense buffer slot of NDArray (sparse containers keep it empty while compressed)
+_DENSE_SLOT = NDArray.__dict__["_data"]
+
+
 class BaseSparseNDArray(NDArray):
-    """Common behaviour of the sparse containers: an NDArray (so operators, autograd and
-    in-place writes see the dense values in `_data`) plus the set of explicitly stored
-    positions `_stored` (a bool mask: rows for row_sparse, entries for csr). The compressed
-    arrays (`data`, `indices`, `indptr`) are the stored positions together with every
-    nonzero value, in row-major order."""
-    __slots__ = ("_stored",)
+    """Common behaviour of the sparse containers. An array is in one of two modes:
+
+      * compressed (`_comp` is a dict of arrays): the compressed arrays are the truth and no
+        dense buffer exists. Sparse operators (`sparse_ops`) read and produce this mode, so
+        their cost follows the number of stored values;
+      * dense (`_comp` is None): `_data` (the NDArray buffer, so dense operators, autograd and
+        in-place writes see the values) plus the set of explicitly stored positions `_stored`
+        (a bool mask: rows for row_sparse, entries for csr). The compressed arrays are derived
+        on demand: the stored positions together with every nonzero value, row-major.
+
+    Reading `_data` switches an array to the dense mode for good (whoever reads the buffer may
+    write into it); `_arrays = ...` switches it back. Shape and dtype are kept in `_meta`."""
+    __slots__ = ("_stored_mask", "_comp", "_meta")
     _stype = ""
+    _is_sparse = True
 
     def __init__(self, shape: tuple, dtype, ctx: Context, arrays: dict):
-        super().__init__(np.zeros(tuple(shape), dtype=np.dtype(dtype)), ctx)
-        self._stored = np.zeros(self._mask_shape(), dtype=bool)
-        self._arrays = arrays
+        self._meta = (tuple(int(d) for d in shape), np.dtype(dtype))
+        self._stored_mask = None
+        self._comp = None
+        NDArray.__init__(self, None, ctx)
+        self._comp = arrays
+
+    # ---- the two modes -------------------------------------------------------------------
+    @property
+    def _data(self) -> np.ndarray:
+        if self._comp is not None:
+            dense, mask = self._expand(self._comp)
+            _DENSE_SLOT.__set__(self, dense)
+            self._stored_mask, self._comp = mask, None
+        return _DENSE_SLOT.__get__(self)
+
+    @_data.setter
+    def _data(self, value) -> None:
+        _DENSE_SLOT.__set__(self, value)
+        if value is None:
+            return
+        self._comp = None
+        new_meta = (tuple(value.shape), value.dtype)
+        if getattr(self, "_meta", None) is None or self._meta[0] != new_meta[0]:
+            self._stored_mask = None
+        self._meta = new_meta
 
     @property
+    def _stored(self) -> np.ndarray:
+        self._data   # noqa: B018  (switches to the dense mode)
+        if self._stored_mask is None:
+            self._stored_mask = np.zeros(self._mask_shape(), dtype=bool)
+        return self._stored_mask
+
+    @_stored.setter
+    def _stored(self, mask: np.ndarray) -> None:
+        self._data   # noqa: B018  (the mask belongs to the dense mode)
+        self._stored_mask = mask
+
+    @property
+    def _arrays(self) -> dict:
+        """The compressed arrays (shared while compressed: never write into them)."""
+        if self._comp is not None:
+            return self._comp
+        return self._compress(_DENSE_SLOT.__get__(self), self._stored)
+
+    @_arrays.setter
+    def _arrays(self, arrays: dict) -> None:
+        _DENSE_SLOT.__set__(self, None)
+        self._stored_mask = None
+        self._comp = arrays
+
+    @property
+    def is_compressed(self) -> bool:
+        """Whether the compressed arrays are held directly (no dense buffer)."""
+        return self._comp is not None
+
+    @classmethod
+    def _from_arrays(cls, shape, dtype, ctx, arrays: dict):
+        """A container holding `arrays` (valid, owned by the result) in the compressed mode."""
+        out = cls.__new__(cls)
+        BaseSparseNDArray.__init__(out, shape, dtype, ctx, arrays)
+        return out
+
+    # ---- attributes without densifying -------------------------------------------------------
+    @property
     def _shape(self) -> tuple:
-        return tuple(self._data.shape)
+        return self._meta[0]
 
     @property
     def _dtype(self) -> np.dtype:
-        return self._data.dtype
+        return self._meta[1]
+
+    @property
+    def shape(self) -> tuple:
+        return self._meta[0]
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self._meta[0], dtype=np.int64))
+
+    @property
+    def ndim(self) -> int:
+        return len(self._meta[0])
+
+    @property
+    def dtype(self) -> type:
+        return self._meta[1].type
 
     @property
     def stype(self) -> str:
@@ -89,12 +180,17 @@ class BaseSparseNDArray(NDArray):
     @property
     def data(self) -> NDArray:
         """The stored values (a copy)."""
-        return NDArray(self._arrays["data"], self._ctx)
+        return NDArray(np.array(self._arrays["data"], copy=True), self._ctx)
 
     @property
     def indices(self) -> NDArray:
         """Column (csr) or row (row_sparse) numbers of the stored values (a copy)."""
-        return NDArray(self._arrays["indices"], self._ctx)
+        return NDArray(np.array(self._arrays["indices"], copy=True), self._ctx)
+
+    def asnumpy(self) -> np.ndarray:
+        if self._comp is not None:
+            return self._expand(self._comp)[0]
+        return np.array(_DENSE_SLOT.__get__(self), copy=True)
 
     def __repr__(self) -> str:
         shape_info = "x".join(str(d) for d in self._shape)
@@ -108,7 +204,8 @@ class BaseSparseNDArray(NDArray):
     __hash__ = NDArray.__hash__
 
     def __reduce__(self):
-        return (_rebuild_sparse, (self._stype, self.asnumpy(), self._stored.copy(), str(self._ctx)))
+        arrays = {k: np.array(v, copy=True) for k, v in self._arrays.items()}
+        return (_rebuild_sparse, (self._stype, self._shape, self._dtype.str, arrays, str(self._ctx)))
 
     # ---- conversion ----------------------------------------------------------------------
     def todense(self) -> NDArray:
@@ -120,33 +217,37 @@ class BaseSparseNDArray(NDArray):
             return self
         return cast_storage(self, stype)
 
+    def _with_arrays(self, arrays: dict, dtype=None, ctx=None) -> "BaseSparseNDArray":
+        """An array of this type and shape holding `arrays` (owned by the result)."""
+        dt = self._dtype if dtype is None else np.dtype(dtype)
+        return type(self)._from_arrays(self._shape, dt, ctx if ctx is not None else self._ctx, arrays)
+
+    def _copied_arrays(self, dtype=None) -> dict:
+        arrays = self._arrays
+        out = {k: np.array(v, copy=True) for k, v in arrays.items()}
+        if dtype is not None:
+            out["data"] = out["data"].astype(dtype)
+        return out
+
     def astype(self, dtype, copy: bool = True):
         dt = np.dtype(canonical_dtype(dtype))
         if not copy and dt == self._dtype:
             return self
-        return self._like(self._data.astype(dt))
-
-    def _like(self, dense: np.ndarray, ctx=None) -> "BaseSparseNDArray":
-        """An array of this storage type holding `dense`, with this array's stored positions."""
-        out = type(self).__new__(type(self))
-        NDArray.__init__(out, np.array(dense, copy=True), ctx if ctx is not None else self._ctx)
-        out._stored = self._stored.copy()
-        return out
+        return self._with_arrays(self._copied_arrays(dt), dt)
 
     def copy(self):
-        return self._like(self._data)
+        return self._with_arrays(self._copied_arrays())
 
     def copyto(self, other):
         """A copy on context `other`, or the values written into `other` (an array of this
         shape: a dense NDArray receives the dense values)."""
         if isinstance(other, Context):
-            return self._like(self._data, other)
+            return self._with_arrays(self._copied_arrays(), ctx=other)
         if isinstance(other, BaseSparseNDArray):
             if other.shape != self._shape:
                 raise MXNetError(f"copyto: shape mismatch: source {self._shape}, target {other.shape}")
             conv = cast_storage(self, other.stype)
-            other._data = conv._data.astype(other._dtype)
-            other._stored = conv._stored
+            other._arrays = conv._copied_arrays(other._dtype)
             return other
         if isinstance(other, NDArray):
             if other.shape != self._shape:
@@ -161,34 +262,10 @@ class BaseSparseNDArray(NDArray):
         _attach_grad(self, grad_req, stype if stype is not None else self._stype)
 
     def detach(self):
-        return self._like(self._data)
+        return self.copy()
 
-    # ---- scalar arithmetic (zeros stay zeros, so the storage pattern is kept) ----------------
-    def _scaled(self, dense_op, scalar) -> Any:
-        out = dense_op(self.tostype("default") if self._ag is None else self, scalar)
-        if self._ag is not None:   # recorded for autograd: the dense result carries the graph
-            return out
-        return self._like(out._data)
-
-    def __mul__(self, other):   # by an array: the operator's (dense) result
-        if not isinstance(other, (int, float, np.number)):
-            return NDArray.__mul__(self, other)
-        return self._scaled(NDArray.__mul__, other)
-
-    __rmul__ = __mul__
-
-    def __truediv__(self, other):
-        if not isinstance(other, (int, float, np.number)):
-            return NDArray.__truediv__(self, other)
-        return self._scaled(NDArray.__truediv__, other)
-
-    def __neg__(self):
-        return self._scaled(lambda x, _: NDArray.__neg__(x), None)
-
-    def __add__(self, other):   # adding to every element fills the zeros: a dense result
-        return NDArray.__add__(self, other)
-
-    __radd__ = __add__
+    def zeros_like(self):
+        return zeros(self._stype, self._shape, self._ctx, self._dtype)
 
 
 class CSRNDArray(BaseSparseNDArray):
@@ -199,41 +276,33 @@ class CSRNDArray(BaseSparseNDArray):
     def _mask_shape(self) -> tuple:
         return self._shape
 
-    def _live_mask(self) -> np.ndarray:
-        return self._stored | (self._data != 0)
-
-    @property
-    def _arrays(self) -> dict:
-        mask = self._live_mask()
+    def _compress(self, dense: np.ndarray, stored: np.ndarray) -> dict:
+        mask = stored | (dense != 0)
         rows, cols = np.nonzero(mask)
         indptr = np.concatenate([[0], np.cumsum(mask.sum(axis=1))]).astype(_INDEX_DTYPE)
-        return {"data": np.ascontiguousarray(self._data[rows, cols]), "indices": cols.astype(_INDEX_DTYPE),
+        return {"data": np.ascontiguousarray(dense[rows, cols]), "indices": cols.astype(_INDEX_DTYPE),
                 "indptr": indptr}
 
-    @_arrays.setter
-    def _arrays(self, arrays: dict) -> None:
+    def _expand(self, arrays: dict) -> tuple:
         rows = np.repeat(np.arange(self._shape[0]), np.diff(arrays["indptr"]))
         dense = np.zeros(self._shape, self._dtype)
         dense[rows, arrays["indices"]] = arrays["data"]
         stored = np.zeros(self._shape, bool)
         stored[rows, arrays["indices"]] = True
-        self._data, self._stored = dense, stored
+        return dense, stored
 
     def __getitem__(self, key):
         """Rows `key` (a slice with step 1) as a CSRNDArray, as MXNet; other keys give the
         dense NDArray result."""
         if isinstance(key, slice) and key.step in (None, 1):
             start, stop, _ = key.indices(self._shape[0])
-            out = type(self).__new__(type(self))
-            NDArray.__init__(out, np.array(self._data[start:stop], copy=True), self._ctx)
-            out._stored = self._stored[start:stop].copy()
-            return out
+            return csr_row_slice(self, start, max(start, stop))
         return NDArray.__getitem__(self, key)
 
     @property
     def indptr(self) -> NDArray:
         """Row pointers: row r's values are data[indptr[r]:indptr[r+1]] (a copy)."""
-        return NDArray(self._arrays["indptr"], self._ctx)
+        return NDArray(np.array(self._arrays["indptr"], copy=True), self._ctx)
 
 
 class RowSparseNDArray(BaseSparseNDArray):
@@ -244,27 +313,32 @@ class RowSparseNDArray(BaseSparseNDArray):
     def _mask_shape(self) -> tuple:
         return self._shape[:1]
 
-    def _live_mask(self) -> np.ndarray:
-        return self._stored | self._data.reshape(self._shape[0], -1).any(axis=1)
+    def _compress(self, dense: np.ndarray, stored: np.ndarray) -> dict:
+        live = stored | dense.reshape(self._shape[0], -1).any(axis=1)
+        keep = np.nonzero(live)[0].astype(_INDEX_DTYPE)
+        return {"data": np.ascontiguousarray(dense[keep]), "indices": keep}
 
-    @property
-    def _arrays(self) -> dict:
-        keep = np.nonzero(self._live_mask())[0].astype(_INDEX_DTYPE)
-        return {"data": np.ascontiguousarray(self._data[keep]), "indices": keep}
-
-    @_arrays.setter
-    def _arrays(self, arrays: dict) -> None:
+    def _expand(self, arrays: dict) -> tuple:
         dense = np.zeros(self._shape, self._dtype)
         dense[arrays["indices"]] = arrays["data"]
         stored = np.zeros(self._shape[:1], bool)
         stored[arrays["indices"]] = True
-        self._data, self._stored = dense, stored
+        return dense, stored
 
 
-def _rebuild_sparse(stype: str, dense: np.ndarray, stored: np.ndarray, ctx: str):
-    out = _dense_to("unpickle", dense, stype, Context(ctx))
-    out._stored = stored
-    return out
+def csr_row_slice(x: CSRNDArray, start: int, stop: int) -> CSRNDArray:
+    """Rows [start, stop) of `x` as a CSRNDArray (index arithmetic on the compressed arrays)."""
+    a = x._arrays
+    lo, hi = int(a["indptr"][start]), int(a["indptr"][stop])
+    arrays = {"data": a["data"][lo:hi].copy(), "indices": a["indices"][lo:hi].copy(),
+              "indptr": a["indptr"][start:stop + 1] - lo}
+    return CSRNDArray._from_arrays((stop - start, x.shape[1]), x._dtype, x.context, arrays)
+
+
+def _rebuild_sparse(stype: str, shape, dtype, arrays: dict, ctx: str):
+    cls = CSRNDArray if stype == "csr" else RowSparseNDArray
+    name, dev = ctx.split("(")
+    return cls._from_arrays(tuple(shape), np.dtype(dtype), Context(name, int(dev[:-1])), arrays)
 
 
 def _attach_grad(x: NDArray, grad_req: str, stype: str) -> None:
@@ -300,9 +374,14 @@ def _make_csr(what: str, data, indices, indptr, shape, ctx, dtype) -> CSRNDArray
                          f"{indices.shape[0]}, got {indptr.tolist()}")
     if np.any((indices < 0) | (indices >= cols)):
         raise MXNetError(f"{what}: column indices must be in [0, {cols}), got {indices.tolist()}")
-    for r in range(rows):
-        seg = indices[indptr[r]:indptr[r + 1]]
-        if np.any(np.diff(seg) <= 0):
+    falling = np.diff(indices) <= 0          # within a row, columns must increase
+    if indices.size > 1 and np.any(falling):
+        row_of_next = np.searchsorted(indptr, np.arange(1, indices.size), side="right") - 1
+        same_row = indptr[row_of_next] != np.arange(1, indices.size)
+        bad = np.nonzero(falling & same_row)[0]
+        if bad.size:
+            r = int(row_of_next[bad[0]])
+            seg = indices[indptr[r]:indptr[r + 1]]
             raise MXNetError(f"{what}: column indices of row {r} must be strictly increasing, got {seg.tolist()}")
     return CSRNDArray(shape, data.dtype, _ctx(ctx), {"data": data, "indices": indices, "indptr": indptr})
 
@@ -355,12 +434,38 @@ def cast_storage(data, stype: str):
             return NDArray(data.asnumpy(), data.context)
         if stype == data.stype:
             return data.copy()
+        if isinstance(data, CSRNDArray):
+            return _csr_to_row_sparse(data)
+        if data.ndim == 2:
+            return _row_sparse_to_csr(data)
         return _dense_to("cast_storage", data.asnumpy(), stype, data.context)
     if isinstance(data, NDArray):
         if stype == "default":
             return data.copy()
         return _dense_to("cast_storage", data.asnumpy(), stype, data.context)
     raise MXNetError(f"cast_storage: expected an NDArray, got {type(data).__name__}")
+
+
+def _csr_to_row_sparse(x: CSRNDArray) -> RowSparseNDArray:
+    """The rows of `x` holding stored entries, as a RowSparseNDArray (no dense image of x)."""
+    a = x._arrays
+    counts = np.diff(a["indptr"])
+    rows = np.nonzero(counts)[0].astype(_INDEX_DTYPE)
+    values = np.zeros((rows.size, x.shape[1]), x._dtype)
+    values[np.repeat(np.arange(rows.size), counts[rows]), a["indices"]] = a["data"]
+    return RowSparseNDArray._from_arrays(x.shape, x._dtype, x.context, {"data": values, "indices": rows})
+
+
+def _row_sparse_to_csr(x: RowSparseNDArray) -> CSRNDArray:
+    """The nonzero entries of a 2-D RowSparseNDArray's stored rows, as a CSRNDArray."""
+    a = x._arrays
+    local_rows, cols = np.nonzero(a["data"])
+    counts = np.zeros(x.shape[0], _INDEX_DTYPE)
+    counts[a["indices"]] = np.bincount(local_rows, minlength=a["indices"].size)
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(_INDEX_DTYPE)
+    return CSRNDArray._from_arrays(x.shape, x._dtype, x.context,
+                                   {"data": np.ascontiguousarray(a["data"][local_rows, cols]),
+                                    "indices": cols.astype(_INDEX_DTYPE), "indptr": indptr})
 
 
 def retain(data, indices) -> RowSparseNDArray:
@@ -372,7 +477,13 @@ def retain(data, indices) -> RowSparseNDArray:
     rows = np.unique(_numpy(indices).reshape(-1).astype(_INDEX_DTYPE))
     if rows.size and (rows[0] < 0 or rows[-1] >= data.shape[0]):
         raise MXNetError(f"retain: indices must be in [0, {data.shape[0]}), got {rows.tolist()}")
-    return _make_row_sparse("retain", data._data[rows], rows, data.shape, data.context, data._dtype)
+    a = data._arrays
+    pos = np.searchsorted(a["indices"], rows)
+    present = pos < a["indices"].size
+    present[present] = a["indices"][pos[present]] == rows[present]
+    values = np.zeros((rows.size,) + data.shape[1:], data._dtype)
+    values[present] = a["data"][pos[present]]
+    return RowSparseNDArray._from_arrays(data.shape, data._dtype, data.context, {"data": values, "indices": rows})
 
 
 def zeros(stype: str, shape, ctx=None, dtype=None, **kwargs):
@@ -468,3 +579,46 @@ def array(source_array, ctx=None, dtype=None):
     if isinstance(source_array, RowSparseNDArray):
         return row_sparse_array(source_array, ctx=ctx, dtype=dtype)
     return _dense_array(source_array, ctx, dtype)
+
+
+# ------------------------------------------------------------------------------------------
+# Operators (mx.nd.sparse.*): the registry's operators, run by the sparse kernels
+# (`sparse_ops`) where an input is sparse
+# ------------------------------------------------------------------------------------------
+
+def dot(lhs, rhs, transpose_a=False, transpose_b=False, forward_stype=None):
+    """The matrix product with MXNet's sparse storage rules: dot(csr, dense) = dense,
+    dot(csr, dense, transpose_a=True) = row_sparse, dot(dense, csr) = csr,
+    dot(dense, csr, transpose_b=True) = dense; `forward_stype` asks for another storage."""
+    from .ndarray import invoke
+    return invoke("dot", [lhs, rhs], {"transpose_a": transpose_a, "transpose_b": transpose_b,
+                                      "forward_stype": forward_stype})
+
+
+def _elemwise_or_broadcast(elemwise: str, broadcast: str, scalar: str, rscalar: str):
+    def fn(lhs, rhs):
+        """Elementwise when the shapes agree (sparse results for sparse operands, as MXNet's
+        `sparse.add` & co.), broadcasting otherwise; numbers act as scalars."""
+        from .ndarray import invoke
+        if isinstance(lhs, NDArray) and isinstance(rhs, NDArray):
+            return invoke(elemwise if lhs.shape == rhs.shape else broadcast, [lhs, rhs], {})
+        if isinstance(lhs, NDArray):
+            return invoke(scalar, [lhs], {"scalar": float(rhs)})
+        return invoke(rscalar, [rhs], {"scalar": float(lhs)})
+    fn.__name__ = elemwise.replace("elemwise_", "")
+    return fn
+
+
+add = _elemwise_or_broadcast("elemwise_add", "broadcast_add", "_plus_scalar", "_plus_scalar")
+subtract = _elemwise_or_broadcast("elemwise_sub", "broadcast_sub", "_minus_scalar", "_rminus_scalar")
+multiply = _elemwise_or_broadcast("elemwise_mul", "broadcast_mul", "_mul_scalar", "_mul_scalar")
+divide = _elemwise_or_broadcast("elemwise_div", "broadcast_div", "_div_scalar", "_rdiv_scalar")
+
+
+def __getattr__(name: str):
+    """Every registered operator, as `mx.nd.sparse.NAME` (MXNet's sparse op namespace)."""
+    from ..ops.registry import list_ops
+    if name.startswith("__") or name not in set(list_ops()):
+        raise AttributeError(f"module 'symjit.ndarray.sparse' has no attribute {name!r}")
+    from . import _op_function
+    return _op_function(name)

@@ -178,11 +178,13 @@ def parse_attrs(op_name: str, schema: Mapping[str, Param], raw: Mapping[str, Any
 
     Returns a dict holding every schema key. Unknown keys, missing required keys and
     unparsable values raise MXNetError naming the op and the attribute. Keys in
-    `ignore` (frontend-only attributes such as `name`, `__lr_mult__`) are dropped.
+    `ignore` (frontend-only attributes such as `name`, `__lr_mult__`) are dropped. An op
+    without any attribute (an empty schema: MXNet registers no parameter parser for it, e.g.
+    `broadcast_add`, `relu`) drops every key, as MXNet keeps them as mere annotations.
     """
     out = {}
     for key, value in raw.items():
-        if key in ignore or (key.startswith("__") and key.endswith("__")):
+        if key in ignore or (key.startswith("__") and key.endswith("__")) or not schema:
             continue
         if key not in schema:
             raise MXNetError(f"{op_name}: unknown attribute {key!r}; expected one of {sorted(schema)}")

@@ -1,5 +1,8 @@
-"""Value checks and small contrib functions: `all_finite`, `multi_all_finite`, `_contrib_allclose`,
-`_contrib_quadratic`, `_contrib_boolean_mask` (MXNet 1.9.1 semantics).
+"""Value checks and small contrib functions: `all_finite`, `multi_all_finite`, `reset_arrays`,
+`_contrib_allclose`, `_contrib_quadratic`, `_contrib_boolean_mask` (MXNet 1.9.1 semantics).
+
+`reset_arrays` sets all `num_arrays` inputs to zero in place (what Gluon's `zero_grad` runs on
+many gradients at once); like MXNet's it has no output, only mutated inputs.
 
 `all_finite` / `multi_all_finite` give a float32 (1,) array: 1 when every element of every input is
 finite (and `init_output` is true), else 0. `allclose` is numpy's |a - b| <= atol + rtol |b|
@@ -53,6 +56,34 @@ class MultiAllFinite(_Flag):
     def compute(self, attrs, inputs, ctx):
         ok = attrs["init_output"] and all(bool(np.isfinite(x).all()) for x in inputs)
         return [np.array([1.0 if ok else 0.0], np.float32)]
+
+
+@register("reset_arrays")
+class ResetArrays(Op):
+    """Every input overwritten with zeros (its shape and dtype kept); no output."""
+    differentiable = False
+    outputs = ()
+    params = {"num_arrays": Param(Int)}
+
+    def input_names(self, attrs):
+        if attrs["num_arrays"] < 1:
+            raise MXNetError(f"{self.name}: num_arrays must be at least 1, got {attrs['num_arrays']}")
+        return [f"arg{i}" for i in range(attrs["num_arrays"])]
+
+    def num_outputs(self, attrs):
+        return 0
+
+    def state_targets(self, attrs):
+        return self.input_names(attrs)
+
+    def infer_shape(self, attrs, in_shapes):
+        return list(in_shapes), []
+
+    def infer_type(self, attrs, in_types):
+        return list(in_types), []
+
+    def compute(self, attrs, inputs, ctx):
+        return [np.zeros_like(x) for x in inputs]
 
 
 @register("_contrib_allclose")

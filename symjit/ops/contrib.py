@@ -545,27 +545,31 @@ class _BackwardControlFlow(Op):
         """The registered forward op (its checks, replay and subgraph plumbing)."""
         return OPS[self.forward]
 
+    def forward_counts(self, attrs) -> tuple[int, int]:
+        """(number of forward inputs, number of forward outputs)."""
+        return attrs["num_args"], attrs["num_outputs"]
+
     def input_names(self, attrs):
-        return ([f"ograd{i}" for i in range(attrs["num_outputs"])]
-                + [f"data{i}" for i in range(attrs["num_args"])])
+        n_in, n_out = self.forward_counts(attrs)
+        return [f"ograd{i}" for i in range(n_out)] + [f"data{i}" for i in range(n_in)]
 
     def num_outputs(self, attrs):
-        return attrs["num_args"]
+        return self.forward_counts(attrs)[0]
 
     def output_names(self, attrs):
-        return [f"data{i}_grad" for i in range(attrs["num_args"])]
+        return [f"data{i}_grad" for i in range(self.forward_counts(attrs)[0])]
 
     def infer_shape(self, attrs, in_shapes):
-        return list(in_shapes), list(in_shapes[attrs["num_outputs"]:])
+        return list(in_shapes), list(in_shapes[self.forward_counts(attrs)[1]:])
 
     def infer_type(self, attrs, in_types):
-        return list(in_types), list(in_types[attrs["num_outputs"]:])
+        return list(in_types), list(in_types[self.forward_counts(attrs)[1]:])
 
     def split(self, attrs, inputs) -> tuple[list, list, list]:
         """(output gradients, forward inputs, zero gradient accumulators per input)."""
-        n_out = attrs["num_outputs"]
-        if len(inputs) != n_out + attrs["num_args"]:
-            raise _err(self.name, f"expected {n_out + attrs['num_args']} inputs, got {len(inputs)}")
+        n_in, n_out = self.forward_counts(attrs)
+        if len(inputs) != n_out + n_in:
+            raise _err(self.name, f"expected {n_out + n_in} inputs, got {len(inputs)}")
         xs = [np.asarray(x) for x in inputs[n_out:]]
         return [np.asarray(g) for g in inputs[:n_out]], xs, [np.zeros(x.shape, x.dtype) for x in xs]
 

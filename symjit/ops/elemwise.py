@@ -136,7 +136,8 @@ def sum_to_shape(x: np.ndarray, shape: tuple) -> np.ndarray:
 
 def _unary(name: str, fn: Callable[[S.Expr], S.Expr], aliases=(), doc: str = "") -> None:
     cls = type(name.strip("_").capitalize() + "Op", (Elementwise,), {
-        "expr": lambda self, attrs, x: fn(x), "doc": doc or f"y = {name}(x), elementwise."})
+        "expr": lambda self, attrs, x: fn(x), "doc": doc or f"y = {name}(x), elementwise.",
+        "lists_input_names": False})
     register(name, aliases)(cls)
 
 
@@ -335,6 +336,7 @@ class AddN(Elementwise):
 class Activation(Elementwise):
     """Activation function chosen by `act_type` (relu, sigmoid, tanh, softrelu, softsign)."""
     params = {"act_type": Param(Enum(*_ACT))}
+    lists_input_names = False
 
     def expr(self, attrs, x):
         return _ACT[attrs["act_type"]](x)
@@ -414,32 +416,50 @@ _SCALAR_NAMES = {
 _SCALAR_PARAMS = {"scalar": Param(Float), "is_int": Param(Bool, True)}
 
 
-def _binary_class(fn, broadcast: bool, doc: str) -> type:
-    return type("BinaryOp", (Elementwise,), {
-        "inputs": ("lhs", "rhs"), "broadcast": broadcast, "doc": doc,
-        "expr": lambda self, attrs, a, b: fn(a, b)})
+def _mod_grad(op, F, attrs, inputs, outputs, ograds):
+    """MXNet's mod_grad / mod_rgrad are 0 for integer dtypes (x % y is piecewise constant
+    there); floating dtypes differentiate the expression (1 and -floor(a / b))."""
+    if np.dtype(inputs[0].dtype).kind in "iub":
+        return [F.zeros_like(x) for x in inputs]
+    return _expr_grad(op, F, attrs, inputs, outputs, ograds)
+
+
+#: gradients that differ from the expression's derivative
+_GRADS = {"mod": _mod_grad}
+
+
+def _binary_class(fn, broadcast: bool, doc: str, grad=None) -> type:
+    body = {"inputs": ("lhs", "rhs"), "broadcast": broadcast, "doc": doc,
+            "expr": lambda self, attrs, a, b: fn(a, b)}
+    if grad is not None:
+        body["grad"] = grad
+    return type("BinaryOp", (Elementwise,), body)
 
 
 #: the scalar s for which `x OP s` is x (the `neutral_scalar` trait of the scalar forms)
 _NEUTRAL = {"add": 0.0, "sub": 0.0, "mul": 1.0, "div": 1.0, "power": 1.0}
 
 
-def _scalar_class(fn, reverse: bool, doc: str, neutral: float | None) -> type:
+def _scalar_class(fn, reverse: bool, doc: str, neutral: float | None, grad=None) -> type:
     def expr(self, attrs, x):
         c = S.Const(attrs["scalar"])
         return fn(c, x) if reverse else fn(x, c)
-    return type("ScalarOp", (Elementwise,), {"params": _SCALAR_PARAMS, "expr": expr, "doc": doc,
-                                             "neutral_scalar": None if reverse else neutral})
+    body = {"params": _SCALAR_PARAMS, "expr": expr, "doc": doc,
+            "neutral_scalar": None if reverse else neutral}
+    if grad is not None:
+        body["grad"] = grad
+    return type("ScalarOp", (Elementwise,), body)
 
 
 for _key, _fn in _BINARY.items():
     _ename, _ealiases = _ELEMWISE_NAMES[_key]
-    register(_ename, _ealiases)(_binary_class(_fn, False, f"Elementwise {_key} of same-shaped arrays."))
+    register(_ename, _ealiases)(_binary_class(_fn, False, f"Elementwise {_key} of same-shaped arrays.",
+                                              _GRADS.get(_key)))
     register(f"broadcast_{_key}", _BROADCAST_ALIASES.get(_key, ()))(
-        _binary_class(_fn, True, f"Elementwise {_key} with MXNet broadcasting."))
+        _binary_class(_fn, True, f"Elementwise {_key} with MXNet broadcasting.", _GRADS.get(_key)))
     for _sname, _rev, _saliases in _SCALAR_NAMES[_key]:
         register(_sname, _saliases)(_scalar_class(_fn, _rev, f"Elementwise {_key} with a scalar.",
-                                                   _NEUTRAL.get(_key)))
+                                                   _NEUTRAL.get(_key), _GRADS.get(_key)))
 
 
 @register("where")

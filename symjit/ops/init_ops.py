@@ -101,6 +101,19 @@ def arange_length(op: str, start: float, stop: float | None, step: float) -> int
     return max(int(n), 0)
 
 
+def arange_values(start: float, step: float, n: int, repeat: int, dtype) -> np.ndarray:
+    """MXNet's arange values: `start` and `step` are first converted to `dtype` (an integer
+    dtype truncates them: arange(1.3, 4.0, 1.3, dtype=int32) is [1, 2, 3]), then value i is
+    start + i * step computed in `dtype` (integers wrap as in C), each repeated `repeat` times."""
+    dtype = np.dtype(dtype)
+    index = np.arange(n, dtype=np.int64)
+    if dtype.kind in "iub":
+        data = int(start) + index * int(step)
+    else:
+        data = dtype.type(start) + index.astype(dtype) * dtype.type(step)
+    return np.repeat(data, repeat).astype(dtype)
+
+
 @register("_arange")
 class Arange(_Creation):
     """Evenly spaced values start, start + step, ... below stop, each repeated `repeat` times."""
@@ -115,12 +128,8 @@ class Arange(_Creation):
         return (arange_length(self.name, attrs["start"], attrs["stop"], attrs["step"]) * attrs["repeat"],)
 
     def values(self, attrs, shape, dtype):
-        start, stop = attrs["start"], attrs["stop"]
-        if stop is None:
-            start = 0.0
-        n = shape[0] // attrs["repeat"]
-        data = start + attrs["step"] * np.arange(n, dtype=np.float64)
-        return np.repeat(data, attrs["repeat"]).astype(dtype)
+        start = 0.0 if attrs["stop"] is None else attrs["start"]
+        return arange_values(start, attrs["step"], shape[0] // attrs["repeat"], attrs["repeat"], dtype)
 
 
 @register("_linspace")
@@ -150,3 +159,42 @@ class Eye(_Creation):
 
     def values(self, attrs, shape, dtype):
         return np.eye(shape[0], shape[1], attrs["k"], dtype=dtype)
+
+
+@register("_contrib_arange_like")
+class ArangeLike(Op):
+    """Values start, start + step, ... (each repeated `repeat` times) shaped like `data`, or,
+    with `axis`, as many as data has along that axis (a 1-D array); the dtype is data's.
+    Only `data`'s shape is read: its gradient is zero."""
+    inputs = ("data",)
+    params = {"start": Param(Float, 0.0), "step": Param(Float, 1.0), "repeat": Param(Int, 1),
+              "axis": Param(Optional(Int), None), **_CTX}
+    shape_only = True
+
+    def _out_shape(self, attrs, d: tuple) -> tuple:
+        if attrs["repeat"] < 1:
+            raise MXNetError(f"{self.name}: repeat must be at least 1, got {attrs['repeat']}")
+        axis = attrs["axis"]
+        if axis is None:
+            return tuple(d)
+        if not -len(d) <= axis < len(d):
+            raise MXNetError(f"{self.name}: axis {axis} is out of bounds for array of dimension {len(d)}")
+        return (d[axis],)
+
+    def infer_shape(self, attrs, in_shapes):
+        (d,) = in_shapes
+        return [d], [None if d is None else self._out_shape(attrs, tuple(d))]
+
+    def infer_type(self, attrs, in_types):
+        return list(in_types), [in_types[0]]
+
+    def compute(self, attrs, inputs, ctx):
+        x = inputs[0]
+        shape = self._out_shape(attrs, x.shape)
+        n = math.prod(shape)
+        repeat = attrs["repeat"]
+        values = arange_values(attrs["start"], attrs["step"], -(-n // repeat), repeat, x.dtype)[:n]
+        return [np.ascontiguousarray(values.reshape(shape))]
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        return [F.zeros_like(inputs[0])]

@@ -1470,9 +1470,10 @@ class Embedding(Op):
 
     def grad(self, F, attrs, inputs, outputs, ograds):
         idx, w = inputs
+        sparse = {"sparse_grad": True} if attrs["sparse_grad"] else {}   # row_sparse weight gradient
         return [F.zeros_like(idx),
                 F.apply("_backward_Embedding", [ograds[0], idx], input_dim=attrs["input_dim"],
-                        output_dim=attrs["output_dim"])[0]]
+                        output_dim=attrs["output_dim"], **sparse)[0]]
 
 
 def _embedding_indices(idx: np.ndarray, input_dim: int) -> np.ndarray:
@@ -1488,8 +1489,10 @@ def _embedding_indices(idx: np.ndarray, input_dim: int) -> np.ndarray:
 
 @register("_backward_Embedding")
 class EmbeddingBackward(Op):
-    """Scatter-add of `ograd` rows into a zero (input_dim, output_dim) matrix at `data` indices."""
-    params = {"input_dim": Param(Int), "output_dim": Param(Int)}
+    """Scatter-add of `ograd` rows into a zero (input_dim, output_dim) matrix at `data` indices
+    (`sparse_grad`: eagerly, a RowSparseNDArray of the indexed rows, ndarray/sparse_ops.py)."""
+    params = {"input_dim": Param(Int), "output_dim": Param(Int),
+              "sparse_grad": Param(Bool, False, "row_sparse result (eager NDArrays)")}
     inputs = ("ograd", "data")
     kernel = "gather"
     hidden = True

@@ -707,17 +707,25 @@ def _leaky_expr(attrs, x: S.Expr, slope: S.Expr | float) -> S.Expr:
     raise MXNetError(f"LeakyReLU: act_type {kind!r} has no scalar expression")
 
 
+def prelu_gamma_shape(op: str, gshape: tuple, dshape: tuple) -> tuple:
+    """The shape gamma broadcasts as against data (MXNet's `expand_shape`): gamma's dims, from
+    its last, match data's axes 1 and 0 (equal, or 1 in gamma); every other axis is 1. So (C,)
+    is per channel, (1,) everywhere, (N, C) per sample and channel."""
+    out = [1] * len(dshape)
+    s = len(gshape) - 1
+    for i in range(len(dshape) - 1, -1, -1):
+        if s >= 0 and i <= 1 and (gshape[s] == dshape[i] or gshape[s] == 1):
+            out[i] = gshape[s]
+            s -= 1
+    if s != -1:
+        raise MXNetError(f"{op}: shape mismatch for input 'gamma': cannot broadcast {tuple(gshape)} against "
+                         f"data axes 0 and 1 of {tuple(dshape)}")
+    return tuple(out)
+
+
 def _prelu_gamma(op: str, gamma: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """gamma (C,) broadcast along axis 1 of data (or (1,) broadcast everywhere)."""
-    if gamma.ndim != 1:
-        raise MXNetError(f"{op}: gamma must be 1-D, got shape {gamma.shape}")
-    if gamma.shape[0] == 1:
-        return gamma.reshape((1,) * x.ndim)
-    axis = 1 if x.ndim > 1 else 0
-    if gamma.shape[0] != x.shape[axis]:
-        raise MXNetError(f"{op}: shape mismatch for input 'gamma': expected ({x.shape[axis]},) "
-                         f"or (1,), got {gamma.shape}")
-    return _along(gamma, x.ndim, axis)
+    """gamma reshaped to broadcast against data (see `prelu_gamma_shape`)."""
+    return gamma.reshape(prelu_gamma_shape(op, gamma.shape, x.shape))
 
 
 @register("LeakyReLU")
@@ -753,14 +761,11 @@ class LeakyReLU(Op):
         if attrs["act_type"] != "prelu":
             return [data], outs
         gamma = in_shapes[1]
-        if gamma is not None and len(gamma) != 1:
-            raise MXNetError(f"LeakyReLU: gamma must be 1-D, got shape {tuple(gamma)}")
         if data is not None and len(data) >= 2:
             if gamma is None:
                 gamma = (data[1],) if data[1] else None
-            elif gamma[0] not in (0, 1) and data[1] and gamma[0] != data[1]:
-                raise MXNetError(f"LeakyReLU: shape mismatch for input 'gamma': expected ({data[1]},) "
-                                 f"or (1,), got {tuple(gamma)}")
+            elif all(gamma) and all(data):
+                prelu_gamma_shape(self.name, tuple(gamma), data)
         return [data, None if gamma is None else tuple(gamma)], outs
 
     def compute(self, attrs, inputs, ctx):
@@ -797,7 +802,7 @@ class LeakyReLU(Op):
 @register("_backward_LeakyReLU")
 class LeakyReLUBackward(Op):
     """Gradients of prelu w.r.t. data (dy where x > 0, else dy * gamma) and gamma
-    (sum of dy * x over x <= 0, reduced to gamma's shape)."""
+    (sum of dy * x over x <= 0, over the axes gamma is broadcast along)."""
     params = LeakyReLU.params
     inputs = ("ograd", "data", "gamma")
     outputs = ("data_grad", "gamma_grad")
@@ -818,11 +823,8 @@ class LeakyReLUBackward(Op):
         g = _prelu_gamma(self.name, gamma, x)
         dx = np.where(x > 0, dy, dy * g)
         contrib = np.where(x > 0, 0, dy * x)
-        if gamma.shape[0] == 1:
-            dgamma = contrib.sum().reshape(1)
-        else:
-            axis = 1 if x.ndim > 1 else 0
-            dgamma = contrib.sum(axis=tuple(i for i in range(x.ndim) if i != axis))
+        summed = tuple(i for i in range(x.ndim) if g.shape[i] == 1 and x.shape[i] != 1)
+        dgamma = contrib.sum(axis=summed, keepdims=True).reshape(gamma.shape)
         return [_out(dx, x.dtype), _out(dgamma, gamma.dtype)]
 
 
@@ -834,6 +836,7 @@ class LeakyReLUBackward(Op):
 class Dropout(Op):
     """In training (or always with mode='always'), zero each element with probability p and
     scale the rest by 1/(1-p); `axes` share one mask value along those axes. Identity otherwise.
+    With p = 1 the mask is 0 * (1/0), NaN, as MXNet's (the output is NaN, not zero).
 
     The scaled mask is a hidden second output; the gradient is head gradient * mask, so forward
     and backward use the same random draw.
@@ -877,8 +880,8 @@ class Dropout(Op):
         for a in attrs["axes"]:
             mshape[_norm_axis(self.name, a, x.ndim)] = 1
         keep = 1.0 - p
-        if keep == 0.0:
-            mask = np.zeros(mshape, x.dtype)
+        if keep == 0.0:   # MXNet's mask is (u < keep) * (1 / keep) = 0 * inf: NaN everywhere
+            mask = np.full(mshape, np.nan, x.dtype)
         else:
             mask = ((ctx.random().random(size=mshape) < keep) * (1.0 / keep)).astype(x.dtype)
         mask = np.broadcast_to(mask, x.shape)

@@ -52,14 +52,24 @@ class Update(Op):
             merged = merge_shape(self.name, f"input {name!r}", merged, s)
         return [merged] * len(in_shapes), [merged]
 
+    #: the output (the new weight) has the weight's dtype
+    output_like_weight = True
+
+    def compute_dtype(self, inputs) -> np.dtype:
+        """The dtype the expressions are evaluated in (the weight's; float32 for mixed precision)."""
+        return inputs[0].dtype
+
     def compute(self, attrs, inputs, ctx):
-        dtype = inputs[0].dtype
         xs = [S.Input(i) for i in range(len(inputs))]
         for name, x in zip(self.input_names(attrs), inputs):
             if x.shape != inputs[0].shape:
                 raise MXNetError(f"{self.name}: shape mismatch for input {name!r}: expected "
                                  f"{inputs[0].shape}, got {x.shape}")
-        return [np.ascontiguousarray(S.evaluate(e, inputs, dtype)) for e in self.exprs(attrs, *xs)]
+        dtype = self.compute_dtype(inputs)
+        outs = [np.ascontiguousarray(S.evaluate(e, inputs, dtype)) for e in self.exprs(attrs, *xs)]
+        if self.output_like_weight and outs[0].dtype != inputs[0].dtype:   # the weight's dtype
+            outs[0] = outs[0].astype(inputs[0].dtype)
+        return outs
 
 
 @register("sgd_update")
@@ -94,6 +104,83 @@ class NAGMomUpdate(Update):
         step = attrs["lr"] * (_clipped(g, attrs) + attrs["wd"] * w)
         new_mom = attrs["momentum"] * mom - step
         return [w + attrs["momentum"] * new_mom - step, new_mom]
+
+
+class MPUpdate(Update):
+    """Mixed-precision update (MXNet's `mp_*` ops): `weight` and `grad` share any float dtype
+    (float16 in practice); the states and the master weight `weight32` (the last input) are
+    float32. The update runs in float32 on the master weight; `weight32` and the states are
+    overwritten in place and the output is the new master cast to the weight's dtype.
+    `exprs` returns [new master, new states..., new master]."""
+    #: inputs of the weight's dtype (the rest are float32)
+    n_low = 2
+
+    def compute_dtype(self, inputs) -> np.dtype:
+        return np.dtype(np.float32)
+
+    def compute(self, attrs, inputs, ctx):
+        self.infer_type(attrs, [x.dtype.name for x in inputs])
+        return super().compute(attrs, inputs, ctx)
+
+    def infer_type(self, attrs, in_types):
+        return mp_infer_type(self.name, self.input_names(attrs), in_types, self.n_low, 1)
+
+
+def mp_infer_type(op: str, names: list, in_types: list, n_low: int, n_out: int) -> tuple[list, list]:
+    """Types of a mixed-precision op: the first `n_low` inputs share one dtype (the outputs'),
+    the others are float32. Mismatches raise MXNetError naming the op and the input."""
+    known = next((t for t in in_types[:n_low] if t is not None), None)
+    for name, t in zip(names[:n_low], in_types[:n_low]):
+        if t is not None and t != known:
+            raise MXNetError(f"{op}: dtype mismatch for input {name!r}: expected {known}, got {t}")
+    for name, t in zip(names[n_low:], in_types[n_low:]):
+        if t is not None and np.dtype(t) != np.float32:
+            raise MXNetError(f"{op}: input {name!r} must be float32, got {t}")
+    return [known] * n_low + ["float32"] * (len(in_types) - n_low), [known] * n_out
+
+
+def _sgd_step(attrs: Mapping, w: S.Expr, g: S.Expr) -> S.Expr:
+    """lr * (clip(rescale_grad * grad) + wd * w): the plain SGD step."""
+    return attrs["lr"] * (_clipped(g, attrs) + attrs["wd"] * w)
+
+
+@register("mp_sgd_update")
+class MPSGDUpdate(MPUpdate):
+    """sgd_update on the float32 master copy: w32 -= lr * (clip(g) + wd * w32); weight = w32."""
+    inputs = ("weight", "grad", "weight32")
+    params = {**_COMMON, "lazy_update": Param(Bool, True)}
+
+    def exprs(self, attrs, w, g, w32):
+        new = w32 - _sgd_step(attrs, w32, g)
+        return [new, new]
+
+
+@register("mp_sgd_mom_update")
+class MPSGDMomUpdate(MPUpdate):
+    """sgd_mom_update on the float32 master copy: mom = momentum * mom - lr * (clip(g) + wd * w32);
+    w32 += mom; weight = w32."""
+    inputs = ("weight", "grad", "mom", "weight32")
+    params = {**_COMMON, "momentum": Param(Float, 0.0), "lazy_update": Param(Bool, True)}
+
+    def exprs(self, attrs, w, g, mom, w32):
+        new_mom = attrs["momentum"] * mom - _sgd_step(attrs, w32, g)
+        new = w32 + new_mom
+        return [new, new_mom, new]
+
+
+@register("mp_nag_mom_update")
+class MPNAGMomUpdate(MPUpdate):
+    """nag_mom_update on the float32 master copy, MXNet 1.9.1's kernel: with m = momentum * mom,
+    w32' = w32 - m + (momentum + 1) * (m - lr * (clip(g) + wd * w32)), then
+    mom = m - lr * (clip(g) + wd * w32') (the decay term reads the updated master, as MXNet's)."""
+    inputs = ("weight", "grad", "mom", "weight32")
+    params = {**_COMMON, "momentum": Param(Float, 0.0)}
+
+    def exprs(self, attrs, w, g, mom, w32):
+        mu = attrs["momentum"]
+        m = mu * mom
+        new = w32 - m + (mu + 1.0) * (m - _sgd_step(attrs, w32, g))
+        return [new, m - _sgd_step(attrs, new, g), new]
 
 
 @register("adam_update")
@@ -288,11 +375,15 @@ class LambPhase2(Op):
 
     def compute(self, attrs, inputs, ctx):
         w, g, r1, r2 = inputs
-        r1 = float(r1.reshape(-1)[0])
-        r2 = float(r2.reshape(-1)[0])
-        if attrs["lower_bound"] >= 0:
-            r1 = max(r1, attrs["lower_bound"])
-        if attrs["upper_bound"] >= 0:
-            r1 = min(r1, attrs["upper_bound"])
-        ratio = 1.0 if r1 == 0 or r2 == 0 else r1 / r2
+        ratio = lamb_trust_ratio(attrs, float(r1.reshape(-1)[0]), float(r2.reshape(-1)[0]))
         return [(w - attrs["lr"] * ratio * g).astype(w.dtype)]
+
+
+def lamb_trust_ratio(attrs: Mapping, r1: float, r2: float) -> float:
+    """LAMB's trust ratio r1 / r2 with r1 clipped to [lower_bound, upper_bound] (a negative bound
+    is no bound); 1 when either norm is 0."""
+    if attrs["lower_bound"] >= 0:
+        r1 = max(r1, attrs["lower_bound"])
+    if attrs["upper_bound"] >= 0:
+        r1 = min(r1, attrs["upper_bound"])
+    return 1.0 if r1 == 0 or r2 == 0 else r1 / r2

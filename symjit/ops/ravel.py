@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import MXNetError
-from .attrs import Float, Int, Optional, Param, Shape, Str
+from .attrs import Optional, Param, Shape
 from .registry import Op, register
 
 
@@ -123,40 +123,6 @@ class IndexArray(Op):
         if not shape:
             return [np.zeros((0,), dtype=np.int64)]
         return [np.ascontiguousarray(np.stack([grids[a] for a in axes], axis=-1))]
-
-    def grad(self, F, attrs, inputs, outputs, ograds):
-        return [F.zeros_like(inputs[0])]
-
-
-@register("_contrib_arange_like")
-class ArangeLike(Op):
-    """start, start + step, ... (each value `repeat` times) shaped like data or data.shape[axis]."""
-    params = {"start": Param(Float, 0.0), "step": Param(Float, 1.0), "repeat": Param(Int, 1),
-              "ctx": Param(Str, "", "device of the output (the input's)"),
-              "axis": Param(Optional(Int), None, "take the length of this axis only")}
-    shape_only = True
-
-    def infer_shape(self, attrs, in_shapes):
-        s = in_shapes[0]
-        if attrs["repeat"] < 1:
-            raise MXNetError(f"{self.name}: repeat must be at least 1, got {attrs['repeat']}")
-        if s is None:
-            return [None], [None]
-        if attrs["axis"] is None:
-            return [tuple(s)], [tuple(s)]
-        ax = attrs["axis"] + len(s) if attrs["axis"] < 0 else attrs["axis"]
-        if not 0 <= ax < len(s):
-            raise MXNetError(f"{self.name}: axis {attrs['axis']} is out of bounds for array of dimension {len(s)}")
-        return [tuple(s)], [(s[ax],)]
-
-    def infer_type(self, attrs, in_types):
-        return list(in_types), [in_types[0]]
-
-    def compute(self, attrs, inputs, ctx):
-        (shape,) = self.infer_shape(attrs, [inputs[0].shape])[1]
-        i = np.arange(int(np.prod(shape)), dtype=np.int64) // attrs["repeat"]
-        values = attrs["start"] + i.astype(np.float64) * attrs["step"]
-        return [values.astype(inputs[0].dtype).reshape(shape)]
 
     def grad(self, F, attrs, inputs, outputs, ograds):
         return [F.zeros_like(inputs[0])]

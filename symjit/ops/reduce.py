@@ -22,7 +22,7 @@ case uses MXNet's native kernel: exp in the input dtype, the sum accumulated in 
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+from typing import Callable
 
 import numpy as np
 
@@ -711,6 +711,7 @@ class SoftmaxActivation(Op):
     leading axes), `channel` mode over axis 1 of an input with at least 3 dims."""
     params = {"mode": Param(Enum("instance", "channel"), "instance", "instance or channel")}
     kernel = "softmax"
+    lists_input_names = False
 
     def _axis(self, attrs, ndim: int) -> int:
         if attrs["mode"] == "channel":

@@ -165,6 +165,10 @@ class Op:
     #: the outputs depend only on the inputs' shapes and dtypes, never on their values
     #: (shape_array, size_array): constant folding evaluates the op once shapes are known
     shape_only: ClassVar[bool] = False
+    #: MXNet lists the op's input names (its FListInputNames): monitors and op hooks name an
+    #: input `<node>_<input name>`; for ops without (the unary math ops, Activation) MXNet
+    #: names them `<node>_input<i>` (`monitor_input_names`)
+    lists_input_names: ClassVar[bool] = True
 
     def inference_rewrite(self, F: "Emitter", attrs: Mapping, inputs: Sequence,
                           in_shapes: Sequence) -> list | None:
@@ -209,6 +213,11 @@ class Op:
         the aux states for `updates_aux` ops (BatchNorm in training), else `mutate_inputs`
         (optimizer update ops, as MXNet's FMutateInputs). Executors write them back in place."""
         return list(self.aux_names) if self.updates_aux else list(self.mutate_inputs)
+
+    def monitor_input_names(self, attrs: Mapping) -> list[str]:
+        """The names MXNet's monitors and op hooks give the inputs (`<node>_<name>`)."""
+        names = self.input_names(attrs)
+        return names if self.lists_input_names else [f"input{i}" for i in range(len(names))]
 
     def num_visible_outputs(self, attrs: Mapping) -> int:
         return self.num_outputs(attrs)

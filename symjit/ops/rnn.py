@@ -120,11 +120,14 @@ def _sig(x):
 
 def _run_direction(mode, x, h, c, w):
     """Forward one direction over x (T, N, in) from (h, c); returns outputs (T, N, H), final
-    (h, c) and the per-step cache for back-propagation."""
+    (h, c) and the per-step cache for back-propagation. The input projection of every step is
+    one matrix product; only the recurrent product runs step by step."""
     wi, wh, bi, bh = w
+    t_len, n = x.shape[0], x.shape[1]
+    gi_all = (x.reshape(t_len * n, -1) @ wi.T + bi).reshape(t_len, n, -1)
     outs, cache = [], []
-    for t in range(x.shape[0]):
-        gi = x[t] @ wi.T + bi
+    for t in range(t_len):
+        gi = gi_all[t]
         gh = h @ wh.T + bh
         if mode in ("rnn_relu", "rnn_tanh"):
             a = gi + gh
@@ -142,21 +145,23 @@ def _run_direction(mode, x, h, c, w):
             ir, iz, i_n = np.split(gi, 3, axis=1)
             hr, hz, hn = np.split(gh, 3, axis=1)
             r, z = _sig(ir + hr), _sig(iz + hz)
-            n = np.tanh(i_n + r * hn)
-            h_new = (1 - z) * n + z * h
-            cache.append((h, r, z, n, hn))
+            n_gate = np.tanh(i_n + r * hn)
+            h_new = (1 - z) * n_gate + z * h
+            cache.append((h, r, z, n_gate, hn))
         h = h_new
         outs.append(h)
     return np.stack(outs), h, c, cache
 
 
 def _back_direction(mode, x, w, cache, dout, dh, dc):
-    """Back-propagate one direction: returns dx, [dWi, dWh, dbi, dbh], dh0, dc0."""
+    """Back-propagate one direction: returns dx, [dWi, dWh, dbi, dbh], dh0, dc0. The input-side
+    gradients of all steps are gathered and reduced by one matrix product each."""
     wi, wh, _, _ = w
-    dx = np.zeros_like(x)
-    dwi, dwh = np.zeros_like(wi), np.zeros_like(wh)
-    dbi, dbh = np.zeros(wi.shape[0]), np.zeros(wh.shape[0])
-    for t in range(x.shape[0] - 1, -1, -1):
+    t_len, n = x.shape[0], x.shape[1]
+    dwh = np.zeros_like(wh)
+    dbh = np.zeros(wh.shape[0], dtype=wh.dtype)
+    dgi_all = np.empty((t_len, n, wi.shape[0]), dtype=wi.dtype)
+    for t in range(t_len - 1, -1, -1):
         dh = dh + dout[t]
         if mode in ("rnn_relu", "rnn_tanh"):
             h_prev, h_new = cache[t]
@@ -171,22 +176,28 @@ def _back_direction(mode, x, w, cache, dout, dh, dc):
             dgi = dgh = np.concatenate([di * i * (1 - i), df * f * (1 - f), dg * (1 - g ** 2),
                                         do * o * (1 - o)], axis=1)
         else:
-            h_prev, r, z, n, hn = cache[t]
+            h_prev, r, z, n_gate, hn = cache[t]
             dn = dh * (1 - z)
-            dz = dh * (h_prev - n)
-            dn_pre = dn * (1 - n ** 2)
+            dz = dh * (h_prev - n_gate)
+            dn_pre = dn * (1 - n_gate ** 2)
             dr = dn_pre * hn
             dr_pre, dz_pre = dr * r * (1 - r), dz * z * (1 - z)
             dgi = np.concatenate([dr_pre, dz_pre, dn_pre], axis=1)
             dgh = np.concatenate([dr_pre, dz_pre, dn_pre * r], axis=1)
             dh_direct = dh * z
-        dx[t] = dgi @ wi
-        dwi += dgi.T @ x[t]
-        dbi += dgi.sum(0)
+        dgi_all[t] = dgi
         dwh += dgh.T @ h_prev
         dbh += dgh.sum(0)
         dh = dgh @ wh + (dh_direct if mode == "gru" else 0)
-    return dx, [dwi, dwh, dbi, dbh], dh, dc
+    dgi_flat = dgi_all.reshape(t_len * n, -1)
+    dx = (dgi_flat @ wi).reshape(x.shape)
+    dwi = dgi_flat.T @ x.reshape(t_len * n, -1)
+    return dx, [dwi, dwh, dgi_flat.sum(0), dbh], dh, dc
+
+
+def _work_dtype(dtype) -> np.dtype:
+    """The dtype the kernel computes in: the data's, at least float32 (float16 is widened)."""
+    return np.result_type(dtype, np.float32)
 
 
 def _validate(op, attrs, inputs):
@@ -203,7 +214,8 @@ def _validate(op, attrs, inputs):
     for name, s in zip(_names(attrs)[2:4], inputs[2:4]):
         if s.shape != st:
             raise MXNetError(f"{op}: shape mismatch for input '{name}': expected {st}, got {s.shape}")
-    return x.astype(np.float64), flat.astype(np.float64), h0.astype(np.float64)
+    wd = _work_dtype(x.dtype)
+    return x.astype(wd, copy=False), flat.astype(wd, copy=False), h0.astype(wd, copy=False)
 
 
 def has_dropout_mask(attrs) -> bool:
@@ -217,7 +229,7 @@ def _forward(op, attrs, inputs, ctx, keep_cache=False, given_masks=None):
     of drawing new ones (the backward pass replays the forward's)."""
     x, flat, h0 = _validate(op, attrs, inputs)
     mode = attrs["mode"]
-    c0 = inputs[3].astype(np.float64) if mode == "lstm" else np.zeros_like(h0)
+    c0 = inputs[3].astype(h0.dtype, copy=False) if mode == "lstm" else np.zeros_like(h0)
     d = 2 if attrs["bidirectional"] else 1
     w = _unpack(attrs, flat, x.shape[2])
     layer_in, hy, cy, caches, masks = x, [], [], [], []
@@ -233,12 +245,12 @@ def _forward(op, attrs, inputs, ctx, keep_cache=False, given_masks=None):
         out = np.concatenate(outs, axis=2)
         if layer < attrs["num_layers"] - 1 and has_dropout_mask(attrs):
             if given_masks is not None:
-                mask = given_masks[layer].astype(np.float64)
+                mask = given_masks[layer].astype(out.dtype, copy=False)
             elif ctx.is_train:
                 keep = 1.0 - attrs["p"]
-                mask = (ctx.random().random(out.shape) < keep) / keep
+                mask = ((ctx.random().random(out.shape) < keep) / keep).astype(out.dtype)
             else:
-                mask = np.ones(out.shape)
+                mask = np.ones(out.shape, out.dtype)
             out = out * mask
             masks.append(mask)
         layer_in = out
@@ -350,9 +362,10 @@ class BackwardRNN(Op):
 
     def compute(self, attrs, inputs, ctx):
         k = 3 if attrs["mode"] == "lstm" else 2
-        dout = inputs[0].astype(np.float64)
-        dhy = inputs[1].astype(np.float64)
-        dcy = inputs[2].astype(np.float64) if k == 3 else np.zeros_like(dhy)
+        wd = _work_dtype(inputs[k].dtype)
+        dout = inputs[0].astype(wd)
+        dhy = inputs[1].astype(wd)
+        dcy = inputs[2].astype(wd) if k == 3 else np.zeros_like(dhy)
         fwd = inputs[k:k + len(_names(attrs))]
         given = inputs[k + len(_names(attrs))] if has_dropout_mask(attrs) else None
         (_, _, _, masks), w, caches = _forward(self.name, attrs, fwd, ctx, keep_cache=True, given_masks=given)
@@ -377,7 +390,7 @@ class BackwardRNN(Op):
                 flat_grads[(layer, kd)] = gw
             # layer l read layer l-1's output after its dropout mask
             dout = dx_layer * masks[layer - 1] if layer > 0 and masks else dx_layer
-        dparams = np.zeros(param_size(attrs, x.shape[2]))
+        dparams = np.zeros(param_size(attrs, x.shape[2]), wd)
         dview = _unpack(attrs, dparams, x.shape[2])
         for key, gw in flat_grads.items():
             for view, g in zip(dview[key], gw):

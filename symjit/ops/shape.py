@@ -278,6 +278,13 @@ class Reshape(_ShapeOp):
             return [tuple(d)], [None]
         return [_reverse_reshape_infer(tuple(d), out)], [out]
 
+    def infer_shape_backward(self, attrs, in_shapes, out_shapes):
+        """One unknown input dim follows from an output known only downstream."""
+        (d,), (out,) = in_shapes, out_shapes
+        if d is None or out is None:
+            return list(in_shapes)
+        return [_reverse_reshape_infer(tuple(d), tuple(out))]
+
     def compute(self, attrs, inputs, ctx):
         x = inputs[0]
         out = _reshape_output(self.name, attrs, x.shape, partial=False)
@@ -406,6 +413,17 @@ class Transpose(_ShapeOp):
             return [None], [None]
         perm = _transpose_axes(self.name, attrs["axes"], len(d))
         return [tuple(d)], [tuple(d[a] for a in perm)]
+
+    def infer_shape_backward(self, attrs, in_shapes, out_shapes):
+        """The input's dims are the output's, permuted back (input dim perm[i] is output dim i)."""
+        (out,) = out_shapes
+        if out is None:
+            return list(in_shapes)
+        perm = _transpose_axes(self.name, attrs["axes"], len(out))
+        d = [0] * len(out)
+        for i, a in enumerate(perm):
+            d[a] = out[i]
+        return [merge_shape(self.name, "the input deduced from the output", in_shapes[0], tuple(d))]
 
     def compute(self, attrs, inputs, ctx):
         x = inputs[0]
@@ -685,8 +703,12 @@ class Tile(_ShapeOp):
         return [tuple(d)], [self._out(attrs, tuple(d))]
 
     def compute(self, attrs, inputs, ctx):
+        from ..util import is_np_shape
         x = inputs[0]
         self._out(attrs, x.shape)
+        if 0 in attrs["reps"] and not is_np_shape():
+            raise _err(self.name, f"reps {attrs['reps']} has a 0, which makes a zero-size output: "
+                                  "allowed only under NumPy shape semantics (mx.np_shape())")
         return [_fresh(np.tile(x, attrs["reps"])) if attrs["reps"] else _fresh(x)]
 
     def grad(self, F, attrs, inputs, outputs, ograds):
@@ -1801,6 +1823,12 @@ def _block(op: str, attrs) -> int:
     return b
 
 
+def _nonzero_dims(op: str, shape) -> None:
+    """MXNet's depth/space rearrangements refuse an input with a 0 dim (nothing to rearrange)."""
+    if 0 in tuple(shape):
+        raise _err(op, f"every dimension of the input must be non-zero, got shape {tuple(shape)}")
+
+
 @register("depth_to_space")
 class DepthToSpace(_ShapeOp):
     """(N, C, H, W) -> (N, C/b^2, H*b, W*b): out[n, c, h*b+i, w*b+j] = x[n, (i*b+j)*C/b^2 + c, h, w]."""
@@ -1823,6 +1851,7 @@ class DepthToSpace(_ShapeOp):
 
     def compute(self, attrs, inputs, ctx):
         x = inputs[0]
+        _nonzero_dims(self.name, x.shape)
         _, (out,) = self.infer_shape(attrs, [x.shape])
         b = attrs["block_size"]
         n, c, h, w = x.shape
@@ -1855,6 +1884,7 @@ class SpaceToDepth(_ShapeOp):
 
     def compute(self, attrs, inputs, ctx):
         x = inputs[0]
+        _nonzero_dims(self.name, x.shape)
         _, (out,) = self.infer_shape(attrs, [x.shape])
         b = attrs["block_size"]
         n, c, h, w = x.shape

@@ -11,14 +11,16 @@ import math
 import numpy as np
 
 from ..base import MXNetError
-from .optimizer import SGD, _apply, register
+from ..ndarray import NDArray, invoke
+from ..ops.optimizer_multi import sum_sq
+from .optimizer import SGD, _as_lists, _is_sparse, register
 
 __all__ = ["LARS", "LBSGD"]
 
 
 def _sum_sq(x) -> float:
-    v = x.asnumpy().astype(np.float64, copy=False).ravel()
-    return float(np.dot(v, v))
+    """The sum of squares of NDArray x's elements (float64 accumulation, as `multi_sum_sq`)."""
+    return sum_sq(x.asnumpy())
 
 
 def _excluded_from_lars(name: str) -> bool:
@@ -32,6 +34,8 @@ class LARS(SGD):
     `lr * eta * ||w|| / (||rescale_grad * g|| + wd * ||w|| + eps)` (or `lr` when either norm is
     0, and for parameters named *gamma, *beta, *bias). With `momentum_correction` the momentum is
     scaled by lr_now / lr_before when a scheduler changes the rate."""
+
+    _fuse_updates = False   # the momentum correction tracks the rate once per call
 
     def __init__(self, momentum=0.0, lazy_update=True, eta=0.001, eps=0, momentum_correction=True, **kwargs):
         super().__init__(momentum=momentum, lazy_update=lazy_update, **kwargs)
@@ -56,7 +60,8 @@ class LARS(SGD):
         self.cur_lr = lr
 
     def layer_lr(self, index, weight, grad, lr, wd) -> float:
-        """The LARS-scaled learning rate of parameter `index`."""
+        """The LARS-scaled learning rate of parameter `index` (norms computed here, as MXNet's
+        per-parameter path does for sparse parameters)."""
         name = self.idx2name.get(index, str(index))
         if _excluded_from_lars(name):
             return lr
@@ -66,21 +71,41 @@ class LARS(SGD):
             return lr * self.eta * w_norm / (g_norm + wd * w_norm + self.eps)
         return lr
 
-    def update(self, index, weight, grad, state):
-        self._update_count(index)
-        self._track_lr()
-        lr, wd = self._get_lr(index), self._get_wd(index)
-        kw = dict(self._common(index), lr=self.layer_lr(index, weight, grad, lr, wd), wd=wd)
-        if state is not None:
-            momentum = self.momentum
-            if self.momentum_correction and self.last_lr:
-                momentum *= self.cur_lr / self.last_lr
-            _apply("sgd_mom_update", weight, grad, [state], momentum=momentum, **kw)
-        else:
-            _apply("sgd_update", weight, grad, [], **kw)
+    def _lars_rates(self, indices, weights, grads, lrs, wds) -> list:
+        """The LARS rates of dense parameters from MXNet's kernels: `multi_sum_sq` of the
+        weights and of the gradients, then `multi_lars` (parameters excluded from LARS keep lr)."""
+        pos = [k for k, i in enumerate(indices) if not _excluded_from_lars(self.idx2name.get(i, str(i)))]
+        if not pos:
+            return list(lrs)
+        ctx = weights[0].context
+        n = len(pos)
+        w_sq = invoke("multi_sum_sq", [weights[k] for k in pos], {"num_arrays": n})
+        g_sq = invoke("multi_sum_sq", [grads[k] for k in pos], {"num_arrays": n})
+        sub_lrs, sub_wds = (NDArray(np.array([v[k] for k in pos], np.float32), ctx) for v in (lrs, wds))
+        scaled = invoke("multi_lars", [sub_lrs, w_sq, g_sq, sub_wds],
+                        {"eta": self.eta, "eps": self.eps, "rescale_grad": self.rescale_grad}).asnumpy()
+        out = list(lrs)
+        for k, v in zip(pos, scaled):
+            out[k] = float(v)
+        return out
 
-    def _update_many(self, indices, weights, grads, states) -> bool:
-        return False   # each layer's rate needs its own norms first
+    def _update_impl(self, indices, weights, grads, states, multi_precision=False) -> None:
+        """MXNet 1.9.1's LARS step: the counts, the global rate (tracked for the momentum
+        correction), per-layer rates (`multi_sum_sq` + `multi_lars` for dense parameters), then
+        the `preloaded_multi_[mp_]sgd[_mom]_update` kernels (per-parameter SGD ops when sparse)."""
+        indices, weights, grads, states = _as_lists(indices, weights, grads, states)
+        self._update_count(indices)
+        self._track_lr()
+        lrs, wds = self._get_lrs(indices), self._get_wds(indices)
+        kw = self._common(indices[0])
+        if self.momentum > 0:
+            kw["momentum"] = self.momentum * (self.cur_lr / self.last_lr) \
+                if self.momentum_correction and self.last_lr else self.momentum
+        if any(_is_sparse(a) for a in weights + grads):
+            lrs = [self.layer_lr(i, w, g, lr, wd) for i, w, g, lr, wd in zip(indices, weights, grads, lrs, wds)]
+        else:
+            lrs = self._lars_rates(indices, weights, grads, lrs, wds)
+        self._apply_updates(weights, grads, states, lrs, wds, kw, multi_precision, preloaded=True)
 
 
 @register
@@ -92,9 +117,13 @@ class LBSGD(SGD):
 
     _STRATEGIES = ("linear", "power2", "sqrt", "lars")
 
+    _multi_ops = None
+    _fuse_updates = False
+
     def __init__(self, momentum=0.0, multi_precision=False, warmup_strategy="linear", warmup_epochs=5,
-                 batch_scale=1, updates_per_epoch=32, begin_epoch=0, num_epochs=60, **kwargs):
-        super().__init__(momentum=momentum, multi_precision=multi_precision, **kwargs)
+                 batch_scale=1, updates_per_epoch=32, begin_epoch=0, num_epochs=60, aggregate_num=0, **kwargs):
+        super().__init__(momentum=momentum, multi_precision=multi_precision, aggregate_num=aggregate_num,
+                         **kwargs)
         if warmup_strategy not in self._STRATEGIES:
             raise MXNetError(f"LBSGD: warmup_strategy must be one of {self._STRATEGIES}, got {warmup_strategy!r}")
         logging.info("Running Large-Batch SGD Algorithm")
@@ -149,12 +178,16 @@ class LBSGD(SGD):
             lr *= self._get_lars(weight, grad, wd)
         else:
             lr *= self._get_lbmult(cgrad["num_cums"])
-        kw = dict(self._common(index), lr=lr, wd=wd)
-        if state is not None:
-            _apply("sgd_mom_update", weight, grad, [state], momentum=self.momentum, **kw)
-        else:
-            _apply("sgd_update", weight, grad, [], **kw)
+        self._apply_updates([weight], [grad], [state], [lr], [wd], self._kwargs(index),
+                            isinstance(state, (tuple, list)))
         cgrad["cum_grad"] = cgrad["cum_grad"] * 0
 
-    def _update_many(self, indices, weights, grads, states) -> bool:
-        return False
+    def update_multi_precision(self, index, weight, grad, state):
+        """`update` for each parameter (a (momentum, float32 master) state takes the mp_ ops)."""
+        if isinstance(index, (tuple, list)):
+            for i, w, g, st in zip(index, weight, grad, state):
+                self.update_multi_precision(i, w, g, st)
+        elif _is_sparse(weight) or _is_sparse(grad):
+            self._update_sparse(index, weight, grad, state)
+        else:
+            self.update(index, weight, grad, state)

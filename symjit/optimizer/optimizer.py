@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextvars
 import math
+import os
 import pickle
 
 import numpy as np
@@ -146,6 +147,14 @@ class Optimizer:
             wd *= self.wd_mult.get(self.idx2name[index], 1.0)
         return wd
 
+    def _get_lrs(self, indices) -> list:
+        """The learning rate of each of `indices`."""
+        return [self._get_lr(i) for i in indices]
+
+    def _get_wds(self, indices) -> list:
+        """The weight decay of each of `indices`."""
+        return [self._get_wd(i) for i in indices]
+
     def _common(self, index) -> dict:
         """Attributes shared by the update ops: rescale_grad and clip_gradient (MXNet: falsy = off)."""
         kw = {"rescale_grad": self.rescale_grad}
@@ -166,11 +175,9 @@ class Optimizer:
     def update(self, index, weight: NDArray, grad: NDArray, state) -> None:
         raise MXNetError(f"{type(self).__name__} must define update()")
 
-    def _update_many(self, indices: list, weights: list, grads: list, states: list) -> bool:
-        """Update several parameters at once (MXNet's aggregated updates, `multi_sgd_update`);
-        False, with nothing done, where the optimizer has no such path (then `update` runs
-        per parameter). The base class has none."""
-        return False
+    #: an aggregated update of several parameters gives exactly the results of updating them one
+    #: after another (so the Updater may hand them over together when aggregate_num is 0)
+    _fuse_updates = False
 
     #: row_sparse gradients update only their rows (MXNet's lazy update) when True; None: follow
     #: the optimizer's `lazy_update` attribute (False when it has none)
@@ -185,7 +192,12 @@ class Optimizer:
     def _update_sparse(self, index, weight, grad, state) -> None:
         """The update with csr / row_sparse operands: computed on dense copies (MXNet's sparse
         kernels are an optimisation of the same arithmetic), restricted to the gradient's stored
-        rows for a lazy update, and written back into the sparse containers in place."""
+        rows for a lazy update, and written back into the sparse containers in place. A lazy
+        update runs the update op on the gradient's stored rows only (`sparse_ops`' lazy update
+        kernels, reached through the op's sparse dispatch)."""
+        if self._is_lazy_for(grad) and _lazy_kernel_for(self):
+            self.update(index, weight, grad, state)
+            return
         rows = grad._arrays["indices"] if self._is_lazy_for(grad) else None
         w_dense = _dense(weight)
         g_dense = _dense(grad)
@@ -206,6 +218,12 @@ class Optimizer:
                 _cast_storage(dense, orig.stype).copyto(orig)
 
     def update_multi_precision(self, index, weight, grad, state) -> None:
+        """Update one parameter, or each of lists of them (an aggregated update, which optimizers
+        without multi-tensor kernels apply one parameter at a time)."""
+        if isinstance(index, (tuple, list)):
+            for i, w, g, st in zip(index, weight, grad, state):
+                self.update_multi_precision(i, w, g, st)
+            return
         if _is_sparse(weight) or _is_sparse(grad) or any(_is_sparse(s) for s in _state_leaves(state)):
             self._update_sparse(index, weight, grad, state)
             return
@@ -232,6 +250,13 @@ def create(name, **kwargs) -> Optimizer:
     if isinstance(name, Optimizer):
         return name
     return Optimizer.create_optimizer(name, **kwargs)
+
+
+def _lazy_kernel_for(optimizer) -> bool:
+    """Whether the optimizer's update goes through an op with a lazy row_sparse kernel (and no
+    fp16 master copy): then `update` on the sparse arrays themselves is the lazy update."""
+    return type(optimizer).update in (SGD.update, Adam.update, AdaGrad.update, Ftrl.update) and \
+        not optimizer.multi_precision and type(optimizer) is not NAG
 
 
 def _zeros_like(weight) -> NDArray:
@@ -318,16 +343,93 @@ def _apply(op_name: str, weight: NDArray, grad: NDArray, states, **attrs) -> Non
     invoke(op_name, arrays, attrs, out=weight)
 
 
+def _plain_datas(arrays: list, ctx) -> list | None:
+    """The numpy buffers of `arrays` when all are plain NDArrays on `ctx`, else None."""
+    if all(type(a) is NDArray and (a._ctx is ctx or a._ctx == ctx) for a in arrays):
+        return [a._data for a in arrays]
+    return None
+
+
+def _apply_multi(op_name: str, groups: list, trailing: list, **attrs) -> None:
+    """Multi-tensor update op `op_name` (`ops.optimizer_multi.MultiUpdate`) over `groups` =
+    [[weight, grad, states...], ...] (and `trailing` inputs: the preloaded ops' lrs and wds), the
+    weights and states written in place. Plain same-context NDArrays outside autograd recording,
+    no buffer used twice, take the compiled kernel of the op's single-tensor update once per
+    group (the op's `split`: one multi-tensor native call, deferred to the end of the `Updater`
+    call in progress, if any); anything else (and every error case) runs the op itself through
+    `invoke`."""
+    weights = [grp[0] for grp in groups]
+    flat = [a for grp in groups for a in grp] + list(trailing)
+    prepared = _prepare_multi(op_name, groups, flat, trailing, attrs)
+    if prepared is None:
+        invoke(op_name, flat, attrs, out=weights)
+        return
+    pending = _PENDING.get()
+    if pending is None:
+        fastpath.run_updates(prepared)
+    else:
+        for p in prepared:
+            pending.add(p)
+
+
+def _prepare_multi(op_name: str, groups: list, flat: list, trailing: list, attrs: dict) -> list | None:
+    """The compiled single-tensor updates equal to the multi-tensor op over plain same-context
+    NDArrays outside autograd recording, no buffer used twice (`fastpath.prepare_multi_update`),
+    or None for the general path."""
+    if not groups or autograd.is_recording():
+        return None
+    datas = _plain_datas(flat, groups[0][0]._ctx)
+    if datas is None or len({id(d) for d in datas}) != len(datas):
+        return None
+    k = len(groups[0])
+    group_datas = [datas[i * k:(i + 1) * k] for i in range(len(groups))]
+    for d in group_datas:
+        for x in d[:1] + d[2:]:   # written in place: thaw what inference plans froze
+            writable(x)
+    return fastpath.prepare_multi_update(get_op(op_name), attrs, group_datas, datas[len(datas) - len(trailing):]
+                                         if trailing else [])
+
+
+def _as_lists(indices, weights, grads, states) -> tuple[list, list, list, list]:
+    """MXNet's optimizers take one parameter or lists of them (aggregated updates)."""
+    if isinstance(indices, (tuple, list)):
+        return list(indices), list(weights), list(grads), list(states)
+    return [indices], [weights], [grads], [states]
+
+
+def _env_aggregate(clamp: bool = False) -> int:
+    """MXNet's aggregation size MXNET_OPTIMIZER_AGGREGATION_SIZE (clipped to [1, 45] with `clamp`,
+    as LAMB does), or 0 when unset: then the Updater hands the optimizer one parameter at a time
+    (each still one multi-tensor kernel call where the optimizer has one) and a Gluon Trainer
+    keeps its default of updating on the kvstore."""
+    value = os.getenv("MXNET_OPTIMIZER_AGGREGATION_SIZE")
+    if value is None:
+        return 0
+    return max(1, min(45, int(value))) if clamp else int(value)
+
+
 @register
 class SGD(Optimizer):
-    """SGD with optional momentum; MXNet's `sgd_update` / `sgd_mom_update`."""
+    """SGD with optional momentum, MXNet 1.9.1's: `sgd_update` / `sgd_mom_update` per parameter,
+    `mp_sgd_update` / `mp_sgd_mom_update` on float32 master copies of float16 weights with
+    multi_precision; dense parameters take MXNet's `multi_[mp_]sgd[_mom]_update` kernel, one call
+    per chunk of `aggregate_num` of them (MXNET_OPTIMIZER_AGGREGATION_SIZE by default, see
+    `_env_aggregate`), or of one parameter."""
 
-    _momentum_op = "sgd_mom_update"
+    #: (plain, multi-precision) single-tensor ops with and without momentum
+    _single_ops = {(False, False): "sgd_update", (False, True): "sgd_mom_update",
+                   (True, False): "mp_sgd_update", (True, True): "mp_sgd_mom_update"}
+    #: the multi-tensor op of the same keys; None: aggregated updates run per parameter
+    _multi_ops: dict | None = {(mp, mom): f"multi_{'mp_' if mp else ''}sgd{'_mom' if mom else ''}_update"
+                               for mp in (False, True) for mom in (False, True)}
 
-    def __init__(self, momentum=0.0, lazy_update=True, **kwargs):
+    _fuse_updates = True
+
+    def __init__(self, momentum=0.0, lazy_update=True, aggregate_num=None, **kwargs):
         super().__init__(**kwargs)
         self.momentum = momentum
         self.lazy_update = lazy_update
+        self.aggregate_num = _env_aggregate() if aggregate_num is None else aggregate_num
 
     def create_state(self, index, weight):
         return _zeros_like(weight) if self.momentum != 0.0 else None
@@ -340,80 +442,83 @@ class SGD(Optimizer):
             return (self.create_state(index, master), master)
         return self.create_state(index, weight)
 
-    def update_multi_precision(self, index, weight, grad, state) -> None:
-        if (self.multi_precision and weight.dtype == np.float16 and isinstance(state, (tuple, list))
-                and not (_is_sparse(weight) or _is_sparse(grad))):
-            mom, master = state
-            token = _PENDING.set(None)
-            try:
-                self.update(index, master, grad.astype(np.float32), mom)
-            finally:
-                _PENDING.reset(token)
-            weight[:] = master.astype(np.float16)
-        else:
-            super().update_multi_precision(index, weight, grad, state)
+    def _kwargs(self, index) -> dict:
+        """rescale_grad, momentum (when positive) and clip_gradient (when set), as MXNet passes them."""
+        kw = self._common(index)
+        if self.momentum > 0:
+            kw["momentum"] = self.momentum
+        return kw
+
+    def _update_impl(self, indices, weights, grads, states, multi_precision=False) -> None:
+        indices, weights, grads, states = _as_lists(indices, weights, grads, states)
+        self._update_count(indices)
+        lrs, wds = self._get_lrs(indices), self._get_wds(indices)
+        self._apply_updates(weights, grads, states, lrs, wds, self._kwargs(indices[0]), multi_precision)
+
+    def _apply_updates(self, weights, grads, states, lrs, wds, kwargs, mp, preloaded=False) -> None:
+        """The update ops for the given parameters: one multi-tensor op per `aggregate_num` of
+        them when all are dense and the optimizer has one, else the single op per parameter."""
+        multi = self._multi_ops
+        aggregate = multi is not None and len(weights) > 0 and not any(
+            _is_sparse(a) for a in list(weights) + list(grads))
+        mom = self.momentum > 0
+        if aggregate:
+            name = ("preloaded_" if preloaded else "") + multi[(mp, mom)]
+            step = self.aggregate_num if self.aggregate_num > 0 else len(weights)
+            for s in range(0, len(weights), step):
+                groups = [[w, g, *self._state_arrays(st, mp, mom)]
+                          for w, g, st in zip(weights[s:s + step], grads[s:s + step], states[s:s + step])]
+                rates = ([NDArray(np.asarray(lrs[s:s + step], np.float32), weights[0].context),
+                          NDArray(np.asarray(wds[s:s + step], np.float32), weights[0].context)]
+                         if preloaded else [])
+                extra = {} if preloaded else {"lrs": tuple(lrs[s:s + step]), "wds": tuple(wds[s:s + step])}
+                _apply_multi(name, groups, rates, num_weights=len(groups), **kwargs, **extra)
+            return
+        for w, g, st, lr, wd in zip(weights, grads, states, lrs, wds):
+            has_mom = (st[0] if mp else st) is not None
+            op = self._single_ops[(mp, has_mom)]
+            kw = dict(kwargs, lr=lr, wd=wd)
+            if op in ("sgd_update", "sgd_mom_update"):
+                kw["lazy_update"] = self.lazy_update
+            _apply(op, w, g, self._state_arrays(st, mp, has_mom), **kw)
+
+    @staticmethod
+    def _state_arrays(state, mp: bool, mom: bool) -> list:
+        """The op inputs after weight and grad: [mom][, weight32] (MXNet's order)."""
+        if mp:
+            return [state[0], state[1]] if mom else [state[1]]
+        return [state] if mom else []
 
     def update(self, index, weight, grad, state):
-        self._update_count(index)
-        kw = dict(self._common(index), lr=self._get_lr(index), wd=self._get_wd(index))
-        if state is not None:
-            _apply(self._momentum_op, weight, grad, [state], momentum=self.momentum, **kw)
-        else:
-            _apply("sgd_update", weight, grad, [], **kw)
+        self._update_impl(index, weight, grad, state, multi_precision=False)
 
-    def _update_many(self, indices, weights, grads, states) -> bool:
-        """MXNet's aggregated SGD (multi_sgd_update / multi_sgd_mom_update): the counts first,
-        then every parameter's learning rate and weight decay, then one multi-tensor kernel
-        call for all (the same ops and attributes `update` applies one by one). fp16 weights
-        with float32 masters take the per-parameter path."""
-        if self.multi_precision or any(_is_sparse(a) for a in list(weights) + list(grads)):
-            return False
-        self._update_count(indices)
-        common = self._common(indices[0])
-        ctx = weights[0]._ctx if type(weights[0]) is NDArray else None
-        fast = not autograd.is_recording()
-        calls, datas_list, seen = {}, {}, set()
-        for idx, w, g, state in zip(indices, weights, grads, states):
-            kw = dict(common, lr=self._get_lr(idx), wd=self._get_wd(idx))
-            if state is not None:
-                name, arrays = self._momentum_op, [w, g, state]
-                kw["momentum"] = self.momentum
-            else:
-                name, arrays = "sgd_update", [w, g]
-            calls.setdefault(name, []).append((arrays, kw))
-            if fast:
-                if not all(type(a) is NDArray and (a._ctx is ctx or a._ctx == ctx) for a in arrays):
-                    fast = False
-                    continue
-                datas = [a._data for a in arrays]
-                for d in datas[:1] + datas[2:]:
-                    writable(d)
-                ids = {id(d) for d in datas}
-                if ids & seen or len(ids) != len(datas):   # a repeated array: one at a time
-                    fast = False
-                seen |= ids
-                datas_list.setdefault(name, []).append(datas)
-        prepared = []
-        for name, items in calls.items() if fast else ():
-            p = fastpath.prepare_updates_raw(name, [kw for _, kw in items], datas_list[name])
-            if p is None:
-                fast = False
-                break
-            prepared += p
-        if fast:
-            fastpath.run_updates(prepared)
-        else:   # the general path, parameter by parameter (batched where it can be)
-            for name, items in calls.items():
-                for arrays, kw in items:
-                    _apply(name, arrays[0], arrays[1], arrays[2:], **kw)
-        return True
+    def update_multi_precision(self, index, weight, grad, state) -> None:
+        ws = weight if isinstance(index, (tuple, list)) else [weight]
+        gs = grad if isinstance(index, (tuple, list)) else [grad]
+        if not isinstance(index, (tuple, list)) and (
+                _is_sparse(weight) or _is_sparse(grad) or any(_is_sparse(s) for s in _state_leaves(state))):
+            self._update_sparse(index, weight, grad, state)
+            return
+        if isinstance(index, (tuple, list)) and any(_is_sparse(a) for a in list(ws) + list(gs)):
+            for i, w, g, st in zip(index, weight, grad, state):
+                self.update_multi_precision(i, w, g, st)
+            return
+        mp = bool(ws) and self.multi_precision and ws[0].dtype == np.float16
+        self._update_impl(index, weight, grad, state, multi_precision=mp)
 
 
 @register
 class NAG(SGD):
-    """Nesterov accelerated gradient (SGD whose momentum step looks ahead)."""
+    """Nesterov accelerated gradient, MXNet 1.9.1's: `nag_mom_update` (`sgd_update` without
+    momentum), `mp_nag_mom_update` / `mp_sgd_update` with multi_precision on float16 weights; no
+    multi-tensor kernel (aggregated updates run per parameter; aggregate_num defaults to 0)."""
 
-    _momentum_op = "nag_mom_update"
+    _single_ops = {(False, False): "sgd_update", (False, True): "nag_mom_update",
+                   (True, False): "mp_sgd_update", (True, True): "mp_nag_mom_update"}
+    _multi_ops = None
+
+    def __init__(self, momentum=0.0, aggregate_num=0, **kwargs):
+        super().__init__(momentum=momentum, aggregate_num=aggregate_num, **kwargs)
 
 
 @register
@@ -439,7 +544,12 @@ class Adam(Optimizer):
 
 @register
 class AdamW(Optimizer):
-    """Adam with decoupled weight decay (Loshchilov & Hutter); `eta` scales the whole step."""
+    """Adam with decoupled weight decay (Loshchilov & Hutter); `eta` scales the whole step and
+    the learning rate carries Adam's bias correction. `_adamw_update` per parameter; float16
+    weights with multi_precision take `_mp_adamw_update` on their float32 master copies, and
+    aggregated updates (`aggregate_num` > 0, lists of dense parameters) one
+    `_multi_[mp_]adamw_update` call per chunk. The fused kernels read the gradient scale from an
+    array and skip the update when it is NaN, Inf or 0."""
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, eta=1.0, **kwargs):
         super().__init__(learning_rate=learning_rate, **kwargs)
@@ -448,12 +558,49 @@ class AdamW(Optimizer):
     def create_state(self, index, weight):
         return (_zeros_like(weight), _zeros_like(weight))
 
-    def update(self, index, weight, grad, state):
+    def _step_attrs(self, index) -> tuple[float, float]:
+        """(bias-corrected lr, wd) of `index` after counting its update."""
         self._update_count(index)
         t = self._index_update_count[index]
-        lr = self._get_lr(index) * math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
-        _apply("_adamw_update", weight, grad, state, lr=lr, wd=self._get_wd(index), beta1=self.beta1,
+        return self._get_lr(index) * math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t), self._get_wd(index)
+
+    def _fused_attrs(self) -> dict:
+        kw = {"beta1": self.beta1, "beta2": self.beta2, "epsilon": self.epsilon}
+        if self.clip_gradient:
+            kw["clip_gradient"] = self.clip_gradient
+        return kw
+
+    def _scale_array(self, like) -> NDArray:
+        return NDArray(np.array([self.rescale_grad], np.float32), like.context)
+
+    def update(self, index, weight, grad, state):
+        lr, wd = self._step_attrs(index)
+        _apply("_adamw_update", weight, grad, state, lr=lr, wd=wd, beta1=self.beta1,
                beta2=self.beta2, epsilon=self.epsilon, eta=self.eta, **self._common(index))
+
+    def update_multi_precision(self, index, weight, grad, state) -> None:
+        lists = isinstance(index, (tuple, list))
+        ws, gs = (weight, grad) if lists else ([weight], [grad])
+        if not ws or any(_is_sparse(a) for a in list(ws) + list(gs)) or (lists and self.aggregate_num <= 0):
+            super().update_multi_precision(index, weight, grad, state)
+            return
+        mp = self.multi_precision and ws[0].dtype == np.float16
+        if not lists and not mp:
+            self.update(index, weight, grad, state)
+            return
+        if not lists:
+            lr, wd = self._step_attrs(index)
+            master, (mean, var) = state
+            invoke("_mp_adamw_update", [weight, grad, mean, var, master, self._scale_array(weight)],
+                   dict(self._fused_attrs(), lr=lr, wd=wd, eta=self.eta), out=weight)
+            return
+        rates = [self._step_attrs(i) for i in index]
+        flat = []
+        for w, g, st in zip(weight, grad, state):
+            flat += [w, g, *st[1], st[0]] if mp else [w, g, *st]
+        invoke("_multi_mp_adamw_update" if mp else "_multi_adamw_update", flat + [self._scale_array(weight[0])],
+               dict(self._fused_attrs(), lrs=tuple(r[0] for r in rates), wds=tuple(r[1] for r in rates),
+                    etas=(self.eta,) * len(rates), num_weights=len(rates)), out=list(weight))
 
 
 @register
@@ -567,34 +714,99 @@ class SignSGD(Signum):
 
 @register
 class LAMB(Optimizer):
-    """LAMB (You et al.): Adam direction scaled by the trust ratio ||w|| / ||step||."""
+    """LAMB (You et al.), MXNet 1.9.1's: `lamb_update_phase1` (Adam direction plus wd * w, mean
+    and var updated in place), the trust ratio ||w|| / ||direction|| (r1 clipped to
+    [lower_bound, upper_bound]), then `lamb_update_phase2`; float16 weights with multi_precision
+    take the `mp_lamb_update_phase1/2` ops on their float32 master copies. Aggregated updates
+    (lists; `aggregate_num` > 1, by default MXNET_OPTIMIZER_AGGREGATION_SIZE clipped to [1, 45])
+    run one `_multi_[mp_]lamb_update` per chunk."""
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-6, lower_bound=None,
-                 upper_bound=None, bias_correction=True, **kwargs):
+                 upper_bound=None, bias_correction=True, aggregate_num=None, **kwargs):
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
         self.lower_bound, self.upper_bound = lower_bound, upper_bound
         self.bias_correction = bias_correction
+        self.aggregate_num = _env_aggregate(clamp=True) if aggregate_num is None else aggregate_num
 
     def create_state(self, index, weight):
         return (_zeros_like(weight), _zeros_like(weight))
 
-    def update(self, index, weight, grad, state):
-        self._update_count(index)
-        t = self._index_update_count[index]
-        g = invoke("lamb_update_phase1", [weight, grad, *state],
-                   dict(self._common(index), beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon,
-                        t=t, bias_correction=self.bias_correction, wd=self._get_wd(index)))
-        r1 = NDArray(np.array([np.linalg.norm(weight._data.astype(np.float64))], dtype=weight._data.dtype),
-                     weight.context)
-        r2 = NDArray(np.array([np.linalg.norm(g._data.astype(np.float64))], dtype=weight._data.dtype),
-                     weight.context)
-        attrs = {"lr": self._get_lr(index)}
+    def _phase1_attrs(self) -> dict:
+        kw = {"beta1": self.beta1, "beta2": self.beta2, "epsilon": self.epsilon,
+              "bias_correction": self.bias_correction, "rescale_grad": self.rescale_grad}
+        if self.clip_gradient:
+            kw["clip_gradient"] = self.clip_gradient
+        return kw
+
+    def _bounds(self) -> dict:
+        kw = {}
         if self.lower_bound:
-            attrs["lower_bound"] = self.lower_bound
+            kw["lower_bound"] = self.lower_bound
         if self.upper_bound:
-            attrs["upper_bound"] = self.upper_bound
-        invoke("lamb_update_phase2", [weight, g, r1, r2], attrs, out=weight)
+            kw["upper_bound"] = self.upper_bound
+        return kw
+
+    def update(self, index, weight, grad, state):
+        self._update_impl(index, weight, grad, state, multi_precision=False)
+
+    def update_multi_precision(self, index, weight, grad, state) -> None:
+        ws = weight if isinstance(index, (tuple, list)) else [weight]
+        gs = grad if isinstance(index, (tuple, list)) else [grad]
+        if any(_is_sparse(a) for a in list(ws) + list(gs)):   # computed densely, per parameter
+            if isinstance(index, (tuple, list)):
+                for i, w, g, st in zip(index, weight, grad, state):
+                    self.update_multi_precision(i, w, g, st)
+            else:
+                self._update_sparse(index, weight, grad, state)
+            return
+        mp = bool(ws) and self.multi_precision and ws[0].dtype == np.float16
+        self._update_impl(index, weight, grad, state, multi_precision=mp)
+
+    def _update_impl(self, index, weight, grad, state, multi_precision) -> None:
+        if not isinstance(index, (tuple, list)):
+            self._update_one(index, weight, grad, state, multi_precision)
+        elif self.aggregate_num <= 1:
+            for i, w, g, st in zip(index, weight, grad, state):
+                self._update_one(i, w, g, st, multi_precision)
+        else:
+            self._update_aggregated(list(index), list(weight), list(grad), list(state), multi_precision)
+
+    def _update_one(self, index, weight, grad, state, mp: bool) -> None:
+        self._update_count(index)
+        lr, wd, t = self._get_lr(index), self._get_wd(index), self._index_update_count[index]
+        attrs = dict(self._phase1_attrs(), t=t, wd=wd)
+        if mp:
+            master, (mean, var) = state
+            g = invoke("mp_lamb_update_phase1", [weight, grad, mean, var, master], attrs)
+            invoke("mp_lamb_update_phase2", [weight, g, _norm(master), _norm(g), master],
+                   dict(self._bounds(), lr=lr), out=weight)
+        else:
+            mean, var = state
+            g = invoke("lamb_update_phase1", [weight, grad, mean, var], attrs)
+            invoke("lamb_update_phase2", [weight, g, _norm(weight), _norm(g)], dict(self._bounds(), lr=lr),
+                   out=weight)
+
+    def _update_aggregated(self, indices, weights, grads, states, mp: bool) -> None:
+        self._update_count(indices)
+        steps = [self._index_update_count[i] for i in indices]
+        lrs, wds = self._get_lrs(indices), self._get_wds(indices)
+        attrs = dict(self._phase1_attrs(), **self._bounds())
+        op = "_multi_mp_lamb_update" if mp else "_multi_lamb_update"
+        n = self.aggregate_num
+        for s in range(0, len(weights), n):
+            flat = []
+            for w, g, st in zip(weights[s:s + n], grads[s:s + n], states[s:s + n]):
+                flat += [w, g, *st[1], st[0]] if mp else [w, g, *st]
+            k = len(weights[s:s + n])
+            invoke(op, flat, dict(attrs, step_count=tuple(steps[s:s + n]), learning_rates=tuple(lrs[s:s + n]),
+                                  wds=tuple(wds[s:s + n]), num_tensors=k), out=weights[s:s + n])
+
+
+def _norm(x: NDArray) -> NDArray:
+    """||x||_2 as a (1,) array of x's float dtype (float32 for float16), accumulated in float64."""
+    dtype = np.float32 if x.dtype == np.float16 else x.dtype
+    return NDArray(np.array([np.linalg.norm(x.asnumpy().astype(np.float64).ravel())], dtype), x.context)
 
 
 def _clip(x: NDArray, bound) -> NDArray:
@@ -741,26 +953,73 @@ class Updater:
         self.states_synced: dict = {}
 
     def __call__(self, index, grad, weight) -> None:
-        indices = index if isinstance(index, (list, tuple)) else [index]
-        grads = grad if isinstance(grad, (list, tuple)) else [grad]
-        weights = weight if isinstance(weight, (list, tuple)) else [weight]
+        """Update the weights of `index` (one or a list) with `grad`, as MXNet 1.9.1's Updater:
+        states are created on first use (and moved to the weight's context after `set_states`);
+        with `optimizer.aggregate_num` > 0 the parameters are grouped by dtype, in chunks of
+        aggregate_num, each chunk one `update_multi_precision` call (multi-tensor kernels);
+        else one call per parameter. The compiled updates of one call run together at its end."""
+        indices = list(index) if isinstance(index, (list, tuple)) else [index]
+        grads = list(grad) if isinstance(grad, (list, tuple)) else [grad]
+        weights = list(weight) if isinstance(weight, (list, tuple)) else [weight]
         if weights:
             self.optimizer._set_current_context(weights[0].context.device_id)
+        for i, (idx, w) in enumerate(zip(indices, weights)):
+            if isinstance(idx, bytes):
+                indices[i] = idx = idx.decode()
+            if idx not in self.states:
+                self.states[idx] = self.optimizer.create_state_multi_precision(idx, w)
+                self.states_synced[idx] = True
+            elif not self.states_synced.get(idx, True):
+                self.states[idx] = self.sync_state_context(self.states[idx], w.context)
+                self.states_synced[idx] = True
         pending = _PendingUpdates() if len(indices) > 1 else None
         token = _PENDING.set(pending)
         try:
-            for idx, w in zip(indices, weights):
-                if idx not in self.states:
-                    self.states[idx] = self.optimizer.create_state_multi_precision(idx, w)
-                    self.states_synced[idx] = True
-            if pending is None or not self.optimizer._update_many(
-                    list(indices), list(weights), list(grads), [self.states[i] for i in indices]):
-                for idx, g, w in zip(indices, grads, weights):
-                    self.optimizer.update_multi_precision(idx, w, g, self.states[idx])
+            fused = self.optimizer.aggregate_num <= 0
+            for idx, ws, gs in self._chunks(indices, weights, grads):
+                if not isinstance(idx, list):
+                    self.optimizer.update_multi_precision(idx, ws, gs, self.states[idx])
+                elif fused:
+                    self._update_fused(idx, ws, gs)
+                else:
+                    self.optimizer.update_multi_precision(idx, ws, gs, [self.states[i] for i in idx])
         finally:
             _PENDING.reset(token)
             if pending is not None:
                 pending.flush()
+
+    def _update_fused(self, indices, weights, grads) -> None:
+        """Parameters the optimizer was not asked to aggregate, updated in one call (`_fuse_updates`:
+        the same results). If that call fails (nothing is written then), the update counts are
+        restored and the parameters are updated one by one, so those before the failing one are
+        applied, as without fusion."""
+        opt = self.optimizer
+        counts, num_update = dict(opt._index_update_count), opt.num_update
+        try:
+            opt.update_multi_precision(indices, weights, grads, [self.states[i] for i in indices])
+        except MXNetError:
+            opt._index_update_count.clear()
+            opt._index_update_count.update(counts)
+            opt.num_update = num_update
+            for i, w, g in zip(indices, weights, grads):
+                opt.update_multi_precision(i, w, g, self.states[i])
+
+    def _chunks(self, indices, weights, grads):
+        """(index, weight, grad) per parameter, or with aggregation (index list, weight list,
+        grad list) per chunk of at most aggregate_num parameters of one dtype."""
+        agg = self.optimizer.aggregate_num
+        if agg <= 0 and self.optimizer._fuse_updates and len(indices) > 1:
+            agg = len(indices)   # the same results as one call per parameter, in one kernel call
+        if agg <= 0:
+            yield from zip(indices, weights, grads)
+            return
+        by_dtype: dict = {}
+        for item in zip(indices, weights, grads):
+            by_dtype.setdefault(np.dtype(item[1].dtype), []).append(item)
+        for items in by_dtype.values():
+            for s in range(0, len(items), agg):
+                idx, ws, gs = (list(x) for x in zip(*items[s:s + agg]))
+                yield idx, ws, gs
 
     def sync_state_context(self, state, context):
         if isinstance(state, NDArray):

@@ -53,6 +53,7 @@ def infer_types(g: Graph, shapes: Mapping[str, tuple] | None = None,
     """Refine every Value's type (see the module docstring)."""
     out = g.copy()
     by_name = {v.name: v for v in out.inputs}
+    hint_replaced = False
     for table, kind in ((shapes or {}, "shape"), (dtypes or {}, "dtype")):
         for name, val in table.items():
             v = by_name.get(name)
@@ -60,7 +61,17 @@ def infer_types(g: Graph, shapes: Mapping[str, tuple] | None = None,
                 raise MXNetError(f"infer: {name!r} is not an input of the graph; inputs are "
                                  f"{sorted(by_name)}")
             given = TensorType(tuple(int(d) for d in val), None) if kind == "shape" else TensorType(None, val)
-            v.type = _merge_type(f"input {name!r}", f"the given {kind}", v.type, given)
+            if kind == "shape" and all(given.shape):
+                # a fully known shape replaces the variable's `__shape__` hint (MXNet reads the
+                # attribute only for shapes it is not given)
+                hint_replaced |= v.type.shape is not None and tuple(v.type.shape) != given.shape
+                v.type = TensorType(given.shape, v.type.dtype, v.type.device)
+            else:
+                v.type = _merge_type(f"input {name!r}", f"the given {kind}", v.type, given)
+    if hint_replaced:   # shapes derived from the replaced hints are inferred again
+        for n in out.nodes:
+            for o in n.outputs:
+                o.type = TensorType(None, o.type.dtype, o.type.device)
     stats = InferStats()
     for sweep in range(len(out.nodes) + 2):
         stats.sweeps = sweep + 1

@@ -5,12 +5,14 @@ checkpoints match MXNet's. Cells sharing an `RNNParams` share their weights.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .. import initializer as init
 from .. import ndarray
 from .. import symbol
 from ..base import MXNetError
 
-__all__ = ["RNNParams", "BaseRNNCell", "RNNCell", "LSTMCell", "GRUCell", "SequentialRNNCell",
+__all__ = ["RNNParams", "BaseRNNCell", "RNNCell", "LSTMCell", "GRUCell", "FusedRNNCell", "SequentialRNNCell",
            "DropoutCell", "ModifierCell", "ZoneoutCell", "ResidualCell", "BidirectionalCell"]
 
 
@@ -50,7 +52,7 @@ def _normalize_sequence(length, inputs, layout, merge, in_layout=None):
             inputs = symbol.Concat(*inputs, dim=axis)
             in_axis = axis
     if isinstance(inputs, symbol.Symbol) and axis != in_axis:
-        inputs = symbol.swapaxes(inputs, dim0=axis, dim1=in_axis)
+        inputs = symbol.swapaxes(inputs, dim1=axis, dim2=in_axis)
     return inputs, axis
 
 
@@ -512,3 +514,132 @@ class BidirectionalCell(_ContainerCell):
         if merge_outputs:
             outputs = outputs[0]
         return outputs, [l_states, r_states]
+
+
+_FUSED_GATES = {"rnn_relu": ("",), "rnn_tanh": ("",), "lstm": ("_i", "_f", "_c", "_o"),
+                "gru": ("_r", "_z", "_o")}
+
+
+class FusedRNNCell(BaseRNNCell):
+    """The whole multi-layer (optionally bidirectional) RNN as one fused `RNN` op over a single
+    flat weight Variable `<prefix>parameters`.
+
+    The flat vector's layout is the `RNN` op's: every layer's weights (per layer, per direction:
+    the i2h gate matrices then the h2h gate matrices), then every layer's biases in the same
+    order. `unpack_weights` names its pieces `<prefix><l|r><layer>_<i2h|h2h><gate>_<weight|bias>`,
+    the names the cells of `unfuse()` use once their gates are packed."""
+
+    def __init__(self, num_hidden, num_layers=1, mode="lstm", bidirectional=False, dropout=0.,
+                 get_next_state=False, forget_bias=1.0, prefix=None, params=None):
+        if mode not in _FUSED_GATES:
+            raise MXNetError(f"FusedRNNCell: mode must be one of {sorted(_FUSED_GATES)}, got {mode!r}")
+        super().__init__(prefix="%s_" % mode if prefix is None else prefix, params=params)
+        self._num_hidden = num_hidden
+        self._num_layers = num_layers
+        self._mode = mode
+        self._bidirectional = bidirectional
+        self._dropout = dropout
+        self._get_next_state = get_next_state
+        self._directions = ["l", "r"] if bidirectional else ["l"]
+        initializer = init.FusedRNN(None, num_hidden, num_layers, mode, bidirectional, forget_bias)
+        self._parameter = self.params.get("parameters", init=initializer)
+
+    @property
+    def state_info(self):
+        layers = len(self._directions) * self._num_layers
+        count = 2 if self._mode == "lstm" else 1
+        return [{"shape": (layers, 0, self._num_hidden), "__layout__": "LNC"} for _ in range(count)]
+
+    @property
+    def _gate_names(self):
+        return _FUSED_GATES[self._mode]
+
+    def _weight_pieces(self, num_input):
+        """[(name, shape)] of the flat parameter vector's pieces, in storage order."""
+        h, b = self._num_hidden, len(self._directions)
+        pieces = []
+        for layer in range(self._num_layers):
+            in_size = num_input if layer == 0 else b * h
+            for direction in self._directions:
+                for group, cols in (("i2h", in_size), ("h2h", h)):
+                    pieces += [("%s%s%d_%s%s_weight" % (self._prefix, direction, layer, group, gate), (h, cols))
+                               for gate in self._gate_names]
+        for layer in range(self._num_layers):
+            for direction in self._directions:
+                for group in ("i2h", "h2h"):
+                    pieces += [("%s%s%d_%s%s_bias" % (self._prefix, direction, layer, group, gate), (h,))
+                               for gate in self._gate_names]
+        return pieces
+
+    def _num_input(self, total):
+        """The input size that makes the flat vector `total` long."""
+        h, b, m = self._num_hidden, len(self._directions), len(self._gate_names)
+        rest = (self._num_layers - 1) * (h + b * h + 2)
+        num_input = total // b // h // m - rest - h - 2
+        if num_input <= 0 or sum(int(np.prod(s)) for _, s in self._weight_pieces(num_input)) != total:
+            raise MXNetError(f"FusedRNNCell: {total} parameters do not fit {self._num_layers} {self._mode} "
+                             f"layer(s) of {h} hidden units")
+        return num_input
+
+    def unpack_weights(self, args):
+        args = args.copy()
+        flat = args.pop(self._parameter.name)
+        offset = 0
+        for name, shape in self._weight_pieces(self._num_input(flat.size)):
+            size = int(np.prod(shape))
+            args[name] = flat[offset:offset + size].reshape(shape).copy()
+            offset += size
+        return args
+
+    def pack_weights(self, args):
+        args = args.copy()
+        first = args["%sl0_i2h%s_weight" % (self._prefix, self._gate_names[0])]
+        pieces = [args.pop(name).reshape((-1,)) for name, _ in self._weight_pieces(first.shape[1])]
+        args[self._parameter.name] = ndarray.concatenate(pieces)
+        return args
+
+    def __call__(self, inputs, states):
+        raise NotImplementedError("FusedRNNCell cannot be stepped. Please use unroll")
+
+    def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None):
+        self.reset()
+        inputs, axis = _normalize_sequence(length, inputs, layout, True)
+        if axis not in (0, 1):
+            raise MXNetError(f"FusedRNNCell: unsupported layout {layout!r}")
+        if axis == 1:
+            inputs = symbol.swapaxes(inputs, dim1=0, dim2=1)
+        if begin_state is None:
+            begin_state = self.begin_state()
+        states = dict(zip(("state", "state_cell"), begin_state))
+        rnn = symbol.RNN(data=inputs, parameters=self._parameter, state_size=self._num_hidden,
+                         num_layers=self._num_layers, bidirectional=self._bidirectional, p=self._dropout,
+                         state_outputs=self._get_next_state, mode=self._mode, name=self._prefix + "rnn",
+                         **states)
+        if self._get_next_state:
+            outputs, states = rnn[0], [rnn[k] for k in range(1, len(begin_state) + 1)]
+            for s in states:
+                s._set_attr(__layout__="LNC")
+        else:
+            outputs, states = rnn, []
+        if axis == 1:
+            outputs = symbol.swapaxes(outputs, dim1=0, dim2=1)
+        outputs, _ = _normalize_sequence(length, outputs, layout, merge_outputs)
+        return outputs, states
+
+    def unfuse(self):
+        """The same network as a SequentialRNNCell of unfused cells (weights named as
+        `unpack_weights` then the cells' `pack_weights` expect)."""
+        def make(prefix):
+            if self._mode.startswith("rnn_"):
+                return RNNCell(self._num_hidden, activation=self._mode[4:], prefix=prefix)
+            return (LSTMCell if self._mode == "lstm" else GRUCell)(self._num_hidden, prefix=prefix)
+        stack = SequentialRNNCell()
+        for i in range(self._num_layers):
+            if self._bidirectional:
+                stack.add(BidirectionalCell(make("%sl%d_" % (self._prefix, i)), make("%sr%d_" % (self._prefix, i)),
+                                            output_prefix="%sbi_l%d_" % (self._prefix, i)))
+            else:
+                stack.add(make("%sl%d_" % (self._prefix, i)))
+            if self._dropout > 0 and i != self._num_layers - 1:
+                stack.add(DropoutCell(self._dropout, prefix="%s_dropout%d_" % (self._prefix, i)))
+        return stack

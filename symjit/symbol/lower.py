@@ -26,6 +26,8 @@ def variable_type(name: str, attrs: dict, device: str = "cpu(0)") -> TensorType:
             shape = Shape(attrs["__shape__"])
             if not shape:  # MXNet 1.x: () is an unknown shape
                 shape = None
+            else:          # -1 (NumPy shape semantics' spelling) is an unknown dim, as 0
+                shape = tuple(max(int(d), 0) for d in shape)
         if "__dtype__" in attrs:
             code = Int(attrs["__dtype__"])
             if code not in DTYPE_MX_TO_NAME:
@@ -37,13 +39,16 @@ def variable_type(name: str, attrs: dict, device: str = "cpu(0)") -> TensorType:
 
 
 def lower(sym: Symbol, device: str = "cpu(0)", name: str | None = None,
-          allow_duplicate_names: bool = False, input_shapes: dict | None = None) -> tuple[Graph, dict]:
+          allow_duplicate_names: bool = False, input_shapes: dict | None = None,
+          input_dtypes: dict | None = None) -> tuple[Graph, dict]:
     """Lower `sym` to a Graph; also returns {id(SymNode): [output Values]}.
 
     Raises MXNetError if two distinct variables share a name (they could not be bound by name),
     unless allow_duplicate_names (shape/type inference, which MXNet allows on such graphs): the
     k-th repeat of NAME then becomes input `NAME#k`, in the same argument position.
-    `input_shapes` (name -> partial shape, 0 = unknown dim) replace the shapes variables declare.
+    `input_shapes` (name -> partial shape, 0 = unknown dim) replace the shapes variables declare,
+    `input_dtypes` (name -> dtype name) their dtypes (MXNet: a bound array's dtype wins over the
+    variable's `dtype` attribute, which only fills inputs nothing else determines).
     """
     nodes = topo_nodes(sym._outputs)
     aux_ids = _aux_variable_ids(nodes)
@@ -65,6 +70,8 @@ def lower(sym: Symbol, device: str = "cpu(0)", name: str | None = None,
         vtype = variable_type(n.name, n.attrs, device)
         if input_shapes and input_name in input_shapes:
             vtype = vtype.with_shape(input_shapes[input_name])
+        if input_dtypes and input_name in input_dtypes:
+            vtype = vtype.with_dtype(input_dtypes[input_name])
         values[id(n)] = [b.add_input(input_name, vtype,
                                      aux=id(n) in aux_ids, meta=meta)]
     for n in nodes:

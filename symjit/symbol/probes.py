@@ -49,3 +49,33 @@ def probe_symbol(symbol: Symbol) -> tuple[Symbol, list[Probe]]:
             probes.append(Probe(variable, f"{node.name}_backward_{in_name}"))
         clones[id(node)] = SymNode(node.op, node.name, node.attrs, inputs)
     return Symbol([(clones[id(n)], i) for n, i in symbol._outputs]), probes[::-1]
+
+
+@dataclass(frozen=True)
+class MonitorEntry:
+    """One array a forward monitor reports: `name` as MXNet's executor names it, and where the
+    value is: output `index` of `node` (a variable's own value for a variable node)."""
+    name: str
+    node: SymNode
+    index: int
+
+
+def monitor_entries(symbol: Symbol, monitor_all: bool) -> list[MonitorEntry]:
+    """What MXNet's executor reports to a monitor callback after a forward, in its order: per
+    operator, in execution order, with `monitor_all` first each input (a variable input by its
+    own name too, just before) as `<node>_<input name>` (`Op.monitor_input_names`), then every
+    visible output as `get_internals` names it."""
+    entries = []
+    for node in topo_nodes(symbol._outputs):
+        if node.is_variable:
+            continue
+        if monitor_all:
+            names = node.op.monitor_input_names(node.parsed)
+            for j, (src, k) in enumerate(node.inputs):
+                if src.is_variable:
+                    entries.append(MonitorEntry(src.name, src, 0))
+                in_name = names[j] if j < len(names) else f"input{j}"
+                entries.append(MonitorEntry(f"{node.name}_{in_name}", src, k))
+        for k in range(node.op.num_visible_outputs(node.parsed)):
+            entries.append(MonitorEntry(Symbol([(node, k)]).list_outputs()[0], node, k))
+    return entries

@@ -474,7 +474,8 @@ class Symbol:
     def simple_bind(self, ctx, grad_req="write", type_dict=None, stype_dict=None, group2ctx=None,
                     shared_arg_names=None, shared_exec=None, shared_buffer=None, **kwargs):
         from ..executor import Executor
-        return Executor.simple_bind(self, ctx, grad_req, type_dict, **kwargs)
+        return Executor.simple_bind(self, ctx, grad_req, type_dict, group2ctx=group2ctx, stype_dict=stype_dict,
+                                    **kwargs)
 
     def eval(self, ctx=None, **kwargs) -> list:
         """Bind to `kwargs` (NDArrays by argument name), run forward, return the outputs.

@@ -71,7 +71,7 @@ def test_shared_axes_and_always_mode():
     assert 0.3 < (mask == 0).mean() < 0.7
     cg = _compiled((5, 5), "float32", {"p": 1.0}, True)
     out, mask = cg([np.ones((5, 5), np.float32)], is_train=True)
-    assert not out.any() and not mask.any()
+    assert np.isnan(out).all() and np.isnan(mask).all()   # MXNet: mask = 0 * (1 / 0)
 
 
 def test_unknown_mode_keeps_python_step():

@@ -54,8 +54,8 @@ def _emb_net():
 
 def _run(net, x, y, hybrid: bool):
     """Forward/backward of a squared loss; returns output, input grad, param grads, aux values."""
-    if hybrid:
-        net.hybridize()
+    if hybrid:   # every block compiled, also those recorded op by op under the default inline_limit
+        net.hybridize(inline_limit=0)
     xa = nd.array(x)
     xa.attach_grad()
     with autograd.record():
@@ -130,6 +130,137 @@ def test_one_tape_node_per_hybridized_call():
     assert node.backward_fn is not None and node.op is None
     params = [p.data() for p in net.collect_params().values()]
     assert node.inputs[0] is x and all(any(p is q for q in node.inputs) for p in params)
+
+
+def _dense3():
+    net = nn.HybridSequential()
+    with net.name_scope():
+        net.add(nn.Dense(4, in_units=5), nn.Dense(4, in_units=4), nn.Dense(2, in_units=4))
+    net.initialize()
+    return net
+
+
+def _recorded(net, x):
+    """(output, input gradient, parameter gradients) of one recorded call."""
+    x = x.copy()
+    x.attach_grad()
+    with autograd.record():
+        y = net(x)
+    sym = autograd.get_symbol(y)
+    y.backward()
+    grads = {k: p.grad().asnumpy().copy() for k, p in net.collect_params().items()}
+    return y, sym, x.grad.asnumpy(), grads
+
+
+@pytest.mark.parametrize("flags,inlined", [({"inline_limit": 3}, True), ({"inline_limit": 2}, False),
+                                           ({"inline_limit": 0}, False),
+                                           ({"inline_limit": 3, "static_alloc": True}, False)])
+def test_graphs_within_inline_limit_are_recorded_op_by_op(flags, inlined):
+    """As MXNet's CachedOp: a recorded call of a graph with at most `inline_limit` ops (and no
+    static_alloc) records each op; otherwise one `_CachedOp` node over all inputs. Values and
+    gradients are the same either way."""
+    net = _dense3()
+    x = nd.array(np.random.RandomState(2).randn(3, 5))
+    ref_y, _, ref_dx, ref_g = _recorded(net, x)
+    net.hybridize(**flags)
+    y, sym, dx, g = _recorded(net, x)
+    ops = [n["op"] for n in json.loads(sym.tojson())["nodes"] if n["op"] != "null"]
+    assert ops == (["FullyConnected"] * 3 if inlined else ["_CachedOp"])
+    assert len(sym.list_arguments()) == 7      # data, 3 weights, 3 biases
+    np.testing.assert_allclose(y.asnumpy(), ref_y.asnumpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dx, ref_dx, rtol=1e-5, atol=1e-6)
+    for k in ref_g:
+        np.testing.assert_allclose(g[k], ref_g[k], rtol=1e-5, atol=1e-6, err_msg=k)
+
+
+def test_recorded_cached_op_symbol_evaluates_to_the_blocks_output():
+    net = _dense3()
+    net.hybridize(inline_limit=0)
+    x = nd.array(np.random.RandomState(4).randn(2, 5))
+    y, sym, _, _ = _recorded(net, x)
+    # the tape's variables: the data (a constant, null*) and the parameters (var*) in use order
+    values = [x] + [p.data() for p in net.collect_params().values()]
+    got = sym.eval(**dict(zip(sym.list_arguments(), values)))[0]
+    np.testing.assert_allclose(got.asnumpy(), y.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_default_inline_limit_is_two_ops():
+    small = nn.Dense(3, in_units=2, activation="relu")   # FullyConnected + Activation
+    small.initialize()
+    small.hybridize()
+    x = nd.ones((1, 2))
+    x.attach_grad()
+    with autograd.record():
+        y = small(x)
+    assert y._ag.node.op is not None and y._ag.node.op.name == "Activation"
+    big = _mlp()
+    big.initialize()
+    big.hybridize()
+    with autograd.record():
+        y = big(nd.ones((1, 5)) + x.sum())
+    assert y._ag.node.op is None and y._ag.node.backward_fn is not None
+
+
+def _dense_relu(prefix):
+    net = nn.HybridSequential(prefix=prefix)
+    with net.name_scope():
+        net.add(nn.Dense(3, in_units=4), nn.Activation("relu"))
+    net.initialize(mx.init.Uniform(1.0))
+    net.hybridize()
+    return net
+
+
+def _hooked_call(net, x, monitor_all):
+    seen = []
+    net.register_op_hook(lambda name, op, arr: seen.append((name, op, arr.asnumpy().copy())), monitor_all)
+    return net(x), seen
+
+
+@pytest.mark.parametrize("monitor_all", [False, True])
+def test_op_hook_sees_every_operator_with_mxnet_names(monitor_all):
+    net = _dense_relu("net_")
+    x = nd.array(np.random.RandomState(1).randn(2, 4))
+    expected_y = net(x).asnumpy()
+    w, b = (net.collect_params()[k].data().asnumpy() for k in ("net_dense0_weight", "net_dense0_bias"))
+    fc = x.asnumpy() @ w.T + b
+    y, seen = _hooked_call(net, x, monitor_all)
+    np.testing.assert_allclose(y.asnumpy(), expected_y, rtol=1e-6)
+    if monitor_all:
+        expected = [("net_dense0_fwd_data", "FullyConnected", x.asnumpy()),
+                    ("net_dense0_fwd_weight", "FullyConnected", w), ("net_dense0_fwd_bias", "FullyConnected", b),
+                    ("net_dense0_fwd_output", "FullyConnected", fc),
+                    ("net_relu0_fwd_input0", "Activation", fc),       # Activation lists no input names
+                    ("net_relu0_fwd_output", "Activation", np.maximum(fc, 0))]
+    else:
+        expected = [("net_dense0_fwd_output", "FullyConnected", fc),
+                    ("net_relu0_fwd_output", "Activation", np.maximum(fc, 0))]
+    assert [(n, o) for n, o, _ in seen] == [(n, o) for n, o, _ in expected]
+    for (name, _, got), (_, _, want) in zip(seen, expected):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_op_hook_arrays_are_read_only_and_training_still_differentiates():
+    net = _dense_relu("h_")
+    x = nd.array(np.random.RandomState(3).randn(2, 4))
+    ref = _recorded(net, x)
+    arrays = []
+    net.register_op_hook(lambda name, op, arr: arrays.append(arr))
+    got = _recorded(net, x)
+    assert len(arrays) == 2
+    with pytest.raises(MXNetError, match="read-only"):
+        arrays[0][:] = 0
+    np.testing.assert_allclose(got[2], ref[2], rtol=1e-5, atol=1e-6)
+    for k in ref[3]:
+        np.testing.assert_allclose(got[3][k], ref[3][k], rtol=1e-5, atol=1e-6, err_msg=k)
+
+
+def test_op_hook_on_a_plain_block_reaches_its_hybridized_children():
+    names = []
+    net = nn.Sequential()
+    net.add(_dense_relu("a_"))
+    net.register_op_hook(lambda name, op, arr: names.append(name))
+    net(nd.ones((1, 4)))
+    assert names == ["a_dense0_fwd_output", "a_relu0_fwd_output"]
 
 
 def test_compiles_through_select_backend_and_caches_per_signature(monkeypatch):
@@ -266,7 +397,7 @@ def test_recorded_dropout_takes_the_general_path_with_fresh_masks():
     """A graph that draws random seeds per call (Dropout in training) is not run as a bare
     Entry call: every recorded call gets a new mask, and the gradient is that call's mask."""
     net = nn.HybridLambda(lambda F, x: F.Dropout(x, p=0.5))
-    net.hybridize()
+    net.hybridize(inline_limit=0)   # one recorded node, not the op itself (see inlining below)
     x = nd.array(np.random.RandomState(3).rand(64, 32).astype(np.float32) + 0.5)
     x.attach_grad()
     masks = []
@@ -473,7 +604,7 @@ def test_higher_order_gradient_through_hybridized_block_is_refused():
     net.initialize()
     x = nd.array([[0.5, -1.0]])
     x.attach_grad()
-    net.hybridize()
+    net.hybridize(static_alloc=True)   # never inlined
     with autograd.record():
         y = net(x).sum()
     with pytest.raises(MXNetError, match="higher-order gradients"):

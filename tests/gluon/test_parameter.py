@@ -206,6 +206,32 @@ def test_parameter_dict_save_load_roundtrip(tmp_path):
         pd.save(fname, strip_prefix="other_")
 
 
+def test_assigning_dtype_casts_the_value_and_gradient():
+    p = gluon.Parameter("w", shape=(2, 3))
+    p.initialize(init=mx.init.Constant(1.5))
+    p.dtype = "float16"
+    assert p.data().dtype == np.float16 and p.grad().dtype == np.float16
+    np.testing.assert_array_equal(p.data().asnumpy(), np.full((2, 3), 1.5))
+
+
+def test_load_with_cast_dtype_keeps_current_or_takes_saved_dtype(tmp_path):
+    saved = gluon.ParameterDict("")
+    saved.get("w", shape=(2, 2), dtype="float32", init="ones")
+    saved.initialize()
+    fname = str(tmp_path / "w.params")
+    saved.save(fname)
+    pd = gluon.ParameterDict("")
+    pd.get("w", shape=(2, 2), dtype="float64")
+    with pytest.raises(AssertionError, match="dtype incompatible"):
+        pd.load(fname)
+    pd.load(fname, cast_dtype=True, dtype_source="current")
+    assert pd["w"].data().dtype == np.float64
+    # loading again into the initialized parameter with the saved dtype recasts it
+    pd.load(fname, cast_dtype=True, dtype_source="saved")
+    assert pd["w"].dtype == np.float32 and pd["w"].data().dtype == np.float32
+    np.testing.assert_array_equal(pd["w"].data().asnumpy(), np.ones((2, 2)))
+
+
 def test_parameter_dict_bulk_operations():
     pd = gluon.ParameterDict("m_")
     pd.get("a", shape=(2,))

@@ -105,3 +105,46 @@ def test_batchnorm_eager_equals_hybridized_and_updates_moving_stats():
         bn(x)
     want = 0.1 * x.asnumpy().mean(axis=(0, 2, 3))
     np.testing.assert_allclose(bn.running_mean.data().asnumpy(), want, rtol=1e-5, atol=1e-7)
+
+
+def test_fused_rnn_eager_runs_the_native_kernel():
+    """nd.RNN and its recorded gradient run the compiled one-node graphs (the native kernel),
+    matching the numpy reference within float32 rounding."""
+    from symjit.ops.registry import get_op
+    from symjit.ops.rnn import param_size
+    rng = np.random.default_rng(5)
+    attrs = dict(state_size=96, num_layers=2, mode="lstm")
+    n = param_size(get_op("RNN").parse(attrs), 40)
+    arrays = [rng.standard_normal((12, 8, 40)), rng.standard_normal(n) * 0.1,
+              rng.standard_normal((2, 8, 96)), rng.standard_normal((2, 8, 96))]
+    head = rng.standard_normal((12, 8, 96)).astype(np.float32)
+
+    def run():
+        ins = [mx.nd.array(a.astype(np.float32)) for a in arrays]
+        for a in ins:
+            a.attach_grad()
+        with mx.autograd.record():
+            y = mx.nd.RNN(*ins, **attrs)
+        y.backward(mx.nd.array(head))
+        return [y.asnumpy()] + [a.grad.asnumpy() for a in ins]
+    fastpath._OP_GRAPHS.clear()
+    got = run()
+    assert {k[0] for k, v in fastpath._OP_GRAPHS.items() if v is not None} >= {"RNN", "_backward_RNN"}
+    fastpath._ENABLED = False
+    try:
+        want = run()
+    finally:
+        fastpath._ENABLED = True
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(w).max())))
+
+
+def test_log_softmax_eager_runs_the_compiled_kernel():
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((300, 1000)).astype(np.float32) * 4
+    x = mx.nd.array(a)
+    got = mx.nd.log_softmax(x).asnumpy()
+    z = a.astype(np.float64) - a.max(axis=1, keepdims=True)
+    want = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert any(k[0] == "log_softmax" and v is not None for k, v in fastpath._OP_GRAPHS.items())

@@ -196,3 +196,14 @@ def test_sparse_scalar_arithmetic():
     r = (nd.ones((3, 2)) * 2).tostype("row_sparse")
     assert (r * 3).stype == "row_sparse" and (r * 3).asnumpy().sum() == 36
     assert (r - 2).asnumpy().sum() == 0 and (-r).asnumpy().sum() == -12
+
+
+@pytest.mark.parametrize("spelling,dtype", [("half", np.float16), ("double", np.float64), ("f4", np.float32),
+                                            ("int8", np.int8)])
+def test_numpy_dtype_spellings_are_accepted(spelling, dtype):
+    assert nd.array([1.5, 2.0], dtype=spelling).dtype == dtype
+
+
+def test_unknown_dtype_spelling_is_refused():
+    with pytest.raises(mx.base.MXNetError, match="unknown dtype"):
+        nd.array([1.0], dtype="quarter")

@@ -202,3 +202,25 @@ def test_csr_from_scipy_and_row_slices_stay_csr():
     np.testing.assert_array_equal(part.indptr.asnumpy(), [0, 0, 1])
     parts = mx.gluon.utils.split_and_load(c, [mx.cpu(0), mx.cpu(0)])
     assert all(isinstance(p, nd.sparse.CSRNDArray) for p in parts)
+
+
+def test_sparse_namespace_operators_keep_storage_where_zero_preserving():
+    """`mx.nd.sparse.<op>` runs every operator; zero-preserving ones keep a sparse first input's
+    storage (as MXNet's sparse kernels), others fall back to dense results."""
+    dense = np.array([[0.0, 1.5, 0.0], [-2.0, 0.0, 3.0]], np.float32)
+    csr = mx.nd.array(dense).tostype("csr")
+    sq = mx.nd.sparse.square(csr)
+    assert sq.stype == "csr"
+    np.testing.assert_array_equal(sq.asnumpy(), dense ** 2)
+    np.testing.assert_array_equal(sq.indices.asnumpy(), [1, 0, 2])
+    prod = mx.nd.sparse.elemwise_mul(csr, mx.nd.array(dense).tostype("csr"))
+    assert prod.stype == "csr"
+    np.testing.assert_array_equal(prod.asnumpy(), dense * dense)
+    ex = mx.nd.sparse.exp(csr)
+    assert ex.stype == "default"
+    np.testing.assert_allclose(ex.asnumpy(), np.exp(dense), rtol=1e-6)
+    rsp = mx.nd.sparse.abs(mx.nd.array(dense).tostype("row_sparse"))
+    assert rsp.stype == "row_sparse"
+    np.testing.assert_array_equal(rsp.asnumpy(), np.abs(dense))
+    with pytest.raises(AttributeError, match="no_such_op"):
+        mx.nd.sparse.no_such_op

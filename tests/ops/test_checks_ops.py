@@ -1,4 +1,4 @@
-"""all_finite, multi_all_finite, allclose, quadratic, boolean_mask."""
+"""all_finite, multi_all_finite, reset_arrays, allclose, quadratic, boolean_mask."""
 from __future__ import annotations
 
 import numpy as np
@@ -16,6 +16,21 @@ def test_finite_flags():
     m = mx.sym.multi_all_finite(mx.sym.var("a"), mx.sym.var("b"), num_arrays=2)
     assert m.eval(a=mx.nd.ones(2), b=mx.nd.array([np.nan]))[0].asnumpy().tolist() == [0.0]
     assert m.eval(a=mx.nd.ones(2), b=mx.nd.ones(3))[0].asnumpy().tolist() == [1.0]
+
+
+def test_reset_arrays_zeroes_every_input_in_place():
+    rng = np.random.default_rng(3)
+    arrays = [mx.nd.array(rng.uniform(1, 2, size=shape), dtype=dt)
+              for shape, dt in (((2, 3), "float32"), ((4,), "float16"), ((1, 2, 2), "float64"))]
+    got = mx.nd.reset_arrays(*arrays, num_arrays=len(arrays))
+    assert got == []
+    for a, dt in zip(arrays, ("float32", "float16", "float64")):
+        assert a.dtype == np.dtype(dt)
+        np.testing.assert_array_equal(a.asnumpy(), np.zeros(a.shape))
+    with pytest.raises(MXNetError, match="reset_arrays.*missing input .arg1."):
+        mx.nd.reset_arrays(mx.nd.ones(2), num_arrays=2)
+    with pytest.raises(MXNetError, match="reset_arrays.*num_arrays"):
+        mx.nd.reset_arrays(num_arrays=0)
 
 
 def test_allclose_matches_numpy():

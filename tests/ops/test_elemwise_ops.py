@@ -181,6 +181,16 @@ def test_attribute_errors():
         apply_numpy("clip", [np.ones(2)], {"a_min": "abc", "a_max": 1})
 
 
+def test_ops_without_parameters_ignore_extra_attributes():
+    """MXNet registers no parameter parser for plain elementwise ops, so extra keyword
+    attributes (an `axis=` passed out of habit) are annotations, not errors."""
+    a = np.array([0.0], np.float32)
+    b = np.array([[1.5, -2.0]], np.float32)
+    got = nd.broadcast_maximum(nd.array(a), nd.array(b), axis=1).asnumpy()
+    np.testing.assert_array_equal(got, np.maximum(a, b))
+    np.testing.assert_array_equal(nd.relu(nd.array(b), foo="bar").asnumpy(), np.maximum(b, 0))
+
+
 def test_nan_propagates_and_no_warnings():
     x = np.array([np.nan, -1.0, 0.0, np.inf], dtype=np.float32)
     with np.errstate(all="raise"):
@@ -223,3 +233,30 @@ def test_legacy_capitalised_comparisons():
     assert mx.nd._Lesser_Equal(a, b).asnumpy().tolist() == [1, 1, 0]
     assert mx.nd._Not_Equal(a, b).asnumpy().tolist() == [1, 0, 1]
     assert mx.nd._EqualScalar(a, scalar=2).asnumpy().tolist() == [0, 1, 0]
+
+
+@pytest.mark.parametrize("dtype,expect_zero", [("int32", True), ("float64", False)])
+def test_mod_gradient_is_zero_for_integer_dtypes(dtype, expect_zero):
+    """MXNet's mod_grad / mod_rgrad: 0 for integer dtypes; 1 and -floor(a / b) for floating ones
+    (checked against those formulas, summed over the broadcast axis)."""
+    import symjit as mx
+    a = np.array([[5, 7, 9], [4, 4, 4]], np.float32)
+    b = np.array([[2, 3, 4]], np.float32)
+    x, y = mx.sym.var("a"), mx.sym.var("b")
+    sym = mx.sym.broadcast_mod(mx.sym.cast(x, dtype=dtype), mx.sym.cast(y, dtype=dtype))
+    ga, gb = nd.zeros(a.shape), nd.zeros(b.shape)
+    exe = sym.bind(mx.cpu(), {"a": nd.array(a), "b": nd.array(b)}, args_grad=[ga, gb])
+    exe.forward(is_train=True)
+    exe.backward(nd.ones((2, 3)))
+    if expect_zero:
+        want_a, want_b = np.zeros_like(a), np.zeros_like(b)
+    else:
+        want_a, want_b = np.ones_like(a), -np.floor(a / b).sum(axis=0, keepdims=True)
+    np.testing.assert_array_equal(ga.asnumpy(), want_a)
+    np.testing.assert_array_equal(gb.asnumpy(), want_b)
+    xi = nd.array(np.array([5, 7], np.int32), dtype="int32")
+    xi.attach_grad()
+    with mx.autograd.record():
+        out = mx.nd.broadcast_mod(xi, nd.array(np.array([2, 3], np.int32), dtype="int32"))
+    out.backward()
+    np.testing.assert_array_equal(xi.grad.asnumpy(), [0, 0])

@@ -317,6 +317,30 @@ def test_prelu_gamma_per_channel_and_scalar():
         apply_numpy("LeakyReLU", [x, np.ones(4)], {"act_type": "prelu"})
 
 
+def test_prelu_gamma_per_sample_and_channel():
+    """A 2-D gamma (N, C) matches data axes 0 and 1 (MXNet's expand_shape), 2-D or 4-D data."""
+    import symjit as mx
+    for shape in [(3, 4), (3, 4, 2, 5)]:
+        x = _away_from_zero(shape)
+        gamma = RNG.uniform(0.1, 0.5, size=(3, 4))
+        g = gamma.reshape(gamma.shape + (1,) * (len(shape) - 2))
+        (y,) = apply_numpy("LeakyReLU", [x, gamma], {"act_type": "prelu"})
+        np.testing.assert_allclose(y, np.where(x > 0, x, x * g))
+        check_op_gradient("LeakyReLU", [x, gamma], {"act_type": "prelu"})
+        sym = mx.sym.LeakyReLU(mx.sym.var("x"), gamma=mx.sym.var("gamma"), act_type="prelu")
+        exe = sym.bind(mx.cpu(), {"x": nd.array(x), "gamma": nd.array(gamma)},
+                       args_grad={"x": nd.zeros(shape), "gamma": nd.zeros(gamma.shape)})
+        np.testing.assert_allclose(exe.forward(is_train=True)[0].asnumpy(), y, rtol=1e-5)
+        # MXNet reads one head gradient per output and ignores extra ones
+        exe.backward([nd.ones(shape), nd.ones(gamma.shape)])
+        np.testing.assert_allclose(exe.grad_dict["gamma"].asnumpy(),
+                                   np.where(x > 0, 0, x).sum(axis=tuple(range(2, len(shape)))), rtol=1e-4)
+        with pytest.raises(MXNetError, match="out_grads"):
+            exe.backward([])
+    with pytest.raises(MXNetError, match="LeakyReLU.*gamma"):
+        apply_numpy("LeakyReLU", [np.ones((3, 4)), np.ones((4, 3))], {"act_type": "prelu"})
+
+
 def test_rrelu_random_slope_in_training_and_gradient_uses_it():
     x = -np.abs(_away_from_zero((200,)))
     y, mask = apply_numpy("LeakyReLU", [x], {"act_type": "rrelu"}, TRAIN)
@@ -353,6 +377,23 @@ def test_dropout_training_mask_statistics():
     np.testing.assert_array_equal(y, x * mask)
 
 
+@pytest.mark.parametrize("compiled", [False, True])
+def test_dropout_p_one_gives_nan_as_mxnet(compiled):
+    """keep = 0: MXNet's mask is (u < 0) * (1 / 0) = 0 * inf, so the output is NaN, not zero."""
+    import symjit as mx
+    x = np.ones((8, 6), np.float32)
+    if compiled:
+        exe = mx.sym.Dropout(mx.sym.var("data"), p=1.0).simple_bind(mx.cpu(), data=x.shape)
+        exe.arg_arrays[0][:] = x
+        y = exe.forward(is_train=True)[0].asnumpy()
+        exe.backward([nd.ones(x.shape)])
+        assert np.isnan(exe.grad_arrays[0].asnumpy()).all()
+        np.testing.assert_array_equal(exe.forward(is_train=False)[0].asnumpy(), x)
+    else:
+        y, _ = apply_numpy("Dropout", [x], {"p": 1.0}, ComputeContext(is_train=True, rng=np.random.default_rng(0)))
+    assert np.isnan(y).all()
+
+
 def test_dropout_axes_share_mask_and_mode_always():
     x = np.ones((6, 50, 4))
     y, _ = apply_numpy("Dropout", [x], {"p": 0.5, "axes": "(2,)", "mode": "always"})
@@ -381,8 +422,6 @@ def test_dropout_signature_and_errors():
         op.parse({"p": 1.5})
     with pytest.raises(MXNetError, match="Dropout.*axis 3"):
         apply_numpy("Dropout", [np.ones((2, 2))], {"axes": (3,)}, TRAIN)
-    y, _ = apply_numpy("Dropout", [np.ones((3, 3))], {"p": 1.0}, TRAIN)
-    assert not y.any()
 
 
 # --------------------------------------------------------------------------------------------

@@ -163,3 +163,17 @@ def test_new_epilogue_host_gets_its_epilogue_fused(new_ops):
     finally:
         del lower_gemm.PLANS["_test_matmul"], LLVM.by_op["_test_matmul"]
 
+
+
+def test_monitor_input_names_follow_mxnets_listed_input_names():
+    """Ops MXNet lists input names for are monitored as `<node>_<input>`; the unary math ops
+    and Activation (no FListInputNames in MXNet) as `<node>_input<i>`."""
+    fc = get_op("FullyConnected")
+    assert fc.monitor_input_names(fc.parse({"num_hidden": 2})) == ["data", "weight", "bias"]
+    assert fc.monitor_input_names(fc.parse({"num_hidden": 2, "no_bias": True})) == ["data", "weight"]
+    for name in ("relu", "exp", "tanh", "Activation"):
+        op = get_op(name)
+        attrs = op.parse({"act_type": "relu"} if name == "Activation" else {})
+        assert op.monitor_input_names(attrs) == ["input0"], name
+    add = get_op("elemwise_add")
+    assert add.monitor_input_names(add.parse({})) == add.input_names(add.parse({}))

@@ -1019,3 +1019,38 @@ def test_div_sqrt_dim():
     x = np.arange(24.0).reshape(2, 12)
     np.testing.assert_allclose(mx.nd.contrib.div_sqrt_dim(mx.nd.array(x)).asnumpy(), x / np.sqrt(12), rtol=1e-6)
     check_op_gradient("_contrib_div_sqrt_dim", [x])
+
+
+@pytest.mark.parametrize("op,shape", [("depth_to_space", (1, 9, 0, 4)), ("space_to_depth", (1, 0, 3, 3))])
+def test_depth_space_refuse_zero_dims(op, shape):
+    with pytest.raises(MXNetError, match=f"{op}: every dimension"):
+        getattr(nd, op)(nd.array(np.zeros(shape, np.float32)), 3)
+
+
+def test_transpose_deduces_its_input_from_the_output():
+    """infer_shape_backward permutes the output's dims back (axes (1, 2, 0): input dim a is
+    output dim i where axes[i] == a)."""
+    op = get_op("transpose")
+    attrs = op.parse({"axes": (1, 2, 0)})
+    assert op.infer_shape_backward(attrs, [(0, 0, 0)], [(3, 4, 2)]) == [(2, 3, 4)]
+    assert op.infer_shape_backward(attrs, [(2, 0, 0)], [None]) == [(2, 0, 0)]
+    with pytest.raises(MXNetError, match="transpose"):
+        op.infer_shape_backward(attrs, [(5, 0, 0)], [(3, 4, 2)])
+
+
+def test_reshape_deduces_one_unknown_input_dim_from_the_output():
+    op = get_op("Reshape")
+    attrs = op.parse({"shape": (-1,)})
+    assert op.infer_shape_backward(attrs, [(2, 0, 5)], [(30,)]) == [(2, 3, 5)]
+    assert op.infer_shape_backward(attrs, [(0, 0, 5)], [(30,)]) == [(0, 0, 5)]   # two unknown: no
+
+
+def test_tile_zero_rep_needs_np_shape():
+    """A 0 in reps makes a zero-size output: refused in legacy shape semantics, numpy's
+    result under NumPy shape semantics."""
+    from symjit.util import np_shape
+    x = nd.array(np.arange(16, dtype=np.float32).reshape(4, 4))
+    with pytest.raises(MXNetError, match="tile: reps"):
+        nd.tile(x, (1, 0, 3))
+    with np_shape():
+        assert nd.tile(x, (1, 0, 3)).shape == np.tile(x.asnumpy(), (1, 0, 3)).shape

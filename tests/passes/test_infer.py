@@ -83,10 +83,16 @@ def test_dtype_conflict_and_unknown_input():
         infer_types(g, shapes={"nope": (1,)})
 
 
-def test_given_shape_conflicting_with_declared_type():
+def test_given_shape_replaces_declared_shape_and_reinfers():
+    """A fully known given shape wins over the input's declared one (MXNet reads a variable's
+    `__shape__` only when not given one); shapes derived from the declared one are redone.
+    A partial given shape still merges, and conflicts there are errors."""
     b = GraphBuilder()
     x = b.add_input("x", TensorType((2, 3), F32))
     (r,) = b.add_node("relu", [x])
     g = b.build([r])
+    g2, _ = infer_types(g)
+    out, _ = infer_types(g2, shapes={"x": (3, 3)})
+    assert tuple(out.outputs[0].type.shape) == (3, 3)
     with pytest.raises(MXNetError, match="input 'x'"):
-        infer_types(g, shapes={"x": (3, 3)})
+        infer_types(g2, shapes={"x": (0, 4)})

@@ -140,3 +140,19 @@ def test_structure_helpers():
     assert fluent.list_outputs() == plain.list_outputs() == ["split0_output0", "split0_output1"]
     assert sym.sparse.dot is not None and sym.sparse.dot(sym.var("a"), sym.var("b")).infer_shape(
         a=(2, 3), b=(3, 4))[1] == [(2, 4)]
+
+
+def test_variable_shape_minus_one_is_an_unknown_dim():
+    """A declared -1 dim (NumPy shape semantics' spelling) is unknown, reported back as -1
+    there (and as 0 in legacy semantics)."""
+    with mx.np_shape():
+        v = sym.var("data", shape=(-1, 20))
+        assert sym.slice(v, begin=(None, 3), end=(5, 10)).infer_shape_partial()[1][0] == (-1, 7)
+        assert sym.slice_axis(sym.var("d", shape=(10, -1)), axis=0, begin=0, end=5).infer_shape_partial()[1][0] == (5, -1)
+    assert sym.slice(sym.var("data", shape=(-1, 20)), begin=(None, 3), end=(None, 10)).infer_shape_partial()[1][0] == (0, 7)
+
+
+def test_reshape_input_dim_inferred_from_a_downstream_shape():
+    net = sym.elemwise_add(sym.var("data").reshape((0, -1)), sym.ones(shape=(2, 75)))
+    arg, out, _ = net.infer_shape(data=(2, 3, 0, 5))
+    assert arg[0] == (2, 3, 5, 5) and out[0] == (2, 75)

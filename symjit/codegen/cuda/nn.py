@@ -147,7 +147,7 @@ def lower_batch_norm(node, ctx: LoweringContext) -> list:
 
 @register_lowering("LeakyReLU")
 def lower_leaky_relu(node, ctx: LoweringContext) -> list:
-    from ...ops.nn_norm import leaky_expr
+    from ...ops.nn_norm import leaky_expr, prelu_gamma_shape
     x, out = node.inputs[0], node.outputs[0]
     dt = _float(node, *node.inputs, out)
     kind = node.attrs["act_type"]
@@ -163,14 +163,7 @@ def lower_leaky_relu(node, ctx: LoweringContext) -> list:
         expr = leaky_expr(node.attrs, S.Input(0), node.attrs["slope"])
         return elementwise_launch(ctx, ElementwiseSpec((expr,), (dt,), (shape,), dt, (dt,), shape), [x, out])
     gamma = node.inputs[1]
-    gshape = _shape(gamma)
-    axis = 1 if len(shape) > 1 else 0
-    if gshape == (1,):
-        bshape = (1,) * len(shape)
-    elif len(gshape) == 1 and gshape[0] == shape[axis]:
-        bshape = tuple(shape[axis] if i == axis else 1 for i in range(len(shape)))
-    else:
-        raise MXNetError(f"cuda codegen: prelu gamma of shape {gshape} for data {shape}")
+    bshape = prelu_gamma_shape("cuda codegen: prelu", _shape(gamma), shape)
     expr = S.select(S.Input(0) > S.Const(0), S.Input(0), S.Input(0) * S.Input(1))
     return elementwise_launch(ctx, ElementwiseSpec((expr,), (dt, dt), (shape, bshape), dt, (dt,), shape),
                               [x, gamma, out])

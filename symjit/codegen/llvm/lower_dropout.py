@@ -11,8 +11,8 @@ as the reference's numpy generator (compiled and interpreted training runs agree
 distribution, not element by element).
 
 Semantics follow `nn_norm.Dropout`: with keep = 1 - p, mask = (u < keep) / keep in the data
-dtype, out = x * mask; in inference (mode 'training' and not training) or with p == 0,
-out = x and mask = 1. A graph compiled without a fixed mode keeps the Python step.
+dtype (NaN for p = 1: 0 * 1/0), out = x * mask; in inference (mode 'training' and not
+training) or with p == 0, out = x and mask = 1. A graph compiled without a fixed mode keeps the Python step.
 """
 from __future__ import annotations
 
@@ -95,7 +95,8 @@ def lower_dropout(node, ctx: LoweringContext):
     axes = sorted({a % len(shape) for a in node.attrs["axes"]})
     mshape = [1 if d in axes else s for d, s in enumerate(shape)]
     mstrides = [0 if d in axes else st for d, st in enumerate(row_strides(mshape))]
-    scale = float(np.asarray(1.0 / keep if keep else 0.0).astype(dt)) if keep else 0.0
+    scale = float(np.asarray(1.0 / keep).astype(dt)) if keep else float("inf")
+    dropped = 0.0 if keep else float("nan")   # 0 * scale: NaN when every element is dropped
     name = ctx.unique("sj_dropout", f"dropout|{dt}|{shape}|{axes}|{keep!r}")
     if name not in ctx.mb.symbols:
         ty = "float" if dt == "float32" else "double"
@@ -105,7 +106,7 @@ def lower_dropout(node, ctx: LoweringContext):
         with kw.loop(kw.begin, kw.end) as i:
             mi = kw.offset(kw.unravel(i, shape), mstrides) if axes else i
             hit = _uniform(kw, seed, mi) < keep
-            m = select(hit, kw.b.const(scale, ty), kw.b.const(0.0, ty))
+            m = select(hit, kw.b.const(scale, ty), kw.b.const(dropped, ty))
             kw.store(ty, m, mp, i)
             kw.store(ty, kw.load(ty, xp, i) * m, op, i)
         kw.finish()

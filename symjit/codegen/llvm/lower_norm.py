@@ -775,9 +775,10 @@ def _emit_rows_backward(ctx, name_dx, name_dg, N, C, S, dts, eps) -> None:
 @register_lowering("LeakyReLU")
 def lower_leaky_relu(node, ctx: LoweringContext):
     """The activation's scalar expression (`nn_norm.leaky_expr`) as an elementwise kernel;
-    prelu reads gamma broadcast along axis 1 (or everywhere when it has one element)."""
+    prelu reads gamma broadcast as `nn_norm.prelu_gamma_shape` says."""
     from ...ops import scalar as S
-    from ...ops.nn_norm import leaky_expr
+    from ...base import MXNetError
+    from ...ops.nn_norm import leaky_expr, prelu_gamma_shape
     x, out = node.inputs[0], node.outputs[0]
     kind = node.attrs["act_type"]
     if kind == "rrelu" or not _known(*node.inputs, out) or not _float(*node.inputs, out):
@@ -788,13 +789,9 @@ def lower_leaky_relu(node, ctx: LoweringContext):
     if kind != "prelu":
         return _ew(ctx, leaky_expr(node.attrs, S.Input(0), node.attrs["slope"]), [x], [shape], _dt(x), out)
     gamma = node.inputs[1]
-    gshape = tuple(gamma.type.shape)
-    axis = 1 if len(shape) > 1 else 0
-    if gshape == (1,):
-        bshape = (1,) * len(shape)
-    elif len(gshape) == 1 and gshape[0] == shape[axis]:
-        bshape = tuple(shape[axis] if i == axis else 1 for i in range(len(shape)))
-    else:
+    try:
+        bshape = prelu_gamma_shape(node.op.name, tuple(gamma.type.shape), shape)
+    except MXNetError:   # the reference raises the op's error
         return None
     expr = S.select(S.Input(0) > S.Const(0), S.Input(0), S.Input(0) * S.Input(1))
     return _ew(ctx, expr, [x, gamma], [shape, bshape], _dt(x), out)
