@@ -220,13 +220,13 @@ class CrossEntropy(EvalMetric):
 
 
 @_register("perplexity")
-class Perplexity(CrossEntropy):
+class Perplexity(EvalMetric):
     """exp of the mean of -log p[label] (p floored at 1e-10), as MXNet's: the probability of
     each label is picked along `axis` with MXNet's `pick` (class ids clipped into range), and
     instances whose label is `ignore_label` count neither in the sum nor in the number."""
 
     def __init__(self, ignore_label=None, axis=-1, name="perplexity", output_names=None, label_names=None):
-        super().__init__(1e-12, name, output_names, label_names)
+        super().__init__(name, output_names, label_names, ignore_label=ignore_label, axis=axis)
         self.ignore_label = ignore_label
         self.axis = axis
 
@@ -252,7 +252,12 @@ class Perplexity(CrossEntropy):
     def get(self):
         if self.num_inst == 0:
             return self.name, float("nan")
-        return self.name, float(numpy.exp(self.sum_metric / self.num_inst))
+        return self.name, math.exp(self.sum_metric / self.num_inst)
+
+    def get_global(self):
+        if self.global_num_inst == 0:
+            return self.name, float("nan")
+        return self.name, math.exp(self.global_sum_metric / self.global_num_inst)
 
 
 @_register("loss")

@@ -175,3 +175,25 @@ def test_torch_caffe_loss_metrics_config_and_global_values():
 
     assert isinstance(mx.metric.create("always_one"), AlwaysOne)
     assert isinstance(mx.metric.create("alwaysone"), AlwaysOne)
+
+
+def test_perplexity_ignores_the_ignore_label_and_clips_indices():
+    rng = np.random.default_rng(3)
+    probs = rng.random((6, 5)).astype(np.float32)
+    probs /= probs.sum(axis=1, keepdims=True)
+    labels = np.array([0, 4, 2, -1, 5, 1], np.float32)   # -1 is ignored; 5 is clipped to 4 (pick's clip)
+    ppl = mx.metric.Perplexity(ignore_label=-1)
+    ppl.update([nd.array(labels.reshape(2, 3))], [nd.array(probs)])
+    picked = [probs[0, 0], probs[1, 4], probs[2, 2], probs[4, 4], probs[5, 1]]
+    want = math.exp(-np.mean(np.log(picked)))
+    assert ppl.get() == ("perplexity", pytest.approx(want, rel=1e-5))
+    ppl.reset_local()
+    assert math.isnan(ppl.get()[1]) and ppl.get_global()[1] == pytest.approx(want, rel=1e-5)
+    plain = mx.metric.create("perplexity", ignore_label=None)
+    plain.update([nd.array([0, 1])], [nd.array([[0.0, 1.0], [0.5, 0.5]])])   # p=0 is floored at 1e-10
+    assert plain.get()[1] == pytest.approx(math.exp(-(math.log(1e-10) + math.log(0.5)) / 2), rel=1e-5)
+    col = mx.metric.Perplexity(ignore_label=None, axis=0)
+    col.update([nd.array([1, 0])], [nd.array(np.array([[0.2, 0.6], [0.8, 0.4]]))])
+    assert col.get()[1] == pytest.approx(math.exp(-(math.log(0.8) + math.log(0.6)) / 2), rel=1e-5)
+    with pytest.raises(mx.base.MXNetError, match="shape mismatch"):
+        plain.update([nd.array([0, 1, 1])], [nd.array(np.ones((2, 2)))])

@@ -1,4 +1,4 @@
-"""MXNet's ImageRecordIter (and ImageRecordUInt8Iter): batches of decoded, augmented images
+"""MXNet's ImageRecordIter (and ImageRecordUInt8Iter, ImageRecordInt8Iter): batches of decoded, augmented images
 from an image RecordIO file, processed by `preprocess_threads` worker threads.
 
 Per image, in MXNet's order (its default image augmenter): decode (RGB; grayscale when
@@ -10,8 +10,9 @@ smaller than data_shape is an error, as in MXNet) -> HLS jitter (`random_h/s/l`)
 (`rand_mirror` with probability 1/2, or `mirror` always) -> colour jitter (`brightness`,
 `contrast`, `saturation`, `pca_noise`, the formulas of mx.image's augmenters) -> output:
 float32 (x - mean) / std * scale per channel (`mean_r/g/b/a`, `std_r/g/b/a`, or a `mean_img`
-file, computed over the data set and saved when absent), or the raw uint8 pixels
-(`dtype='uint8'`, ImageRecordUInt8Iter).
+file, computed over the data set and saved when absent), the raw uint8 pixels
+(`dtype='uint8'`, ImageRecordUInt8Iter), or int8 pixels minus the rounded mean, saturated to
+[-128, 127] with no std or scale (`dtype='int8'`, ImageRecordInt8Iter, for quantized networks).
 
 A background thread prepares up to `prefetch_buffer` batches ahead (MXNet's prefetcher), so
 decoding overlaps the training step. Randomness is reproducible: the pass order comes from (`seed`, pass) and each image's
@@ -35,7 +36,7 @@ from ..io import DataDesc
 from .batching import BatchedIter, BatchPlan
 from .text import _nd
 
-__all__ = ["ImageRecordIter", "ImageRecordUInt8Iter", "AugmentParams"]
+__all__ = ["ImageRecordIter", "ImageRecordUInt8Iter", "ImageRecordInt8Iter", "AugmentParams"]
 
 
 @dataclass(frozen=True)
@@ -220,8 +221,8 @@ class ImageRecordIter(BatchedIter):
             raise MXNetError(f"ImageRecordIter: data_shape must be (channels, height, width) with 1, 3 "
                              f"or 4 channels, got {data_shape}")
         self._dtype = dtype or self._default_dtype
-        if self._dtype not in ("float32", "uint8"):
-            raise MXNetError(f"ImageRecordIter: dtype must be float32 or uint8, got {self._dtype!r}")
+        if self._dtype not in ("float32", "uint8", "int8"):
+            raise MXNetError(f"ImageRecordIter: dtype must be float32, uint8 or int8, got {self._dtype!r}")
         self._aug = AugmentParams(data_shape, **{k: v for k, v in kwargs.items() if k in _AUG_FIELDS})
         if self._aug.inter_method not in (9, 10):
             codec.check_interp(self._aug.inter_method)
@@ -288,6 +289,10 @@ class ImageRecordIter(BatchedIter):
         c = self._aug.data_shape[0]
         if self._dtype == "uint8":
             return None, None
+        if self._dtype == "int8":   # integer means (per pixel with a mean image), no std
+            mean = self._mean_image(mean_img) if mean_img else \
+                np.array(means[:c] if c != 1 else means[:1], np.float32).reshape(c, 1, 1)
+            return np.round(mean).astype(np.int16), None
         std = np.array(stds[:c] if c != 1 else stds[:1], np.float32).reshape(c, 1, 1) / np.float32(scale)
         if mean_img:
             return self._mean_image(mean_img), std
@@ -338,6 +343,8 @@ class ImageRecordIter(BatchedIter):
             img, label[k] = res
             if self._dtype == "uint8":
                 data[k] = img
+            elif self._dtype == "int8":
+                data[k] = np.clip(np.rint(img).astype(np.int16) - self._mean, -128, 127)
             else:
                 data[k] = (img.astype(np.float32) - self._mean) / self._std
         if self._label_width == 1:
@@ -358,3 +365,9 @@ class ImageRecordUInt8Iter(ImageRecordIter):
     """ImageRecordIter with uint8 output (raw pixels, no mean/std normalization)."""
 
     _default_dtype = "uint8"
+
+
+class ImageRecordInt8Iter(ImageRecordIter):
+    """ImageRecordIter with int8 output (pixels minus the rounded mean, saturated)."""
+
+    _default_dtype = "int8"

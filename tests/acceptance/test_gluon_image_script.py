@@ -26,13 +26,14 @@ def run_gluon_script(train_dir, val_dir, side, batch_size, epochs, lr):
     train_tf = transforms.Compose([transforms.RandomResizedCrop(side, scale=(0.6, 1.0)),
                                    transforms.RandomFlipLeftRight(), transforms.ToTensor(), normalize])
     val_tf = transforms.Compose([transforms.ToTensor(), normalize])
-    train_ds = gluon.data.vision.ImageFolderDataset(train_dir).transform_first(train_tf)
+    train_folder = gluon.data.vision.ImageFolderDataset(train_dir)
+    train_ds = train_folder.transform_first(train_tf)
     val_ds = gluon.data.vision.ImageFolderDataset(val_dir).transform_first(val_tf)
     train_data = gluon.data.DataLoader(train_ds, batch_size=batch_size, shuffle=True, num_workers=2,
                                        last_batch="discard")
     val_data = gluon.data.DataLoader(val_ds, batch_size=batch_size, num_workers=2)
 
-    net = gluon.model_zoo.vision.resnet18_v1(classes=len(train_ds._data.synsets))
+    net = gluon.model_zoo.vision.resnet18_v1(classes=len(train_folder.synsets))
     net.initialize(mx.init.Xavier(magnitude=2), ctx=mx.cpu())
     net.hybridize()
     loss = gluon.loss.SoftmaxCrossEntropyLoss()

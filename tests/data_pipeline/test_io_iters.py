@@ -1,4 +1,4 @@
-"""mx.io's native iterators (ImageRecordIter, ImageRecordUInt8Iter, CSVIter, LibSVMIter,
+"""mx.io's native iterators (ImageRecordIter, ImageRecordUInt8Iter, ImageRecordInt8Iter, CSVIter, LibSVMIter,
 MNISTIter) and the Python wrappers PrefetchingIter and ResizeIter: batch shapes, values against
 numpy references, MXNet's round_batch padding and reset rule, shuffling and threads."""
 from __future__ import annotations
@@ -222,3 +222,29 @@ def test_prefetching_gives_the_batches_of_the_synchronous_iterator(rec10):
             np.testing.assert_array_equal(x.label[0].asnumpy(), y.label[0].asnumpy())
         sync.reset()
         ahead.reset()
+
+
+def test_int8_iter_subtracts_the_rounded_mean_and_saturates(tmp_path, rec10):
+    """MXNet's int8 output: saturate_cast<int8>(pixel - round(mean)) per channel; std and scale
+    do not apply; mirror does."""
+    images, rec, _ = rec10
+    it = mx.io.ImageRecordInt8Iter(path_imgrec=rec, data_shape=(3, 20, 24), batch_size=5, mirror=True,
+                                   mean_r=10.4, mean_g=127.6, mean_b=0.0, std_r=50, scale=0.1)
+    assert it.provide_data[0].dtype == np.int8
+    got = it.next().data[0]
+    assert got.dtype == np.int8
+    mean = np.array([10, 128, 0], np.int16).reshape(3, 1, 1)
+    want = np.clip(np.stack([images[i][:, ::-1].transpose(2, 0, 1) for i in range(5)]).astype(np.int16) - mean,
+                   -128, 127).astype(np.int8)
+    np.testing.assert_array_equal(got.asnumpy(), want)
+    assert want.max() == 127 and want.min() < 0   # both saturation and negative values occur
+    same = mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 20, 24), batch_size=5, mirror=True,
+                                 mean_r=10.4, mean_g=127.6, dtype="int8")
+    np.testing.assert_array_equal(same.next().data[0].asnumpy(), want)
+    mean_path = str(tmp_path / "mean.bin")
+    with_img = mx.io.ImageRecordInt8Iter(path_imgrec=rec, data_shape=(3, 20, 24), batch_size=10, mean_img=mean_path)
+    mean_img = np.round(mx.nd.load(mean_path)["mean_img"].asnumpy()).astype(np.int16)
+    raw = np.stack([im.transpose(2, 0, 1) for im in images]).astype(np.int16)
+    np.testing.assert_array_equal(with_img.next().data[0].asnumpy(), np.clip(raw - mean_img, -128, 127))
+    with pytest.raises(MXNetError, match="float32, uint8 or int8"):
+        mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 16, 16), batch_size=2, dtype="float16")

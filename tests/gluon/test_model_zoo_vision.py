@@ -126,3 +126,16 @@ def test_pretrained_reads_the_local_store_by_mxnet_file_name(tmp_path, monkeypat
     with pytest.raises(MXNetError, match=str(tmp_path / "home" / "models" / "vgg11-dd221b16.params")):
         vision.vgg11(pretrained=True)
     assert model_store.short_hash("resnet18_v1") == "e54b379f"
+
+
+def test_pretrained_default_root_is_the_users_mxnet_home(tmp_path, monkeypatch):
+    """Without MXNET_HOME the store is ~/.mxnet/models; get_model_file names the exact file."""
+    monkeypatch.delenv("MXNET_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    want = tmp_path / ".mxnet" / "models" / "resnet18_v2-84f66640.params"
+    with pytest.raises(MXNetError, match=str(want)):
+        vision.resnet18_v2(pretrained=True)
+    with pytest.raises(MXNetError, match=str(want)):
+        model_store.get_model_file("resnet18_v2")
+    with pytest.raises(ValueError, match="Pretrained model for resnet19_v1 is not available"):
+        model_store.get_model_file("resnet19_v1")
