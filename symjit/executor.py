@@ -3,7 +3,8 @@
 Binding lowers the Symbol to the IR, infers every type from the bound arrays, verifies the
 graph and compiles it on the backend chosen by `select_backend()` — the single place where
 the execution backend is decided. When any gradient is requested, the backward graph is built
-once by the autodiff pass; `forward` then keeps exactly the forward values it reads.
+once by the autodiff pass; `forward` then keeps exactly the forward values it reads. Executors
+binding the same symbol to the same shapes share that work (`executor_cache`).
 
 Semantics (as MXNet): bound arrays are used by reference (`arg_dict['x'][:] = ...` changes the
 next forward's input); `forward(is_train=True)` lets BatchNorm update its moving statistics
@@ -21,9 +22,9 @@ from .base import MXNetError, canonical_dtype, real_array
 from .context import Context, current_context
 from .ir.graph import Graph, TensorType
 from .ir.interpreter import RunResult, run
-from .ir.verify import verify
 from .native import backend_choice, native_runtime
-from .passes.autodiff import GRAD_REQS, autodiff
+from .executor_cache import bound_program
+from .passes.autodiff import GRAD_REQS
 from .passes.infer import infer_types
 from .ndarray.write_guard import writable
 
@@ -132,7 +133,6 @@ class Executor:
 
     def __init__(self, symbol, ctx: Context, arg_arrays: list, grad_arrays: list, grad_reqs: list,
                  aux_arrays: list):
-        from .symbol.lower import lower
         from . import ndarray as nd
         self._symbol = symbol
         self._ctx = ctx
@@ -154,27 +154,16 @@ class Executor:
         for n, a, g in zip(self._arg_names, self.arg_arrays, self.grad_arrays):
             if g is not None and g.shape != a.shape:
                 raise MXNetError(f"bind: gradient array for {n!r} has shape {g.shape}, the argument {a.shape}")
-        graph, _ = lower(symbol, device=str(ctx))
-        shapes = {n: a.shape for n, a in zip(self._arg_names + self._aux_names, self.arg_arrays + self.aux_arrays)}
-        dtypes = {n: np.dtype(a.dtype).name for n, a in zip(self._arg_names + self._aux_names,
-                                                           self.arg_arrays + self.aux_arrays)}
-        graph, _ = infer_types(graph, shapes=shapes, dtypes=dtypes)
-        unknown = [f"%{v.name}" for v in graph.values() if not v.type.known]
-        if unknown:
-            raise MXNetError(f"bind: cannot infer the type of {unknown[:8]} from the bound arrays")
-        verify(graph)
-        self._graph = graph
+        inputs = list(zip(self._arg_names + self._aux_names, self.arg_arrays + self.aux_arrays))
         self._backend = select_backend()
-        self._forward_fn = self._backend.compile(graph)
-        self._backward_graph = None
-        self._bstats = None
-        if any(r != "null" for r in self._grad_reqs):
-            wrt = [graph.args[i] for i, r in enumerate(self._grad_reqs) if r != "null"]
-            reqs = [r for r in self._grad_reqs if r != "null"]
-            bwd, stats = autodiff(graph, wrt, reqs)
-            verify(bwd)
-            self._backward_graph, self._bstats = bwd, stats
-            self._backward_fn = self._backend.compile(bwd)
+        program = bound_program(symbol, str(ctx), self._backend, (self._eliminate_common_expr,),
+                                {n: tuple(a.shape) for n, a in inputs},
+                                {n: np.dtype(a.dtype).name for n, a in inputs},
+                                tuple(r != "null" for r in self._grad_reqs))
+        graph = self._graph = program.graph
+        self._forward_fn = program.forward_fn
+        self._backward_graph, self._bstats = program.backward_graph, program.bstats
+        self._backward_fn = program.backward_fn
         self._saved: dict | None = None
         self.outputs = [nd.zeros(v.type.shape, ctx, v.type.dtype) for v in graph.outputs]
         self._fast_io = None  # (input buffers, output buffers, names) of the inference fast path
@@ -330,12 +319,14 @@ class Executor:
         feeds = {b: self._saved[f] for f, b in st.saved}
         feeds.update(dict(zip(st.head_grads, heads)))
         arg_index = {v: i for i, v in enumerate(self._graph.args)}
-        for f, b in st.grad_inputs:
-            feeds[b] = self.grad_arrays[arg_index[f]]._data
         result = self._backward_fn(feeds, is_train=bool(is_train))
-        for (f, _), g in zip(st.grad_outputs, result.outputs):
-            buf = self.grad_arrays[arg_index[f]]
-            buf._data[...] = g.astype(buf._data.dtype, copy=False)
+        for (f, _), g in zip(st.grad_outputs, result.outputs):   # the program's gradients are 'write'
+            i = arg_index[f]
+            buf = self.grad_arrays[i]
+            if self._grad_reqs[i] == "add":
+                buf._data += g.astype(buf._data.dtype, copy=False)
+            else:
+                buf._data[...] = g.astype(buf._data.dtype, copy=False)
         if self._monitor is not None:
             self._run_monitor_backward(heads)
 

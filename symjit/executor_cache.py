@@ -1,0 +1,87 @@
+"""Compiled programs of bound symbols, shared by executors that bind the same symbol to arrays
+of the same shapes and dtypes with gradients for the same arguments.
+
+MXNet binds in microseconds; symjit lowers, infers, differentiates and compiles. Programs
+that bind one symbol many times (a training loop rebinding for each bucket, a test binding
+every grad_req combination) reuse the `BoundProgram` of an earlier executor instead of building
+it again. A program holds no arrays: executors feed their own on every call.
+
+The key is the symbol's JSON, the device, the arguments' and auxiliary states' shapes and
+dtypes, which arguments get a gradient, and the settings that change compilation (backend,
+MXNet's graph CSE switch). 'write' and 'add' share a program: the backward graph computes the
+gradients and the executor writes or adds them. Symbols with `Custom` operators are never
+shared (their Python classes may be registered again under the same name).
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Callable
+
+from .base import MXNetError
+from .ir.graph import Graph
+from .ir.verify import verify
+from .passes.autodiff import AutodiffStats, autodiff
+from .passes.infer import infer_types
+
+__all__ = ["BoundProgram", "bound_program", "clear_bound_programs"]
+
+#: programs kept (least recently used dropped first)
+CAPACITY = 64
+
+_PROGRAMS: "OrderedDict[tuple, BoundProgram]" = OrderedDict()
+
+
+@dataclass
+class BoundProgram:
+    """The typed forward graph and its compiled function; with gradients, the backward graph
+    (every gradient 'write'), its autodiff bookkeeping and compiled function."""
+    graph: Graph
+    forward_fn: Callable
+    backward_graph: Graph | None = None
+    bstats: AutodiffStats | None = None
+    backward_fn: Callable | None = None
+
+
+def _build(symbol, device: str, backend, shapes: dict, dtypes: dict, wants_grad: tuple) -> BoundProgram:
+    from .symbol.lower import lower
+    graph, _ = lower(symbol, device=device)
+    graph, _ = infer_types(graph, shapes=shapes, dtypes=dtypes)
+    unknown = [f"%{v.name}" for v in graph.values() if not v.type.known]
+    if unknown:
+        raise MXNetError(f"bind: cannot infer the type of {unknown[:8]} from the bound arrays")
+    verify(graph)
+    program = BoundProgram(graph, backend.compile(graph))
+    if any(wants_grad):
+        wrt = [v for v, g in zip(graph.args, wants_grad) if g]
+        bwd, stats = autodiff(graph, wrt, ["write"] * len(wrt))
+        verify(bwd)
+        program.backward_graph, program.bstats = bwd, stats
+        program.backward_fn = backend.compile(bwd)
+    return program
+
+
+def bound_program(symbol, device: str, backend, settings: tuple, shapes: dict, dtypes: dict,
+                  wants_grad: tuple) -> BoundProgram:
+    """The program for `symbol` bound on `device` with inputs of `shapes` / `dtypes` (name ->
+    value) and gradients for the arguments flagged in `wants_grad` (list_arguments order);
+    `settings`: whatever else changes compilation."""
+    text = symbol.tojson()
+    if '"op": "Custom"' in text or '"op":"Custom"' in text:
+        return _build(symbol, device, backend, shapes, dtypes, wants_grad)
+    key = (text, device, type(backend).__name__, settings, tuple(sorted(shapes.items())),
+           tuple(sorted(dtypes.items())), wants_grad)
+    program = _PROGRAMS.get(key)
+    if program is None:
+        program = _build(symbol, device, backend, shapes, dtypes, wants_grad)
+        _PROGRAMS[key] = program
+        while len(_PROGRAMS) > CAPACITY:
+            _PROGRAMS.popitem(last=False)
+    else:
+        _PROGRAMS.move_to_end(key)
+    return program
+
+
+def clear_bound_programs() -> None:
+    """Forget every shared program (their executors keep theirs)."""
+    _PROGRAMS.clear()
