@@ -6,7 +6,7 @@ that bind one symbol many times (a training loop rebinding for each bucket, a te
 every grad_req combination) reuse the `BoundProgram` of an earlier executor instead of building
 it again. A program holds no arrays: executors feed their own on every call.
 
-The key is the symbol's JSON, the device, the arguments' and auxiliary states' shapes and
+The key is the symbol's structure (its JSON without operator node names), the device, the arguments' and auxiliary states' shapes and
 dtypes, which arguments get a gradient, and the settings that change compilation (backend,
 MXNet's graph CSE switch). 'write' and 'add' share a program: the backward graph computes the
 gradients and the executor writes or adds them. Symbols with `Custom` operators are never
@@ -14,6 +14,7 @@ shared (their Python classes may be registered again under the same name).
 """
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable
@@ -61,15 +62,28 @@ def _build(symbol, device: str, backend, shapes: dict, dtypes: dict, wants_grad:
     return program
 
 
+def _structure(symbol) -> str | None:
+    """The symbol's JSON without operator node names (automatic names such as `_plus3` differ
+    between otherwise identical symbols; variables keep theirs: they name the inputs); None
+    for symbols that must not be shared (`Custom` operators)."""
+    graph = json.loads(symbol.tojson())
+    for node in graph["nodes"]:
+        if node["op"] == "Custom":
+            return None
+        if node["op"] != "null":
+            node["name"] = ""
+    return json.dumps(graph, sort_keys=True, separators=(",", ":"))
+
+
 def bound_program(symbol, device: str, backend, settings: tuple, shapes: dict, dtypes: dict,
                   wants_grad: tuple) -> BoundProgram:
     """The program for `symbol` bound on `device` with inputs of `shapes` / `dtypes` (name ->
     value) and gradients for the arguments flagged in `wants_grad` (list_arguments order);
     `settings`: whatever else changes compilation."""
-    text = symbol.tojson()
-    if '"op": "Custom"' in text or '"op":"Custom"' in text:
+    structure = _structure(symbol)
+    if structure is None:
         return _build(symbol, device, backend, shapes, dtypes, wants_grad)
-    key = (text, device, type(backend).__name__, settings, tuple(sorted(shapes.items())),
+    key = (structure, device, type(backend).__name__, settings, tuple(sorted(shapes.items())),
            tuple(sorted(dtypes.items())), wants_grad)
     program = _PROGRAMS.get(key)
     if program is None:

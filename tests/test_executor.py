@@ -357,3 +357,12 @@ def test_executors_share_compiled_programs_and_keep_their_own_arrays():
     np.testing.assert_array_equal(add.grad_dict["x"].asnumpy(), 1)   # 'null': never written
     other = sym.bind(mx.cpu(), {"x": mx.nd.ones((5, 4)), "w": mx.nd.array(wv)})
     assert other._graph is not write._graph and other.forward()[0].shape == (5, 3)
+    # the same structure under other automatic operator names shares too; other variables do not
+    renamed = mx.sym.FullyConnected(mx.sym.var("x"), mx.sym.var("w"), num_hidden=3, no_bias=True)
+    assert renamed.name != sym.name
+    same = renamed.bind(mx.cpu(), {"x": mx.nd.array(xv), "w": mx.nd.array(wv)},
+                        args_grad={"x": mx.nd.zeros((2, 4)), "w": mx.nd.zeros((3, 4))},
+                        grad_req={"x": "null", "w": "write"})
+    assert same._graph is write._graph and list(same.output_dict) == renamed.list_outputs()
+    relabeled = mx.sym.FullyConnected(mx.sym.var("x"), mx.sym.var("v"), num_hidden=3, no_bias=True)
+    assert relabeled.bind(mx.cpu(), {"x": mx.nd.array(xv), "v": mx.nd.array(wv)})._graph is not other._graph
