@@ -3,7 +3,8 @@
 Binding lowers the Symbol to the IR, infers every type from the bound arrays, verifies the
 graph and compiles it on the backend chosen by `select_backend()` — the single place where
 the execution backend is decided. When any gradient is requested, the backward graph is built
-once by the autodiff pass; `forward` then keeps exactly the forward values it reads.
+once by the autodiff pass; `forward` then keeps exactly the forward values it reads. Executors
+binding the same symbol to the same shapes share that work (`executor_cache`).
 
 Semantics (as MXNet): bound arrays are used by reference (`arg_dict['x'][:] = ...` changes the
 next forward's input); `forward(is_train=True)` lets BatchNorm update its moving statistics
@@ -21,12 +22,13 @@ from .base import MXNetError, canonical_dtype, real_array
 from .context import Context, current_context
 from .ir.graph import Graph, TensorType
 from .ir.interpreter import RunResult, run
-from .ir.verify import verify
 from .native import backend_choice, native_runtime
-from .passes.autodiff import GRAD_REQS, autodiff
+from .executor_cache import bound_program
+from .passes.autodiff import GRAD_REQS
 from .passes.infer import infer_types
 from .ndarray.ndarray import NDArray
 from .ndarray.write_guard import writable
+from .util import is_np_shape
 
 __all__ = ["Executor", "select_backend", "Backend", "InterpreterBackend", "LLVMBackend"]
 
@@ -242,14 +244,6 @@ def _grad_reqs(names: Sequence[str], grad_req) -> list[str]:
     return reqs
 
 
-def _zero_size_allowed(graph: Graph) -> bool:
-    """Whether values of unknown static shape are zero-size arrays rather than missing
-    information: under NumPy shape semantics (`mx.np_shape()`) a 0 dim is a real size, which the
-    IR's types (0 = unknown dim) do not express; every dtype must still be known."""
-    from .util import is_np_shape
-    return is_np_shape() and all(v.type.dtype is not None and v.type.shape is not None for v in graph.values())
-
-
 class FailedOutput(NDArray):
     """An output of a forward that failed: reading its values raises the error of the op that
     failed (MXNet runs ops asynchronously, so their errors surface where the output is read)."""
@@ -273,7 +267,6 @@ class Executor:
 
     def __init__(self, symbol, ctx: Context, arg_arrays: list, grad_arrays: list, grad_reqs: list,
                  aux_arrays: list):
-        from .symbol.lower import lower
         from . import ndarray as nd
         self._symbol = symbol
         self._ctx = ctx
@@ -295,29 +288,17 @@ class Executor:
         for n, a, g in zip(self._arg_names, self.arg_arrays, self.grad_arrays):
             if g is not None and g.shape != a.shape:
                 raise MXNetError(f"bind: gradient array for {n!r} has shape {g.shape}, the argument {a.shape}")
-        shapes = {n: a.shape for n, a in zip(self._arg_names + self._aux_names, self.arg_arrays + self.aux_arrays)}
-        dtypes = {n: np.dtype(a.dtype).name for n, a in zip(self._arg_names + self._aux_names,
-                                                           self.arg_arrays + self.aux_arrays)}
-        graph, _ = lower(symbol, device=str(ctx), input_dtypes=dtypes)
-        graph, _ = infer_types(graph, shapes=shapes, dtypes=dtypes)
-        unknown = [f"%{v.name}" for v in graph.values() if not v.type.known]
-        if unknown and not _zero_size_allowed(graph):
-            raise MXNetError(f"bind: cannot infer the type of {unknown[:8]} from the bound arrays")
-        verify(graph)
-        self._graph = graph
-        # zero-size values (NumPy shape semantics) have no static shape: the reference
-        # interpreter runs them, every op computing its shape from its inputs
-        self._backend = InterpreterBackend() if unknown else select_backend()
-        self._forward_fn = _compile(self._backend, graph)
-        self._backward_graph = None
-        self._bstats = None
-        if any(r != "null" for r in self._grad_reqs):
-            wrt = [graph.args[i] for i, r in enumerate(self._grad_reqs) if r != "null"]
-            reqs = [r for r in self._grad_reqs if r != "null"]
-            bwd, stats = autodiff(graph, wrt, reqs)
-            verify(bwd)
-            self._backward_graph, self._bstats = bwd, stats
-            self._backward_fn = _compile(self._backend, bwd)
+        inputs = list(zip(self._arg_names + self._aux_names, self.arg_arrays + self.aux_arrays))
+        program = bound_program(symbol, str(ctx), select_backend(), _compile,
+                                (self._eliminate_common_expr, is_np_shape(), interpreted_calls()),
+                                {n: tuple(a.shape) for n, a in inputs},
+                                {n: np.dtype(a.dtype).name for n, a in inputs},
+                                tuple(r != "null" for r in self._grad_reqs))
+        self._backend = program.backend
+        graph = self._graph = program.graph
+        self._forward_fn = program.forward_fn
+        self._backward_graph, self._bstats = program.backward_graph, program.bstats
+        self._backward_fn = program.backward_fn
         self._saved: dict | None = None
         self.outputs = [nd.zeros(v.type.shape, ctx, v.type.dtype) for v in graph.outputs]
         self._fast_io = None  # (input buffers, output buffers, names) of the inference fast path
@@ -512,12 +493,14 @@ class Executor:
         feeds = {b: saved[f] for f, b in st.saved}
         feeds.update(dict(zip(st.head_grads, heads)))
         arg_index = {v: i for i, v in enumerate(self._graph.args)}
-        for f, b in st.grad_inputs:
-            feeds[b] = self.grad_arrays[arg_index[f]]._data
         result = self._backward_fn(feeds, is_train=bool(is_train))
-        for (f, _), g in zip(st.grad_outputs, result.outputs):
-            buf = self.grad_arrays[arg_index[f]]
-            buf._data[...] = g.astype(buf._data.dtype, copy=False)
+        for (f, _), g in zip(st.grad_outputs, result.outputs):   # the program's gradients are 'write'
+            i = arg_index[f]
+            buf = self.grad_arrays[i]
+            if self._grad_reqs[i] == "add":
+                buf._data += g.astype(buf._data.dtype, copy=False)
+            else:
+                buf._data[...] = g.astype(buf._data.dtype, copy=False)
         if self._monitor is not None:
             self._run_monitor_backward(heads)
 
@@ -547,7 +530,6 @@ class Executor:
 
     def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False, **kwargs) -> "Executor":
         """A new executor for new input shapes; arrays whose shape is unchanged are shared."""
-        from . import ndarray as nd
         from .symbol.lower import lower
         graph, _ = lower(self._symbol, device=str(self._ctx))
         current = list(self.arg_dict.items()) + list(self.aux_dict.items())

@@ -444,3 +444,41 @@ def test_op_error_surfaces_when_the_output_is_read(monkeypatch, jit_after):
         exe.backward(mx.nd.ones((2, 2)))
     exe.arg_dict["i"][:] = np.array([2, 0], np.float32)
     np.testing.assert_array_equal(exe.forward()[0].asnumpy(), [[4, 5], [0, 1]])
+
+
+def test_executors_share_compiled_programs_and_keep_their_own_arrays():
+    """Binding one symbol twice with the same shapes reuses the compiled program; 'write' and
+    'add' share it and still differ in what backward does to the gradient arrays."""
+    from symjit.executor_cache import clear_bound_programs
+    clear_bound_programs()
+    x, w = mx.sym.var("x"), mx.sym.var("w")
+    sym = mx.sym.FullyConnected(x, w, num_hidden=3, no_bias=True)
+    rng = np.random.default_rng(0)
+    xv, wv = rng.normal(size=(2, 4)), rng.normal(size=(3, 4))
+
+    def bind(req):
+        args = {"x": mx.nd.array(xv), "w": mx.nd.array(wv)}
+        grads = {"x": mx.nd.ones((2, 4)), "w": mx.nd.ones((3, 4))}
+        return sym.bind(mx.cpu(), args, args_grad=grads, grad_req={"x": "null", "w": req})
+
+    write, add = bind("write"), bind("add")
+    assert write._graph is add._graph and write._backward_fn is add._backward_fn
+    head = mx.nd.array(rng.normal(size=(2, 3)))
+    for exe in (write, add):
+        exe.forward(is_train=True)
+        exe.backward(head)
+    dw = head.asnumpy().T @ xv
+    np.testing.assert_allclose(write.grad_dict["w"].asnumpy(), dw, rtol=1e-5)
+    np.testing.assert_allclose(add.grad_dict["w"].asnumpy(), 1 + dw, rtol=1e-5)
+    np.testing.assert_array_equal(add.grad_dict["x"].asnumpy(), 1)   # 'null': never written
+    other = sym.bind(mx.cpu(), {"x": mx.nd.ones((5, 4)), "w": mx.nd.array(wv)})
+    assert other._graph is not write._graph and other.forward()[0].shape == (5, 3)
+    # the same structure under other automatic operator names shares too; other variables do not
+    renamed = mx.sym.FullyConnected(mx.sym.var("x"), mx.sym.var("w"), num_hidden=3, no_bias=True)
+    assert renamed.name != sym.name
+    same = renamed.bind(mx.cpu(), {"x": mx.nd.array(xv), "w": mx.nd.array(wv)},
+                        args_grad={"x": mx.nd.zeros((2, 4)), "w": mx.nd.zeros((3, 4))},
+                        grad_req={"x": "null", "w": "write"})
+    assert same._graph is write._graph and list(same.output_dict) == renamed.list_outputs()
+    relabeled = mx.sym.FullyConnected(mx.sym.var("x"), mx.sym.var("v"), num_hidden=3, no_bias=True)
+    assert relabeled.bind(mx.cpu(), {"x": mx.nd.array(xv), "v": mx.nd.array(wv)})._graph is not other._graph
