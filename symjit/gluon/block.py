@@ -855,7 +855,7 @@ class HybridBlock(Block):
                 out = plan(args[0], args[1:])
                 if out is not None:
                     return out
-        if hook is not None or (autograd.is_recording() and self._cached_op.inlined_when_recorded):
+        if hook is not None:
             out = _run_op_by_op(self._cached_graph[1], dict(zip(self._cached_op.input_names, cargs)),
                                 hook=hook, monitor_all=self._monitor_all)
             return _regroup(out, self._out_format)[0]

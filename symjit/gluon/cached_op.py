@@ -105,7 +105,7 @@ class CachedOp:
         self.input_names = self.arg_names + self.aux_names
         self._cache: OrderedDict = OrderedDict()
         self._inlined: bool | None = None      # inlined_when_recorded, computed once
-        self._subgraph = None                  # symbolic_form's subgraph, made on first use
+        self._node_form = None                 # symbolic_form's _CachedOp node, made on first use
 
     @property
     def num_compiled(self) -> int:
@@ -326,25 +326,31 @@ class CachedOp:
 
     @property
     def inlined_when_recorded(self) -> bool:
-        """Whether a recorded call runs the graph op by op, each op recorded on the tape (as
-        MXNet's CachedOp does for graphs of at most `inline_limit` ops, default 2, unless
-        `static_alloc`), rather than as one node."""
+        """Whether MXNet would record a call op by op (it inlines graphs of at most
+        `inline_limit` ops, default 2, unless `static_alloc`) rather than as one `_CachedOp`
+        node. symjit runs and differentiates the compiled graph either way; this decides only
+        how the recorded call reads as a graph (`symbolic_form`)."""
         if self._inlined is None:
             n_ops = sum(1 for n in topo_nodes(self._sym._outputs) if not n.is_variable)
             self._inlined = (not self._flags.get("static_alloc", False)
                              and n_ops <= int(self._flags.get("inline_limit", 2)))
         return self._inlined
 
-    def symbolic_form(self) -> tuple[str, dict]:
-        """(op name, attributes) of the one graph node a recorded call stands for: MXNet's
-        `_CachedOp` over all inputs (arguments, then aux states), the graph as its subgraph."""
-        if self._subgraph is None:
+    def symbolic_form(self):
+        """(template Symbol, its input names) of a recorded call, as `autograd.get_symbol`
+        shows it (the inputs are the arguments then the aux states): the graph itself when
+        inlined, else MXNet's one `_CachedOp` node holding the graph as its subgraph."""
+        if self.inlined_when_recorded:
+            return self._sym, self.input_names
+        if self._node_form is None:
             from ..symbol.contrib import SymbolSubgraph
-            self._subgraph = SymbolSubgraph(self._sym, self.input_names)
-        flags = get_op("_CachedOp").params
-        attrs = {k: v for k, v in self._flags.items() if k in flags and k != "subgraph"}
-        attrs["subgraph"] = self._subgraph
-        return "_CachedOp", attrs
+            from ..symbol.symbol import Symbol, SymNode, attr_string
+            op = get_op("_CachedOp")
+            attrs = {k: attr_string(v) for k, v in self._flags.items() if k in op.params and k != "subgraph"}
+            attrs["subgraph"] = str(SymbolSubgraph(self._sym, self.input_names))
+            node = SymNode(op, "_cachedop", attrs, [(SymNode(None, n), 0) for n in self.input_names])
+            self._node_form = Symbol([(node, i) for i in range(node.num_outputs())])
+        return self._node_form, self.input_names
 
     def _record(self, bwd: _Backward, inputs: list, outputs: list, kept: dict, ctx, all_inputs: list):
         """Append one tape node whose backward runs the compiled backward graph; `inputs` are
@@ -387,7 +393,7 @@ class CachedOp:
 
         accepts_out = getattr(bwd.fn, "accepts_out", False)
         backward_fn.accepts_out = True
-        backward_fn.symbolic_form = lambda: self.symbolic_form() + (list(all_inputs),)
+        backward_fn.symbolic_form = lambda: self.symbolic_form() + (list(all_inputs),)  # see symbol/tape.py
         node = autograd.Node(None, None, list(inputs), list(outputs), backward_fn=backward_fn)
         for i, o in enumerate(outputs):
             o._ag = autograd.Entry(node, i)

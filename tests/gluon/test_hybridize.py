@@ -54,8 +54,8 @@ def _emb_net():
 
 def _run(net, x, y, hybrid: bool):
     """Forward/backward of a squared loss; returns output, input grad, param grads, aux values."""
-    if hybrid:   # every block compiled, also those recorded op by op under the default inline_limit
-        net.hybridize(inline_limit=0)
+    if hybrid:
+        net.hybridize()
     xa = nd.array(x)
     xa.attach_grad()
     with autograd.record():
@@ -155,15 +155,17 @@ def _recorded(net, x):
 @pytest.mark.parametrize("flags,inlined", [({"inline_limit": 3}, True), ({"inline_limit": 2}, False),
                                            ({"inline_limit": 0}, False),
                                            ({"inline_limit": 3, "static_alloc": True}, False)])
-def test_graphs_within_inline_limit_are_recorded_op_by_op(flags, inlined):
+def test_recorded_call_reads_as_its_ops_within_inline_limit(flags, inlined):
     """As MXNet's CachedOp: a recorded call of a graph with at most `inline_limit` ops (and no
-    static_alloc) records each op; otherwise one `_CachedOp` node over all inputs. Values and
-    gradients are the same either way."""
+    static_alloc) reads as those ops in `get_symbol`; otherwise as one `_CachedOp` node over
+    all inputs. Either way the call runs and differentiates the compiled graph, with the
+    imperative values and gradients."""
     net = _dense3()
     x = nd.array(np.random.RandomState(2).randn(3, 5))
     ref_y, _, ref_dx, ref_g = _recorded(net, x)
     net.hybridize(**flags)
     y, sym, dx, g = _recorded(net, x)
+    assert net._cached_op.num_compiled == 1
     ops = [n["op"] for n in json.loads(sym.tojson())["nodes"] if n["op"] != "null"]
     assert ops == (["FullyConnected"] * 3 if inlined else ["_CachedOp"])
     assert len(sym.list_arguments()) == 7      # data, 3 weights, 3 biases
@@ -173,9 +175,10 @@ def test_graphs_within_inline_limit_are_recorded_op_by_op(flags, inlined):
         np.testing.assert_allclose(g[k], ref_g[k], rtol=1e-5, atol=1e-6, err_msg=k)
 
 
-def test_recorded_cached_op_symbol_evaluates_to_the_blocks_output():
+@pytest.mark.parametrize("inline_limit", [0, 3])
+def test_recorded_call_symbol_evaluates_to_the_blocks_output(inline_limit):
     net = _dense3()
-    net.hybridize(inline_limit=0)
+    net.hybridize(inline_limit=inline_limit)
     x = nd.array(np.random.RandomState(4).randn(2, 5))
     y, sym, _, _ = _recorded(net, x)
     # the tape's variables: the data (a constant, null*) and the parameters (var*) in use order
@@ -185,20 +188,20 @@ def test_recorded_cached_op_symbol_evaluates_to_the_blocks_output():
 
 
 def test_default_inline_limit_is_two_ops():
-    small = nn.Dense(3, in_units=2, activation="relu")   # FullyConnected + Activation
+    def recorded_ops(net, x):
+        with autograd.record():
+            y = net(x)
+        return [n["op"] for n in json.loads(autograd.get_symbol(y).tojson())["nodes"] if n["op"] != "null"]
+    small = nn.Dense(3, in_units=5, activation="relu")   # FullyConnected + Activation
     small.initialize()
     small.hybridize()
-    x = nd.ones((1, 2))
+    x = nd.ones((1, 5))
     x.attach_grad()
-    with autograd.record():
-        y = small(x)
-    assert y._ag.node.op is not None and y._ag.node.op.name == "Activation"
+    assert recorded_ops(small, x) == ["FullyConnected", "Activation"]
     big = _mlp()
     big.initialize()
     big.hybridize()
-    with autograd.record():
-        y = big(nd.ones((1, 5)) + x.sum())
-    assert y._ag.node.op is None and y._ag.node.backward_fn is not None
+    assert recorded_ops(big, x) == ["_CachedOp"]
 
 
 def _dense_relu(prefix):
@@ -397,7 +400,7 @@ def test_recorded_dropout_takes_the_general_path_with_fresh_masks():
     """A graph that draws random seeds per call (Dropout in training) is not run as a bare
     Entry call: every recorded call gets a new mask, and the gradient is that call's mask."""
     net = nn.HybridLambda(lambda F, x: F.Dropout(x, p=0.5))
-    net.hybridize(inline_limit=0)   # one recorded node, not the op itself (see inlining below)
+    net.hybridize()
     x = nd.array(np.random.RandomState(3).rand(64, 32).astype(np.float32) + 0.5)
     x.attach_grad()
     masks = []
@@ -604,7 +607,7 @@ def test_higher_order_gradient_through_hybridized_block_is_refused():
     net.initialize()
     x = nd.array([[0.5, -1.0]])
     x.attach_grad()
-    net.hybridize(static_alloc=True)   # never inlined
+    net.hybridize()
     with autograd.record():
         y = net(x).sum()
     with pytest.raises(MXNetError, match="higher-order gradients"):
