@@ -474,3 +474,18 @@ def test_row_sparse_pull_stores_exactly_the_requested_rows():
     expect = np.zeros_like(w)
     expect[4] = w[4]
     np.testing.assert_array_equal(outs[1].asnumpy(), expect)
+
+
+def test_trainer_with_row_sparse_weights_updates_the_pushed_rows_only():
+    """Row_sparse gradients pushed to the KVStore reach the optimizer as row_sparse (the union of
+    the devices' rows), so SGD's lazy update leaves every other row as it was, decay included."""
+    p = mx.gluon.Parameter("w", shape=(6, 2), stype="row_sparse", grad_stype="row_sparse")
+    p.initialize(init="ones", ctx=[mx.cpu(0), mx.cpu(1)])
+    trainer = mx.gluon.Trainer([p], "sgd", {"learning_rate": 0.1, "wd": 0.1})
+    with mx.autograd.record():
+        for row, w in zip((1, 4), p.list_row_sparse_data(nd.array([1, 4]))):
+            nd.Embedding(nd.array([row], ctx=w.context), w, input_dim=6, output_dim=2, sparse_grad=True).backward()
+    trainer.step(1)
+    expect = np.ones((6, 2), np.float32)
+    expect[[1, 4]] = 1 - 0.1 * (1 + 0.1)
+    np.testing.assert_allclose(p.row_sparse_data(nd.arange(0, 6)).asnumpy(), expect, rtol=1e-6)
