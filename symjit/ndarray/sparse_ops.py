@@ -598,3 +598,26 @@ def assign_gradient(buffer: BaseSparseNDArray, grad: NDArray, req: str) -> bool:
         grad = _combine_same(buffer, grad, "add")
     buffer._arrays = grad._copied_arrays(buffer._dtype)
     return True
+
+
+@_kernel("norm")
+def _norm(name, attrs, inputs, out=None):
+    """norm(csr / row_sparse) over all elements (MXNet's sparse kernel): from the stored values."""
+    (x,) = inputs
+    if _axis(attrs) is not None or attrs.get("out_dtype") not in (None, np.dtype(x._dtype).name):
+        return None
+    values = x._arrays["data"].astype(np.float64)
+    total = np.sum(np.abs(values)) if attrs["ord"] == 1 else np.sqrt(np.sum(np.square(values)))
+    shape = (1,) * x.ndim if attrs.get("keepdims") else (1,)
+    return [_dense(np.full(shape, total, x._dtype), x)]
+
+
+@_kernel("add_n", "ElementWiseSum", "_sparse_add_n")
+def _add_n(name, attrs, inputs, out=None):
+    """add_n of row_sparse arrays: row_sparse on the union of their rows (MXNet)."""
+    if not all(isinstance(x, RowSparseNDArray) for x in inputs) or len({x.shape for x in inputs}) != 1:
+        return None
+    total = inputs[0]
+    for x in inputs[1:]:
+        total = _combine_same(total, x, "add")
+    return [total if len(inputs) > 1 else total.copy()]

@@ -489,3 +489,15 @@ def test_trainer_with_row_sparse_weights_updates_the_pushed_rows_only():
     expect = np.ones((6, 2), np.float32)
     expect[[1, 4]] = 1 - 0.1 * (1 + 0.1)
     np.testing.assert_allclose(p.row_sparse_data(nd.arange(0, 6)).asnumpy(), expect, rtol=1e-6)
+
+
+def test_norm_and_add_n_of_sparse_arrays():
+    a, csr = random_csr(8, 5, 0.3)
+    np.testing.assert_allclose(nd.norm(csr).asnumpy(), [np.linalg.norm(a.toarray())], rtol=1e-6)
+    np.testing.assert_allclose(nd.norm(csr, ord=1).asnumpy(), [np.abs(a.toarray()).sum()], rtol=1e-6)
+    np.testing.assert_allclose(nd.norm(csr, axis=1).asnumpy(), np.linalg.norm(a.toarray(), axis=1), rtol=1e-6)
+    parts = [random_rsp(7, 3, rows, seed=i) for i, rows in enumerate(([0, 2], [2, 5], [6]))]
+    total = nd.add_n(*[p for _, p in parts])
+    assert total.stype == "row_sparse"
+    np.testing.assert_array_equal(total.indices.asnumpy(), [0, 2, 5, 6])
+    np.testing.assert_allclose(total.asnumpy(), sum(d for d, _ in parts), rtol=1e-6)
