@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import symjit as mx
 from symjit.base import MXNetError
@@ -501,3 +503,26 @@ def test_norm_and_add_n_of_sparse_arrays():
     assert total.stype == "row_sparse"
     np.testing.assert_array_equal(total.indices.asnumpy(), [0, 2, 5, 6])
     np.testing.assert_allclose(total.asnumpy(), sum(d for d, _ in parts), rtol=1e-6)
+
+
+# ---- properties over random shapes and densities (empty rows, columns and matrices included) ---------
+
+@settings(max_examples=30, deadline=None)
+@given(rows=st.integers(0, 9), cols=st.integers(0, 9), k=st.integers(1, 5),
+       density=st.sampled_from([0.0, 0.1, 0.5, 1.0]), seed=st.integers(0, 2 ** 16))
+def test_products_and_sums_match_scipy(rows, cols, k, density, seed):
+    a, csr = random_csr(rows, cols, density, seed=seed)
+    b, _ = random_csr(rows, cols, density, seed=seed + 1)
+    rng = np.random.default_rng(seed)
+    right = rng.standard_normal((cols, k)).astype(np.float32)
+    left = rng.standard_normal((k, rows)).astype(np.float32)
+    under = rng.standard_normal((rows, k)).astype(np.float32)
+    tol = dict(rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(nd.dot(csr, nd.array(right)).asnumpy(), a @ right, **tol)
+    np.testing.assert_allclose(nd.dot(csr, nd.array(under), transpose_a=True).asnumpy(), a.T @ under, **tol)
+    np.testing.assert_allclose(nd.dot(nd.array(left), csr).asnumpy(), left @ a.toarray(), **tol)
+    other = nd.sparse.csr_matrix(b)
+    np.testing.assert_allclose(nd.elemwise_add(csr, other).asnumpy(), (a + b).toarray(), **tol)
+    np.testing.assert_allclose(nd.elemwise_mul(csr, other).asnumpy(), a.multiply(b).toarray(), **tol)
+    if rows and cols:
+        np.testing.assert_allclose(nd.sum(csr, axis=0).asnumpy(), a.toarray().sum(axis=0), **tol)
