@@ -3,7 +3,8 @@ kernel of runtime/nn/sparse.c behind the sparse operator) against scipy.sparse's
 against the dense `mx.nd.dot` of the same matrices, all in this process.
 
 Default: a 4096 x 4096 float32 CSR matrix (1% of its entries stored) times a 4096 x 64 dense
-matrix; also csr.T . dense (row_sparse result, the gradient of the dense operand) and dense . csr.
+matrix; also csr.T . dense (row_sparse result, the gradient of the dense operand), dense . csr,
+and a recorded csr . dense with its backward to the dense operand (dense: the same with a dense lhs).
 Prints median times and the ratios (> 1: the sparse operator is faster).
 
     python benchmarks/bench_sparse.py [--n N] [--k K] [--density D] [--repeat R]
@@ -53,6 +54,21 @@ def main() -> None:
         ("dense . csr (csr)", lambda: nd.sparse.dot(d_nd, csr), lambda: (a_sp.T @ d.T).T,
          lambda: nd.dot(d_nd, a_dense)),
     ]
+    head = nd.array(rng.standard_normal((n, k)).astype(np.float32))
+
+    def train_step(lhs):
+        w = nd.array(b)
+        w.attach_grad()
+
+        def run():
+            with mx.autograd.record():
+                y = nd.dot(lhs, w)
+            y.backward(head)
+        return run
+
+    head_np = head.asnumpy()
+    cases.append(("fwd + bwd (grad of dense)", train_step(csr), lambda: (a_sp @ b, a_sp.T @ head_np),
+                  train_step(a_dense)))
     print(f"{'product':28s} {'symjit sparse':>14s} {'scipy':>10s} {'dense nd.dot':>13s} "
           f"{'scipy/sparse':>13s} {'dense/sparse':>13s}")
     for name, ours, scipy_fn, dense_fn in cases:

@@ -29,6 +29,7 @@ import numpy as np
 from ..base import MXNetError
 from ..context import Context, cpu
 from ..ndarray import NDArray
+from ..ndarray.sparse import RowSparseNDArray
 from ..ndarray.write_guard import writable
 from .base import GradientCompression, KVStoreBase, SparseImage, commit_sparse, group_pairs, key_value_pairs, sort_key
 
@@ -138,7 +139,7 @@ class KVStore(KVStoreBase):
         merged = {k: self._local_reduce(k, grouped[k]) for k in keys}
         merged = self._reduce_workers(keys, merged)
         for k in keys:
-            self._apply(k, merged[k], self._merge_ctx(k, grouped[k]))
+            self._apply(k, merged[k], self._merge_ctx(k, grouped[k]), _pushed_rows(grouped[k]))
 
     def _merge_ctx(self, key, arrays: list[NDArray]) -> Context:
         return arrays[0].context if self._on_device else cpu(0)
@@ -172,10 +173,16 @@ class KVStore(KVStoreBase):
         """Sum over worker processes (a single process: nothing to do)."""
         return merged
 
-    def _apply(self, key, merged: np.ndarray, ctx: Context) -> None:
+    def _apply(self, key, merged: np.ndarray, ctx: Context, rows: np.ndarray | None = None) -> None:
+        """The updater on the merged value; `rows`: the rows stored by row_sparse pushes, whose
+        merge the updater receives as a RowSparseNDArray (MXNet: lazy updates touch those only)."""
         stored = self._store[key]
         if self._updater is None:
             writable(stored._data)[...] = merged
+        elif rows is not None:
+            grad = RowSparseNDArray._from_arrays(merged.shape, merged.dtype, ctx,
+                                                 {"data": np.ascontiguousarray(merged[rows]), "indices": rows})
+            self._updater(key, grad, stored)
         else:
             self._updater(key, NDArray(merged, ctx), stored)
 
@@ -304,6 +311,13 @@ class KVStore(KVStoreBase):
             raise MXNetError(f"Gradient compression is not supported for this type of kvstore "
                              f"({self._type!r}); use 'device' or a 'dist_*' type")
         self._compression = GradientCompression(compression_params)
+
+
+def _pushed_rows(arrays: list) -> np.ndarray | None:
+    """The union of the stored rows when every pushed array is row_sparse, else None."""
+    if not arrays or not all(isinstance(a, SparseImage) and a.sparse.stype == "row_sparse" for a in arrays):
+        return None
+    return np.unique(np.concatenate([a.sparse._arrays["indices"] for a in arrays])).astype(np.int64)
 
 
 def _row_indices(row_ids: NDArray, nrows: int, key) -> np.ndarray:

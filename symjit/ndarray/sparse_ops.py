@@ -265,15 +265,21 @@ def _dot_rsp_lhs(lhs: RowSparseNDArray, rhs: NDArray, ta: bool, tb: bool) -> NDA
 #: unary operators with f(0) = 0: the result keeps the input's storage (MXNet)
 ZERO_PRESERVING_UNARY = ("abs", "sign", "round", "rint", "ceil", "floor", "trunc", "fix", "square", "sqrt",
                          "cbrt", "sin", "tan", "arcsin", "arctan", "sinh", "tanh", "arcsinh", "arctanh",
-                         "expm1", "log1p", "degrees", "radians", "relu", "negative", "_copy", "identity",
+                         "expm1", "log1p", "degrees", "radians", "relu", "negative", "_copy",
                          "_mul_scalar", "_div_scalar", "Cast", "clip")
 
 
+def _with_values(x: BaseSparseNDArray, data: np.ndarray) -> BaseSparseNDArray:
+    """An array with x's storage, shape and stored positions holding the values `data`."""
+    arrays = {k: np.array(v, copy=True) for k, v in x._arrays.items() if k != "data"}
+    arrays["data"] = np.ascontiguousarray(data)
+    return x._with_arrays(arrays, dtype=data.dtype)
+
+
 def _apply_to_values(op_name: str, attrs, values: np.ndarray) -> np.ndarray:
-    """`op_name` with `attrs` applied to a 1-D array of stored values (the dense operator)."""
+    """`op_name` with `attrs` applied to the stored values (the dense operator, on a flat copy)."""
     from .ndarray import invoke
-    flat = values.reshape(-1) if values.size else values.reshape(-1)
-    out = invoke(op_name, [NDArray(np.ascontiguousarray(flat))], attrs)
+    out = invoke(op_name, [NDArray(np.ascontiguousarray(values.reshape(-1)))], attrs)
     return out._data.reshape(values.shape)
 
 
@@ -282,10 +288,7 @@ def _unary(op_name, attrs, inputs, out=None):
     (x,) = inputs
     if op_name == "clip" and not (attrs["a_min"] <= 0 <= attrs["a_max"]):
         return None
-    a = x._arrays
-    new = dict(a, data=_apply_to_values(op_name, attrs, a["data"]))
-    return [x._with_arrays({k: np.array(v, copy=True) if k != "data" else v for k, v in new.items()},
-                           dtype=new["data"].dtype)]
+    return [_with_values(x, _apply_to_values(op_name, attrs, x._arrays["data"]))]
 
 
 def _keys(x: CSRNDArray) -> np.ndarray:
@@ -349,8 +352,7 @@ def _sparse_times_dense(x: BaseSparseNDArray, dense: np.ndarray) -> BaseSparseND
         factor = full[_csr_rows(a), a["indices"]]
     else:
         factor = full[a["indices"]]
-    return x._with_arrays({**{k: np.array(v, copy=True) for k, v in a.items() if k != "data"},
-                           "data": np.ascontiguousarray(a["data"] * factor)})
+    return _with_values(x, a["data"] * factor)
 
 
 _BINARY_KIND = {"elemwise_add": "add", "_plus": "add", "_add": "add", "elemwise_sub": "sub", "_minus": "sub",
@@ -598,3 +600,26 @@ def assign_gradient(buffer: BaseSparseNDArray, grad: NDArray, req: str) -> bool:
         grad = _combine_same(buffer, grad, "add")
     buffer._arrays = grad._copied_arrays(buffer._dtype)
     return True
+
+
+@_kernel("norm")
+def _norm(name, attrs, inputs, out=None):
+    """norm(csr / row_sparse) over all elements (MXNet's sparse kernel): from the stored values."""
+    (x,) = inputs
+    if _axis(attrs) is not None or attrs.get("out_dtype") not in (None, np.dtype(x._dtype).name):
+        return None
+    values = x._arrays["data"].astype(np.float64)
+    total = np.sum(np.abs(values)) if attrs["ord"] == 1 else np.sqrt(np.sum(np.square(values)))
+    shape = (1,) * x.ndim if attrs.get("keepdims") else (1,)
+    return [_dense(np.full(shape, total, x._dtype), x)]
+
+
+@_kernel("add_n", "ElementWiseSum", "_sparse_add_n")
+def _add_n(name, attrs, inputs, out=None):
+    """add_n of row_sparse arrays: row_sparse on the union of their rows (MXNet)."""
+    if not all(isinstance(x, RowSparseNDArray) for x in inputs) or len({x.shape for x in inputs}) != 1:
+        return None
+    total = inputs[0]
+    for x in inputs[1:]:
+        total = _combine_same(total, x, "add")
+    return [total if len(inputs) > 1 else total.copy()]

@@ -144,7 +144,10 @@ class Dot(_Gemm):
         dz = ograds[0]
         ta, tb = attrs["transpose_a"], attrs["transpose_b"]
         if _ndim(lhs) == 2 and _ndim(rhs) == 2:
-            return _matrix_grads(lambda a, b, **kw: F.dot(a, b, **kw), lhs, rhs, dz, ta, tb)
+            mm = lambda a, b, **kw: F.dot(a, b, **kw)   # noqa: E731
+            if getattr(lhs, "stype", "default") == "csr":   # MXNet: a csr lhs gets no gradient
+                return [None, _rhs_grad(mm, lhs, rhs, dz, ta, tb)]
+            return _matrix_grads(mm, lhs, rhs, dz, ta, tb)
         return F.apply("_backward_dot", [dz, lhs, rhs], transpose_a=ta, transpose_b=tb)
 
 
@@ -157,16 +160,25 @@ def _ndim(x) -> int | None:
 def _matrix_grads(mm, x, y, dz, ta: bool, tb: bool, **extra) -> list:
     """Gradients of z = op_a(x) op_b(y) as products (`mm(a, b, transpose_a=, transpose_b=)`)."""
     if not ta and not tb:
-        return [mm(dz, y, transpose_a=False, transpose_b=True, **extra),
-                mm(x, dz, transpose_a=True, transpose_b=False, **extra)]
+        dx = mm(dz, y, transpose_a=False, transpose_b=True, **extra)
+    elif not ta and tb:
+        dx = mm(dz, y, transpose_a=False, transpose_b=False, **extra)
+    elif ta and not tb:
+        dx = mm(y, dz, transpose_a=False, transpose_b=True, **extra)
+    else:
+        dx = mm(y, dz, transpose_a=True, transpose_b=True, **extra)
+    return [dx, _rhs_grad(mm, x, y, dz, ta, tb, **extra)]
+
+
+def _rhs_grad(mm, x, y, dz, ta: bool, tb: bool, **extra):
+    """The gradient of z = op_a(x) op_b(y) with respect to y, as a product."""
+    if not ta and not tb:
+        return mm(x, dz, transpose_a=True, transpose_b=False, **extra)
     if not ta and tb:
-        return [mm(dz, y, transpose_a=False, transpose_b=False, **extra),
-                mm(dz, x, transpose_a=True, transpose_b=False, **extra)]
+        return mm(dz, x, transpose_a=True, transpose_b=False, **extra)
     if ta and not tb:
-        return [mm(y, dz, transpose_a=False, transpose_b=True, **extra),
-                mm(x, dz, transpose_a=False, transpose_b=False, **extra)]
-    return [mm(y, dz, transpose_a=True, transpose_b=True, **extra),
-            mm(dz, x, transpose_a=True, transpose_b=True, **extra)]
+        return mm(x, dz, transpose_a=False, transpose_b=False, **extra)
+    return mm(dz, x, transpose_a=True, transpose_b=True, **extra)
 
 
 @register("_backward_dot")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import symjit as mx
 from symjit.base import MXNetError
@@ -474,3 +476,53 @@ def test_row_sparse_pull_stores_exactly_the_requested_rows():
     expect = np.zeros_like(w)
     expect[4] = w[4]
     np.testing.assert_array_equal(outs[1].asnumpy(), expect)
+
+
+def test_trainer_with_row_sparse_weights_updates_the_pushed_rows_only():
+    """Row_sparse gradients pushed to the KVStore reach the optimizer as row_sparse (the union of
+    the devices' rows), so SGD's lazy update leaves every other row as it was, decay included."""
+    p = mx.gluon.Parameter("w", shape=(6, 2), stype="row_sparse", grad_stype="row_sparse")
+    p.initialize(init="ones", ctx=[mx.cpu(0), mx.cpu(1)])
+    trainer = mx.gluon.Trainer([p], "sgd", {"learning_rate": 0.1, "wd": 0.1})
+    with mx.autograd.record():
+        for row, w in zip((1, 4), p.list_row_sparse_data(nd.array([1, 4]))):
+            nd.Embedding(nd.array([row], ctx=w.context), w, input_dim=6, output_dim=2, sparse_grad=True).backward()
+    trainer.step(1)
+    expect = np.ones((6, 2), np.float32)
+    expect[[1, 4]] = 1 - 0.1 * (1 + 0.1)
+    np.testing.assert_allclose(p.row_sparse_data(nd.arange(0, 6)).asnumpy(), expect, rtol=1e-6)
+
+
+def test_norm_and_add_n_of_sparse_arrays():
+    a, csr = random_csr(8, 5, 0.3)
+    np.testing.assert_allclose(nd.norm(csr).asnumpy(), [np.linalg.norm(a.toarray())], rtol=1e-6)
+    np.testing.assert_allclose(nd.norm(csr, ord=1).asnumpy(), [np.abs(a.toarray()).sum()], rtol=1e-6)
+    np.testing.assert_allclose(nd.norm(csr, axis=1).asnumpy(), np.linalg.norm(a.toarray(), axis=1), rtol=1e-6)
+    parts = [random_rsp(7, 3, rows, seed=i) for i, rows in enumerate(([0, 2], [2, 5], [6]))]
+    total = nd.add_n(*[p for _, p in parts])
+    assert total.stype == "row_sparse"
+    np.testing.assert_array_equal(total.indices.asnumpy(), [0, 2, 5, 6])
+    np.testing.assert_allclose(total.asnumpy(), sum(d for d, _ in parts), rtol=1e-6)
+
+
+# ---- properties over random shapes and densities (empty rows, columns and matrices included) ---------
+
+@settings(max_examples=30, deadline=None)
+@given(rows=st.integers(0, 9), cols=st.integers(0, 9), k=st.integers(1, 5),
+       density=st.sampled_from([0.0, 0.1, 0.5, 1.0]), seed=st.integers(0, 2 ** 16))
+def test_products_and_sums_match_scipy(rows, cols, k, density, seed):
+    a, csr = random_csr(rows, cols, density, seed=seed)
+    b, _ = random_csr(rows, cols, density, seed=seed + 1)
+    rng = np.random.default_rng(seed)
+    right = rng.standard_normal((cols, k)).astype(np.float32)
+    left = rng.standard_normal((k, rows)).astype(np.float32)
+    under = rng.standard_normal((rows, k)).astype(np.float32)
+    tol = dict(rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(nd.dot(csr, nd.array(right)).asnumpy(), a @ right, **tol)
+    np.testing.assert_allclose(nd.dot(csr, nd.array(under), transpose_a=True).asnumpy(), a.T @ under, **tol)
+    np.testing.assert_allclose(nd.dot(nd.array(left), csr).asnumpy(), left @ a.toarray(), **tol)
+    other = nd.sparse.csr_matrix(b)
+    np.testing.assert_allclose(nd.elemwise_add(csr, other).asnumpy(), (a + b).toarray(), **tol)
+    np.testing.assert_allclose(nd.elemwise_mul(csr, other).asnumpy(), a.multiply(b).toarray(), **tol)
+    if rows and cols:
+        np.testing.assert_allclose(nd.sum(csr, axis=0).asnumpy(), a.toarray().sum(axis=0), **tol)
