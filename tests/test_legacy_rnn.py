@@ -128,3 +128,42 @@ def test_amp_loss_scaler_skips_overflowing_steps():
     t.step(1, ignore_stale_grad=True)
     np.testing.assert_allclose(p.data().asnumpy(), [-1, -1])   # skipped
     assert t._amp_loss_scaler._next_loss_scale == scale / 2
+
+
+def _module_run(sym, dshape, args, x, dy):
+    """(outputs, data gradient, parameter gradients) of `sym` bound by a Module with `args`."""
+    mod = mx.mod.Module(sym, data_names=["data"], label_names=None)
+    mod.bind(data_shapes=[("data", dshape)], inputs_need_grad=True)
+    mod.init_params()
+    mod.set_params(args, {})
+    mod.forward(mx.io.DataBatch(data=[x]), is_train=True)
+    out = mod.get_outputs()[0].asnumpy()
+    mod.backward(out_grads=[dy])
+    return out, mod.get_input_grads()[0].asnumpy(), mod
+
+
+@pytest.mark.parametrize("mode,bidirectional", [("lstm", False), ("lstm", True), ("gru", True),
+                                                ("rnn_tanh", False), ("rnn_relu", True)])
+def test_fused_rnn_cell_matches_its_unfused_cells(mode, bidirectional):
+    """FusedRNNCell (one RNN op) against unfuse()'s stacked cells with the same weights
+    (unpack_weights / pack_weights): outputs and input gradients within float32 rounding."""
+    T, N, I, H = 4, 3, 5, 6
+    fused = mx.rnn.FusedRNNCell(H, num_layers=2, mode=mode, bidirectional=bidirectional, prefix="")
+    stack = fused.unfuse()
+    data = mx.sym.Variable("data")
+    y1, _ = fused.unroll(T, data, layout="NTC", merge_outputs=True)
+    y2, _ = stack.unroll(T, data, layout="NTC", merge_outputs=True)
+    rng = np.random.default_rng(0)
+    x = nd.array(rng.uniform(-1, 1, (N, T, I)))
+    dy = nd.array(rng.uniform(-1, 1, (N, T, H * (2 if bidirectional else 1))))
+    mod = mx.mod.Module(y1, data_names=["data"], label_names=None)
+    mod.bind(data_shapes=[("data", (N, T, I))])
+    mod.init_params(mx.init.Uniform(0.5))
+    args, _ = mod.get_params()
+    unpacked = fused.unpack_weights(args)
+    assert fused.pack_weights(unpacked)[fused._parameter.name].asnumpy().tolist() == \
+        args[fused._parameter.name].asnumpy().tolist()
+    out1, dx1, _ = _module_run(y1, (N, T, I), args, x, dy)
+    out2, dx2, _ = _module_run(y2, (N, T, I), stack.pack_weights(unpacked), x, dy)
+    np.testing.assert_allclose(out1, out2, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(dx1, dx2, rtol=1e-4, atol=1e-5)

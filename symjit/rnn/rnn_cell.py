@@ -11,7 +11,7 @@ from .. import symbol
 from ..base import MXNetError
 
 __all__ = ["RNNParams", "BaseRNNCell", "RNNCell", "LSTMCell", "GRUCell", "SequentialRNNCell",
-           "DropoutCell", "ModifierCell", "ZoneoutCell", "ResidualCell", "BidirectionalCell"]
+           "DropoutCell", "ModifierCell", "ZoneoutCell", "ResidualCell", "BidirectionalCell", "FusedRNNCell"]
 
 
 class RNNParams:
@@ -512,3 +512,125 @@ class BidirectionalCell(_ContainerCell):
         if merge_outputs:
             outputs = outputs[0]
         return outputs, [l_states, r_states]
+
+
+#: gate-name suffixes of each fused mode (the unfused cells' `_gate_names`)
+_FUSED_GATES = {"rnn_relu": [""], "rnn_tanh": [""], "lstm": ["_i", "_f", "_c", "_o"], "gru": ["_r", "_z", "_o"]}
+
+
+class FusedRNNCell(BaseRNNCell):
+    """All layers (and directions) of an RNN as one `RNN` op over the packed parameter vector
+    `<prefix>parameters` (initialized by `init.FusedRNN`). `unpack_weights` / `pack_weights`
+    convert it to and from the unfused cells' per-gate weights (`<prefix><l|r><layer>_i2h_i_weight`,
+    ...), and `unfuse()` builds those cells."""
+
+    def __init__(self, num_hidden, num_layers=1, mode="lstm", bidirectional=False, dropout=0.,
+                 get_next_state=False, forget_bias=1.0, prefix=None, params=None):
+        if mode not in _FUSED_GATES:
+            raise MXNetError(f"FusedRNNCell: mode must be one of {sorted(_FUSED_GATES)}, got {mode!r}")
+        if prefix is None:
+            prefix = "%s_" % mode
+        super().__init__(prefix=prefix, params=params)
+        self._num_hidden = num_hidden
+        self._num_layers = num_layers
+        self._mode = mode
+        self._bidirectional = bidirectional
+        self._dropout = dropout
+        self._get_next_state = get_next_state
+        self._directions = ["l", "r"] if bidirectional else ["l"]
+        initializer = init.FusedRNN(None, num_hidden, num_layers, mode, bidirectional, forget_bias)
+        self._parameter = self.params.get("parameters", init=initializer)
+
+    @property
+    def state_info(self):
+        b = len(self._directions)
+        n = 2 if self._mode == "lstm" else 1
+        return [{"shape": (b * self._num_layers, 0, self._num_hidden), "__layout__": "LNC"} for _ in range(n)]
+
+    @property
+    def _gate_names(self):
+        return _FUSED_GATES[self._mode]
+
+    def _slice_weights(self, arr, num_input):
+        """{unfused name: view of `arr`} in the packed layout (symjit/ops/rnn.py)."""
+        h, b, out, p = self._num_hidden, len(self._directions), {}, 0
+        for kind, names in (("weight", ("i2h", "h2h")), ("bias", ("i2h", "h2h"))):
+            for layer in range(self._num_layers):
+                for direction in self._directions:
+                    for group in names:
+                        cols = (num_input if layer == 0 else b * h) if group == "i2h" else h
+                        for gate in self._gate_names:
+                            name = "%s%s%d_%s%s_%s" % (self._prefix, direction, layer, group, gate, kind)
+                            size = h * cols if kind == "weight" else h
+                            view = arr[p:p + size]
+                            out[name] = view.reshape((h, cols)) if kind == "weight" else view
+                            p += size
+        if p != arr.size:
+            raise MXNetError(f"FusedRNNCell: packed parameters of {arr.size} values, expected {p}")
+        return out
+
+    def _num_input(self, size):
+        b, g, h, n_l = len(self._directions), len(self._gate_names), self._num_hidden, self._num_layers
+        return size // b // h // g - (n_l - 1) * (h + b * h + 2) - h - 2
+
+    def unpack_weights(self, args):
+        args = args.copy()
+        arr = args.pop(self._parameter.name)
+        for name, view in self._slice_weights(arr, self._num_input(arr.size)).items():
+            args[name] = view.copy()
+        return args
+
+    def pack_weights(self, args):
+        args = args.copy()
+        w0 = args["%sl0_i2h%s_weight" % (self._prefix, self._gate_names[0])]
+        num_input, h, b, g = w0.shape[1], self._num_hidden, len(self._directions), len(self._gate_names)
+        total = (num_input + h + 2) * h * g * b + (self._num_layers - 1) * g * h * (h + b * h + 2) * b
+        arr = ndarray.zeros((total,), ctx=w0.context, dtype=w0.dtype)
+        for name, view in self._slice_weights(arr, num_input).items():
+            view[:] = args.pop(name)
+        args[self._parameter.name] = arr
+        return args
+
+    def __call__(self, inputs, states):
+        raise NotImplementedError("FusedRNNCell cannot be stepped. Please use unroll")
+
+    def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None):
+        self.reset()
+        inputs, axis = _normalize_sequence(length, inputs, layout, True)
+        if axis == 1:
+            inputs = symbol.swapaxes(inputs, dim1=0, dim2=1)
+        if begin_state is None:
+            begin_state = self.begin_state()
+        states = {"state": begin_state[0]}
+        if self._mode == "lstm":
+            states["state_cell"] = begin_state[1]
+        rnn = symbol.RNN(data=inputs, parameters=self._parameter, state_size=self._num_hidden,
+                         num_layers=self._num_layers, bidirectional=self._bidirectional, p=self._dropout,
+                         state_outputs=self._get_next_state, mode=self._mode, name=self._prefix + "rnn",
+                         **states)
+        if not self._get_next_state:
+            outputs, states = rnn, []
+        else:
+            n = 2 if self._mode == "lstm" else 1
+            outputs, states = rnn[0], [rnn[1 + k] for k in range(n)]
+        if axis == 1:
+            outputs = symbol.swapaxes(outputs, dim1=0, dim2=1)
+        outputs, _ = _normalize_sequence(length, outputs, layout, merge_outputs)
+        return outputs, states
+
+    def unfuse(self):
+        """The equivalent SequentialRNNCell of unfused cells (their weights: `unpack_weights`)."""
+        make = {"rnn_relu": lambda p: RNNCell(self._num_hidden, activation="relu", prefix=p),
+                "rnn_tanh": lambda p: RNNCell(self._num_hidden, activation="tanh", prefix=p),
+                "lstm": lambda p: LSTMCell(self._num_hidden, prefix=p),
+                "gru": lambda p: GRUCell(self._num_hidden, prefix=p)}[self._mode]
+        stack = SequentialRNNCell()
+        for i in range(self._num_layers):
+            if self._bidirectional:
+                stack.add(BidirectionalCell(make("%sl%d_" % (self._prefix, i)), make("%sr%d_" % (self._prefix, i)),
+                                            output_prefix="%sbi_l%d_" % (self._prefix, i)))
+            else:
+                stack.add(make("%sl%d_" % (self._prefix, i)))
+            if self._dropout > 0 and i != self._num_layers - 1:
+                stack.add(DropoutCell(self._dropout, prefix="%s_dropout%d_" % (self._prefix, i)))
+        return stack
