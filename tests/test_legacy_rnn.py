@@ -167,3 +167,13 @@ def test_fused_rnn_cell_matches_its_unfused_cells(mode, bidirectional):
     out2, dx2, _ = _module_run(y2, (N, T, I), stack.pack_weights(unpacked), x, dy)
     np.testing.assert_allclose(out1, out2, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(dx1, dx2, rtol=1e-4, atol=1e-5)
+
+
+def test_module_input_grads_are_none_with_null_grad_req():
+    """MXNet: inputs_need_grad with grad_req 'null' binds, and get_input_grads gives None."""
+    data = mx.sym.Variable("data")
+    mod = mx.mod.Module(mx.sym.FullyConnected(data, num_hidden=3), label_names=None)
+    mod.bind(data_shapes=[("data", (2, 4))], inputs_need_grad=True, grad_req="null")
+    mod.init_params()
+    mod.forward(mx.io.DataBatch(data=[nd.ones((2, 4))]), is_train=True)
+    assert mod.get_input_grads()[0] is None

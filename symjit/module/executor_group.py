@@ -57,7 +57,7 @@ def _merge(blocks, axes=None) -> list:
     from .. import ndarray as nd
     merged = []
     for k, block in enumerate(blocks):
-        if len(block) == 1:
+        if len(block) == 1 or block[0] is None:
             merged.append(block[0])
         else:
             ctx = block[0].context
@@ -234,7 +234,8 @@ class DataParallelExecutorGroup:
         self.grad_arrays = ([[e.grad_arrays[i] for e in ex] for i, n in enumerate(self.arg_names)
                              if n in self.param_names] if self.for_training else None)
         self.aux_arrays = [[e.aux_arrays[i] for e in ex] for i in range(len(self.aux_names))]
-        self.input_grad_arrays = ([[e.grad_dict[d.name] for e in ex] for d in self.data_shapes]
+        # None where the data's grad_req is 'null' (MXNet: get_input_grads gives None there)
+        self.input_grad_arrays = ([[e.grad_dict.get(d.name) for e in ex] for d in self.data_shapes]
                                   if self.inputs_need_grad else None)
         self.state_arrays = [[e.arg_dict[n] for e in ex] for n in self.state_names]
 
