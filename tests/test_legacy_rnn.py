@@ -177,3 +177,14 @@ def test_module_input_grads_are_none_with_null_grad_req():
     mod.init_params()
     mod.forward(mx.io.DataBatch(data=[nd.ones((2, 4))]), is_train=True)
     assert mod.get_input_grads()[0] is None
+
+
+def test_module_grad_req_dict_ignores_names_the_symbol_lacks():
+    data = mx.sym.Variable("data")
+    mod = mx.mod.Module(mx.sym.FullyConnected(data, num_hidden=3, name="fc"), label_names=None)
+    mod.bind(data_shapes=[("data", (2, 4))], inputs_need_grad=True,
+             grad_req={"data": "write", "parameters": "null", "fc_bias": "null"})
+    mod.init_params()
+    mod.forward(mx.io.DataBatch(data=[nd.ones((2, 4))]), is_train=True)
+    mod.backward(out_grads=[nd.ones((2, 3))])
+    assert mod.get_input_grads()[0].shape == (2, 4)

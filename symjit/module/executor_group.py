@@ -126,11 +126,10 @@ class DataParallelExecutorGroup:
                                  f"{len(self.arg_names)} arguments")
             return dict(zip(self.arg_names, grad_req))
         if isinstance(grad_req, dict):
+            # names this symbol does not have are ignored, as MXNet does (one dict may serve
+            # several modules, e.g. a fused and an unfused network)
             reqs = self._grad_reqs("write")
-            unknown = set(grad_req) - set(self.arg_names)
-            if unknown:
-                raise MXNetError(f"executor group: grad_req names unknown arguments {sorted(unknown)}")
-            reqs.update(grad_req)
+            reqs.update({name: req for name, req in grad_req.items() if name in reqs})
             return reqs
         raise MXNetError(f"executor group: grad_req must be a str, list or dict, got {type(grad_req).__name__}")
 
