@@ -37,7 +37,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_train import MXNET_191_MS, alternate, make_data, profile_symjit, set_threads, symjit_step  # noqa: E402
+from bench_train import (MXNET_191_MS, alternate, make_data, print_rounds, profile_symjit,  # noqa: E402
+                         set_threads, symjit_step)
 
 
 def build(native: bool, x, y, warmup: int):
@@ -85,13 +86,8 @@ def main(argv=None) -> None:
     times, losses = alternate(steps, args.rounds, args.steps, 0)
     print(f"== lstm LM training step: median ms/step over {args.rounds} rounds of {args.steps} steps "
           f"({args.threads} threads)")
+    print_rounds(times, losses, "native-rnn", lambda k: f"cpu {statistics.median(cpu[k]) * 1e3:8.2f} ms  ")
     base = times["native-rnn"]
-    for k, ts in times.items():
-        ratio = "" if k == "native-rnn" else \
-            f"native/{k} {statistics.median(b / t for b, t in zip(base, ts)):5.3f} (paired)"
-        ok = "falls" if losses[k][-1] < losses[k][0] else "DOES NOT FALL"
-        print(f"  {k:11s} {statistics.median(ts) * 1e3:9.2f} ms  {ratio:32s} "
-              f"cpu {statistics.median(cpu[k]) * 1e3:8.2f} ms  loss {losses[k][0]:.4f} -> {losses[k][-1]:.4f} ({ok})")
     lo, hi = MXNET_191_MS["lstm"]
     print(f"  mxnet-1.9.1 {lo:.0f} ms  quoted (issue 24, measured separately): native/mxnet "
           f"{statistics.median(base) * 1e3 / lo:.2f}")
