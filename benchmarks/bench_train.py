@@ -307,6 +307,18 @@ def alternate(steps: dict, rounds: int, per_round: int, warmup: int):
     return times, losses
 
 
+def print_rounds(times: dict, losses: dict, base_key: str, extra=lambda k: "") -> None:
+    """One line per runtime: its median step time, its paired ratio against `base_key`'s
+    (the median of the rounds' ratios), `extra(runtime)` and whether its loss fell."""
+    base = times[base_key]
+    for k, ts in times.items():
+        ratio = "" if k == base_key else \
+            f"{base_key}/{k} {statistics.median(b / t for b, t in zip(base, ts)):5.3f} (paired)"
+        ok = "falls" if losses[k][-1] < losses[k][0] else "DOES NOT FALL"
+        print(f"  {k:11s} {statistics.median(ts) * 1e3:9.2f} ms  {ratio:34s} {extra(k)}"
+              f"loss {losses[k][0]:.4f} -> {losses[k][-1]:.4f} ({ok})")
+
+
 def set_threads(n: int) -> None:
     os.environ.setdefault("XLA_FLAGS", f"--xla_cpu_multi_thread_eigen=true intra_op_parallelism_threads={n}")
     os.environ.setdefault("OMP_NUM_THREADS", str(n))
@@ -344,13 +356,8 @@ def run_workload(workload: str, args) -> None:
     times, losses = alternate(steps, args.rounds, args.steps, args.warmup)
     print(f"== {workload}: median ms/step over {args.rounds} rounds of {args.steps} steps "
           f"({args.threads} threads)")
+    print_rounds(times, losses, "symjit")
     base = times["symjit"]
-    for k, ts in times.items():
-        ratio = "" if k == "symjit" else \
-            f"symjit/{k} {statistics.median(b / t for b, t in zip(base, ts)):5.2f} (paired)"
-        ok = "falls" if losses[k][-1] < losses[k][0] else "DOES NOT FALL"
-        print(f"  {k:10s} {statistics.median(ts) * 1e3:9.2f} ms  {ratio:30s} "
-              f"loss {losses[k][0]:.4f} -> {losses[k][-1]:.4f} ({ok})")
     mx191 = MXNET_191_MS[workload]
     if mx191:
         print(f"  mxnet-1.9.1 {mx191[0]:.0f}-{mx191[1]:.0f} ms  measured separately (issue 24), "

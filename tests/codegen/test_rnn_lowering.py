@@ -16,6 +16,7 @@ from symjit.ir import GraphBuilder, TensorType, run
 from symjit.ops.registry import ComputeContext, get_op
 from symjit.ops.rnn import param_size
 from symjit.passes.manager import compile_graph
+from symjit.test_utils import numeric_grad
 
 MODES = ["rnn_relu", "rnn_tanh", "lstm", "gru"]
 
@@ -52,6 +53,18 @@ def _compiled(op, ins, attrs, is_train=False, reserve=False):
     return cg, g, [feeds[v.name] for v in opt.inputs]
 
 
+def _matches_reference(op, ins, attrs, n_out):
+    """The native one-node graph of `op` against the interpreter (the numpy reference):
+    `n_out` outputs, each within the module's tolerance. Returns (outputs, compiled, graph)."""
+    cg, g, arrays = _compiled(op, ins, attrs)
+    got = cg(arrays)
+    want = run(g, dict(ins)).outputs
+    assert len(got) == len(want) == n_out
+    for a, w in zip(got, want):
+        _close(a, w)
+    return got, cg, g
+
+
 def _close(got, want):
     assert got.shape == want.shape and got.dtype == np.float32
     scale = max(float(np.abs(want).max()) if want.size else 0.0, 1.0)
@@ -63,13 +76,7 @@ def _close(got, want):
 def test_rnn_forward_matches_the_reference(mode, layers, bidirectional):
     rng = np.random.default_rng(0)
     attrs = _attrs(mode, layers, bidirectional)
-    ins = _inputs(attrs, 6, 3, 4, rng)
-    cg, g, arrays = _compiled("RNN", ins, attrs)
-    got = cg(arrays)
-    want = run(g, dict(ins)).outputs
-    assert len(got) == len(want) == (3 if mode == "lstm" else 2)
-    for a, w in zip(got, want):
-        _close(a, w)
+    _matches_reference("RNN", _inputs(attrs, 6, 3, 4, rng), attrs, 3 if mode == "lstm" else 2)
 
 
 @pytest.mark.parametrize("mode", ["lstm", "gru"])
@@ -115,12 +122,7 @@ def test_rnn_backward_matches_the_reference(mode, layers, bidirectional, traced)
         reserve = fcg(farrays)[-1]
         assert reserve[:2].view(np.int64)[0] == int.from_bytes(b"RNNRESV1", "little")
     ins = _backward_inputs(attrs, fwd_ins, rng, reserve=reserve)
-    cg, g, arrays = _compiled("_backward_RNN", ins, attrs)
-    got = cg(arrays)
-    want = run(g, dict(ins)).outputs
-    assert len(got) == len(want) == (4 if mode == "lstm" else 3)
-    for a, w in zip(got, want):
-        _close(a, w)
+    got, cg, g = _matches_reference("_backward_RNN", ins, attrs, 4 if mode == "lstm" else 3)
     if traced:   # the traces are what the backward reads: spoiling them changes the gradient
         spoiled = dict(ins, reserve=np.where(np.arange(reserve.size) < 16, reserve, 0.5).astype(np.float32))
         bad = cg([spoiled[v.name] for v in cg_inputs(g)])
@@ -159,18 +161,9 @@ def test_rnn_native_gradient_by_finite_differences(mode):
     heads = [a for _, a in bins[:n_heads]]
     bwd, _, barrays = _compiled("_backward_RNN", bins, attrs)
     grads = bwd(barrays)
-    eps = 1e-2
     for i, (name, a) in enumerate(ins):
-        flat = a.reshape(-1)
-        for j in rng.choice(flat.size, min(flat.size, 6), replace=False):
-            keep = flat[j]
-            flat[j] = keep + eps
-            up = _loss(fwd, arrays, heads)
-            flat[j] = keep - eps
-            down = _loss(fwd, arrays, heads)
-            flat[j] = keep
-            numeric = (up - down) / (2 * eps)
-            assert abs(grads[i].reshape(-1)[j] - numeric) <= 3e-3 * max(1.0, abs(numeric)), (name, j)
+        numeric = numeric_grad(lambda: _loss(fwd, arrays, heads), a, eps=1e-2)
+        np.testing.assert_allclose(grads[i], numeric, rtol=3e-3, atol=3e-3, err_msg=name)
 
 
 @pytest.mark.parametrize("mode", ["lstm", "gru"])
