@@ -22,7 +22,7 @@ from .base import MXNetError, canonical_dtype, real_array
 from .context import Context, current_context
 from .ir.graph import Graph, TensorType
 from .ir.interpreter import RunResult, run
-from .native import backend_choice, native_runtime
+from .native import backend_choice, interpreted_calls, native_runtime
 from .executor_cache import bound_program
 from .passes.autodiff import GRAD_REQS
 from .passes.infer import infer_types
@@ -64,20 +64,7 @@ class LLVMBackend(Backend):
 
 #: a graph whose values hold at most this many elements in all is "small": interpreting it once
 #: costs far less than compiling it natively (tens of milliseconds of LLVM per graph)
-SMALL_GRAPH_ELEMENTS = 1 << 16
-
-
-def interpreted_calls() -> int:
-    """How many first calls of a small graph run on the reference interpreter before it is
-    compiled (`SYMJIT_JIT_AFTER`, default 1; 0 compiles on the first call)."""
-    raw = os.environ.get("SYMJIT_JIT_AFTER", "1").strip()
-    try:
-        n = int(raw)
-    except ValueError:
-        n = -1
-    if n < 0:
-        raise MXNetError(f"SYMJIT_JIT_AFTER={raw!r} must be a non-negative integer")
-    return n
+SMALL_GRAPH_ELEMENTS = 1 << 22
 
 
 def _graph_elements(graph: Graph) -> int:

@@ -23,6 +23,20 @@ def backend_choice() -> str:
     return choice
 
 
+def interpreted_calls() -> int:
+    """How many first uses of a small executor graph (or of an eager kernel not compiled yet)
+    run on the reference implementation before native code is compiled for it
+    (`SYMJIT_JIT_AFTER`, default 1; 0 compiles on first use)."""
+    raw = os.environ.get("SYMJIT_JIT_AFTER", "1").strip()
+    try:
+        n = int(raw)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise MXNetError(f"SYMJIT_JIT_AFTER={raw!r} must be a non-negative integer")
+    return n
+
+
 def native_runtime():
     """The native runtime module; None only when it cannot be loaded and SYMJIT_BACKEND=interp
     asks for the reference interpreter. Otherwise a runtime that cannot be loaded raises

@@ -4,7 +4,9 @@ An eager NDArray elementwise op (or a fused optimizer update such as `sgd_mom_up
 least `MIN_ELEMENTS` elements runs the same LLVM
 kernel a compiled graph would (`codegen.llvm.compile_elementwise`, cached per dtype and
 broadcast pattern, size-independent for flat kernels) on the runtime's thread pool, instead
-of one numpy pass per primitive of its scalar expression. Small arrays keep the numpy
+of one numpy pass per primitive of its scalar expression (a kernel not compiled yet is compiled on
+its use after `SYMJIT_JIT_AFTER` uses ran the reference: a one-off broadcast pattern never pays a
+compile). Small arrays keep the numpy
 reference (compiling is not worth it, and printed results stay the reference's digits).
 Results agree with the reference within a few ulp (vectorized transcendental functions).
 `SYMJIT_EAGER_JIT=0` disables the fast path.
@@ -33,7 +35,7 @@ import os
 import numpy as np
 
 from ..base import MXNetError
-from ..native import native_runtime
+from ..native import interpreted_calls, native_runtime
 from ..ops import scalar as S
 from ..ops.optimizer_multi import MultiUpdate
 from ..ops.optimizer_ops import Update
@@ -121,6 +123,8 @@ def try_compiled_elementwise(op, attrs, arrays: list, destinations: list | None 
     arrays = [np.ascontiguousarray(a) for a in arrays]
     spec = ElementwiseSpec(exprs, tuple(a.dtype.name for a in arrays), tuple(a.shape for a in arrays),
                            dtype.name, tuple(d.name for d in out_dtypes), tuple(out_shape))
+    if not _compile_now(spec):
+        return None
     kernel = compile_elementwise(spec)
     outs = None
     if destinations is not None and len(destinations) == len(out_dtypes) and all(
@@ -131,6 +135,27 @@ def try_compiled_elementwise(op, attrs, arrays: list, destinations: list | None 
         outs = [np.empty(out_shape, d) for d in out_dtypes]
     runtime.parallel_for(kernel.address, outs[0].size, GRAIN, arrays + outs)
     return outs
+
+
+#: kernel spec -> uses that ran the reference because its kernel was not compiled yet
+_UNCOMPILED_USES: dict = {}
+
+
+def _compile_now(spec) -> bool:
+    """Whether to run `spec`'s kernel now: once compiled, always; before, only after
+    `interpreted_calls()` uses ran the reference (a one-off op over a large array, such as one
+    broadcast pattern among many, costs one numpy pass, far less than compiling a kernel)."""
+    from ..codegen.llvm import is_compiled
+    if is_compiled(spec):
+        return True
+    seen = _UNCOMPILED_USES.get(spec, 0)
+    if seen >= interpreted_calls():
+        _UNCOMPILED_USES.pop(spec, None)
+        return True
+    if len(_UNCOMPILED_USES) > 4096:
+        _UNCOMPILED_USES.clear()
+    _UNCOMPILED_USES[spec] = seen + 1
+    return False
 
 
 def _update_key(op, attrs: dict, dtype: np.dtype, n: int):
@@ -260,7 +285,7 @@ def prepare_update_raw(op_name: str, raw: dict, arrays: list) -> PreparedUpdate 
     if not _ENABLED:
         return None
     first = arrays[0]
-    dtype, shape = first.dtype, first.shape
+    dtype = first.dtype
     key = _raw_key(op_name, raw, dtype, len(arrays))
     try:
         entry = _RAW_UPDATE_KERNELS.get(key, False)

@@ -148,3 +148,24 @@ def test_log_softmax_eager_runs_the_compiled_kernel():
     want = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     assert any(k[0] == "log_softmax" and v is not None for k, v in fastpath._OP_GRAPHS.items())
+
+
+def test_eager_kernel_compiles_after_jit_after_reference_uses(monkeypatch):
+    """SYMJIT_JIT_AFTER=n: an eager op whose kernel is not compiled yet runs the numpy reference
+    for n uses, then compiles; results agree either way."""
+    from symjit.codegen.llvm import ElementwiseSpec, is_compiled
+    from symjit.ops import get_op
+    monkeypatch.setenv("SYMJIT_JIT_AFTER", "2")
+    rng = np.random.default_rng(11)
+    a = rng.normal(size=(3, 1, 97, 251)).astype(np.float32)     # a broadcast pattern no other test uses
+    b = rng.normal(size=(1, 5, 97, 1)).astype(np.float32)
+    op = get_op("broadcast_hypot")
+    expr = op.full_expr(op.parse({}))
+    spec = ElementwiseSpec((expr,), ("float32", "float32"), (a.shape, b.shape), "float32", ("float32",),
+                           (3, 5, 97, 251))
+    assert not is_compiled(spec)
+    assert [fastpath.try_compiled_elementwise(op, {}, [a, b]) for _ in range(2)] == [None, None]
+    np.testing.assert_allclose(mx.nd.broadcast_hypot(mx.nd.array(a), mx.nd.array(b)).asnumpy(),
+                               np.hypot(a, b), rtol=1e-5)     # the third use: compiled
+    assert is_compiled(spec)
+    np.testing.assert_allclose(fastpath.try_compiled_elementwise(op, {}, [a, b])[0], np.hypot(a, b), rtol=1e-5)

@@ -15,7 +15,7 @@ from .jit import CompiledCode, ElementwiseKernel, compile_ir, compile_to_object,
 from .target import host_target, target_description
 
 __all__ = ["ElementwiseSpec", "ModuleBuilder", "emit_elementwise", "elementwise_module", "kernel_name", "code_key",
-           "compile_elementwise", "CompiledCode", "ElementwiseKernel", "compile_ir", "compile_to_object",
+           "compile_elementwise", "is_compiled", "CompiledCode", "ElementwiseKernel", "compile_ir", "compile_to_object",
            "load_object", "host_target", "target_description"]
 
 
@@ -38,3 +38,8 @@ def compile_elementwise(spec: ElementwiseSpec) -> ElementwiseKernel:
         ir_text, name = elementwise_module(spec, name)
         code = _CODE[name] = compile_ir(ir_text, [name])
     return ElementwiseKernel(code.addresses[name], spec.in_dtypes, spec.in_shapes, spec.out_dtypes, spec.out_shape, name=name)
+
+
+def is_compiled(spec: ElementwiseSpec) -> bool:
+    """Whether the kernel `spec` needs is compiled already (a call would not compile)."""
+    return kernel_name(spec) in _CODE
