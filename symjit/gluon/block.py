@@ -962,7 +962,9 @@ class HybridBlock(Block):
         """Trace and compile this block (and hybridize children) on the next forward.
 
         Keyword flags (static_alloc, static_shape, ...) are accepted as MXNet's; compilation is
-        always per input signature, so they do not change results. symjit's own:
+        always per input signature, so they do not change results. `inline_limit` (default 2)
+        and `static_alloc` decide, as in MXNet, whether a recorded call reads as the graph's ops
+        or as one `_CachedOp` node in `autograd.get_symbol`. symjit's own:
         `bind_params` (default True: inference binds parameters as constants) and
         `bound_bytes_limit` (bytes the block's bound plans may hold; see the module docstring)."""
         self._active = active
