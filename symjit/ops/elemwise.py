@@ -476,6 +476,8 @@ class Where(Op):
         if c is not None and xy is not None and len(c) != 1 and len(c) != len(xy):
             raise MXNetError(f"where: condition shape {c} must equal x's shape {xy} or be "
                              f"({xy[0]},)")
+        if c is not None and xy is not None and len(c) == 1 and len(xy) > 1 and xy[0] and c[0] != xy[0]:
+            raise MXNetError(f"where: a 1-D condition picks rows: its shape {tuple(c)} must be ({xy[0]},)")
         if c is not None and xy is not None and len(c) == len(xy):
             c = merge_shape(self.name, "input 'condition'", c, xy)
             xy = merge_shape(self.name, "input 'x'", xy, c)

@@ -260,3 +260,13 @@ def test_mod_gradient_is_zero_for_integer_dtypes(dtype, expect_zero):
         out = mx.nd.broadcast_mod(xi, nd.array(np.array([2, 3], np.int32), dtype="int32"))
     out.backward()
     np.testing.assert_array_equal(xi.grad.asnumpy(), [0, 0])
+
+
+def test_where_row_condition_must_match_the_rows_at_inference():
+    """A 1-D condition picks rows: its length must be x's first dim, checked by shape
+    inference (so binding refuses it, as MXNet)."""
+    import symjit as mx
+    w = mx.sym.where(mx.sym.var("c"), mx.sym.var("x"), mx.sym.var("y"))
+    with pytest.raises(MXNetError, match="1-D condition picks rows"):
+        w.infer_shape(c=(2,), x=(3, 2), y=(3, 2))
+    assert w.infer_shape(c=(3,), x=(3, 2), y=(3, 2))[1] == [(3, 2)]

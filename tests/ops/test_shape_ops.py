@@ -317,15 +317,18 @@ def test_broadcast_like():
     ((3,), (), (3,)),
 ])
 def test_tile(shape, reps, expected):
+    from symjit.util import np_shape
     x = rand(*shape)
-    y = fwd("tile", [x], reps=reps)
+    with np_shape(0 in reps):      # a zero-size result needs NumPy shape semantics
+        y = fwd("tile", [x], reps=reps)
     assert y.shape == expected
     m = len(expected)
     xe = x.reshape((1,) * (m - x.ndim) + x.shape)
     for idx in np.ndindex(*expected):
         assert y[idx] == xe[tuple(i % d for i, d in zip(idx, xe.shape))]
     assert infer("tile", [shape], reps=reps)[1] == [expected]
-    check_op_gradient("tile", [x], {"reps": reps})
+    with np_shape(0 in reps):
+        check_op_gradient("tile", [x], {"reps": reps})
 
 
 
