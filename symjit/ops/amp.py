@@ -11,7 +11,7 @@ import numpy as np
 
 from ..base import MXNetError
 from . import scalar as S
-from .attrs import Bool, Dtype, Int, Param
+from .attrs import Bool, Count, Dtype, Param
 from .registry import Elementwise, Op, register
 
 _FLOATS = ("float16", "float32", "float64")
@@ -49,7 +49,7 @@ class AmpCast(Elementwise):
 @register("amp_multicast")
 class AmpMulticast(Op):
     """`num_outputs` inputs cast to their widest (or, with `cast_narrow`, narrowest) float dtype."""
-    params = {"num_outputs": Param(Int), "cast_narrow": Param(Bool, False)}
+    params = {"num_outputs": Param(Count), "cast_narrow": Param(Bool, False)}
 
     def input_names(self, attrs):
         if attrs["num_outputs"] < 1:

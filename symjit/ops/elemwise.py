@@ -14,7 +14,7 @@ import numpy as np
 
 from ..base import MXNetError
 from . import scalar as S
-from .attrs import Any_, Bool, Count, Dtype, Enum, Float, Int, Param
+from .attrs import Any_, Bool, Count, Dtype, Enum, Float, Param
 from .registry import Elementwise, Op, broadcast_shapes, merge_shape, register, shape_known
 
 
@@ -318,7 +318,7 @@ class DivSqrtDim(Op):
 @register("add_n", aliases=("ElementWiseSum", "_sparse_add_n"))
 class AddN(Elementwise):
     """The sum of `num_args` same-shaped arrays (one fused elementwise kernel)."""
-    params = {"num_args": Param(Int)}
+    params = {"num_args": Param(Count)}
 
     def input_names(self, attrs):
         if attrs["num_args"] < 1:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import MXNetError
-from .attrs import Enum, Int, Param
+from .attrs import Count, Enum, Param
 from .nn_conv import Embedding
 from .reduce import _ReduceAxes
 from .registry import Op, register
@@ -47,7 +47,7 @@ class KhatriRao(Op):
     """Column-wise Kronecker product of `num_args` matrices with one column count: for inputs
     (r_1, c), ..., (r_n, c) the output is (r_1 * ... * r_n, c) with column j the Kronecker
     product of the inputs' columns j (rows ordered with the first input's index slowest)."""
-    params = {"num_args": Param(Int)}
+    params = {"num_args": Param(Count)}
 
     def input_names(self, attrs):
         if attrs["num_args"] < 1:
