@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
-from typing import Sequence
 
 import numpy as np
 

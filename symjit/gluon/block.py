@@ -43,19 +43,16 @@ parameters stay graph inputs there.
 """
 from __future__ import annotations
 
-import re
 import threading
 import warnings
 import weakref
 from collections import OrderedDict, defaultdict
 
-import numpy as np
-
 from .. import autograd
 from .. import ndarray as _nd
 from .. import symbol as _sym
 from ..base import MXNetError
-from ..context import Context, cpu
+from ..context import Context
 from ..ndarray import NDArray
 from ..ndarray import write_guard
 from ..ndarray.ndarray import _STORAGE_TYPE_STR_TO_ID

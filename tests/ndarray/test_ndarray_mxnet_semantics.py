@@ -1,5 +1,4 @@
 """NDArray behaviours MXNet 1.9.1 documents and its own unit tests rely on."""
-import os
 import pickle
 
 import numpy as np
