@@ -88,3 +88,33 @@ def test_a_graph_compiled_again_while_alive_shares_its_code(tmp_path, monkeypatc
     del b
     gc.collect()
     assert jit.live_engines() == base
+
+
+def test_an_interrupted_compilation_frees_its_module_before_its_context(monkeypatch):
+    """A compilation stopped inside LLVM (a timeout, Ctrl-C) leaves no module for the garbage
+    collector: freed there, a module may outlive its context and crash a later collection."""
+    import pytest
+
+    made = []
+    parse = jit.parse_and_verify
+
+    def recording_parse(text, target=None):
+        made.append(parse(text, target))
+        return made[-1]
+
+    class StoppingBuilder:
+        def getModulePassManager(self):
+            return self
+
+        def run(self, mod, pb):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(jit, "parse_and_verify", recording_parse)
+    monkeypatch.setattr(jit.llvm, "create_pass_builder", lambda tm, pto: StoppingBuilder())
+    ir = 'define void @stopped(i64 %a) {\n  ret void\n}\n'
+    with pytest.raises(KeyboardInterrupt):
+        jit.compile_to_object(ir)
+    assert made and all(m.closed and m._context.closed for m in made)
+    monkeypatch.undo()
+    gc.collect()
+    assert jit.compile_to_object(ir)         # LLVM still works afterwards

@@ -34,16 +34,39 @@ _LOCK = threading.RLock()      # LLVM (contexts, engines, their disposal) is not
 KERNEL_CFUNCTYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
 
 
+def dispose_module(mod: llvm.ModuleRef | None) -> None:
+    """Free a module made by `parse_and_verify`, then its own context, in that order.
+
+    Left to the garbage collector, a module and its context that become unreachable together
+    (say, in the traceback of an interrupted compilation) may be freed context first, and
+    freeing the module afterwards reads freed memory (a crash at some later collection)."""
+    if mod is None or mod.closed:
+        return
+    context = mod._context
+    mod.close()
+    if context is not llvm.get_global_context() and not context.closed:
+        context.close()
+
+
 def parse_and_verify(ir_text: str, target=None) -> llvm.ModuleRef:
-    """Parse IR text into a verified module carrying the target's (default: host's) triple and data layout."""
+    """Parse IR text into a verified module carrying the target's (default: host's) triple and
+    data layout, in a context of its own; callers free both with `dispose_module`."""
     ensure_initialized()
+    # a context per module: types and constants LLVM uniques in a context live as long as
+    # the context, so parsing into the global one would keep every module's for good
+    context = llvm.create_context()
+    mod = None
     try:
-        # a context per module: types and constants LLVM uniques in a context live as long as
-        # the context, so parsing into the global one would keep every module's for good
-        mod = llvm.parse_assembly(ir_text, context=llvm.create_context())
+        mod = llvm.parse_assembly(ir_text, context=context)
         mod.verify()
-    except RuntimeError as e:
-        raise MXNetError(f"codegen: generated LLVM IR is invalid: {e}") from e
+    except BaseException as e:
+        if mod is not None:
+            dispose_module(mod)
+        else:
+            context.close()
+        if isinstance(e, RuntimeError):
+            raise MXNetError(f"codegen: generated LLVM IR is invalid: {e}") from e
+        raise
     t = target or host_target()
     mod.triple = t.triple
     mod.data_layout = t.data_layout
@@ -53,7 +76,8 @@ def parse_and_verify(ir_text: str, target=None) -> llvm.ModuleRef:
 def optimize(mod: llvm.ModuleRef, target=None) -> llvm.ModuleRef:
     """Run LLVM's O3 module pipeline (inlining, loop vectorisation, SLP) for the target (default:
     host), then make the vector stores of streaming kernel copies non-temporal (nontemporal.py).
-    Returns the optimised module (a new one when stores were rewritten)."""
+    Returns the optimised module: `mod` itself, or a new one when stores were rewritten, in
+    which case `mod` is disposed."""
     t = target or host_target()
     pto = llvm.create_pipeline_tuning_options(speed_level=OPT_LEVEL)
     pto.loop_vectorization = True
@@ -65,21 +89,34 @@ def optimize(mod: llvm.ModuleRef, target=None) -> llvm.ModuleRef:
     if not any(f.name.endswith(STREAM_SUFFIX) for f in mod.functions):
         return mod
     text, rewritten = mark_streaming_stores(str(mod))
-    return parse_and_verify(text, target) if rewritten else mod
+    if not rewritten:
+        return mod
+    new = parse_and_verify(text, target)
+    dispose_module(mod)
+    return new
+
+
+def _optimized(ir_text: str, target, use):
+    """`use(optimised module)` for IR text, the module (and its context) freed afterwards in
+    the right order whatever happens (caller holds _LOCK)."""
+    mod = parse_and_verify(ir_text, target)
+    try:
+        mod = optimize(mod, target)
+        return use(mod)
+    finally:
+        dispose_module(mod)
 
 
 def optimized_ir(ir_text: str, target=None) -> str:
     """The optimised IR of a module for `target` (default: host); for tests and `symjit inspect`."""
     with _LOCK:
-        mod = optimize(parse_and_verify(ir_text, target), target)
-        return str(mod)
+        return _optimized(ir_text, target, str)
 
 
 def assembly(ir_text: str, target=None) -> str:
     """Assembly of an optimised module for `target` (default: host)."""
     with _LOCK:
-        mod = optimize(parse_and_verify(ir_text, target), target)
-        return (target or host_target()).machine.emit_assembly(mod)
+        return _optimized(ir_text, target, (target or host_target()).machine.emit_assembly)
 
 
 def compile_to_object(ir_text: str, pic: bool = False, target=None) -> bytes:
@@ -88,10 +125,10 @@ def compile_to_object(ir_text: str, pic: bool = False, target=None) -> bytes:
 
     `pic=True` gives position-independent code for ahead-of-time shared libraries.
     """
+    t = target or host_target()
+    machine = t.pic_machine if pic else t.machine
     with _LOCK:
-        mod = optimize(parse_and_verify(ir_text, target), target)
-        t = target or host_target()
-        return bytes((t.pic_machine if pic else t.machine).emit_object(mod))
+        return _optimized(ir_text, target, lambda mod: bytes(machine.emit_object(mod)))
 
 
 class _Engine:
