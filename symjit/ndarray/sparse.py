@@ -616,9 +616,12 @@ divide = _elemwise_or_broadcast("elemwise_div", "broadcast_div", "_div_scalar", 
 
 
 def __getattr__(name: str):
-    """Every registered operator, as `mx.nd.sparse.NAME` (MXNet's sparse op namespace)."""
+    """Every registered operator, as `mx.nd.sparse.NAME` (MXNet's sparse op namespace); an op
+    registered as `_sparse_NAME` (MXNet's sparse-only operators) takes precedence."""
     from ..ops.registry import list_ops
-    if name.startswith("__") or name not in set(list_ops()):
+    names = set(list_ops())
+    op_name = "_sparse_" + name if "_sparse_" + name in names else name
+    if name.startswith("__") or op_name not in names:
         raise AttributeError(f"module 'symjit.ndarray.sparse' has no attribute {name!r}")
     from . import _op_function
-    return _op_function(name)
+    return _op_function(op_name)

@@ -285,6 +285,18 @@ class AdaGradUpdate(Update):
         return [w - attrs["lr"] * (gc / S.call("sqrt", h2 + attrs["epsilon"]) + attrs["wd"] * w), h2]
 
 
+@register("_sparse_adagrad_update")
+class SparseAdaGradUpdate(AdaGradUpdate):
+    """MXNet's `nd.sparse.adagrad_update`: AdaGrad without weight decay (MXNet refuses a non-zero
+    `wd`), lazy on a row_sparse gradient (only its rows and their history change)."""
+
+    def parse(self, raw):
+        attrs = super().parse(raw)
+        if attrs["wd"] != 0.0:
+            raise MXNetError(f"{self.name}: weight decay is not supported (wd must be 0), got {attrs['wd']}")
+        return attrs
+
+
 @register("_adadelta_update")
 class AdaDeltaUpdate(Update):
     """AdaDelta (Zeiler 2012) with weight decay added to the step."""

@@ -526,3 +526,22 @@ def test_products_and_sums_match_scipy(rows, cols, k, density, seed):
     np.testing.assert_allclose(nd.elemwise_mul(csr, other).asnumpy(), a.multiply(b).toarray(), **tol)
     if rows and cols:
         np.testing.assert_allclose(nd.sum(csr, axis=0).asnumpy(), a.toarray().sum(axis=0), **tol)
+
+
+def test_sparse_adagrad_update_is_lazy_and_refuses_weight_decay():
+    """`nd.sparse.adagrad_update` (MXNet's `_sparse_adagrad_update`): only the gradient's rows and
+    their history change, by history += g^2, w -= lr * g / sqrt(history + eps); wd must be 0."""
+    rng = np.random.default_rng(3)
+    w0 = rng.standard_normal((6, 3)).astype(np.float32)
+    h0 = rng.uniform(0.1, 1.0, (6, 3)).astype(np.float32)
+    rows, vals = np.array([1, 4]), rng.standard_normal((2, 3)).astype(np.float32)
+    w, h = mx.nd.array(w0), mx.nd.array(h0)
+    grad = mx.nd.sparse.row_sparse_array((vals, rows), shape=(6, 3))
+    mx.nd.sparse.adagrad_update(w, grad, h, lr=0.05, epsilon=1e-6, out=w)
+    want_h, want_w = h0.copy(), w0.copy()
+    want_h[rows] += vals * vals
+    want_w[rows] -= 0.05 * vals / np.sqrt(want_h[rows] + 1e-6)
+    np.testing.assert_allclose(h.asnumpy(), want_h, rtol=1e-6)
+    np.testing.assert_allclose(w.asnumpy(), want_w, rtol=1e-6, atol=1e-7)
+    with pytest.raises(mx.MXNetError, match="_sparse_adagrad_update.*weight decay"):
+        mx.nd.sparse.adagrad_update(w, grad, h, lr=0.05, wd=0.01, out=w)
