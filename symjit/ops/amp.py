@@ -52,9 +52,7 @@ class AmpMulticast(Op):
     params = {"num_outputs": Param(Count), "cast_narrow": Param(Bool, False)}
 
     def input_names(self, attrs):
-        if attrs["num_outputs"] < 1:
-            raise MXNetError(f"{self.name}: num_outputs must be at least 1, got {attrs['num_outputs']}")
-        return [f"data_{i}" for i in range(attrs["num_outputs"])]
+        return [f"data_{i}" for i in range(self.positive_count(attrs, "num_outputs"))]
 
     def num_outputs(self, attrs):
         return attrs["num_outputs"]

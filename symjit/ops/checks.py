@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import MXNetError
-from .attrs import Bool, Float, Int, Param
+from .attrs import Bool, Count, Float, Int, Param
 from .registry import Elementwise, LikeInput, Op, register
 
 
@@ -43,12 +43,10 @@ class AllFinite(_Flag):
 @register("multi_all_finite")
 class MultiAllFinite(_Flag):
     """1 when every element of all `num_arrays` inputs is finite, else 0 (float32, shape (1,))."""
-    params = {"num_arrays": Param(Int, 1), "init_output": Param(Bool, True)}
+    params = {"num_arrays": Param(Count, 1), "init_output": Param(Bool, True)}
 
     def input_names(self, attrs):
-        if attrs["num_arrays"] < 1:
-            raise MXNetError(f"{self.name}: num_arrays must be at least 1, got {attrs['num_arrays']}")
-        return [f"arg{i}" for i in range(attrs["num_arrays"])]
+        return [f"arg{i}" for i in range(self.positive_count(attrs, "num_arrays"))]
 
     def infer_type(self, attrs, in_types):
         return list(in_types), ["float32"]
@@ -63,12 +61,10 @@ class ResetArrays(Op):
     """Every input overwritten with zeros (its shape and dtype kept); no output."""
     differentiable = False
     outputs = ()
-    params = {"num_arrays": Param(Int)}
+    params = {"num_arrays": Param(Count)}
 
     def input_names(self, attrs):
-        if attrs["num_arrays"] < 1:
-            raise MXNetError(f"{self.name}: num_arrays must be at least 1, got {attrs['num_arrays']}")
-        return [f"arg{i}" for i in range(attrs["num_arrays"])]
+        return [f"arg{i}" for i in range(self.positive_count(attrs, "num_arrays"))]
 
     def num_outputs(self, attrs):
         return 0

@@ -19,22 +19,15 @@ from typing import ClassVar, Mapping
 import numpy as np
 
 from ..base import MXNetError
-from .attrs import Bool, Float, FloatTuple, Int, Param, Shape
+from .attrs import Bool, Count, Float, FloatTuple, Param, Shape
 from .optimizer_ops import (AdamWUpdate, LambPhase1, LambPhase2, MPUpdate, lamb_trust_ratio,
                             mp_infer_type)
 from .registry import Op, get_op, merge_shape, register
 
 _MULTI_COMMON = {"rescale_grad": Param(Float, 1.0), "clip_gradient": Param(Float, -1.0),
-                 "num_weights": Param(Int, 1)}
+                 "num_weights": Param(Count, 1)}
 _LRS_WDS = {"lrs": Param(FloatTuple), "wds": Param(FloatTuple)}
 _MOMENTUM = {"momentum": Param(Float, 0.0)}
-
-
-def _count(op: str, attrs: Mapping, key: str) -> int:
-    n = attrs[key]
-    if n < 1:
-        raise MXNetError(f"{op}: {key} must be at least 1, got {n}")
-    return n
 
 
 def _check_len(op: str, what: str, values, n: int, key: str) -> None:
@@ -59,7 +52,7 @@ class MultiTensorOp(Op):
     mutate_inputs = ("<per group>",)   # non-empty: the op writes inputs; `state_targets` names them
 
     def count(self, attrs: Mapping) -> int:
-        return _count(self.name, attrs, self.count_key)
+        return self.positive_count(attrs, self.count_key)
 
     def input_names(self, attrs):
         n = self.count(attrs)
@@ -189,11 +182,11 @@ for _prefix, _pre in (("", False), ("preloaded_", True)):
 class MultiSumSq(Op):
     """The sum of squares of each of `num_arrays` arrays, as a float32 array of shape
     (num_arrays,) (accumulated in float64 here; MXNet accumulates in float32)."""
-    params = {"num_arrays": Param(Int)}
+    params = {"num_arrays": Param(Count)}
     differentiable = False
 
     def input_names(self, attrs):
-        return [f"array_{i}" for i in range(_count(self.name, attrs, "num_arrays"))]
+        return [f"array_{i}" for i in range(self.positive_count(attrs, "num_arrays"))]
 
     def infer_shape(self, attrs, in_shapes):
         return list(in_shapes), [(attrs["num_arrays"],)]
@@ -296,7 +289,7 @@ _MULTI_LAMB = {"learning_rates": Param(FloatTuple), "wds": Param(FloatTuple),
                "rescale_grad": Param(Float, 1.0), "lower_bound": Param(Float, -1.0),
                "upper_bound": Param(Float, -1.0), "clip_gradient": Param(Float, -1.0),
                "bias_correction": Param(Bool, True), "step_count": Param(Shape),
-               "num_tensors": Param(Int, 1)}
+               "num_tensors": Param(Count, 1)}
 
 
 class MultiLamb(MultiTensorOp):
@@ -420,7 +413,7 @@ class MultiAdamW(MultiTensorOp):
     (the last; NaN, Inf or 0 skips every update)."""
     params = {"lrs": Param(FloatTuple), "wds": Param(FloatTuple), "etas": Param(FloatTuple),
               "beta1": Param(Float, 0.9), "beta2": Param(Float, 0.999), "epsilon": Param(Float, 1e-8),
-              "clip_gradient": Param(Float, -1.0), "num_weights": Param(Int, 1)}
+              "clip_gradient": Param(Float, -1.0), "num_weights": Param(Count, 1)}
     trailing = ("rescale_grad",)
     trailing_fp32 = False
 

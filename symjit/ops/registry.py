@@ -201,6 +201,13 @@ class Op:
         """Names of the inputs for these attributes (e.g. no `bias` when no_bias)."""
         return list(self.inputs)
 
+    def positive_count(self, attrs: Mapping, key: str) -> int:
+        """The count attribute `key` of a variadic op (how many inputs or outputs): at least 1."""
+        n = attrs[key]
+        if n < 1:
+            raise MXNetError(f"{self.name}: {key} must be at least 1, got {n}")
+        return n
+
     def aux_input_names(self, attrs: Mapping) -> list[str]:
         """Names of the inputs that are auxiliary states for these attributes."""
         return list(self.aux_names)

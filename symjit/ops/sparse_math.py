@@ -50,9 +50,7 @@ class KhatriRao(Op):
     params = {"num_args": Param(Count)}
 
     def input_names(self, attrs):
-        if attrs["num_args"] < 1:
-            raise MXNetError(f"{self.name}: num_args must be at least 1, got {attrs['num_args']}")
-        return [f"arg{i}" for i in range(attrs["num_args"])]
+        return [f"arg{i}" for i in range(self.positive_count(attrs, "num_args"))]
 
     def infer_shape(self, attrs, in_shapes):
         if any(s is None for s in in_shapes):
