@@ -11,7 +11,7 @@ import json
 import os
 
 import numpy as onp
-import mxnet as mx
+
 from mxnet import autograd, np, npx
 
 npx.set_np()

@@ -28,6 +28,7 @@ import numpy as np
 
 from ... import ndarray as nd
 from ...ndarray.ndarray import NDArray
+from ...util import is_np_array
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 
 __all__ = ["DataLoader", "default_batchify_fn", "default_mp_batchify_fn"]
@@ -35,13 +36,16 @@ __all__ = ["DataLoader", "default_batchify_fn", "default_mp_batchify_fn"]
 
 def default_batchify_fn(data):
     """Stack a list of samples: NDArrays with nd.stack, tuples field by field (a list of
-    batches), anything else through numpy (keeping its dtype)."""
-    if isinstance(data[0], NDArray):
-        return nd.stack(*data)
+    batches), anything else through numpy (keeping its dtype). Under NumPy array semantics
+    (`npx.set_np()`) the batches are `mx.np.ndarray`s, as MXNet's."""
     if isinstance(data[0], tuple):
         return [default_batchify_fn(list(field)) for field in zip(*data)]
-    arr = np.asarray(data)
-    return nd.array(arr, dtype=arr.dtype)
+    if isinstance(data[0], NDArray):
+        batch = nd.stack(*data)
+    else:
+        arr = np.asarray(data)
+        batch = nd.array(arr, dtype=arr.dtype)
+    return batch.as_np_ndarray() if is_np_array() else batch
 
 
 #: MXNet's name for the batchify used by worker processes (batches travel back pickled, so
