@@ -221,3 +221,16 @@ def test_symbol_random_and_image():
     assert isinstance(t, mx.sym.np._Symbol)
     out = t.eval(img=mx.nd.array(onp.full((2, 3, 3), 51), dtype="uint8"))[0].asnumpy()
     onp.testing.assert_allclose(out, onp.full((3, 2, 3), 0.2), rtol=1e-6)
+
+
+def test_relu_and_sigmoid_keep_mxnet_names_and_stable_gradients():
+    x = np.array([-100.0, -1.0, 0.5, 3.0])
+    x.attach_grad()
+    with autograd.record():
+        y = npx.sigmoid(x) + npx.relu(x)
+    y.backward()
+    s = 1 / (1 + onp.exp(-x.asnumpy().astype(onp.float64)))
+    onp.testing.assert_allclose(x.grad.asnumpy(), s * (1 - s) + (x.asnumpy() > 0), rtol=1e-6, atol=1e-30)
+    v = mx.sym.np.var("x")
+    ops = [n["op"] for n in json.loads(mx.sym.npx.sigmoid(mx.sym.npx.relu(v)).tojson())["nodes"]]
+    assert ops == ["null", "_npx_relu", "_npx_sigmoid"]
