@@ -151,3 +151,14 @@ def test_np_mode_blocks_match_legacy_mode(hybridize):
             npx.reset_np()
     for k, (a, b) in enumerate(zip(results["np"], results["legacy"])):
         onp.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=f"value {k}")
+
+
+@pytest.mark.parametrize("workers, threads", [(0, False), (2, True), (2, False)])
+def test_dataloader_batches_are_np_arrays(np_mode, workers, threads):
+    features = onp.arange(30, dtype=onp.float32).reshape(10, 3)
+    data = gluon.data.ArrayDataset(np.array(features), np.array(onp.arange(10, dtype=onp.float32)))
+    loader = gluon.data.DataLoader(data, 4, num_workers=workers, thread_pool=threads)
+    batches = list(loader)
+    assert [b[0].shape for b in batches] == [(4, 3), (4, 3), (2, 3)]
+    assert all(isinstance(x, np.ndarray) and isinstance(y, np.ndarray) for x, y in batches)
+    onp.testing.assert_array_equal(onp.concatenate([x.asnumpy() for x, _ in batches]), features)

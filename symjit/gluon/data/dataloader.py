@@ -28,7 +28,7 @@ import numpy as np
 
 from ... import ndarray as nd
 from ...ndarray.ndarray import NDArray
-from ...util import is_np_array
+from ...util import is_np_array, is_np_shape, np_array, np_shape
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 
 __all__ = ["DataLoader", "default_batchify_fn", "default_mp_batchify_fn"]
@@ -114,6 +114,17 @@ def _from_shared(obj):
     return obj
 
 
+def _in_callers_np_mode(fn):
+    """`fn` run with the calling thread's NumPy-semantics switches (they are per thread; worker
+    threads would otherwise batch in legacy mode)."""
+    shape, array = is_np_shape(), is_np_array()
+
+    def run(*args):
+        with np_shape(shape), np_array(array):
+            return fn(*args)
+    return run
+
+
 def _discard(future) -> None:
     """Free the shared blocks of a batch nobody will read (iteration stopped early)."""
     if not future.cancelled() and future.exception() is None:
@@ -188,7 +199,8 @@ class DataLoader:
         if self._thread_pool:
             with ThreadPoolExecutor(max_workers=self._num_workers,
                                     thread_name_prefix="symjit-dataloader") as pool:
-                yield from self._iter_pool(lambda b: pool.submit(self._load, b))
+                load = _in_callers_np_mode(self._load)
+                yield from self._iter_pool(lambda b: pool.submit(load, b))
             return
         pool = self._processes()
         for batch in self._iter_pool(lambda b: pool.submit(_worker_batch, b), _discard):
