@@ -10,6 +10,7 @@ converts a legacy Symbol; `_Symbol.as_nd_ndarray()` converts back.
 """
 from __future__ import annotations
 
+import builtins   # this module defines NumPy's all, any, sum, max, ... over the builtins
 import numbers
 
 import numpy as _onp
@@ -380,3 +381,100 @@ def _basic_index(sym: _Symbol, key) -> _Symbol:
         codes = tuple(-3 if i in drop else -2 for i in range(len(keys))) + (-4,)
         out = _op("_npx_reshape", [out], {"newshape": codes}, hint="reshape")
     return out
+
+
+# ---- more of NumPy's names --------------------------------------------------------------------
+def einsum(subscripts, *operands, optimize=False) -> _Symbol:
+    """Einstein summation over the operands (`_npi_einsum`)."""
+    return _op("_npi_einsum", list(operands), {"subscripts": subscripts, "num_args": len(operands),
+                                                "optimize": int(bool(optimize))}, hint="einsum")
+
+
+def ravel(x, order="C") -> _Symbol:
+    return reshape(x, (-1,), order=order)
+
+
+def fliplr(m) -> _Symbol:
+    return flip(m, 1)
+
+
+def flipud(m) -> _Symbol:
+    return flip(m, 0)
+
+
+def eye(N, M=None, k=0, dtype="float32", ctx=None) -> _Symbol:
+    return _op("_eye", [], {"N": int(N), "M": 0 if M is None else int(M), "k": int(k),
+                            "dtype": _onp.dtype(dtype or "float32").name}, hint="eye")
+
+
+def identity(n, dtype="float32", ctx=None) -> _Symbol:
+    return eye(n, dtype=dtype)
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype="float32", axis=0, ctx=None) -> _Symbol:
+    if retstep or axis != 0:
+        raise NotImplementedError("sym.np.linspace: retstep and axis are not supported on symbols")
+    return _op("_linspace", [], {"start": float(start), "stop": float(stop), "num": int(num),
+                                 "endpoint": bool(endpoint), "dtype": _onp.dtype(dtype or "float32").name},
+               hint="linspace")
+
+
+def sort(a, axis=-1, kind=None, order=None) -> _Symbol:
+    return _op("sort", [a], {"axis": axis}, hint="sort")
+
+
+def argsort(a, axis=-1, kind=None, order=None) -> _Symbol:
+    return _op("argsort", [a], {"axis": axis, "dtype": "int64"}, hint="argsort")
+
+
+def empty_like(prototype, dtype=None, order="C", subok=False, shape=None) -> _Symbol:
+    out = _FUNCTIONS["zeros_like"](prototype)
+    return out if dtype is None else out.astype(dtype)
+
+
+#: NumPy's other spellings of functions defined above
+_ALIASES = {"fabs": "absolute", "remainder": "mod", "deg2rad": "radians", "rad2deg": "degrees",
+            "round": "around", "round_": "around", "row_stack": "vstack", "product": "prod", "sometrue": "any"}
+#: registered `_np_*` / `_npi_*` operators whose arguments do not follow NumPy's order
+_NOT_GENERIC = {"tensordot", "einsum", "getitem", "split", "where"}
+
+
+def _registered(name: str) -> str | None:
+    """The `_npi_<name>` or `_np_<name>` operator, if registered."""
+    from ..ops.registry import find_op
+    if name in _NOT_GENERIC:
+        return None
+    return next((p + name for p in ("_npi_", "_np_") if find_op(p + name) is not None), None)
+
+
+def _generic(name: str, op_name: str):
+    """np.<name> over operator `op_name`: array arguments (or one list of them) first, then the
+    operator's attributes by position or keyword."""
+    from . import op_function
+    build = op_function(op_name, hint=name)
+
+    def fn(*args, **kwargs):
+        kwargs.pop("out", None)
+        if args and isinstance(args[0], (list, tuple)) and builtins.all(isinstance(a, Symbol) for a in args[0]):
+            args = tuple(args[0]) + tuple(args[1:])
+        return as_np(build(*args, **kwargs))
+    fn.__name__ = name
+    fn.__doc__ = f"np.{name} on symbols (operator {op_name})."
+    return fn
+
+
+def __getattr__(name: str):
+    target = _ALIASES.get(name, name)
+    if target != name and target in globals():
+        return globals()[target]
+    op_name = _registered(target)
+    if op_name is None or name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    fn = globals()[name] = _generic(name, op_name)
+    return fn
+
+
+def __dir__() -> list:
+    from ..ops.registry import list_ops
+    generic = {n[len(p):] for n in list_ops() for p in ("_npi_", "_np_") if n.startswith(p)}
+    return sorted(set(globals()) | set(_ALIASES) | {n for n in generic if _registered(n)})

@@ -234,3 +234,28 @@ def test_relu_and_sigmoid_keep_mxnet_names_and_stable_gradients():
     v = mx.sym.np.var("x")
     ops = [n["op"] for n in json.loads(mx.sym.npx.sigmoid(mx.sym.npx.relu(v)).tojson())["nodes"]]
     assert ops == ["null", "_npx_relu", "_npx_sigmoid"]
+
+
+def test_symbol_np_names_and_generic_functions():
+    """Most of MXNet 1.9.1's mx.sym.np names exist; those over `_np*`/`_npi*` operators compute
+    what NumPy computes."""
+    S = mx.sym.np
+    offered = [n for n in NAMES["sym.np"] if hasattr(S, n)]
+    assert len(offered) >= 130, sorted(set(NAMES["sym.np"]) - set(offered))
+    a = onp.arange(1, 7, dtype=onp.float32).reshape(2, 3)
+    x, i = S.var("x"), S.var("i")
+    cases = [(S.hstack([x, x]), onp.hstack([a, a])), (S.vstack([x, x]), onp.vstack([a, a])),
+             (S.cumsum(x, axis=1), a.cumsum(1)), (S.einsum("ij,kj->ik", x, x), a @ a.T),
+             (S.tril(x), onp.tril(a)), (S.round(x / 4), onp.round(a / 4)), (S.ravel(x), a.ravel()),
+             (S.pad(x, ((1, 1), (0, 2))), onp.pad(a, ((1, 1), (0, 2)))), (S.argsort(-x), onp.argsort(-a)),
+             (S.moveaxis(x, 0, 1), onp.moveaxis(a, 0, 1)), (S.std(x, axis=0), a.std(0)),
+             (S.all(x > 1), onp.all(a > 1)), (S.take(x, i, axis=1), a[:, [2, 0]]),
+             (S.fliplr(x), onp.fliplr(a)), (S.eye(3, 2), onp.eye(3, 2)), (S.fabs(-x), a),
+             (S.linspace(0, 1, 5) + S.sum(x), onp.linspace(0, 1, 5) + a.sum())]
+    for k, (sym, want) in enumerate(cases):
+        assert isinstance(sym, S._Symbol), k
+        feeds = {"x": mx.nd.array(a), "i": mx.nd.array([2, 0])}
+        got = sym.eval(**{n: v for n, v in feeds.items() if n in sym.list_arguments()})[0].asnumpy()
+        onp.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"case {k}")
+    with pytest.raises(AttributeError):
+        S.no_such_function
