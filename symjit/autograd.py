@@ -319,6 +319,8 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph: boo
         if g is None:
             from .ndarray import zeros
             g = zeros(v.shape, v.context, v._data.dtype)
+        if type(g) is NDArray and type(v) is not NDArray and not v._is_sparse:   # an mx.np array's
+            g = g.as_np_ndarray()
         out.append(g)
     return out[0] if single else out
 

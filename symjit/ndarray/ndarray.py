@@ -168,6 +168,14 @@ class NDArray:
     def as_in_context(self, ctx: Context) -> "NDArray":
         return self if ctx == self._ctx else self.copyto(ctx)
 
+    def as_np_ndarray(self):
+        """This array as an `mx.np.ndarray` sharing its memory, gradient and autograd entry."""
+        from ..numpy.multiarray import _view, ndarray
+        return _view(self, ndarray)
+
+    def as_nd_ndarray(self) -> "NDArray":
+        return self
+
     as_in_ctx = as_in_context
 
     def wait_to_read(self):

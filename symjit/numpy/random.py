@@ -1,20 +1,126 @@
-"""`mx.np.random`: uniform and normal sampling with NumPy's argument names (see symjit.numpy)."""
+"""`mx.np.random`: samplers with NumPy's argument names (`size=` is the output shape), drawing
+from the global generator that `mx.random.seed` seeds. Results are float32 unless `dtype` says
+otherwise (integers: int64); a `size` of None gives a zero-dim array for scalar parameters and
+the broadcast shape of array parameters. Values differ from MXNet's generator; distributions,
+shapes and dtypes match."""
 from __future__ import annotations
 
-from ..ndarray import random as _random
+import numpy as _np
 
-__all__ = ["uniform", "normal"]
+from ..base import MXNetError
+from ..ndarray.ndarray import NDArray, _check_ctx
+from ..ops.rng import generator
+from .multiarray import _dtype, ndarray, to_np
 
-
-def _shape(size):
-    return () if size is None else (size,) if isinstance(size, int) else tuple(size)
-
-
-def uniform(low=0.0, high=1.0, size=None, dtype=None, ctx=None, out=None):
-    """Samples from the uniform distribution on [low, high); `size` is the output shape."""
-    return _random.uniform(low, high, shape=_shape(size), dtype=dtype, ctx=ctx, out=out)
+__all__ = ["uniform", "normal", "randn", "rand", "randint", "choice", "shuffle", "multinomial", "gamma",
+           "beta", "exponential", "chisquare", "gumbel", "logistic", "lognormal", "pareto", "power",
+           "rayleigh", "weibull", "multivariate_normal"]
 
 
-def normal(loc=0.0, scale=1.0, size=None, dtype=None, ctx=None, out=None):
-    """Samples from the normal distribution; `size` is the output shape."""
-    return _random.normal(loc, scale, shape=_shape(size), dtype=dtype, ctx=ctx, out=out)
+def _param(v):
+    return v.asnumpy() if isinstance(v, NDArray) else v
+
+
+def _ctx_of(*params, ctx=None):
+    for p in params:
+        if isinstance(p, NDArray):
+            return p.context
+    return _check_ctx(ctx)
+
+
+def _size(size):
+    if size is None:
+        return None
+    return (int(size),) if isinstance(size, (int, _np.integer)) else tuple(int(d) for d in size)
+
+
+def _result(data, dtype, ctx, out=None, default=_np.float32) -> ndarray:
+    arr = _np.asarray(data).astype(_dtype(dtype, default))
+    if out is not None:
+        out[...] = ndarray(arr)
+        return out
+    return ndarray(_np.require(arr, requirements="C"), ctx)
+
+
+def _sampler(name: str, params: tuple, defaults: tuple, draw):
+    def fn(*args, size=None, dtype=None, ctx=None, out=None, **kwargs):
+        values = list(defaults)
+        for i, a in enumerate(args):
+            if i >= len(params):
+                if size is None and i == len(params):
+                    size = a
+                    continue
+                raise TypeError(f"{name}: too many positional arguments")
+            values[i] = a
+        for k in list(kwargs):
+            if k in params:
+                values[params.index(k)] = kwargs.pop(k)
+        if kwargs:
+            raise TypeError(f"{name}: unexpected arguments {sorted(kwargs)}")
+        c = _ctx_of(*values, ctx=ctx)
+        data = draw(generator(), *[_param(v) for v in values], _size(size))
+        return _result(data, dtype, c, out)
+    fn.__name__ = name
+    fn.__doc__ = f"Samples of numpy.random.{name} with parameters {params}; `size` is the output shape."
+    return fn
+
+
+uniform = _sampler("uniform", ("low", "high"), (0.0, 1.0), lambda g, lo, hi, s: g.uniform(lo, hi, s))
+normal = _sampler("normal", ("loc", "scale"), (0.0, 1.0), lambda g, m, sd, s: g.normal(m, sd, s))
+gamma = _sampler("gamma", ("shape", "scale"), (1.0, 1.0), lambda g, k, th, s: g.gamma(k, th, s))
+beta = _sampler("beta", ("a", "b"), (1.0, 1.0), lambda g, a, b, s: g.beta(a, b, s))
+exponential = _sampler("exponential", ("scale",), (1.0,), lambda g, sc, s: g.exponential(sc, s))
+chisquare = _sampler("chisquare", ("df",), (1.0,), lambda g, df, s: g.chisquare(df, s))
+gumbel = _sampler("gumbel", ("loc", "scale"), (0.0, 1.0), lambda g, m, b, s: g.gumbel(m, b, s))
+logistic = _sampler("logistic", ("loc", "scale"), (0.0, 1.0), lambda g, m, b, s: g.logistic(m, b, s))
+lognormal = _sampler("lognormal", ("mean", "sigma"), (0.0, 1.0), lambda g, m, sd, s: g.lognormal(m, sd, s))
+pareto = _sampler("pareto", ("a",), (1.0,), lambda g, a, s: g.pareto(a, s))
+power = _sampler("power", ("a",), (1.0,), lambda g, a, s: g.power(a, s))
+rayleigh = _sampler("rayleigh", ("scale",), (1.0,), lambda g, sc, s: g.rayleigh(sc, s))
+weibull = _sampler("weibull", ("a",), (1.0,), lambda g, a, s: g.weibull(a, s))
+
+
+def rand(*size, **kwargs) -> ndarray:
+    """Uniform samples in [0, 1) of shape `size`."""
+    return uniform(0.0, 1.0, size=size or None, **kwargs)
+
+
+def randn(*size, **kwargs) -> ndarray:
+    """Standard normal samples of shape `size`."""
+    return normal(0.0, 1.0, size=size or None, **kwargs)
+
+
+def randint(low, high=None, size=None, dtype=None, ctx=None, out=None) -> ndarray:
+    """Integers in [low, high) (in [0, low) without high), int64 unless `dtype`."""
+    if high is None:
+        low, high = 0, low
+    if high <= low:
+        raise MXNetError(f"randint: low ({low}) must be less than high ({high})")
+    data = generator().integers(low, high, _size(size))
+    return _result(data, dtype, _check_ctx(ctx), out, default=_np.int64)
+
+
+def choice(a, size=None, replace=True, p=None, ctx=None, out=None) -> ndarray:
+    """Samples from `a` (an int n: from arange(n), int64) with probabilities `p`."""
+    src = _param(a)
+    data = generator().choice(src, _size(size), replace=replace, p=_param(p))
+    default = _np.int64 if isinstance(src, (int, _np.integer)) else _np.asarray(src).dtype
+    return _result(data, None, _ctx_of(a, ctx=ctx), out, default=default)
+
+
+def shuffle(x) -> None:
+    """Shuffle `x` in place along its first axis."""
+    x = to_np(x)
+    perm = generator().permutation(x.shape[0])
+    x[...] = ndarray(x.asnumpy()[perm])
+
+
+def multinomial(n, pvals, size=None) -> ndarray:
+    """Counts of `n` draws over outcomes with probabilities `pvals` (int64)."""
+    data = generator().multinomial(int(n), _np.asarray(_param(pvals), _np.float64), _size(size))
+    return _result(data, None, _check_ctx(None), default=_np.int64)
+
+
+def multivariate_normal(mean, cov, size=None, check_valid=None, tol=None, dtype=None, ctx=None) -> ndarray:
+    data = generator().multivariate_normal(_np.asarray(_param(mean)), _np.asarray(_param(cov)), _size(size))
+    return _result(data, dtype, _ctx_of(mean, ctx=ctx))

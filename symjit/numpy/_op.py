@@ -1,0 +1,509 @@
+"""The functions of `mx.np`: each applies a registered `_np_*` / `_npi_*` op (so autograd records
+it and a graph can hold it) and returns `ndarray`s; see `symjit.ops.np_*` for the semantics."""
+from __future__ import annotations
+
+import numpy as _np
+
+from ..base import MXNetError, canonical_dtype
+from ..ndarray.ndarray import NDArray
+from ..ops.np_math import BINARY, COMPARISONS, UNARY, UNARY_BOOL
+from .multiarray import (_axis, _reduce_attrs, array, default_float, invoke, is_scalar, ndarray, to_np,
+                         ufunc_call)
+
+__all__: list = []
+
+
+def _export(fn):
+    __all__.append(fn.__name__)
+    return fn
+
+
+def _unary_function(op_suffix: str, name: str):
+    def fn(x, out=None, **kwargs):
+        if is_scalar(x):
+            return invoke(f"_npi_{op_suffix}", [array(x)], out=out)
+        return invoke(f"_npi_{op_suffix}", [to_np(x)], out=out)
+    fn.__name__ = name
+    fn.__doc__ = f"numpy.{name}, elementwise (the result keeps x's dtype, as MXNet)."
+    return fn
+
+
+_UNARY_NAMES = {s: [s] for s in list(UNARY) + list(UNARY_BOOL)}
+_UNARY_NAMES["absolute"] += ["abs", "fabs"]
+_UNARY_NAMES["degrees"] += ["rad2deg"]
+_UNARY_NAMES["radians"] += ["deg2rad"]
+for _suffix, _names in _UNARY_NAMES.items():
+    for _name in _names:
+        globals()[_name] = _export(_unary_function(_suffix, _name))
+bitwise_not = _export(_unary_function("bitwise_not", "bitwise_not"))
+invert = _export(_unary_function("bitwise_not", "invert"))
+
+
+def _binary_function(op_suffix: str, name: str):
+    def fn(x1, x2, out=None, **kwargs):
+        return ufunc_call(op_suffix, x1, x2, out=out)
+    fn.__name__ = name
+    fn.__doc__ = f"numpy.{name} with broadcasting and MXNet np's dtype rules."
+    return fn
+
+
+_BINARY_NAMES = {s: [s] for s in list(BINARY) + list(COMPARISONS)}
+_BINARY_NAMES["true_divide"] += ["divide"]
+_BINARY_NAMES["mod"] += ["remainder"]
+for _suffix, _names in _BINARY_NAMES.items():
+    for _name in _names:
+        globals()[_name] = _export(_binary_function(_suffix, _name))
+
+
+@_export
+def positive(x, out=None):
+    """+x (a copy)."""
+    return invoke("_np_copy", [to_np(x)], out=out)
+
+
+@_export
+def around(x, decimals=0, out=None):
+    """numpy.around."""
+    return invoke("_npi_around", [to_np(x)], {"decimals": decimals}, out=out)
+
+
+round = around  # noqa: A001 - numpy's name
+round_ = around
+__all__ += ["round", "round_"]
+
+
+@_export
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """numpy.nan_to_num (in place into x when copy=False)."""
+    x = to_np(x)
+    r = invoke("_npi_nan_to_num", [x], {"copy": copy, "nan": nan, "posinf": posinf, "neginf": neginf})
+    if not copy:
+        x[...] = r
+        return x
+    return r
+
+
+@_export
+def floor_divide(x1, x2, out=None):
+    """numpy.floor_divide (in the dtype of x1, as MXNet's `//`)."""
+    q = invoke("_npi_floor", [ufunc_call("true_divide", x1, x2)])
+    return q.astype(to_np(x1).dtype if not is_scalar(x1) else default_float)
+
+
+# ---- reductions -----------------------------------------------------------------------------------
+
+def _reduction(op: str, name: str, has_dtype=True, has_initial=False):
+    def fn(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, **kwargs):
+        return invoke(op, [to_np(a)], _reduce_attrs(axis, dtype if has_dtype else None, keepdims,
+                                                     initial if has_initial else None), out=out)
+    fn.__name__ = name
+    fn.__doc__ = f"numpy.{name} over `axis` (all axes for None: a zero-dim result)."
+    return fn
+
+
+sum = _export(_reduction("_np_sum", "sum", has_initial=True))  # noqa: A001
+prod = _export(_reduction("_np_prod", "prod", has_initial=True))
+product = prod
+mean = _export(_reduction("_npi_mean", "mean"))
+__all__.append("product")
+
+
+def _extreme(op: str, name: str):
+    def fn(a, axis=None, out=None, keepdims=False, **kwargs):
+        return invoke(op, [to_np(a)], _reduce_attrs(axis, None, keepdims, None), out=out)
+    fn.__name__ = name
+    fn.__doc__ = f"numpy.{name}."
+    return fn
+
+
+max = _export(_extreme("_np_max", "max"))  # noqa: A001
+min = _export(_extreme("_np_min", "min"))  # noqa: A001
+amax = _export(_extreme("_np_max", "amax"))
+amin = _export(_extreme("_np_min", "amin"))
+
+
+@_export
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    return to_np(a).std(axis, dtype, out, ddof, keepdims)
+
+
+@_export
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    return to_np(a).var(axis, dtype, out, ddof, keepdims)
+
+
+@_export
+def argmax(a, axis=None, out=None):
+    return invoke("_npi_argmax", [to_np(a)], {"axis": axis}, out=out)
+
+
+@_export
+def argmin(a, axis=None, out=None):
+    return invoke("_npi_argmin", [to_np(a)], {"axis": axis}, out=out)
+
+
+@_export
+def all(a, axis=None, out=None, keepdims=False):  # noqa: A001
+    return invoke("_np_all", [to_np(a)], {"axis": _axis(axis), "keepdims": keepdims}, out=out)
+
+
+@_export
+def any(a, axis=None, out=None, keepdims=False):  # noqa: A001
+    return invoke("_np_any", [to_np(a)], {"axis": _axis(axis), "keepdims": keepdims}, out=out)
+
+
+@_export
+def cumsum(a, axis=None, dtype=None, out=None):
+    """Inclusive prefix sums (of the flattened array for axis None)."""
+    a = to_np(a)
+    dt = None if dtype is None else _np.dtype(canonical_dtype(dtype)).name
+    return invoke("_np_cumsum", [a], {"axis": axis, "dtype": dt}, out=out)
+
+
+# ---- shape manipulation -------------------------------------------------------------------------
+
+@_export
+def reshape(a, newshape, order="C"):
+    return to_np(a).reshape(newshape, order=order)
+
+
+@_export
+def transpose(a, axes=None):
+    return invoke("_np_transpose", [to_np(a)], {"axes": None if axes is None else tuple(axes)})
+
+
+@_export
+def swapaxes(a, axis1, axis2):
+    return to_np(a).swapaxes(axis1, axis2)
+
+
+@_export
+def moveaxis(a, source, destination):
+    return invoke("_np_moveaxis", [to_np(a)], {"source": _axis(source), "destination": _axis(destination)})
+
+
+@_export
+def expand_dims(a, axis):
+    return invoke("_npi_expand_dims", [to_np(a)], {"axis": _axis(axis)})
+
+
+@_export
+def squeeze(a, axis=None):
+    return invoke("_np_squeeze", [to_np(a)], {"axis": _axis(axis)})
+
+
+@_export
+def ravel(a, order="C"):
+    return to_np(a).reshape(-1)
+
+
+@_export
+def broadcast_to(array, shape):  # noqa: A002 - numpy's argument name
+    return invoke("_npi_broadcast_to", [to_np(array)], {"shape": (shape,) if isinstance(shape, int) else tuple(shape)})
+
+
+@_export
+def broadcast_arrays(*args):
+    arrays = [to_np(a) for a in args]
+    shape = _np.broadcast_shapes(*[a.shape for a in arrays])
+    return [broadcast_to(a, shape) for a in arrays]
+
+
+def _joined(op: str, arrays, axis) -> ndarray:
+    arrays = [to_np(a) for a in arrays]
+    if not arrays:
+        raise MXNetError(f"{op}: need at least one array")
+    return arrays, {"num_args": len(arrays), "axis": axis}
+
+
+@_export
+def concatenate(seq, axis=0, out=None):
+    arrays, attrs = _joined("concatenate", seq, axis)
+    return invoke("_npi_concatenate", arrays, attrs, out=out)
+
+
+@_export
+def append(arr, values, axis=None):
+    return concatenate([arr, values], axis=axis)
+
+
+@_export
+def stack(arrays, axis=0, out=None):
+    arrays, attrs = _joined("stack", arrays, axis)
+    return invoke("_npi_stack", arrays, attrs, out=out)
+
+
+def _stacker(name: str):
+    def fn(tup, out=None):
+        arrays, attrs = _joined(name, tup, 0)
+        return invoke(f"_npi_{name}", arrays, attrs, out=out)
+    fn.__name__ = name
+    fn.__doc__ = f"numpy.{name}."
+    return fn
+
+
+vstack = _export(_stacker("vstack"))
+row_stack = vstack
+hstack = _export(_stacker("hstack"))
+dstack = _export(_stacker("dstack"))
+column_stack = _export(_stacker("column_stack"))
+__all__.append("row_stack")
+
+
+def _split(ary, indices_or_sections, axis, even: bool):
+    a = to_np(ary)
+    if isinstance(indices_or_sections, (int, _np.integer)):
+        attrs = {"sections": int(indices_or_sections), "axis": axis, "even": even}
+    else:
+        attrs = {"indices": tuple(int(i) for i in indices_or_sections), "axis": axis}
+    out = invoke("_npi_split", [a], attrs)
+    return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+@_export
+def split(ary, indices_or_sections, axis=0):
+    return _split(ary, indices_or_sections, axis, True)
+
+
+@_export
+def array_split(ary, indices_or_sections, axis=0):
+    return _split(ary, indices_or_sections, axis, False)
+
+
+@_export
+def hsplit(ary, indices_or_sections):
+    a = to_np(ary)
+    return split(a, indices_or_sections, 1 if a.ndim > 1 else 0)
+
+
+@_export
+def vsplit(ary, indices_or_sections):
+    return split(ary, indices_or_sections, 0)
+
+
+@_export
+def dsplit(ary, indices_or_sections):
+    return split(ary, indices_or_sections, 2)
+
+
+@_export
+def flip(m, axis=None, out=None):
+    return invoke("_npi_flip", [to_np(m)], {"axis": _axis(axis)}, out=out)
+
+
+@_export
+def fliplr(m):
+    return flip(m, 1)
+
+
+@_export
+def flipud(m):
+    return flip(m, 0)
+
+
+@_export
+def roll(a, shift, axis=None):
+    return invoke("_np_roll", [to_np(a)], {"shift": _axis(shift), "axis": _axis(axis)})
+
+
+@_export
+def rot90(m, k=1, axes=(0, 1)):
+    return invoke("_npi_rot90", [to_np(m)], {"k": k, "axes": tuple(axes)})
+
+
+@_export
+def tile(A, reps):
+    return invoke("_npi_tile", [to_np(A)], {"reps": (reps,) if isinstance(reps, int) else tuple(reps)})
+
+
+@_export
+def repeat(a, repeats, axis=None):
+    return invoke("_np_repeat", [to_np(a)], {"repeats": _axis(repeats), "axis": axis})
+
+
+def _atleast(n: int):
+    def fn(*arys):
+        out = []
+        for a in arys:
+            a = to_np(a)
+            if a.ndim < n:
+                shape = {1: (1,), 2: (1, 1), 3: (1, 1, 1)}[n]
+                if a.ndim == 1:
+                    shape = (1, a.shape[0]) if n == 2 else (1, a.shape[0], 1)
+                elif a.ndim == 2:
+                    shape = a.shape + (1,)
+                a = reshape(a, shape)
+            out.append(a)
+        return out[0] if len(out) == 1 else out
+    fn.__name__ = f"atleast_{n}d"
+    return fn
+
+
+atleast_1d = _export(_atleast(1))
+atleast_2d = _export(_atleast(2))
+atleast_3d = _export(_atleast(3))
+
+
+@_export
+def diag(v, k=0):
+    return invoke("_np_diag", [to_np(v)], {"k": k})
+
+
+@_export
+def diagflat(v, k=0):
+    return invoke("_np_diagflat", [to_np(v)], {"k": k})
+
+
+@_export
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    return invoke("_np_diagonal", [to_np(a)], {"offset": offset, "axis1": axis1, "axis2": axis2})
+
+
+@_export
+def trace(a, offset=0, axis1=0, axis2=1, out=None):
+    return invoke("_np_trace", [to_np(a)], {"offset": offset, "axis1": axis1, "axis2": axis2}, out=out)
+
+
+@_export
+def tril(m, k=0):
+    return invoke("_npi_tril", [to_np(m)], {"k": k})
+
+
+@_export
+def triu(m, k=0):
+    return invoke("_npi_triu", [to_np(m)], {"k": k})
+
+
+@_export
+def take(a, indices, axis=None, mode="raise", out=None):
+    idx = indices if isinstance(indices, NDArray) else array(_np.asarray(indices, _np.int64))
+    return invoke("_npi_take", [to_np(a), to_np(idx)], {"axis": axis, "mode": mode}, out=out)
+
+
+@_export
+def pad(x, pad_width, mode="constant", **kwargs):
+    """numpy.pad (modes constant, edge, reflect, symmetric, wrap)."""
+    pw = _np.broadcast_to(_np.asarray(pad_width, _np.int64), (to_np(x).ndim, 2)) \
+        if not isinstance(pad_width, int) else _np.full((to_np(x).ndim, 2), pad_width)
+    pw = tuple(tuple(int(v) for v in row) for row in pw)
+    attrs = {"pad_width": pw, "mode": mode, "constant_values": kwargs.get("constant_values", 0),
+             "reflect_type": kwargs.get("reflect_type", "even")}
+    return invoke("_npi_pad", [to_np(x)], attrs)
+
+
+# ---- products ------------------------------------------------------------------------------------
+
+def _pair(a, b):
+    a = to_np(a)
+    return a, to_np(b, a.context)
+
+
+@_export
+def dot(a, b, out=None):
+    return invoke("_np_dot", list(_pair(a, b)), out=out)
+
+
+@_export
+def matmul(a, b, out=None):
+    return invoke("_npi_matmul", list(_pair(a, b)), out=out)
+
+
+@_export
+def tensordot(a, b, axes=2):
+    a, b = _pair(a, b)
+    if isinstance(axes, (int, _np.integer)):
+        n = int(axes)
+        sa, sb = tuple(range(a.ndim - n, a.ndim)), tuple(range(n))
+    else:
+        sa, sb = axes
+        sa = (sa,) if isinstance(sa, int) else tuple(sa)
+        sb = (sb,) if isinstance(sb, int) else tuple(sb)
+    return invoke("_npi_tensordot", [a, b], {"a_axes_summed": sa, "b_axes_summed": sb})
+
+
+@_export
+def inner(a, b):
+    a, b = _pair(a, b)
+    if a.ndim == 0 or b.ndim == 0:
+        return ufunc_call("multiply", a, b)
+    return tensordot(a, b, ([a.ndim - 1], [b.ndim - 1]))
+
+
+@_export
+def outer(a, b):
+    a, b = _pair(a, b)
+    return tensordot(a.reshape(-1), b.reshape(-1), 0)
+
+
+@_export
+def vdot(a, b):
+    a, b = _pair(a, b)
+    return tensordot(a.reshape(-1), b.reshape(-1), 1)
+
+
+@_export
+def kron(a, b):
+    return invoke("_np_kron", list(_pair(a, b)))
+
+
+@_export
+def einsum(subscripts, *operands, out=None, optimize=False):
+    arrays = [to_np(o) for o in operands]
+    return invoke("_npi_einsum", arrays, {"subscripts": subscripts, "num_args": len(arrays),
+                                          "optimize": int(bool(optimize))}, out=out)
+
+
+# ---- selection -------------------------------------------------------------------------------------
+
+@_export
+def where(condition, x=None, y=None):
+    """numpy.where: elements of x or y by condition; with one argument, `nonzero(condition)`."""
+    if x is None and y is None:
+        return nonzero(condition)
+    c = to_np(condition)
+    xa = array(x, dtype=_scalar_dtype(x, y), ctx=c.context) if is_scalar(x) else to_np(x)
+    ya = array(y, dtype=xa.dtype if is_scalar(y) else None, ctx=c.context) if is_scalar(y) else to_np(y)
+    return invoke("_npi_where", [c, xa, ya])
+
+
+def _scalar_dtype(x, other):
+    if not is_scalar(other):
+        return to_np(other).dtype
+    return default_float
+
+
+@_export
+def clip(a, a_min, a_max, out=None):
+    return invoke("_npi_clip", [to_np(a)], {"a_min": None if a_min is None else float(a_min),
+                                            "a_max": None if a_max is None else float(a_max)}, out=out)
+
+
+@_export
+def nonzero(a):
+    """Indices of the nonzero elements, one int64 array per axis."""
+    idx = _np.nonzero(to_np(a).asnumpy())
+    return tuple(ndarray(_np.ascontiguousarray(i, _np.int64), to_np(a).context) for i in idx)
+
+
+@_export
+def shape(a):
+    return to_np(a).shape
+
+
+@_export
+def ndim(a):
+    return to_np(a).ndim
+
+
+@_export
+def size(a, axis=None):
+    a = to_np(a)
+    return a.size if axis is None else a.shape[axis]
+
+
+@_export
+def copy(a):
+    return to_np(a).copy()
+
+
+__all__ = sorted(set(__all__))

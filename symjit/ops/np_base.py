@@ -1,0 +1,248 @@
+"""Base of the NumPy-semantics operators (`mx.np`'s `_np_*` / `_npi_*` ops).
+
+A `NumpyOp` is defined by a numpy function (`forward`) over numpy arrays with NumPy's shape
+rules (zero-dim arrays, broadcasting of any ranks) and, when differentiable, by its
+vector-Jacobian product (`vjp`, numpy too). Registering one with `register_numpy` also
+registers its gradient op `_backward<name>`, whose inputs are the output gradients, the forward
+inputs and the forward outputs, and whose outputs are the input gradients; the forward op's
+`grad` applies it through the Emitter, so eager autograd and graph autodiff share it.
+
+Invariants: `compute` never returns arrays sharing memory with its inputs; shape inference runs
+`forward` on zero-stride arrays of the given shapes (no input memory is allocated); gradient
+results have the dtype and shape of the input they differentiate (zeros for inputs that are not
+differentiable, such as integer arrays or indices).
+"""
+from __future__ import annotations
+
+from typing import Callable, ClassVar, Mapping, Sequence
+
+import numpy as np
+
+from ..base import MXNetError
+from .attrs import abbreviate, parse_literal
+from .registry import Op, register
+
+__all__ = ["NumpyOp", "register_numpy", "Literal", "Axis", "promote_mixed", "promote_divide",
+           "FLOAT_KINDS", "unbroadcast", "normalize_axis", "fresh_array"]
+
+#: numpy dtype kinds that carry gradients
+FLOAT_KINDS = ("f",)
+
+
+def Literal(v):
+    """A Python literal attribute (int, float, None, tuple, string): strings are parsed as
+    MXNet writes them ('(0, 1)', 'None', '2'); lists become tuples."""
+    if isinstance(v, str):
+        s = v.strip()
+        try:
+            v = parse_literal(s)
+        except ValueError:
+            return s
+    if isinstance(v, list):
+        return tuple(Literal(x) for x in v)
+    if isinstance(v, tuple):
+        return tuple(Literal(x) for x in v)
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.floating):
+        return float(v)
+    return v
+
+
+def Axis(v):
+    """An axis attribute: None, an int, or a tuple of ints."""
+    v = Literal(v)
+    if v is None:
+        return None
+    if isinstance(v, (bool, np.bool_)):
+        raise ValueError(f"expected an axis (int, tuple of ints or None), got {abbreviate(v)}")
+    if isinstance(v, int):
+        return v
+    if isinstance(v, tuple) and all(isinstance(a, int) and not isinstance(a, bool) for a in v):
+        return v
+    raise ValueError(f"expected an axis (int, tuple of ints or None), got {abbreviate(v)}")
+
+
+def normalize_axis(op: str, axis: int, ndim: int) -> int:
+    """`axis` in [0, ndim), or MXNetError naming the op."""
+    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+        raise MXNetError(f"{op}: axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % max(ndim, 1)
+
+
+def _int_promote(a: np.dtype, b: np.dtype) -> np.dtype:
+    t = np.promote_types(a, b)
+    return np.dtype(np.int32) if t == np.int16 else t    # MXNet has no int16: u8 with i8 gives i32
+
+
+def promote_mixed(a, b) -> np.dtype:
+    """MXNet np's result dtype of a mixed-precision binary op (add, subtract, multiply, mod,
+    power): bool gives way to anything; a float wins over an integer; two floats or two
+    integers promote as numpy (int16 becoming int32)."""
+    a, b = np.dtype(a), np.dtype(b)
+    if a == b:
+        return a
+    if a.kind == "b":
+        return b
+    if b.kind == "b":
+        return a
+    fa, fb = a.kind == "f", b.kind == "f"
+    if fa and not fb:
+        return a
+    if fb and not fa:
+        return b
+    return np.promote_types(a, b) if fa else _int_promote(a, b)
+
+
+def promote_divide(a, b) -> np.dtype:
+    """MXNet np's true_divide result dtype: the float operand's (wider of two floats), float32
+    for two integer or boolean operands."""
+    a, b = np.dtype(a), np.dtype(b)
+    if a.kind != "f" and b.kind != "f":
+        return np.dtype(np.float32)
+    return promote_mixed(a, b)
+
+
+def unbroadcast(g: np.ndarray, shape: tuple) -> np.ndarray:
+    """Sum gradient `g` (of a broadcast result) down to `shape`."""
+    if g.shape == tuple(shape):
+        return g
+    lead = g.ndim - len(shape)
+    g = g.sum(axis=tuple(range(lead))) if lead > 0 else g
+    axes = tuple(i for i, d in enumerate(shape) if d == 1 and g.shape[i] != 1)
+    return g.sum(axis=axes, keepdims=True) if axes else g
+
+
+def fresh_array(out, inputs: Sequence[np.ndarray]) -> np.ndarray:
+    """`out` as a C-contiguous array (zero-dim kept) sharing no memory with `inputs`."""
+    out = np.asarray(out)
+    if not out.flags.c_contiguous or any(np.may_share_memory(out, x) for x in inputs):
+        out = np.array(out, order="C", copy=True)
+    return out
+
+
+def _probe(shape) -> np.ndarray:
+    """A zero-stride float32 array of `shape` (no memory behind it)."""
+    return np.broadcast_to(np.zeros((), np.float32), tuple(shape))
+
+
+class NumpyOp(Op):
+    """An op defined by a numpy function with NumPy shape semantics (see the module doc)."""
+    inputs: ClassVar[tuple] = ("a",)
+    #: number of outputs (single-output ops return one array from `forward`)
+    n_outputs: ClassVar[int] = 1
+    #: the op's outputs do not depend differentiably on any input (comparisons, argmax, ...)
+    no_gradient: ClassVar[bool] = False
+
+    def forward(self, attrs: Mapping, *xs: np.ndarray):
+        raise MXNetError(f"{self.name}: no numpy function defined")
+
+    def vjp(self, attrs: Mapping, xs: Sequence[np.ndarray], ys: Sequence[np.ndarray],
+            dys: Sequence[np.ndarray]) -> list:
+        """Gradients of the inputs (numpy; None for no gradient) from the output gradients."""
+        raise MXNetError(f"{self.name}: operator is not differentiable")
+
+    def num_outputs(self, attrs):
+        return self.n_outputs
+
+    def out_types(self, attrs: Mapping, in_types: list) -> list:
+        """Output dtypes from input dtypes (default: the first input's dtype)."""
+        return [in_types[0]] * self.num_outputs(attrs)
+
+    def _outputs(self, attrs, arrays) -> list:
+        with np.errstate(all="ignore"):
+            out = self.forward(attrs, *arrays)
+        return list(out) if isinstance(out, (tuple, list)) else [out]
+
+    def compute(self, attrs, inputs, ctx):
+        try:
+            outs = self._outputs(attrs, inputs)
+        except MXNetError:
+            raise
+        except (ValueError, TypeError, IndexError, np.linalg.LinAlgError) as e:
+            raise MXNetError(f"{self.name}: {e}") from None
+        return [fresh_array(np.asarray(o), inputs) for o in outs]
+
+    def infer_shape(self, attrs, in_shapes):
+        n = self.num_outputs(attrs)
+        if any(s is None for s in in_shapes):
+            return list(in_shapes), [None] * n
+        try:
+            outs = self._outputs(attrs, [_probe(s) for s in in_shapes])
+        except MXNetError:
+            raise
+        except (ValueError, TypeError, IndexError, np.linalg.LinAlgError) as e:
+            raise MXNetError(f"{self.name}: invalid input shapes {[tuple(s) for s in in_shapes]}: {e}") from None
+        return list(in_shapes), [tuple(np.shape(o)) for o in outs]
+
+    def infer_type(self, attrs, in_types):
+        if any(t is None for t in in_types):
+            return list(in_types), [None] * self.num_outputs(attrs)
+        outs = self.out_types(attrs, [np.dtype(t) for t in in_types])
+        return list(in_types), [np.dtype(t).name for t in outs]
+
+    @property
+    def differentiable(self) -> bool:     # type: ignore[override]
+        return not self.no_gradient
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        if self.no_gradient:
+            return [None] * len(inputs)
+        return list(F.apply(f"_backward{self.name}", [*ograds, *inputs, *outputs], **attrs))
+
+
+class NumpyBackward(Op):
+    """The gradient op of a `NumpyOp`: (output gradients, inputs, outputs) -> input gradients."""
+    hidden = True
+    fwd: ClassVar[NumpyOp]
+
+    def _counts(self, attrs) -> tuple[int, int]:
+        return len(self.fwd.input_names(attrs)), self.fwd.num_outputs(attrs)
+
+    def input_names(self, attrs):
+        n_in, n_out = self._counts(attrs)
+        return ([f"ograd{i}" for i in range(n_out)] + list(self.fwd.input_names(attrs))
+                + [f"out{i}" for i in range(n_out)])
+
+    def num_outputs(self, attrs):
+        return self._counts(attrs)[0]
+
+    def infer_shape(self, attrs, in_shapes):
+        n_in, n_out = self._counts(attrs)
+        return list(in_shapes), list(in_shapes[n_out:n_out + n_in])
+
+    def infer_type(self, attrs, in_types):
+        n_in, n_out = self._counts(attrs)
+        return list(in_types), list(in_types[n_out:n_out + n_in])
+
+    def compute(self, attrs, inputs, ctx):
+        n_in, n_out = self._counts(attrs)
+        dys, xs, ys = inputs[:n_out], inputs[n_out:n_out + n_in], inputs[n_out + n_in:]
+        with np.errstate(all="ignore"):
+            grads = self.fwd.vjp(attrs, xs, ys, dys)
+        out = []
+        for x, g in zip(xs, grads):
+            if g is None or x.dtype.kind not in FLOAT_KINDS:
+                out.append(np.zeros(x.shape, x.dtype))
+            else:
+                g = np.asarray(g)
+                if g.shape != x.shape:
+                    g = unbroadcast(g, x.shape).reshape(x.shape)
+                out.append(np.asarray(g, dtype=x.dtype))
+        return [fresh_array(o, inputs) for o in out]
+
+    differentiable = False
+
+
+def register_numpy(name: str, aliases: Sequence[str] = ()) -> Callable[[type], type]:
+    """Register a `NumpyOp` subclass under `name` (and `aliases`), and its gradient op
+    `_backward<name>` unless the op has `no_gradient`."""
+    def deco(cls: type) -> type:
+        register(name, aliases)(cls)
+        if not cls.no_gradient:
+            from .registry import OPS
+            back = type(f"Backward{cls.__name__}", (NumpyBackward,),
+                        {"fwd": OPS[name], "params": cls.params, "__doc__": f"Gradient of {name}."})
+            register(f"_backward{name}")(back)
+        return cls
+    return deco

@@ -1,0 +1,318 @@
+"""NumPy-semantics elementwise operators: MXNet's `_npi_<ufunc>` (unary and binary with
+broadcasting) and `_npi_<ufunc>_scalar` / `_npi_r<ufunc>_scalar` (an array and a Python number).
+
+Dtype rules are MXNet 1.9.1's (not numpy's): unary math keeps the input dtype (an int32 `exp`
+is int32); add, subtract, multiply, mod and power mix dtypes by `promote_mixed`; true_divide by
+`promote_divide`; the other binary ops need equal dtypes; comparisons and logical ops give bool.
+A scalar operand keeps the array's dtype (a bool array becomes int64; true_divide of an integer
+array gives float32).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..base import MXNetError
+from .attrs import Bool, Dtype, Float, Int, Param
+from .np_base import NumpyOp, promote_divide, promote_mixed, register_numpy
+
+__all__ = ["UNARY", "BINARY", "COMPARISONS"]
+
+
+# ---- unary -----------------------------------------------------------------------------------
+
+def _d(f: Callable) -> Callable:
+    """A derivative given as f(x, y) -> dy/dx."""
+    return f
+
+
+#: MXNet op suffix -> (numpy function, derivative dy/dx as f(x, y), or None: not differentiable)
+UNARY: dict[str, tuple] = {
+    "absolute": (np.abs, _d(lambda x, y: np.sign(x))),
+    "negative": (np.negative, _d(lambda x, y: -np.ones_like(x))),
+    "reciprocal": (np.reciprocal, _d(lambda x, y: -y * y)),
+    "sign": (np.sign, _d(lambda x, y: np.zeros_like(x))),
+    "rint": (np.rint, _d(lambda x, y: np.zeros_like(x))),
+    "ceil": (np.ceil, _d(lambda x, y: np.zeros_like(x))),
+    "floor": (np.floor, _d(lambda x, y: np.zeros_like(x))),
+    "trunc": (np.trunc, _d(lambda x, y: np.zeros_like(x))),
+    "fix": (np.fix, _d(lambda x, y: np.zeros_like(x))),
+    "square": (np.square, _d(lambda x, y: 2 * x)),
+    "sqrt": (np.sqrt, _d(lambda x, y: 0.5 / y)),
+    "cbrt": (np.cbrt, _d(lambda x, y: 1.0 / (3 * y * y))),
+    "exp": (np.exp, _d(lambda x, y: y)),
+    "expm1": (np.expm1, _d(lambda x, y: y + 1)),
+    "log": (np.log, _d(lambda x, y: 1.0 / x)),
+    "log10": (np.log10, _d(lambda x, y: 1.0 / (x * np.log(10.0)))),
+    "log2": (np.log2, _d(lambda x, y: 1.0 / (x * np.log(2.0)))),
+    "log1p": (np.log1p, _d(lambda x, y: 1.0 / (1 + x))),
+    "sin": (np.sin, _d(lambda x, y: np.cos(x))),
+    "cos": (np.cos, _d(lambda x, y: -np.sin(x))),
+    "tan": (np.tan, _d(lambda x, y: 1 + y * y)),
+    "arcsin": (np.arcsin, _d(lambda x, y: 1.0 / np.sqrt(1 - x * x))),
+    "arccos": (np.arccos, _d(lambda x, y: -1.0 / np.sqrt(1 - x * x))),
+    "arctan": (np.arctan, _d(lambda x, y: 1.0 / (1 + x * x))),
+    "sinh": (np.sinh, _d(lambda x, y: np.cosh(x))),
+    "cosh": (np.cosh, _d(lambda x, y: np.sinh(x))),
+    "tanh": (np.tanh, _d(lambda x, y: 1 - y * y)),
+    "arcsinh": (np.arcsinh, _d(lambda x, y: 1.0 / np.sqrt(x * x + 1))),
+    "arccosh": (np.arccosh, _d(lambda x, y: 1.0 / np.sqrt(x * x - 1))),
+    "arctanh": (np.arctanh, _d(lambda x, y: 1.0 / (1 - x * x))),
+    "degrees": (np.degrees, _d(lambda x, y: np.full_like(x, 180.0 / np.pi))),
+    "radians": (np.radians, _d(lambda x, y: np.full_like(x, np.pi / 180.0))),
+}
+
+#: unary ops with a bool result (no gradient)
+UNARY_BOOL: dict[str, Callable] = {
+    "logical_not": np.logical_not,
+    "isnan": np.isnan,
+    "isinf": np.isinf,
+    "isfinite": np.isfinite,
+    "isposinf": np.isposinf,
+    "isneginf": np.isneginf,
+}
+
+
+def _as_dtype(y: np.ndarray, dtype) -> np.ndarray:
+    """`y` cast to `dtype` as MXNet's kernels store results (no error on nan/inf to int)."""
+    y = np.asarray(y)
+    return y if y.dtype == dtype else y.astype(dtype)
+
+
+class _Unary(NumpyOp):
+    """y = f(x), elementwise, in x's dtype."""
+    inputs = ("x",)
+    fn: Callable
+    deriv: Callable
+
+    def forward(self, attrs, x):
+        return _as_dtype(type(self).fn(x), x.dtype)
+
+    def vjp(self, attrs, xs, ys, dys):
+        return [dys[0] * type(self).deriv(xs[0], ys[0])]
+
+
+class _UnaryBool(NumpyOp):
+    """A bool-valued test of each element."""
+    inputs = ("x",)
+    no_gradient = True
+    fn: Callable
+
+    def forward(self, attrs, x):
+        return type(self).fn(x)
+
+    def out_types(self, attrs, in_types):
+        return [np.dtype(bool)]
+
+
+def _register_unary() -> None:
+    for suffix, (fn, deriv) in UNARY.items():
+        cls = type(f"Np_{suffix}", (_Unary,), {"fn": staticmethod(fn), "deriv": staticmethod(deriv),
+                                               "__doc__": f"numpy.{fn.__name__}, elementwise."})
+        register_numpy(f"_npi_{suffix}")(cls)
+    for suffix, fn in UNARY_BOOL.items():
+        cls = type(f"Np_{suffix}", (_UnaryBool,), {"fn": staticmethod(fn), "__doc__": f"numpy.{suffix}."})
+        register_numpy(f"_npi_{suffix}")(cls)
+
+
+_register_unary()
+
+
+@register_numpy("_npi_bitwise_not")
+class BitwiseNot(NumpyOp):
+    """~x for integer and bool arrays."""
+    inputs = ("x",)
+    no_gradient = True
+
+    def forward(self, attrs, x):
+        if x.dtype.kind == "f":
+            raise MXNetError(f"{self.name}: bitwise_not is not defined for {x.dtype.name}")
+        return np.invert(x)
+
+
+@register_numpy("_npi_around")
+class Around(NumpyOp):
+    """numpy.around to `decimals` (gradient zero, as MXNet)."""
+    inputs = ("x",)
+    params = {"decimals": Param(Int, 0)}
+
+    def forward(self, attrs, x):
+        return _as_dtype(np.around(x, attrs["decimals"]), x.dtype)
+
+    def vjp(self, attrs, xs, ys, dys):
+        return [np.zeros_like(xs[0])]
+
+
+@register_numpy("_npi_nan_to_num")
+class NanToNum(NumpyOp):
+    """nan -> `nan`, +inf -> `posinf`, -inf -> `neginf` (dtype's extremes when None)."""
+    inputs = ("x",)
+    params = {"copy": Param(Bool, True), "nan": Param(Float, 0.0),
+              "posinf": Param(lambda v: None if v in (None, "None") else Float(v), None),
+              "neginf": Param(lambda v: None if v in (None, "None") else Float(v), None)}
+
+    def forward(self, attrs, x):
+        return np.nan_to_num(x, nan=attrs["nan"], posinf=attrs["posinf"], neginf=attrs["neginf"])
+
+    def vjp(self, attrs, xs, ys, dys):
+        return [dys[0] * np.isfinite(xs[0])]
+
+
+# ---- binary ----------------------------------------------------------------------------------
+
+#: MXNet op suffix -> (numpy function, vjp (x1, x2, y, dy) -> (d x1, d x2) or None, dtype rule)
+#: dtype rule: "mixed" (promote_mixed), "divide" (promote_divide), "same" (equal dtypes needed)
+BINARY: dict[str, tuple] = {
+    "add": (np.add, lambda a, b, y, g: (g, g), "mixed"),
+    "subtract": (np.subtract, lambda a, b, y, g: (g, -g), "mixed"),
+    "multiply": (np.multiply, lambda a, b, y, g: (g * b, g * a), "mixed"),
+    "true_divide": (np.true_divide, lambda a, b, y, g: (g / b, -g * a / (b * b)), "divide"),
+    "mod": (np.mod, lambda a, b, y, g: (g, -g * np.floor_divide(a, b)), "mixed"),
+    "power": (np.power, lambda a, b, y, g: (g * b * np.power(a, b - 1),
+                                            g * y * np.log(np.where(a > 0, a, 1))), "mixed"),
+    "maximum": (np.maximum, lambda a, b, y, g: (g * (a >= b), g * (a < b)), "same"),
+    "minimum": (np.minimum, lambda a, b, y, g: (g * (a <= b), g * (a > b)), "same"),
+    "fmax": (np.fmax, lambda a, b, y, g: (g * (a >= b), g * (a < b)), "same"),
+    "fmin": (np.fmin, lambda a, b, y, g: (g * (a <= b), g * (a > b)), "same"),
+    "fmod": (np.fmod, lambda a, b, y, g: (g, -g * np.trunc(a / b)), "same"),
+    "hypot": (np.hypot, lambda a, b, y, g: (g * a / y, g * b / y), "same"),
+    "arctan2": (np.arctan2, lambda a, b, y, g: (g * b / (a * a + b * b), -g * a / (a * a + b * b)), "same"),
+    "copysign": (np.copysign, lambda a, b, y, g: (g * np.sign(a) * np.sign(y), np.zeros_like(b)), "same"),
+    "ldexp": (lambda a, b: a * np.power(2.0, b), lambda a, b, y, g: (g * np.power(2.0, b), g * y * np.log(2.0)),
+              "same"),
+    "lcm": (np.lcm, None, "int"),
+    "gcd": (np.gcd, None, "int"),
+    "bitwise_and": (np.bitwise_and, None, "int"),
+    "bitwise_or": (np.bitwise_or, None, "int"),
+    "bitwise_xor": (np.bitwise_xor, None, "int"),
+}
+
+COMPARISONS: dict[str, Callable] = {
+    "equal": np.equal, "not_equal": np.not_equal, "greater": np.greater,
+    "greater_equal": np.greater_equal, "less": np.less, "less_equal": np.less_equal,
+    "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
+}
+
+
+def binary_dtype(op: str, rule: str, a, b) -> np.dtype:
+    """The result dtype of binary op `op` with dtype rule `rule` on dtypes a, b."""
+    a, b = np.dtype(a), np.dtype(b)
+    if rule == "mixed":
+        return promote_mixed(a, b)
+    if rule == "divide":
+        return promote_divide(a, b)
+    if rule == "bool":
+        return np.dtype(bool)
+    if rule == "int" and (a.kind == "f" or b.kind == "f"):
+        raise MXNetError(f"{op}: defined for integer and bool arrays only, got {a.name} and {b.name}")
+    if a != b:
+        raise MXNetError(f"{op}: operands must have the same dtype, got {a.name} and {b.name}")
+    return a
+
+
+class _Binary(NumpyOp):
+    """y = f(x1, x2) with numpy broadcasting."""
+    inputs = ("x1", "x2")
+    fn: Callable
+    rule: str = "same"
+    vjp_fn: Callable | None = None
+
+    def out_types(self, attrs, in_types):
+        return [binary_dtype(self.name, self.rule, *in_types)]
+
+    def forward(self, attrs, a, b):
+        dt = binary_dtype(self.name, self.rule, a.dtype, b.dtype)
+        if self.rule in ("mixed", "divide") and dt.kind == "f":
+            a, b = a.astype(dt, copy=False), b.astype(dt, copy=False)
+        return _as_dtype(type(self).fn(a, b), dt)
+
+    def vjp(self, attrs, xs, ys, dys):
+        a, b = xs
+        dt = ys[0].dtype
+        if dt.kind != "f":
+            return [None, None]
+        return list(type(self).vjp_fn(a.astype(dt, copy=False), b.astype(dt, copy=False), ys[0], dys[0]))
+
+
+class _Scalar(NumpyOp):
+    """y = f(x, scalar) (or f(scalar, x) for the reversed ops), in the array's dtype."""
+    inputs = ("data",)
+    params = {"scalar": Param(Float, 0.0), "is_int": Param(Bool, True)}
+    fn: Callable
+    rule: str = "same"
+    reverse: bool = False
+    vjp_fn: Callable | None = None
+
+    def _scalar_dtype(self, x_dtype, attrs) -> np.dtype:
+        x_dtype = np.dtype(x_dtype)
+        if self.rule == "bool":
+            return np.dtype(bool)
+        if self.rule == "divide" and x_dtype.kind != "f":
+            return np.dtype(np.float32)
+        if x_dtype.kind == "b" and self.rule in ("mixed", "divide", "same"):
+            return np.dtype(np.int64)
+        return x_dtype
+
+    def out_types(self, attrs, in_types):
+        return [self._scalar_dtype(in_types[0], attrs)]
+
+    def _operands(self, attrs, x):
+        dt = self._scalar_dtype(x.dtype, attrs)
+        s = attrs["scalar"]
+        s = np.asarray(int(s) if attrs["is_int"] and float(s).is_integer() else s)
+        if self.rule != "bool":
+            x = x.astype(dt, copy=False) if dt.kind == "f" else x
+            s = s.astype(dt) if dt.kind == "f" else s
+        return (s, x) if self.reverse else (x, s), dt
+
+    def forward(self, attrs, x):
+        (a, b), dt = self._operands(attrs, x)
+        return _as_dtype(type(self).fn(a, b), dt)
+
+    def vjp(self, attrs, xs, ys, dys):
+        if ys[0].dtype.kind != "f" or type(self).vjp_fn is None:
+            return [None]
+        (a, b), dt = self._operands(attrs, xs[0])
+        grads = type(self).vjp_fn(a, b, ys[0], dys[0])
+        return [grads[1] if self.reverse else grads[0]]
+
+
+def _register_binary() -> None:
+    for suffix, (fn, vjp_fn, rule) in BINARY.items():
+        attrs = {"fn": staticmethod(fn), "rule": rule, "__doc__": f"numpy.{suffix} with broadcasting."}
+        if vjp_fn is None:
+            attrs["no_gradient"] = True
+        else:
+            attrs["vjp_fn"] = staticmethod(vjp_fn)
+        register_numpy(f"_npi_{suffix}")(type(f"Np_{suffix}", (_Binary,), attrs))
+        sattrs = dict(attrs, __doc__=f"numpy.{suffix} of an array and a scalar.")
+        register_numpy(f"_npi_{suffix}_scalar")(type(f"Np_{suffix}_scalar", (_Scalar,), sattrs))
+        if suffix not in ("add", "multiply", "maximum", "minimum", "fmax", "fmin", "hypot", "lcm", "gcd",
+                          "bitwise_and", "bitwise_or", "bitwise_xor"):
+            rattrs = dict(sattrs, reverse=True, __doc__=f"numpy.{suffix} of a scalar and an array.")
+            register_numpy(f"_npi_r{suffix}_scalar")(type(f"Np_r{suffix}_scalar", (_Scalar,), rattrs))
+    for suffix, fn in COMPARISONS.items():
+        attrs = {"fn": staticmethod(fn), "rule": "bool", "no_gradient": True,
+                 "__doc__": f"numpy.{suffix} with broadcasting (bool result)."}
+        register_numpy(f"_npi_{suffix}")(type(f"Np_{suffix}", (_Binary,), attrs))
+        register_numpy(f"_npi_{suffix}_scalar")(type(f"Np_{suffix}_scalar", (_Scalar,), attrs))
+
+
+_register_binary()
+
+
+@register_numpy("_npi_cast")
+class NpCast(NumpyOp):
+    """x as `dtype` (the gradient is cast back to x's dtype)."""
+    inputs = ("x",)
+    params = {"dtype": Param(Dtype)}
+
+    def out_types(self, attrs, in_types):
+        return [np.dtype(attrs["dtype"])]
+
+    def forward(self, attrs, x):
+        return x.astype(attrs["dtype"])
+
+    def vjp(self, attrs, xs, ys, dys):
+        return [dys[0]]

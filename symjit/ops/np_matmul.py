@@ -1,0 +1,247 @@
+"""NumPy-semantics products: `_np_dot`, `_npi_matmul`, `_npi_tensordot`, `_npi_einsum`,
+`_np_kron`, `_np_trace`, `_npi_where`, `_npi_clip` (operators whose gradients are products too)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import MXNetError
+from .attrs import Float, Int, Optional, Param, Str
+from .np_base import Literal, NumpyOp, promote_mixed, register_numpy, unbroadcast
+
+__all__ = []
+
+
+def _prod_dtype(op, a, b):
+    return promote_mixed(a, b)
+
+
+@register_numpy("_np_dot")
+class NpDot(NumpyOp):
+    """numpy.dot (scalars, vectors, matrices, N-d with the last/second-to-last axes)."""
+    inputs = ("a", "b")
+
+    def out_types(self, attrs, in_types):
+        return [_prod_dtype(self.name, *in_types)]
+
+    def forward(self, attrs, a, b):
+        dt = promote_mixed(a.dtype, b.dtype)
+        try:
+            return np.asarray(np.dot(a.astype(dt, copy=False), b.astype(dt, copy=False)))
+        except ValueError as e:
+            raise MXNetError(f"{self.name}: shapes {a.shape} and {b.shape} not aligned: {e}") from None
+
+    def vjp(self, attrs, xs, ys, dys):
+        a, b = xs
+        g = dys[0]
+        if a.ndim == 0 or b.ndim == 0:
+            return [np.sum(g * b) if a.ndim == 0 else g * b, np.sum(g * a) if b.ndim == 0 else g * a]
+        if b.ndim == 1:
+            return [np.multiply.outer(g, b), np.tensordot(a, g, axes=(list(range(a.ndim - 1)), list(range(g.ndim))))]
+        # y[i..., j..., k] = sum_m a[i..., m] b[j..., m, k]
+        na = a.ndim - 1
+        b_axes = [d for d in range(b.ndim) if d != b.ndim - 2]
+        ga = np.tensordot(g, b, axes=(list(range(na, g.ndim)), b_axes))
+        g_axes = list(range(na))
+        gb = np.tensordot(a, g, axes=(list(range(na)), g_axes))   # (m, j..., k)
+        gb = np.moveaxis(gb, 0, -2) if b.ndim >= 2 else gb
+        return [ga, gb]
+
+
+@register_numpy("_npi_matmul")
+class NpMatmul(NumpyOp):
+    """numpy.matmul (batched, broadcasting the batch axes; 1-D operands promoted and dropped)."""
+    inputs = ("a", "b")
+
+    def out_types(self, attrs, in_types):
+        return [_prod_dtype(self.name, *in_types)]
+
+    def forward(self, attrs, a, b):
+        if a.ndim == 0 or b.ndim == 0:
+            raise MXNetError(f"{self.name}: matmul does not accept zero-dim operands")
+        dt = promote_mixed(a.dtype, b.dtype)
+        try:
+            return np.matmul(a.astype(dt, copy=False), b.astype(dt, copy=False))
+        except ValueError as e:
+            raise MXNetError(f"{self.name}: shapes {a.shape} and {b.shape}: {e}") from None
+
+    def vjp(self, attrs, xs, ys, dys):
+        a, b = xs
+        g = dys[0]
+        a2 = a[None, :] if a.ndim == 1 else a
+        b2 = b[:, None] if b.ndim == 1 else b
+        g2 = g
+        if a.ndim == 1:
+            g2 = np.expand_dims(g2, -2)
+        if b.ndim == 1:
+            g2 = np.expand_dims(g2, -1)
+        ga = np.matmul(g2, np.swapaxes(b2, -1, -2))
+        gb = np.matmul(np.swapaxes(a2, -1, -2), g2)
+        ga = unbroadcast(ga, a2.shape).reshape(a.shape)
+        gb = unbroadcast(gb, b2.shape).reshape(b.shape)
+        return [ga, gb]
+
+
+@register_numpy("_npi_tensordot")
+class NpTensordot(NumpyOp):
+    """numpy.tensordot over `a_axes_summed` of a and `b_axes_summed` of b."""
+    inputs = ("a", "b")
+    params = {"a_axes_summed": Param(Literal), "b_axes_summed": Param(Literal)}
+
+    def out_types(self, attrs, in_types):
+        return [_prod_dtype(self.name, *in_types)]
+
+    def _axes(self, attrs):
+        a, b = attrs["a_axes_summed"], attrs["b_axes_summed"]
+        return (list(a) if isinstance(a, tuple) else [a]), (list(b) if isinstance(b, tuple) else [b])
+
+    def forward(self, attrs, a, b):
+        dt = promote_mixed(a.dtype, b.dtype)
+        try:
+            return np.tensordot(a.astype(dt, copy=False), b.astype(dt, copy=False), axes=self._axes(attrs))
+        except (ValueError, IndexError) as e:
+            raise MXNetError(f"{self.name}: shapes {a.shape} and {b.shape}: {e}") from None
+
+    def vjp(self, attrs, xs, ys, dys):
+        a, b = xs
+        g = dys[0]
+        sa, sb = self._axes(attrs)
+        sa = [x % a.ndim for x in sa]
+        sb = [x % b.ndim for x in sb]
+        fa = [d for d in range(a.ndim) if d not in sa]
+        fb = [d for d in range(b.ndim) if d not in sb]
+        # g has axes fa + fb
+        ga = np.tensordot(g, b, axes=(list(range(len(fa), g.ndim)), fb))  # axes: fa + sb(order)
+        ga = np.transpose(ga, np.argsort(fa + sa))
+        gb = np.tensordot(a, g, axes=(fa, list(range(len(fa)))))          # axes: sa(order) + fb
+        gb = np.transpose(gb, np.argsort(sb + fb))
+        return [ga, gb]
+
+
+@register_numpy("_npi_einsum")
+class NpEinsum(NumpyOp):
+    """numpy.einsum with a `subscripts` string over `num_args` operands."""
+    params = {"subscripts": Param(Str), "num_args": Param(Int, 1), "optimize": Param(Int, 0)}
+
+    def input_names(self, attrs):
+        return [f"arg{i}" for i in range(self.positive_count(attrs, "num_args"))]
+
+    def out_types(self, attrs, in_types):
+        t = in_types[0]
+        for u in in_types[1:]:
+            t = promote_mixed(t, u)
+        return [t]
+
+    def forward(self, attrs, *xs):
+        try:
+            return np.asarray(np.einsum(attrs["subscripts"], *xs))
+        except ValueError as e:
+            raise MXNetError(f"{self.name}: {e}") from None
+
+    def _parts(self, attrs, xs):
+        sub = attrs["subscripts"].replace(" ", "")
+        if "." in sub:
+            raise MXNetError(f"{self.name}: gradients of einsum with '...' are not supported")
+        ins, _, out = sub.partition("->")
+        ins = ins.split(",")
+        if not _:
+            out = "".join(sorted(c for c in set("".join(ins)) if "".join(ins).count(c) == 1))
+        return ins, out
+
+    def vjp(self, attrs, xs, ys, dys):
+        ins, out = self._parts(attrs, xs)
+        sizes = {}
+        for sub, arr in zip(ins, xs):
+            sizes.update(zip(sub, arr.shape))
+        grads = []
+        for i, target in enumerate(ins):
+            if len(set(target)) != len(target):
+                raise MXNetError(f"{self.name}: gradients of einsum with a repeated subscript in one "
+                                 f"operand ({target!r}) are not supported")
+            others = [s for j, s in enumerate(ins) if j != i]
+            operands = [dys[0]] + [x for j, x in enumerate(xs) if j != i]
+            avail = set(out).union(*map(set, others))
+            kept = "".join(c for c in target if c in avail)
+            g = np.einsum(",".join([out] + others) + "->" + kept, *operands)
+            missing = [k for k, c in enumerate(target) if c not in avail]
+            if missing:       # summed away in this operand only: every element gets the same
+                g = np.broadcast_to(np.expand_dims(g, missing), [sizes[c] for c in target])
+            grads.append(g)
+        return grads
+
+
+@register_numpy("_np_trace")
+class NpTrace(NumpyOp):
+    """numpy.trace."""
+    params = {"offset": Param(Int, 0), "axis1": Param(Int, 0), "axis2": Param(Int, 1)}
+
+    def forward(self, attrs, a):
+        if a.ndim < 2:
+            raise MXNetError(f"{self.name}: input must be at least 2-D, got shape {a.shape}")
+        return np.asarray(np.trace(a, attrs["offset"], attrs["axis1"], attrs["axis2"]), a.dtype)
+
+    def vjp(self, attrs, xs, ys, dys):
+        a = xs[0]
+        g = np.zeros(a.shape, a.dtype)
+        d = np.diagonal(g, attrs["offset"], attrs["axis1"], attrs["axis2"])
+        d.setflags(write=True)
+        d[...] = np.expand_dims(dys[0], -1)
+        return [g]
+
+
+@register_numpy("_npi_where")
+class NpWhere(NumpyOp):
+    """numpy.where(condition, x, y) with broadcasting."""
+    inputs = ("condition", "x", "y")
+
+    def out_types(self, attrs, in_types):
+        return [promote_mixed(in_types[1], in_types[2])]
+
+    def forward(self, attrs, c, x, y):
+        return np.where(c.astype(bool), x, y).astype(promote_mixed(x.dtype, y.dtype), copy=False)
+
+    def vjp(self, attrs, xs, ys, dys):
+        c = xs[0].astype(bool)
+        g = dys[0]
+        return [None, np.where(c, g, 0), np.where(c, 0, g)]
+
+
+@register_numpy("_npi_clip")
+class NpClip(NumpyOp):
+    """numpy.clip to [a_min, a_max] (either may be None)."""
+    params = {"a_min": Param(Optional(Float), None), "a_max": Param(Optional(Float), None)}
+
+    def forward(self, attrs, a):
+        if attrs["a_min"] is None and attrs["a_max"] is None:
+            raise MXNetError(f"{self.name}: a_min and a_max cannot both be None")
+        return np.clip(a, attrs["a_min"], attrs["a_max"]).astype(a.dtype, copy=False)
+
+    def vjp(self, attrs, xs, ys, dys):
+        a = xs[0]
+        lo = -np.inf if attrs["a_min"] is None else attrs["a_min"]
+        hi = np.inf if attrs["a_max"] is None else attrs["a_max"]
+        return [dys[0] * ((a >= lo) & (a <= hi))]
+
+
+@register_numpy("_np_kron")
+class NpKron(NumpyOp):
+    """numpy.kron."""
+    inputs = ("a", "b")
+
+    def out_types(self, attrs, in_types):
+        return [promote_mixed(*in_types)]
+
+    def forward(self, attrs, a, b):
+        return np.kron(a, b).astype(promote_mixed(a.dtype, b.dtype), copy=False)
+
+    def vjp(self, attrs, xs, ys, dys):
+        a, b = xs
+        nd = max(a.ndim, b.ndim)
+        a2 = a.reshape((1,) * (nd - a.ndim) + a.shape)
+        b2 = b.reshape((1,) * (nd - b.ndim) + b.shape)
+        inter = []
+        for da, db in zip(a2.shape, b2.shape):
+            inter += [da, db]
+        g = dys[0].reshape(inter)
+        ga = np.einsum(g, list(range(2 * nd)), b2, list(range(1, 2 * nd, 2)), list(range(0, 2 * nd, 2)))
+        gb = np.einsum(g, list(range(2 * nd)), a2, list(range(0, 2 * nd, 2)), list(range(1, 2 * nd, 2)))
+        return [ga.reshape(a.shape), gb.reshape(b.shape)]
