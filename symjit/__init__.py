@@ -53,6 +53,7 @@ _API = {
     "distributed": (".distributed", None),
     "compile": (".compiler", "compile"), "inspect": (".compiler", "inspect"),
     "np": (".numpy", None),
+    "npx": (".numpy_extension", None), "numpy_extension": (".numpy_extension", None),
     "mon": (".monitor", None),
     "visualization": (".visualization", None), "viz": (".visualization", None),
     "profiler": (".profiler", None),

@@ -58,6 +58,7 @@ from ..ndarray import write_guard
 from ..ndarray.ndarray import _STORAGE_TYPE_STR_TO_ID
 from ..symbol import Symbol
 from ..symbol.naming import NameManager, Prefix
+from ..util import is_np_array
 from .cached_op import CachedOp
 from .parameter import (DeferredInitializationError, Parameter, ParameterAssertionError, ParameterDict,
                         ParameterValueError, _brief_print_list, _indent)
@@ -738,10 +739,11 @@ class HybridBlock(Block):
         """(input variables, output Symbol) of `hybrid_forward` traced on symbols; cached."""
         if not self._cached_graph:
             flat, self._in_format = _flatten(args, "input")
+            var = _sym.np.var if is_np_array() else _sym.var   # MXNet: np inputs trace as np symbols
             if len(flat) > 1:
-                inputs = [None if a is None else _sym.var("data%d" % i) for i, a in enumerate(flat)]
+                inputs = [None if a is None else var("data%d" % i) for i, a in enumerate(flat)]
             else:
-                inputs = [None if a is None else _sym.var("data") for a in flat]
+                inputs = [None if a is None else var("data") for a in flat]
             grouped_inputs = _regroup(inputs, self._in_format)[0]
             params = {i: j.var() for i, j in self._reg_params.items()}
             with self.name_scope():
@@ -1025,7 +1027,13 @@ class HybridBlock(Block):
             block._fast_calls = {}
 
     def forward(self, x, *args):
-        """Dispatch: compiled graph when hybridized, `hybrid_forward` on arrays or symbols otherwise."""
+        """Dispatch: compiled graph when hybridized, `hybrid_forward` on arrays or symbols
+        otherwise. Under `npx.set_np()` the results are `mx.np.ndarray`s (or `_Symbol`s), as
+        MXNet's."""
+        out = self._forward(x, *args)
+        return _np_outputs(out) if is_np_array() else out
+
+    def _forward(self, x, *args):
         fast = self._fast_call
         if fast is not None and self._callback is None:
             out = fast(x, args)
@@ -1067,6 +1075,19 @@ class HybridBlock(Block):
     def hybrid_forward(self, F, x, *args, **kwargs):
         """Override: the computation, written with `F` (symjit.ndarray or symjit.symbol)."""
         raise NotImplementedError
+
+
+def _np_outputs(out):
+    """A block's (nested) outputs with NumPy semantics: arrays as `mx.np.ndarray`, symbols as
+    `mx.sym.np._Symbol` (what MXNet's blocks return under `npx.set_np()`)."""
+    if isinstance(out, (list, tuple)):
+        return type(out)(_np_outputs(o) for o in out)
+    if isinstance(out, NDArray):
+        from ..numpy_extension._op import as_np
+        return as_np(out)
+    if isinstance(out, Symbol):
+        return out.as_np_ndarray()
+    return out
 
 
 def _read_only(x: NDArray) -> NDArray:
@@ -1134,10 +1155,11 @@ class SymbolBlock(HybridBlock):
         sym = _sym.load(symbol_file)
         if isinstance(input_names, str):
             input_names = [input_names]
+        var = _sym.np.var if is_np_array() else _sym.var
         if param_file is None:
-            inputs = [_sym.var(i, dtype="float32") for i in input_names]
+            inputs = [var(i, dtype="float32") for i in input_names]
         else:
-            inputs = [_sym.var(i) for i in input_names]
+            inputs = [var(i) for i in input_names]
         ret = SymbolBlock(sym, inputs)
         if param_file is not None:
             ret.collect_params().load(param_file, ctx, allow_missing, ignore_extra, cast_dtype=True,
@@ -1182,7 +1204,7 @@ class SymbolBlock(HybridBlock):
         len_prefix = len(_common_prefix(list(self._params.keys())))
         self._reg_params = {key[len_prefix:]: val for key, val in self._params.items()}
 
-    def forward(self, x, *args):
+    def _forward(self, x, *args):
         fast = self._fast_call
         if fast is not None and self._callback is None:
             out = fast(x, args)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .. import ndarray as _nd
 from ..base import numeric_types
+from ..util import is_np_array
 from .block import HybridBlock
 
 __all__ = ["Loss", "L2Loss", "SoftmaxCrossEntropyLoss", "SoftmaxCELoss"]
@@ -13,7 +14,7 @@ __all__ = ["Loss", "L2Loss", "SoftmaxCrossEntropyLoss", "SoftmaxCELoss"]
 def _apply_weighting(F, loss, weight=None, sample_weight=None):
     """loss * sample_weight (broadcast) * weight (a number)."""
     if sample_weight is not None:
-        loss = F.broadcast_mul(loss, sample_weight)
+        loss = loss * sample_weight if is_np_array() else F.broadcast_mul(loss, sample_weight)
     if weight is not None:
         if not isinstance(weight, numeric_types):
             raise TypeError("weight must be a number")
@@ -23,7 +24,9 @@ def _apply_weighting(F, loss, weight=None, sample_weight=None):
 
 def _reshape_like(F, x, y):
     """`x` reshaped to `y`'s shape."""
-    return x.reshape(y.shape) if F is _nd else F.reshape_like(x, y)
+    if F is _nd:
+        return x.reshape(y.shape)
+    return F.npx.reshape_like(x, y) if is_np_array() else F.reshape_like(x, y)
 
 
 class Loss(HybridBlock):
@@ -49,9 +52,9 @@ class L2Loss(Loss):
 
     def hybrid_forward(self, F, pred, label, sample_weight=None):
         label = _reshape_like(F, label, pred)
-        loss = F.square(label - pred)
+        loss = F.np.square(label - pred) if is_np_array() else F.square(label - pred)
         loss = _apply_weighting(F, loss, self._weight / 2, sample_weight)
-        return F.mean(loss, axis=self._batch_axis, exclude=True)
+        return _batch_mean(F, loss, self._batch_axis)
 
 
 class SoftmaxCrossEntropyLoss(Loss):
@@ -65,15 +68,16 @@ class SoftmaxCrossEntropyLoss(Loss):
         self._from_logits = from_logits
 
     def hybrid_forward(self, F, pred, label, sample_weight=None):
+        log_softmax, pick = (F.npx.log_softmax, F.npx.pick) if is_np_array() else (F.log_softmax, F.pick)
         if not self._from_logits:
-            pred = F.log_softmax(pred, self._axis)
+            pred = log_softmax(pred, self._axis)
         if self._sparse_label:
-            loss = -F.pick(pred, label, axis=self._axis, keepdims=True)
+            loss = -pick(pred, label, axis=self._axis, keepdims=True)
         else:
             label = _reshape_like(F, label, pred)
-            loss = -F.sum(pred * label, axis=self._axis, keepdims=True)
+            loss = -(pred * label).sum(axis=self._axis, keepdims=True)
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
-        return F.mean(loss, axis=self._batch_axis, exclude=True)
+        return _batch_mean(F, loss, self._batch_axis)
 
 
 SoftmaxCELoss = SoftmaxCrossEntropyLoss
@@ -86,8 +90,13 @@ __all__ += ["L1Loss", "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss", "KLDivL
 
 
 def _batch_mean(F, loss, batch_axis):
-    """Mean over every axis but `batch_axis` (one value per sample)."""
-    return F.mean(loss, axis=batch_axis, exclude=True)
+    """Mean over every axis but `batch_axis` (one value per sample). Under NumPy semantics MXNet
+    averages over the axes after the first: `batch_flatten(loss).mean(axis=1)` on symbols."""
+    if not is_np_array():
+        return F.mean(loss, axis=batch_axis, exclude=True)
+    if F is _nd:
+        return loss.mean(axis=tuple(range(1, loss.ndim))) if loss.ndim > 1 else loss
+    return F.npx.batch_flatten(loss).mean(axis=1)
 
 
 class L1Loss(Loss):

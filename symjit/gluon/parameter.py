@@ -27,6 +27,7 @@ from .. import ndarray as nd
 from ..ndarray import NDArray
 from ..ndarray.sparse import BaseSparseNDArray
 from ..ndarray.write_guard import writable
+from ..util import is_np_array, is_np_shape
 
 __all__ = ["Parameter", "Constant", "ParameterDict", "DeferredInitializationError",
            "tensor_types", "shape_is_known"]
@@ -183,6 +184,9 @@ class Parameter:
 
     @property
     def shape(self):
+        """The shape; an unknown dim is 0, or -1 under NumPy shape semantics (as MXNet)."""
+        if self._shape is not None and is_np_shape():
+            return tuple(d if d != 0 else -1 for d in self._shape)
         return self._shape
 
     @shape.setter
@@ -291,7 +295,7 @@ class Parameter:
             while len(dev_list) <= ctx.device_id:
                 dev_list.append(None)
             dev_list[ctx.device_id] = i
-        self._data = [_copy_to(data, c).tostype(self._stype) for c in self._ctx_list]
+        self._data = _np_mode([_copy_to(data, c).tostype(self._stype) for c in self._ctx_list])
         self._init_grad()
 
     def _init_grad(self):
@@ -299,8 +303,8 @@ class Parameter:
         if self.grad_req == "null":
             self._grad = None
             return
-        self._grad = [nd.zeros(i.shape, ctx=i.context, dtype=i.dtype, stype=self._grad_stype)
-                      for i in self._data]
+        self._grad = _np_mode([nd.zeros(i.shape, ctx=i.context, dtype=i.dtype, stype=self._grad_stype)
+                               for i in self._data])
         autograd.mark_variables(self._check_and_get(self._data, list), self._grad, self.grad_req)
 
     def _reduce(self):
@@ -449,7 +453,7 @@ class Parameter:
         if self._var is None:
             self._var = symbol.var(self.name, shape=self.shape, dtype=self.dtype, lr_mult=self.lr_mult,
                                    wd_mult=self.wd_mult, init=self._var_init(), stype=self._stype)
-        return self._var
+        return self._var.as_np_ndarray() if is_np_array() else self._var
 
     def _var_init(self):
         return self.init
@@ -481,6 +485,15 @@ class Parameter:
         results = self._check_and_get(self._data, ctx)
         self._trainer._row_sparse_pull(self, results, row_id)
         return results
+
+
+def _np_mode(arrays: list) -> list:
+    """`arrays` as `mx.np.ndarray`s when NumPy array semantics are on (`npx.set_np()`: MXNet
+    then creates a Parameter's value and gradient as np arrays), else unchanged."""
+    if not is_np_array():
+        return arrays
+    from ..numpy_extension._op import as_np
+    return [as_np(a) for a in arrays]
 
 
 def _copy_to(data, ctx: Context) -> NDArray:

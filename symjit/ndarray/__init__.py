@@ -9,7 +9,7 @@ from __future__ import annotations
 import numbers
 from typing import Callable
 
-import numpy as np
+import numpy as _np
 
 from ..base import MXNetError, MXNetValueError
 from ..ops.registry import get_op, list_ops
@@ -94,7 +94,7 @@ _UFUNCS = {
     "power": ("broadcast_power", "_power_scalar", "_rpower_scalar", lambda a, b: a ** b),
     "maximum": ("broadcast_maximum", "_maximum_scalar", "_maximum_scalar", max),
     "minimum": ("broadcast_minimum", "_minimum_scalar", "_minimum_scalar", min),
-    "hypot": ("broadcast_hypot", "_hypot_scalar", "_hypot_scalar", lambda a, b: float(np.hypot(a, b))),
+    "hypot": ("broadcast_hypot", "_hypot_scalar", "_hypot_scalar", lambda a, b: float(_np.hypot(a, b))),
     "equal": ("broadcast_equal", "_equal_scalar", "_equal_scalar", lambda a, b: float(a == b)),
     "not_equal": ("broadcast_not_equal", "_not_equal_scalar", "_not_equal_scalar",
                   lambda a, b: float(a != b)),
@@ -146,7 +146,7 @@ def moveaxis(tensor, source, destination):
     nd_ = tensor.ndim
 
     def axes(value, what):
-        seq = [value] if isinstance(value, (int, np.integer)) else list(value)
+        seq = [value] if isinstance(value, (int, _np.integer)) else list(value)
         out = []
         for a in seq:
             a = int(a)
@@ -174,7 +174,7 @@ def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
 
 def split_v2_attrs(shape, indices_or_sections, axis, squeeze_axis) -> dict:
     """`_split_v2`'s attributes for numpy.split-style arguments (MXNet's wrapper)."""
-    if isinstance(indices_or_sections, (int, np.integer)) and not isinstance(indices_or_sections, bool):
+    if isinstance(indices_or_sections, (int, _np.integer)) and not isinstance(indices_or_sections, bool):
         sections = int(indices_or_sections)
         if shape is not None and shape[axis] % sections:
             raise MXNetValueError("array split does not result in an equal division")
@@ -198,9 +198,18 @@ class _Internal:
 _internal = _Internal()
 
 
+_NP_NAMESPACES = {"np": "symjit.numpy", "npx": "symjit.numpy_extension",
+                  "numpy": "symjit.numpy", "numpy_extension": "symjit.numpy_extension"}
+
+
 def __getattr__(name: str):
-    """`mx.nd.CachedOp` (a Symbol run as one imperative op) lives with Gluon's cached ops; it is
+    """`mx.nd.np` / `mx.nd.npx` (the np functions; Gluon's F.np / F.npx on arrays) and
+    `mx.nd.CachedOp` (a Symbol run as one imperative op) lives with Gluon's cached ops; it is
     imported on first use so that importing ndarray does not load Gluon."""
+    if name in _NP_NAMESPACES:   # mx.nd.np / mx.nd.npx: what F.np / F.npx are in np mode
+        import importlib
+        value = globals()[name] = importlib.import_module(_NP_NAMESPACES[name])
+        return value
     if name == "CachedOp":
         from ..gluon.cached_op import NDArrayCachedOp
         globals()[name] = NDArrayCachedOp

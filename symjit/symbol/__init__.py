@@ -220,3 +220,6 @@ _internal = _Namespace("_internal", ("",), first_match=True)
 #: MXNet's mx.sym.sparse: the storage-aware ops (every op accepts sparse-declared inputs here)
 sparse = _Namespace("sparse", ("_sparse_", ""), first_match=True)
 from . import contrib, image, random  # noqa: E402,F401  (mx.sym.contrib / image / random)
+from . import numpy as np  # noqa: E402  (mx.sym.np: symbols with NumPy semantics)
+from . import numpy_extension as npx  # noqa: E402  (mx.sym.npx)
+numpy = np

@@ -346,6 +346,15 @@ class Symbol:
         from ..base import NotImplementedForSymbol
         raise NotImplementedForSymbol(self.__bool__, "bool")
 
+    def as_np_ndarray(self) -> "Symbol":
+        """The same graph with NumPy semantics (`mx.sym.np._Symbol`)."""
+        from .numpy import as_np
+        return as_np(self)
+
+    def as_nd_ndarray(self) -> "Symbol":
+        """The same graph with MXNet's legacy semantics."""
+        return Symbol(self._outputs)
+
     def astype(self, dtype) -> "Symbol":
         return create_op_symbol("Cast", [self], {"dtype": dtype}, hint="cast")
 

@@ -3,9 +3,15 @@ and Swish. The rectifier family calls the registered `LeakyReLU` op with MXNet's
 from __future__ import annotations
 
 from ... import initializer
+from ...util import is_np_array
 from ..block import HybridBlock
 
 __all__ = ["LeakyReLU", "PReLU", "ELU", "SELU", "GELU", "Swish"]
+
+
+def _leaky_relu(F):
+    """The LeakyReLU operator function of `F` (npx.leaky_relu under NumPy semantics)."""
+    return F.npx.leaky_relu if is_np_array() else F.LeakyReLU
 
 
 class LeakyReLU(HybridBlock):
@@ -18,7 +24,7 @@ class LeakyReLU(HybridBlock):
         self._alpha = alpha
 
     def hybrid_forward(self, F, x):
-        return F.LeakyReLU(x, act_type="leaky", slope=self._alpha, name="fwd")
+        return _leaky_relu(F)(x, act_type="leaky", slope=self._alpha, name="fwd")
 
     def __repr__(self):
         return f"{self.__class__.__name__}({self._alpha})"
@@ -36,7 +42,7 @@ class PReLU(HybridBlock):
             self.alpha = self.params.get("alpha", shape=(in_channels,), init=alpha_initializer)
 
     def hybrid_forward(self, F, x, alpha):
-        return F.LeakyReLU(x, gamma=alpha, act_type="prelu", name="fwd")
+        return _leaky_relu(F)(x, gamma=alpha, act_type="prelu", name="fwd")
 
 
 class ELU(HybridBlock):
@@ -47,7 +53,7 @@ class ELU(HybridBlock):
         self._alpha = alpha
 
     def hybrid_forward(self, F, x):
-        return F.LeakyReLU(x, act_type="elu", slope=self._alpha)
+        return _leaky_relu(F)(x, act_type="elu", slope=self._alpha)
 
 
 class SELU(HybridBlock):
@@ -57,7 +63,7 @@ class SELU(HybridBlock):
         super().__init__(**kwargs)
 
     def hybrid_forward(self, F, x):
-        return F.LeakyReLU(x, act_type="selu", name="fwd")
+        return _leaky_relu(F)(x, act_type="selu", name="fwd")
 
 
 class GELU(HybridBlock):
@@ -67,7 +73,7 @@ class GELU(HybridBlock):
         super().__init__(**kwargs)
 
     def hybrid_forward(self, F, x):
-        return F.LeakyReLU(x, act_type="gelu", name="fwd")
+        return _leaky_relu(F)(x, act_type="gelu", name="fwd")
 
 
 class Swish(HybridBlock):
@@ -78,4 +84,5 @@ class Swish(HybridBlock):
         self._beta = beta
 
     def hybrid_forward(self, F, x):
-        return x * F.sigmoid(self._beta * x, name="fwd")
+        sigmoid = F.npx.sigmoid if is_np_array() else F.sigmoid
+        return x * sigmoid(self._beta * x, name="fwd")

@@ -12,6 +12,7 @@ import warnings
 
 from ... import ndarray as _nd
 from ... import symbol as _sym
+from ...util import is_np_array
 from ..block import Block, HybridBlock
 from ..parameter import _indent
 
@@ -114,8 +115,9 @@ class Dense(HybridBlock):
                 self.act = None
 
     def hybrid_forward(self, F, x, weight, bias=None):
-        act = F.FullyConnected(x, weight, bias, no_bias=bias is None, num_hidden=self._units,
-                               flatten=self._flatten, name="fwd")
+        fc = F.npx.fully_connected if is_np_array() else F.FullyConnected
+        act = fc(x, weight, bias, no_bias=bias is None, num_hidden=self._units,
+                 flatten=self._flatten, name="fwd")
         if self.act is not None:
             act = self.act(act)
         return act
@@ -137,7 +139,8 @@ class Activation(HybridBlock):
         return self._act_type
 
     def hybrid_forward(self, F, x):
-        return F.Activation(x, act_type=self._act_type, name="fwd")
+        act = F.npx.activation if is_np_array() else F.Activation
+        return act(x, act_type=self._act_type, name="fwd")
 
     def __repr__(self):
         return f"{self.__class__.__name__}({self._act_type})"
@@ -154,8 +157,9 @@ class Dropout(HybridBlock):
 
     def hybrid_forward(self, F, x):
         if self._rate > 0:
-            return F.Dropout(x, p=self._rate, axes=self._axes, name="fwd", cudnn_off=False)
-        return F.identity(x)
+            dropout = F.npx.dropout if is_np_array() else F.Dropout
+            return dropout(x, p=self._rate, axes=self._axes, name="fwd", cudnn_off=False)
+        return F.np.copy(x) if is_np_array() else F.identity(x)
 
     def __repr__(self):
         return f"{self.__class__.__name__}(p = {self._rate}, axes={self._axes})"
@@ -195,7 +199,8 @@ class BatchNorm(HybridBlock):
         super().cast(dtype)
 
     def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):
-        return F.BatchNorm(x, gamma, beta, running_mean, running_var, name="fwd", **self._kwargs)
+        batch_norm = F.npx.batch_norm if is_np_array() else F.BatchNorm
+        return batch_norm(x, gamma, beta, running_mean, running_var, name="fwd", **self._kwargs)
 
     def __repr__(self):
         in_channels = self.gamma.shape[0]
@@ -216,7 +221,8 @@ class Embedding(HybridBlock):
                                       dtype=dtype, allow_deferred_init=True, grad_stype=grad_stype)
 
     def hybrid_forward(self, F, x, weight):
-        return F.Embedding(x, weight, name="fwd", **self._kwargs)
+        embedding = F.npx.embedding if is_np_array() else F.Embedding
+        return embedding(x, weight, name="fwd", **self._kwargs)
 
     def __repr__(self):
         k = self._kwargs
@@ -230,7 +236,7 @@ class Flatten(HybridBlock):
         super().__init__(**kwargs)
 
     def hybrid_forward(self, F, x):
-        return F.Flatten(x)
+        return F.npx.batch_flatten(x) if is_np_array() else F.Flatten(x)
 
     def __repr__(self):
         return self.__class__.__name__
@@ -253,7 +259,8 @@ class LayerNorm(HybridBlock):
                                     init=beta_initializer, allow_deferred_init=True)
 
     def hybrid_forward(self, F, data, gamma, beta):
-        return F.LayerNorm(data, gamma=gamma, beta=beta, axis=self._axis, eps=self._epsilon)
+        layer_norm = F.npx.layer_norm if is_np_array() else F.LayerNorm
+        return layer_norm(data, gamma=gamma, beta=beta, axis=self._axis, eps=self._epsilon)
 
     def __repr__(self):
         in_channels = self.gamma.shape[0]

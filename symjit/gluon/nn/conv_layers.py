@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ...base import numeric_types
 from ...ops.registry import get_op
+from ...util import is_np_array
 from ..block import HybridBlock
 from .basic_layers import Activation
 
@@ -50,6 +51,10 @@ def _infer_weight_shape(op_name: str, data_shape: tuple, kwargs: dict) -> list:
     return list(in_shapes) + [None] * (3 - len(in_shapes))
 
 
+#: the npx function of each convolution operator (what the layers call under NumPy semantics)
+_NPX_NAMES = {"Convolution": "convolution", "Deconvolution": "deconvolution"}
+
+
 class _Conv(HybridBlock):
     """Shared implementation of (transposed) convolutions: `activation(op(x, weight, bias))`."""
 
@@ -85,7 +90,10 @@ class _Conv(HybridBlock):
                 self.act = None
 
     def hybrid_forward(self, F, x, weight, bias=None):
-        op = getattr(F, self._op_name)
+        if is_np_array() and self._op_name in _NPX_NAMES:
+            op = getattr(F.npx, _NPX_NAMES[self._op_name])
+        else:
+            op = getattr(F, self._op_name)
         if bias is None:
             act = op(x, weight, name="fwd", **self._kwargs)
         else:
@@ -202,7 +210,8 @@ class _Pooling(HybridBlock):
         return "pool"
 
     def hybrid_forward(self, F, x):
-        return F.Pooling(x, name="fwd", **self._kwargs)
+        pooling = F.npx.pooling if is_np_array() else F.Pooling
+        return pooling(x, name="fwd", **self._kwargs)
 
     def __repr__(self):
         s = "{name}(size={kernel}, stride={stride}, padding={pad}, ceil_mode={ceil_mode}"
