@@ -290,6 +290,7 @@ class ImageRecordIter(BatchedIter):
 
     _default_dtype = "float32"
     _what = "ImageRecordIter"
+    _short_batch_pad = False      # as MXNet's ImageRecordIter: a short last batch reports pad 0
     _dtypes = ("float32", "uint8", "int8")
 
     def __init__(self, path_imgrec, data_shape, batch_size, path_imgidx="", path_imglist="",
@@ -322,10 +323,11 @@ class ImageRecordIter(BatchedIter):
         n = len(self._locations)
         order = (lambda k: np.random.default_rng((seed, k)).permutation(n)) if shuffle else (lambda k: np.arange(n))
         self._plan = plan = BatchPlan(n, int(batch_size), round_batch, order, self._what)
+        label_shape = self._label_shape(batch_size)
         self._norm = self._normalization(mean_img, (mean_r, mean_g, mean_b, mean_a), (std_r, std_g, std_b, std_a),
                                          float(scale), float(max_random_contrast), float(max_random_illumination))
         super().__init__(plan, [DataDesc(data_name, (batch_size,) + data_shape, np.dtype(self._dtype).type)],
-                         [DataDesc(label_name, self._label_shape(batch_size), np.float32)], prefetch=prefetch_buffer)
+                         [DataDesc(label_name, label_shape, np.float32)], prefetch=prefetch_buffer)
 
     def _make_aug(self, data_shape, kwargs):
         """The augmentation parameters among the keyword arguments (others are ignored, as MXNet
@@ -371,12 +373,22 @@ class ImageRecordIter(BatchedIter):
         return {key: labels for key, (labels, _) in table.items()}
 
     def _label(self, header) -> np.ndarray:
-        lab = self._imglist[int(header.id)] if self._imglist is not None else np.atleast_1d(
-            np.asarray(header.label, np.float32))
-        if lab.size < self._label_width:
-            raise MXNetError(f"{self._what}: record {header.id} has {lab.size} labels, label_width is "
-                             f"{self._label_width}")
-        return lab[:self._label_width]
+        """The record's labels: its image-list line, else its label array, which must have
+        exactly label_width numbers, else its single label (label_width must then be 1)."""
+        if self._imglist is not None:
+            lab = self._imglist[int(header.id)]
+            if lab.size < self._label_width:
+                raise MXNetError(f"{self._what}: image list gives {lab.size} labels for record {header.id}, "
+                                 f"label_width is {self._label_width}")
+            return lab[:self._label_width]
+        lab = np.atleast_1d(np.asarray(header.label, np.float32))
+        if header.flag > 0 and lab.size != self._label_width:
+            raise MXNetError(f"{self._what}: rec file provide {lab.size}-dimensional label but label_width is "
+                             f"set to {self._label_width}")
+        if header.flag <= 0 and self._label_width != 1:
+            raise MXNetError(f"{self._what}: label_width must be 1 unless an imglist is provided or the rec file "
+                             f"is packed with multi dimensional label (label_width is {self._label_width})")
+        return lab
 
     # ---- processing --------------------------------------------------------------------------
     def _normalization(self, mean_img, means, stds, scale, max_contrast, max_illumination):
