@@ -31,7 +31,7 @@ Convolution methods (descriptor slot 22, and `symjit_nn_tune` overrides of the t
   depthwise  direct per-plane loops (tiles: masked loads straight from the input)
   *-blas     the same method on the portable path (im2col + sgemm; Winograd with sgemm)
 
-Sections (--section): gemm, conv, shapes (tile shape per GEMM), kblock (K blocking of the tiles).
+Sections (--section): gemm, conv, convbwd (weight and data gradients), shapes (tile shape per GEMM), kblock (K blocking of the tiles).
 Options: --quick (fewer shapes), --threads N (default: the runtime's), --repeats R.
 """
 from __future__ import annotations
@@ -239,6 +239,33 @@ def conv_rows(repeats: int, quick: bool):
         _row(f"{n} {c}x{hw} -> {f} k{k} s{s} g{g}", res, flops, dflt)
 
 
+# ------------------------------------------------------------------------- convolution backward
+
+#: (batch, C, H=W, F, kernel, stride): a CIFAR-size training CNN (benchmarks/bench_train.py cnn)
+#: and resnet18_v1 layers at batch 8
+CONV_BWD_SHAPES = [(64, 3, 32, 32, 3, 1), (64, 32, 16, 64, 3, 1), (8, 64, 56, 64, 3, 1),
+                   (8, 128, 28, 256, 3, 2), (8, 256, 14, 256, 1, 1)]
+
+
+def conv_backward_rows(repeats: int, quick: bool):
+    print("\nConvolution weight and data gradients (batch, C, HxW -> F, kxk / stride): tiles (weight: "
+          "implicit GEMM over phase planes per image, images in chunks), im2col-tiles (weight: im2col "
+          "+ tile GEMM per image), blas (portable path)")
+    for n, c, hw, f, k, s in CONV_BWD_SHAPES[:2] if quick else CONV_BWD_SHAPES:
+        pad = k // 2
+        out = (hw + 2 * pad - k) // s + 1
+        geo = {"kernel": (k, k), "stride": (s, s), "pad": (pad, pad), "num_group": 1}
+        xs, dys, ws = (n, c, hw, hw), (n, f, out, out), (f, c, k, k)
+        flops = 2.0 * n * f * c * k * k * out * out
+        wbuild = lambda: _graph("_backward_Convolution_weight", [("dy", dys), ("x", xs)], geo, post=())
+        cands = [_run("tiles", wbuild), _run("im2col-tiles", wbuild, _config(conv=CONV_NO_IMPLICIT)),
+                 _run("blas", wbuild, _config(native=0))]
+        _row(f"dW {n} {c}x{hw} -> {f} k{k} s{s}", _race(cands, repeats), flops, "tiles")
+        dbuild = lambda: _graph("_backward_Convolution_data", [("dy", dys), ("w", ws), ("x", xs)], geo, post=())
+        cands = [_run("tiles", dbuild), _run("blas", dbuild, _config(native=0))]
+        _row(f"dX {n} {c}x{hw} -> {f} k{k} s{s}", _race(cands, repeats), flops, "tiles")
+
+
 # ------------------------------------------------------------------------------ tile parameters
 
 def shape_rows(repeats: int, quick: bool):
@@ -265,7 +292,7 @@ def main():
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--repeats", type=int, default=0)
     ap.add_argument("--stat", choices=("min", "median"), default="min")
-    ap.add_argument("--section", choices=("all", "gemm", "conv", "shapes", "kblock"), default="all")
+    ap.add_argument("--section", choices=("all", "gemm", "conv", "convbwd", "shapes", "kblock"), default="all")
     a = ap.parse_args()
     global STAT
     STAT = min if a.stat == "min" else (lambda v: float(np.median(v)))
@@ -274,7 +301,7 @@ def main():
         runtime.set_num_threads(a.threads)
     print(f"threads: {runtime.num_threads()}  ({a.stat} of {repeats} round-robin calls)  AVX-512 tiles: "
           f"{'yes' if lower_gemm.native_kernels_available() else 'no (tiles rows run the portable path)'}")
-    for name, fn in (("gemm", gemm_rows), ("conv", conv_rows), ("shapes", shape_rows), ("kblock", kblock_rows)):
+    for name, fn in (("gemm", gemm_rows), ("conv", conv_rows), ("convbwd", conv_backward_rows), ("shapes", shape_rows), ("kblock", kblock_rows)):
         if a.section in ("all", name):
             fn(repeats, a.quick)
 

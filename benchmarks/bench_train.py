@@ -17,11 +17,14 @@ not a speed assertion). All runtimes run in this one process with the same intra
 torch.set_num_threads with OMP_WAIT_POLICY=PASSIVE, XLA's flags set before JAX is imported).
 After warm-up steps, rounds of `--steps` steps alternate between the runtimes (order reversed
 every round); each runtime's figure is the median step time over all its rounds and a ratio is
-the median of the rounds' paired ratios. MXNet 1.9.1 cannot be installed next to symjit; its
-figures are constants quoted from issue 24 (measured separately, in MXNet's own environment,
-with the same workloads), not measured by this run.
+the median of the rounds' paired ratios. MXNet 1.9.1 cannot be installed next to symjit:
+`--mxnet PYTHON` names an interpreter where it is (its own venv) and the same Gluon step (one
+function, `gluon_step`, for both packages) runs there in a subprocess that takes part in the
+alternating rounds (it inherits the CPU affinity and thread variables; it times its own steps).
+Without `--mxnet` the issue's quoted MXNet figures are printed, labelled as not measured.
 
     python benchmarks/bench_train.py [--only cnn lstm mlp] [--threads 2] [--rounds 5] [--steps 10]
+                                     [--mxnet /work/mxref/bin/python]
                                      [--profile [--windows 5]]  # symjit: cProfile, per-node times
 
 Findings (2026-12, the 2-core development machine under a load average of 5-8 from other work:
@@ -107,10 +110,16 @@ def make_data(workload: str, seed: int = 0):
 
 # ---- symjit (the ordinary Gluon loop) --------------------------------------------------------
 def symjit_step(workload: str, x: np.ndarray, y: np.ndarray):
-    """`step() -> loss (float)` running one Gluon training step, and the network."""
-    import symjit as mx
-    from symjit import autograd, gluon
-    from symjit.gluon import nn, rnn
+    """`step() -> loss (float)` running one Gluon training step under symjit, and the network."""
+    import symjit
+    return gluon_step(symjit, workload, x, y)
+
+
+def gluon_step(mx, workload: str, x: np.ndarray, y: np.ndarray):
+    """`step() -> loss (float)` running one Gluon training step, and the network: the same code
+    for symjit and for MXNet 1.9.1 itself (`mx` is the imported package)."""
+    autograd, gluon = mx.autograd, mx.gluon
+    nn, rnn = gluon.nn, gluon.rnn
 
     mx.random.seed(0)
     if workload == "cnn":
@@ -291,19 +300,71 @@ def jax_step(workload: str, x: np.ndarray, y: np.ndarray):
     return step
 
 
+# ---- MXNet 1.9.1 (the same Gluon loop, in MXNet's own interpreter) ----------------------------
+class MXNetWorker:
+    """The same Gluon step (`gluon_step`) under MXNet 1.9.1, run by this file in a subprocess of
+    `python` (an interpreter where `import mxnet` works; symjit never imports mxnet). The child
+    inherits this process's CPU affinity and thread variables; `run_round(n)` has it run n steps
+    and returns (seconds per step measured in the child, the losses), so the pipe's latency is
+    not in the figure. Protocol: one line "n" in, one JSON line {"seconds", "losses"} out."""
+
+    def __init__(self, python: str, workload: str):
+        import subprocess
+        self.proc = subprocess.Popen([python, os.path.abspath(__file__), "--worker", workload],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.version = self._read()["version"]
+
+    def _read(self) -> dict:
+        import json
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"MXNet worker exited (status {self.proc.wait()}); see its stderr above")
+        return json.loads(line)
+
+    def run_round(self, n: int):
+        self.proc.stdin.write(f"{n}\n")
+        self.proc.stdin.flush()
+        reply = self._read()
+        return reply["seconds"], reply["losses"]
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def worker_main(workload: str) -> None:
+    """The child side of `MXNetWorker` (runs under MXNet's interpreter)."""
+    import json
+    import mxnet
+    step, _ = gluon_step(mxnet, workload, *make_data(workload))
+    print(json.dumps({"version": mxnet.__version__}), flush=True)
+    for line in sys.stdin:
+        seconds, losses = timed_round(step, int(line))
+        print(json.dumps({"seconds": seconds, "losses": losses}), flush=True)
+
+
 # ---- timing ----------------------------------------------------------------------------------
+def timed_round(step, n: int):
+    """(seconds per step, losses) of n calls of `step`, or of `step.run_round(n)` for a
+    runtime in another process."""
+    if hasattr(step, "run_round"):
+        return step.run_round(n)
+    t0 = time.perf_counter()
+    losses = [step() for _ in range(n)]
+    return (time.perf_counter() - t0) / n, losses
+
+
 def alternate(steps: dict, rounds: int, per_round: int, warmup: int):
-    """Per runtime: (median step seconds over rounds, per-round times, losses seen); plus
-    paired ratios to symjit per round. Rounds alternate, the order reversed every round."""
-    losses = {k: [f() for _ in range(warmup)] for k, f in steps.items()}
+    """Per runtime: its per-round seconds per step, and the losses seen. After `warmup` steps
+    each, rounds alternate between the runtimes, the order reversed every round."""
+    losses = {k: timed_round(f, warmup)[1] if warmup else [] for k, f in steps.items()}
     times = {k: [] for k in steps}
     order = list(steps)
     for r in range(rounds):
         for k in (order if r % 2 == 0 else order[::-1]):
-            t0 = time.perf_counter()
-            for _ in range(per_round):
-                losses[k].append(steps[k]())
-            times[k].append((time.perf_counter() - t0) / per_round)
+            seconds, seen = timed_round(steps[k], per_round)
+            times[k].append(seconds)
+            losses[k].extend(seen)
     return times, losses
 
 
@@ -352,19 +413,23 @@ def run_workload(workload: str, args) -> None:
     x, y = make_data(workload)
     sym_step, _ = symjit_step(workload, x, y)
     steps = {"symjit": sym_step}
+    mxnet = MXNetWorker(args.mxnet, workload) if args.mxnet else None
+    if mxnet:
+        steps["mxnet"] = mxnet
     steps.update(peers(workload, x, y))
+    load = os.getloadavg()
     times, losses = alternate(steps, args.rounds, args.steps, args.warmup)
     print(f"== {workload}: median ms/step over {args.rounds} rounds of {args.steps} steps "
-          f"({args.threads} threads)")
+          f"({args.threads} threads; load average before {load[0]:.2f}, after {os.getloadavg()[0]:.2f})")
     print_rounds(times, losses, "symjit")
-    base = times["symjit"]
-    mx191 = MXNET_191_MS[workload]
-    if mx191:
-        print(f"  mxnet-1.9.1 {mx191[0]:.0f}-{mx191[1]:.0f} ms  measured separately (issue 24), "
-              f"symjit/mxnet {statistics.median(base) * 1e3 / mx191[1]:.2f}-"
-              f"{statistics.median(base) * 1e3 / mx191[0]:.2f}")
-    else:
-        print("  mxnet-1.9.1 not measured for this workload (issue 24 quotes no figure)")
+    if mxnet:
+        print(f"  (mxnet: MXNet {mxnet.version} in {args.mxnet}, same script, its own process)")
+        mxnet.close()
+    elif MXNET_191_MS[workload]:
+        lo, hi = MXNET_191_MS[workload]
+        base = statistics.median(times["symjit"]) * 1e3
+        print(f"  mxnet-1.9.1 {lo:.0f}-{hi:.0f} ms  quoted (issue 24; --mxnet PYTHON measures it), "
+              f"symjit/mxnet {base / hi:.2f}-{base / lo:.2f}")
     if args.profile:
         profile_symjit(workload, sym_step, args)
 
@@ -443,7 +508,12 @@ def main(argv=None) -> None:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--profile", action="store_true", help="profile symjit's step (cProfile, per-node times)")
     ap.add_argument("--windows", type=int, default=5, help="--profile: windows of --steps steps per node")
+    ap.add_argument("--mxnet", metavar="PYTHON", help="an interpreter with MXNet 1.9.1 (e.g. /work/mxref/bin/python): "
+                    "the same workload run there in a subprocess, alternating with the others")
+    ap.add_argument("--worker", choices=WORKLOADS, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.worker:
+        return worker_main(args.worker)
     set_threads(args.threads)
     for w in args.only:
         run_workload(w, args)

@@ -16,14 +16,20 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-/* The numpy C API this file is written against: numpy 2.0 (the oldest numpy pyproject.toml allows).
- * The target must be stated: numpy's headers otherwise default to an older API (1.21 in numpy 2.2, the
- * last numpy for Python 3.10), which hides functions used here (PyDataMem_SetHandler, NEP 49, numpy
- * 1.22) so that they would compile as implicit declarations (errors in setup.py's flags) and the
- * extension would fail to load. import_array() refuses an older numpy at run time with numpy's message. */
-#define NPY_TARGET_VERSION NPY_2_0_API_VERSION
-#define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
+/* The numpy C API this file is written against: numpy 1.23 (the oldest numpy pyproject.toml allows).
+ * Built against numpy 2's headers (pyproject's build requirement), the extension then loads on every numpy
+ * from 1.23 to 2.x; import_array() refuses an older numpy at run time with numpy's message. The target
+ * must be stated: numpy's headers otherwise default to an older API (1.21 in numpy 2.2, the last numpy
+ * for Python 3.10), which hides functions used here (PyDataMem_SetHandler, NEP 49, numpy 1.22) so that
+ * they would compile as implicit declarations (errors in setup.py's flags). numpy 1.x's own headers
+ * (a build without isolation in a numpy 1.x environment) ignore the target and lack PyDataType_ELSIZE,
+ * numpy 2's accessor for a descriptor's item size: defined below for them, as numpy documents. */
+#define NPY_TARGET_VERSION NPY_1_23_API_VERSION
+#define NPY_NO_DEPRECATED_API NPY_1_23_API_VERSION
 #include <numpy/arrayobject.h>
+#if NPY_ABI_VERSION < 0x02000000
+#define PyDataType_ELSIZE(descr) ((descr)->elsize)
+#endif
 
 #include <stdatomic.h>
 #include <sys/mman.h>

@@ -10,7 +10,7 @@ from .base import MXNetError, mx_real_t
 
 #: MXNet's native iterators, implemented in symjit.dataio and imported on first use (they need
 #: OpenCV, which plain `mx.io` users need not load)
-_NATIVE_ITERS = ("ImageRecordIter", "ImageRecordUInt8Iter", "ImageRecordInt8Iter", "CSVIter", "LibSVMIter", "MNISTIter")
+_NATIVE_ITERS = ("ImageRecordIter", "ImageRecordUInt8Iter", "ImageRecordInt8Iter", "ImageDetRecordIter", "CSVIter", "LibSVMIter", "MNISTIter")
 
 __all__ = ["DataDesc", "DataBatch", "DataIter", "NDArrayIter", "ResizeIter", "PrefetchingIter",
            *_NATIVE_ITERS]

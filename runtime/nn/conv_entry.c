@@ -130,8 +130,168 @@ static void conv_bwd_weight_task(int64_t begin, int64_t end, void **argv) {
     }
 }
 
+#ifdef NN_HAVE_AVX512
+/* AVX-512 path of the weight gradient of 2-D convolutions, as an implicit GEMM per image:
+ * dW_g^T (Kd x Fg) += A (Kd x Q) B (Q x Fg) with Q = OH Wq wide positions (conv_implicit's): row
+ * (c, kh, kw) of A is the image's phase plane of that tap shifted by its offset (the tiles read
+ * A's rows through the tap table, no im2col; 1x1 stride-1 convolutions read the input itself),
+ * and B is dy transposed into wide rows, dyT[q][f], zero at the discarded columns ow >= OW and
+ * past Fg (whole panels). Images are split into chunks, each accumulating into its own
+ * Kd x Fg buffer (rows split too when there are fewer chunks than the pool wants); a second
+ * pass sums the chunks in a fixed order and transposes them into dw (F, Cg, k). */
+typedef struct {
+    conv_job cj;          /* geometry; x = the input; Hp, Wp, phase_used, koff of the planes */
+    const float *dy;
+    float *acc, *dw;      /* acc: (G, chunks, Kd, Fg) */
+    int64_t chunks, per_chunk, rb, Fpad;
+    int pointwise;
+} wgrad_job;
+
+/* out[(oh Wq + ow) Fpad + f] = dy[f P + oh OW + ow] for ow < OW and f < Fg, else 0 */
+NN_AVX512 static void dy_wide_transpose(const float *dy, int64_t Fg, int64_t P, int64_t OH, int64_t OW, int64_t Wq,
+                                        int64_t Fpad, float *out) {
+    for (int64_t oh = 0; oh < OH; oh++)
+        for (int64_t ow0 = 0; ow0 < Wq; ow0 += 16) {
+            const int64_t in_lanes = imax(0, imin(16, OW - ow0)), out_lanes = imin(16, Wq - ow0);
+            const __mmask16 m = in_lanes >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << in_lanes) - 1u);
+            for (int64_t f0 = 0; f0 < Fpad; f0 += 16) {
+                __m512 r[16];
+                for (int i = 0; i < 16; i++)
+                    r[i] = f0 + i < Fg ? _mm512_maskz_loadu_ps(m, dy + (f0 + i) * P + oh * OW + ow0) : _mm512_setzero_ps();
+                tr16x16(r);
+                for (int64_t l = 0; l < out_lanes; l++) _mm512_storeu_ps(out + (oh * Wq + ow0 + l) * Fpad + f0, r[l]);
+            }
+        }
+}
+
+static void wgrad_task(int64_t begin, int64_t end, void **argv) {
+    wgrad_job *job = (wgrad_job *)argv[0];
+    const conv_job *cj = &job->cj;
+    const geo_t *g = &cj->g;
+    const int64_t Kd = g->Cg * g->KK, Wq = cj->Wp, Q = g->out[1] * Wq, trb = cdiv(Kd, job->rb);
+    const int64_t PW = mm_panel(cj->shape);
+    float *planes = NULL;
+    if (!job->pointwise) {
+        const size_t np = (size_t)(g->Cg * g->s[1] * g->s[2] * cj->Hp * Wq), slack = (size_t)(Wq + g->k[2] * g->dl[2] + 64);
+        planes = scratch(6, np + slack);
+        if (!planes) return;
+        memset(planes + np, 0, slack * sizeof(float));
+    }
+    float *dyT = scratch(11, (size_t)(Q * job->Fpad));
+    if (!dyT) return;
+    for (int64_t t = begin; t < end; t++) {
+        const int64_t rbi = t % trb, ch = (t / trb) % job->chunks, gi = t / (trb * job->chunks);
+        const int64_t r0 = rbi * job->rb, rc = imin(job->rb, Kd - r0);
+        const int64_t n0 = ch * job->per_chunk, n1 = imin(g->N, n0 + job->per_chunk);
+        float *C = job->acc + ((gi * job->chunks + ch) * Kd + r0) * g->Fg;
+        if (n1 <= n0) memset(C, 0, (size_t)(rc * g->Fg) * sizeof(float));
+        for (int64_t n = n0; n < n1; n++) {
+            const float *xg = cj->x + (n * g->C + gi * g->Cg) * g->IP;
+            if (!job->pointwise) implicit_block_planes(cj, n, gi, 0, planes);
+            dy_wide_transpose(job->dy + (n * g->F + gi * g->Fg) * g->P, g->Fg, g->P, g->out[1], g->out[2], Wq,
+                              job->Fpad, dyT);
+            mm_t p;
+            memset(&p, 0, sizeof p);
+            p.K = Q;
+            p.a = job->pointwise ? xg : planes;
+            p.arow = cj->koff + r0;
+            p.ask = 1;
+            p.b = dyT;
+            p.bsk = job->Fpad;
+            p.bsp = PW;
+            p.padded = 1;
+            p.c = C;
+            p.csr = g->Fg;
+            p.csj = 1;
+            p.rows = rc;
+            p.cols = g->Fg;
+            p.accumulate = n > n0;
+            p.kcap = imax(512, MM_BLOCK_FLOATS / job->Fpad);
+            mm_run(&p, cj->shape);
+        }
+    }
+}
+
+/* dw[gi Fg + f][r] = sum over chunks of acc[gi][chunk][r][f]; a task is a block of 16 rows r and
+ * 16 filters f of a group: the chunks summed in registers, then one 16 x 16 transpose */
+NN_AVX512 static void wgrad_reduce_task(int64_t begin, int64_t end, void **argv) {
+    wgrad_job *job = (wgrad_job *)argv[0];
+    const geo_t *g = &job->cj.g;
+    const int64_t Kd = g->Cg * g->KK, Fg = g->Fg, tr = cdiv(Kd, 16), tf = cdiv(Fg, 16);
+    for (int64_t t = begin; t < end; t++) {
+        const int64_t fi = t % tf, ri = (t / tf) % tr, gi = t / (tf * tr);
+        const int64_t r0 = ri * 16, f0 = fi * 16, nr = imin(16, Kd - r0), nf = imin(16, Fg - f0);
+        const __mmask16 mf = nf >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nf) - 1u);
+        const __mmask16 mr = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1u);
+        __m512 v[16];
+        for (int i = 0; i < 16; i++) {
+            v[i] = _mm512_setzero_ps();
+            if (i >= nr) continue;
+            const float *a = job->acc + (gi * job->chunks * Kd + r0 + i) * Fg + f0;
+            for (int64_t ch = 0; ch < job->chunks; ch++)
+                v[i] = _mm512_add_ps(v[i], _mm512_maskz_loadu_ps(mf, a + ch * Kd * Fg));
+        }
+        tr16x16(v);   /* v[l]: filter f0 + l, rows r0 .. r0 + 15 */
+        for (int64_t l = 0; l < nf; l++) _mm512_mask_storeu_ps(job->dw + (gi * Fg + f0 + l) * Kd + r0, mr, v[l]);
+    }
+}
+
+/* 1 if the AVX-512 path took the call (2-D convolutions with at least 8 filters per group;
+ * depthwise and 1-D / 3-D ones stay on the im2col path) */
+static int conv_bwd_weight_native(const symjit_conv_desc *d, const float *dy, const float *x, float *dw) {
+    wgrad_job job;
+    memset(&job, 0, sizeof job);
+    conv_job *cj = &job.cj;
+    cj->d = d;
+    cj->g = geo_of(d);
+    const geo_t *g = &cj->g;
+    if (!native_on() || g->Fg < 8 || g->in[0] != 1 || g->k[0] != 1 || g->out[0] != 1 || g->s[1] * g->s[2] > 16)
+        return 0;
+    cj->x = x;
+    job.dy = dy;
+    job.dw = dw;
+    job.pointwise = is_pointwise(g);
+    const int64_t Kd = g->Cg * g->KK, OH = g->out[1];
+    cj->Wp = job.pointwise ? g->out[2] : g->out[2] + (g->k[2] - 1) * g->dl[2] / g->s[2];
+    cj->Hp = OH + (g->k[1] - 1) * g->dl[1] / g->s[1];
+    cj->shape = mm_pick(Kd, g->Fg);
+    job.Fpad = cdiv(g->Fg, mm_panel(cj->shape)) * mm_panel(cj->shape);
+    if (job.pointwise) {
+        int64_t *koff = (int64_t *)scratch(7, (size_t)g->Cg);
+        if (!koff) return 1;
+        for (int64_t c = 0; c < g->Cg; c++) koff[c] = c * g->IP;
+        cj->koff = koff;
+    } else {
+        cj->phase_used = phases_used(g);
+        cj->koff = implicit_tap_offsets(cj);
+        if (!cj->koff) return 1;
+    }
+    const int64_t threads = symjit_get_num_threads();
+    const double flops = 2.0 * (double)g->N * (double)g->F * (double)(OH * cj->Wp) * (double)Kd;
+    const int64_t want = tiles_want(flops, threads);
+    const int64_t per_acc = g->G * Kd * g->Fg;
+    /* one chunk per thread (fewer when the accumulators would be large), then row blocks */
+    int64_t chunks = imax(1, imin(imin(g->N, threads), (int64_t)(1 << 21) / imax(per_acc, 1)));
+    job.per_chunk = cdiv(g->N, chunks);
+    job.chunks = cdiv(g->N, job.per_chunk);
+    const int64_t R = MM_SHAPES[cj->shape].R;
+    int64_t trb = g->G * job.chunks >= want ? 1 : imin(cdiv(want, g->G * job.chunks), cdiv(Kd, R));
+    job.rb = cdiv(cdiv(Kd, trb), R) * R;
+    trb = cdiv(Kd, job.rb);
+    job.acc = scratch(12, (size_t)(job.chunks * per_acc));
+    if (!job.acc) return 1;
+    void *argv[1] = {&job};
+    symjit_parallel_for(wgrad_task, g->G * job.chunks * trb, 1, argv);
+    symjit_parallel_for(wgrad_reduce_task, g->G * cdiv(Kd, 16) * cdiv(g->Fg, 16), imax(1, 16 / job.chunks), argv);
+    return 1;
+}
+#endif
+
 /* dw (F, C/G, k) from dy (N, F, out) and x (N, C, in). */
 NN_API void symjit_nn_conv_bwd_weight(const symjit_conv_desc *d, const float *dy, const float *x, float *dw) {
+#ifdef NN_HAVE_AVX512
+    if (g_tune[TUNE_CONV] != TUNE_CONV_NO_IMPLICIT && conv_bwd_weight_native(d, dy, x, dw)) return;
+#endif
     conv_job job = {d, geo_of(d), dy, x, NULL, dw, NULL, NULL, 0, 0};
     void *argv[1] = {&job};
     job.mb = channel_block(&job.g, job.g.G, job.g.P * job.g.KK);

@@ -66,6 +66,8 @@ typedef struct {
                                   with pos(r) = (r / valid_w) a_pitch + r % valid_w (row tiles
                                   never cross a multiple of valid_w) */
     int64_t a_pitch;
+    const int64_t *arow;       /* if set, A by rows through a table: A(k, r) = a[arow[r] + k] (ask == 1;
+                                  the weight gradient's rows are shifted input planes) */
     float *c;
     int64_t csr, csj;          /* C(r, j) = c[r * csr + j * csj]; csj == 1 or csr == 1 */
     int64_t wide_w, valid_w, q0;   /* wide output (csj == 1), see above */
@@ -255,14 +257,15 @@ NN_AVX512 static inline __attribute__((always_inline)) void tr16x16(__m512 *r) {
         const float *bp = p->b + (j0 / (16 * V)) * p->bsp;                                           \
         const int64_t bsk = p->bsk;                                                                   \
         const int64_t *koff = p->koff;                                                                \
-        const float *ap[AROWS == 1 ? R : 1];                                                          \
+        const float *ap[AROWS & 1 ? R : 1];                                                           \
         int off[R];                                                                                   \
         for (int r = 0; r < R; r++) off[r] = r < nr ? r : 0;                                          \
         const float *a = p->a + (AROWS == 2 ? (r0 / p->valid_w) * p->a_pitch + r0 % p->valid_w : r0); \
         const int64_t ask = p->ask;                                                                   \
         const int64_t *aoff = p->aoff;                                                                \
-        if (AROWS == 1)                                                                               \
-            for (int r = 0; r < (AROWS == 1 ? R : 1); r++) ap[r] = p->a + (r0 + off[r]) * p->asr;    \
+        if (AROWS & 1)                                                                                \
+            for (int r = 0; r < (AROWS & 1 ? R : 1); r++)                                             \
+                ap[r] = p->a + (AROWS == 3 ? p->arow[r0 + off[r]] : (r0 + off[r]) * p->asr);          \
         const char *pf = p->pf;                                                                       \
         const int64_t pf_step = p->pf_step;                                                           \
         for (int64_t k = 0; k < K; k++) {                                                             \
@@ -272,7 +275,7 @@ NN_AVX512 static inline __attribute__((always_inline)) void tr16x16(__m512 *r) {
             __m512 bv[V];                                                                             \
             for (int v = 0; v < V; v++) bv[v] = _mm512_loadu_ps(bk + 16 * v);                         \
             for (int r = 0; r < R; r++) {                                                             \
-                __m512 av = _mm512_set1_ps(AROWS == 1 ? ap[AROWS == 1 ? r : 0][k] : ak[off[r]]);      \
+                __m512 av = _mm512_set1_ps(AROWS & 1 ? ap[AROWS & 1 ? r : 0][k] : ak[off[r]]);        \
                 for (int v = 0; v < V; v++) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);       \
             }                                                                                         \
             if (AROWS == 0) a += ask;                                                                 \
@@ -338,7 +341,8 @@ NN_AVX512 static inline __attribute__((always_inline)) void tr16x16(__m512 *r) {
             for (int v = 0; v < V; v++) _mm512_store_ps(out + (r * V + v) * 16, acc[r][v]);          \
         mm_store(p, r0, j0, nr, nc, V, out);                                                          \
     }
-#define MM_TILES(R, V) MM_TILE(R, V, 1, 0) MM_TILE(R, V, 0, 0) MM_TILE(R, V, 1, 1) MM_TILE(R, V, 0, 1)
+#define MM_TILES(R, V) MM_TILE(R, V, 1, 0) MM_TILE(R, V, 0, 0) MM_TILE(R, V, 1, 1) MM_TILE(R, V, 0, 1) \
+                       MM_TILE(R, V, 3, 0)
 MM_TILES(6, 4)
 MM_TILES(8, 3)
 MM_TILES(12, 2)
@@ -348,10 +352,12 @@ MM_TILES(7, 4)
 MM_TILES(7, 3)
 MM_TILE(7, 4, 2, 0)
 MM_TILE(7, 3, 2, 0)
-#define MM_FNS(R, V) {{mm_tile_##R##x##V##_00, mm_tile_##R##x##V##_01}, {mm_tile_##R##x##V##_10, mm_tile_##R##x##V##_11}, {NULL, NULL}}
-#define MM_FNS7(R, V) {{mm_tile_##R##x##V##_00, mm_tile_##R##x##V##_01}, {mm_tile_##R##x##V##_10, mm_tile_##R##x##V##_11}, {mm_tile_##R##x##V##_20, NULL}}
+#define MM_FNS(R, V) {{mm_tile_##R##x##V##_00, mm_tile_##R##x##V##_01}, {mm_tile_##R##x##V##_10, mm_tile_##R##x##V##_11}, \
+                     {NULL, NULL}, {mm_tile_##R##x##V##_30, NULL}}
+#define MM_FNS7(R, V) {{mm_tile_##R##x##V##_00, mm_tile_##R##x##V##_01}, {mm_tile_##R##x##V##_10, mm_tile_##R##x##V##_11}, \
+                      {mm_tile_##R##x##V##_20, NULL}, {mm_tile_##R##x##V##_30, NULL}}
 #else
-#define MM_FNS(R, V) {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}}
+#define MM_FNS(R, V) {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}, {NULL, NULL}}
 #define MM_FNS7(R, V) MM_FNS(R, V)
 #endif
 
@@ -360,7 +366,8 @@ MM_TILE(7, 3, 2, 0)
  * one of its 28 accumulators on the stack) */
 typedef struct {
     int R, V, cost;
-    mm_tile_fn fn[3][2];   /* [A by columns / rows / columns through a table][B by offset table] */
+    mm_tile_fn fn[4][2];   /* [A by columns / rows / columns through a table / rows through a table]
+                              [B by offset table] */
 } mm_shape;
 
 static const mm_shape MM_SHAPES[] = {
@@ -437,7 +444,7 @@ static void mm_prefetch_out(const mm_t *p, int64_t r0, int64_t R, int64_t j0, in
  * partial last panel of an unpadded B is first copied, zero-padded, to scratch slot 1. */
 static void mm_run(const mm_t *p, int shape) {
     const mm_shape *s = &MM_SHAPES[shape];
-    const int amode = p->aoff ? 2 : p->ask == 1;
+    const int amode = p->arow ? 3 : p->aoff ? 2 : p->ask == 1;
     mm_tile_fn fn = s->fn[amode][p->koff != NULL];
     const int64_t pw = 16 * s->V, K = p->K;
     int64_t full = p->padded ? p->cols : p->cols / pw * pw;

@@ -102,7 +102,12 @@ class BatchedIter(_io.DataIter):
     (list of data NDArrays, list of label NDArrays) for one batch (None marks a missing slot).
 
     With `prefetch` > 0 a background thread prepares up to `prefetch` batches ahead (MXNet's
-    PrefetcherIter), in order; `reset()` waits for it and drops what it prepared."""
+    PrefetcherIter), in order; `reset()` waits for it and drops what it prepared.
+
+    `_short_batch_pad`: whether a short last batch (round_batch=False) reports its missing
+    samples as `pad` (MXNet's BatchLoader does; its ImageRecordIter reports 0)."""
+
+    _short_batch_pad = True
 
     def __init__(self, plan: BatchPlan, provide_data, provide_label, prefetch: int = 0):
         super().__init__(plan.batch_size)
@@ -131,6 +136,8 @@ class BatchedIter(_io.DataIter):
             return None
         indices, pad = nxt
         data, label = self._load(indices, pad)
+        if not self._plan.round_batch and not self._short_batch_pad:
+            pad = 0
         return _io.DataBatch(data, label, pad=pad, index=self._index(indices),
                              provide_data=self.provide_data, provide_label=self.provide_label)
 

@@ -3,22 +3,28 @@ from an image RecordIO file, processed by `preprocess_threads` worker threads.
 
 Per image, in MXNet's order (its default image augmenter): decode (RGB; grayscale when
 data_shape has 1 channel) -> short-edge `resize` -> affine transform (`max_rotate_angle` /
-`rotate`, `max_shear_ratio`, `min/max_random_scale`, `max_aspect_ratio`, borders filled with
-`fill_value`) -> `pad` -> crop to data_shape (`random_resized_crop` with
-`min/max_random_area` and `min/max_aspect_ratio`; else `rand_crop` or the centre; an image
-smaller than data_shape is an error, as in MXNet) -> HLS jitter (`random_h/s/l`) -> mirror
-(`rand_mirror` with probability 1/2, or `mirror` always) -> colour jitter (`brightness`,
-`contrast`, `saturation`, `pca_noise`, the formulas of mx.image's augmenters) -> output:
-float32 (x - mean) / std * scale per channel (`mean_r/g/b/a`, `std_r/g/b/a`, or a `mean_img`
-file, computed over the data set and saved when absent), the raw uint8 pixels
-(`dtype='uint8'`, ImageRecordUInt8Iter), or int8 pixels minus the rounded mean, saturated to
-[-128, 127] with no std or scale (`dtype='int8'`, ImageRecordInt8Iter, for quantized networks).
+`rotate` / `rotate_list`, `max_shear_ratio`, `min/max_random_scale`, `min/max_aspect_ratio`,
+output size clamped to `min/max_img_size`, borders filled with `fill_value`) -> `pad` -> crop
+(`random_resized_crop` with `min/max_random_area` and `min/max_aspect_ratio`; else a random
+square of [`min_crop_size`, `max_crop_size`] resized to data_shape, or the data_shape window;
+at a random position with `rand_crop`, else the centre; an image smaller than the crop is an
+error, as in MXNet) -> HLS jitter (`random_h/s/l`) -> mirror (`rand_mirror` with probability
+1/2, or `mirror` always) -> colour jitter (`brightness`, `contrast`, `saturation`,
+`pca_noise`, the formulas of mx.image's augmenters) -> output: float32
+((x - mean) * c + i) * scale / std per channel with c = 1 + U(-max_random_contrast,
+max_random_contrast) and i = U(-max_random_illumination, max_random_illumination) per image
+(`mean_r/g/b/a`, `std_r/g/b/a`, or a `mean_img` file, computed over the data set and saved
+when absent), the raw uint8 pixels (`dtype='uint8'`, ImageRecordUInt8Iter), or int8 pixels
+minus the rounded mean, saturated to [-128, 127] with no std or scale (`dtype='int8'`,
+ImageRecordInt8Iter, for quantized networks).
 
 A background thread prepares up to `prefetch_buffer` batches ahead (MXNet's prefetcher), so
 decoding overlaps the training step. Randomness is reproducible: the pass order comes from (`seed`, pass) and each image's
 augmentation from (`seed_aug` or `seed`, pass, position), whatever the thread count.
-Batching follows MXNet's round_batch rule (batching.py). Unknown keyword arguments are
-ignored, as MXNet's native iterators do (InitAllowUnknown).
+Batching follows MXNet's round_batch rule (batching.py). Unknown keyword arguments (and
+MXNet's arguments without effect here: `verbose`, `ctx`, `device_id`, `aug_seq`,
+`shuffle_chunk_size`, `shuffle_chunk_seed`) are ignored, as MXNet's native iterators ignore
+unknown arguments (InitAllowUnknown).
 """
 from __future__ import annotations
 
@@ -57,6 +63,9 @@ class AugmentParams:
     min_random_scale: float = 1.0
     max_img_size: float = 1e10
     min_img_size: float = 0.0
+    max_crop_size: int = -1
+    min_crop_size: int = -1
+    rotate_list: tuple = ()
     pad: int = 0
     fill_value: int = 255
     inter_method: int = 1
@@ -73,9 +82,14 @@ class AugmentParams:
     @property
     def affine(self) -> bool:
         """Whether the affine step runs (outside random_resized_crop)."""
-        return (self.max_rotate_angle > 0 or self.rotate > 0 or self.max_shear_ratio > 0
-                or self.max_random_scale != 1.0 or self.min_random_scale != 1.0
-                or self.max_aspect_ratio != 0.0)
+        return (self.max_rotate_angle > 0 or self.rotate > 0 or bool(self.rotate_list)
+                or self.max_shear_ratio > 0 or self.max_random_scale != 1.0 or self.min_random_scale != 1.0
+                or self.max_aspect_ratio != 0.0 or self.max_img_size != 1e10 or self.min_img_size != 0.0)
+
+    @property
+    def sized_crop(self) -> bool:
+        """Whether a random square of [min_crop_size, max_crop_size] is cropped and resized."""
+        return self.max_crop_size != -1 or self.min_crop_size != -1
 
 
 def _interp(code: int, rng, old_hw, new_hw) -> int:
@@ -97,24 +111,31 @@ def _resize_short(img, size, p, rng):
 
 
 def _affine(img, p: AugmentParams, rng):
-    """Rotation, shear, scale and aspect-ratio change about the centre (MXNet's warpAffine)."""
+    """Rotation, shear, scale and aspect-ratio change about the centre, output size
+    clamped to [min_img_size, max_img_size] (MXNet's warpAffine step)."""
     h, w = img.shape[:2]
-    angle = p.rotate if p.rotate > 0 else (int(rng.integers(-p.max_rotate_angle, p.max_rotate_angle + 1))
-                                           if p.max_rotate_angle > 0 else 0)
     shear = rng.uniform(-p.max_shear_ratio, p.max_shear_ratio) if p.max_shear_ratio > 0 else 0.0
+    angle = int(rng.integers(-p.max_rotate_angle, p.max_rotate_angle + 1)) if p.max_rotate_angle > 0 else 0
+    if p.rotate > 0:
+        angle = p.rotate
+    if p.rotate_list:
+        angle = int(p.rotate_list[int(rng.integers(0, len(p.rotate_list)))])
     s = rng.uniform(p.min_random_scale, p.max_random_scale)
-    ratio = rng.uniform(1 - p.max_aspect_ratio, 1 + p.max_aspect_ratio)
+    if p.min_aspect_ratio is not None:
+        ratio = rng.uniform(p.min_aspect_ratio, p.max_aspect_ratio)
+    else:
+        ratio = rng.uniform(1 - p.max_aspect_ratio, 1 + p.max_aspect_ratio)
     hs = 2 * s / (1 + ratio)
     ws = ratio * hs
     a, b = math.cos(math.radians(angle)), math.sin(math.radians(angle))
     new_w = int(max(p.min_img_size, min(p.max_img_size, s * w)))
     new_h = int(max(p.min_img_size, min(p.max_img_size, s * h)))
-    m = np.array([[hs * a - s * b * shear, hs * b + s * a * shear, 0.0],
-                  [-ws * b, ws * a, 0.0]], np.float32)
+    m = np.array([[hs * a - shear * b * ws, hs * b + shear * a * ws, 0.0],
+                  [-b * ws, a * ws, 0.0]], np.float32)
     m[0, 2] = (new_w - (m[0, 0] * w + m[0, 1] * h)) / 2
     m[1, 2] = (new_h - (m[1, 0] * w + m[1, 1] * h)) / 2
     out = codec.opencv().warpAffine(img, m, (new_w, new_h), flags=_interp(p.inter_method, rng, (h, w), (new_h, new_w)),
-                         borderMode=0, borderValue=[float(p.fill_value)] * 4)
+                                    borderMode=0, borderValue=[float(p.fill_value)] * 4)
     return out[:, :, None] if out.ndim == 2 else out
 
 
@@ -139,29 +160,52 @@ def _random_resized_crop(img, p: AugmentParams, rng):
 
 
 def _crop(img, p: AugmentParams, rng, random_position: bool):
+    """The data_shape window (or, with min/max_crop_size, a random square resized to
+    data_shape) at a random position or the centre."""
     oh, ow = p.data_shape[1], p.data_shape[2]
     h, w = img.shape[:2]
-    if h < oh or w < ow:
-        raise MXNetError(f"ImageRecordIter: input image size smaller than input shape: image "
-                         f"{h}x{w}, data_shape {tuple(p.data_shape)} (use resize to enlarge it)")
-    if random_position:
-        y0, x0 = int(rng.integers(0, h - oh + 1)), int(rng.integers(0, w - ow + 1))
+    if p.sized_crop:
+        if not (w >= p.max_crop_size and h >= p.max_crop_size and p.max_crop_size >= p.min_crop_size):
+            raise MXNetError(f"ImageRecordIter: input image size smaller than max_crop_size: image {h}x{w}, "
+                             f"crop sizes [{p.min_crop_size}, {p.max_crop_size}]")
+        ch = cw = int(rng.integers(p.min_crop_size, p.max_crop_size + 1))
     else:
-        y0, x0 = (h - oh) // 2, (w - ow) // 2
-    return img[y0:y0 + oh, x0:x0 + ow]
+        if h < oh or w < ow:
+            raise MXNetError(f"ImageRecordIter: input image size smaller than input shape: image "
+                             f"{h}x{w}, data_shape {tuple(p.data_shape)} (use resize to enlarge it)")
+        ch, cw = oh, ow
+    if random_position:
+        y0, x0 = int(rng.integers(0, h - ch + 1)), int(rng.integers(0, w - cw + 1))
+    else:
+        y0, x0 = (h - ch) // 2, (w - cw) // 2
+    out = img[y0:y0 + ch, x0:x0 + cw]
+    if p.sized_crop:
+        out = codec.resize(out, ow, oh, _interp(p.inter_method, rng, (ch, cw), (oh, ow)))
+    return out
 
 
-def _hls_jitter(img, p: AugmentParams, rng):
-    """Random offsets added to hue, lightness and saturation in OpenCV's HLS space."""
-    if img.shape[2] != 3:
+def hls_offsets(rng, *limits) -> list:
+    """One integer offset per limit v, drawn as MXNet does: int(U(-v, v)), truncated toward 0."""
+    return [int(rng.uniform(-v, v)) if v else 0 for v in limits]
+
+
+def hls_shift(img, dh: int, dl: int, ds: int):
+    """`img` (HxWx3 uint8 RGB) with offsets added to hue, lightness and saturation in OpenCV's
+    HLS space (clipped to [0, 180], [0, 255], [0, 255])."""
+    if img.shape[2] != 3 or not (dh or dl or ds):
         return img
-    dh, dl, ds = (int(rng.integers(-v, v + 1)) if v > 0 else 0 for v in (p.random_h, p.random_l, p.random_s))
     cv2 = codec.opencv()
     hls = cv2.cvtColor(np.ascontiguousarray(img), cv2.COLOR_RGB2HLS).astype(np.int32)
     hls[:, :, 0] = np.clip(hls[:, :, 0] + dh, 0, 180)
     hls[:, :, 1] = np.clip(hls[:, :, 1] + dl, 0, 255)
     hls[:, :, 2] = np.clip(hls[:, :, 2] + ds, 0, 255)
     return cv2.cvtColor(hls.astype(np.uint8), cv2.COLOR_HLS2RGB)
+
+
+def _hls_jitter(img, p: AugmentParams, rng):
+    """Random offsets in [-random_h, random_h] etc. added in HLS space."""
+    dh, ds, dl = hls_offsets(rng, p.random_h, p.random_s, p.random_l)
+    return hls_shift(img, dh, dl, ds)
 
 
 def _colour_jitter(x: np.ndarray, p: AugmentParams, rng) -> np.ndarray:
@@ -204,33 +248,71 @@ def augment(img: np.ndarray, p: AugmentParams, rng, train: bool = True) -> np.nd
 _AUG_FIELDS = set(AugmentParams.__dataclass_fields__) - {"data_shape"}
 
 
+def _rotate_list(value) -> tuple:
+    """MXNet's `rotate_list` ("10,20,30" or a sequence) as a tuple of int angles."""
+    if isinstance(value, str):
+        return tuple(int(v) for v in value.split(",") if v.strip())
+    return tuple(int(v) for v in value)
+
+
+def _channel_values(values, c: int) -> np.ndarray:
+    """Per-channel (R, G, B, A) values for `c` channels as a (c, 1, 1) float32 array."""
+    return np.array(values[:c], np.float32).reshape(c, 1, 1)
+
+
+@dataclass(frozen=True)
+class _Normalization:
+    """MXNet's per-image output step: ((x - mean) * contrast + illumination) * scale / std,
+    contrast = 1 + U(-max_random_contrast, max_random_contrast) and illumination =
+    U(-max_random_illumination, max_random_illumination) drawn per image."""
+    mean: np.ndarray
+    std: np.ndarray
+    scale: float
+    max_contrast: float
+    max_illumination: float
+
+    def __call__(self, img: np.ndarray, rng) -> np.ndarray:
+        x = img.astype(np.float32) - self.mean
+        if self.max_contrast > 0:
+            x *= np.float32(1 + rng.uniform(-self.max_contrast, self.max_contrast))
+        if self.max_illumination > 0:
+            x += np.float32(rng.uniform(-self.max_illumination, self.max_illumination))
+        return x * np.float32(self.scale) / self.std
+
+
 class ImageRecordIter(BatchedIter):
     """Batches (batch_size, C, H, W) of images from `path_imgrec` (see the module docstring),
     labels (batch_size,) float32, or (batch_size, label_width) when label_width > 1 (from the
-    records' label arrays, or from `path_imglist` lines keyed by record id)."""
+    records' label arrays, or from `path_imglist` lines keyed by record id).
+
+    Subclasses (ImageDetRecordIter) change the augmentation (`_make_aug`, `_process`), the
+    normalization (`_normalization`) and the labels (`_label_shape`, `_stack_labels`)."""
 
     _default_dtype = "float32"
+    _what = "ImageRecordIter"
+    _short_batch_pad = False      # as MXNet's ImageRecordIter: a short last batch reports pad 0
+    _dtypes = ("float32", "uint8", "int8")
 
     def __init__(self, path_imgrec, data_shape, batch_size, path_imgidx="", path_imglist="",
                  label_width=1, shuffle=False, seed=0, seed_aug=None, num_parts=1, part_index=0,
                  round_batch=True, preprocess_threads=4, prefetch_buffer=4, dtype=None, data_name="data",
                  label_name="softmax_label", mean_img="", mean_r=0.0, mean_g=0.0, mean_b=0.0,
-                 mean_a=0.0, std_r=1.0, std_g=1.0, std_b=1.0, std_a=1.0, scale=1.0, **kwargs):
+                 mean_a=0.0, std_r=1.0, std_g=1.0, std_b=1.0, std_a=1.0, scale=1.0,
+                 max_random_contrast=0.0, max_random_illumination=0.0, **kwargs):
         data_shape = tuple(int(d) for d in data_shape)
         if len(data_shape) != 3 or data_shape[0] not in (1, 3, 4):
-            raise MXNetError(f"ImageRecordIter: data_shape must be (channels, height, width) with 1, 3 "
+            raise MXNetError(f"{self._what}: data_shape must be (channels, height, width) with 1, 3 "
                              f"or 4 channels, got {data_shape}")
         self._dtype = dtype or self._default_dtype
-        if self._dtype not in ("float32", "uint8", "int8"):
-            raise MXNetError(f"ImageRecordIter: dtype must be float32, uint8 or int8, got {self._dtype!r}")
-        self._aug = AugmentParams(data_shape, **{k: v for k, v in kwargs.items() if k in _AUG_FIELDS})
-        if self._aug.inter_method not in (9, 10):
-            codec.check_interp(self._aug.inter_method)
+        if self._dtype not in self._dtypes:
+            raise MXNetError(f"{self._what}: unknown dtype {self._dtype!r}: dtype must be "
+                             f"{', '.join(self._dtypes[:-1])} or {self._dtypes[-1]}")
+        self._aug = self._make_aug(data_shape, kwargs)
         self._rec = recordio.MXIndexedRecordIO(path_imgidx, path_imgrec, "r") if path_imgidx \
             else recordio.MXRecordIO(path_imgrec, "r")
         self._locations = self._record_locations(path_imgidx)
         if not 0 <= part_index < num_parts:
-            raise MXNetError(f"ImageRecordIter: part_index {part_index} not in [0, {num_parts})")
+            raise MXNetError(f"{self._what}: part_index {part_index} not in [0, {num_parts})")
         per = (len(self._locations) + num_parts - 1) // num_parts
         self._locations = self._locations[part_index * per:(part_index + 1) * per]
         self._label_width = int(label_width)
@@ -240,12 +322,26 @@ class ImageRecordIter(BatchedIter):
                                         thread_name_prefix="symjit-imagerecord")
         n = len(self._locations)
         order = (lambda k: np.random.default_rng((seed, k)).permutation(n)) if shuffle else (lambda k: np.arange(n))
-        self._plan = plan = BatchPlan(n, int(batch_size), round_batch, order, "ImageRecordIter")
-        self._mean, self._std = self._normalization(mean_img, (mean_r, mean_g, mean_b, mean_a),
-                                                    (std_r, std_g, std_b, std_a), float(scale))
-        label_shape = (batch_size,) if self._label_width == 1 else (batch_size, self._label_width)
+        self._plan = plan = BatchPlan(n, int(batch_size), round_batch, order, self._what)
+        label_shape = self._label_shape(batch_size)
+        self._norm = self._normalization(mean_img, (mean_r, mean_g, mean_b, mean_a), (std_r, std_g, std_b, std_a),
+                                         float(scale), float(max_random_contrast), float(max_random_illumination))
         super().__init__(plan, [DataDesc(data_name, (batch_size,) + data_shape, np.dtype(self._dtype).type)],
                          [DataDesc(label_name, label_shape, np.float32)], prefetch=prefetch_buffer)
+
+    def _make_aug(self, data_shape, kwargs):
+        """The augmentation parameters among the keyword arguments (others are ignored, as MXNet
+        ignores unknown arguments of its native iterators)."""
+        fields = {k: v for k, v in kwargs.items() if k in _AUG_FIELDS}
+        if "rotate_list" in fields:
+            fields["rotate_list"] = _rotate_list(fields["rotate_list"])
+        aug = AugmentParams(data_shape, **fields)
+        if aug.inter_method not in (9, 10):
+            codec.check_interp(aug.inter_method)
+        return aug
+
+    def _label_shape(self, batch_size) -> tuple:
+        return (batch_size,) if self._label_width == 1 else (batch_size, self._label_width)
 
     # ---- records -----------------------------------------------------------------------------
     def _record_locations(self, path_imgidx) -> list:
@@ -277,26 +373,34 @@ class ImageRecordIter(BatchedIter):
         return {key: labels for key, (labels, _) in table.items()}
 
     def _label(self, header) -> np.ndarray:
-        lab = self._imglist[int(header.id)] if self._imglist is not None else np.atleast_1d(
-            np.asarray(header.label, np.float32))
-        if lab.size < self._label_width:
-            raise MXNetError(f"ImageRecordIter: record {header.id} has {lab.size} labels, label_width is "
-                             f"{self._label_width}")
-        return lab[:self._label_width]
+        """The record's labels: its image-list line, else its label array, which must have
+        exactly label_width numbers, else its single label (label_width must then be 1)."""
+        if self._imglist is not None:
+            lab = self._imglist[int(header.id)]
+            if lab.size < self._label_width:
+                raise MXNetError(f"{self._what}: image list gives {lab.size} labels for record {header.id}, "
+                                 f"label_width is {self._label_width}")
+            return lab[:self._label_width]
+        lab = np.atleast_1d(np.asarray(header.label, np.float32))
+        if header.flag > 0 and lab.size != self._label_width:
+            raise MXNetError(f"{self._what}: rec file provide {lab.size}-dimensional label but label_width is "
+                             f"set to {self._label_width}")
+        if header.flag <= 0 and self._label_width != 1:
+            raise MXNetError(f"{self._what}: label_width must be 1 unless an imglist is provided or the rec file "
+                             f"is packed with multi dimensional label (label_width is {self._label_width})")
+        return lab
 
     # ---- processing --------------------------------------------------------------------------
-    def _normalization(self, mean_img, means, stds, scale):
+    def _normalization(self, mean_img, means, stds, scale, max_contrast, max_illumination):
+        """The per-image output step: None (uint8: raw pixels), the rounded int16 mean (int8)
+        or a _Normalization (float32)."""
         c = self._aug.data_shape[0]
         if self._dtype == "uint8":
-            return None, None
+            return None
+        mean = self._mean_image(mean_img) if mean_img else _channel_values(means, c)
         if self._dtype == "int8":   # integer means (per pixel with a mean image), no std
-            mean = self._mean_image(mean_img) if mean_img else \
-                np.array(means[:c] if c != 1 else means[:1], np.float32).reshape(c, 1, 1)
-            return np.round(mean).astype(np.int16), None
-        std = np.array(stds[:c] if c != 1 else stds[:1], np.float32).reshape(c, 1, 1) / np.float32(scale)
-        if mean_img:
-            return self._mean_image(mean_img), std
-        return np.array(means[:c] if c != 1 else means[:1], np.float32).reshape(c, 1, 1), std
+            return np.round(mean).astype(np.int16)
+        return _Normalization(mean, _channel_values(stds, c), scale, max_contrast, max_illumination)
 
     def _mean_image(self, path: str) -> np.ndarray:
         """The (C, H, W) mean image stored at `path` (nd.save format), computed over the
@@ -315,14 +419,31 @@ class ImageRecordIter(BatchedIter):
 
     def _decode_augment(self, i: int, rng, train: bool = True):
         header, payload = recordio.unpack(self._read(i))
-        return self._process(header, payload, rng, train)
+        return self._process(header, payload, rng if rng is not None else np.random.default_rng(0), train)
 
     def _process(self, header, payload, rng, train=True):
+        """(CxHxW image, label) of one record."""
         img = codec.decode(payload, 0 if self._aug.data_shape[0] == 1 else 1, True)
         if self._aug.data_shape[0] == 4 and img.shape[2] == 3:
             img = np.concatenate([img, np.full(img.shape[:2] + (1,), 255, np.uint8)], axis=2)
-        out = augment(img, self._aug, rng if rng is not None else np.random.default_rng(0), train)
+        out = augment(img, self._aug, rng, train)
         return np.transpose(out, (2, 0, 1)), self._label(header)
+
+    def _output(self, img: np.ndarray, rng) -> np.ndarray:
+        """One processed CxHxW image as the output dtype (normalized for float32)."""
+        if self._dtype == "uint8":
+            return img
+        if self._dtype == "int8":
+            return np.clip(np.rint(img).astype(np.int16) - self._norm, -128, 127)
+        return self._norm(img, rng)
+
+    def _stack_labels(self, labels: list, batch: int) -> np.ndarray:
+        """The batch's label array from the per-sample labels (None for a missing slot)."""
+        out = np.zeros((batch, self._label_width), np.float32)
+        for k, lab in enumerate(labels):
+            if lab is not None:
+                out[k] = lab
+        return out[:, 0] if self._label_width == 1 else out
 
     def _load(self, indices, pad):
         plan_pass = self._plan.pass_number
@@ -332,27 +453,17 @@ class ImageRecordIter(BatchedIter):
             if payloads[k] is None:
                 return None
             rng = np.random.default_rng((self._seed_aug, plan_pass, k, indices[k]))
-            return self._process(payloads[k][0], payloads[k][1], rng)
+            img, label = self._process(payloads[k][0], payloads[k][1], rng)
+            return self._output(img, rng), label
         results = list(self._pool.map(work, range(len(indices))))
         c, h, w = self._aug.data_shape
         data = np.zeros((len(indices), c, h, w), np.dtype(self._dtype))
-        label = np.zeros((len(indices), self._label_width), np.float32)
         for k, res in enumerate(results):
-            if res is None:
-                continue
-            img, label[k] = res
-            if self._dtype == "uint8":
-                data[k] = img
-            elif self._dtype == "int8":
-                data[k] = np.clip(np.rint(img).astype(np.int16) - self._mean, -128, 127)
-            else:
-                data[k] = (img.astype(np.float32) - self._mean) / self._std
-        if self._label_width == 1:
-            label = label[:, 0]
+            if res is not None:
+                img = res[0]
+                data[k, :, :img.shape[1], :img.shape[2]] = img
+        label = self._stack_labels([None if r is None else r[1] for r in results], len(indices))
         return [_nd(data)], [_nd(label)]
-
-    def _index(self, indices):
-        return np.array([-1 if i is None else i for i in indices], dtype=np.int64)
 
     def __del__(self):
         super().__del__()

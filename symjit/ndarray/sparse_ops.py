@@ -164,6 +164,14 @@ def csrt_dense(a: dict, cols: int, dense: np.ndarray) -> tuple:
     return columns, out
 
 
+def csrt_dense_full(a: dict, cols: int, dense: np.ndarray) -> np.ndarray:
+    """A^T . dense as a dense (cols, k) array (rows of A^T without entries zero)."""
+    columns, values = csrt_dense(a, cols, dense)
+    full = np.zeros((cols, values.shape[1]), values.dtype)
+    full[columns] = values
+    return full
+
+
 def _nonempty_rows(t: dict) -> tuple:
     """(row numbers, csr arrays) of the non-empty rows of a CSR matrix."""
     counts = np.diff(t["indptr"])
@@ -195,6 +203,9 @@ def _dot(name, attrs, inputs, out=None):
     if lhs.ndim != 2 or rhs.ndim not in (1, 2):
         return None
     _check_dot(lhs, rhs, ta, tb)
+    if isinstance(lhs, BaseSparseNDArray) and rhs.ndim != 2:
+        raise MXNetError(f"dot: a sparse lhs needs a 2-dimensional rhs (MXNet's sparse dot), got rhs shape "
+                         f"{rhs.shape}")
     if isinstance(lhs, CSRNDArray) and not isinstance(rhs, CSRNDArray):
         return [_dot_csr_lhs(lhs, rhs, ta, tb, fwd)]
     if isinstance(rhs, CSRNDArray) and not isinstance(lhs, BaseSparseNDArray) and rhs.ndim == 2:
@@ -207,36 +218,32 @@ def _dot(name, attrs, inputs, out=None):
 
 
 def _dense_operand(rhs: NDArray, tb: bool) -> np.ndarray:
-    """The (k, n) matrix a product contracts with (rhs, transposed when `tb`; a vector is a column)."""
+    """The (k, n) matrix a product contracts with (rhs, transposed when `tb`)."""
     b = rhs.asnumpy() if isinstance(rhs, BaseSparseNDArray) else _values(rhs)
-    if b.ndim == 1:
-        return b[:, None]
     return np.ascontiguousarray(b.T) if tb else b
 
 
 def _dot_csr_lhs(lhs: CSRNDArray, rhs: NDArray, ta: bool, tb: bool, fwd):
     a = lhs._arrays
     b = _dense_operand(rhs, tb)
-    vector = rhs.ndim == 1
     if not ta:
-        out = csr_dense(a, b)
-        return _as_stype(_dense(out[:, 0] if vector else out, lhs), fwd)
+        return _as_stype(_dense(csr_dense(a, b), lhs), fwd)
+    if fwd in ("default", "csr"):   # MXNet: dot(csr.T, dense) = row_sparse unless asked otherwise
+        return _as_stype(_dense(csrt_dense_full(a, lhs.shape[1], b), lhs), fwd)
     rows, values = csrt_dense(a, lhs.shape[1], b)
-    if vector or fwd == "default" or fwd == "csr":   # MXNet: dot(csr.T, dense) = row_sparse
-        full = np.zeros((lhs.shape[1], b.shape[1]), values.dtype)
-        full[rows] = values
-        return _as_stype(_dense(full[:, 0] if vector else full, lhs), fwd)
     return _rsp((lhs.shape[1], b.shape[1]), values, rows, lhs)
 
 
 def _dot_csr_rhs(lhs: NDArray, rhs: CSRNDArray, ta: bool, tb: bool, fwd):
     d = _values(lhs)
-    d = d.T if ta else d
     a = rhs._arrays
-    m, p = d.shape[0], rhs.shape[1]
-    if tb:   # D . A^T = (A . D^T)^T; MXNet: a dense result
-        out = csr_dense(a, np.ascontiguousarray(d.T)).T
+    if ta:   # MXNet has no sparse kernel for D^T . A (or D^T . A^T): a dense result
+        out = csr_dense(a, d).T if tb else csrt_dense_full(a, rhs.shape[1], np.ascontiguousarray(d)).T
         return _as_stype(_dense(out, lhs), fwd)
+    m = d.shape[0]
+    if tb:   # D . A^T = (A . D^T)^T; MXNet (storage fallback): the dense product cast to csr
+        return _as_stype(_dense(csr_dense(a, np.ascontiguousarray(d.T)).T, lhs), fwd or "csr")
+    p = rhs.shape[1]
     columns, values = csrt_dense(a, p, np.ascontiguousarray(d.T))   # (D . A)^T on A's nonempty columns
     if fwd in (None, "csr"):   # MXNet (CPU): csr, every row on the columns of A holding entries
         return _csr((m, p), np.ascontiguousarray(values.T).reshape(-1), np.tile(columns, m),
@@ -249,13 +256,12 @@ def _dot_csr_rhs(lhs: NDArray, rhs: CSRNDArray, ta: bool, tb: bool, fwd):
 def _dot_rsp_lhs(lhs: RowSparseNDArray, rhs: NDArray, ta: bool, tb: bool) -> NDArray:
     a = lhs._arrays
     b = _dense_operand(rhs, tb)
-    vector = rhs.ndim == 1
     if not ta:
         out = np.zeros((lhs.shape[0], b.shape[1]), lhs._dtype)
         out[a["indices"]] = a["data"] @ b
     else:
         out = a["data"].T @ b[a["indices"]]
-    return _dense(out[:, 0] if vector else out, lhs)
+    return _dense(out, lhs)
 
 
 # ------------------------------------------------------------------------------------------
@@ -266,7 +272,7 @@ def _dot_rsp_lhs(lhs: RowSparseNDArray, rhs: NDArray, ta: bool, tb: bool) -> NDA
 ZERO_PRESERVING_UNARY = ("abs", "sign", "round", "rint", "ceil", "floor", "trunc", "fix", "square", "sqrt",
                          "cbrt", "sin", "tan", "arcsin", "arctan", "sinh", "tanh", "arcsinh", "arctanh",
                          "expm1", "log1p", "degrees", "radians", "relu", "negative", "_copy",
-                         "_mul_scalar", "_div_scalar", "Cast", "clip")
+                         "_mul_scalar", "_div_scalar", "clip")
 
 
 def _with_values(x: BaseSparseNDArray, data: np.ndarray) -> BaseSparseNDArray:
@@ -287,7 +293,8 @@ def _apply_to_values(op_name: str, attrs, values: np.ndarray) -> np.ndarray:
 def _unary(op_name, attrs, inputs, out=None):
     (x,) = inputs
     if op_name == "clip" and not (attrs["a_min"] <= 0 <= attrs["a_max"]):
-        return None
+        raise MXNetError(f"clip: no {x.stype} result for a_min={attrs['a_min']}, a_max={attrs['a_max']} (zero "
+                         f"outside [a_min, a_max]; MXNet refuses it): cast the input to default storage first")
     return [_with_values(x, _apply_to_values(op_name, attrs, x._arrays["data"]))]
 
 
@@ -310,15 +317,22 @@ def _union(ka: np.ndarray, kb: np.ndarray):
 
 
 def _combine_same(x: BaseSparseNDArray, y: BaseSparseNDArray, kind: str) -> BaseSparseNDArray:
-    """x + y, x - y (union of the stored positions) or x * y (their intersection), x and y of
-    one sparse storage type and shape."""
+    """x + y, x - y (union of the stored positions) or x * y (csr: the intersection of the stored
+    positions; row_sparse: the union of the stored rows, as MXNet), x and y of one sparse
+    storage type and shape."""
     a, b = x._arrays, y._arrays
     csr = isinstance(x, CSRNDArray)
     ka, kb = (_keys(x), _keys(y)) if csr else (a["indices"], b["indices"])
     dt = np.result_type(a["data"].dtype, b["data"].dtype)
-    if kind == "mul":
+    if kind == "mul" and csr:
         keys, ia, ib = np.intersect1d(ka, kb, assume_unique=True, return_indices=True)
         data = a["data"][ia].astype(dt) * b["data"][ib]
+    elif kind == "mul":   # MXNet stores the union of the rows (zero where one side has none)
+        keys, pa, pb = _union(ka, kb)
+        left = np.zeros((keys.size,) + a["data"].shape[1:], dt)
+        left[pa] = a["data"]
+        data = np.zeros_like(left)
+        data[pb] = left[pb] * b["data"]
     else:
         keys, pa, pb = _union(ka, kb)
         data = np.zeros((keys.size,) + a["data"].shape[1:], dt)
@@ -372,7 +386,7 @@ def _binary(name, attrs, inputs, out=None):
         if kind == "mul" or not name.startswith("broadcast"):
             return [_combine_same(x, y, kind)]
         return None   # broadcast_add of two sparse arrays: MXNet falls back to dense
-    if kind in ("mul", "div") and xs and not ys:
+    if kind in ("mul", "div") and xs and not ys and name != "elemwise_div":   # elemwise_div: dense (MXNet)
         other = _values(y)
         try:
             np.broadcast_shapes(other.shape, x.shape)
@@ -453,11 +467,7 @@ def _slice(name, attrs, inputs, out=None):
         return [part]
     a = part._arrays
     keep = (a["indices"] >= c0) & (a["indices"] < c1)
-    counts = np.add.reduceat(keep.astype(_INDEX_DTYPE), a["indptr"][:-1]) if keep.size else None
-    if counts is not None:
-        counts[np.diff(a["indptr"]) == 0] = 0
-    else:
-        counts = np.zeros(r1 - r0, _INDEX_DTYPE)
+    counts = np.bincount(_csr_rows(a)[keep], minlength=r1 - r0)
     indptr = np.concatenate([[0], np.cumsum(counts)])
     return [_csr((r1 - r0, c1 - c0), a["data"][keep], a["indices"][keep] - c0, indptr, x)]
 
@@ -494,11 +504,22 @@ def _lazy_update(name, attrs, inputs, out=None):
     not the weight)."""
     weight, grad, *states = inputs
     lazy = name in _ALWAYS_LAZY or attrs.get("lazy_update", False)
-    if not isinstance(grad, RowSparseNDArray) or not lazy or isinstance(weight, CSRNDArray):
+    if not isinstance(grad, RowSparseNDArray) or not lazy or not _lazy_storage(name, weight, states):
         return None
     target = out if out is weight else weight.copy()
     lazy_rows_update(name, attrs, target, grad, states)
     return [target]
+
+
+def _lazy_storage(name: str, weight: NDArray, states: list) -> bool:
+    """Whether MXNet 1.9.1 has a sparse (lazy) kernel for these storage types (a row_sparse
+    gradient given): ftrl only with row_sparse weight and states; the others with the states
+    in the weight's storage (dense or row_sparse). Otherwise it falls back to the dense update."""
+    if isinstance(weight, CSRNDArray):
+        return False
+    if name == "ftrl_update":
+        return all(isinstance(x, RowSparseNDArray) for x in [weight] + states)
+    return all(x.stype == weight.stype for x in states)
 
 
 def lazy_rows_update(op_name: str, attrs, weight: NDArray, grad: RowSparseNDArray, states: list) -> None:
@@ -548,6 +569,23 @@ def _write_rows(x: NDArray, rows: np.ndarray, values: np.ndarray) -> None:
 @_kernel("cast_storage")
 def _cast_storage(name, attrs, inputs, out=None):
     return [cast_storage(inputs[0], attrs["stype"])]
+
+
+@_kernel("_contrib_getnnz")
+def _getnnz(name, attrs, inputs, out=None):
+    """Stored entries of a CSR matrix: all or per row (axis 1); MXNet refuses axis 0."""
+    (x,) = inputs
+    if not isinstance(x, CSRNDArray):
+        raise MXNetError(f"getnnz: a csr matrix is expected (MXNet), got storage {x.stype}")
+    a = x._arrays
+    axis = attrs["axis"]
+    if axis is None:
+        counts = np.array([a["indices"].size], np.int64)
+    elif axis % 2 == 0:
+        raise MXNetError("getnnz: axis 0 is not supported (MXNet 1.9.1): use axis=None or axis=1")
+    else:
+        counts = np.diff(a["indptr"]).astype(np.int64)
+    return [_dense(counts, x)]
 
 
 @_kernel("_square_sum")

@@ -21,7 +21,7 @@ a batch. Sizes are (width, height), as MXNet's.
     probability 1/2.
   * random_brightness / random_contrast / random_saturation (min_factor, max_factor): alpha ~
     U(min, max); brightness x * alpha, contrast alpha x + (1 - alpha) mean luma, saturation
-    alpha x + (1 - alpha) luma. random_hue: the hue turned by alpha of a full circle (HLS).
+    alpha x + (1 - alpha) 0.114 * blue (MXNet's operator sums no other channel into its grey). random_hue: the hue turned by alpha of a full circle (HLS).
   * random_color_jitter(brightness, contrast, saturation, hue): those > 0 in that order, with
     alpha = 1 + U(-v, v) (hue: U(-hue, hue)).
   * adjust_lighting(alpha) adds eigvec @ (alpha * eigval) (ImageNet's RGB PCA) to every pixel
@@ -369,7 +369,7 @@ class RandomContrast(_RandomAdjust):
 @register("_image_random_saturation")
 class RandomSaturation(_RandomAdjust):
     """alpha * x + (1 - alpha) * luma."""
-    adjust = staticmethod(K.adjust_saturation)
+    adjust = staticmethod(K.adjust_saturation_op)
 
 
 @register("_image_random_hue")
@@ -393,7 +393,7 @@ class RandomColorJitter(_ImageOp):
     def one(self, attrs, img, rng):
         _check_rgb(self.name, img)
         for key, fn in (("brightness", K.adjust_brightness), ("contrast", K.adjust_contrast),
-                        ("saturation", K.adjust_saturation)):
+                        ("saturation", K.adjust_saturation_op)):
             if attrs[key] > 0:
                 img = fn(img, 1 + rng.uniform(-attrs[key], attrs[key]))
         if attrs["hue"] > 0:

@@ -19,7 +19,7 @@ from ..base import MXNetError
 
 __all__ = ["decode", "resize", "make_border", "check_interp", "opencv", "INTERP_CODES", "GRAY_COEF",
            "IMAGENET_EIGVAL", "IMAGENET_EIGVEC", "adjust_brightness", "adjust_contrast",
-           "adjust_saturation", "adjust_hue", "lighting_offset"]
+           "adjust_saturation", "adjust_saturation_op", "adjust_hue", "lighting_offset"]
 
 #: the interpolation codes OpenCV (and so MXNet) accepts
 INTERP_CODES = (0, 1, 2, 3, 4)
@@ -140,6 +140,18 @@ def adjust_contrast(img: np.ndarray, alpha: float) -> np.ndarray:
 def adjust_saturation(img: np.ndarray, alpha: float) -> np.ndarray:
     """alpha * img + (1 - alpha) * each pixel's luma (HxWx3 RGB)."""
     gray = np.sum(img * GRAY_COEF, axis=2, keepdims=True, dtype=np.float32)
+    return _like(img * np.float32(alpha) + gray * np.float32(1 - alpha), img)
+
+
+def adjust_saturation_op(img: np.ndarray, alpha: float) -> np.ndarray:
+    """The saturation kernel of MXNet's `_image_random_saturation` and
+    `_image_random_color_jitter` operators: alpha * img + (1 - alpha) * grey, where its C++ loop
+    assigns (instead of summing) the weighted channels, so grey is 0.114 * the third channel
+    (mx.image's SaturationJitterAug uses the true luma: `adjust_saturation`). An image with
+    one channel is returned unchanged."""
+    if img.shape[-1] != 3:
+        return img
+    gray = img[..., 2:3].astype(np.float32) * np.float32(GRAY_COEF[2])
     return _like(img * np.float32(alpha) + gray * np.float32(1 - alpha), img)
 
 

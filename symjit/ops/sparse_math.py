@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import MXNetError
-from .attrs import Count, Enum, Param
+from .attrs import Count, Enum, Int, Optional, Param
 from .nn_conv import Embedding
 from .reduce import _ReduceAxes
 from .registry import Op, register
@@ -98,3 +98,36 @@ class SparseEmbedding(Embedding):
 
     def grad(self, F, attrs, inputs, outputs, ograds):
         return super().grad(F, dict(attrs, sparse_grad=True), inputs, outputs, ograds)
+
+
+@register("_contrib_getnnz")
+class GetNNZ(Op):
+    """The number of stored values of a CSR matrix (MXNet's `contrib.getnnz`): all of them
+    (axis None, shape (1,)) or per column (axis 0) / per row (axis 1), as int64. On a dense
+    value (the graph form) it counts the non-zero entries, which is the stored count of that
+    matrix cast to csr; the csr kernel (ndarray/sparse_ops.py) counts the stored entries."""
+    params = {"axis": Param(Optional(Int), None)}
+    differentiable = False
+
+    def infer_shape(self, attrs, in_shapes):
+        shape = in_shapes[0]
+        if shape is None:
+            return list(in_shapes), [None]
+        if len(shape) != 2:
+            raise MXNetError(f"{self.name}: a matrix is expected, got shape {tuple(shape)}")
+        axis = attrs["axis"]
+        if axis is not None and axis not in (0, 1, -1, -2):
+            raise MXNetError(f"{self.name}: axis must be None, 0 or 1, got {axis}")
+        out = (1,) if axis is None else (shape[1 - axis % 2],)
+        return [tuple(shape)], [out]
+
+    def infer_type(self, attrs, in_types):
+        return list(in_types), ["int64"]
+
+    def compute(self, attrs, inputs, ctx):
+        x = inputs[0]
+        self.infer_shape(attrs, [x.shape])
+        axis = attrs["axis"]
+        if axis is None:
+            return [np.array([np.count_nonzero(x)], np.int64)]
+        return [np.count_nonzero(x, axis=axis % 2).astype(np.int64)]

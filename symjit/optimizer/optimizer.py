@@ -263,6 +263,15 @@ def _zeros_like(weight) -> NDArray:
     return zeros(weight.shape, weight.context, weight.dtype)
 
 
+def _sparse_state_like(weight, keep_storage: bool = True) -> NDArray:
+    """A zero state in the weight's storage when `keep_storage` (MXNet's optimizers that have
+    lazy row_sparse kernels: those kernels need the states in the weight's storage), dense
+    otherwise."""
+    if keep_storage and _is_sparse(weight):
+        return zeros(weight.shape, weight.context, weight.dtype, stype=weight.stype)
+    return _zeros_like(weight)
+
+
 def _is_sparse(x) -> bool:
     return isinstance(x, BaseSparseNDArray)
 
@@ -432,7 +441,7 @@ class SGD(Optimizer):
         self.aggregate_num = _env_aggregate() if aggregate_num is None else aggregate_num
 
     def create_state(self, index, weight):
-        return _zeros_like(weight) if self.momentum != 0.0 else None
+        return _sparse_state_like(weight, self.lazy_update) if self.momentum != 0.0 else None
 
     def create_state_multi_precision(self, index, weight):
         """(momentum, float32 master weight) for fp16 weights with multi_precision, as MXNet's
@@ -532,7 +541,7 @@ class Adam(Optimizer):
         self.lazy_update = lazy_update
 
     def create_state(self, index, weight):
-        return (_zeros_like(weight), _zeros_like(weight))
+        return (_sparse_state_like(weight, self.lazy_update), _sparse_state_like(weight, self.lazy_update))
 
     def update(self, index, weight, grad, state):
         self._update_count(index)
@@ -614,7 +623,7 @@ class AdaGrad(Optimizer):
         self.float_stable_eps = eps
 
     def create_state(self, index, weight):
-        return _zeros_like(weight)
+        return _sparse_state_like(weight)
 
     def update(self, index, weight, grad, state):
         self._update_count(index)
@@ -678,7 +687,7 @@ class Ftrl(Optimizer):
         self.lamda1, self.beta = lamda1, beta
 
     def create_state(self, index, weight):
-        return (_zeros_like(weight), _zeros_like(weight))
+        return (_sparse_state_like(weight), _sparse_state_like(weight))
 
     def update(self, index, weight, grad, state):
         self._update_count(index)

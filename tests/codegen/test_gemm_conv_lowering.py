@@ -572,6 +572,22 @@ TILE_CONV_CASES = [
 ]
 
 
+@pytest.mark.parametrize("case", TILE_CONV_CASES + [
+    ((64, 3, 32, 32), 32, (3, 3), (1, 1), (1, 1), (1, 1), 1),   # a small-channel first layer, batch 64
+    ((5, 32, 16, 16), 64, (3, 3), (1, 1), (1, 1), (1, 1), 1),   # images in chunks, some chunk short
+    ((1, 24, 11, 11), 40, (1, 1), (2, 2), (0, 0), (1, 1), 1),   # 1x1 stride 2: one phase plane
+])
+def test_convolution_backward_tiles(case, kernel_path):
+    """Weight and data gradients on both kernel paths (the tiles' weight gradient: implicit GEMM
+    over phase planes per image, images in chunks accumulated separately, then summed)."""
+    xs, f, k, s, p, d, g = case
+    geo = {"kernel": k, "stride": s, "pad": p, "dilate": d, "num_group": g}
+    dys = (xs[0], f) + _conv_out(xs, k, s, p, d)
+    ws = (f, xs[1] // g) + k
+    _check(_graph("_backward_Convolution_weight", [("dy", dys), ("x", xs)], geo))
+    _check(_graph("_backward_Convolution_data", [("dy", dys), ("w", ws), ("x", xs)], geo))
+
+
 @pytest.mark.parametrize("case", TILE_CONV_CASES)
 def test_convolution_tiles(case, kernel_path):
     xs, f, k, s, p, d, g = case

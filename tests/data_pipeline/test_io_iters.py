@@ -54,7 +54,9 @@ def test_round_batch_reset_continues_after_the_wrapped_samples(rec10):
     assert _labels(it)[0] == [0, 1, 2, 3]
     it = mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 16, 16), batch_size=4, round_batch=False)
     batches = list(it)
-    assert batches[-1].pad == 2 and batches[-1].label[0].asnumpy()[:2].tolist() == [8, 9]
+    # as MXNet's ImageRecordIter, the short last batch reports pad 0 (its BatchLoader-based iterators
+    # report the missing samples)
+    assert batches[-1].pad == 0 and batches[-1].label[0].asnumpy()[:2].tolist() == [8, 9]
     it.reset()
     assert len(list(it)) == 3
 
@@ -75,8 +77,13 @@ def test_uint8_iter_mirror_shuffle_parts_and_label_width(tmp_path, rec10):
                                  part_index=1)
     assert _labels(part) == [[5, 6, 7, 8, 9]]
     multi = write_rec(str(tmp_path), images[:4], [[i, 10 * i, 100 * i] for i in range(4)], name="multi")[0]
-    it = mx.io.ImageRecordIter(path_imgrec=multi, data_shape=(3, 16, 16), batch_size=4, label_width=2)
-    assert it.next().label[0].asnumpy().tolist() == [[0, 0], [1, 10], [2, 20], [3, 30]]
+    it = mx.io.ImageRecordIter(path_imgrec=multi, data_shape=(3, 16, 16), batch_size=4, label_width=3)
+    assert it.next().label[0].asnumpy().tolist() == [[0, 0, 0], [1, 10, 100], [2, 20, 200], [3, 30, 300]]
+    # as MXNet: a record's label array must have exactly label_width numbers
+    with pytest.raises(MXNetError, match="3-dimensional label but label_width is set to 2"):
+        mx.io.ImageRecordIter(path_imgrec=multi, data_shape=(3, 16, 16), batch_size=4, label_width=2).next()
+    with pytest.raises(MXNetError, match="label_width must be 1"):
+        mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 16, 16), batch_size=4, label_width=2).next()
 
 
 def test_random_augmentations_are_seeded_and_bounded(rec10):

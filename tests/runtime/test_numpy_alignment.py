@@ -21,8 +21,12 @@ def _offset(a: np.ndarray) -> int:
     return a.__array_interface__["data"][0] % runtime.ALIGNMENT
 
 
+#: numpy's multiarray module: numpy 2 renamed numpy.core (numpy 1.x's name) to numpy._core
+_MULTIARRAY_EXPR = "(np._core if hasattr(np, '_core') else np.core).multiarray"
+
+
 def _handler_name() -> str:
-    return np._core.multiarray.get_handler_name()
+    return eval(_MULTIARRAY_EXPR).get_handler_name()
 
 
 def test_handler_installed_on_import():
@@ -89,7 +93,7 @@ def test_threads_start_with_numpy_default_and_can_opt_in():
 
 
 def test_environment_switch_keeps_numpy_default():
-    code = "import numpy as np, symjit; print(np._core.multiarray.get_handler_name())"
+    code = f"import numpy as np, symjit; print({_MULTIARRAY_EXPR}.get_handler_name())"
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "SYMJIT_ALIGNED_NUMPY": "0"},
                          capture_output=True, text=True, check=True).stdout.strip()
     assert out == "default_allocator"
