@@ -162,3 +162,22 @@ def test_dataloader_batches_are_np_arrays(np_mode, workers, threads):
     assert [b[0].shape for b in batches] == [(4, 3), (4, 3), (2, 3)]
     assert all(isinstance(x, np.ndarray) and isinstance(y, np.ndarray) for x, y in batches)
     onp.testing.assert_array_equal(onp.concatenate([x.asnumpy() for x, _ in batches]), features)
+
+
+def test_np_inputs_take_the_inference_fast_path(np_mode):
+    """Repeated inference calls with np arrays run the compiled fast path and still return np
+    arrays equal to the general path's; in legacy mode the same block returns NDArrays."""
+    net = nn.HybridSequential()
+    net.add(nn.Dense(8, activation="relu"), nn.Dense(3))
+    net.initialize()
+    net.hybridize()
+    x = np.array(onp.random.RandomState(0).uniform(size=(4, 5)).astype(onp.float32))
+    first = net(x)
+    assert net._fast_call is not None
+    again = net(x)
+    assert isinstance(first, np.ndarray) and isinstance(again, np.ndarray)
+    onp.testing.assert_array_equal(first.asnumpy(), again.asnumpy())
+    npx.reset_np()
+    legacy = net(mx.nd.array(x.asnumpy()))
+    assert type(legacy) is mx.nd.NDArray
+    onp.testing.assert_array_equal(legacy.asnumpy(), first.asnumpy())
