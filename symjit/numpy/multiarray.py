@@ -111,6 +111,11 @@ class ndarray(NDArray):
 
     # ---- attributes ----------------------------------------------------------------------
     @property
+    def dtype(self) -> _np.dtype:
+        """The numpy dtype (MXNet np gives a `numpy.dtype`, the legacy NDArray a scalar type)."""
+        return self._data.dtype
+
+    @property
     def T(self) -> "ndarray":
         return self.transpose()
 
