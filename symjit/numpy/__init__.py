@@ -11,11 +11,12 @@ from __future__ import annotations
 import numpy as _onp
 
 from . import _op, creation, fallback
-from ._op import *  # noqa: F401,F403
-from .creation import *  # noqa: F401,F403
-from .fallback import *  # noqa: F401,F403
 from .multiarray import array, asarray, empty, full, ndarray, ones, zeros  # noqa: F401
 from . import linalg, random  # noqa: F401
+
+for _module in (fallback, creation, _op):      # later modules win: native ops over fallbacks
+    for _name in _module.__all__:
+        globals()[_name] = getattr(_module, _name)
 
 # constants and dtypes, as numpy's
 pi, e, inf, nan, newaxis = _onp.pi, _onp.e, _onp.inf, _onp.nan, None

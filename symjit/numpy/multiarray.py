@@ -229,6 +229,33 @@ class ndarray(NDArray):
             shape = tuple(shape[0])
         return self._view_op("_np_reshape", {"newshape": tuple(int(d) for d in shape), "order": order})
 
+    def reshape_view(self, *shape, **kwargs) -> "ndarray":
+        """A view of a new shape sharing this array's memory (not recorded by autograd)."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        try:
+            return ndarray(self._data.reshape(shape), self._ctx)
+        except ValueError as e:
+            raise MXNetError(f"reshape_view: {e}") from None
+
+    @property
+    def writable(self) -> bool:
+        return bool(self._data.flags.writeable)
+
+    def _slices(self, begin, end, step) -> tuple:
+        step = step or (None,) * len(begin)
+        return tuple(slice(b, e, s) for b, e, s in zip(begin, end, step))
+
+    def slice_assign(self, rhs, begin, end, step) -> "ndarray":
+        """Write `rhs` into the region begin:end:step in place; returns this array."""
+        self[self._slices(begin, end, step)] = rhs
+        return self
+
+    def slice_assign_scalar(self, value, begin, end, step) -> "ndarray":
+        """Fill the region begin:end:step with `value` in place; returns this array."""
+        self[self._slices(begin, end, step)] = value
+        return self
+
     def ravel(self, order="C"):
         return self.reshape(-1)
 

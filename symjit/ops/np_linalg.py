@@ -190,9 +190,9 @@ class NpEigh(_Linalg):
         ga = v @ inner @ _mT(v)
         # the result reads only one triangle: fold the other triangle's share onto it
         ga = 0.5 * (ga + _mT(ga))
-        tri = np.tril if attrs["UPLO"] == "L" else np.triu
-        full = tri(ga) + _mT(np.tril(ga, -1) if attrs["UPLO"] == "L" else np.triu(ga, 1))
-        return [full]
+        if attrs["UPLO"] == "L":
+            return [np.tril(ga) + np.tril(_mT(ga), -1)]
+        return [np.triu(ga) + np.triu(_mT(ga), 1)]
 
 
 @register_numpy("_npi_eigvalsh")
