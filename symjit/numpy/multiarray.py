@@ -167,6 +167,29 @@ class ndarray(NDArray):
     def __array__(self, dtype=None, copy=None):
         return self.asnumpy() if dtype is None else self.asnumpy().astype(dtype)
 
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """numpy ufuncs on mx.np arrays run the `mx.np` function of the same name (as MXNet);
+        others run numpy's on the values and give an mx.np array."""
+        from .. import numpy as mnp
+        fn = getattr(mnp, ufunc.__name__, None)
+        if method == "__call__" and fn is not None and not set(kwargs) - {"out"}:
+            if kwargs.get("out") is not None:
+                kwargs = {"out": kwargs["out"][0]}
+            return fn(*inputs, **kwargs)
+        from .fallback import numpy_fallback
+        return numpy_fallback(getattr(ufunc, method), f"{ufunc.__name__}.{method}")(*inputs, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        """numpy functions on mx.np arrays run the `mx.np` function of the same name (as MXNet),
+        or numpy's on the values (an mx.np array result)."""
+        from .. import numpy as mnp
+        module = mnp.linalg if func.__module__.endswith("linalg") else mnp
+        fn = getattr(module, func.__name__, None)
+        if fn is None or fn is func:
+            from .fallback import numpy_fallback
+            fn = numpy_fallback(func, func.__name__)
+        return fn(*args, **kwargs)
+
     def __reduce__(self):
         return (_rebuild_np, (self.asnumpy(), str(self._ctx)))
 
