@@ -200,3 +200,24 @@ def test_view_methods_and_slice_assign():
     a.slice_assign(np.ones((1, 2)), (1, 0), (2, 2), (1, 1))
     a.slice_assign_scalar(7, (0, 2), (1, 3), None)
     assert a.asnumpy().tolist() == [[1, 0, 7], [1, 1, 0]]
+
+
+def test_random_samplers_with_array_parameters_are_differentiable():
+    mx.random.seed(5)
+    loc, scale = np.array([1.0, 2.0]), np.array([0.5, 2.0])
+    low, high = np.array([0.0, -1.0]), np.array([1.0, 3.0])
+    for p in (loc, scale, low, high):
+        p.attach_grad()
+    with autograd.record():
+        y = np.random.normal(loc, scale, size=(500, 2))
+        u = np.random.uniform(low, high, size=(500, 2))
+        total = y.sum() + u.sum()
+    total.backward()
+    yv, uv = y.asnumpy(), u.asnumpy()
+    assert loc.grad.tolist() == [500.0, 500.0]
+    onp.testing.assert_allclose(scale.grad.asnumpy(), ((yv - [1.0, 2.0]) / [0.5, 2.0]).sum(0), rtol=1e-4)
+    frac = (uv - [0.0, -1.0]) / [1.0, 4.0]
+    onp.testing.assert_allclose(low.grad.asnumpy(), (1 - frac).sum(0), rtol=1e-4)
+    onp.testing.assert_allclose(high.grad.asnumpy(), frac.sum(0), rtol=1e-4)
+    assert abs(yv.mean(0) - [1.0, 2.0]).max() < 0.3 and (uv >= [0.0, -1.0]).all() and (uv < [1.0, 3.0]).all()
+    assert np.random.normal(np.zeros(3), 1.0).shape == (3,) and np.random.uniform().shape == ()
