@@ -157,6 +157,8 @@ def cumsum(a, axis=None, dtype=None, out=None):
     """Inclusive prefix sums (of the flattened array for axis None)."""
     a = to_np(a)
     dt = None if dtype is None else _np.dtype(canonical_dtype(dtype)).name
+    if dt is None and a.dtype == _np.bool_:
+        dt = "int64"
     return invoke("_np_cumsum", [a], {"axis": axis, "dtype": dt}, out=out)
 
 
@@ -504,6 +506,186 @@ def size(a, axis=None):
 @_export
 def copy(a):
     return to_np(a).copy()
+
+
+
+# ---- sorting, statistics, polynomials, sets ---------------------------------------------------------
+
+@_export
+def sort(a, axis=-1, kind=None, order=None):
+    if order is not None:
+        raise MXNetError("sort: the order argument is not supported")
+    return invoke("_npi_sort", [to_np(a)], {"axis": axis})
+
+
+@_export
+def argsort(a, axis=-1, kind=None, order=None):
+    if order is not None:
+        raise MXNetError("argsort: the order argument is not supported")
+    return invoke("_npi_argsort", [to_np(a)], {"axis": axis})
+
+
+@_export
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None):
+    """The sorted unique elements, and as asked the first indices, the inverse and the counts."""
+    out = invoke("_npi_unique", [to_np(ar)], {"return_index": return_index, "return_inverse": return_inverse,
+                                              "return_counts": return_counts, "axis": axis})
+    return tuple(out) if isinstance(out, list) else out
+
+
+def _percentile(a, q, axis, interpolation, keepdims, quantile, out):
+    a = to_np(a)
+    attrs = {"axis": _axis(axis), "interpolation": interpolation, "keepdims": keepdims, "quantile": quantile}
+    if isinstance(q, NDArray):
+        return invoke("_npi_percentile", [a, to_np(q)], dict(attrs, q_scalar=None), out=out)
+    qv = _np.asarray(q, _np.float64)
+    if qv.ndim == 0:
+        attrs["q_scalar"] = float(qv)
+        return invoke("_npi_percentile", [a], attrs, out=out)
+    return invoke("_npi_percentile", [a, array(qv, dtype="float64", ctx=a.context)], dict(attrs, q_scalar=None),
+                  out=out)
+
+
+@_export
+def percentile(a, q, axis=None, out=None, overwrite_input=None, interpolation="linear", keepdims=False):
+    return _percentile(a, q, axis, interpolation, keepdims, False, out)
+
+
+@_export
+def quantile(a, q, axis=None, out=None, overwrite_input=None, interpolation="linear", keepdims=False):
+    return _percentile(a, q, axis, interpolation, keepdims, True, out)
+
+
+@_export
+def median(a, axis=None, out=None, overwrite_input=None, keepdims=False):
+    return _percentile(a, 50.0, axis, "linear", keepdims, False, out)
+
+
+@_export
+def average(a, axis=None, weights=None, returned=False, out=None):
+    a = to_np(a)
+    inputs = [a] if weights is None else [a, to_np(weights, a.context)]
+    res = invoke("_npi_average", inputs, {"axis": _axis(axis), "weighted": weights is not None,
+                                          "returned": returned}, out=out)
+    return tuple(res) if returned else res
+
+
+@_export
+def bincount(x, weights=None, minlength=0):
+    x = to_np(x)
+    inputs = [x] if weights is None else [x, to_np(weights, x.context)]
+    return invoke("_npi_bincount", inputs, {"minlength": minlength, "has_weights": weights is not None})
+
+
+@_export
+def diff(a, n=1, axis=-1, prepend=None, append=None):
+    a = to_np(a)
+    parts = [p for p in (prepend, a, append) if p is not None]
+    if len(parts) > 1:
+        shape = list(a.shape)
+        shape[axis] = 1
+        parts = [to_np(p) if not is_scalar(p) else array(_np.full(shape, p), dtype=a.dtype) for p in parts]
+        a = concatenate(parts, axis=axis)
+    return invoke("_npi_diff", [a], {"n": n, "axis": axis})
+
+
+@_export
+def ediff1d(ary, to_end=None, to_begin=None):
+    a = to_np(ary).reshape(-1)
+    d = diff(a) if a.size else a
+    parts = [to_np(p).reshape(-1) if not is_scalar(p) else array([p], dtype=a.dtype)
+             for p in (to_begin, d, to_end) if p is not None]
+    return concatenate(parts) if len(parts) > 1 else d
+
+
+@_export
+def polyval(p, x):
+    p = to_np(p)
+    xa = array(x, dtype=p.dtype) if is_scalar(x) else to_np(x)
+    return invoke("_npi_polyval", [p, xa])
+
+
+def _obj_attrs(obj, axis):
+    if isinstance(obj, slice):
+        return {"obj": (obj.start, obj.stop, obj.step), "is_slice": True, "axis": axis}
+    if isinstance(obj, NDArray):
+        obj = obj.asnumpy()
+    obj = _np.asarray(obj)
+    return {"obj": int(obj) if obj.ndim == 0 else tuple(int(v) for v in obj.reshape(-1)),
+            "is_slice": False, "axis": axis}
+
+
+@_export
+def delete(arr, obj, axis=None):
+    return invoke("_npi_delete", [to_np(arr)], _obj_attrs(obj, axis))
+
+
+@_export
+def insert(arr, obj, values, axis=None):
+    arr = to_np(arr)
+    vals = array(_np.asarray(values), dtype=arr.dtype) if not isinstance(values, NDArray) else to_np(values)
+    return invoke("_npi_insert", [arr, vals], _obj_attrs(obj, axis))
+
+
+@_export
+def resize(a, new_shape):
+    shape = (new_shape,) if isinstance(new_shape, int) else tuple(new_shape)
+    return invoke("_np_resize", [to_np(a)], {"new_shape": shape})
+
+
+@_export
+def histogram(a, bins=10, range=None, normed=None, weights=None, density=None):  # noqa: A002
+    """(counts, bin edges) of a over `bins` equal bins in `range` (the data's range when None), or
+    over the bin edges `bins`."""
+    if weights is not None or density or normed:
+        raise MXNetError("histogram: weights and density are not supported (as in MXNet)")
+    a = to_np(a)
+    if isinstance(bins, (NDArray, list, tuple, _np.ndarray)):
+        edges = to_np(bins) if isinstance(bins, NDArray) else array(_np.asarray(bins), dtype=a.dtype)
+        return tuple(invoke("_npi_histogram", [a, edges], {"bin_cnt": None}))
+    return tuple(invoke("_npi_histogram", [a], {"bin_cnt": int(bins), "range": range}))
+
+
+@_export
+def unravel_index(indices, shape, order="C"):
+    if order != "C":
+        raise MXNetError("unravel_index: only order='C' is supported")
+    idx = to_np(indices) if not is_scalar(indices) else array(indices, dtype="int64")
+    res = invoke("_npi_unravel_index", [idx], {"shape": tuple(shape)})
+    return tuple(res[i] for i in range(len(shape)))
+
+
+@_export
+def diag_indices_from(arr):
+    a = to_np(arr)
+    if a.ndim < 2 or len(set(a.shape)) != 1:
+        raise MXNetError("diag_indices_from: input must be at least 2-d with all dimensions equal")
+    idx = ndarray(_np.arange(a.shape[0], dtype=_np.int64), a.context)
+    return tuple(idx.copy() for _ in range(a.ndim))
+
+
+def _window(kind: str):
+    def fn(M, dtype=_np.float32, ctx=None):
+        return invoke("_npi_window", [], {"M": int(M), "kind": kind,
+                                          "dtype": _np.dtype(canonical_dtype(dtype)).name}, ctx=ctx)
+    fn.__name__ = kind
+    fn.__doc__ = f"numpy.{kind} window of length M (float32 by default)."
+    return fn
+
+
+hanning = _export(_window("hanning"))
+hamming = _export(_window("hamming"))
+blackman = _export(_window("blackman"))
+
+
+@_export
+def may_share_memory(a, b, max_work=None):
+    return bool(_np.may_share_memory(to_np(a)._data, to_np(b)._data))
+
+
+@_export
+def shares_memory(a, b, max_work=None):
+    return bool(_np.shares_memory(to_np(a)._data, to_np(b)._data))
 
 
 __all__ = sorted(set(__all__))

@@ -111,6 +111,11 @@ class ndarray(NDArray):
 
     # ---- attributes ----------------------------------------------------------------------
     @property
+    def dtype(self) -> _np.dtype:
+        """The numpy dtype (MXNet np gives a `numpy.dtype`, the legacy NDArray a scalar type)."""
+        return self._data.dtype
+
+    @property
     def T(self) -> "ndarray":
         return self.transpose()
 
@@ -161,6 +166,29 @@ class ndarray(NDArray):
 
     def __array__(self, dtype=None, copy=None):
         return self.asnumpy() if dtype is None else self.asnumpy().astype(dtype)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """numpy ufuncs on mx.np arrays run the `mx.np` function of the same name (as MXNet);
+        others run numpy's on the values and give an mx.np array."""
+        from .. import numpy as mnp
+        fn = getattr(mnp, ufunc.__name__, None)
+        if method == "__call__" and fn is not None and not set(kwargs) - {"out"}:
+            if kwargs.get("out") is not None:
+                kwargs = {"out": kwargs["out"][0]}
+            return fn(*inputs, **kwargs)
+        from .fallback import numpy_fallback
+        return numpy_fallback(getattr(ufunc, method), f"{ufunc.__name__}.{method}")(*inputs, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        """numpy functions on mx.np arrays run the `mx.np` function of the same name (as MXNet),
+        or numpy's on the values (an mx.np array result)."""
+        from .. import numpy as mnp
+        module = mnp.linalg if func.__module__.endswith("linalg") else mnp
+        fn = getattr(module, func.__name__, None)
+        if fn is None or fn is func:
+            from .fallback import numpy_fallback
+            fn = numpy_fallback(func, func.__name__)
+        return fn(*args, **kwargs)
 
     def __reduce__(self):
         return (_rebuild_np, (self.asnumpy(), str(self._ctx)))
@@ -223,6 +251,33 @@ class ndarray(NDArray):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         return self._view_op("_np_reshape", {"newshape": tuple(int(d) for d in shape), "order": order})
+
+    def reshape_view(self, *shape, **kwargs) -> "ndarray":
+        """A view of a new shape sharing this array's memory (not recorded by autograd)."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        try:
+            return ndarray(self._data.reshape(shape), self._ctx)
+        except ValueError as e:
+            raise MXNetError(f"reshape_view: {e}") from None
+
+    @property
+    def writable(self) -> bool:
+        return bool(self._data.flags.writeable)
+
+    def _slices(self, begin, end, step) -> tuple:
+        step = step or (None,) * len(begin)
+        return tuple(slice(b, e, s) for b, e, s in zip(begin, end, step))
+
+    def slice_assign(self, rhs, begin, end, step) -> "ndarray":
+        """Write `rhs` into the region begin:end:step in place; returns this array."""
+        self[self._slices(begin, end, step)] = rhs
+        return self
+
+    def slice_assign_scalar(self, value, begin, end, step) -> "ndarray":
+        """Fill the region begin:end:step with `value` in place; returns this array."""
+        self[self._slices(begin, end, step)] = value
+        return self
 
     def ravel(self, order="C"):
         return self.reshape(-1)

@@ -10,7 +10,7 @@ import numpy as _np
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray, _check_ctx
 from ..ops.rng import generator
-from .multiarray import _dtype, ndarray, to_np
+from .multiarray import _dtype, invoke, ndarray, to_np
 
 __all__ = ["uniform", "normal", "randn", "rand", "randint", "choice", "shuffle", "multinomial", "gamma",
            "beta", "exponential", "chisquare", "gumbel", "logistic", "lognormal", "pareto", "power",
@@ -65,8 +65,41 @@ def _sampler(name: str, params: tuple, defaults: tuple, draw):
     return fn
 
 
-uniform = _sampler("uniform", ("low", "high"), (0.0, 1.0), lambda g, lo, hi, s: g.uniform(lo, hi, s))
-normal = _sampler("normal", ("loc", "scale"), (0.0, 1.0), lambda g, m, sd, s: g.normal(m, sd, s))
+def _op_sampler(name: str, op: str, params: tuple, defaults: tuple):
+    """A sampler through registered op `op`: array parameters are inputs (gradients flow)."""
+    def fn(*args, size=None, dtype=None, ctx=None, out=None, **kwargs):
+        values = dict(zip(params, defaults))
+        for k, a in enumerate(args):
+            if k < len(params):
+                values[params[k]] = a
+            elif k == len(params) and size is None:
+                size = a
+            else:
+                raise TypeError(f"{name}: too many positional arguments")
+        for k in list(kwargs):
+            if k in params:
+                values[k] = kwargs.pop(k)
+        if kwargs:
+            raise TypeError(f"{name}: unexpected arguments {sorted(kwargs)}")
+        attrs = {"size": _size(size), "dtype": None if dtype is None else _dtype(dtype).name}
+        inputs = []
+        for p in params:
+            v = values[p]
+            if isinstance(v, NDArray) or isinstance(v, (list, tuple, _np.ndarray)):
+                inputs.append(to_np(v))
+                attrs[p] = None
+            else:
+                attrs[p] = float(v)
+        c = _ctx_of(*inputs, ctx=ctx)
+        return invoke(op, inputs, attrs, out=out, ctx=c)
+    fn.__name__ = name
+    fn.__doc__ = (f"Samples of numpy.random.{name} with parameters {params} (numbers or arrays; gradients "
+                  "flow to array parameters); `size` is the output shape.")
+    return fn
+
+
+uniform = _op_sampler("uniform", "_npi_uniform", ("low", "high"), (0.0, 1.0))
+normal = _op_sampler("normal", "_npi_normal", ("loc", "scale"), (0.0, 1.0))
 gamma = _sampler("gamma", ("shape", "scale"), (1.0, 1.0), lambda g, k, th, s: g.gamma(k, th, s))
 beta = _sampler("beta", ("a", "b"), (1.0, 1.0), lambda g, a, b, s: g.beta(a, b, s))
 exponential = _sampler("exponential", ("scale",), (1.0,), lambda g, sc, s: g.exponential(sc, s))

@@ -110,10 +110,11 @@ class NpTensordot(NumpyOp):
         fa = [d for d in range(a.ndim) if d not in sa]
         fb = [d for d in range(b.ndim) if d not in sb]
         # g has axes fa + fb
-        ga = np.tensordot(g, b, axes=(list(range(len(fa), g.ndim)), fb))  # axes: fa + sb(order)
-        ga = np.transpose(ga, np.argsort(fa + sa))
-        gb = np.tensordot(a, g, axes=(fa, list(range(len(fa)))))          # axes: sa(order) + fb
-        gb = np.transpose(gb, np.argsort(sb + fb))
+        # g has the axes fa + fb; what is left of b (of a) are its summed axes, increasing
+        ga = np.tensordot(g, b, axes=(list(range(len(fa), g.ndim)), fb))
+        ga = np.transpose(ga, np.argsort(fa + [sa[sb.index(d)] for d in sorted(sb)]))
+        gb = np.tensordot(a, g, axes=(fa, list(range(len(fa)))))
+        gb = np.transpose(gb, np.argsort([sb[sa.index(d)] for d in sorted(sa)] + fb))
         return [ga, gb]
 
 

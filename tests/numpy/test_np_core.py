@@ -204,3 +204,18 @@ def test_random_shapes_dtypes_and_seed():
     assert u.dtype == onp.float32 and np.random.normal().shape == ()
     assert np.random.randint(0, 5, size=(4,)).dtype == onp.int64
     assert np.random.normal(0, 1, (2, 2)).shape == (2, 2)
+
+
+def test_numpy_functions_dispatch_to_mx_np():
+    a = np.array([1.0, 2.0])
+    for result in (onp.sum(a), onp.add(a, a), onp.exp(a), onp.concatenate([a, a]), onp.mean(a),
+                   onp.linalg.norm(a), onp.cumprod(a)):
+        assert isinstance(result, np.ndarray)
+    assert onp.add(a, 1).tolist() == [2.0, 3.0]
+    assert onp.allclose(a, a) and onp.asarray(a).tolist() == [1.0, 2.0]
+    x = np.array([1.0, 2.0])
+    x.attach_grad()
+    with autograd.record():
+        y = onp.sum(onp.square(x))       # recorded like mx.np calls
+    y.backward()
+    assert x.grad.tolist() == [2.0, 4.0]
