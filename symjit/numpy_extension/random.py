@@ -46,6 +46,17 @@ def _affine(z, offset, scale):
     return invoke("_plus_scalar", [out], {"scalar": float(offset)})
 
 
+def _difference(b, a):
+    """b - a for numbers or arrays (broadcast)."""
+    if isinstance(b, NDArray) and isinstance(a, NDArray):
+        return invoke("broadcast_sub", [b, a], {})
+    if isinstance(b, NDArray):
+        return invoke("_minus_scalar", [b], {"scalar": float(a)})
+    if isinstance(a, NDArray):
+        return invoke("_rminus_scalar", [a], {"scalar": float(b)})
+    return b - a
+
+
 def _ctx_of(*params):
     return next((p.context for p in params if isinstance(p, NDArray)), None)
 
@@ -59,10 +70,8 @@ def _sample_n(kind: str, a, b, batch_shape, dtype, ctx):
                             f"{type(p).__name__}")
     shape = _size(batch_shape) + tuple(np.broadcast_shapes(_shape_of(a), _shape_of(b)))
     z = _standard(kind, shape, ctx or _ctx_of(a, b))
-    if kind == "uniform":
-        b = invoke("broadcast_sub", [b, a], {}) if isinstance(b, NDArray) and isinstance(a, NDArray) else \
-            invoke("_rminus_scalar", [b], {"scalar": float(a)}) if isinstance(b, NDArray) else \
-            invoke("_rminus_scalar", [a], {"scalar": float(b)}) if isinstance(a, NDArray) else b - a
+    if kind == "uniform":   # the width high - low
+        b = _difference(b, a)
     out = _affine(z, a, b)
     if dtype is not None:
         out = invoke("Cast", [out], {"dtype": dtype})

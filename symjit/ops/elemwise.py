@@ -58,6 +58,7 @@ _OUTPUT_GRADS = {
     "sigmoid": lambda y: y * (1.0 - y),
     "tanh": lambda y: 1.0 - y * y,
 }
+_OUTPUT_GRADS.update({"_npx_relu": _OUTPUT_GRADS["relu"], "_npx_sigmoid": _OUTPUT_GRADS["sigmoid"]})
 
 
 def _grad_from_output(op, attrs):
@@ -189,8 +190,8 @@ _UNARY_TABLE: dict[str, tuple[Callable[[S.Expr], S.Expr], tuple]] = {
     "rint": (lambda x: rint_expr(x), ()),
     "trunc": (lambda x: S.call("trunc", x), ()),
     "fix": (lambda x: S.call("trunc", x), ()),
-    "relu": (relu_expr, ("_npx_relu",)),
-    "sigmoid": (lambda x: 1.0 / (1.0 + S.call("exp", -x)), ("_npx_sigmoid",)),
+    "relu": (relu_expr, ()),
+    "sigmoid": (lambda x: 1.0 / (1.0 + S.call("exp", -x)), ()),
     "softsign": (lambda x: x / (1.0 + S.call("abs", x)), ()),
     "erf": (lambda x: S.call("erf", x), ()),
     "erfinv": (lambda x: S.call("erfinv", x), ()),

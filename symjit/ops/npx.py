@@ -1,9 +1,10 @@
 """Operators of MXNet's NumPy extension (`mx.npx`) that have no legacy counterpart.
 
 `_npx_reshape` (npx.reshape with its own special codes), `_npx_nonzero` (the indices of the
-non-zero entries, one row per entry) and `_npx_constraint_check` (a boolean check raising
-ValueError with a message). `_npx_relu` and `_npx_sigmoid` are aliases of the legacy unary ops
-(symjit/ops/elemwise.py); every other npx function writes a legacy operator, as MXNet 1.9.1.
+non-zero entries, one row per entry), `_npx_constraint_check` (a boolean check raising
+ValueError with a message), and `_npx_relu` / `_npx_sigmoid` (the legacy activations under the
+names MXNet's np mode writes; their gradients come from the output, as relu's and sigmoid's in
+symjit/ops/elemwise.py). Every other npx function writes a legacy operator, as MXNet 1.9.1.
 """
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import math
 import numpy as np
 
 from ..base import MXNetError, MXNetValueError
+from . import scalar as S
 from .attrs import Bool, Enum, Param, Shape, Str
+from .elemwise import Elementwise, relu_expr
 from .registry import Op, register
 
 
@@ -182,3 +185,22 @@ class NpxConstraintCheck(Op):
         if not bool(np.all(x)):
             raise MXNetValueError(attrs["msg"])
         return [np.array(True)]
+
+
+@register("_npx_relu")
+class NpxRelu(Elementwise):
+    """npx.relu: max(x, 0), NaN propagating (the legacy relu under the name MXNet's np mode
+    writes to symbol files)."""
+    lists_input_names = False
+
+    def expr(self, attrs, x):
+        return relu_expr(x)
+
+
+@register("_npx_sigmoid")
+class NpxSigmoid(Elementwise):
+    """npx.sigmoid: 1 / (1 + exp(-x)) (the legacy sigmoid under MXNet's np-mode name)."""
+    lists_input_names = False
+
+    def expr(self, attrs, x):
+        return 1.0 / (1.0 + S.call("exp", -x))

@@ -10,16 +10,16 @@ converts a legacy Symbol; `_Symbol.as_nd_ndarray()` converts back.
 """
 from __future__ import annotations
 
+import builtins   # this module defines NumPy's all, any, sum, max, ... over the builtins
 import numbers
 
 import numpy as _onp
 
-from ..base import MXNetError
 from .symbol import Symbol, create_op_symbol, var as _var
 
 __all__ = ["_Symbol", "var", "zeros", "ones", "full", "full_like", "arange", "reshape", "transpose",
            "expand_dims", "squeeze", "swapaxes", "concatenate", "stack", "broadcast_to", "clip", "where",
-           "dot", "sum", "mean", "max", "min", "amax", "amin", "prod", "argmax", "argmin", "tile", "flip",
+           "dot", "matmul", "sum", "mean", "max", "min", "amax", "amin", "prod", "argmax", "argmin", "tile", "flip",
            "split"]
 
 
@@ -94,8 +94,8 @@ class _Symbol(Symbol):
 
     def sum(self, axis=None, dtype=None, keepdims=False): return sum(self, axis, dtype, keepdims=keepdims)
     def mean(self, axis=None, dtype=None, keepdims=False): return mean(self, axis, dtype, keepdims=keepdims)
-    def max(self, axis=None, keepdims=False): return max(self, axis, keepdims=keepdims)
-    def min(self, axis=None, keepdims=False): return min(self, axis, keepdims=keepdims)
+    def max(self, axis=None, keepdims=False): return max(self, axis, keepdims=keepdims)  # noqa: E704
+    def min(self, axis=None, keepdims=False): return min(self, axis, keepdims=keepdims)  # noqa: E704
     def prod(self, axis=None, dtype=None, keepdims=False): return prod(self, axis, dtype, keepdims=keepdims)
     def argmax(self, axis=None): return argmax(self, axis)
     def argmin(self, axis=None): return argmin(self, axis)
@@ -139,21 +139,29 @@ def _unary(py_name: str, op_name: str):
     return fn
 
 
-def _binary(py_name: str, array_op: str, scalar_op: str, rscalar_op: str, pyfn):
-    """NumPy's binary function: broadcasting between symbols, numbers on either side."""
+def _binary(py_name: str, op_base: str, reverse: str | None, pyfn):
+    """NumPy's binary function: broadcasting between symbols (`_npi_<op_base>`), numbers on
+    either side (`_npi_<op_base>_scalar`, and for a number on the left `_npi_<reverse>_scalar`,
+    the operation itself when it commutes)."""
     def fn(x1, x2, out=None):
         if _is_number(x1) and _is_number(x2):
             return pyfn(x1, x2)
         if isinstance(x1, Symbol) and isinstance(x2, Symbol):
-            return _op(array_op, [x1, x2], hint=py_name)
+            return _op(f"_npi_{op_base}", [x1, x2], hint=py_name)
         if isinstance(x1, Symbol) and _is_number(x2):
-            return _op(scalar_op, [x1], {"scalar": float(x2)}, hint=py_name)
+            return _scalar_op(f"_npi_{op_base}_scalar", x1, x2, f"{op_base}_scalar")
         if isinstance(x2, Symbol) and _is_number(x1):
-            return _op(rscalar_op, [x2], {"scalar": float(x1)}, hint=py_name)
+            name = reverse or op_base
+            return _scalar_op(f"_npi_{name}_scalar", x2, x1, f"{name}_scalar")
         raise TypeError(f"np.{py_name}: unsupported operand types {type(x1).__name__}, {type(x2).__name__}")
     fn.__name__ = py_name
-    fn.__doc__ = f"np.{py_name} with broadcasting (operators {array_op} / {scalar_op})."
+    fn.__doc__ = f"np.{py_name} with broadcasting (operator _npi_{op_base} and its scalar forms)."
     return fn
+
+
+def _scalar_op(op_name: str, x, scalar, hint: str) -> "_Symbol":
+    is_int = isinstance(scalar, (int, _onp.integer)) and not isinstance(scalar, bool)
+    return _op(op_name, [x], {"scalar": float(scalar), "is_int": is_int}, hint=hint)
 
 
 def _check_symbol(fn: str, x) -> None:
@@ -161,43 +169,37 @@ def _check_symbol(fn: str, x) -> None:
         raise TypeError(f"np.{fn}: expected a Symbol, got {type(x).__name__}")
 
 
-#: NumPy name -> registered unary operator
-_UNARY = {
-    "abs": "abs", "absolute": "abs", "exp": "exp", "expm1": "expm1", "log": "log", "log10": "log10",
-    "log2": "log2", "log1p": "log1p", "sqrt": "sqrt", "cbrt": "cbrt", "square": "square", "sin": "sin",
-    "cos": "cos", "tan": "tan", "arcsin": "arcsin", "arccos": "arccos", "arctan": "arctan", "sinh": "sinh",
-    "cosh": "cosh", "tanh": "tanh", "arcsinh": "arcsinh", "arccosh": "arccosh", "arctanh": "arctanh",
-    "floor": "floor", "ceil": "ceil", "trunc": "trunc", "rint": "rint", "fix": "fix", "sign": "sign",
-    "negative": "negative", "reciprocal": "reciprocal", "degrees": "degrees", "radians": "radians",
-    "logical_not": "logical_not", "copy": "_copy", "zeros_like": "zeros_like", "ones_like": "ones_like",
-}
+_UNARY_NAMES = ("exp", "expm1", "log", "log10", "log2", "log1p", "sqrt", "cbrt", "square", "sin", "cos", "tan",
+                "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "floor",
+                "ceil", "trunc", "rint", "fix", "sign", "negative", "reciprocal", "degrees", "radians",
+                "logical_not", "isnan", "isinf", "isfinite")
+#: NumPy name -> registered unary operator (MXNet 1.9.1's choices)
+_UNARY = {**{n: f"_npi_{n}" for n in _UNARY_NAMES}, "abs": "_npi_absolute", "absolute": "_npi_absolute",
+          "copy": "_np_copy", "zeros_like": "zeros_like", "ones_like": "ones_like"}
 
-#: NumPy name -> (array op, op with a scalar right operand, op with a scalar left operand, python)
+#: NumPy name -> (operator base name, base name of the op for a number on the left (None: it
+#: commutes), python function for two numbers)
 _BINARY = {
-    "add": ("broadcast_add", "_plus_scalar", "_plus_scalar", lambda a, b: a + b),
-    "subtract": ("broadcast_sub", "_minus_scalar", "_rminus_scalar", lambda a, b: a - b),
-    "multiply": ("broadcast_mul", "_mul_scalar", "_mul_scalar", lambda a, b: a * b),
-    "divide": ("broadcast_div", "_div_scalar", "_rdiv_scalar", lambda a, b: a / b),
-    "true_divide": ("broadcast_div", "_div_scalar", "_rdiv_scalar", lambda a, b: a / b),
-    "mod": ("broadcast_mod", "_mod_scalar", "_rmod_scalar", lambda a, b: a % b),
-    "power": ("broadcast_power", "_power_scalar", "_rpower_scalar", lambda a, b: a ** b),
-    "maximum": ("broadcast_maximum", "_maximum_scalar", "_maximum_scalar", lambda a, b: a if a > b else b),
-    "minimum": ("broadcast_minimum", "_minimum_scalar", "_minimum_scalar", lambda a, b: a if a < b else b),
-    "hypot": ("broadcast_hypot", "_hypot_scalar", "_hypot_scalar", lambda a, b: float(_onp.hypot(a, b))),
-    "equal": ("broadcast_equal", "_equal_scalar", "_equal_scalar", lambda a, b: a == b),
-    "not_equal": ("broadcast_not_equal", "_not_equal_scalar", "_not_equal_scalar", lambda a, b: a != b),
-    "greater": ("broadcast_greater", "_greater_scalar", "_lesser_scalar", lambda a, b: a > b),
-    "greater_equal": ("broadcast_greater_equal", "_greater_equal_scalar", "_lesser_equal_scalar",
-                      lambda a, b: a >= b),
-    "less": ("broadcast_lesser", "_lesser_scalar", "_greater_scalar", lambda a, b: a < b),
-    "less_equal": ("broadcast_lesser_equal", "_lesser_equal_scalar", "_greater_equal_scalar",
-                   lambda a, b: a <= b),
-    "logical_and": ("broadcast_logical_and", "_logical_and_scalar", "_logical_and_scalar",
-                    lambda a, b: bool(a) and bool(b)),
-    "logical_or": ("broadcast_logical_or", "_logical_or_scalar", "_logical_or_scalar",
-                   lambda a, b: bool(a) or bool(b)),
-    "logical_xor": ("broadcast_logical_xor", "_logical_xor_scalar", "_logical_xor_scalar",
-                    lambda a, b: bool(a) != bool(b)),
+    "add": ("add", None, lambda a, b: a + b),
+    "subtract": ("subtract", "rsubtract", lambda a, b: a - b),
+    "multiply": ("multiply", None, lambda a, b: a * b),
+    "divide": ("true_divide", "rtrue_divide", lambda a, b: a / b),
+    "true_divide": ("true_divide", "rtrue_divide", lambda a, b: a / b),
+    "mod": ("mod", "rmod", lambda a, b: a % b),
+    "power": ("power", "rpower", lambda a, b: a ** b),
+    "maximum": ("maximum", None, lambda a, b: a if a > b else b),
+    "minimum": ("minimum", None, lambda a, b: a if a < b else b),
+    "hypot": ("hypot", None, lambda a, b: float(_onp.hypot(a, b))),
+    "arctan2": ("arctan2", "rarctan2", lambda a, b: float(_onp.arctan2(a, b))),
+    "equal": ("equal", None, lambda a, b: a == b),
+    "not_equal": ("not_equal", None, lambda a, b: a != b),
+    "greater": ("greater", "less", lambda a, b: a > b),
+    "greater_equal": ("greater_equal", "less_equal", lambda a, b: a >= b),
+    "less": ("less", "greater", lambda a, b: a < b),
+    "less_equal": ("less_equal", "greater_equal", lambda a, b: a <= b),
+    "logical_and": ("logical_and", None, lambda a, b: bool(a) and bool(b)),
+    "logical_or": ("logical_or", None, lambda a, b: bool(a) or bool(b)),
+    "logical_xor": ("logical_xor", None, lambda a, b: bool(a) != bool(b)),
 }
 
 _FUNCTIONS = {**{n: _unary(n, op) for n, op in _UNARY.items()},
@@ -215,122 +217,121 @@ __all__ += sorted(_FUNCTIONS)
 def _axis_attr(axis):
     if axis is None:
         return None
-    return (int(axis),) if isinstance(axis, (int, _onp.integer)) else tuple(int(a) for a in axis)
+    return int(axis) if isinstance(axis, (int, _onp.integer)) else tuple(int(a) for a in axis)
 
 
 def reshape(a, newshape, order="C") -> _Symbol:
     """`a` in shape `newshape` (NumPy rules: one -1 is inferred, 0 is a zero-size dim)."""
     _check_symbol("reshape", a)
-    if order != "C":
-        raise NotImplementedError(f"np.reshape: only order='C' is supported, got {order!r}")
     shape = (int(newshape),) if isinstance(newshape, (int, _onp.integer)) else tuple(int(d) for d in newshape)
-    if any(d < -1 for d in shape):
-        raise MXNetError(f"np.reshape: shape dimensions must be >= -1, got {shape}")
-    return _op("_npx_reshape", [a], {"newshape": shape}, hint="reshape")
+    return _op("_np_reshape", [a], {"newshape": shape, "order": order}, hint="reshape")
 
 
 def transpose(a, axes=None) -> _Symbol:
     _check_symbol("transpose", a)
-    return _op("transpose", [a], {"axes": tuple(axes) if axes is not None else ()}, hint="transpose")
+    return _op("_np_transpose", [a], {"axes": None if axes is None else tuple(axes)}, hint="transpose")
 
 
 def expand_dims(a, axis) -> _Symbol:
-    return _op("expand_dims", [a], {"axis": int(axis)}, hint="expand_dims")
+    return _op("_npi_expand_dims", [a], {"axis": int(axis)}, hint="expand_dims")
 
 
 def squeeze(a, axis=None) -> _Symbol:
-    return _op("squeeze", [a], {"axis": _axis_attr(axis)}, hint="squeeze")
+    return _op("_np_squeeze", [a], {"axis": _axis_attr(axis)}, hint="squeeze")
 
 
 def swapaxes(a, axis1, axis2) -> _Symbol:
-    return _op("SwapAxis", [a], {"dim1": int(axis1), "dim2": int(axis2)}, hint="swapaxes")
+    return _op("_npi_swapaxes", [a], {"dim1": int(axis1), "dim2": int(axis2)}, hint="swapaxes")
 
 
 def broadcast_to(array, shape) -> _Symbol:
-    return _op("broadcast_to", [array], {"shape": tuple(shape)}, hint="broadcast_to")
+    return _op("_npi_broadcast_to", [array], {"shape": tuple(shape)}, hint="broadcast_to")
 
 
 def tile(A, reps) -> _Symbol:
-    return _op("tile", [A], {"reps": (reps,) if isinstance(reps, int) else tuple(reps)}, hint="tile")
+    return _op("_npi_tile", [A], {"reps": (reps,) if isinstance(reps, int) else tuple(reps)}, hint="tile")
 
 
 def flip(m, axis=None) -> _Symbol:
-    if axis is None:
-        raise NotImplementedError("np.flip: axis=None is not supported on symbols (give the axes)")
-    return _op("reverse", [m], {"axis": _axis_attr(axis)}, hint="flip")
+    return _op("_npi_flip", [m], {"axis": _axis_attr(axis)}, hint="flip")
 
 
 def concatenate(seq, axis=0, out=None) -> _Symbol:
     seq = list(seq)
-    return _op("Concat", seq, {"dim": int(axis), "num_args": len(seq)}, hint="concatenate")
+    return _op("_npi_concatenate", seq, {"axis": axis, "num_args": len(seq)}, hint="concatenate")
 
 
 def stack(arrays, axis=0, out=None) -> _Symbol:
     arrays = list(arrays)
-    return _op("stack", arrays, {"axis": int(axis), "num_args": len(arrays)}, hint="stack")
+    return _op("_npi_stack", arrays, {"axis": int(axis), "num_args": len(arrays)}, hint="stack")
 
 
-def split(ary, indices_or_sections, axis=0) -> _Symbol:
-    from . import split_v2
-    return as_np(split_v2(ary, indices_or_sections, axis))
+def split(ary, indices_or_sections, axis=0) -> list:
+    """Equal parts (an int) or pieces cut at the given indices, as numpy.split."""
+    if isinstance(indices_or_sections, (int, _onp.integer)):
+        attrs = {"indices": (), "sections": int(indices_or_sections)}
+    else:
+        attrs = {"indices": (0,) + tuple(int(i) for i in indices_or_sections), "sections": 0}
+    out = _op("_npi_split", [ary], dict(attrs, axis=int(axis)), hint="split")
+    return list(out)
 
 
 def clip(a, a_min=None, a_max=None, out=None) -> _Symbol:
-    lo = -_onp.inf if a_min is None else float(a_min)
-    hi = _onp.inf if a_max is None else float(a_max)
-    return _op("clip", [a], {"a_min": lo, "a_max": hi}, hint="clip")
+    return _op("_npi_clip", [a], {"a_min": a_min, "a_max": a_max}, hint="clip")
 
 
 def where(condition, x, y) -> _Symbol:
-    """Elements of `x` where `condition` holds, else of `y` (symbols of one shape, or numbers)."""
-    if _is_number(x) or _is_number(y):
-        like = condition
-        x = full_like(like, x) if _is_number(x) else x
-        y = full_like(like, y) if _is_number(y) else y
-    return _op("where", [condition, x, y], hint="where")
+    """Elements of `x` where `condition` holds, else of `y` (broadcast symbols, or numbers)."""
+    if _is_number(x):
+        x = full_like(condition, x)
+    if _is_number(y):
+        y = full_like(condition, y)
+    return _op("_npi_where", [condition, x, y], hint="where")
 
 
 def full_like(a, fill_value, dtype=None) -> _Symbol:
-    ones = _op("ones_like", [a], hint="full_like")
-    return ones * float(fill_value) if dtype is None else (ones * float(fill_value)).astype(dtype)
+    filled = _op("ones_like", [a], hint="full_like") * fill_value
+    return filled if dtype is None else filled.astype(dtype)
 
 
 def dot(a, b, out=None) -> _Symbol:
-    return _op("dot", [a, b], hint="dot")
+    return _op("_np_dot", [a, b], hint="dot")
+
+
+def matmul(a, b, out=None) -> _Symbol:
+    return _op("_npi_matmul", [a, b], hint="matmul")
 
 
 # ---- reductions -------------------------------------------------------------------------------
 def _reduction(py_name: str, op_name: str):
     def fn(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
         _check_symbol(py_name, a)
-        attrs = {"keepdims": bool(keepdims)}
-        if axis is not None:
-            attrs["axis"] = _axis_attr(axis)
-        result = _op(op_name, [a], attrs, hint=py_name)
-        return result.astype(dtype) if dtype is not None else result
+        attrs = {"axis": _axis_attr(axis), "keepdims": bool(keepdims)}
+        if dtype is not None:
+            attrs["dtype"] = _onp.dtype(dtype).name
+        return _op(op_name, [a], attrs, hint=py_name)
     fn.__name__ = py_name
     fn.__doc__ = f"np.{py_name} over `axis` (an int, a tuple or None for all), keepdims as NumPy."
     return fn
 
 
-sum = _reduction("sum", "sum")  # noqa: A001 - NumPy's name
-mean = _reduction("mean", "mean")
-prod = _reduction("prod", "prod")
-max = amax = _reduction("max", "max")  # noqa: A001
-min = amin = _reduction("min", "min")  # noqa: A001
+sum = _reduction("sum", "_np_sum")  # noqa: A001 - NumPy's name
+mean = _reduction("mean", "_npi_mean")
+prod = _reduction("prod", "_np_prod")
+max = amax = _reduction("max", "_np_max")  # noqa: A001
+min = amin = _reduction("min", "_np_min")  # noqa: A001
 
 
 def _arg_reduction(py_name: str, op_name: str):
     def fn(a, axis=None, out=None):
         _check_symbol(py_name, a)
-        attrs = {} if axis is None else {"axis": int(axis)}
-        return _op(op_name, [a], attrs, hint=py_name).astype("int64")
+        return _op(op_name, [a], {"axis": None if axis is None else int(axis)}, hint=py_name)
     fn.__name__ = py_name
     return fn
 
 
-argmax = _arg_reduction("argmax", "argmax")
-argmin = _arg_reduction("argmin", "argmin")
+argmax = _arg_reduction("argmax", "_npi_argmax")
+argmin = _arg_reduction("argmin", "_npi_argmin")
 
 
 # ---- creation ---------------------------------------------------------------------------------
@@ -376,6 +377,104 @@ def _basic_index(sym: _Symbol, key) -> _Symbol:
         else:
             raise TypeError(f"_Symbol indexing supports ints and slices, got {type(k).__name__}")
     out = _op("slice", [sym], {"begin": tuple(begin), "end": tuple(end), "step": tuple(step)}, hint="slice")
-    if drop:
-        out = _op("squeeze", [out], {"axis": tuple(drop)}, hint="squeeze")
+    if drop:   # the indexed axes (now of size 1) skipped, as MXNet does
+        codes = tuple(-3 if i in drop else -2 for i in range(len(keys))) + (-4,)
+        out = _op("_npx_reshape", [out], {"newshape": codes}, hint="reshape")
     return out
+
+
+# ---- more of NumPy's names --------------------------------------------------------------------
+def einsum(subscripts, *operands, optimize=False) -> _Symbol:
+    """Einstein summation over the operands (`_npi_einsum`)."""
+    return _op("_npi_einsum", list(operands), {"subscripts": subscripts, "num_args": len(operands),
+                                                "optimize": int(bool(optimize))}, hint="einsum")
+
+
+def ravel(x, order="C") -> _Symbol:
+    return reshape(x, (-1,), order=order)
+
+
+def fliplr(m) -> _Symbol:
+    return flip(m, 1)
+
+
+def flipud(m) -> _Symbol:
+    return flip(m, 0)
+
+
+def eye(N, M=None, k=0, dtype="float32", ctx=None) -> _Symbol:
+    return _op("_eye", [], {"N": int(N), "M": 0 if M is None else int(M), "k": int(k),
+                            "dtype": _onp.dtype(dtype or "float32").name}, hint="eye")
+
+
+def identity(n, dtype="float32", ctx=None) -> _Symbol:
+    return eye(n, dtype=dtype)
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype="float32", axis=0, ctx=None) -> _Symbol:
+    if retstep or axis != 0:
+        raise NotImplementedError("sym.np.linspace: retstep and axis are not supported on symbols")
+    return _op("_linspace", [], {"start": float(start), "stop": float(stop), "num": int(num),
+                                 "endpoint": bool(endpoint), "dtype": _onp.dtype(dtype or "float32").name},
+               hint="linspace")
+
+
+def sort(a, axis=-1, kind=None, order=None) -> _Symbol:
+    return _op("sort", [a], {"axis": axis}, hint="sort")
+
+
+def argsort(a, axis=-1, kind=None, order=None) -> _Symbol:
+    return _op("argsort", [a], {"axis": axis, "dtype": "int64"}, hint="argsort")
+
+
+def empty_like(prototype, dtype=None, order="C", subok=False, shape=None) -> _Symbol:
+    out = _FUNCTIONS["zeros_like"](prototype)
+    return out if dtype is None else out.astype(dtype)
+
+
+#: NumPy's other spellings of functions defined above
+_ALIASES = {"fabs": "absolute", "remainder": "mod", "deg2rad": "radians", "rad2deg": "degrees",
+            "round": "around", "round_": "around", "row_stack": "vstack", "product": "prod", "sometrue": "any"}
+#: registered `_np_*` / `_npi_*` operators whose arguments do not follow NumPy's order
+_NOT_GENERIC = {"tensordot", "einsum", "getitem", "split", "where"}
+
+
+def _registered(name: str) -> str | None:
+    """The `_npi_<name>` or `_np_<name>` operator, if registered."""
+    from ..ops.registry import find_op
+    if name in _NOT_GENERIC:
+        return None
+    return next((p + name for p in ("_npi_", "_np_") if find_op(p + name) is not None), None)
+
+
+def _generic(name: str, op_name: str):
+    """np.<name> over operator `op_name`: array arguments (or one list of them) first, then the
+    operator's attributes by position or keyword."""
+    from . import op_function
+    build = op_function(op_name, hint=name)
+
+    def fn(*args, **kwargs):
+        kwargs.pop("out", None)
+        if args and isinstance(args[0], (list, tuple)) and builtins.all(isinstance(a, Symbol) for a in args[0]):
+            args = tuple(args[0]) + tuple(args[1:])
+        return as_np(build(*args, **kwargs))
+    fn.__name__ = name
+    fn.__doc__ = f"np.{name} on symbols (operator {op_name})."
+    return fn
+
+
+def __getattr__(name: str):
+    target = _ALIASES.get(name, name)
+    if target != name and target in globals():
+        return globals()[target]
+    op_name = _registered(target)
+    if op_name is None or name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    fn = globals()[name] = _generic(name, op_name)
+    return fn
+
+
+def __dir__() -> list:
+    from ..ops.registry import list_ops
+    generic = {n[len(p):] for n in list_ops() for p in ("_npi_", "_np_") if n.startswith(p)}
+    return sorted(set(globals()) | set(_ALIASES) | {n for n in generic if _registered(n)})

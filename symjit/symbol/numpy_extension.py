@@ -3,13 +3,15 @@ in a `hybrid_forward` traced under `npx.set_np()`. Each builds the registered op
 `mx.npx` runs on arrays (`numpy_extension.names.NPX_OPS`) and returns a `_Symbol`."""
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 from ..numpy_extension.names import NPX_OPS
 from . import op_function
+from .symbol import Symbol
 from .numpy import _Symbol, _op, as_np
 
-__all__ = sorted(NPX_OPS) + ["reshape", "nonzero", "constraint_check"]
+__all__ = sorted(NPX_OPS) + ["reshape", "nonzero", "constraint_check", "image", "random"]
 
 
 def _npx_function(py_name: str, op_name: str) -> Callable:
@@ -43,3 +45,79 @@ def constraint_check(x, msg="Constraint violated.", name=None) -> _Symbol:
 
 for _py, _op_name in NPX_OPS.items():
     globals()[_py] = _npx_function(_py, _op_name)
+
+
+class _ImageNamespace:
+    """`mx.sym.npx.image`: the `_image_*` operators on symbols (to_tensor, normalize, ...)."""
+    __name__ = "symjit.symbol.numpy_extension.image"
+
+    def __getattr__(self, name: str) -> Callable:
+        from . import image as _sym_image
+        build = getattr(_sym_image, name)
+
+        def fn(*args, **kwargs) -> _Symbol:
+            return as_np(build(*args, **kwargs))
+        fn.__name__ = name
+        return fn
+
+    def __dir__(self):
+        from . import image as _sym_image
+        return dir(_sym_image)
+
+
+image = _ImageNamespace()
+
+
+class _RandomNamespace:
+    """`mx.sym.npx.random`: bernoulli, normal_n and uniform_n on symbols. Parameters are
+    numbers (the draws then have shape `batch_shape` / `size`) or symbols (draws of the
+    parameters' broadcast shape; a batch shape on top needs static shapes symbols lack, so it
+    is refused)."""
+    __name__ = "symjit.symbol.numpy_extension.random"
+
+    @staticmethod
+    def _shape(shape) -> tuple:
+        if shape is None:
+            return ()
+        return (int(shape),) if isinstance(shape, int) else tuple(int(d) for d in shape)
+
+    def _draws(self, kind: str, params: tuple, shape, dtype) -> _Symbol:
+        """Standard draws ('uniform' on [0, 1) or 'normal'): of `shape` for number parameters,
+        of the parameters' broadcast shape for symbol ones."""
+        symbols = [p for p in params if isinstance(p, Symbol)]
+        if not symbols:
+            return _op(f"_random_{kind}", [], {"shape": self._shape(shape), "dtype": dtype or "float32"},
+                       hint=f"{kind}_n")
+        if self._shape(shape):
+            raise NotImplementedError(f"sym.npx.random: a batch shape with symbol parameters is not "
+                                      f"supported (got {shape}); draw with number parameters instead")
+        base = symbols[0].as_np_ndarray() * 0.0
+        for p in symbols[1:]:
+            base = base + p.as_np_ndarray() * 0.0
+        return _op(f"_random_{kind}_like", [base], {}, hint=f"{kind}_n")
+
+    def uniform_n(self, low=0.0, high=1.0, batch_shape=None, dtype=None, ctx=None) -> _Symbol:
+        """Uniform draws on [low, high)."""
+        z = self._draws("uniform", (low, high), batch_shape, dtype)
+        return z * (high - low) + low
+
+    def normal_n(self, loc=0.0, scale=1.0, batch_shape=None, dtype=None, ctx=None) -> _Symbol:
+        """Normal draws with mean `loc` and standard deviation `scale`."""
+        z = self._draws("normal", (loc, scale), batch_shape, dtype)
+        return z * scale + loc
+
+    def bernoulli(self, prob=None, logit=None, size=None, dtype=None, ctx=None) -> _Symbol:
+        """0/1 draws that are 1 with probability `prob` (or sigmoid(`logit`))."""
+        if (prob is None) == (logit is None):
+            raise ValueError("sym.npx.random.bernoulli: Either `prob` or `logit` must be specified, but not both.")
+        if logit is not None:
+            prob = _op("sigmoid", [logit], hint="sigmoid") if isinstance(logit, Symbol) else \
+                1.0 / (1.0 + math.exp(-logit))
+        u = self._draws("uniform", (prob,), size, None)
+        return (u < prob).astype(dtype or "float32")
+
+    def __dir__(self):
+        return ["bernoulli", "normal_n", "uniform_n"]
+
+
+random = _RandomNamespace()

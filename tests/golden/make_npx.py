@@ -1,6 +1,12 @@
 """Writes data/npx_nn.npz and data/npx_ops.npz: inputs, arguments, outputs and input gradients of MXNet 1.9.1's
 `mx.npx` operator functions (NumPy mode), the reference for tests/numpy_extension.
 
+Also writes data/npx_names.json (the public names of mx.npx, mx.sym.npx and mx.sym.np), and
+data/npx_model-symbol.json / npx_model-0000.params / npx_model_io.npz: a small hybridized
+network using F.np / F.npx exported under npx.set_np(), with one input batch and MXNet's outputs
+for it; data/npx_saved.params is a dict of np arrays (0-d and zero-size included) written by
+npx.save.
+
 Run with the MXNet 1.9.1 reference environment, never with symjit:
 `/work/mxref/bin/python tests/golden/make_npx.py`. Each case `<c>` stores the function name
 (`<c>:fn`), its keyword arguments as JSON (`<c>:kwargs`), its array inputs (`<c>:in<k>`, passed
@@ -11,8 +17,9 @@ import json
 import os
 
 import numpy as onp
+
 import mxnet as mx
-from mxnet import autograd, np, npx
+from mxnet import autograd, gluon, np, npx
 
 npx.set_np()
 rng = onp.random.RandomState(11)
@@ -142,3 +149,53 @@ add("rnn_gru", "rnn", [u(T, N, I), u(3 * H * (I + H + 2), lo=-0.3, hi=0.3), u(1,
     {"state_size": H, "num_layers": 1, "mode": "gru"})
 
 save("npx_ops.npz")
+
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+
+def public(module):
+    return sorted(n for n in dir(module) if not n.startswith("_"))
+
+
+with open(os.path.join(DATA, "npx_names.json"), "w") as f:
+    json.dump({"npx": public(npx), "sym.npx": public(mx.sym.npx), "sym.np": public(mx.sym.np),
+               "npx.random": public(npx.random)}, f, indent=0)
+
+
+class Block(gluon.HybridBlock):
+    """Conv, batch norm, relu, pooling, dense, and F.np / F.npx arithmetic in between."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.conv = gluon.nn.Conv2D(4, 3, padding=1)
+            self.bn = gluon.nn.BatchNorm()
+            self.pool = gluon.nn.MaxPool2D(2)
+            self.dense = gluon.nn.Dense(5)
+
+    def hybrid_forward(self, F, x):
+        y = F.npx.relu(self.bn(self.conv(x)))
+        y = self.pool(y) * 0.5 + 1
+        y = F.np.tanh(self.dense(y))
+        z = F.npx.reshape(y, (-2, -1)) - F.np.mean(y, axis=1, keepdims=True)
+        return F.npx.softmax(z, axis=-1), F.np.sum(F.np.square(y), axis=0)
+
+
+mx.random.seed(3)
+net = Block(prefix="npxmodel_")
+net.initialize(mx.init.Xavier())
+net.hybridize()
+xin = np.array(rng.uniform(-1, 1, size=(3, 2, 6, 6)).astype(f32))
+net(xin)
+for p in net.collect_params().values():   # non-trivial running statistics
+    if p.name.endswith("running_var") or p.name.endswith("running_mean"):
+        p.set_data(np.array(rng.uniform(0.5, 1.5, size=p.shape).astype(f32)))
+outs = net(xin)
+net.export(os.path.join(DATA, "npx_model"))
+onp.savez_compressed(os.path.join(DATA, "npx_model_io.npz"), data=xin.asnumpy(),
+                     out0=outs[0].asnumpy(), out1=outs[1].asnumpy())
+npx.save(os.path.join(DATA, "npx_saved.params"),
+         {"matrix": np.array(onp.arange(6, dtype=f32).reshape(2, 3)), "scalar": np.array(2.5),
+          "empty": np.zeros((0, 3)), "ints": np.array(onp.array([1, -2, 3], dtype="int64"))})
+print("wrote npx_names.json, npx_model-*, npx_model_io.npz, npx_saved.params")

@@ -28,6 +28,7 @@ import numpy as np
 
 from ... import ndarray as nd
 from ...ndarray.ndarray import NDArray
+from ...util import is_np_array, is_np_shape, np_array, np_shape
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 
 __all__ = ["DataLoader", "default_batchify_fn", "default_mp_batchify_fn"]
@@ -35,13 +36,16 @@ __all__ = ["DataLoader", "default_batchify_fn", "default_mp_batchify_fn"]
 
 def default_batchify_fn(data):
     """Stack a list of samples: NDArrays with nd.stack, tuples field by field (a list of
-    batches), anything else through numpy (keeping its dtype)."""
-    if isinstance(data[0], NDArray):
-        return nd.stack(*data)
+    batches), anything else through numpy (keeping its dtype). Under NumPy array semantics
+    (`npx.set_np()`) the batches are `mx.np.ndarray`s, as MXNet's."""
     if isinstance(data[0], tuple):
         return [default_batchify_fn(list(field)) for field in zip(*data)]
-    arr = np.asarray(data)
-    return nd.array(arr, dtype=arr.dtype)
+    if isinstance(data[0], NDArray):
+        batch = nd.stack(*data)
+    else:
+        arr = np.asarray(data)
+        batch = nd.array(arr, dtype=arr.dtype)
+    return batch.as_np_ndarray() if is_np_array() else batch
 
 
 #: MXNet's name for the batchify used by worker processes (batches travel back pickled, so
@@ -108,6 +112,17 @@ def _from_shared(obj):
     if isinstance(obj, (list, tuple)):
         return type(obj)(_from_shared(o) for o in obj)
     return obj
+
+
+def _in_callers_np_mode(fn):
+    """`fn` run with the calling thread's NumPy-semantics switches (they are per thread; worker
+    threads would otherwise batch in legacy mode)."""
+    shape, array = is_np_shape(), is_np_array()
+
+    def run(*args):
+        with np_shape(shape), np_array(array):
+            return fn(*args)
+    return run
 
 
 def _discard(future) -> None:
@@ -184,7 +199,8 @@ class DataLoader:
         if self._thread_pool:
             with ThreadPoolExecutor(max_workers=self._num_workers,
                                     thread_name_prefix="symjit-dataloader") as pool:
-                yield from self._iter_pool(lambda b: pool.submit(self._load, b))
+                load = _in_callers_np_mode(self._load)
+                yield from self._iter_pool(lambda b: pool.submit(load, b))
             return
         pool = self._processes()
         for batch in self._iter_pool(lambda b: pool.submit(_worker_batch, b), _discard):
