@@ -128,13 +128,14 @@ def _affine(img, p: AugmentParams, rng):
     hs = 2 * s / (1 + ratio)
     ws = ratio * hs
     a, b = math.cos(math.radians(angle)), math.sin(math.radians(angle))
-    new_w = int(max(p.min_img_size, min(p.max_img_size, s * w)))
-    new_h = int(max(p.min_img_size, min(p.max_img_size, s * h)))
+    new_w = np.float32(max(p.min_img_size, min(p.max_img_size, s * w)))   # float for the centring,
+    new_h = np.float32(max(p.min_img_size, min(p.max_img_size, s * h)))   # truncated for the size
     m = np.array([[hs * a - shear * b * ws, hs * b + shear * a * ws, 0.0],
                   [-b * ws, a * ws, 0.0]], np.float32)
-    m[0, 2] = (new_w - (m[0, 0] * w + m[0, 1] * h)) / 2
-    m[1, 2] = (new_h - (m[1, 0] * w + m[1, 1] * h)) / 2
-    out = codec.opencv().warpAffine(img, m, (new_w, new_h), flags=_interp(p.inter_method, rng, (h, w), (new_h, new_w)),
+    m[0, 2] = (new_w - (m[0, 0] * np.float32(w) + m[0, 1] * np.float32(h))) / 2
+    m[1, 2] = (new_h - (m[1, 0] * np.float32(w) + m[1, 1] * np.float32(h))) / 2
+    size = (int(new_w), int(new_h))
+    out = codec.opencv().warpAffine(img, m, size, flags=_interp(p.inter_method, rng, (h, w), size[::-1]),
                                     borderMode=0, borderValue=[float(p.fill_value)] * 4)
     return out[:, :, None] if out.ndim == 2 else out
 

@@ -7,7 +7,9 @@ Tolerances: PNG and the committed JPEG decode to MXNet's exact pixels (measured 
 JPEG decoders may in general differ by 1 per pixel, so JPEG is allowed 1). Bicubic resizing
 (interp 2) is allowed 1 per uint8 pixel: MXNet's OpenCV 3.x rounds its fixed-point bicubic
 differently from the OpenCV symjit uses (measured maximum: 1); every other interpolation
-matches exactly. Float outputs are compared at rtol 1e-5 (the hue rotation at 1e-3 absolute,
+matches exactly. The affine step (rotate / scale / min_img_size, OpenCV's warpAffine) is
+allowed 2 per pixel and a mean difference of 0.2 (measured: maximum 2 at two corner pixels,
+11% of the pixels off by 1, mean 0.12). Float outputs are compared at rtol 1e-5 (the hue rotation at 1e-3 absolute,
 a float32 HLS round trip).
 """
 from __future__ import annotations
@@ -154,10 +156,13 @@ def test_record_iterators_match_mxnet(name):
     assert pads == ITERS[name + ".pads"].tolist()
     std = min([args.get(k, 1.0 if cls != "ImageDetRecordIter" else 0.0) or 1.0 for k in ("std_r", "std_g", "std_b")])
     pixel = args.get("scale", 1.0) / std      # one uint8 step at the output
-    atol = pixel if args.get("inter_method") == 2 else 1e-4 * pixel
+    affine = any(k in args for k in ("rotate", "min_img_size", "max_random_scale"))
+    atol = pixel * (2 if affine else 1 if args.get("inter_method") == 2 else 1e-4)
     for k, n in enumerate(_filled_slots(args, len(data))):
         np.testing.assert_allclose(data[k, :n], ref[k, :n], rtol=1e-6, atol=atol)
         np.testing.assert_allclose(labels[k, :n], ITERS[name + ".labels"][k, :n], rtol=1e-6)
+    if affine:   # OpenCV's fixed-point warpAffine rounds a few pixels differently across versions
+        assert np.mean(np.abs(data.astype(np.float64) - ref)) <= 0.2 * pixel
 
 
 def test_image_record_iter_contrast_and_illumination_ranges():
