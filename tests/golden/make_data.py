@@ -29,6 +29,8 @@ import zlib
 import mxnet as mx
 import numpy as np
 
+from data_fits import jitter_fit
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data")
 SIZES = [(20, 24), (27, 18), (32, 32), (17, 40)]
@@ -234,6 +236,10 @@ def random_statistics(st: Store):
     data = _batches(mx.io.ImageRecordIter(path_imgrec=rec, verbose=False, **args), epochs=40)[0]
     flips = [bool(np.array_equal(o, b[:, :, ::-1])) for batch in data for o, b in zip(batch, base)]
     st.add("stat_rand_mirror", np.array(flips), args)
+    for kind in ("brightness", "contrast", "saturation"):
+        args = {"data_shape": [3, 16, 16], "batch_size": 5, "label_width": 2, kind: 0.3}
+        data = _batches(mx.io.ImageRecordIter(path_imgrec=rec, verbose=False, **args), epochs=8)[0]
+        st.add(f"stat_{kind}", [jitter_fit(kind, a, b) for batch in data for a, b in zip(batch, base)], args)
     det = os.path.join(DATA, "data_det.rec")
     args = {"data_shape": [3, 16, 16], "batch_size": 5, "rand_crop_prob": 1.0, "min_crop_scales": [0.3],
             "max_crop_scales": [1.0], "min_crop_aspect_ratios": [0.5], "max_crop_aspect_ratios": [2.0],

@@ -22,6 +22,7 @@ import pytest
 
 import symjit as mx
 from symjit import recordio
+from golden.data_fits import jitter_fit
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -218,3 +219,20 @@ def test_det_random_augmentations_keep_labels_valid_like_mxnet():
     widths_got, widths_want = got[:, 3] - got[:, 1], want[:, 3] - want[:, 1]
     assert abs(widths_got.mean() - widths_want.mean()) < 0.15
     assert widths_got.std() > 0.05 and widths_want.std() > 0.05
+
+
+@pytest.mark.parametrize("kind", ["brightness", "contrast", "saturation"])
+def test_image_record_iter_colour_jitter_follows_mxnet(kind):
+    """MXNet's iterator rounds each jitter to uint8 and weighs (R, G, B) by (0.114, 0.587, 0.299):
+    symjit's output fits the same model (residual <= 1, as MXNet's) with alpha in [0.7, 1.3]."""
+    args = _args(ITERS, f"stat_{kind}")
+    ref = ITERS[f"stat_{kind}.out"]
+    rec = str(DATA / "data_images.rec")
+    base = mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 16, 16), batch_size=5, label_width=2)
+    base = base.next().data[0].asnumpy()
+    data = _run_epochs(mx.io.ImageRecordIter(path_imgrec=rec, **args), epochs=8)[0]
+    got = np.array([jitter_fit(kind, a, b) for batch in data for a, b in zip(batch, base)])
+    for fits in (ref, got):
+        assert fits[:, 1].max() <= 1.0
+        assert 0.7 - 1e-2 <= fits[:, 0].min() and fits[:, 0].max() <= 1.3 + 1e-2
+        assert fits[:, 0].std() > 0.1

@@ -1,0 +1,17 @@
+"""Fits shared by the data-pipeline golden generator (make_data.py) and its tests: numpy only."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def jitter_fit(kind: str, out: np.ndarray, src: np.ndarray) -> tuple:
+    """(alpha, largest residual) of out = rint(alpha * src + (1 - alpha) * grey) for one CxHxW
+    image, grey being 0 (brightness), the mean or the per-pixel luma with the weights
+    (0.114, 0.587, 0.299) for (R, G, B) (contrast, saturation), fitted on unsaturated pixels."""
+    luma = np.tensordot(np.array([0.114, 0.587, 0.299]), src, axes=1)[None]
+    grey = {"brightness": 0.0, "contrast": luma.mean(), "saturation": luma}[kind]
+    free = (out > 0) & (out < 255)
+    d_out, d_src = np.where(free, out - grey, 0), np.where(free, src - grey, 0)
+    alpha = float(np.sum(d_out * d_src) / np.sum(d_src * d_src))
+    model = np.clip(np.rint(alpha * src + (1 - alpha) * grey), 0, 255)
+    return alpha, float(np.abs(out - model).max())
