@@ -142,7 +142,7 @@ def test_sampler_arguments_broadcast_and_are_checked():
     for bad, msg in [({"num_crop_sampler": 2, "min_crop_scales": (0.1, 0.2, 0.3)}, "crop_samplers mismatch"),
                      ({"min_crop_scales": (0.1, 0.2)}, "expected 1"),
                      ({"min_crop_scales": 0.5, "max_crop_scales": 0.4}, "max_crop_scales > min_crop_scales"),
-                     ({"inter_method": 0}, "invalid inter_method"), ({"resize_mode": "stretch"}, "resize_mode"),
+                     ({"inter_method": 5}, "invalid inter_method"), ({"resize_mode": "stretch"}, "resize_mode"),
                      ({"crop_emit_mode": "edge"}, "crop_emit_mode"), ({"emit_overlap_thresh": -1}, "emit_overlap")]:
         with pytest.raises(MXNetError, match=msg):
             DetAugmentParams.create((3, 8, 8), bad)

@@ -201,6 +201,8 @@ ITER_CASES = [   # the records of data_images.rec have 2 labels, which MXNet req
                                           "std_g": 40.0, "std_b": 30.0}),
     ("det_fit_pad_width", "ImageDetRecordIter", {"data_shape": [3, 20, 30], "batch_size": 5, "resize_mode": "fit",
                                                  "label_pad_width": 30, "label_pad_value": -2.0, "scale": 0.25}),
+    ("det_gray_nn", "ImageDetRecordIter", {"data_shape": [1, 16, 16], "batch_size": 5, "inter_method": 0,
+                                           "mean_r": 100.0, "std_r": 20.0}),
     ("det_resize_mirror", "ImageDetRecordIter", {"data_shape": [3, 12, 12], "batch_size": 5, "resize": 14,
                                                  "rand_mirror_prob": 1.0, "inter_method": 2}),
 ]
