@@ -8,7 +8,7 @@ output size clamped to `min/max_img_size`, borders filled with `fill_value`) -> 
 (`random_resized_crop` with `min/max_random_area` and `min/max_aspect_ratio`; else a random
 square of [`min_crop_size`, `max_crop_size`] resized to data_shape, or the data_shape window;
 at a random position with `rand_crop`, else the centre; an image smaller than the crop is an
-error, as in MXNet) -> HLS jitter (`random_h/s/l`) -> mirror (`rand_mirror` with probability
+error, as in MXNet) -> HLS jitter (`random_h/s/l`: offsets peaked at 0, as MXNet draws them) -> mirror (`rand_mirror` with probability
 1/2, or `mirror` always) -> colour jitter (`brightness`, `contrast`, `saturation`,
 `pca_noise`: the formulas of mx.image's augmenters with the luma weights (0.114, 0.587,
 0.299) for (R, G, B) that MXNet's iterator uses, each step rounded to uint8) -> output: float32
@@ -204,9 +204,15 @@ def hls_shift(img, dh: int, dl: int, ds: int):
     return cv2.cvtColor(hls.astype(np.uint8), cv2.COLOR_HLS2RGB)
 
 
+def _peaked_offsets(rng, *limits) -> list:
+    """One integer offset in [-v, v] per limit v, drawn as MXNet's image record iterator does:
+    int((2 r - 1) v) with r = (u1 + 4 u2) / 5, u1, u2 ~ U(0, 1) (peaked at 0, std 0.48 v)."""
+    return [int(((rng.random() + 4 * rng.random()) / 5 * 2 - 1) * v) if v else 0 for v in limits]
+
+
 def _hls_jitter(img, p: AugmentParams, rng):
     """Random offsets in [-random_h, random_h] etc. added in HLS space."""
-    dh, ds, dl = hls_offsets(rng, p.random_h, p.random_s, p.random_l)
+    dh, ds, dl = _peaked_offsets(rng, p.random_h, p.random_s, p.random_l)
     return hls_shift(img, dh, dl, ds)
 
 

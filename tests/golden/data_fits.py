@@ -15,3 +15,12 @@ def jitter_fit(kind: str, out: np.ndarray, src: np.ndarray) -> tuple:
     alpha = float(np.sum(d_out * d_src) / np.sum(d_src * d_src))
     model = np.clip(np.rint(alpha * src + (1 - alpha) * grey), 0, 255)
     return alpha, float(np.abs(out - model).max())
+
+
+def lightness_offset(out: np.ndarray, src: np.ndarray) -> float:
+    """The median change of HLS lightness ((max + min) / 2 of the channels) between two CxHxW
+    RGB images: the offset an HLS lightness jitter added."""
+    def lightness(img):
+        img = img.astype(np.float64)
+        return (img.max(axis=0) + img.min(axis=0)) / 2
+    return float(np.median(lightness(out) - lightness(src)))

@@ -22,7 +22,7 @@ import pytest
 
 import symjit as mx
 from symjit import recordio
-from golden.data_fits import jitter_fit
+from golden.data_fits import jitter_fit, lightness_offset
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -236,3 +236,20 @@ def test_image_record_iter_colour_jitter_follows_mxnet(kind):
         assert fits[:, 1].max() <= 1.0
         assert 0.7 - 1e-2 <= fits[:, 0].min() and fits[:, 0].max() <= 1.3 + 1e-2
         assert fits[:, 0].std() > 0.1
+
+
+def test_image_record_iter_hls_offsets_are_peaked_as_mxnet():
+    """random_l: MXNet draws the lightness offset int((2 r - 1) v), r = (u1 + 4 u2) / 5 (std
+    0.48 v, mean |offset| 0.38 v, where a uniform draw gives 0.58 v and 0.5 v): symjit's
+    offsets have MXNet's spread."""
+    args = _args(ITERS, "stat_random_l")
+    ref = ITERS["stat_random_l.out"]
+    rec = str(DATA / "data_images.rec")
+    base = mx.io.ImageRecordUInt8Iter(path_imgrec=rec, data_shape=(3, 16, 16), batch_size=5, label_width=2)
+    base = base.next().data[0].asnumpy()
+    data = _run_epochs(mx.io.ImageRecordUInt8Iter(path_imgrec=rec, **args), epochs=40)[0]
+    got = np.array([lightness_offset(a, b) for batch in data for a, b in zip(batch, base)])
+    for offsets in (ref, got):
+        assert np.abs(offsets).max() <= 20
+        assert 0.40 * 20 < offsets.std() < 0.53 * 20       # between the peaked (0.48) and uniform (0.58) laws
+    assert abs(got.std() - ref.std()) < 0.08 * 20
