@@ -24,3 +24,13 @@ def lightness_offset(out: np.ndarray, src: np.ndarray) -> float:
         img = img.astype(np.float64)
         return (img.max(axis=0) + img.min(axis=0)) / 2
     return float(np.median(lightness(out) - lightness(src)))
+
+
+def red_gradient_angle(img: np.ndarray, margin: int = 3) -> float:
+    """The direction (degrees) of the red channel's gradient inside a CxHxW image, away from
+    `margin` border pixels: on pictures whose red grows along x, the angle a rotation turned."""
+    red = img[0].astype(np.float64)[margin:-margin, margin:-margin]
+    y, x = np.mgrid[0:red.shape[0], 0:red.shape[1]]
+    design = np.stack([x.ravel(), y.ravel(), np.ones(red.size)], 1)
+    gx, gy, _ = np.linalg.lstsq(design, red.ravel(), rcond=None)[0]
+    return float(np.degrees(np.arctan2(gy, gx)))

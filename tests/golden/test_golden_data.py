@@ -22,7 +22,7 @@ import pytest
 
 import symjit as mx
 from symjit import recordio
-from golden.data_fits import jitter_fit, lightness_offset
+from golden.data_fits import jitter_fit, lightness_offset, red_gradient_angle
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -253,3 +253,14 @@ def test_image_record_iter_hls_offsets_are_peaked_as_mxnet():
         assert np.abs(offsets).max() <= 20
         assert 0.40 * 20 < offsets.std() < 0.53 * 20       # between the peaked (0.48) and uniform (0.58) laws
     assert abs(got.std() - ref.std()) < 0.08 * 20
+
+
+def test_image_record_iter_rotation_angles_spread_as_mxnet():
+    """max_rotate_angle=30: the angle each picture's red gradient turned (uniform integer
+    angles in [-30, 30], std 17.6) spreads as in MXNet's output, and rotates the same way."""
+    args = _args(ITERS, "stat_rotate")
+    ref = np.asarray(ITERS["stat_rotate.out"])
+    data = _run_epochs(mx.io.ImageRecordUInt8Iter(path_imgrec=str(DATA / "data_images.rec"), **args), epochs=40)[0]
+    got = np.array([red_gradient_angle(a) for batch in data for a in batch])
+    assert abs(got.std() - ref.std()) < 2.5 and abs(got.mean() - ref.mean()) < 4
+    assert np.percentile(got, 5) < -20 and np.percentile(got, 95) > 15
