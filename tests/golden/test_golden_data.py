@@ -146,19 +146,33 @@ def _filled_slots(args: dict, num_batches: int, num_records: int = 5) -> list:
     return [min(args["batch_size"], num_records - (i % per_epoch) * args["batch_size"]) for i in range(num_batches)]
 
 
+def _make_iter(cls: str, args: dict):
+    """The iterator of a golden case: an mx.io record iterator, or an mx.image Python iterator
+    whose augmenter list CreateAugmenter / CreateDetAugmenter makes from args["aug"]."""
+    if cls in ("ImageIter", "ImageDetIter"):
+        aug = args.pop("aug")
+        rec = "data_det" if cls == "ImageDetIter" else "data_images"
+        create = mx.image.CreateDetAugmenter if cls == "ImageDetIter" else mx.image.CreateAugmenter
+        return getattr(mx.image, cls)(path_imgrec=str(DATA / (rec + ".rec")), path_imgidx=str(DATA / (rec + ".idx")),
+                                      aug_list=create(tuple(args["data_shape"]), **aug), **args)
+    return getattr(mx.io, cls)(path_imgrec=str(DATA / args.pop("rec")), **args)
+
+
 @pytest.mark.parametrize("name", ITER_CASES)
 def test_record_iterators_match_mxnet(name):
     args = _args(ITERS, name)
-    cls, rec = args.pop("cls"), args.pop("rec")
-    it = getattr(mx.io, cls)(path_imgrec=str(DATA / rec), **args)
-    data, labels, pads = _run_epochs(it)
+    cls = args.pop("cls")
+    data, labels, pads = _run_epochs(_make_iter(cls, dict(args)))
     ref = ITERS[name + ".out"]
     assert data.shape == ref.shape and data.dtype == ref.dtype
     assert pads == ITERS[name + ".pads"].tolist()
     std = min([args.get(k, 1.0 if cls != "ImageDetRecordIter" else 0.0) or 1.0 for k in ("std_r", "std_g", "std_b")])
     pixel = args.get("scale", 1.0) / std      # one uint8 step at the output
+    if "aug" in args:                         # bicubic resize, then ImageNet's std (about 57)
+        pixel = 1 / 57.0 if args["aug"].get("std") else 1.0
     affine = any(k in args for k in ("rotate", "min_img_size", "max_random_scale"))
-    atol = pixel * (2 if affine else 1 if args.get("inter_method") == 2 else 1e-4)
+    bicubic = args.get("inter_method") == 2 or "aug" in args
+    atol = pixel * (2 if affine else 1 if bicubic else 1e-4)
     for k, n in enumerate(_filled_slots(args, len(data))):
         np.testing.assert_allclose(data[k, :n], ref[k, :n], rtol=1e-6, atol=atol)
         np.testing.assert_allclose(labels[k, :n], ITERS[name + ".labels"][k, :n], rtol=1e-6)
