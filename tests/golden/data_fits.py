@@ -34,3 +34,14 @@ def red_gradient_angle(img: np.ndarray, margin: int = 3) -> float:
     design = np.stack([x.ravel(), y.ravel(), np.ones(red.size)], 1)
     gx, gy, _ = np.linalg.lstsq(design, red.ravel(), rcond=None)[0]
     return float(np.degrees(np.arctan2(gy, gx)))
+
+
+def crop_extent(img: np.ndarray) -> tuple:
+    """(width, height) fractions of a picture that a crop resized to the CxHxW `img` kept, read
+    from the slopes of its red (grows along x) and green (grows along y) channels."""
+    h, w = img.shape[1:]
+    y, x = np.mgrid[0:h, 0:w]
+    design = np.stack([x.ravel(), y.ravel(), np.ones(h * w)], 1)
+    red = np.linalg.lstsq(design, img[0].astype(np.float64).ravel(), rcond=None)[0]
+    green = np.linalg.lstsq(design, img[1].astype(np.float64).ravel(), rcond=None)[0]
+    return float(red[0] * (w - 1) / 255), float(green[1] * (h - 1) / 255)

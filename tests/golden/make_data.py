@@ -29,7 +29,7 @@ import zlib
 import mxnet as mx
 import numpy as np
 
-from data_fits import jitter_fit, lightness_offset, red_gradient_angle
+from data_fits import crop_extent, jitter_fit, lightness_offset, red_gradient_angle
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data")
@@ -273,6 +273,10 @@ def random_statistics(st: Store):
             "fill_value": 0}
     data = _batches(mx.io.ImageRecordUInt8Iter(path_imgrec=rec, verbose=False, **args), epochs=40)[0]
     st.add("stat_rotate", [red_gradient_angle(a) for batch in data for a in batch], args)
+    args = {"data_shape": [3, 16, 16], "batch_size": 5, "label_width": 2, "random_resized_crop": True,
+            "min_random_area": 0.2, "max_random_area": 1.0, "min_aspect_ratio": 0.75, "max_aspect_ratio": 1.33}
+    data = _batches(mx.io.ImageRecordUInt8Iter(path_imgrec=rec, verbose=False, **args), epochs=40)[0]
+    st.add("stat_random_resized_crop", [crop_extent(a) for batch in data for a in batch[:4]], args)  # PNG pictures
     det = os.path.join(DATA, "data_det.rec")
     args = {"data_shape": [3, 16, 16], "batch_size": 5, "rand_crop_prob": 1.0, "min_crop_scales": [0.3],
             "max_crop_scales": [1.0], "min_crop_aspect_ratios": [0.5], "max_crop_aspect_ratios": [2.0],

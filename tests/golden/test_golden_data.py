@@ -22,7 +22,7 @@ import pytest
 
 import symjit as mx
 from symjit import recordio
-from golden.data_fits import jitter_fit, lightness_offset, red_gradient_angle
+from golden.data_fits import crop_extent, jitter_fit, lightness_offset, red_gradient_angle
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -278,3 +278,15 @@ def test_image_record_iter_rotation_angles_spread_as_mxnet():
     got = np.array([red_gradient_angle(a) for batch in data for a in batch])
     assert abs(got.std() - ref.std()) < 2.5 and abs(got.mean() - ref.mean()) < 4
     assert np.percentile(got, 5) < -20 and np.percentile(got, 95) > 15
+
+
+def test_image_record_iter_random_resized_crop_spreads_as_mxnet():
+    """random_resized_crop with area in [0.2, 1] and aspect ratio in [0.75, 1.33]: the kept
+    width and height fractions (read from the pictures' gradients) have MXNet's percentiles."""
+    args = _args(ITERS, "stat_random_resized_crop")
+    ref = np.asarray(ITERS["stat_random_resized_crop.out"])
+    data = _run_epochs(mx.io.ImageRecordUInt8Iter(path_imgrec=str(DATA / "data_images.rec"), **args), epochs=40)[0]
+    got = np.array([crop_extent(a) for batch in data for a in batch[:4]])
+    for q in (5, 50, 95):
+        np.testing.assert_allclose(np.percentile(got, q, axis=0), np.percentile(ref, q, axis=0), atol=0.07)
+        assert abs(np.percentile(got.prod(1), q) - np.percentile(ref.prod(1), q)) < 0.07
