@@ -103,8 +103,8 @@ class DetAugmentParams:
 
     def validate(self):
         what = "ImageDetRecordIter"
-        if not (1 <= self.inter_method <= 4 or self.inter_method in (9, 10)):
-            raise MXNetError(f"{what}: invalid inter_method {self.inter_method}: valid values are 1, 2, 3, 4, 9, 10")
+        if not (0 <= self.inter_method <= 4 or self.inter_method in (9, 10)):
+            raise MXNetError(f"{what}: invalid inter_method {self.inter_method}: valid values are 0-4, 9, 10")
         if self.resize_mode not in _RESIZE_MODES:
             raise MXNetError(f"{what}: resize_mode must be one of {_RESIZE_MODES}, got {self.resize_mode!r}")
         if self.crop_emit_mode not in _EMIT_MODES:

@@ -8,9 +8,10 @@ output size clamped to `min/max_img_size`, borders filled with `fill_value`) -> 
 (`random_resized_crop` with `min/max_random_area` and `min/max_aspect_ratio`; else a random
 square of [`min_crop_size`, `max_crop_size`] resized to data_shape, or the data_shape window;
 at a random position with `rand_crop`, else the centre; an image smaller than the crop is an
-error, as in MXNet) -> HLS jitter (`random_h/s/l`) -> mirror (`rand_mirror` with probability
+error, as in MXNet) -> HLS jitter (`random_h/s/l`: offsets peaked at 0, as MXNet draws them) -> mirror (`rand_mirror` with probability
 1/2, or `mirror` always) -> colour jitter (`brightness`, `contrast`, `saturation`,
-`pca_noise`, the formulas of mx.image's augmenters) -> output: float32
+`pca_noise`: the formulas of mx.image's augmenters with the luma weights (0.114, 0.587,
+0.299) for (R, G, B) that MXNet's iterator uses, each step rounded to uint8) -> output: float32
 ((x - mean) * c + i) * scale / std per channel with c = 1 + U(-max_random_contrast,
 max_random_contrast) and i = U(-max_random_illumination, max_random_illumination) per image
 (`mean_r/g/b/a`, `std_r/g/b/a`, or a `mean_img` file, computed over the data set and saved
@@ -128,13 +129,14 @@ def _affine(img, p: AugmentParams, rng):
     hs = 2 * s / (1 + ratio)
     ws = ratio * hs
     a, b = math.cos(math.radians(angle)), math.sin(math.radians(angle))
-    new_w = int(max(p.min_img_size, min(p.max_img_size, s * w)))
-    new_h = int(max(p.min_img_size, min(p.max_img_size, s * h)))
+    new_w = np.float32(max(p.min_img_size, min(p.max_img_size, s * w)))   # float for the centring,
+    new_h = np.float32(max(p.min_img_size, min(p.max_img_size, s * h)))   # truncated for the size
     m = np.array([[hs * a - shear * b * ws, hs * b + shear * a * ws, 0.0],
                   [-b * ws, a * ws, 0.0]], np.float32)
-    m[0, 2] = (new_w - (m[0, 0] * w + m[0, 1] * h)) / 2
-    m[1, 2] = (new_h - (m[1, 0] * w + m[1, 1] * h)) / 2
-    out = codec.opencv().warpAffine(img, m, (new_w, new_h), flags=_interp(p.inter_method, rng, (h, w), (new_h, new_w)),
+    m[0, 2] = (new_w - (m[0, 0] * np.float32(w) + m[0, 1] * np.float32(h))) / 2
+    m[1, 2] = (new_h - (m[1, 0] * np.float32(w) + m[1, 1] * np.float32(h))) / 2
+    size = (int(new_w), int(new_h))
+    out = codec.opencv().warpAffine(img, m, size, flags=_interp(p.inter_method, rng, (h, w), size[::-1]),
                                     borderMode=0, borderValue=[float(p.fill_value)] * 4)
     return out[:, :, None] if out.ndim == 2 else out
 
@@ -202,30 +204,41 @@ def hls_shift(img, dh: int, dl: int, ds: int):
     return cv2.cvtColor(hls.astype(np.uint8), cv2.COLOR_HLS2RGB)
 
 
+def _peaked_offsets(rng, *limits) -> list:
+    """One integer offset in [-v, v] per limit v, drawn as MXNet's image record iterator does:
+    int((2 r - 1) v) with r = (u1 + 4 u2) / 5, u1, u2 ~ U(0, 1) (peaked at 0, std 0.48 v)."""
+    return [int(((rng.random() + 4 * rng.random()) / 5 * 2 - 1) * v) if v else 0 for v in limits]
+
+
 def _hls_jitter(img, p: AugmentParams, rng):
     """Random offsets in [-random_h, random_h] etc. added in HLS space."""
-    dh, ds, dl = hls_offsets(rng, p.random_h, p.random_s, p.random_l)
+    dh, ds, dl = _peaked_offsets(rng, p.random_h, p.random_s, p.random_l)
     return hls_shift(img, dh, dl, ds)
 
 
-def _colour_jitter(x: np.ndarray, p: AugmentParams, rng) -> np.ndarray:
+#: the luma weights MXNet's image record iterator gives R, G, B: it applies (0.299, 0.587, 0.114)
+#: to OpenCV's B, G, R channels
+_ITER_GREY = codec.GRAY_COEF[::-1].copy()
+
+
+def _colour_jitter(img: np.ndarray, p: AugmentParams, rng) -> np.ndarray:
     """Brightness, contrast, saturation (each alpha = 1 + U(-v, v)) and PCA lighting noise on a
-    float32 HxWx3 RGB image."""
+    uint8 HxWx3 RGB image, each step rounded and saturated to uint8 as MXNet's iterator does."""
     if p.brightness > 0:
-        x = codec.adjust_brightness(x, 1 + rng.uniform(-p.brightness, p.brightness))
+        img = codec.adjust_brightness(img, 1 + rng.uniform(-p.brightness, p.brightness))
     if p.contrast > 0:
-        x = codec.adjust_contrast(x, 1 + rng.uniform(-p.contrast, p.contrast))
+        img = codec.adjust_contrast(img, 1 + rng.uniform(-p.contrast, p.contrast), _ITER_GREY)
     if p.saturation > 0:
-        x = codec.adjust_saturation(x, 1 + rng.uniform(-p.saturation, p.saturation))
+        img = codec.adjust_saturation(img, 1 + rng.uniform(-p.saturation, p.saturation), _ITER_GREY)
     if p.pca_noise > 0:
-        x = x + codec.lighting_offset(rng.normal(0, p.pca_noise, 3))
-    return x
+        offset = codec.lighting_offset(rng.normal(0, p.pca_noise, 3))
+        img = np.clip(np.rint(img + offset), 0, 255).astype(np.uint8)
+    return img
 
 
 def augment(img: np.ndarray, p: AugmentParams, rng, train: bool = True) -> np.ndarray:
-    """One decoded HxWxC uint8 RGB image through the augmentation chain, as HxWxC float32
-    (uint8 values when no colour jitter applies). `train=False` skips every random step
-    (the mean image is computed that way)."""
+    """One decoded HxWxC uint8 RGB image through the augmentation chain, as HxWxC uint8.
+    `train=False` skips every random step (the mean image is computed that way)."""
     if p.resize > 0:
         img = _resize_short(img, p.resize, p, rng)
     if p.random_resized_crop and train:
@@ -241,7 +254,7 @@ def augment(img: np.ndarray, p: AugmentParams, rng, train: bool = True) -> np.nd
     if p.mirror or (train and p.rand_mirror and rng.random() < 0.5):
         img = img[:, ::-1]
     if train and img.shape[2] == 3 and (p.brightness or p.contrast or p.saturation or p.pca_noise):
-        return _colour_jitter(img.astype(np.float32), p, rng)
+        return _colour_jitter(np.ascontiguousarray(img), p, rng)
     return img
 
 

@@ -29,6 +29,8 @@ import zlib
 import mxnet as mx
 import numpy as np
 
+from data_fits import crop_extent, jitter_fit, lightness_offset, red_gradient_angle
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data")
 SIZES = [(20, 24), (27, 18), (32, 32), (17, 40)]
@@ -99,7 +101,7 @@ def image_cases(pictures, jpeg: bytes) -> Store:
     st.add("imdecode_jpeg_gray", mx.image.imdecode(jpeg, flag=0), {"flag": 0})
     src = mx.nd.array(pictures[1], dtype=np.uint8)
     for interp in range(5):
-        st.add(f"imresize_up_{interp}", mx.image.imresize(src, 30, 41, interp=interp), {"w": 30, "h": 41, "interp": interp})
+        st.add(f"imresize_up_{interp}", mx.image.imresize(src, 22, 31, interp=interp), {"w": 22, "h": 31, "interp": interp})
         st.add(f"imresize_down_{interp}", mx.image.imresize(src, 11, 9, interp=interp), {"w": 11, "h": 9, "interp": interp})
     src = mx.nd.array(pictures[3], dtype=np.uint8)
     st.add("resize_short", mx.image.resize_short(src, 12), {"size": 12})
@@ -185,20 +187,53 @@ ITER_CASES = [   # the records of data_images.rec have 2 labels, which MXNet req
     ("rec_gray", "ImageRecordIter", {"label_width": 2, "data_shape": [1, 16, 16], "batch_size": 5, "mean_r": 100.0}),
     ("rec_no_round", "ImageRecordIter", {"label_width": 2, "data_shape": [3, 16, 16], "batch_size": 3, "round_batch": False}),
     ("rec_part", "ImageRecordIter", {"label_width": 2, "data_shape": [3, 16, 16], "batch_size": 2, "num_parts": 2, "part_index": 1}),
+    ("rec_rotate_scale", "ImageRecordUInt8Iter", {"label_width": 2, "data_shape": [3, 16, 16], "batch_size": 5,
+                                                  "rotate": 30, "max_random_scale": 0.9, "min_random_scale": 0.9,
+                                                  "fill_value": 0, "resize": 24}),
+    ("rec_half_turn", "ImageRecordUInt8Iter", {"label_width": 2, "data_shape": [3, 16, 16], "batch_size": 5,
+                                               "rotate": 180, "fill_value": 3}),
+    ("rec_min_img_size", "ImageRecordUInt8Iter", {"label_width": 2, "data_shape": [3, 20, 20], "batch_size": 5,
+                                                  "min_img_size": 34, "fill_value": 7}),
     ("rec_uint8", "ImageRecordUInt8Iter", {"label_width": 2, "data_shape": [3, 16, 16], "batch_size": 5, "resize": 18}),
     ("det_default", "ImageDetRecordIter", {"data_shape": [3, 16, 16], "batch_size": 2}),
     ("det_shrink", "ImageDetRecordIter", {"data_shape": [3, 16, 16], "batch_size": 5, "resize_mode": "shrink",
                                           "mean_r": 100.0, "mean_g": 90.0, "mean_b": 80.0, "std_r": 50.0,
                                           "std_g": 40.0, "std_b": 30.0}),
-    ("det_fit_pad_width", "ImageDetRecordIter", {"data_shape": [3, 20, 30], "batch_size": 5, "resize_mode": "fit",
+    ("det_fit_pad_width", "ImageDetRecordIter", {"data_shape": [3, 12, 18], "batch_size": 5, "resize_mode": "fit",
                                                  "label_pad_width": 30, "label_pad_value": -2.0, "scale": 0.25}),
+    ("det_gray_nn", "ImageDetRecordIter", {"data_shape": [1, 16, 16], "batch_size": 5, "inter_method": 0,
+                                           "mean_r": 100.0, "std_r": 20.0}),
     ("det_resize_mirror", "ImageDetRecordIter", {"data_shape": [3, 12, 12], "batch_size": 5, "resize": 14,
                                                  "rand_mirror_prob": 1.0, "inter_method": 2}),
 ]
 
 
+PYTHON_ITER_CASES = [
+    # mx.image's Python iterators with deterministic augmenter lists (CreateAugmenter /
+    # CreateDetAugmenter arguments under "aug")
+    ("pyiter_image", "ImageIter", {"batch_size": 2, "data_shape": [3, 16, 16], "label_width": 2,
+                                   "aug": {"resize": 20, "mean": True, "std": True}}),
+    ("pyiter_det", "ImageDetIter", {"batch_size": 2, "data_shape": [3, 16, 16],
+                                    "aug": {"resize": 20, "mean": True, "std": True}}),
+]
+
+
+def python_iter(cls: str, args: dict, rec_dir: str):
+    """The mx.image iterator of a PYTHON_ITER_CASES entry over the golden record files."""
+    args = dict(args, data_shape=tuple(args["data_shape"]))
+    aug = args.pop("aug")
+    rec = "data_det" if cls == "ImageDetIter" else "data_images"
+    create = mx.image.CreateDetAugmenter if cls == "ImageDetIter" else mx.image.CreateAugmenter
+    return getattr(mx.image, cls)(path_imgrec=os.path.join(rec_dir, rec + ".rec"),
+                                  path_imgidx=os.path.join(rec_dir, rec + ".idx"),
+                                  aug_list=create(tuple(args["data_shape"]), **aug), **args)
+
+
 def iter_cases() -> Store:
     st = Store()
+    for name, cls, args in PYTHON_ITER_CASES:
+        data, labels, pads = _batches(python_iter(cls, args, DATA), epochs=2)
+        st.add(name, data, {"cls": cls, **args}, labels=labels, pads=pads)
     for name, cls, args in ITER_CASES:
         rec = "data_det.rec" if cls == "ImageDetRecordIter" else "data_images.rec"
         it = getattr(mx.io, cls)(path_imgrec=os.path.join(DATA, rec), verbose=False, preprocess_threads=1, **args)
@@ -227,6 +262,21 @@ def random_statistics(st: Store):
     data = _batches(mx.io.ImageRecordIter(path_imgrec=rec, verbose=False, **args), epochs=40)[0]
     flips = [bool(np.array_equal(o, b[:, :, ::-1])) for batch in data for o, b in zip(batch, base)]
     st.add("stat_rand_mirror", np.array(flips), args)
+    for kind in ("brightness", "contrast", "saturation"):
+        args = {"data_shape": [3, 16, 16], "batch_size": 5, "label_width": 2, kind: 0.3}
+        data = _batches(mx.io.ImageRecordIter(path_imgrec=rec, verbose=False, **args), epochs=8)[0]
+        st.add(f"stat_{kind}", [jitter_fit(kind, a, b) for batch in data for a, b in zip(batch, base)], args)
+    args = {"data_shape": [3, 16, 16], "batch_size": 5, "label_width": 2, "random_l": 20}
+    data = _batches(mx.io.ImageRecordUInt8Iter(path_imgrec=rec, verbose=False, **args), epochs=40)[0]
+    st.add("stat_random_l", [lightness_offset(a, b) for batch in data for a, b in zip(batch, base)], args)
+    args = {"data_shape": [3, 16, 16], "batch_size": 5, "label_width": 2, "resize": 24, "max_rotate_angle": 30,
+            "fill_value": 0}
+    data = _batches(mx.io.ImageRecordUInt8Iter(path_imgrec=rec, verbose=False, **args), epochs=40)[0]
+    st.add("stat_rotate", [red_gradient_angle(a) for batch in data for a in batch], args)
+    args = {"data_shape": [3, 16, 16], "batch_size": 5, "label_width": 2, "random_resized_crop": True,
+            "min_random_area": 0.2, "max_random_area": 1.0, "min_aspect_ratio": 0.75, "max_aspect_ratio": 1.33}
+    data = _batches(mx.io.ImageRecordUInt8Iter(path_imgrec=rec, verbose=False, **args), epochs=40)[0]
+    st.add("stat_random_resized_crop", [crop_extent(a) for batch in data for a in batch[:4]], args)  # PNG pictures
     det = os.path.join(DATA, "data_det.rec")
     args = {"data_shape": [3, 16, 16], "batch_size": 5, "rand_crop_prob": 1.0, "min_crop_scales": [0.3],
             "max_crop_scales": [1.0], "min_crop_aspect_ratios": [0.5], "max_crop_aspect_ratios": [2.0],
