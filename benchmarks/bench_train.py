@@ -22,9 +22,10 @@ the median of the rounds' paired ratios. MXNet 1.9.1 cannot be installed next to
 function, `gluon_step`, for both packages) runs there in a subprocess that takes part in the
 alternating rounds (it inherits the CPU affinity and thread variables; it times its own steps).
 Without `--mxnet` the issue's quoted MXNet figures are printed, labelled as not measured.
+`--symjit-ref DIR` runs symjit from another (built) source tree the same way: before/after pairs.
 
     python benchmarks/bench_train.py [--only cnn lstm mlp] [--threads 2] [--rounds 5] [--steps 10]
-                                     [--mxnet /work/mxref/bin/python]
+                                     [--mxnet /work/mxref/bin/python] [--symjit-ref OLD_TREE]
                                      [--profile [--windows 5]]  # symjit: cProfile, per-node times
 
 Findings (2026-12, the 2-core development machine under a load average of 5-8 from other work:
@@ -300,25 +301,33 @@ def jax_step(workload: str, x: np.ndarray, y: np.ndarray):
     return step
 
 
-# ---- MXNet 1.9.1 (the same Gluon loop, in MXNet's own interpreter) ----------------------------
-class MXNetWorker:
-    """The same Gluon step (`gluon_step`) under MXNet 1.9.1, run by this file in a subprocess of
-    `python` (an interpreter where `import mxnet` works; symjit never imports mxnet). The child
-    inherits this process's CPU affinity and thread variables; `run_round(n)` has it run n steps
-    and returns (seconds per step measured in the child, the losses), so the pipe's latency is
-    not in the figure. Protocol: one line "n" in, one JSON line {"seconds", "losses"} out."""
+# ---- another process: MXNet 1.9.1, or symjit from another source tree ---------------------------
+class GluonWorker:
+    """The same Gluon step (`gluon_step`) run by this file in a subprocess of `python` with
+    `package` imported (`mxnet` where MXNet 1.9.1 is installed -- symjit never imports it -- or
+    `symjit` from the source tree `path`, e.g. a build of an earlier commit). The child inherits
+    this process's CPU affinity and thread variables; `run_round(n)` has it run n steps and
+    returns (seconds per step measured in the child, the losses), so the pipe's latency is not in
+    the figure. Protocol: one line "n" in, one JSON line {"seconds", "losses"} out."""
 
-    def __init__(self, python: str, workload: str):
+    def __init__(self, python: str, package: str, workload: str, threads: int, path: str | None = None):
         import subprocess
-        self.proc = subprocess.Popen([python, os.path.abspath(__file__), "--worker", workload],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.version = self._read()["version"]
+        env = dict(os.environ)
+        if path:
+            env["PYTHONPATH"] = os.path.abspath(path)
+        else:
+            env.pop("PYTHONPATH", None)
+        self.proc = subprocess.Popen([python, os.path.abspath(__file__), "--worker", workload, "--package", package,
+                                      "--threads", str(threads)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        hello = self._read()
+        self.version, self.where = hello["version"], hello["where"]
 
     def _read(self) -> dict:
         import json
         line = self.proc.stdout.readline()
         if not line:
-            raise RuntimeError(f"MXNet worker exited (status {self.proc.wait()}); see its stderr above")
+            raise RuntimeError(f"worker exited (status {self.proc.wait()}); see its stderr above")
         return json.loads(line)
 
     def run_round(self, n: int):
@@ -332,12 +341,16 @@ class MXNetWorker:
         self.proc.wait()
 
 
-def worker_main(workload: str) -> None:
-    """The child side of `MXNetWorker` (runs under MXNet's interpreter)."""
+def worker_main(workload: str, package: str, threads: int) -> None:
+    """The child side of `GluonWorker`."""
+    import importlib
     import json
-    import mxnet
-    step, _ = gluon_step(mxnet, workload, *make_data(workload))
-    print(json.dumps({"version": mxnet.__version__}), flush=True)
+    if package == "symjit":
+        set_threads(threads)
+    mod = importlib.import_module(package)
+    step, _ = gluon_step(mod, workload, *make_data(workload))
+    print(json.dumps({"version": getattr(mod, "__version__", "?"), "where": os.path.dirname(mod.__file__)}),
+          flush=True)
     for line in sys.stdin:
         seconds, losses = timed_round(step, int(line))
         print(json.dumps({"seconds": seconds, "losses": losses}), flush=True)
@@ -413,19 +426,22 @@ def run_workload(workload: str, args) -> None:
     x, y = make_data(workload)
     sym_step, _ = symjit_step(workload, x, y)
     steps = {"symjit": sym_step}
-    mxnet = MXNetWorker(args.mxnet, workload) if args.mxnet else None
-    if mxnet:
-        steps["mxnet"] = mxnet
+    workers = {}
+    if args.mxnet:
+        workers["mxnet"] = GluonWorker(args.mxnet, "mxnet", workload, args.threads)
+    if args.symjit_ref:
+        workers["symjit-ref"] = GluonWorker(sys.executable, "symjit", workload, args.threads, args.symjit_ref)
+    steps.update(workers)
     steps.update(peers(workload, x, y))
     load = os.getloadavg()
     times, losses = alternate(steps, args.rounds, args.steps, args.warmup)
     print(f"== {workload}: median ms/step over {args.rounds} rounds of {args.steps} steps "
           f"({args.threads} threads; load average before {load[0]:.2f}, after {os.getloadavg()[0]:.2f})")
     print_rounds(times, losses, "symjit")
-    if mxnet:
-        print(f"  (mxnet: MXNet {mxnet.version} in {args.mxnet}, same script, its own process)")
-        mxnet.close()
-    elif MXNET_191_MS[workload]:
+    for name, w in workers.items():
+        print(f"  ({name}: {w.where} ({w.version}), same script, its own process)")
+        w.close()
+    if "mxnet" not in workers and MXNET_191_MS[workload]:
         lo, hi = MXNET_191_MS[workload]
         base = statistics.median(times["symjit"]) * 1e3
         print(f"  mxnet-1.9.1 {lo:.0f}-{hi:.0f} ms  quoted (issue 24; --mxnet PYTHON measures it), "
@@ -510,10 +526,13 @@ def main(argv=None) -> None:
     ap.add_argument("--windows", type=int, default=5, help="--profile: windows of --steps steps per node")
     ap.add_argument("--mxnet", metavar="PYTHON", help="an interpreter with MXNet 1.9.1 (e.g. /work/mxref/bin/python): "
                     "the same workload run there in a subprocess, alternating with the others")
+    ap.add_argument("--symjit-ref", metavar="DIR", help="a symjit source tree (built) to compare with, e.g. an "
+                    "earlier commit's: run in a subprocess like --mxnet (paired ratio before/after)")
     ap.add_argument("--worker", choices=WORKLOADS, help=argparse.SUPPRESS)
+    ap.add_argument("--package", default="mxnet", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
-        return worker_main(args.worker)
+        return worker_main(args.worker, args.package, args.threads)
     set_threads(args.threads)
     for w in args.only:
         run_workload(w, args)
