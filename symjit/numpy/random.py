@@ -100,17 +100,17 @@ def _op_sampler(name: str, op: str, params: tuple, defaults: tuple):
 
 uniform = _op_sampler("uniform", "_npi_uniform", ("low", "high"), (0.0, 1.0))
 normal = _op_sampler("normal", "_npi_normal", ("loc", "scale"), (0.0, 1.0))
-gamma = _sampler("gamma", ("shape", "scale"), (1.0, 1.0), lambda g, k, th, s: g.gamma(k, th, s))
+gamma = _op_sampler("gamma", "_npi_gamma", ("shape", "scale"), (1.0, 1.0))
+exponential = _op_sampler("exponential", "_npi_exponential", ("scale",), (1.0,))
+gumbel = _op_sampler("gumbel", "_npi_gumbel", ("loc", "scale"), (0.0, 1.0))
+logistic = _op_sampler("logistic", "_npi_logistic", ("loc", "scale"), (0.0, 1.0))
+pareto = _op_sampler("pareto", "_npi_pareto", ("a",), (1.0,))
+power = _op_sampler("power", "_npi_powerd", ("a",), (1.0,))
+rayleigh = _op_sampler("rayleigh", "_npi_rayleigh", ("scale",), (1.0,))
+weibull = _op_sampler("weibull", "_npi_weibull", ("a",), (1.0,))
 beta = _sampler("beta", ("a", "b"), (1.0, 1.0), lambda g, a, b, s: g.beta(a, b, s))
-exponential = _sampler("exponential", ("scale",), (1.0,), lambda g, sc, s: g.exponential(sc, s))
 chisquare = _sampler("chisquare", ("df",), (1.0,), lambda g, df, s: g.chisquare(df, s))
-gumbel = _sampler("gumbel", ("loc", "scale"), (0.0, 1.0), lambda g, m, b, s: g.gumbel(m, b, s))
-logistic = _sampler("logistic", ("loc", "scale"), (0.0, 1.0), lambda g, m, b, s: g.logistic(m, b, s))
 lognormal = _sampler("lognormal", ("mean", "sigma"), (0.0, 1.0), lambda g, m, sd, s: g.lognormal(m, sd, s))
-pareto = _sampler("pareto", ("a",), (1.0,), lambda g, a, s: g.pareto(a, s))
-power = _sampler("power", ("a",), (1.0,), lambda g, a, s: g.power(a, s))
-rayleigh = _sampler("rayleigh", ("scale",), (1.0,), lambda g, sc, s: g.rayleigh(sc, s))
-weibull = _sampler("weibull", ("a",), (1.0,), lambda g, a, s: g.weibull(a, s))
 
 
 def rand(*size, **kwargs) -> ndarray:
@@ -129,8 +129,9 @@ def randint(low, high=None, size=None, dtype=None, ctx=None, out=None) -> ndarra
         low, high = 0, low
     if high <= low:
         raise MXNetError(f"randint: low ({low}) must be less than high ({high})")
-    data = generator().integers(low, high, _size(size))
-    return _result(data, dtype, _check_ctx(ctx), out, default=_np.int64)
+    attrs = {"low": int(low), "high": int(high), "shape": _size(size) or (),
+             "dtype": None if dtype is None else _dtype(dtype).name}
+    return invoke("_npi_random_randint", [], attrs, out=out, ctx=_check_ctx(ctx))
 
 
 def choice(a, size=None, replace=True, p=None, ctx=None, out=None) -> ndarray:
@@ -144,8 +145,7 @@ def choice(a, size=None, replace=True, p=None, ctx=None, out=None) -> ndarray:
 def shuffle(x) -> None:
     """Shuffle `x` in place along its first axis."""
     x = to_np(x)
-    perm = generator().permutation(x.shape[0])
-    x[...] = ndarray(x.asnumpy()[perm])
+    x[...] = invoke("_npi_shuffle", [x])
 
 
 def multinomial(n, pvals, size=None) -> ndarray:

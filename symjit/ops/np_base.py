@@ -159,8 +159,8 @@ class NumpyOp(Op):
             outs = self._outputs(attrs, inputs)
         except MXNetError:
             raise
-        except (ValueError, TypeError, IndexError, np.linalg.LinAlgError) as e:
-            raise MXNetError(f"{self.name}: {e}") from None
+        except (ValueError, TypeError, IndexError, np.linalg.LinAlgError, MemoryError) as e:
+            raise MXNetError(f"{self.name}: {type(e).__name__}: {e}") from None
         return [fresh_array(np.asarray(o), inputs) for o in outs]
 
     def infer_shape(self, attrs, in_shapes):
@@ -171,6 +171,9 @@ class NumpyOp(Op):
             outs = self._outputs(attrs, [_probe(s) for s in in_shapes])
         except MXNetError:
             raise
+        except MemoryError:
+            raise MXNetError(f"{self.name}: the result of input shapes {[tuple(s) for s in in_shapes]} "
+                             "does not fit in memory") from None
         except (ValueError, TypeError, IndexError, np.linalg.LinAlgError) as e:
             raise MXNetError(f"{self.name}: invalid input shapes {[tuple(s) for s in in_shapes]}: {e}") from None
         return list(in_shapes), [tuple(np.shape(o)) for o in outs]
