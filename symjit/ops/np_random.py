@@ -1,6 +1,7 @@
 """NumPy-semantics samplers with array parameters: `_npi_uniform` and `_npi_normal` (MXNet's
-names). A parameter is an attribute (a number) or, when `<name>` is None, an input array
-broadcast with the others and `size`. Gradients flow to array parameters by
+names). A parameter is an attribute (a number) or, when `<name>` is None (the default, as
+MXNet's frontend always sets the numbers it has), an input array broadcast with the others and
+`size`. Gradients flow to array parameters by
 reparameterization (normal: y = loc + scale * z; uniform: y = low + (high - low) * u)."""
 from __future__ import annotations
 
@@ -76,7 +77,7 @@ class _Sampler(NumpyOp):
 class NpNormal(_Sampler):
     """Normal samples with mean `loc` and standard deviation `scale`."""
     names = ("loc", "scale")
-    params = {"loc": Param(Optional(Float), 0.0), "scale": Param(Optional(Float), 1.0),
+    params = {"loc": Param(Optional(Float), None), "scale": Param(Optional(Float), None),
               "size": Param(_size, None), "dtype": Param(Optional(Dtype), None)}
 
     @staticmethod
@@ -96,7 +97,7 @@ class NpNormal(_Sampler):
 class NpUniform(_Sampler):
     """Uniform samples on [low, high)."""
     names = ("low", "high")
-    params = {"low": Param(Optional(Float), 0.0), "high": Param(Optional(Float), 1.0),
+    params = {"low": Param(Optional(Float), None), "high": Param(Optional(Float), None),
               "size": Param(_size, None), "dtype": Param(Optional(Dtype), None)}
 
     @staticmethod
@@ -120,9 +121,9 @@ def _scale_grads(values, y, dy):
     return [dy * y / np.where(scale == 0, 1, scale)]
 
 
-def _sampler_op(name: str, names: tuple, defaults: tuple, draw, grads=None, doc: str = "",
+def _sampler_op(name: str, names: tuple, draw, grads=None, doc: str = "",
                 size_prefix: bool = False) -> None:
-    params = {n: Param(Optional(Float), d) for n, d in zip(names, defaults)}
+    params = {n: Param(Optional(Float), None) for n in names}     # None: an input array
     params["size"] = Param(_size, None)
     params["dtype"] = Param(Optional(Dtype), None)
     body = {"names": names, "params": params, "draw": staticmethod(draw), "__doc__": doc,
@@ -143,26 +144,26 @@ def _checked(name, fn):
     return draw
 
 
-_sampler_op("_npi_gamma", ("shape", "scale"), (1.0, 1.0),
+_sampler_op("_npi_gamma", ("shape", "scale"),
             _checked("_npi_gamma", lambda g, k, th, s: g.gamma(k, th, s)), doc="Gamma samples.")
-_sampler_op("_npi_exponential", ("scale",), (1.0,),
+_sampler_op("_npi_exponential", ("scale",),
             _checked("_npi_exponential", lambda g, sc, s: g.exponential(sc, s)), _scale_grads,
             "Exponential samples with mean `scale`.")
-_sampler_op("_npi_rayleigh", ("scale",), (1.0,),
+_sampler_op("_npi_rayleigh", ("scale",),
             _checked("_npi_rayleigh", lambda g, sc, s: g.rayleigh(sc, s)), _scale_grads, "Rayleigh samples.")
-_sampler_op("_npi_gumbel", ("loc", "scale"), (0.0, 1.0), lambda g, m, b, s: g.gumbel(m, b, s),
+_sampler_op("_npi_gumbel", ("loc", "scale"), lambda g, m, b, s: g.gumbel(m, b, s),
             _location_scale_grads, "Gumbel samples.")
-_sampler_op("_npi_logistic", ("loc", "scale"), (0.0, 1.0), lambda g, m, b, s: g.logistic(m, b, s),
+_sampler_op("_npi_logistic", ("loc", "scale"), lambda g, m, b, s: g.logistic(m, b, s),
             _location_scale_grads, "Logistic samples.")
-_sampler_op("_npi_pareto", ("a",), (1.0,), _checked("_npi_pareto", lambda g, a, s: g.pareto(a, s)),
+_sampler_op("_npi_pareto", ("a",), _checked("_npi_pareto", lambda g, a, s: g.pareto(a, s)),
             doc="Pareto II (Lomax) samples, as numpy.random.pareto.")
-_sampler_op("_npi_powerd", ("a",), (1.0,), _checked("_npi_powerd", lambda g, a, s: g.power(a, s)),
+_sampler_op("_npi_powerd", ("a",), _checked("_npi_powerd", lambda g, a, s: g.power(a, s)),
             doc="Power-distribution samples, as numpy.random.power.")
-_sampler_op("_npi_weibull", ("a",), (1.0,), _checked("_npi_weibull", lambda g, a, s: g.weibull(a, s)),
+_sampler_op("_npi_weibull", ("a",), _checked("_npi_weibull", lambda g, a, s: g.weibull(a, s)),
             doc="Weibull samples, as numpy.random.weibull.")
-_sampler_op("_npi_normal_n", ("loc", "scale"), (0.0, 1.0), NpNormal.draw, NpNormal.param_grads,
+_sampler_op("_npi_normal_n", ("loc", "scale"), NpNormal.draw, NpNormal.param_grads,
             "Normal samples of shape size + the parameters' broadcast shape.", size_prefix=True)
-_sampler_op("_npi_uniform_n", ("low", "high"), (0.0, 1.0), NpUniform.draw, NpUniform.param_grads,
+_sampler_op("_npi_uniform_n", ("low", "high"), NpUniform.draw, NpUniform.param_grads,
             "Uniform samples of shape size + the parameters' broadcast shape.", size_prefix=True)
 
 
