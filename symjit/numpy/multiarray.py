@@ -19,7 +19,7 @@ import numpy as _np
 
 from ..base import MXNetError, canonical_dtype
 from ..context import Context, current_context
-from ..ndarray.ndarray import NDArray, _check_ctx, invoke as _nd_invoke
+from ..ndarray.ndarray import NDArray, _check_ctx, _shape, invoke as _nd_invoke
 from ..ndarray.write_guard import writable
 
 __all__ = ["ndarray", "array", "asarray", "empty", "zeros", "ones", "full", "invoke", "wrap", "to_np",
@@ -103,10 +103,8 @@ class ndarray(NDArray):
     # ---- construction helpers ------------------------------------------------------
     def __init__(self, data=None, ctx: Context | None = None, writable: bool = True, *, shape=None,
                  dtype=None):
-        if data is None or isinstance(data, (tuple, list)) and shape is None and not isinstance(data, _np.ndarray):
-            # numpy's ndarray(shape, dtype) constructor form
-            shp = shape if data is None else data
-            data = _np.zeros(tuple(shp) if not isinstance(shp, int) else (shp,), canonical_dtype(dtype))
+        if data is None or isinstance(data, (tuple, list, int)):   # numpy's ndarray(shape, dtype) form
+            data = _np.zeros(_shape(shape if data is None else data), _dtype(dtype))
         super().__init__(data, ctx, writable)
 
     # ---- attributes ----------------------------------------------------------------------
@@ -495,18 +493,6 @@ def asarray(a, dtype=None, ctx=None) -> ndarray:
     if isinstance(a, ndarray) and (dtype is None or a._data.dtype == _dtype(dtype)):
         return a
     return array(a, dtype=dtype, ctx=ctx)
-
-
-def _shape(shape) -> tuple:
-    if isinstance(shape, (int, _np.integer)):
-        shape = (int(shape),)
-    try:
-        shape = tuple(int(d) for d in shape)
-    except TypeError:
-        raise MXNetError(f"invalid shape {shape!r}") from None
-    if any(d < 0 for d in shape):
-        raise MXNetError(f"invalid shape {shape!r}: negative dimensions are not allowed")
-    return shape
 
 
 def _filled(shape, value, dtype, ctx, default=default_float) -> ndarray:

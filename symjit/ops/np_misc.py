@@ -10,7 +10,7 @@ from ..base import MXNetError
 from .attrs import Bool, Float, Int, Optional, Param, Str
 from .np_base import Axis, Literal, NumpyOp, normalize_axis, register_numpy
 from .np_reduce import expand_reduced, reduce_axes
-from .np_shape import SelectOp
+from .np_shape import SelectOp, select_op
 
 __all__ = []
 
@@ -303,15 +303,6 @@ register_numpy("_npi_insert_tensor")(type("NpInsertTensor", (_Insert,), {"takes_
                                                                          "__doc__": _Insert.__doc__}))
 
 
-@register_numpy("_np_resize")
-class NpResize(SelectOp):
-    """numpy.resize: the elements repeated (or cut) to fill `new_shape`."""
-    params = {"new_shape": Param(Axis)}
-
-    def forward(self, attrs, a):
-        return np.resize(a, attrs["new_shape"])
-
-
 @register_numpy("_npi_histogram")
 class NpHistogram(NumpyOp):
     """numpy.histogram: (counts as the input's float dtype or int64, bin edges) for `bin_cnt`
@@ -405,3 +396,7 @@ class NpEdiff1d(NumpyOp):
         if attrs["to_end_arr_given"]:
             grads.append(g[g.size - ne:].reshape(xs[-1].shape))
         return grads
+
+
+select_op("_np_resize", np.resize, {"new_shape": Param(Axis)},
+          "numpy.resize: the elements repeated (or cut) to fill `new_shape`.")

@@ -201,4 +201,5 @@ class _Logical(NumpyOp):
 
 
 register_numpy("_np_all")(type("NpAll", (_Logical,), {"fn": staticmethod(np.all), "__doc__": "numpy.all."}))
-register_numpy("_np_any", aliases=("_np_sometrue",))(type("NpAny", (_Logical,), {"fn": staticmethod(np.any), "__doc__": "numpy.any."}))
+register_numpy("_np_any", aliases=("_np_sometrue",))(type("NpAny", (_Logical,), {"fn": staticmethod(np.any),
+                                                                                "__doc__": "numpy.any."}))

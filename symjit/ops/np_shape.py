@@ -16,7 +16,7 @@ from ..base import MXNetError
 from .attrs import Any_, Bool, Count, Float, Int, Param, Str
 from .np_base import Axis, Literal, NumpyOp, normalize_axis, register_numpy
 
-__all__ = ["SelectOp"]
+__all__ = ["SelectOp", "select_op"]
 
 
 class SelectOp(NumpyOp):
@@ -81,7 +81,7 @@ class NpTranspose(SelectOp):
         axes = attrs["axes"]
         if isinstance(axes, int):
             axes = (axes,)
-        if axes is not None and (len(axes) != a.ndim or sorted(x % max(a.ndim, 1) for x in axes) != list(range(a.ndim))):
+        if axes is not None and sorted(x % max(a.ndim, 1) for x in axes) != list(range(a.ndim)):
             raise MXNetError(f"{self.name}: axes {axes} do not match array of dimension {a.ndim}")
         return np.transpose(a, axes)
 
@@ -96,85 +96,26 @@ class NpSwapaxes(SelectOp):
                            normalize_axis(self.name, attrs["dim2"], a.ndim))
 
 
-@register_numpy("_np_moveaxis")
-class NpMoveaxis(SelectOp):
-    """numpy.moveaxis."""
-    params = {"source": Param(Axis), "destination": Param(Axis)}
+def select_op(name: str, fn, params: dict, doc: str) -> None:
+    """Register a selection op computing fn(a, *attribute values in `params` order)."""
+    keys = tuple(params)
 
     def forward(self, attrs, a):
-        return np.moveaxis(a, attrs["source"], attrs["destination"])
+        return fn(a, *[attrs[k] for k in keys])
+    register_numpy(name)(type(f"Np{name}", (SelectOp,), {"params": params, "forward": forward, "__doc__": doc}))
 
 
-@register_numpy("_npi_expand_dims")
-class NpExpandDims(SelectOp):
-    """numpy.expand_dims."""
-    params = {"axis": Param(Axis)}
-
-    def forward(self, attrs, a):
-        return np.expand_dims(a, attrs["axis"])
-
-
-@register_numpy("_np_squeeze")
-class NpSqueeze(SelectOp):
-    """numpy.squeeze (size-1 axes; all of them for None)."""
-    params = {"axis": Param(Axis, None)}
-
-    def forward(self, attrs, a):
-        return np.squeeze(a, attrs["axis"])
-
-
-@register_numpy("_npi_broadcast_to")
-class NpBroadcastTo(SelectOp):
-    """numpy.broadcast_to (a copy)."""
-    params = {"shape": Param(_shape_attr)}
-
-    def forward(self, attrs, a):
-        return np.broadcast_to(a, attrs["shape"])
-
-
-@register_numpy("_npi_flip")
-class NpFlip(SelectOp):
-    """numpy.flip."""
-    params = {"axis": Param(Axis, None)}
-
-    def forward(self, attrs, a):
-        return np.flip(a, attrs["axis"])
-
-
-@register_numpy("_np_roll")
-class NpRoll(SelectOp):
-    """numpy.roll."""
-    params = {"shift": Param(Axis, None), "axis": Param(Axis, None)}
-
-    def forward(self, attrs, a):
-        return np.roll(a, attrs["shift"], attrs["axis"])
-
-
-@register_numpy("_npi_rot90")
-class NpRot90(SelectOp):
-    """numpy.rot90."""
-    params = {"k": Param(Int, 1), "axes": Param(Axis, (0, 1))}
-
-    def forward(self, attrs, a):
-        return np.rot90(a, attrs["k"], attrs["axes"])
-
-
-@register_numpy("_npi_tile")
-class NpTile(SelectOp):
-    """numpy.tile."""
-    params = {"reps": Param(_shape_attr)}
-
-    def forward(self, attrs, a):
-        return np.tile(a, attrs["reps"])
-
-
-@register_numpy("_np_repeat")
-class NpRepeat(SelectOp):
-    """numpy.repeat (of the flattened array for axis None)."""
-    params = {"repeats": Param(Axis), "axis": Param(Axis, None)}
-
-    def forward(self, attrs, a):
-        return np.repeat(a, attrs["repeats"], attrs["axis"])
+select_op("_np_moveaxis", np.moveaxis, {"source": Param(Axis), "destination": Param(Axis)}, "numpy.moveaxis.")
+select_op("_npi_expand_dims", np.expand_dims, {"axis": Param(Axis)}, "numpy.expand_dims.")
+select_op("_np_squeeze", np.squeeze, {"axis": Param(Axis, None)}, "numpy.squeeze (all size-1 axes for None).")
+select_op("_npi_broadcast_to", np.broadcast_to, {"shape": Param(_shape_attr)}, "numpy.broadcast_to (a copy).")
+select_op("_npi_flip", np.flip, {"axis": Param(Axis, None)}, "numpy.flip.")
+select_op("_np_roll", np.roll, {"shift": Param(Axis, None), "axis": Param(Axis, None)}, "numpy.roll.")
+select_op("_npi_rot90", np.rot90, {"k": Param(Int, 1), "axes": Param(Axis, (0, 1))}, "numpy.rot90.")
+select_op("_npi_tile", np.tile, {"reps": Param(_shape_attr)}, "numpy.tile.")
+select_op("_np_repeat", np.repeat, {"repeats": Param(Axis), "axis": Param(Axis, None)},
+          "numpy.repeat (of the flattened array for axis None).")
+select_op("_np_diagflat", np.diagflat, {"k": Param(Int, 0)}, "numpy.diagflat.")
 
 
 @register_numpy("_np_diag")
@@ -186,15 +127,6 @@ class NpDiag(SelectOp):
         if a.ndim not in (1, 2):
             raise MXNetError(f"{self.name}: input must be 1-D or 2-D, got shape {a.shape}")
         return np.diag(a, attrs["k"])
-
-
-@register_numpy("_np_diagflat")
-class NpDiagflat(SelectOp):
-    """numpy.diagflat."""
-    params = {"k": Param(Int, 0)}
-
-    def forward(self, attrs, a):
-        return np.diagflat(a, attrs["k"])
 
 
 @register_numpy("_np_diagonal")

@@ -40,7 +40,8 @@ def inputs() -> dict:
 
 CASES = [
     "x + y", "x - 1", "2 / x", "x ** 2", "y ** x", "x % 0.3", "-x", "i + x", "i * 2", "i / 3", "i // 3",
-    "x > 0.5", "x == x", "np.sum(x)", "np.sum(x, axis=0)", "np.sum(i)", "np.sum(b)", "np.mean(i)", "x.mean(axis=1, keepdims=True)",
+    "x > 0.5", "x == x", "np.sum(x)", "np.sum(x, axis=0)", "np.sum(i)", "np.sum(b)", "np.mean(i)",
+    "x.mean(axis=1, keepdims=True)",
     "np.max(x, axis=1)", "np.min(i)", "np.prod(x, axis=0)", "np.std(x)", "np.var(x, axis=0, ddof=1)",
     "np.argmax(x, axis=1)", "np.argmin(x)", "np.cumsum(x, axis=1)", "np.cumsum(i)", "np.all(b)", "np.any(b, axis=0)",
     "x[1]", "x[1, 2]", "x[:, 1:3]", "x[::-1]", "x[x > 0.5]", "x[[0, 2]]", "x[[0, 2], [1, 3]]", "x[None, 1]",
