@@ -204,13 +204,6 @@ def broadcast_to(array, shape):  # noqa: A002 - numpy's argument name
     return invoke("_npi_broadcast_to", [to_np(array)], {"shape": (shape,) if isinstance(shape, int) else tuple(shape)})
 
 
-@_export
-def broadcast_arrays(*args):
-    arrays = [to_np(a) for a in args]
-    shape = _np.broadcast_shapes(*[a.shape for a in arrays])
-    return [broadcast_to(a, shape) for a in arrays]
-
-
 def _joined(op: str, arrays, axis) -> ndarray:
     arrays = [to_np(a) for a in arrays]
     if not arrays:

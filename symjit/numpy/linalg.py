@@ -7,12 +7,13 @@ from __future__ import annotations
 import numpy as _np
 
 from ..base import MXNetError
-from .fallback import numpy_fallback
+from . import fallback_linalg
+from .fallback_linalg import cond, lstsq, matrix_rank, qr  # noqa: F401
 from .multiarray import invoke, ndarray, to_np
 
 __all__ = ["norm", "svd", "cholesky", "inv", "det", "slogdet", "solve", "tensorinv", "tensorsolve", "pinv",
            "eig", "eigh", "eigvals", "eigvalsh", "cond", "lstsq", "matrix_power", "matrix_rank",
-           "multi_dot", "qr"]
+           "multi_dot", "qr", "fallback_linalg"]
 
 
 def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002 - numpy's argument name
@@ -137,7 +138,3 @@ def multi_dot(arrays):
     return result
 
 
-cond = numpy_fallback(_np.linalg.cond, "cond")
-lstsq = numpy_fallback(_np.linalg.lstsq, "lstsq")
-matrix_rank = numpy_fallback(_np.linalg.matrix_rank, "matrix_rank")
-qr = numpy_fallback(_np.linalg.qr, "qr")
