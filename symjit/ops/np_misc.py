@@ -246,6 +246,8 @@ def _obj(attrs, obj_input):
         return attrs["int_ind"]
     if attrs["step"] is not None:
         return slice(attrs["start"], attrs["stop"], attrs["step"])
+    if obj_input is None:
+        raise MXNetError("the positions are not given: set int_ind, or start/stop/step, or pass obj")
     return obj_input.astype(np.int64)
 
 
@@ -355,9 +357,7 @@ class NpCumprod(NumpyOp):
         src = a.reshape(-1) if axis is None else a
         ax = 0 if axis is None else normalize_axis(self.name, axis, a.ndim)
         rev = np.flip(np.cumsum(np.flip(g * y, ax), ax), ax)
-        with np.errstate(all="ignore"):
-            grad = rev / src
-        return [grad.reshape(a.shape)]
+        return [(rev / src).reshape(a.shape)]
 
 
 @register_numpy("_npi_ediff1d")

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..base import MXNetError
 from .attrs import Bool, Dtype, Float, Int, Optional, Param
-from .np_base import Literal, NumpyOp, register_numpy
+from .np_base import Literal, NumpyOp, quiet_numpy, register_numpy
 
 __all__ = []
 
@@ -61,7 +61,8 @@ class _Sampler(NumpyOp):
     def compute(self, attrs, inputs, ctx):
         values, shape = self._params(attrs, inputs)
         out = self.draw(ctx.random(), *values, shape)
-        return [np.asarray(out).astype(attrs["dtype"] or "float32")]
+        with quiet_numpy():
+            return [np.asarray(out).astype(attrs["dtype"] or "float32")]
 
     def forward(self, attrs, *xs):      # shape inference: a stand-in of the result's shape
         _, shape = self._params(attrs, xs)

@@ -57,6 +57,14 @@ def _shape_attr(v):
     raise ValueError(f"expected a shape (int or tuple of ints), got {v!r}")
 
 
+def _opt_tuple(v):
+    """A tuple attribute (None: empty; a single value: a 1-tuple)."""
+    v = Literal(v)
+    if v is None:
+        return ()
+    return tuple(v) if isinstance(v, tuple) else (v,)
+
+
 @register_numpy("_np_reshape")
 class NpReshape(SelectOp):
     """numpy.reshape (one -1 allowed); `order` 'C'."""
@@ -277,7 +285,7 @@ for _name, _fn in (("vstack", np.vstack), ("hstack", np.hstack), ("dstack", np.d
 class NpSplit(SelectOp):
     """numpy.split / array_split: `indices` (split points) or `sections` equal parts along `axis`;
     `squeeze_axis` drops the split axis (size 1 parts)."""
-    params = {"indices": Param(Axis, ()), "sections": Param(Count, 0), "axis": Param(Int, 0),
+    params = {"indices": Param(_opt_tuple, ()), "sections": Param(Count, 0), "axis": Param(Int, 0),
               "squeeze_axis": Param(Bool, False), "even": Param(Bool, True)}
 
     def num_outputs(self, attrs):
@@ -313,13 +321,6 @@ def _slice_key(attrs, ndim: int) -> tuple:
     if len(end) != len(begin) or len(step) != len(begin) or len(begin) > ndim:
         raise MXNetError(f"begin {begin}, end {end} and step {step} must have the same length, at most {ndim}")
     return tuple(slice(b, e, s) for b, e, s in zip(begin, end, step))
-
-
-def _opt_tuple(v):
-    v = Literal(v)
-    if v is None:
-        return ()
-    return tuple(v) if isinstance(v, tuple) else (v,)
 
 
 _SLICE_PARAMS = {"begin": Param(_opt_tuple, ()), "end": Param(_opt_tuple, ()), "step": Param(_opt_tuple, ())}
