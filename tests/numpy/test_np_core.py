@@ -229,3 +229,8 @@ def test_index_arrays_of_mxnet_default_float_dtype_and_ranges():
     assert x[range(2), np.array([1, 2])].asnumpy().tolist() == [1.0, 6.0]
     with pytest.raises(MXNetError, match="finite"):
         x[np.array([onp.nan])]
+
+
+def test_sparse_arrays_have_no_np_view():
+    with pytest.raises(MXNetError, match="csr"):
+        mx.nd.sparse.zeros("csr", (2, 2)).as_np_ndarray()
