@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 import numpy as _np
 
 from ..base import MXNetError, canonical_dtype
-from ..context import Context, current_context
+from ..context import Context
 from ..ndarray.ndarray import NDArray, _check_ctx, _shape, invoke as _nd_invoke
 from ..ndarray.write_guard import writable
 
@@ -59,9 +59,10 @@ def to_np(x, ctx: Context | None = None, dtype=None) -> "ndarray":
 
 
 def ufunc_call(name: str, x1, x2, out=None):
-    """Apply binary ufunc `name` (`_npi_<name>`), choosing the scalar forms for Python numbers."""
-    if is_scalar(x1) and is_scalar(x2):
-        return invoke(f"_npi_{name}", [array(x1), array(x2)], out=out)
+    """Apply binary ufunc `name` (`_npi_<name>`), choosing the scalar forms for Python numbers
+    (two numbers give numpy's scalar result, as MXNet)."""
+    if is_scalar(x1) and is_scalar(x2) and out is None:
+        return getattr(_np, name)(x1, x2)
     if is_scalar(x2):
         return invoke(f"_npi_{name}_scalar", [to_np(x1)], _scalar_attrs(x2), out=out)
     if is_scalar(x1):
@@ -526,6 +527,3 @@ def full(shape, fill_value, dtype=None, order="C", ctx=None, out=None) -> ndarra
         return out
     return result
 
-
-def current_ctx():
-    return current_context()
