@@ -256,6 +256,8 @@ class NpChoice(_Sampler):
         it = iter(inputs)
         src = attrs["a"] if attrs["a"] is not None else next(it)
         p = next(it).astype(np.float64) if attrs["weighted"] else None
+        if p is not None and abs(p.sum() - 1) < 1e-5:      # float32 probabilities: renormalize
+            p = p / p.sum()
         return src, p
 
     def compute(self, attrs, inputs, ctx):

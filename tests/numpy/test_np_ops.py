@@ -228,3 +228,27 @@ def test_random_samplers_with_array_parameters_are_differentiable():
     onp.testing.assert_allclose(high.grad.asnumpy(), frac.sum(0), rtol=1e-4)
     assert abs(yv.mean(0) - [1.0, 2.0]).max() < 0.3 and (uv >= [0.0, -1.0]).all() and (uv < [1.0, 3.0]).all()
     assert np.random.normal(np.zeros(3), 1.0).shape == (3,) and np.random.uniform().shape == ()
+
+
+@pytest.mark.parametrize("draw,mean", [
+    (lambda: np.random.beta(2.0, 5.0, size=(20000,)), 2.0 / 7.0),
+    (lambda: np.random.chisquare(np.array([2.0, 6.0]), size=(20000, 2)), [2.0, 6.0]),
+    (lambda: np.random.lognormal(0.0, 0.5, size=(20000,)), onp.exp(0.125)),
+    (lambda: np.random.gamma(3.0, 2.0, size=(20000,)), 6.0),
+    (lambda: np.random.exponential(2.0, size=(20000,)), 2.0),
+    (lambda: np.random.choice(4, size=(20000,), p=[0.1, 0.2, 0.3, 0.4]), 2.0),
+    (lambda: np.random.multinomial(10, [0.25, 0.75], size=5000), [2.5, 7.5]),
+    (lambda: np.random.randint(0, 10, size=(20000,)), 4.5),
+])
+def test_sampler_means(draw, mean):
+    mx.random.seed(11)
+    samples = draw().asnumpy()
+    onp.testing.assert_allclose(samples.mean(axis=0), mean, rtol=0.03)
+
+
+def test_choice_without_replacement_and_from_an_array():
+    mx.random.seed(2)
+    picks = np.random.choice(10, 10, replace=False).asnumpy()
+    assert sorted(picks.tolist()) == list(range(10)) and picks.dtype == onp.int64
+    src = np.array([5.0, 6.0, 7.0])
+    assert set(np.random.choice(src, 20).asnumpy().tolist()) <= {5.0, 6.0, 7.0}
