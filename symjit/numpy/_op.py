@@ -204,13 +204,6 @@ def broadcast_to(array, shape):  # noqa: A002 - numpy's argument name
     return invoke("_npi_broadcast_to", [to_np(array)], {"shape": (shape,) if isinstance(shape, int) else tuple(shape)})
 
 
-@_export
-def broadcast_arrays(*args):
-    arrays = [to_np(a) for a in args]
-    shape = _np.broadcast_shapes(*[a.shape for a in arrays])
-    return [broadcast_to(a, shape) for a in arrays]
-
-
 def _joined(op: str, arrays, axis) -> ndarray:
     arrays = [to_np(a) for a in arrays]
     if not arrays:
@@ -221,7 +214,9 @@ def _joined(op: str, arrays, axis) -> ndarray:
 @_export
 def concatenate(seq, axis=0, out=None):
     arrays, attrs = _joined("concatenate", seq, axis)
-    return invoke("_npi_concatenate", arrays, attrs, out=out)
+    if axis is None:                         # numpy: the flattened arrays joined
+        arrays, axis = [a.reshape(-1) for a in arrays], 0
+    return invoke("_npi_concatenate", arrays, {"num_args": attrs["num_args"], "dim": axis}, out=out)
 
 
 @_export
@@ -238,7 +233,7 @@ def stack(arrays, axis=0, out=None):
 def _stacker(name: str):
     def fn(tup, out=None):
         arrays, attrs = _joined(name, tup, 0)
-        return invoke(f"_npi_{name}", arrays, attrs, out=out)
+        return invoke(f"_npi_{name}", arrays, {"num_args": attrs["num_args"]}, out=out)
     fn.__name__ = name
     fn.__doc__ = f"numpy.{name}."
     return fn
@@ -388,7 +383,7 @@ def pad(x, pad_width, mode="constant", **kwargs):
     pw = _np.broadcast_to(_np.asarray(pad_width, _np.int64), (to_np(x).ndim, 2)) \
         if not isinstance(pad_width, int) else _np.full((to_np(x).ndim, 2), pad_width)
     pw = tuple(tuple(int(v) for v in row) for row in pw)
-    attrs = {"pad_width": pw, "mode": mode, "constant_values": kwargs.get("constant_values", 0),
+    attrs = {"pad_width": pw, "mode": mode, "constant_value": kwargs.get("constant_values", 0),
              "reflect_type": kwargs.get("reflect_type", "even")}
     return invoke("_npi_pad", [to_np(x)], attrs)
 
@@ -515,14 +510,14 @@ def copy(a):
 def sort(a, axis=-1, kind=None, order=None):
     if order is not None:
         raise MXNetError("sort: the order argument is not supported")
-    return invoke("_npi_sort", [to_np(a)], {"axis": axis})
+    return invoke("_npi_sort", [to_np(a)], {"axis": axis, "is_ascend": True})
 
 
 @_export
 def argsort(a, axis=-1, kind=None, order=None):
     if order is not None:
         raise MXNetError("argsort: the order argument is not supported")
-    return invoke("_npi_argsort", [to_np(a)], {"axis": axis})
+    return invoke("_npi_argsort", [to_np(a)], {"axis": axis, "is_ascend": True})
 
 
 @_export
@@ -591,11 +586,16 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
 
 @_export
 def ediff1d(ary, to_end=None, to_begin=None):
-    a = to_np(ary).reshape(-1)
-    d = diff(a) if a.size else a
-    parts = [to_np(p).reshape(-1) if not is_scalar(p) else array([p], dtype=a.dtype)
-             for p in (to_begin, d, to_end) if p is not None]
-    return concatenate(parts) if len(parts) > 1 else d
+    """Differences of the flattened array, with `to_begin` / `to_end` (numbers or arrays) around."""
+    a = to_np(ary)
+    inputs, attrs = [a], {}
+    for key, value in (("to_begin", to_begin), ("to_end", to_end)):
+        given = value is not None and not is_scalar(value)
+        attrs[f"{key}_arr_given"] = given
+        attrs[f"{key}_scalar"] = float(value) if value is not None and not given else None
+        if given:
+            inputs.append(to_np(value, a.context))
+    return invoke("_npi_ediff1d", inputs, attrs)
 
 
 @_export
@@ -605,26 +605,35 @@ def polyval(p, x):
     return invoke("_npi_polyval", [p, xa])
 
 
-def _obj_attrs(obj, axis):
+def _positions(obj, axis, ctx):
+    """(attributes, extra inputs) for the positions `obj` of delete/insert, as MXNet passes them."""
+    attrs = {"axis": axis, "int_ind": None, "start": None, "stop": None, "step": None}
     if isinstance(obj, slice):
-        return {"obj": (obj.start, obj.stop, obj.step), "is_slice": True, "axis": axis}
-    if isinstance(obj, NDArray):
-        obj = obj.asnumpy()
-    obj = _np.asarray(obj)
-    return {"obj": int(obj) if obj.ndim == 0 else tuple(int(v) for v in obj.reshape(-1)),
-            "is_slice": False, "axis": axis}
+        attrs.update(start=obj.start, stop=obj.stop, step=1 if obj.step is None else obj.step)
+        return attrs, []
+    if isinstance(obj, (int, _np.integer)):
+        attrs["int_ind"] = int(obj)
+        return attrs, []
+    idx = obj if isinstance(obj, NDArray) else array(_np.asarray(obj, _np.int64), dtype="int64", ctx=ctx)
+    return attrs, [to_np(idx)]
 
 
 @_export
 def delete(arr, obj, axis=None):
-    return invoke("_npi_delete", [to_np(arr)], _obj_attrs(obj, axis))
+    arr = to_np(arr)
+    attrs, extra = _positions(obj, axis, arr.context)
+    return invoke("_npi_delete", [arr, *extra], attrs)
 
 
 @_export
 def insert(arr, obj, values, axis=None):
     arr = to_np(arr)
-    vals = array(_np.asarray(values), dtype=arr.dtype) if not isinstance(values, NDArray) else to_np(values)
-    return invoke("_npi_insert", [arr, vals], _obj_attrs(obj, axis))
+    attrs, extra = _positions(obj, axis, arr.context)
+    op = "_npi_insert_tensor" if extra else "_npi_insert_slice" if attrs["step"] is not None else "_npi_insert_scalar"
+    if is_scalar(values):
+        return invoke(op, [arr, *extra], dict(attrs, val=float(values)))
+    vals = to_np(values) if isinstance(values, NDArray) else array(_np.asarray(values), dtype=arr.dtype)
+    return invoke(op, [arr, vals, *extra], dict(attrs, val=None))
 
 
 @_export
@@ -666,8 +675,8 @@ def diag_indices_from(arr):
 
 def _window(kind: str):
     def fn(M, dtype=_np.float32, ctx=None):
-        return invoke("_npi_window", [], {"M": int(M), "kind": kind,
-                                          "dtype": _np.dtype(canonical_dtype(dtype)).name}, ctx=ctx)
+        return invoke(f"_npi_{kind}", [], {"M": int(M), "dtype": _np.dtype(canonical_dtype(dtype)).name},
+                      ctx=ctx)
     fn.__name__ = kind
     fn.__doc__ = f"numpy.{kind} window of length M (float32 by default)."
     return fn

@@ -7,20 +7,48 @@ from __future__ import annotations
 import numpy as _np
 
 from ..base import MXNetError
-from .fallback import numpy_fallback
+from . import fallback_linalg
+from .fallback_linalg import cond, lstsq, matrix_rank, qr  # noqa: F401
 from .multiarray import invoke, ndarray, to_np
 
 __all__ = ["norm", "svd", "cholesky", "inv", "det", "slogdet", "solve", "tensorinv", "tensorsolve", "pinv",
            "eig", "eigh", "eigvals", "eigvalsh", "cond", "lstsq", "matrix_power", "matrix_rank",
-           "multi_dot", "qr"]
+           "multi_dot", "qr", "fallback_linalg"]
 
 
 def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002 - numpy's argument name
-    """Vector or matrix norm (a zero-dim array for a full reduction)."""
-    ord_ = {_np.inf: "inf", -_np.inf: "-inf"}.get(ord, ord) if isinstance(ord, float) else ord
+    """numpy.linalg.norm: vector norms over one axis, matrix norms over two (a zero-dim array for a
+    full reduction); encoded for MXNet's norm operator as MXNet's frontend encodes it."""
+    from . import _op
+    x = to_np(x)
     if isinstance(axis, list):
         axis = tuple(axis)
-    return invoke("_npi_norm", [to_np(x)], {"ord": ord_, "axis": axis, "keepdims": keepdims})
+    if isinstance(ord, str) and ord not in ("fro", "f", "nuc", "inf", "-inf"):
+        raise MXNetError(f"norm: invalid norm order {ord!r}")
+    ord = {_np.inf: "inf", -_np.inf: "-inf"}.get(ord, ord) if isinstance(ord, float) else ord  # noqa: A001
+    axes = (axis,) if isinstance(axis, int) else axis
+    if axes is None and x.ndim == 2 and ord is not None and ord not in ("fro", "f"):
+        axes = (0, 1)                                     # numpy: a matrix norm of a 2-D array
+    attrs = {"axis": axes, "keepdims": keepdims}
+    if axes is None and ord is None:
+        return invoke("_npi_norm", [x], dict(attrs, ord=2, flag=-2))
+    if axes is not None and len(axes) == 2:
+        row, col = axes
+        if ord in ("inf", "-inf", 1, -1):
+            inner, outer = (col, row) if ord in ("inf", "-inf") else (row, col)
+            if not keepdims and inner < outer:
+                outer -= 1
+            summed = _op.sum(_op.abs(x), axis=inner, keepdims=keepdims)
+            return (_op.max if ord in ("inf", 1) else _op.min)(summed, axis=outer, keepdims=keepdims)
+        if ord in (2, -2):
+            return invoke("_npi_norm", [x], dict(attrs, ord=ord, flag=0))
+        if ord == "nuc":
+            return invoke("_npi_norm", [x], dict(attrs, ord=2, flag=2))
+    if ord in ("inf", "-inf"):
+        return (_op.max if ord == "inf" else _op.min)(_op.abs(x), axis=axes, keepdims=keepdims)
+    if ord is None or ord in ("fro", "f"):
+        return invoke("_npi_norm", [x], dict(attrs, ord=2, flag=1))
+    return invoke("_npi_norm", [x], dict(attrs, ord=ord, flag=-1))
 
 
 def svd(a):
@@ -54,7 +82,7 @@ def pinv(a, rcond=1e-15, hermitian=False):
         rcond = float(rcond.item()) if rcond.size == 1 else None
         if rcond is None:
             raise MXNetError("pinv: an array of rcond values is not supported")
-    return invoke("_npi_pinv", [to_np(a)], {"rcond": float(rcond), "hermitian": hermitian})
+    return invoke("_npi_pinv_scalar_rcond", [to_np(a)], {"rcond": float(rcond), "hermitian": hermitian})
 
 
 def eig(a):
@@ -75,27 +103,13 @@ def eigvalsh(a, UPLO="L"):
 
 def tensorinv(a, ind=2):
     """The inverse of `a` as a linear map from its first `ind` axes to the others."""
-    a = to_np(a)
-    if ind <= 0:
-        raise MXNetError(f"tensorinv: ind must be positive, got {ind}")
-    rows, cols = a.shape[:ind], a.shape[ind:]
-    n, m = int(_np.prod(rows)), int(_np.prod(cols))
-    if n != m:
-        raise MXNetError(f"tensorinv: the product of the first {ind} dims ({n}) must equal that of the rest ({m})")
-    return inv(a.reshape(n, m)).reshape(cols + rows)
+    return invoke("_npi_tensorinv", [to_np(a)], {"ind": ind})
 
 
 def tensorsolve(a, b, axes=None):
-    """x with tensordot(a, x, x.ndim) = b."""
-    a, b = to_np(a), to_np(b)
-    if axes is not None:
-        order = [d for d in range(a.ndim) if d not in [x % a.ndim for x in axes]] + [x % a.ndim for x in axes]
-        a = a.transpose(order)
-    x_shape = a.shape[b.ndim:]
-    n = int(_np.prod(x_shape))
-    if int(_np.prod(a.shape[:b.ndim])) != n:
-        raise MXNetError(f"tensorsolve: a of shape {a.shape} is not square for b of shape {b.shape}")
-    return solve(a.reshape(n, n), b.reshape(n)).reshape(x_shape)
+    """x with tensordot(a, x, x.ndim) = b (the axes `axes` of a moved to the end first)."""
+    a = to_np(a)
+    return invoke("_npi_tensorsolve", [a, to_np(b, a.context)], {"a_axes": None if axes is None else tuple(axes)})
 
 
 def matrix_power(a, n):
@@ -124,7 +138,3 @@ def multi_dot(arrays):
     return result
 
 
-cond = numpy_fallback(_np.linalg.cond, "cond")
-lstsq = numpy_fallback(_np.linalg.lstsq, "lstsq")
-matrix_rank = numpy_fallback(_np.linalg.matrix_rank, "matrix_rank")
-qr = numpy_fallback(_np.linalg.qr, "qr")

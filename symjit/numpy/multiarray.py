@@ -18,8 +18,8 @@ from typing import Any, Mapping, Sequence
 import numpy as _np
 
 from ..base import MXNetError, canonical_dtype
-from ..context import Context, current_context
-from ..ndarray.ndarray import NDArray, _check_ctx, invoke as _nd_invoke
+from ..context import Context
+from ..ndarray.ndarray import NDArray, _check_ctx, _shape, invoke as _nd_invoke
 from ..ndarray.write_guard import writable
 
 __all__ = ["ndarray", "array", "asarray", "empty", "zeros", "ones", "full", "invoke", "wrap", "to_np",
@@ -59,9 +59,10 @@ def to_np(x, ctx: Context | None = None, dtype=None) -> "ndarray":
 
 
 def ufunc_call(name: str, x1, x2, out=None):
-    """Apply binary ufunc `name` (`_npi_<name>`), choosing the scalar forms for Python numbers."""
-    if is_scalar(x1) and is_scalar(x2):
-        return invoke(f"_npi_{name}", [array(x1), array(x2)], out=out)
+    """Apply binary ufunc `name` (`_npi_<name>`), choosing the scalar forms for Python numbers
+    (two numbers give numpy's scalar result, as MXNet)."""
+    if is_scalar(x1) and is_scalar(x2) and out is None:
+        return getattr(_np, name)(x1, x2)
     if is_scalar(x2):
         return invoke(f"_npi_{name}_scalar", [to_np(x1)], _scalar_attrs(x2), out=out)
     if is_scalar(x1):
@@ -103,10 +104,8 @@ class ndarray(NDArray):
     # ---- construction helpers ------------------------------------------------------
     def __init__(self, data=None, ctx: Context | None = None, writable: bool = True, *, shape=None,
                  dtype=None):
-        if data is None or isinstance(data, (tuple, list)) and shape is None and not isinstance(data, _np.ndarray):
-            # numpy's ndarray(shape, dtype) constructor form
-            shp = shape if data is None else data
-            data = _np.zeros(tuple(shp) if not isinstance(shp, int) else (shp,), canonical_dtype(dtype))
+        if data is None or isinstance(data, (tuple, list, int)):   # numpy's ndarray(shape, dtype) form
+            data = _np.zeros(_shape(shape if data is None else data), _dtype(dtype))
         super().__init__(data, ctx, writable)
 
     # ---- attributes ----------------------------------------------------------------------
@@ -497,18 +496,6 @@ def asarray(a, dtype=None, ctx=None) -> ndarray:
     return array(a, dtype=dtype, ctx=ctx)
 
 
-def _shape(shape) -> tuple:
-    if isinstance(shape, (int, _np.integer)):
-        shape = (int(shape),)
-    try:
-        shape = tuple(int(d) for d in shape)
-    except TypeError:
-        raise MXNetError(f"invalid shape {shape!r}") from None
-    if any(d < 0 for d in shape):
-        raise MXNetError(f"invalid shape {shape!r}: negative dimensions are not allowed")
-    return shape
-
-
 def _filled(shape, value, dtype, ctx, default=default_float) -> ndarray:
     return ndarray(_np.full(_shape(shape), value, _dtype(dtype, default)), _check_ctx(ctx))
 
@@ -540,6 +527,3 @@ def full(shape, fill_value, dtype=None, order="C", ctx=None, out=None) -> ndarra
         return out
     return result
 
-
-def current_ctx():
-    return current_context()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import MXNetError
-from .attrs import Bool, Float, Param, Str
+from .attrs import Bool, Float, Int, Param, Str
 from .np_base import Axis, Literal, NumpyOp, register_numpy
 from .np_reduce import expand_reduced, reduce_axes
 
@@ -35,52 +35,83 @@ class _Linalg(NumpyOp):
         return np.asarray(y).astype(a.dtype if a.dtype.kind == "f" else np.float32, copy=False)
 
 
+def _ord(v):
+    """A norm order: a number, inf / -inf, or None (strings 'inf' / '-inf' accepted)."""
+    v = Literal(v)
+    if isinstance(v, str):
+        if v in ("inf", "-inf"):
+            return float(v)
+        raise ValueError(f"invalid norm order {v!r}")
+    return None if v is None else float(v)
+
+
 @register_numpy("_npi_norm")
 class NpNorm(_Linalg):
-    """numpy.linalg.norm: vector norms (ord None/2, 1, inf, -inf, 0, p) over one axis, matrix norms
-    ('fro', 'nuc', 1, -1, 2, -2, inf, -inf) over two."""
+    """MXNet's norm operator; `flag` selects the kind (as MXNet's frontend sets it): -2 the 2-norm
+    of the flattened array, 1 Frobenius over `axis` (all axes for None), 2 nuclear and 0 the
+    matrix norm of order `ord` (2 or -2) over two axes, -1 the vector norm of order `ord` over
+    `axis` (of the flattened array for None)."""
     inputs = ("x",)
-    params = {"ord": Param(Literal, None), "axis": Param(Axis, None), "keepdims": Param(Bool, False),
-              "flag": Param(Literal, -1)}
+    params = {"ord": Param(_ord, 2.0), "axis": Param(Axis, None), "keepdims": Param(Bool, False),
+              "flag": Param(Int, -1)}
+
+    def _axes(self, attrs, x):
+        axis = attrs["axis"]
+        return tuple(range(x.ndim)) if axis is None else (axis,) if isinstance(axis, int) else axis
+
+    def _matrix_axes(self, attrs, x):
+        axes = reduce_axes(self.name, attrs["axis"], x.ndim)
+        if len(axes) != 2:
+            raise MXNetError(f"{self.name}: a matrix norm needs two axes, got {attrs['axis']} for shape {x.shape}")
+        return axes
 
     def forward(self, attrs, x):
+        flag, keep = attrs["flag"], attrs["keepdims"]
+        xf = x.astype(np.float64 if x.dtype == np.float64 else np.float32, copy=False)
+        if flag == -2:
+            y = np.sqrt(np.sum(np.square(xf)))
+            return self._out(np.reshape(y, (1,) * x.ndim) if keep else y, x)
+        if flag == 1:
+            axes = reduce_axes(self.name, attrs["axis"], x.ndim)
+            return self._out(np.sqrt(np.sum(np.square(xf), axis=axes, keepdims=keep)), x)
+        if flag in (0, 2):
+            axes = self._matrix_axes(attrs, x)
+            return self._out(np.linalg.norm(xf, "nuc" if flag == 2 else attrs["ord"], axes, keep), x)
         ord_ = attrs["ord"]
-        if isinstance(ord_, str) and ord_ not in ("fro", "nuc", "inf", "-inf"):
-            raise MXNetError(f"{self.name}: invalid norm order {ord_!r}")
-        ord_ = {"inf": np.inf, "-inf": -np.inf}.get(ord_, ord_) if isinstance(ord_, str) else ord_
-        axis = attrs["axis"]
-        if axis is None and ord_ is None:
-            y = np.sqrt(np.sum(np.square(x.astype(np.float64 if x.dtype == np.float64 else np.float32))))
-            if attrs["keepdims"]:
-                y = np.reshape(y, (1,) * x.ndim)
-            return self._out(y, x)
-        if axis is None and x.ndim > 2:
-            raise MXNetError(f"{self.name}: improper number of dimensions to norm ({x.ndim}) without axis")
-        try:
-            return self._out(np.linalg.norm(x, ord_, axis, attrs["keepdims"]), x)
-        except ValueError as e:
-            raise MXNetError(f"{self.name}: {e}") from None
+        if attrs["axis"] is None:
+            y = np.linalg.norm(xf.reshape(-1), ord_)
+            return self._out(np.reshape(y, (1,) * x.ndim) if keep else y, x)
+        axes = reduce_axes(self.name, attrs["axis"], x.ndim)
+        if len(axes) != 1:
+            raise MXNetError(f"{self.name}: a vector norm needs one axis, got {attrs['axis']}")
+        return self._out(np.linalg.norm(xf, ord_, axes[0], keep), x)
 
     def vjp(self, attrs, xs, ys, dys):
         x, y, g = xs[0], ys[0], dys[0]
-        ord_ = attrs["ord"]
-        axis = attrs["axis"]
-        axes = reduce_axes(self.name, axis, x.ndim)
-        vector = axis is None and ord_ is None or isinstance(axis, int) or (
-            isinstance(axis, tuple) and len(axis) == 1) or (axis is None and x.ndim == 1)
+        flag = attrs["flag"]
+        axes = reduce_axes(self.name, None if flag == -2 else attrs["axis"], x.ndim)
         gb = expand_reduced(g, axes, x.shape, attrs["keepdims"])
         yb = expand_reduced(y, axes, x.shape, attrs["keepdims"])
-        if ord_ in (None, "fro", 2) and (vector or ord_ in (None, "fro")):
+        if flag in (-2, 1) or (flag == -1 and attrs["ord"] == 2):
             return [gb * x / np.where(yb == 0, 1, yb)]
-        if vector and ord_ == 1:
+        if flag in (0, 2):
+            a = np.moveaxis(x, axes, (-2, -1))
+            u, _, vh = np.linalg.svd(a, full_matrices=False)
+            if flag == 2:
+                d = u @ vh
+            else:
+                k = 0 if attrs["ord"] > 0 else -1
+                d = u[..., :, k:k + 1 if k == 0 else None] @ vh[..., k:k + 1 if k == 0 else None, :]
+            return [gb * np.moveaxis(d, (-2, -1), axes)]
+        p = attrs["ord"]
+        if p == 1:
             return [gb * np.sign(x)]
-        if vector and ord_ in (np.inf, "inf", -np.inf, "-inf"):
+        if np.isinf(p):
             mask = np.abs(x) == yb
             return [gb * np.sign(x) * mask / np.maximum(mask.sum(axis=axes, keepdims=True), 1)]
-        if vector and isinstance(ord_, (int, float)) and ord_ not in (0,):
-            p = float(ord_)
-            return [gb * np.sign(x) * np.abs(x) ** (p - 1) / np.where(yb == 0, 1, yb) ** (p - 1)]
-        raise MXNetError(f"{self.name}: gradient of the norm with ord={ord_!r} over axis {axis} is not supported")
+        if p == 0:
+            return [np.zeros_like(x)]
+        return [gb * np.sign(x) * np.abs(x) ** (p - 1) / np.where(yb == 0, 1, yb) ** (p - 1)]
 
 
 @register_numpy("_npi_inv")
@@ -273,7 +304,7 @@ class NpSvd(_Linalg):
         return [ga]
 
 
-@register_numpy("_npi_pinv")
+@register_numpy("_npi_pinv_scalar_rcond")
 class NpPinv(_Linalg):
     """numpy.linalg.pinv with cut-off `rcond` (relative to the largest singular value)."""
     params = {"rcond": Param(Float, 1e-15), "hermitian": Param(Bool, False)}
@@ -289,3 +320,61 @@ class NpPinv(_Linalg):
         term = term + (np.eye(m) - a @ p) @ _mT(g) @ p @ pt
         term = term + pt @ p @ _mT(g) @ (np.eye(n) - p @ a)
         return [term]
+
+
+@register_numpy("_npi_pinv")
+class NpPinvArray(NpPinv):
+    """numpy.linalg.pinv with the cut-offs `rcond` given as an array (one per matrix)."""
+    inputs = ("A", "rcond")
+    params = {"hermitian": Param(Bool, False)}
+
+    def forward(self, attrs, a, rcond):
+        return self._out(np.linalg.pinv(a, rcond, attrs["hermitian"]), a)
+
+    def vjp(self, attrs, xs, ys, dys):
+        return NpPinv.vjp(self, attrs, xs[:1], ys, dys) + [None]
+
+
+@register_numpy("_npi_tensorinv")
+class NpTensorinv(_Linalg):
+    """numpy.linalg.tensorinv: the inverse of a as a map from its first `ind` axes to the rest."""
+    inputs = ("a",)
+    params = {"ind": Param(Int, 2)}
+
+    def forward(self, attrs, a):
+        if attrs["ind"] <= 0:
+            raise MXNetError(f"{self.name}: ind must be positive, got {attrs['ind']}")
+        return self._out(np.linalg.tensorinv(a, attrs["ind"]), a)
+
+    def vjp(self, attrs, xs, ys, dys):
+        a, y, g = xs[0], ys[0], dys[0]
+        n = int(np.prod(a.shape[:attrs["ind"]]))
+        ym, gm = y.reshape(-1, n), g.reshape(-1, n)
+        return [(-ym.T @ gm @ ym.T).reshape(a.shape)]
+
+
+@register_numpy("_npi_tensorsolve")
+class NpTensorsolve(_Linalg):
+    """numpy.linalg.tensorsolve(a, b, a_axes): x with tensordot(a, x, x.ndim) = b."""
+    inputs = ("a", "b")
+    params = {"a_axes": Param(Axis, None)}
+
+    def _perm(self, attrs, a):
+        axes = attrs["a_axes"]
+        if not axes:
+            return list(range(a.ndim))
+        axes = [x % a.ndim for x in ((axes,) if isinstance(axes, int) else axes)]
+        return [d for d in range(a.ndim) if d not in axes] + axes
+
+    def forward(self, attrs, a, b):
+        return self._out(np.linalg.tensorsolve(np.transpose(a, self._perm(attrs, a)), b), a)
+
+    def vjp(self, attrs, xs, ys, dys):
+        a, b = xs
+        perm = self._perm(attrs, a)
+        at = np.transpose(a, perm)
+        n = b.size
+        am = at.reshape(n, n)
+        gb = np.linalg.solve(am.T, dys[0].reshape(n))
+        ga = -np.outer(gb, ys[0].reshape(n)).reshape(at.shape)
+        return [np.transpose(ga, np.argsort(perm)), gb.reshape(b.shape)]

@@ -111,7 +111,7 @@ def _register_unary() -> None:
     for suffix, (fn, deriv) in UNARY.items():
         cls = type(f"Np_{suffix}", (_Unary,), {"fn": staticmethod(fn), "deriv": staticmethod(deriv),
                                                "__doc__": f"numpy.{fn.__name__}, elementwise."})
-        register_numpy(f"_npi_{suffix}")(cls)
+        register_numpy(f"_npi_{suffix}", aliases=("_npi_abs",) if suffix == "absolute" else ())(cls)
     for suffix, fn in UNARY_BOOL.items():
         cls = type(f"Np_{suffix}", (_UnaryBool,), {"fn": staticmethod(fn), "__doc__": f"numpy.{suffix}."})
         register_numpy(f"_npi_{suffix}")(cls)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import MXNetError
-from .attrs import Bool, Int, Optional, Param, Str
+from .attrs import Bool, Float, Int, Optional, Param, Str
 from .np_base import Axis, Literal, NumpyOp, normalize_axis, register_numpy
 from .np_reduce import expand_reduced, reduce_axes
-from .np_shape import SelectOp
+from .np_shape import SelectOp, select_op
 
 __all__ = []
 
@@ -18,12 +18,12 @@ __all__ = []
 @register_numpy("_npi_sort")
 class NpSort(NumpyOp):
     """numpy.sort along `axis` (flattened for None), ascending; stable."""
-    params = {"axis": Param(Optional(Int), -1), "kind": Param(Literal, None), "descending": Param(Bool, False)}
+    params = {"axis": Param(Optional(Int), -1), "is_ascend": Param(Bool, True)}
 
     def _order(self, attrs, a):
         src = a.reshape(-1) if attrs["axis"] is None else a
         axis = 0 if attrs["axis"] is None else normalize_axis(self.name, attrs["axis"], a.ndim)
-        order = np.argsort(-src if attrs["descending"] else src, axis=axis, kind="stable")
+        order = np.argsort(src if attrs["is_ascend"] else -src, axis=axis, kind="stable")
         return src, axis, order
 
     def forward(self, attrs, a):
@@ -40,8 +40,7 @@ class NpSort(NumpyOp):
 @register_numpy("_npi_argsort")
 class NpArgsort(NumpyOp):
     """numpy.argsort (int64), stable."""
-    params = {"axis": Param(Optional(Int), -1), "kind": Param(Literal, None), "descending": Param(Bool, False),
-              "dtype": Param(Str, "int64")}
+    params = {"axis": Param(Optional(Int), -1), "is_ascend": Param(Bool, True), "dtype": Param(Str, "int64")}
     no_gradient = True
 
     def out_types(self, attrs, in_types):
@@ -50,7 +49,7 @@ class NpArgsort(NumpyOp):
     def forward(self, attrs, a):
         src = a.reshape(-1) if attrs["axis"] is None else a
         axis = 0 if attrs["axis"] is None else normalize_axis(self.name, attrs["axis"], a.ndim)
-        return np.argsort(-src if attrs["descending"] else src, axis=axis, kind="stable").astype(attrs["dtype"])
+        return np.argsort(src if attrs["is_ascend"] else -src, axis=axis, kind="stable").astype(attrs["dtype"])
 
 
 @register_numpy("_npi_unique")
@@ -236,48 +235,74 @@ class NpPolyval(NumpyOp):
         return [gp, gx]
 
 
+_OBJ_PARAMS = {"start": Param(Optional(Int), None), "stop": Param(Optional(Int), None),
+               "step": Param(Optional(Int), None), "int_ind": Param(Optional(Int), None),
+               "axis": Param(Optional(Int), None)}
+
+
+def _obj(attrs, obj_input):
+    """The positions of delete/insert: an int (`int_ind`), a slice (`step` set) or an index array."""
+    if attrs["int_ind"] is not None:
+        return attrs["int_ind"]
+    if attrs["step"] is not None:
+        return slice(attrs["start"], attrs["stop"], attrs["step"])
+    if obj_input is None:
+        raise MXNetError("the positions are not given: set int_ind, or start/stop/step, or pass obj")
+    return obj_input.astype(np.int64)
+
+
 @register_numpy("_npi_delete")
 class NpDelete(SelectOp):
-    """numpy.delete of the positions `obj` (ints or a slice given as (start, stop, step))."""
-    params = {"obj": Param(Literal), "is_slice": Param(Bool, False), "axis": Param(Optional(Int), None)}
+    """numpy.delete of the positions `int_ind`, start:stop:step, or an index array input."""
+    params = _OBJ_PARAMS
 
-    def forward(self, attrs, a):
-        obj = attrs["obj"]
-        if attrs["is_slice"]:
-            obj = slice(*obj)
+    def input_names(self, attrs):
+        return ["arr"] if attrs["int_ind"] is not None or attrs["step"] is not None else ["arr", "obj"]
+
+    def tracked(self, attrs, n_inputs):
+        return 1
+
+    def forward(self, attrs, a, obj=None):
         try:
-            return np.delete(a, obj, attrs["axis"])
+            return np.delete(a, _obj(attrs, obj), attrs["axis"])
         except IndexError as e:
             raise MXNetError(f"{self.name}: {e}") from None
 
 
-@register_numpy("_npi_insert")
-class NpInsert(SelectOp):
-    """numpy.insert of `values` (second input) before the positions `obj`."""
-    inputs = ("arr", "values")
-    params = {"obj": Param(Literal), "is_slice": Param(Bool, False), "axis": Param(Optional(Int), None)}
+class _Insert(SelectOp):
+    """numpy.insert of `values` (an input, or the number `val`) before the positions."""
+    params = dict(_OBJ_PARAMS, val=Param(Optional(Float), None))
+    takes_obj = False
 
-    def forward(self, attrs, a, values):
-        obj = attrs["obj"]
-        if attrs["is_slice"]:
-            obj = slice(*obj)
+    def input_names(self, attrs):
+        names = ["arr"] if attrs["val"] is not None else ["arr", "values"]
+        return names + (["obj"] if self.takes_obj else [])
+
+    def tracked(self, attrs, n_inputs):
+        return 1 if attrs["val"] is not None else 2
+
+    def _parts(self, attrs, xs):
+        a, rest = xs[0], list(xs[1:])
+        values = np.asarray(attrs["val"]) if attrs["val"] is not None else rest.pop(0)
+        obj = rest.pop(0) if self.takes_obj else None
+        return a, values, _obj(attrs, obj)
+
+    def forward(self, attrs, *xs):
+        a, values, obj = self._parts(attrs, xs)
         try:
             return np.insert(a, obj, values.astype(a.dtype, copy=False), attrs["axis"])
         except (IndexError, ValueError) as e:
             raise MXNetError(f"{self.name}: {e}") from None
 
-    def select(self, attrs, a, values):
-        obj = slice(*attrs["obj"]) if attrs["is_slice"] else attrs["obj"]
-        return np.insert(a, obj, values, attrs["axis"])
+    def select(self, attrs, *xs):
+        a, values, obj = self._parts(attrs, xs)
+        return np.insert(a, obj, values if attrs["val"] is None else 0, attrs["axis"])
 
 
-@register_numpy("_np_resize")
-class NpResize(SelectOp):
-    """numpy.resize: the elements repeated (or cut) to fill `new_shape`."""
-    params = {"new_shape": Param(Axis)}
-
-    def forward(self, attrs, a):
-        return np.resize(a, attrs["new_shape"])
+register_numpy("_npi_insert_scalar")(type("NpInsertScalar", (_Insert,), {"__doc__": _Insert.__doc__}))
+register_numpy("_npi_insert_slice")(type("NpInsertSlice", (_Insert,), {"__doc__": _Insert.__doc__}))
+register_numpy("_npi_insert_tensor")(type("NpInsertTensor", (_Insert,), {"takes_obj": True,
+                                                                         "__doc__": _Insert.__doc__}))
 
 
 @register_numpy("_npi_histogram")
@@ -332,23 +357,46 @@ class NpCumprod(NumpyOp):
         src = a.reshape(-1) if axis is None else a
         ax = 0 if axis is None else normalize_axis(self.name, axis, a.ndim)
         rev = np.flip(np.cumsum(np.flip(g * y, ax), ax), ax)
-        with np.errstate(all="ignore"):
-            grad = rev / src
-        return [grad.reshape(a.shape)]
+        return [(rev / src).reshape(a.shape)]
 
 
-@register_numpy("_npi_window")
-class NpWindow(NumpyOp):
-    """Window functions: numpy.hanning / hamming / blackman of length M (`kind`)."""
-    inputs = ()
-    params = {"M": Param(Int), "kind": Param(Str), "dtype": Param(Str, "float32")}
-    no_gradient = True
+@register_numpy("_npi_ediff1d")
+class NpEdiff1d(NumpyOp):
+    """numpy.ediff1d: differences of the flattened input, with `to_begin` / `to_end` (arrays given
+    as inputs when the *_arr_given flags say so, else the scalars, else nothing) around them."""
+    params = {"to_begin_arr_given": Param(Bool, False), "to_end_arr_given": Param(Bool, False),
+              "to_begin_scalar": Param(Optional(Float), None), "to_end_scalar": Param(Optional(Float), None)}
 
-    def out_types(self, attrs, in_types):
-        return [np.dtype(attrs["dtype"])]
+    def input_names(self, attrs):
+        return (["input1"] + (["input2"] if attrs["to_begin_arr_given"] else [])
+                + (["input3"] if attrs["to_end_arr_given"] else []))
 
-    def forward(self, attrs):
-        fn = {"hanning": np.hanning, "hamming": np.hamming, "blackman": np.blackman}.get(attrs["kind"])
-        if fn is None:
-            raise MXNetError(f"{self.name}: unknown window {attrs['kind']!r}")
-        return fn(attrs["M"]).astype(attrs["dtype"])
+    def _ends(self, attrs, rest):
+        rest = list(rest)
+        begin = rest.pop(0) if attrs["to_begin_arr_given"] else attrs["to_begin_scalar"]
+        end = rest.pop(0) if attrs["to_end_arr_given"] else attrs["to_end_scalar"]
+        return (None if begin is None else np.ravel(begin)), (None if end is None else np.ravel(end))
+
+    def forward(self, attrs, a, *rest):
+        begin, end = self._ends(attrs, rest)
+        parts = [p for p in (begin, np.diff(a.reshape(-1)), end) if p is not None]
+        return np.concatenate(parts).astype(a.dtype, copy=False)
+
+    def vjp(self, attrs, xs, ys, dys):
+        a = xs[0]
+        begin, end = self._ends(attrs, xs[1:])
+        g = dys[0]
+        nb = 0 if begin is None else begin.size
+        ne = 0 if end is None else end.size
+        core = g[nb:g.size - ne]
+        ga = (np.pad(core, (1, 0)) - np.pad(core, (0, 1))).reshape(a.shape) if a.size else np.zeros(a.shape)
+        grads = [ga]
+        if attrs["to_begin_arr_given"]:
+            grads.append(g[:nb].reshape(xs[1].shape))
+        if attrs["to_end_arr_given"]:
+            grads.append(g[g.size - ne:].reshape(xs[-1].shape))
+        return grads
+
+
+select_op("_np_resize", np.resize, {"new_shape": Param(Axis)},
+          "numpy.resize: the elements repeated (or cut) to fill `new_shape`.")

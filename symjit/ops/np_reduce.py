@@ -70,7 +70,7 @@ class NpSum(_Reduce):
         return [expand_reduced(dys[0], axes, xs[0].shape, attrs["keepdims"])]
 
 
-@register_numpy("_np_prod")
+@register_numpy("_np_prod", aliases=("_np_product",))
 class NpProd(_Reduce):
     """numpy.prod."""
     fn = staticmethod(np.prod)
@@ -119,9 +119,9 @@ class _Extreme(_Reduce):
         return [g * (x == y)]
 
 
-register_numpy("_np_max", aliases=("_npi_max",))(type("NpMax", (_Extreme,), {"fn": staticmethod(np.max),
+register_numpy("_np_max", aliases=("_npi_max", "_np_amax"))(type("NpMax", (_Extreme,), {"fn": staticmethod(np.max),
                                                                              "__doc__": "numpy.max."}))
-register_numpy("_np_min", aliases=("_npi_min",))(type("NpMin", (_Extreme,), {"fn": staticmethod(np.min),
+register_numpy("_np_min", aliases=("_npi_min", "_np_amin"))(type("NpMin", (_Extreme,), {"fn": staticmethod(np.min),
                                                                              "__doc__": "numpy.min."}))
 
 
@@ -201,4 +201,5 @@ class _Logical(NumpyOp):
 
 
 register_numpy("_np_all")(type("NpAll", (_Logical,), {"fn": staticmethod(np.all), "__doc__": "numpy.all."}))
-register_numpy("_np_any")(type("NpAny", (_Logical,), {"fn": staticmethod(np.any), "__doc__": "numpy.any."}))
+register_numpy("_np_any", aliases=("_np_sometrue",))(type("NpAny", (_Logical,), {"fn": staticmethod(np.any),
+                                                                                "__doc__": "numpy.any."}))

@@ -5,7 +5,8 @@
 - np_dtypes.json: result dtypes of binary ops over dtype pairs, of scalar ops, unary ops,
   reductions and creation functions.
 - np_cases.json + np_cases.npz: expressions (evaluated with `np` = mx.np and inputs x, y, i, b, m,
-  s) and MXNet's results; np_grads.*: expressions f whose gradient of sum(f(x)) MXNet computed.
+  s) and MXNet's results; the "grads" expressions f whose gradient of sum(f(x)) MXNet computed.
+- np_symbols.json: graphs built with mx.sym.np, as MXNet's JSON, with their outputs in np_cases.npz.
 All in `npx.set_np()` mode."""
 import json
 import os
@@ -39,7 +40,8 @@ def inputs() -> dict:
 
 CASES = [
     "x + y", "x - 1", "2 / x", "x ** 2", "y ** x", "x % 0.3", "-x", "i + x", "i * 2", "i / 3", "i // 3",
-    "x > 0.5", "x == x", "np.sum(x)", "np.sum(x, axis=0)", "np.sum(i)", "np.sum(b)", "np.mean(i)", "x.mean(axis=1, keepdims=True)",
+    "x > 0.5", "x == x", "np.sum(x)", "np.sum(x, axis=0)", "np.sum(i)", "np.sum(b)", "np.mean(i)",
+    "x.mean(axis=1, keepdims=True)",
     "np.max(x, axis=1)", "np.min(i)", "np.prod(x, axis=0)", "np.std(x)", "np.var(x, axis=0, ddof=1)",
     "np.argmax(x, axis=1)", "np.argmin(x)", "np.cumsum(x, axis=1)", "np.cumsum(i)", "np.all(b)", "np.any(b, axis=0)",
     "x[1]", "x[1, 2]", "x[:, 1:3]", "x[::-1]", "x[x > 0.5]", "x[[0, 2]]", "x[[0, 2], [1, 3]]", "x[None, 1]",
@@ -85,6 +87,54 @@ GRADS = [
 ]
 
 
+#: graphs built with mx.sym.np (S) from variables x (3x4) and y (3x4): their MXNet JSON and outputs
+SYMBOLS = [
+    "S.sum(S.exp(x) * 2 + x, axis=1)", "1 - x / 3", "S.concatenate([x, y], axis=0)", "S.stack([x, y])",
+    "x.reshape((4, 3))", "S.transpose(x)", "S.mean(x, axis=0)", "S.max(x)", "S.matmul(x, y.T)",
+    "S.where(x > 0.5, x, y)", "S.dot(x, y.T)", "S.tensordot(x, y, ([1], [1]))", "S.linalg.norm(x)",
+    "S.linalg.norm(x, axis=1)", "x ** 2", "2 ** x", "S.sqrt(x)", "S.squeeze(S.sum(x, axis=0, keepdims=True))",
+    "S.flip(x, 1)", "S.argmax(x, axis=1)", "S.cumsum(x, axis=0)", "S.var(x)", "S.std(x, axis=1)",
+    "S.prod(x, axis=0)", "S.broadcast_to(S.sum(x, axis=0, keepdims=True), (3, 4))", "S.einsum('ij,kj->ik', x, y)",
+    "S.swapaxes(x, 0, 1)", "S.diag(S.dot(x, y.T))", "S.tril(S.dot(x, y.T))", "S.pad(x, ((1, 1), (0, 0)))",
+    "S.repeat(x, 2, axis=0)", "S.roll(x, 1, axis=1)", "S.moveaxis(x, 0, 1)", "S.vstack([x, y])",
+    "S.hstack([x, y])", "S.copy(x)", "S.around(x, 1)", "S.trace(S.dot(x, y.T))", "S.average(x, axis=0)",
+    "S.diff(x, axis=1)", "S.zeros_like(x)", "S.ones_like(x)", "S.full_like(x, 3.0)", "S.abs(x - 0.5)",
+    "S.floor(x * 4)", "S.log1p(x)", "S.arctan2(x, y)", "S.hypot(x, y)", "S.copysign(x, -1.0)",
+    "S.true_divide(x, y)", "S.mod(x, 0.3)", "S.less(x, y)", "S.logical_not(x > 0.5)", "S.sum(x)",
+    "S.atleast_2d(S.sum(x))", "S.linalg.inv(S.dot(x, y.T) + S.eye(3))", "S.linalg.det(S.dot(x, y.T))",
+    "S.sort(x, axis=1)", "S.argsort(x, axis=0)", "S.insert(x, 1, 5.0, axis=1)", "S.delete(x, 1, axis=0)",
+    "S.nan_to_num(x / (x - x))", "S.reciprocal(x)", "S.power(x, y)", "S.subtract(3, x)", "S.amax(x, axis=0)",
+    "S.split(x, 2, axis=1)[1]", "S.hsplit(x, 2)[0]", "S.tile(x, (2, 1))", "S.expand_dims(x, 0)",
+    "S.clip(x, 0.2, 0.8)", "S.maximum(x, y)", "x[1:3]", "S.column_stack([x, y])", "S.dstack([x, y])",
+    "S.ediff1d(x)", "S.polyval(S.sum(x, axis=0), y)", "S.arange(5)", "S.linspace(0, 1, 5)",
+    "S.eye(3, k=1)", "S.identity(3)", "S.indices((2, 3))", "S.hanning(4)",
+]
+
+
+def _symbols(raw) -> tuple:
+    """(kept expressions, their JSON, their outputs) for SYMBOLS that MXNet runs."""
+    S = mx.sym.np
+    x = mx.sym.var("x").as_np_ndarray()
+    y = mx.sym.var("y").as_np_ndarray()
+    args = {"x": np.array(raw["x"]), "y": np.array(raw["x"][::-1] + 0.25)}
+    kept, jsons, outs = [], [], {}
+    for expr in SYMBOLS:
+        try:
+            sym = eval(expr, {"S": S, "x": x, "y": y})   # noqa: S307 - our own expression list
+            if isinstance(sym, (list, tuple)):
+                sym = sym[0]
+            needed = {k: v for k, v in args.items() if k in sym.list_arguments()}
+            out = sym.bind(mx.cpu(), needed).forward()[0].asnumpy()
+        except Exception as e:       # noqa: BLE001 - MXNet cannot run it: not golden
+            print(f"skip symbol {expr!r}: {type(e).__name__}: {str(e).splitlines()[0][:80]}")
+            continue
+        outs[f"sym_{len(kept)}"] = out
+        kept.append(expr)
+        jsons.append(sym.tojson())
+    outs["sym_input_y"] = args["y"].asnumpy()
+    return kept, jsons, outs
+
+
 def _dtype_tables() -> dict:
     arrays = {d: np.array(onp.ones(2, dtype=d)) for d in DTYPES}
     table = {}
@@ -128,8 +178,6 @@ def main():
              "random": [n for n in dir(mx.np.random) if not n.startswith("_")]}
     with open(os.path.join(OUT, "np_names.json"), "w") as f:
         json.dump(names, f, indent=0)
-    with open(os.path.join(OUT, "np_dtypes.json"), "w") as f:
-        json.dump(_dtype_tables(), f, indent=0, sort_keys=True)
 
     raw = inputs()
     env = {"np": np, **{k: np.array(v, dtype=v.dtype) for k, v in raw.items()}}
@@ -158,10 +206,17 @@ def main():
             continue
         arrays[f"grad_{len(ok_grads)}"] = g
         ok_grads.append(expr)
+    sym_exprs, sym_jsons, sym_outs = _symbols(raw)
+    arrays.update(sym_outs)
     onp.savez_compressed(os.path.join(OUT, "np_cases.npz"), **arrays)
+    with open(os.path.join(OUT, "np_symbols.json"), "w") as f:
+        json.dump({"exprs": sym_exprs, "json": sym_jsons}, f)
     with open(os.path.join(OUT, "np_cases.json"), "w") as f:
         json.dump({"cases": ok_cases, "grads": ok_grads}, f, indent=0)
-    print(f"{len(ok_cases)} cases, {len(ok_grads)} gradients")
+    # last: MXNet's refusals of dtype pairs leave its engine in a state where later ops fail
+    with open(os.path.join(OUT, "np_dtypes.json"), "w") as f:
+        json.dump(_dtype_tables(), f, indent=0, sort_keys=True)
+    print(f"{len(ok_cases)} cases, {len(ok_grads)} gradients, {len(sym_exprs)} symbols")
 
 
 if __name__ == "__main__":

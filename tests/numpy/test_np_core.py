@@ -219,3 +219,18 @@ def test_numpy_functions_dispatch_to_mx_np():
         y = onp.sum(onp.square(x))       # recorded like mx.np calls
     y.backward()
     assert x.grad.tolist() == [2.0, 4.0]
+
+
+def test_index_arrays_of_mxnet_default_float_dtype_and_ranges():
+    x = np.arange(12).reshape(3, 4)
+    rows = np.array([0, 2])                       # float32, MXNet np's default
+    assert rows.dtype == onp.float32
+    assert x[rows].asnumpy().tolist() == [[0, 1, 2, 3], [8, 9, 10, 11]]
+    assert x[range(2), np.array([1, 2])].asnumpy().tolist() == [1.0, 6.0]
+    with pytest.raises(MXNetError, match="finite"):
+        x[np.array([onp.nan])]
+
+
+def test_sparse_arrays_have_no_np_view():
+    with pytest.raises(MXNetError, match="csr"):
+        mx.nd.sparse.zeros("csr", (2, 2)).as_np_ndarray()

@@ -36,11 +36,17 @@ GRAD_CASES = [
     ("cholesky", lambda a: np.linalg.cholesky(a) * np.arange(9.0).reshape(3, 3),
      lambda a: onp.linalg.cholesky((a + a.T) / 2) * onp.arange(9.0).reshape(3, 3), [SPD]),
     ("eigvalsh", lambda a: np.linalg.eigvalsh(a) ** 2, lambda a: onp.linalg.eigvalsh(a) ** 2, [SPD]),
-    ("svd_s", lambda a: np.linalg.svd(a)[1] ** 2, lambda a: onp.linalg.svd(a, compute_uv=False) ** 2, [X.T @ X + onp.eye(4)]),
+    ("svd_s", lambda a: np.linalg.svd(a)[1] ** 2, lambda a: onp.linalg.svd(a, compute_uv=False) ** 2,
+     [X.T @ X + onp.eye(4)]),
     ("pinv", lambda a: np.linalg.pinv(a) * 3, lambda a: onp.linalg.pinv(a) * 3, [X]),
     ("norm_fro", lambda a: np.linalg.norm(a), onp.linalg.norm, [X]),
     ("norm_axis", lambda a: np.linalg.norm(a, axis=0), lambda a: onp.linalg.norm(a, axis=0), [X]),
     ("norm_l1", lambda a: np.linalg.norm(a - 0.5, 1, axis=1), lambda a: onp.linalg.norm(a - 0.5, 1, axis=1), [X]),
+    ("norm_nuc", lambda a: np.linalg.norm(a, "nuc"), lambda a: onp.linalg.norm(a, "nuc"), [X]),
+    ("norm_spectral", lambda a: np.linalg.norm(a, 2), lambda a: onp.linalg.norm(a, 2), [X]),
+    ("norm_inf_matrix", lambda a: np.linalg.norm(a, onp.inf), lambda a: onp.linalg.norm(a, onp.inf), [X]),
+    ("norm_vec_inf", lambda a: np.linalg.norm(a, onp.inf, axis=1), lambda a: onp.linalg.norm(a, onp.inf, axis=1),
+     [X]),
     ("norm_p3", lambda a: np.linalg.norm(a, 3, axis=1), lambda a: onp.linalg.norm(a, 3, axis=1), [X]),
     ("tensorinv", lambda a: np.linalg.tensorinv(a.reshape(3, 1, 3), 1) ** 2,
      lambda a: onp.linalg.tensorinv(a.reshape(3, 1, 3), 1) ** 2, [SPD]),
@@ -48,7 +54,8 @@ GRAD_CASES = [
     ("sort", lambda a: np.sort(a, axis=1) * np.arange(4.0), lambda a: onp.sort(a, 1) * onp.arange(4.0), [X]),
     ("sort_flat", lambda a: np.sort(a, axis=None) * np.arange(12.0), lambda a: onp.sort(a, None) * onp.arange(12.0),
      [X]),
-    ("average_w", lambda a, w: np.average(a, axis=1, weights=w), lambda a, w: onp.average(a, 1, w), [X, R.rand(4) + 0.1]),
+    ("average_w", lambda a, w: np.average(a, axis=1, weights=w), lambda a, w: onp.average(a, 1, w),
+     [X, R.rand(4) + 0.1]),
     ("diff", lambda a: np.diff(a, n=2, axis=1) ** 2, lambda a: onp.diff(a, 2, 1) ** 2, [X]),
     ("polyval", lambda p, x: np.polyval(p, x), onp.polyval, [R.rand(3), R.rand(4)]),
     ("tensordot", lambda a, b: np.tensordot(a, b, ([0, 1], [1, 0])), lambda a, b: onp.tensordot(a, b, ([0, 1], [1, 0])),
@@ -221,3 +228,27 @@ def test_random_samplers_with_array_parameters_are_differentiable():
     onp.testing.assert_allclose(high.grad.asnumpy(), frac.sum(0), rtol=1e-4)
     assert abs(yv.mean(0) - [1.0, 2.0]).max() < 0.3 and (uv >= [0.0, -1.0]).all() and (uv < [1.0, 3.0]).all()
     assert np.random.normal(np.zeros(3), 1.0).shape == (3,) and np.random.uniform().shape == ()
+
+
+@pytest.mark.parametrize("draw,mean", [
+    (lambda: np.random.beta(2.0, 5.0, size=(20000,)), 2.0 / 7.0),
+    (lambda: np.random.chisquare(np.array([2.0, 6.0]), size=(20000, 2)), [2.0, 6.0]),
+    (lambda: np.random.lognormal(0.0, 0.5, size=(20000,)), onp.exp(0.125)),
+    (lambda: np.random.gamma(3.0, 2.0, size=(20000,)), 6.0),
+    (lambda: np.random.exponential(2.0, size=(20000,)), 2.0),
+    (lambda: np.random.choice(4, size=(20000,), p=[0.1, 0.2, 0.3, 0.4]), 2.0),
+    (lambda: np.random.multinomial(10, [0.25, 0.75], size=5000), [2.5, 7.5]),
+    (lambda: np.random.randint(0, 10, size=(20000,)), 4.5),
+])
+def test_sampler_means(draw, mean):
+    mx.random.seed(11)
+    samples = draw().asnumpy()
+    onp.testing.assert_allclose(samples.mean(axis=0), mean, rtol=0.03)
+
+
+def test_choice_without_replacement_and_from_an_array():
+    mx.random.seed(2)
+    picks = np.random.choice(10, 10, replace=False).asnumpy()
+    assert sorted(picks.tolist()) == list(range(10)) and picks.dtype == onp.int64
+    src = np.array([5.0, 6.0, 7.0])
+    assert set(np.random.choice(src, 20).asnumpy().tolist()) <= {5.0, 6.0, 7.0}
