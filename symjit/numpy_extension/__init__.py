@@ -18,7 +18,8 @@ from ..util import is_np_array, is_np_shape, reset_np, set_np  # noqa: F401
 from . import image, random  # noqa: F401
 from ._op import *  # noqa: F401,F403
 from ._op import __all__ as _op_all
-from .utils import load, save  # noqa: F401
+from .utils import get_cuda_compute_capability, load, save  # noqa: F401
 
 __all__ = ["Context", "cpu", "cpu_pinned", "current_context", "gpu", "gpu_memory_info", "num_gpus", "waitall",
-           "is_np_array", "is_np_shape", "reset_np", "set_np", "image", "random", "load", "save"] + _op_all
+           "is_np_array", "is_np_shape", "reset_np", "set_np", "image", "random", "load", "save",
+           "get_cuda_compute_capability"] + _op_all

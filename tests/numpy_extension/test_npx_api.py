@@ -17,8 +17,7 @@ DATA = Path(__file__).resolve().parents[1] / "golden" / "data"
 NAMES = json.loads((DATA / "npx_names.json").read_text())
 #: MXNet's module-level imports and helpers that are not part of the npx API
 NOT_API = {"ctypes", "threading", "warnings", "utils", "check_call", "classproperty", "with_metaclass"}
-#: needs a CUDA device to mean anything; symjit's GPU path is ahead-of-time only
-NOT_OFFERED = {"get_cuda_compute_capability"}
+NOT_OFFERED: set = set()
 
 
 @pytest.fixture(autouse=True)
@@ -259,3 +258,13 @@ def test_symbol_np_names_and_generic_functions():
         onp.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"case {k}")
     with pytest.raises(AttributeError):
         S.no_such_function
+
+
+def test_cuda_compute_capability_needs_a_gpu_context():
+    with pytest.raises(ValueError, match="gpu context"):
+        npx.get_cuda_compute_capability(mx.cpu())
+    if mx.context.num_gpus() == 0:
+        with pytest.raises(mx.MXNetError, match="not a visible GPU"):
+            npx.get_cuda_compute_capability(mx.gpu(0))
+    else:
+        assert npx.get_cuda_compute_capability(mx.gpu(0)) >= 30
