@@ -294,10 +294,64 @@ def quantize_cases() -> list:
     ]
 
 
+def quantized_nn_cases() -> list:
+    def codes(kind, *shape):
+        lo, hi = (-127, 128) if kind == "int8" else (0, 256)
+        return RNG.integers(lo, hi, shape).astype(kind)
+
+    def rng_of(lo, hi):
+        return [np.array([lo], np.float32), np.array([hi], np.float32)]
+
+    big = {"rtol": 0, "atol": 512}   # int32 results over +-2^31 from float32 arithmetic in MXNet
+    return [
+        case("qflatten", "contrib.quantized_flatten", [codes("int8", 2, 3, 4)] + rng_of(-1.5, 1.5)),
+        case("qflatten_uint8", "contrib.quantized_flatten", [codes("uint8", 2, 2, 2, 2)] + rng_of(0, 3)),
+        case("qact_relu", "contrib.quantized_act", [codes("int8", 3, 5)] + rng_of(-2, 2), {"act_type": "relu"}),
+        case("qpool_max", "contrib.quantized_pooling", [codes("int8", 1, 2, 5, 5)] + rng_of(-1, 1),
+             {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": "max"}),
+        case("qpool_avg", "contrib.quantized_pooling", [codes("int8", 2, 2, 6, 6)] + rng_of(-1, 1),
+             {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": "avg"}),
+        case("qpool_avg_uint8_full", "contrib.quantized_pooling", [codes("uint8", 1, 3, 7, 7)] + rng_of(0, 4),
+             {"kernel": (2, 2), "stride": (2, 2), "pool_type": "avg", "pooling_convention": "full"}),
+        case("qpool_global", "contrib.quantized_pooling", [codes("int8", 2, 3, 4, 5)] + rng_of(-1, 1),
+             {"kernel": (1, 1), "global_pool": True, "pool_type": "avg"}),
+        case("qembedding", "contrib.quantized_embedding",
+             [np.array([[0, 5, 2.7], [-1, 3, 1]], np.float32), codes("int8", 4, 3)] + rng_of(-0.5, 0.5),
+             {"input_dim": 4, "output_dim": 3}),
+        case("qconcat", "contrib.quantized_concat",
+             [codes("int8", 3, 4), codes("int8", 3, 2), codes("int8", 3, 3)] + rng_of(-1, 1) + rng_of(-2.5, 2.5)
+             + rng_of(-0.5, 3.0), {"num_args": 3, "dim": 1}),
+        case("qconcat_axis0", "contrib.quantized_concat",
+             [codes("int8", 2, 4), codes("int8", 1, 4)] + rng_of(-1, 0.5) + rng_of(-0.2, 0.4),
+             {"num_args": 2, "dim": 0}),
+        case("qadd", "contrib.quantized_elemwise_add",
+             [codes("int8", 4, 5), codes("int8", 4, 5)] + rng_of(-1, 1) + rng_of(-2, 1.5), **big),
+        case("qadd_calib", "contrib.quantized_elemwise_add",
+             [codes("int8", 4, 5), codes("int8", 4, 5)] + rng_of(-1, 1) + rng_of(-2, 1.5),
+             {"min_calib_range": -2.0, "max_calib_range": 2.5}),
+        case("qfc", "contrib.quantized_fully_connected",
+             [codes("int8", 3, 6), codes("int8", 4, 6), codes("int8", 4)] + rng_of(-1.5, 1.5) + rng_of(-0.7, 0.7)
+             + rng_of(-3, 3), {"num_hidden": 4}),
+        case("qfc_uint8_nobias_flatten", "contrib.quantized_fully_connected",
+             [codes("uint8", 2, 2, 3), codes("int8", 5, 6)] + rng_of(0, 2.2) + rng_of(-0.05, 0.05),
+             {"num_hidden": 5, "no_bias": True}),
+        case("qconv_uint8", "contrib.quantized_conv",
+             [codes("uint8", 1, 4, 6, 6), codes("int8", 3, 4, 3, 3)] + rng_of(0, 1.2) + rng_of(-0.3, 0.3),
+             {"kernel": (3, 3), "num_filter": 3, "pad": (1, 1), "no_bias": True}),
+        case("qconv_uint8_bias_stride", "contrib.quantized_conv",
+             [codes("uint8", 2, 2, 7, 7), codes("int8", 4, 2, 3, 3), codes("int8", 4)] + rng_of(0, 1.2)
+             + rng_of(-0.3, 0.3) + rng_of(-5, 5), {"kernel": (3, 3), "num_filter": 4, "stride": (2, 2)}),
+        case("qconv_int8_refused", "contrib.quantized_conv",
+             [codes("int8", 1, 4, 5, 5), codes("int8", 2, 4, 3, 3)] + rng_of(-1, 1) + rng_of(-1, 1),
+             {"kernel": (3, 3), "num_filter": 2, "no_bias": True}),
+    ]
+
+
 def main() -> None:
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     groups = {"detection": detection_cases, "roi": roi_cases, "array": array_cases,
-              "attention": attention_cases, "norm_signal": norm_signal_cases, "quantize": quantize_cases}
+              "attention": attention_cases, "norm_signal": norm_signal_cases, "quantize": quantize_cases,
+              "quantized_nn": quantized_nn_cases}
     for group, make in groups.items():
         print(f"{group}:")
         path = DATA_DIR / f"contrib_{group}.npz"
