@@ -348,11 +348,30 @@ def quantized_nn_cases() -> list:
     ]
 
 
+def deformable_psroi_cases() -> list:
+    rois = np.array([[0, 1, 1, 6, 6], [1, 0, 2, 7, 5], [0, 3.4, 0.6, 4.6, 7.7]], np.float32)
+    tol = {"rtol": 1e-4, "atol": 1e-5}
+    return [
+        case("deformable_psroi", "contrib.DeformablePSROIPooling",
+             [normal(2, 2 * 9, 8, 8), rois, normal(3, 2, 3, 3, scale=0.5)],
+             {"spatial_scale": 1.0, "output_dim": 2, "group_size": 3, "pooled_size": 3, "part_size": 3,
+              "sample_per_part": 2, "trans_std": 0.1}, grad_of=[0, 2], **tol),
+        case("deformable_psroi_classes_scale", "contrib.DeformablePSROIPooling",
+             [normal(2, 4 * 4, 6, 7), rois * np.array([1, 2, 2, 2, 2], np.float32),
+              normal(3, 4, 3, 3, scale=0.8)],
+             {"spatial_scale": 0.5, "output_dim": 4, "group_size": 2, "pooled_size": 4, "part_size": 3,
+              "sample_per_part": 3, "trans_std": 0.2}, grad_of=[0, 2], **tol),
+        case("deformable_psroi_no_trans", "contrib.DeformablePSROIPooling", [normal(2, 3 * 4, 8, 8), rois],
+             {"spatial_scale": 1.0, "output_dim": 3, "group_size": 2, "pooled_size": 2, "sample_per_part": 2,
+              "no_trans": True}, grad_of=[0], **tol),
+    ]
+
+
 def main() -> None:
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     groups = {"detection": detection_cases, "roi": roi_cases, "array": array_cases,
               "attention": attention_cases, "norm_signal": norm_signal_cases, "quantize": quantize_cases,
-              "quantized_nn": quantized_nn_cases}
+              "quantized_nn": quantized_nn_cases, "deformable_psroi": deformable_psroi_cases}
     for group, make in groups.items():
         print(f"{group}:")
         path = DATA_DIR / f"contrib_{group}.npz"
