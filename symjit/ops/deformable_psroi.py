@@ -24,6 +24,7 @@ import numpy as np
 
 from ..base import MXNetError
 from .attrs import Bool, Float, Int, Param
+from .deformable import float_types
 from .registry import Op, register
 
 _PARAMS = {
@@ -172,10 +173,7 @@ class DeformablePSROIPooling(_Deformable):
         return shapes, [out]
 
     def infer_type(self, attrs, in_types):
-        ins, outs = super().infer_type(attrs, in_types)
-        if outs[0] is not None and np.dtype(outs[0]).kind != "f":
-            raise _err(f"only supports floating-point data, got {outs[0]}")
-        return ins, outs
+        return float_types(self, attrs, in_types, _err)
 
     def compute(self, attrs, inputs, ctx):
         data, rois = inputs[0], inputs[1]

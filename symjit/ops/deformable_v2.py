@@ -19,8 +19,9 @@ from __future__ import annotations
 import numpy as np
 
 from .attrs import Int, Param
-from .deformable import _PARAMS, _err, _geometry, _input_shapes
-from .registry import Op, merge_shape, register
+from .deformable import (_PARAMS, DeformableConvBackward, DeformableConvForward, _err, _geometry,
+                         _input_shapes, grouped_product, tap_positions)
+from .registry import merge_shape, register
 
 _V2_PARAMS = dict(_PARAMS, im2col_step=Param(Int, 64, "images per im2col step; no effect"))
 
@@ -45,15 +46,9 @@ class _ZeroPaddedSampling:
     def __init__(self, x: np.ndarray, offset: np.ndarray, geo: dict, dg: int):
         n, _, h, w = x.shape
         kh, kw = geo["kernel"]
-        (sh, sw), (dh, dw), (ph, pw) = geo["stride"], geo["dilate"], geo["pad"]
         oh, ow = offset.shape[2:]
         k = kh * kw
-        off = offset.astype(np.float64).reshape(n, dg, k, 2, oh, ow)
-        i, j = np.divmod(np.arange(k), kw)
-        base_h = (np.arange(oh) * sh - ph)[None, :, None] + (i * dh)[:, None, None]
-        base_w = (np.arange(ow) * sw - pw)[None, None, :] + (j * dw)[:, None, None]
-        hs = base_h + off[:, :, :, 0]
-        ws = base_w + off[:, :, :, 1]
+        hs, ws = tap_positions(offset.astype(np.float64).reshape(n, dg, k, 2, oh, ow), geo, np.float64)
         self.valid = ((hs > -1) & (ws > -1) & (hs < h) & (ws < w)).reshape(n, dg, -1)
         hl, wl = np.floor(hs), np.floor(ws)
         self.lh = np.where(self.valid, (hs - hl).reshape(n, dg, -1), 0.0)
@@ -108,66 +103,32 @@ def _group_weight(weight: np.ndarray, g: int) -> np.ndarray:
 
 
 @register("_contrib_ModulatedDeformableConvolution")
-class ModulatedDeformableConvolution(Op):
+class ModulatedDeformableConvolution(DeformableConvForward):
     """Deformable convolution whose sampled values are scaled by a learned per-tap mask."""
     params = _V2_PARAMS
     inputs = ("data", "offset", "mask", "weight", "bias")
-    kernel = "conv"
-
-    def input_names(self, attrs):
-        return list(self.inputs[:4]) if attrs["no_bias"] else list(self.inputs)
-
-    def infer_shape(self, attrs, in_shapes):
-        shapes, out = _v2_shapes(attrs, in_shapes)
-        return shapes, [out]
-
-    def infer_type(self, attrs, in_types):
-        ins, outs = super().infer_type(attrs, in_types)
-        if outs[0] is not None and np.dtype(outs[0]).kind != "f":
-            raise _err(f"only supports floating-point data, got {outs[0]}")
-        return ins, outs
+    shape_rule = staticmethod(_v2_shapes)
 
     def compute(self, attrs, inputs, ctx):
         x, offset, mask, weight = inputs[:4]
         out = _check(attrs, inputs)
-        g = _geometry(attrs)["num_group"]
         _, sample, _, m = _sampled(x, offset, mask, attrs)
-        n = x.shape[0]
-        col = (sample * m).reshape(n, g, -1, out[2] * out[3])
-        y = np.einsum("gfk,ngkl->ngfl", _group_weight(weight, g), col, optimize=True).reshape(out)
-        if not attrs["no_bias"]:
-            y = y + inputs[4].astype(np.float64).reshape(1, -1, 1, 1)
-        return [y.astype(x.dtype)]
+        col = (sample * m).reshape(x.shape[0], -1, out[2] * out[3])
+        bias = None if attrs["no_bias"] else inputs[4]
+        return [grouped_product(attrs, col, weight, bias, out, x.dtype)]
 
     def grad(self, F, attrs, inputs, outputs, ograds):
         return list(F.apply("_backward_ModulatedDeformableConvolution", [ograds[0], *inputs], **attrs))
 
 
 @register("_backward_ModulatedDeformableConvolution")
-class BackwardModulatedDeformableConvolution(Op):
+class BackwardModulatedDeformableConvolution(DeformableConvBackward):
     """Gradients of ModulatedDeformableConvolution w.r.t. data, offset, mask, weight (and bias)
     from (d output, data, offset, mask, weight[, bias])."""
     params = _V2_PARAMS
     inputs = ("ograd", "data", "offset", "mask", "weight", "bias")
     outputs = ("data_grad", "offset_grad", "mask_grad", "weight_grad", "bias_grad")
-    kernel = "conv"
-    hidden = True
-    differentiable = False
-
-    def input_names(self, attrs):
-        return list(self.inputs[:5]) if attrs["no_bias"] else list(self.inputs)
-
-    def num_outputs(self, attrs):
-        return 4 if attrs["no_bias"] else 5
-
-    def infer_shape(self, attrs, in_shapes):
-        shapes, out = _v2_shapes(attrs, in_shapes[1:])
-        dy = merge_shape(self.name, "input 'ograd'", out, in_shapes[0])
-        return [dy] + shapes, shapes
-
-    def infer_type(self, attrs, in_types):
-        t = next((x for x in in_types if x is not None), None)
-        return [t] * len(in_types), [t] * (len(in_types) - 1)
+    shape_rule = staticmethod(_v2_shapes)
 
     def compute(self, attrs, inputs, ctx):
         dy, x, offset, mask, weight = inputs[:5]
