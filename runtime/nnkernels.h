@@ -224,6 +224,6 @@ NN_API void symjit_nn_csr_dense(int64_t rows, int64_t k, int64_t kind, const voi
                                 const int64_t *indptr, const void *dense, void *out);
 NN_API void symjit_nn_csrt_dense(int64_t rows, int64_t k, int64_t out_rows, int64_t kind, const void *data,
                                  const int64_t *indices, const int64_t *indptr, const int64_t *slot,
-                                 const void *dense, void *out);
+                                 const void *dense, void *out, int64_t parts, void *scratch);
 
 #endif

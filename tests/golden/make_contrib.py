@@ -7,7 +7,8 @@ Run with the MXNet 1.9.1 reference environment (never imported by the tests):
 
 Writes tests/golden/data/contrib_<group>.npz (see golden_ops_io.py for the layout). Calls that
 MXNet 1.9.1 refuses on CPU are reported and left out, except those recorded on purpose as
-refusals (their names end in `_refused`).
+refusals (their names end in `_refused`). fft, ifft, count_sketch and
+ModulatedDeformableConvolution run on GPUs only in MXNet 1.9.1: they have no golden values.
 """
 from __future__ import annotations
 
@@ -207,6 +208,9 @@ def array_cases() -> list:
         case("arange_like_axis_repeat", "contrib.arange_like", [normal(2, 6)], {"axis": 1, "repeat": 2,
                                                                                 "start": -1}),
         case("div_sqrt_dim", "contrib.div_sqrt_dim", [normal(2, 3, 16)], grad_of=[0], **tol),
+        case("round_ste", "contrib.round_ste", [np.array([-2.5, -1.5, -0.5, 0.4, 0.5, 1.5, 2.7, 0], np.float32)],
+             grad_of=[0]),
+        case("sign_ste", "contrib.sign_ste", [np.array([-2.5, -0.0, 0.0, 0.4, 3.0], np.float32)], grad_of=[0]),
         case("isfinite", "contrib.isfinite", [np.array([1, np.inf, -np.inf, np.nan, 0], np.float32)]),
         case("isinf", "contrib.isinf", [np.array([1, np.inf, -np.inf, np.nan, 0], np.float32)]),
         case("isnan", "contrib.isnan", [np.array([1, np.inf, -np.inf, np.nan, 0], np.float32)]),
@@ -291,10 +295,83 @@ def quantize_cases() -> list:
     ]
 
 
+def quantized_nn_cases() -> list:
+    def codes(kind, *shape):
+        lo, hi = (-127, 128) if kind == "int8" else (0, 256)
+        return RNG.integers(lo, hi, shape).astype(kind)
+
+    def rng_of(lo, hi):
+        return [np.array([lo], np.float32), np.array([hi], np.float32)]
+
+    big = {"rtol": 0, "atol": 512}   # int32 results over +-2^31 from float32 arithmetic in MXNet
+    return [
+        case("qflatten", "contrib.quantized_flatten", [codes("int8", 2, 3, 4)] + rng_of(-1.5, 1.5)),
+        case("qflatten_uint8", "contrib.quantized_flatten", [codes("uint8", 2, 2, 2, 2)] + rng_of(0, 3)),
+        case("qact_relu", "contrib.quantized_act", [codes("int8", 3, 5)] + rng_of(-2, 2), {"act_type": "relu"}),
+        case("qpool_max", "contrib.quantized_pooling", [codes("int8", 1, 2, 5, 5)] + rng_of(-1, 1),
+             {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": "max"}),
+        case("qpool_avg", "contrib.quantized_pooling", [codes("int8", 2, 2, 6, 6)] + rng_of(-1, 1),
+             {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": "avg"}),
+        case("qpool_avg_uint8_full", "contrib.quantized_pooling", [codes("uint8", 1, 3, 7, 7)] + rng_of(0, 4),
+             {"kernel": (2, 2), "stride": (2, 2), "pool_type": "avg", "pooling_convention": "full"}),
+        case("qpool_global", "contrib.quantized_pooling", [codes("int8", 2, 3, 4, 5)] + rng_of(-1, 1),
+             {"kernel": (1, 1), "global_pool": True, "pool_type": "avg"}),
+        case("qembedding", "contrib.quantized_embedding",
+             [np.array([[0, 5, 2.7], [-1, 3, 1]], np.float32), codes("int8", 4, 3)] + rng_of(-0.5, 0.5),
+             {"input_dim": 4, "output_dim": 3}),
+        case("qconcat", "contrib.quantized_concat",
+             [codes("int8", 3, 4), codes("int8", 3, 2), codes("int8", 3, 3)] + rng_of(-1, 1) + rng_of(-2.5, 2.5)
+             + rng_of(-0.5, 3.0), {"num_args": 3, "dim": 1}),
+        case("qconcat_axis0", "contrib.quantized_concat",
+             [codes("int8", 2, 4), codes("int8", 1, 4)] + rng_of(-1, 0.5) + rng_of(-0.2, 0.4),
+             {"num_args": 2, "dim": 0}),
+        case("qadd", "contrib.quantized_elemwise_add",
+             [codes("int8", 4, 5), codes("int8", 4, 5)] + rng_of(-1, 1) + rng_of(-2, 1.5), **big),
+        case("qadd_calib", "contrib.quantized_elemwise_add",
+             [codes("int8", 4, 5), codes("int8", 4, 5)] + rng_of(-1, 1) + rng_of(-2, 1.5),
+             {"min_calib_range": -2.0, "max_calib_range": 2.5}),
+        case("qfc", "contrib.quantized_fully_connected",
+             [codes("int8", 3, 6), codes("int8", 4, 6), codes("int8", 4)] + rng_of(-1.5, 1.5) + rng_of(-0.7, 0.7)
+             + rng_of(-3, 3), {"num_hidden": 4}),
+        case("qfc_uint8_nobias_flatten", "contrib.quantized_fully_connected",
+             [codes("uint8", 2, 2, 3), codes("int8", 5, 6)] + rng_of(0, 2.2) + rng_of(-0.05, 0.05),
+             {"num_hidden": 5, "no_bias": True}),
+        case("qconv_uint8", "contrib.quantized_conv",
+             [codes("uint8", 1, 4, 6, 6), codes("int8", 3, 4, 3, 3)] + rng_of(0, 1.2) + rng_of(-0.3, 0.3),
+             {"kernel": (3, 3), "num_filter": 3, "pad": (1, 1), "no_bias": True}),
+        case("qconv_uint8_bias_stride", "contrib.quantized_conv",
+             [codes("uint8", 2, 2, 7, 7), codes("int8", 4, 2, 3, 3), codes("int8", 4)] + rng_of(0, 1.2)
+             + rng_of(-0.3, 0.3) + rng_of(-5, 5), {"kernel": (3, 3), "num_filter": 4, "stride": (2, 2)}),
+        case("qconv_int8_refused", "contrib.quantized_conv",
+             [codes("int8", 1, 4, 5, 5), codes("int8", 2, 4, 3, 3)] + rng_of(-1, 1) + rng_of(-1, 1),
+             {"kernel": (3, 3), "num_filter": 2, "no_bias": True}),
+    ]
+
+
+def deformable_psroi_cases() -> list:
+    rois = np.array([[0, 1, 1, 6, 6], [1, 0, 2, 7, 5], [0, 3.4, 0.6, 4.6, 7.7]], np.float32)
+    tol = {"rtol": 1e-4, "atol": 1e-5}
+    return [
+        case("deformable_psroi", "contrib.DeformablePSROIPooling",
+             [normal(2, 2 * 9, 8, 8), rois, normal(3, 2, 3, 3, scale=0.5)],
+             {"spatial_scale": 1.0, "output_dim": 2, "group_size": 3, "pooled_size": 3, "part_size": 3,
+              "sample_per_part": 2, "trans_std": 0.1}, grad_of=[0, 2], **tol),
+        case("deformable_psroi_classes_scale", "contrib.DeformablePSROIPooling",
+             [normal(2, 4 * 4, 6, 7), rois * np.array([1, 2, 2, 2, 2], np.float32),
+              normal(3, 4, 3, 3, scale=0.8)],
+             {"spatial_scale": 0.5, "output_dim": 4, "group_size": 2, "pooled_size": 4, "part_size": 3,
+              "sample_per_part": 3, "trans_std": 0.2}, grad_of=[0, 2], **tol),
+        case("deformable_psroi_no_trans", "contrib.DeformablePSROIPooling", [normal(2, 3 * 4, 8, 8), rois],
+             {"spatial_scale": 1.0, "output_dim": 3, "group_size": 2, "pooled_size": 2, "sample_per_part": 2,
+              "no_trans": True}, grad_of=[0], **tol),
+    ]
+
+
 def main() -> None:
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     groups = {"detection": detection_cases, "roi": roi_cases, "array": array_cases,
-              "attention": attention_cases, "norm_signal": norm_signal_cases, "quantize": quantize_cases}
+              "attention": attention_cases, "norm_signal": norm_signal_cases, "quantize": quantize_cases,
+              "quantized_nn": quantized_nn_cases, "deformable_psroi": deformable_psroi_cases}
     for group, make in groups.items():
         print(f"{group}:")
         path = DATA_DIR / f"contrib_{group}.npz"
