@@ -37,7 +37,8 @@ import numpy as np
 
 from ..base import MXNetError
 from ..ops import image_kernels as codec
-from .record import ImageRecordIter, _channel_values, _interp, _resize_short, hls_offsets, hls_shift
+from .record import (ImageRecordIter, _channel_values, _interp, _resize_short, hls_offsets, hls_shift,
+                     uniform_between)
 
 __all__ = ["ImageDetRecordIter", "DetAugmentParams", "DetLabel", "det_augment"]
 
@@ -231,19 +232,14 @@ def _crop_passes(label: DetLabel, box, p: DetAugmentParams, i: int) -> bool:
     return True
 
 
-def _uniform(rng, lo: float, hi: float) -> float:
-    """lo + (hi - lo) * U(0, 1), also for lo > hi (as the C++ distribution computes it)."""
-    return lo + (hi - lo) * rng.random()
-
-
 def _crop_box(p: DetAugmentParams, i: int, rng, img_aspect: float) -> tuple:
     """A random crop box (x, y, w, h) in relative coordinates (MXNet's GenerateCropBox)."""
-    scale = _uniform(rng, p.min_crop_scales[i], p.max_crop_scales[i]) + 1e-12
+    scale = uniform_between(rng, p.min_crop_scales[i], p.max_crop_scales[i]) + 1e-12
     lo = max(p.min_crop_aspect_ratios[i] / img_aspect, scale * scale)
     hi = min(p.max_crop_aspect_ratios[i] / img_aspect, 1.0)
-    ratio = math.sqrt(_uniform(rng, lo, hi))
+    ratio = math.sqrt(uniform_between(rng, lo, hi))
     w, h = min(1.0, scale * ratio), min(1.0, scale / ratio)
-    return _uniform(rng, 0.0, 1 - w), _uniform(rng, 0.0, 1 - h), w, h
+    return uniform_between(rng, 0.0, 1 - w), uniform_between(rng, 0.0, 1 - h), w, h
 
 
 def _random_crop(img, label: DetLabel, p: DetAugmentParams, rng):
@@ -258,10 +254,10 @@ def _random_crop(img, label: DetLabel, p: DetAugmentParams, rng):
 
 
 def _random_pad(img, label: DetLabel, p: DetAugmentParams, rng):
-    scale = _uniform(rng, 1.0, p.max_pad_scale)
+    scale = uniform_between(rng, 1.0, p.max_pad_scale)
     if scale < 1.05:
         return img
-    x0, y0 = _uniform(rng, 0.0, scale - 1), _uniform(rng, 0.0, scale - 1)
+    x0, y0 = uniform_between(rng, 0.0, scale - 1), uniform_between(rng, 0.0, scale - 1)
     label.project((-x0, -y0, scale, scale))
     h, w = img.shape[:2]
     left, top = int(x0 * w), int(y0 * h)

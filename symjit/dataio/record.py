@@ -111,6 +111,11 @@ def _resize_short(img, size, p, rng):
     return codec.resize(img, nw, nh, _interp(p.inter_method, rng, (h, w), (nh, nw)))
 
 
+def uniform_between(rng, lo: float, hi: float) -> float:
+    """lo + (hi - lo) * U(0, 1), also for lo > hi (as MXNet's C++ distributions compute it)."""
+    return lo + (hi - lo) * rng.random()
+
+
 def _affine(img, p: AugmentParams, rng):
     """Rotation, shear, scale and aspect-ratio change about the centre, output size
     clamped to [min_img_size, max_img_size] (MXNet's warpAffine step)."""
@@ -123,7 +128,7 @@ def _affine(img, p: AugmentParams, rng):
         angle = int(p.rotate_list[int(rng.integers(0, len(p.rotate_list)))])
     s = rng.uniform(p.min_random_scale, p.max_random_scale)
     if p.min_aspect_ratio is not None:
-        ratio = rng.uniform(p.min_aspect_ratio, p.max_aspect_ratio)
+        ratio = uniform_between(rng, p.min_aspect_ratio, p.max_aspect_ratio)
     else:
         ratio = rng.uniform(1 - p.max_aspect_ratio, 1 + p.max_aspect_ratio)
     hs = 2 * s / (1 + ratio)

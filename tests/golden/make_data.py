@@ -277,6 +277,12 @@ def random_statistics(st: Store):
             "min_random_area": 0.2, "max_random_area": 1.0, "min_aspect_ratio": 0.75, "max_aspect_ratio": 1.33}
     data = _batches(mx.io.ImageRecordUInt8Iter(path_imgrec=rec, verbose=False, **args), epochs=40)[0]
     st.add("stat_random_resized_crop", [crop_extent(a) for batch in data for a in batch[:4]], args)  # PNG pictures
+    for name, extra in (("stat_affine_scale_aspect", {"max_aspect_ratio": 0.3, "max_random_scale": 1.2,
+                                                      "min_random_scale": 0.8}),
+                        ("stat_affine_aspect_range", {"max_aspect_ratio": 0.3, "min_aspect_ratio": 0.8})):
+        args = {"data_shape": [3, 16, 16], "batch_size": 5, "label_width": 2, "resize": 24, **extra}
+        data = _batches(mx.io.ImageRecordUInt8Iter(path_imgrec=rec, verbose=False, **args), epochs=40)[0]
+        st.add(name, [crop_extent(a) for batch in data for a in batch[:4]], args)
     det = os.path.join(DATA, "data_det.rec")
     args = {"data_shape": [3, 16, 16], "batch_size": 5, "rand_crop_prob": 1.0, "min_crop_scales": [0.3],
             "max_crop_scales": [1.0], "min_crop_aspect_ratios": [0.5], "max_crop_aspect_ratios": [2.0],

@@ -280,11 +280,14 @@ def test_image_record_iter_rotation_angles_spread_as_mxnet():
     assert np.percentile(got, 5) < -20 and np.percentile(got, 95) > 15
 
 
-def test_image_record_iter_random_resized_crop_spreads_as_mxnet():
-    """random_resized_crop with area in [0.2, 1] and aspect ratio in [0.75, 1.33]: the kept
-    width and height fractions (read from the pictures' gradients) have MXNet's percentiles."""
-    args = _args(ITERS, "stat_random_resized_crop")
-    ref = np.asarray(ITERS["stat_random_resized_crop.out"])
+@pytest.mark.parametrize("name", ["stat_random_resized_crop", "stat_affine_scale_aspect", "stat_affine_aspect_range"])
+def test_image_record_iter_random_crop_and_scale_spread_as_mxnet(name):
+    """random_resized_crop (area in [0.2, 1], aspect ratio in [0.75, 1.33]) and the affine
+    step's random scale and aspect ratio (1 +- max_aspect_ratio, or [min_aspect_ratio,
+    max_aspect_ratio] in either order): the kept width and height fractions (read from the
+    pictures' gradients) have MXNet's percentiles."""
+    args = _args(ITERS, name)
+    ref = np.asarray(ITERS[name + ".out"])
     data = _run_epochs(mx.io.ImageRecordUInt8Iter(path_imgrec=str(DATA / "data_images.rec"), **args), epochs=40)[0]
     got = np.array([crop_extent(a) for batch in data for a in batch[:4]])
     for q in (5, 50, 95):
