@@ -236,7 +236,7 @@ def _crop_box(p: DetAugmentParams, i: int, rng, img_aspect: float) -> tuple:
     """A random crop box (x, y, w, h) in relative coordinates (MXNet's GenerateCropBox)."""
     scale = uniform_between(rng, p.min_crop_scales[i], p.max_crop_scales[i]) + 1e-12
     lo = max(p.min_crop_aspect_ratios[i] / img_aspect, scale * scale)
-    hi = min(p.max_crop_aspect_ratios[i] / img_aspect, 1.0)
+    hi = min(p.max_crop_aspect_ratios[i] / img_aspect, 1.0 / (scale * scale))
     ratio = math.sqrt(uniform_between(rng, lo, hi))
     w, h = min(1.0, scale * ratio), min(1.0, scale / ratio)
     return uniform_between(rng, 0.0, 1 - w), uniform_between(rng, 0.0, 1 - h), w, h

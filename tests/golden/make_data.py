@@ -29,7 +29,7 @@ import zlib
 import mxnet as mx
 import numpy as np
 
-from data_fits import crop_extent, jitter_fit, lightness_offset, red_gradient_angle
+from data_fits import crop_extent, first_box, jitter_fit, lightness_offset, red_gradient_angle
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data")
@@ -69,7 +69,8 @@ class Store:
         self.arrays = {}
 
     def add(self, name: str, out, args: dict | None = None, **inputs):
-        self.arrays[name + ".out"] = out.asnumpy() if hasattr(out, "asnumpy") else np.asarray(out)
+        out = out.asnumpy() if hasattr(out, "asnumpy") else np.asarray(out)
+        self.arrays[name + ".out"] = out.astype(np.float32) if out.dtype == np.float64 else out
         self.arrays[name + ".args"] = np.array(json.dumps(args or {}))
         for key, val in inputs.items():
             self.arrays[f"{name}.{key}"] = val.asnumpy() if hasattr(val, "asnumpy") else np.asarray(val)
@@ -284,6 +285,12 @@ def random_statistics(st: Store):
         data = _batches(mx.io.ImageRecordUInt8Iter(path_imgrec=rec, verbose=False, **args), epochs=40)[0]
         st.add(name, [crop_extent(a) for batch in data for a in batch[:4]], args)
     det = os.path.join(DATA, "data_det.rec")
+    crop = {"rand_crop_prob": 1.0, "min_crop_scales": [0.3], "max_crop_scales": [1.0],
+            "min_crop_aspect_ratios": [0.5], "max_crop_aspect_ratios": [2.0]}
+    for name, extra in (("stat_det_crop_boxes", crop), ("stat_det_pad_boxes", {"rand_pad_prob": 1.0, "max_pad_scale": 2.0})):
+        args = {"data_shape": [3, 16, 16], "batch_size": 5, **extra}
+        labels = _batches(mx.io.ImageDetRecordIter(path_imgrec=det, verbose=False, **args), epochs=100)[1]
+        st.add(name, first_box(labels.reshape(-1, labels.shape[-1])), args)
     args = {"data_shape": [3, 16, 16], "batch_size": 5, "rand_crop_prob": 1.0, "min_crop_scales": [0.3],
             "max_crop_scales": [1.0], "min_crop_aspect_ratios": [0.5], "max_crop_aspect_ratios": [2.0],
             "rand_pad_prob": 0.5, "max_pad_scale": 2.0, "rand_mirror_prob": 0.5,

@@ -22,7 +22,7 @@ import pytest
 
 import symjit as mx
 from symjit import recordio
-from golden.data_fits import crop_extent, jitter_fit, lightness_offset, red_gradient_angle
+from golden.data_fits import crop_extent, first_box, jitter_fit, lightness_offset, red_gradient_angle
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -293,3 +293,16 @@ def test_image_record_iter_random_crop_and_scale_spread_as_mxnet(name):
     for q in (5, 50, 95):
         np.testing.assert_allclose(np.percentile(got, q, axis=0), np.percentile(ref, q, axis=0), atol=0.07)
         assert abs(np.percentile(got.prod(1), q) - np.percentile(ref.prod(1), q)) < 0.07
+
+
+@pytest.mark.parametrize("name", ["stat_det_crop_boxes", "stat_det_pad_boxes"])
+def test_det_random_crop_and_pad_move_boxes_as_mxnet(name):
+    """ImageDetRecordIter's crop samplers (scale in [0.3, 1], aspect ratio in [0.5, 2]) and
+    random pad (scale up to 2): the first object's box (x0, y0, width, height) after the
+    augmentation has MXNet's percentiles (500 draws each)."""
+    args = _args(ITERS, name)
+    ref = np.asarray(ITERS[name + ".out"])
+    labels = _run_epochs(mx.io.ImageDetRecordIter(path_imgrec=str(DATA / "data_det.rec"), **args), epochs=100)[1]
+    got = first_box(labels.reshape(-1, labels.shape[-1]))
+    for q in (10, 50, 90):
+        np.testing.assert_allclose(np.percentile(got, q, axis=0), np.percentile(ref, q, axis=0), atol=0.05)
