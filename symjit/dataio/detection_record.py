@@ -398,11 +398,7 @@ class ImageDetRecordIter(ImageRecordIter):
 
     def _process(self, header, payload, rng, train=True):
         c = self._aug.data_shape[0]
-        img = codec.decode(payload, {1: 0, 3: 1, 4: -1}[c], True)
-        if img.shape[2] != c:
-            raise MXNetError(f"ImageDetRecordIter: Invalid image with index {int(header.id)}. Expected {c} "
-                             f"channels, got {img.shape[2]}")
-        img, label = det_augment(img, self._raw_label(header), self._aug, rng)
+        img, label = det_augment(self._decode(header, payload), self._raw_label(header), self._aug, rng)
         canvas = np.zeros((c,) + tuple(self._aug.data_shape[1:]), np.uint8)   # MXNet normalizes the unused rest too
         canvas[:, :img.shape[0], :img.shape[1]] = np.transpose(img, (2, 0, 1))
         row = np.full(self._label_pad_width + 4, self._label_pad_value, np.float32)

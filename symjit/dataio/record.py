@@ -439,12 +439,19 @@ class ImageRecordIter(BatchedIter):
         header, payload = recordio.unpack(self._read(i))
         return self._process(header, payload, rng if rng is not None else np.random.default_rng(0), train)
 
+    def _decode(self, header, payload) -> np.ndarray:
+        """The record's HxWxC RGB(A) pixels: grayscale for 1 channel, colour for 3, the file's
+        own channels for 4, which must then be 4 (as MXNet)."""
+        c = self._aug.data_shape[0]
+        img = codec.decode(payload, {1: 0, 3: 1, 4: -1}[c], True)
+        if img.shape[2] != c:
+            raise MXNetError(f"{self._what}: Invalid image with index {int(header.id)}. Expected {c} channels, "
+                             f"got {img.shape[2]}")
+        return img
+
     def _process(self, header, payload, rng, train=True):
         """(CxHxW image, label) of one record."""
-        img = codec.decode(payload, 0 if self._aug.data_shape[0] == 1 else 1, True)
-        if self._aug.data_shape[0] == 4 and img.shape[2] == 3:
-            img = np.concatenate([img, np.full(img.shape[:2] + (1,), 255, np.uint8)], axis=2)
-        out = augment(img, self._aug, rng, train)
+        out = augment(self._decode(header, payload), self._aug, rng, train)
         return np.transpose(out, (2, 0, 1)), self._label(header)
 
     def _output(self, img: np.ndarray, rng) -> np.ndarray:

@@ -242,3 +242,17 @@ def test_contrast_and_illumination_are_drawn_per_image(rec6):
     fits = np.array([np.polyfit(b.ravel(), o.ravel(), 1) for b, o in zip(base, out)])
     assert np.all(np.abs(fits[:, 0] - 1) <= 0.3 + 1e-4) and np.all(np.abs(fits[:, 1]) <= 10 / 2 + 1e-3)
     assert np.ptp(fits[:, 0]) > 0.05 and np.ptp(fits[:, 1]) > 0.5
+
+
+def test_four_channel_output_needs_four_channel_images(tmp_path):
+    """As MXNet: data_shape with 4 channels decodes the file's own channels, and an RGB image
+    is an error; an RGBA PNG keeps its alpha."""
+    rgba = np.concatenate([picture(12, 12), np.full((12, 12, 1), 77, np.uint8)], axis=2)
+    rec = write_rec(str(tmp_path), [rgba], [np.array(HEADER + OBJ_A, np.float32)], name="rgba")[0]
+    for cls in (mx.io.ImageRecordUInt8Iter, mx.io.ImageDetRecordIter):
+        kwargs = {"label_width": 7} if cls is mx.io.ImageRecordUInt8Iter else {}
+        out = cls(path_imgrec=rec, data_shape=(4, 12, 12), batch_size=1, **kwargs).next().data[0].asnumpy()[0]
+        np.testing.assert_array_equal(out, rgba.transpose(2, 0, 1))
+    rgb = write_rec(str(tmp_path), [rgba[:, :, :3]], [np.array(HEADER + OBJ_A, np.float32)], name="rgb")[0]
+    with pytest.raises(MXNetError, match="Expected 4 channels, got 3"):
+        mx.io.ImageRecordIter(path_imgrec=rgb, data_shape=(4, 12, 12), batch_size=1, label_width=7).next()
