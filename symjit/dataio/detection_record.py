@@ -408,12 +408,13 @@ class ImageDetRecordIter(ImageRecordIter):
 
     def _normalization(self, mean_img, means, stds, scale, max_contrast, max_illumination):
         c = self._aug.data_shape[0]
+        std = _channel_values(stds, c)
+        std = np.where(std > 0, std, 1).astype(np.float32)
         if any(m > 0 for m in means):
             mean = _channel_values(means, c)
         else:
-            mean = self._mean_image(mean_img) if mean_img else None
-        std = _channel_values(stds, c)
-        return _DetNormalization(mean, np.where(std > 0, std, 1).astype(np.float32), scale)
+            mean = self._mean_image(mean_img, np.float32(scale) / std) if mean_img else None
+        return _DetNormalization(mean, std, scale)
 
     def _output(self, img: np.ndarray, rng) -> np.ndarray:
         return self._norm(img, rng)

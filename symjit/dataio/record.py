@@ -415,14 +415,18 @@ class ImageRecordIter(BatchedIter):
         c = self._aug.data_shape[0]
         if self._dtype == "uint8":
             return None
-        mean = self._mean_image(mean_img) if mean_img else _channel_values(means, c)
+        std = _channel_values(stds, c)
         if self._dtype == "int8":   # integer means (per pixel with a mean image), no std
+            mean = self._mean_image(mean_img) if mean_img else _channel_values(means, c)
             return np.round(mean).astype(np.int16)
-        return _Normalization(mean, _channel_values(stds, c), scale, max_contrast, max_illumination)
+        mean = self._mean_image(mean_img, np.float32(scale) / std) if mean_img else _channel_values(means, c)
+        return _Normalization(mean, std, scale, max_contrast, max_illumination)
 
-    def _mean_image(self, path: str) -> np.ndarray:
-        """The (C, H, W) mean image stored at `path` (nd.save format), computed over the
-        records without random augmentation and saved there when the file is absent."""
+    def _mean_image(self, path: str, factor=1.0) -> np.ndarray:
+        """The (C, H, W) mean image stored at `path` (nd.save format); when the file is absent,
+        the mean over the records (without random augmentation) of the pixels times `factor`,
+        saved there: MXNet averages its iterator's output before a mean exists, which is
+        x * scale / std for float32 output (and subtracts that image from x afterwards)."""
         from .. import ndarray as nd
         if os.path.isfile(path):
             loaded = nd.load(path)
@@ -431,7 +435,7 @@ class ImageRecordIter(BatchedIter):
         total = np.zeros(self._aug.data_shape, np.float64)
         for i in range(len(self._locations)):
             total += self._decode_augment(i, None, train=False)[0]
-        mean = (total / max(len(self._locations), 1)).astype(np.float32)
+        mean = (total / max(len(self._locations), 1) * factor).astype(np.float32)
         nd.save(path, {"mean_img": nd.array(mean)})
         return mean
 

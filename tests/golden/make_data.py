@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+import tempfile
 import zlib
 
 import mxnet as mx
@@ -167,6 +168,10 @@ def _batches(it, epochs: int = 1):
     return np.stack(data), np.stack(labels), np.array(pads)
 
 
+#: stands for a fresh file path: the iterator computes the mean image, saves it there (its
+#: content is stored as `<case>.mean_img`) and uses it
+MEAN_FILE = "<new mean image file>"
+
 ITER_CASES = [   # the records of data_images.rec have 2 labels, which MXNet requires label_width to match
     # (case, iterator, arguments)
     ("rec_center", "ImageRecordIter", {"label_width": 2, "data_shape": [3, 16, 16], "batch_size": 2}),
@@ -195,6 +200,9 @@ ITER_CASES = [   # the records of data_images.rec have 2 labels, which MXNet req
                                                "rotate": 180, "fill_value": 3}),
     ("rec_min_img_size", "ImageRecordUInt8Iter", {"label_width": 2, "data_shape": [3, 20, 20], "batch_size": 5,
                                                   "min_img_size": 34, "fill_value": 7}),
+    ("rec_mean_img", "ImageRecordIter", {"label_width": 2, "data_shape": [3, 16, 16], "batch_size": 5,
+                                         "mean_img": MEAN_FILE, "std_r": 2.0, "std_g": 3.0, "std_b": 4.0,
+                                         "scale": 0.5}),
     ("rec_uint8", "ImageRecordUInt8Iter", {"label_width": 2, "data_shape": [3, 16, 16], "batch_size": 5, "resize": 18}),
     ("det_default", "ImageDetRecordIter", {"data_shape": [3, 16, 16], "batch_size": 2}),
     ("det_shrink", "ImageDetRecordIter", {"data_shape": [3, 16, 16], "batch_size": 5, "resize_mode": "shrink",
@@ -202,6 +210,8 @@ ITER_CASES = [   # the records of data_images.rec have 2 labels, which MXNet req
                                           "std_g": 40.0, "std_b": 30.0}),
     ("det_fit_pad_width", "ImageDetRecordIter", {"data_shape": [3, 12, 18], "batch_size": 5, "resize_mode": "fit",
                                                  "label_pad_width": 30, "label_pad_value": -2.0, "scale": 0.25}),
+    ("det_mean_img", "ImageDetRecordIter", {"data_shape": [3, 16, 16], "batch_size": 5, "mean_img": MEAN_FILE,
+                                            "std_r": 2.0, "scale": 0.5}),
     ("det_gray_nn", "ImageDetRecordIter", {"data_shape": [1, 16, 16], "batch_size": 5, "inter_method": 0,
                                            "mean_r": 100.0, "std_r": 20.0}),
     ("det_resize_mirror", "ImageDetRecordIter", {"data_shape": [3, 12, 12], "batch_size": 5, "resize": 14,
@@ -237,9 +247,13 @@ def iter_cases() -> Store:
         st.add(name, data, {"cls": cls, **args}, labels=labels, pads=pads)
     for name, cls, args in ITER_CASES:
         rec = "data_det.rec" if cls == "ImageDetRecordIter" else "data_images.rec"
-        it = getattr(mx.io, cls)(path_imgrec=os.path.join(DATA, rec), verbose=False, preprocess_threads=1, **args)
-        data, labels, pads = _batches(it, epochs=2)
-        st.add(name, data, {"cls": cls, "rec": rec, **args}, labels=labels, pads=pads)
+        with tempfile.TemporaryDirectory() as tmp:
+            mean_file = os.path.join(tmp, "mean.bin")
+            call = {k: mean_file if v == MEAN_FILE else v for k, v in args.items()}
+            it = getattr(mx.io, cls)(path_imgrec=os.path.join(DATA, rec), verbose=False, preprocess_threads=1, **call)
+            data, labels, pads = _batches(it, epochs=2)
+            extra = {"mean_img": mx.nd.load(mean_file)["mean_img"]} if os.path.exists(mean_file) else {}
+        st.add(name, data, {"cls": cls, "rec": rec, **args}, labels=labels, pads=pads, **extra)
     random_statistics(st)
     return st
 
