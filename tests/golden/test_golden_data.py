@@ -32,6 +32,12 @@ def _cases(fname: str) -> tuple:
     return z, sorted({k.rsplit(".", 1)[0] for k in z.files})
 
 
+def _out(z, name: str) -> np.ndarray:
+    """A case's output (float32 pixel values are stored as uint8 with a `.float32` flag)."""
+    out = z[name + ".out"]
+    return out.astype(np.float32) if name + ".float32" in z.files else out
+
+
 def _args(z, name: str) -> dict:
     args = json.loads(str(z[name + ".args"]))
     return {k: tuple(v) if k in ("size", "data_shape") and isinstance(v, list) else v for k, v in args.items()}
@@ -85,7 +91,7 @@ def _uint8_tolerance(name: str, args: dict) -> int:
 def test_mx_image_functions_match_mxnet(name, pictures):
     args = _args(IMAGE, name)
     out = _image_call(name, args, pictures).asnumpy()
-    ref = IMAGE[name + ".out"]
+    ref = _out(IMAGE, name)
     assert out.shape == ref.shape and out.dtype == ref.dtype
     if ref.dtype == np.uint8:
         assert np.abs(out.astype(int) - ref).max() <= _uint8_tolerance(name, args)
@@ -117,7 +123,7 @@ def test_nd_image_ops_match_mxnet(name, pictures):
     op, x = _ndimage_input(name, pictures)
     mx.random.seed(0)
     out = getattr(mx.nd.image, op)(x, **args).asnumpy()
-    ref = NDIMAGE[name + ".out"]
+    ref = _out(NDIMAGE, name)
     assert out.shape == ref.shape and out.dtype == ref.dtype
     if ref.dtype == np.uint8:
         assert np.abs(out.astype(int) - ref).max() <= (1 if args.get("interp") == 2 else 0)
@@ -161,14 +167,14 @@ def _make_iter(cls: str, args: dict):
 @pytest.mark.parametrize("name", ITER_CASES)
 def test_record_iterators_match_mxnet(name, tmp_path):
     args = _args(ITERS, name)
-    cls = args.pop("cls")
+    cls, epochs = args.pop("cls"), args.pop("epochs")
     mean_file = tmp_path / "mean.bin"          # a case's new mean image file (see make_data.MEAN_FILE)
     call = {k: str(mean_file) if k == "mean_img" else v for k, v in args.items()}
-    data, labels, pads = _run_epochs(_make_iter(cls, call))
+    data, labels, pads = _run_epochs(_make_iter(cls, call), epochs)
     if "mean_img" in args:                    # computed and saved as MXNet does
         np.testing.assert_allclose(mx.nd.load(str(mean_file))["mean_img"].asnumpy(), ITERS[name + ".mean_img"],
                                    rtol=1e-5)
-    ref = ITERS[name + ".out"]
+    ref = _out(ITERS, name)
     assert data.shape == ref.shape and data.dtype == ref.dtype
     assert pads == ITERS[name + ".pads"].tolist()
     std = min([args.get(k, 1.0 if cls != "ImageDetRecordIter" else 0.0) or 1.0 for k in ("std_r", "std_g", "std_b")])
@@ -189,7 +195,7 @@ def test_image_record_iter_contrast_and_illumination_ranges():
     """Per image, MXNet gives out = c * (x - mean) + i with c in [1 - 0.4, 1 + 0.4] and i in
     [-20, 20]: symjit's draws lie in the same ranges and spread over them alike."""
     args = _args(ITERS, "stat_contrast_illumination")
-    ref = ITERS["stat_contrast_illumination.out"]
+    ref = _out(ITERS, "stat_contrast_illumination")
     rec = str(DATA / "data_images.rec")
     base = mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 16, 16), batch_size=5, label_width=2).next()
     x = base.data[0].asnumpy().reshape(5, -1) - 1
@@ -203,7 +209,7 @@ def test_image_record_iter_contrast_and_illumination_ranges():
 
 def test_image_record_iter_rand_mirror_rate():
     args = _args(ITERS, "stat_rand_mirror")
-    ref = ITERS["stat_rand_mirror.out"]
+    ref = _out(ITERS, "stat_rand_mirror")
     rec = str(DATA / "data_images.rec")
     base = mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 16, 16), batch_size=5, label_width=2)
     base = base.next().data[0].asnumpy()
@@ -217,7 +223,7 @@ def test_det_random_augmentations_keep_labels_valid_like_mxnet():
     in [0, 1] with positive size, the header is kept, images keep at least one object, and
     the crop / pad change the boxes (their spread resembles MXNet's)."""
     args = _args(ITERS, "stat_det_random")
-    ref = ITERS["stat_det_random.out"]
+    ref = _out(ITERS, "stat_det_random")
     it = mx.io.ImageDetRecordIter(path_imgrec=str(DATA / "data_det.rec"), **args)
     rows = _run_epochs(it, 20)[1].reshape(-1, ref.shape[1])
     assert rows.shape[1] == ref.shape[1]
@@ -245,7 +251,7 @@ def test_image_record_iter_colour_jitter_follows_mxnet(kind):
     """MXNet's iterator rounds each jitter to uint8 and weighs (R, G, B) by (0.114, 0.587, 0.299):
     symjit's output fits the same model (residual <= 1, as MXNet's) with alpha in [0.7, 1.3]."""
     args = _args(ITERS, f"stat_{kind}")
-    ref = ITERS[f"stat_{kind}.out"]
+    ref = _out(ITERS, f"stat_{kind}")
     rec = str(DATA / "data_images.rec")
     base = mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 16, 16), batch_size=5, label_width=2)
     base = base.next().data[0].asnumpy()
@@ -262,7 +268,7 @@ def test_image_record_iter_hls_offsets_are_peaked_as_mxnet():
     0.48 v, mean |offset| 0.38 v, where a uniform draw gives 0.58 v and 0.5 v): symjit's
     offsets have MXNet's spread."""
     args = _args(ITERS, "stat_random_l")
-    ref = ITERS["stat_random_l.out"]
+    ref = _out(ITERS, "stat_random_l")
     rec = str(DATA / "data_images.rec")
     base = mx.io.ImageRecordUInt8Iter(path_imgrec=rec, data_shape=(3, 16, 16), batch_size=5, label_width=2)
     base = base.next().data[0].asnumpy()
@@ -278,7 +284,7 @@ def test_image_record_iter_rotation_angles_spread_as_mxnet():
     """max_rotate_angle=30: the angle each picture's red gradient turned (uniform integer
     angles in [-30, 30], std 17.6) spreads as in MXNet's output, and rotates the same way."""
     args = _args(ITERS, "stat_rotate")
-    ref = np.asarray(ITERS["stat_rotate.out"])
+    ref = np.asarray(_out(ITERS, "stat_rotate"))
     data = _run_epochs(mx.io.ImageRecordUInt8Iter(path_imgrec=str(DATA / "data_images.rec"), **args), epochs=40)[0]
     got = np.array([red_gradient_angle(a) for batch in data for a in batch])
     assert abs(got.std() - ref.std()) < 2.5 and abs(got.mean() - ref.mean()) < 4
@@ -292,7 +298,7 @@ def test_image_record_iter_random_crop_and_scale_spread_as_mxnet(name):
     max_aspect_ratio] in either order): the kept width and height fractions (read from the
     pictures' gradients) have MXNet's percentiles."""
     args = _args(ITERS, name)
-    ref = np.asarray(ITERS[name + ".out"])
+    ref = np.asarray(_out(ITERS, name))
     data = _run_epochs(mx.io.ImageRecordUInt8Iter(path_imgrec=str(DATA / "data_images.rec"), **args), epochs=40)[0]
     got = np.array([crop_extent(a) for batch in data for a in batch[:4]])
     for q in (5, 50, 95):
@@ -306,7 +312,7 @@ def test_det_random_crop_and_pad_move_boxes_as_mxnet(name):
     random pad (scale up to 2): the first object's box (x0, y0, width, height) after the
     augmentation has MXNet's percentiles (500 draws each)."""
     args = _args(ITERS, name)
-    ref = np.asarray(ITERS[name + ".out"])
+    ref = np.asarray(_out(ITERS, name))
     labels = _run_epochs(mx.io.ImageDetRecordIter(path_imgrec=str(DATA / "data_det.rec"), **args), epochs=100)[1]
     got = first_box(labels.reshape(-1, labels.shape[-1]))
     for q in (10, 50, 90):
