@@ -156,7 +156,21 @@ def ndimage_cases(pictures) -> Store:
                        ("random_hue", {"min_factor": 1.2, "max_factor": 1.2}),
                        ("random_lighting", {"alpha_std": 0.0})]:
         st.add(name, getattr(mx.nd.image, name)(f, **args), args)
+    for name, spec in GLUON_TRANSFORMS:
+        out = mx.gluon.data.vision.transforms.Compose(
+            [getattr(mx.gluon.data.vision.transforms, cls)(*a, **kw) for cls, a, kw in spec])(src)
+        st.add(name, out, {"transforms": spec})
     return st
+
+
+#: gluon.data.vision.transforms chains applied to picture 0: (case, [(class, args, kwargs)...])
+GLUON_TRANSFORMS = [
+    ("gluon_compose", [("Resize", [20], {"keep_ratio": True}), ("CenterCrop", [14], {}), ("ToTensor", [], {}),
+                       ("Normalize", [[0.4, 0.5, 0.6], [0.2, 0.25, 0.3]], {})]),
+    ("gluon_resize_pair_cubic", [("Resize", [[15, 11]], {"interpolation": 2})]),
+    ("gluon_crop_resize", [("CropResize", [2, 3, 10, 8], {"size": [7, 9], "interpolation": 1})]),
+    ("gluon_center_crop_pad", [("CenterCrop", [[30, 30]], {})]),
+]
 
 
 def _batches(it, epochs: int = 1):
