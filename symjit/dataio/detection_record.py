@@ -35,6 +35,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from .. import recordio
 from ..base import MXNetError
 from ..ops import image_kernels as codec
 from .record import (ImageRecordIter, _channel_values, _interp, _resize_short, hls_offsets, hls_shift,
@@ -337,16 +338,20 @@ class ImageDetRecordIter(ImageRecordIter):
 
     def __init__(self, path_imgrec, data_shape, batch_size, path_imglist="", label_width=-1,
                  label_pad_width=0, label_pad_value=-1.0, mean_r=0.0, mean_g=0.0, mean_b=0.0, mean_a=0.0,
-                 std_r=0.0, std_g=0.0, std_b=0.0, std_a=0.0, dtype=None, **kwargs):
+                 std_r=0.0, std_g=0.0, std_b=0.0, std_a=0.0, dtype=None, max_random_contrast=0.0,
+                 max_random_illumination=0, **kwargs):
         self._label_pad_width = int(label_pad_width)
         self._label_pad_value = float(label_pad_value)
+        # here max_random_contrast / max_random_illumination belong to the augmenter's colour step
+        self._colour_args = {"max_random_contrast": max_random_contrast,
+                             "max_random_illumination": max_random_illumination}
         super().__init__(path_imgrec, data_shape, batch_size, path_imglist=path_imglist, label_width=label_width,
                          mean_r=mean_r, mean_g=mean_g, mean_b=mean_b, mean_a=mean_a, std_r=std_r, std_g=std_g,
                          std_b=std_b, std_a=std_a, dtype="float32" if dtype in (None, "float32") else dtype,
                          **kwargs)
 
     def _make_aug(self, data_shape, kwargs):
-        return DetAugmentParams.create(data_shape, kwargs)
+        return DetAugmentParams.create(data_shape, {**kwargs, **self._colour_args})
 
     @staticmethod
     def _read_imglist(path: str) -> dict:
@@ -392,7 +397,6 @@ class ImageDetRecordIter(ImageRecordIter):
     def _widest_label(self) -> int:
         if self._imglist is not None:
             return max((lab.size for lab in self._imglist.values()), default=0)
-        from .. import recordio
         return max((self._raw_label(recordio.unpack(self._read(i))[0]).size
                     for i in range(len(self._locations))), default=0)
 

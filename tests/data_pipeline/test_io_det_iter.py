@@ -256,3 +256,16 @@ def test_four_channel_output_needs_four_channel_images(tmp_path):
     rgb = write_rec(str(tmp_path), [rgba[:, :, :3]], [np.array(HEADER + OBJ_A, np.float32)], name="rgb")[0]
     with pytest.raises(MXNetError, match="Expected 4 channels, got 3"):
         mx.io.ImageRecordIter(path_imgrec=rgb, data_shape=(4, 12, 12), batch_size=1, label_width=7).next()
+
+
+def test_colour_arguments_reach_the_augmenter(det_rec):
+    """max_random_contrast / max_random_illumination are the detection augmenter's colour
+    arguments (with their probabilities), not a normalization."""
+    images, _, rec = det_rec
+    args = dict(path_imgrec=rec, data_shape=(3, 24, 32), batch_size=6)
+    base = mx.io.ImageDetRecordIter(**args).next().data[0].asnumpy()
+    out = mx.io.ImageDetRecordIter(random_contrast_prob=1.0, max_random_contrast=0.5, **args).next().data[0].asnumpy()
+    ratios = [np.polyfit(b.ravel(), o.ravel(), 1)[0] for b, o in zip(base, out)]
+    assert np.ptp(ratios) > 0.1 and all(0.45 < r < 1.55 for r in ratios)
+    lit = mx.io.ImageDetRecordIter(random_illumination_prob=1.0, max_random_illumination=40, **args)
+    assert not np.array_equal(lit.next().data[0].asnumpy(), base)
