@@ -323,6 +323,11 @@ def random_statistics(st: Store):
         data = _batches(mx.io.ImageRecordUInt8Iter(path_imgrec=rec, verbose=False, **args), epochs=40)[0]
         st.add(name, [crop_extent(a) for batch in data for a in batch[:4]], args)
     det = os.path.join(DATA, "data_det.rec")
+    args = {"data_shape": [3, 16, 16], "batch_size": 5}
+    det_base = mx.io.ImageDetRecordIter(path_imgrec=det, verbose=False, **args).next().data[0].asnumpy()
+    args.update(random_contrast_prob=1.0, max_random_contrast=0.5)
+    data = _batches(mx.io.ImageDetRecordIter(path_imgrec=det, verbose=False, **args), epochs=8)[0]
+    st.add("stat_det_contrast", [jitter_fit("brightness", a, b) for batch in data for a, b in zip(batch, det_base)], args)
     crop = {"rand_crop_prob": 1.0, "min_crop_scales": [0.3], "max_crop_scales": [1.0],
             "min_crop_aspect_ratios": [0.5], "max_crop_aspect_ratios": [2.0]}
     for name, extra in (("stat_det_crop_boxes", crop), ("stat_det_pad_boxes", {"rand_pad_prob": 1.0, "max_pad_scale": 2.0})):

@@ -344,3 +344,19 @@ def test_recordio_writes_mxnet_files_byte_for_byte(stem, tmp_path):
     writer.close()
     assert (tmp_path / "x.rec").read_bytes() == (DATA / f"{stem}.rec").read_bytes()
     assert (tmp_path / "x.idx").read_bytes() == (DATA / f"{stem}.idx").read_bytes()
+
+
+def test_det_contrast_scales_pixels_as_mxnet():
+    """ImageDetRecordIter's contrast (probability 1, max 0.5): each picture becomes rint(c * x)
+    with c = 1 + U(-0.5, 0.5) (OpenCV's convertTo) before the final resize, so the fitted c
+    spreads over [0.5, 1.5] and the fit's residuals (from pixels saturated before resizing)
+    are as small as in MXNet's output."""
+    args = _args(ITERS, "stat_det_contrast")
+    ref = _out(ITERS, "stat_det_contrast")
+    rec = str(DATA / "data_det.rec")
+    base = mx.io.ImageDetRecordIter(path_imgrec=rec, data_shape=(3, 16, 16), batch_size=5).next().data[0].asnumpy()
+    data = _run_epochs(mx.io.ImageDetRecordIter(path_imgrec=rec, **args), epochs=8)[0]
+    got = np.array([jitter_fit("brightness", a, b) for batch in data for a, b in zip(batch, base)])
+    for fits in (ref, got):
+        assert 0.5 - 1e-2 <= fits[:, 0].min() and fits[:, 0].max() <= 1.5 + 1e-2 and fits[:, 0].std() > 0.15
+    assert np.median(got[:, 1]) <= np.median(ref[:, 1]) + 2
