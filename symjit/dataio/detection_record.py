@@ -39,7 +39,7 @@ from .. import recordio
 from ..base import MXNetError
 from ..ops import image_kernels as codec
 from .record import (ImageRecordIter, _channel_values, _interp, _resize_short, hls_offsets, hls_shift,
-                     uniform_between)
+                     parse_fields, uniform_between)
 
 __all__ = ["ImageDetRecordIter", "DetAugmentParams", "DetLabel", "det_augment"]
 
@@ -92,7 +92,7 @@ class DetAugmentParams:
         """Parameters from keyword arguments, validated and with the per-sampler tuples
         broadcast to num_crop_sampler entries (as MXNet's ValidateCropParameters)."""
         known = {f.name for f in fields(cls)} - {"data_shape"}
-        args = {k: v for k, v in kwargs.items() if k in known}
+        args = parse_fields("ImageDetRecordIter", cls, {k: v for k, v in kwargs.items() if k in known})
         n = int(args.get("num_crop_sampler", 1))
         for name in _SAMPLER_FIELDS:
             if name in args:

@@ -29,6 +29,7 @@ unknown arguments (InitAllowUnknown).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -91,6 +92,31 @@ class AugmentParams:
     def sized_crop(self) -> bool:
         """Whether a random square of [min_crop_size, max_crop_size] is cropped and resized."""
         return self.max_crop_size != -1 or self.min_crop_size != -1
+
+
+_BOOL_TEXT = {"1": True, "0": False, "true": True, "false": False}
+
+
+def parse_param(what: str, name: str, value, kind: type):
+    """An iterator argument as `kind` (bool, int or float), read as MXNet's parameter parser
+    reads it (an int takes no fraction, a bool is 0/1/True/False); MXNetError otherwise."""
+    text = str(value).strip()
+    try:
+        if kind is bool:
+            return _BOOL_TEXT[text.lower()]
+        if kind is int:
+            return int(text)
+        return float(text)
+    except (KeyError, ValueError):
+        expected = {bool: "boolean", int: "int", float: "float"}[kind]
+        raise MXNetError(f"{what}: Invalid Parameter format for {name} expect {expected} but value='{value}'") from None
+
+
+def parse_fields(what: str, cls, values: dict) -> dict:
+    """`values` of a parameter dataclass parsed by the type of each field's default."""
+    defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+    return {k: parse_param(what, k, v, type(defaults[k])) if type(defaults[k]) in (bool, int, float) else v
+            for k, v in values.items()}
 
 
 def _interp(code: int, rng, old_hw, new_hw) -> int:
@@ -350,7 +376,9 @@ class ImageRecordIter(BatchedIter):
     def _make_aug(self, data_shape, kwargs):
         """The augmentation parameters among the keyword arguments (others are ignored, as MXNet
         ignores unknown arguments of its native iterators)."""
-        fields = {k: v for k, v in kwargs.items() if k in _AUG_FIELDS}
+        fields = parse_fields(self._what, AugmentParams, {k: v for k, v in kwargs.items() if k in _AUG_FIELDS})
+        if fields.get("min_aspect_ratio") is not None:
+            fields["min_aspect_ratio"] = parse_param(self._what, "min_aspect_ratio", fields["min_aspect_ratio"], float)
         if "rotate_list" in fields:
             fields["rotate_list"] = _rotate_list(fields["rotate_list"])
         aug = AugmentParams(data_shape, **fields)

@@ -269,3 +269,27 @@ def test_colour_arguments_reach_the_augmenter(det_rec):
     assert np.ptp(ratios) > 0.1 and all(0.45 < r < 1.55 for r in ratios)
     lit = mx.io.ImageDetRecordIter(random_illumination_prob=1.0, max_random_illumination=40, **args)
     assert not np.array_equal(lit.next().data[0].asnumpy(), base)
+
+
+@pytest.mark.parametrize("cls", ["ImageRecordIter", "ImageDetRecordIter"])
+def test_arguments_are_parsed_as_mxnet(cls, det_rec):
+    """Typed arguments parse as MXNet's parameters (strings accepted, an int takes no
+    fraction, a bool is 0/1/True/False); unknown arguments are ignored, as MXNet ignores them."""
+    _, _, rec = det_rec
+    make = getattr(mx.io, cls)
+    base = dict(path_imgrec=rec, data_shape=(3, 24, 32), batch_size=1)
+    if cls == "ImageRecordIter":
+        base["label_width"] = 7     # the first record's label array
+    for bad, msg in [({"resize": "abc"}, "resize expect int"), ({"inter_method": 2.5}, "inter_method expect int"),
+                     ({"fill_value": "x"}, "fill_value expect int")]:
+        with pytest.raises(MXNetError, match=msg):
+            make(**base, **bad)
+    if cls == "ImageRecordIter":
+        with pytest.raises(MXNetError, match="rand_mirror expect boolean but value='yes'"):
+            make(**base, rand_mirror="yes")
+        assert make(**base, resize="30", mirror="True", no_such_argument=3).next().data[0].shape == (1, 3, 24, 32)
+    else:
+        with pytest.raises(MXNetError, match="max_random_illumination expect int"):
+            make(**base, max_random_illumination=0.5)
+        assert make(**base, resize="30", rand_mirror_prob="1", no_such_argument=3).next().data[0].shape == \
+            (1, 3, 24, 32)
