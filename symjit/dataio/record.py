@@ -145,6 +145,9 @@ def uniform_between(rng, lo: float, hi: float) -> float:
 def _affine(img, p: AugmentParams, rng):
     """Rotation, shear, scale and aspect-ratio change about the centre, output size
     clamped to [min_img_size, max_img_size] (MXNet's warpAffine step)."""
+    if p.inter_method == 0:
+        raise MXNetError(f"ImageRecordIter: invalid inter_method 0 for the affine step (rotation, shear, random "
+                         f"scale or aspect ratio, image size bounds): MXNet accepts 1, 2, 3, 4, 9, 10 there")
     h, w = img.shape[:2]
     shear = rng.uniform(-p.max_shear_ratio, p.max_shear_ratio) if p.max_shear_ratio > 0 else 0.0
     angle = int(rng.integers(-p.max_rotate_angle, p.max_rotate_angle + 1)) if p.max_rotate_angle > 0 else 0

@@ -231,6 +231,9 @@ def test_rotate_list_and_image_size_bounds(rec6):
                                      fill_value=7)
     out = big.next().data[0].asnumpy()     # the canvas grows to 30x30, the picture stays 24x30
     assert (out[:, :, :3] == 7).all() and (out[:, :, -3:] == 7).all()
+    with pytest.raises(MXNetError, match="invalid inter_method 0 for the affine step"):   # as MXNet
+        mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 24, 30), batch_size=6, max_rotate_angle=10,
+                              inter_method=0).next()
 
 
 def test_contrast_and_illumination_are_drawn_per_image(rec6):
