@@ -3,7 +3,7 @@ to_tensor and normalize): resize, crop, random_crop, random_resized_crop, flips,
 jitters and PCA lighting.
 
 Every op takes an image (H, W, C) or a batch (N, H, W, C) (uint8 or float) and returns the same
-dtype; integer results are rounded and saturated (OpenCV's saturate_cast). Random ops draw from
+dtype (as in MXNet 1.9.1 the flips, colour jitters and lighting ops take one image only); integer results are rounded and saturated (OpenCV's saturate_cast). Random ops draw from
 the op's generator (`mx.random.seed` makes them reproducible), independently for each image of
 a batch. Sizes are (width, height), as MXNet's.
 
@@ -46,7 +46,9 @@ def _err(op: str, msg: str) -> MXNetError:
     return MXNetError(f"{op}: {msg}")
 
 
-def _check_image(op: str, shape) -> None:
+def _check_image(op: str, shape, single: bool = False) -> None:
+    if single and len(shape) != 3:      # MXNet's flips, colour and lighting ops take one image
+        raise _err(op, f"Input image must have shape (height, width, channels), but got {list(shape)}")
     if len(shape) not in (3, 4):
         raise _err(op, f"input must be an image (H, W, C) or a batch (N, H, W, C), got shape {tuple(shape)}")
 
@@ -72,8 +74,10 @@ def _with_hw(shape: tuple, h: int, w: int) -> tuple:
 
 
 class _ImageOp(Op):
-    """An op mapping HWC images to HWC images of the same dtype (output size from `out_hw`)."""
+    """An op mapping HWC images to HWC images of the same dtype (output size from `out_hw`).
+    `single_image`: the op takes one (H, W, C) image only, no batch (as in MXNet 1.9.1)."""
     inputs = ("data",)
+    single_image = False
 
     def out_hw(self, attrs, h: int, w: int) -> tuple:
         return h, w
@@ -82,7 +86,7 @@ class _ImageOp(Op):
         (d,) = in_shapes
         if d is None:
             return [None], [None]
-        _check_image(self.name, d)
+        _check_image(self.name, d, self.single_image)
         h, w = d[-3], d[-2]
         if not (h and w):
             return [tuple(d)], [None]
@@ -96,7 +100,7 @@ class _ImageOp(Op):
 
     def compute(self, attrs, inputs, ctx):
         (x,) = inputs
-        _check_image(self.name, x.shape)
+        _check_image(self.name, x.shape, self.single_image)
         rng = ctx.random() if self.is_random else None
         return [np.ascontiguousarray(_per_image(x, lambda img: self.one(attrs, img, rng)))]
 
@@ -278,6 +282,7 @@ class RandomResizedCrop(_ImageOp):
 
 class _Flip(_ImageOp):
     """Reverses the width (axis=1) or height (axis=0) of each image."""
+    single_image = True
     axis = 1
     kernel = "shape"
 
@@ -301,6 +306,8 @@ class FlipTopBottom(_Flip):
 
 
 class _RandomFlip(_ImageOp):
+    """Flip the image along `axis` with probability 1/2."""
+    single_image = True
     is_random = True
     differentiable = False
     axis = 1
@@ -336,6 +343,7 @@ _FACTORS = {
 
 class _RandomAdjust(_ImageOp):
     """alpha ~ U(min_factor, max_factor) per image, then `adjust(img, alpha)`."""
+    single_image = True
     is_random = True
     differentiable = False
     params = _FACTORS
@@ -381,6 +389,7 @@ class RandomHue(_RandomAdjust):
 @register("_image_random_color_jitter")
 class RandomColorJitter(_ImageOp):
     """Brightness, contrast, saturation and hue jitters (those > 0), in that order."""
+    single_image = True
     is_random = True
     differentiable = False
     params = {
@@ -408,6 +417,7 @@ def _lit(img: np.ndarray, alpha) -> np.ndarray:
 @register("_image_adjust_lighting")
 class AdjustLighting(_ImageOp):
     """Adds eigvec @ (alpha * eigval) to every RGB pixel."""
+    single_image = True
     params = {"alpha": Param(FloatTuple, doc="The lighting alphas for the R, G, B channels.")}
     kernel = "elementwise"
 
@@ -424,6 +434,7 @@ class AdjustLighting(_ImageOp):
 @register("_image_random_lighting")
 class RandomLighting(_ImageOp):
     """adjust_lighting with alpha ~ N(0, alpha_std) per image."""
+    single_image = True
     is_random = True
     differentiable = False
     params = {"alpha_std": Param(Float, 0.05, "Level of the lighting noise.")}

@@ -137,6 +137,9 @@ def ndimage_cases(pictures) -> Store:
     t = mx.nd.image.to_tensor(src)
     args = {"mean": [0.4, 0.5, 0.6], "std": [0.2, 0.25, 0.3]}
     st.add("normalize", mx.nd.image.normalize(t, **args), args)
+    st.add("normalize_batch", mx.nd.image.normalize(mx.nd.image.to_tensor(batch), **args), args)
+    st.add("adjust_lighting_batch", mx.nd.image.adjust_lighting(batch.astype(np.float32), alpha=[0.1, 0.2, -0.3]),
+           {"alpha": [0.1, 0.2, -0.3]})
     for name, args in [("resize", {"size": [30, 15]}), ("resize_keep", {"size": 10, "keep_ratio": True}),
                        ("resize_nn", {"size": [13, 29], "interp": 0}), ("resize_cubic", {"size": [30, 15], "interp": 2}),
                        ("resize_area", {"size": [10, 7], "interp": 3})]:
