@@ -3,8 +3,10 @@ to_tensor and normalize): resize, crop, random_crop, random_resized_crop, flips,
 jitters and PCA lighting.
 
 Every op takes an image (H, W, C) or a batch (N, H, W, C) (uint8 or float) and returns the same
-dtype (as in MXNet 1.9.1 the flips, colour jitters and lighting ops take one image only); integer results are rounded and saturated (OpenCV's saturate_cast). Random ops draw from
-the op's generator (`mx.random.seed` makes them reproducible), independently for each image of
+dtype (as in MXNet 1.9.1 the flips, colour jitters and lighting ops take one image only).
+Integer results of resizing are rounded and saturated (OpenCV's saturate_cast), those of the
+colour and lighting ops saturated and truncated (MXNet's cast). Random ops draw from the op's
+generator (`mx.random.seed` makes them reproducible), independently for each image of
 a batch. Sizes are (width, height), as MXNet's.
 
   * resize(size, keep_ratio, interp): `size` (w, h), or one int: a square, or with keep_ratio
@@ -335,6 +337,27 @@ def _check_rgb(op: str, img: np.ndarray) -> None:
         raise _err(op, f"expects RGB images with 3 channels, got {img.shape[-1]} channels")
 
 
+def _as_input_dtype(out: np.ndarray, img: np.ndarray) -> np.ndarray:
+    """A float result in `img`'s dtype as MXNet's colour operators store it: integer images are
+    saturated and truncated toward zero (static_cast), float images keep their values."""
+    if np.issubdtype(img.dtype, np.integer):
+        info = np.iinfo(img.dtype)
+        return np.trunc(np.clip(out, info.min, info.max)).astype(img.dtype)
+    return out.astype(img.dtype, copy=False)
+
+
+def _adjust_contrast(img: np.ndarray, alpha: float) -> np.ndarray:
+    """Contrast about the mean luma (RGB) or the mean value (one channel), as MXNet's operator."""
+    if img.shape[-1] == 1:
+        return img * np.float32(alpha) + np.float32((1 - alpha) * img.mean(dtype=np.float64))
+    return K.adjust_contrast(img, alpha)
+
+
+def _draw(rng, lo: float, hi: float) -> float:
+    """lo + (hi - lo) * U(0, 1), also when lo > hi (MXNet draws so)."""
+    return lo + (hi - lo) * rng.random()
+
+
 _FACTORS = {
     "min_factor": Param(Float, doc="Minimum factor."),
     "max_factor": Param(Float, doc="Maximum factor."),
@@ -356,9 +379,8 @@ class _RandomAdjust(_ImageOp):
     def one(self, attrs, img, rng):
         if self.needs_rgb:
             _check_rgb(self.name, img)
-        if attrs["min_factor"] > attrs["max_factor"]:
-            raise _err(self.name, f"min_factor {attrs['min_factor']} exceeds max_factor {attrs['max_factor']}")
-        return type(self).adjust(img, rng.uniform(attrs["min_factor"], attrs["max_factor"]))
+        alpha = _draw(rng, attrs["min_factor"], attrs["max_factor"])
+        return _as_input_dtype(type(self).adjust(img.astype(np.float32), alpha), img)
 
 
 @register("_image_random_brightness")
@@ -370,13 +392,15 @@ class RandomBrightness(_RandomAdjust):
 
 @register("_image_random_contrast")
 class RandomContrast(_RandomAdjust):
-    """alpha * x + (1 - alpha) * mean luma."""
-    adjust = staticmethod(K.adjust_contrast)
+    """alpha * x + (1 - alpha) * mean luma (one channel: its mean)."""
+    needs_rgb = False
+    adjust = staticmethod(_adjust_contrast)
 
 
 @register("_image_random_saturation")
 class RandomSaturation(_RandomAdjust):
-    """alpha * x + (1 - alpha) * luma."""
+    """alpha * x + (1 - alpha) * luma (one channel: unchanged)."""
+    needs_rgb = False
     adjust = staticmethod(K.adjust_saturation_op)
 
 
@@ -400,18 +424,19 @@ class RandomColorJitter(_ImageOp):
     }
 
     def one(self, attrs, img, rng):
-        _check_rgb(self.name, img)
-        for key, fn in (("brightness", K.adjust_brightness), ("contrast", K.adjust_contrast),
-                        ("saturation", K.adjust_saturation_op)):
-            if attrs[key] > 0:
-                img = fn(img, 1 + rng.uniform(-attrs[key], attrs[key]))
         if attrs["hue"] > 0:
-            img = K.adjust_hue(img, rng.uniform(-attrs["hue"], attrs["hue"]))
+            _check_rgb(self.name, img)
+        for key, fn in (("brightness", K.adjust_brightness), ("contrast", _adjust_contrast),
+                        ("saturation", K.adjust_saturation_op)):
+            if attrs[key] > 0:        # each step stored in the image's dtype, as MXNet's
+                img = _as_input_dtype(fn(img.astype(np.float32), 1 + rng.uniform(-attrs[key], attrs[key])), img)
+        if attrs["hue"] > 0:
+            img = _as_input_dtype(K.adjust_hue(img.astype(np.float32), rng.uniform(-attrs["hue"], attrs["hue"])), img)
         return img
 
 
 def _lit(img: np.ndarray, alpha) -> np.ndarray:
-    return K._like(img + K.lighting_offset(alpha), img)
+    return _as_input_dtype(img + K.lighting_offset(alpha), img)
 
 
 @register("_image_adjust_lighting")

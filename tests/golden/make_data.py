@@ -138,8 +138,6 @@ def ndimage_cases(pictures) -> Store:
     args = {"mean": [0.4, 0.5, 0.6], "std": [0.2, 0.25, 0.3]}
     st.add("normalize", mx.nd.image.normalize(t, **args), args)
     st.add("normalize_batch", mx.nd.image.normalize(mx.nd.image.to_tensor(batch), **args), args)
-    st.add("adjust_lighting_batch", mx.nd.image.adjust_lighting(batch.astype(np.float32), alpha=[0.1, 0.2, -0.3]),
-           {"alpha": [0.1, 0.2, -0.3]})
     for name, args in [("resize", {"size": [30, 15]}), ("resize_keep", {"size": 10, "keep_ratio": True}),
                        ("resize_nn", {"size": [13, 29], "interp": 0}), ("resize_cubic", {"size": [30, 15], "interp": 2}),
                        ("resize_area", {"size": [10, 7], "interp": 3})]:
@@ -159,6 +157,15 @@ def ndimage_cases(pictures) -> Store:
                        ("random_hue", {"min_factor": 1.2, "max_factor": 1.2}),
                        ("random_lighting", {"alpha_std": 0.0})]:
         st.add(name, getattr(mx.nd.image, name)(f, **args), args)
+    for name, args in [("random_brightness_u8", {"min_factor": 1.5, "max_factor": 1.5}),
+                       ("random_contrast_u8", {"min_factor": 1.4, "max_factor": 1.4}),
+                       ("random_saturation_u8", {"min_factor": 1.6, "max_factor": 1.6}),
+                       ("adjust_lighting_u8", {"alpha": [0.5, -0.2, 0.3]})]:
+        st.add(name, getattr(mx.nd.image, name[:-3])(src, **args), args)     # uint8: saturated, truncated
+    gray = mx.nd.array(pictures[0][:, :, :1], dtype=np.float32)
+    for name, args in [("random_contrast_gray", {"min_factor": 0.6, "max_factor": 0.6}),
+                       ("random_saturation_gray", {"min_factor": 0.6, "max_factor": 0.6})]:
+        st.add(name, getattr(mx.nd.image, name[:-5])(gray, **args), args)
     for name, spec in GLUON_TRANSFORMS:
         out = mx.gluon.data.vision.transforms.Compose(
             [getattr(mx.gluon.data.vision.transforms, cls)(*a, **kw) for cls, a, kw in spec])(src)

@@ -110,6 +110,10 @@ def _ndimage_input(name: str, pictures):
     op = name.replace("_batch", "")
     if op.startswith("resize"):
         op = "resize"
+    if op.endswith("_u8"):                 # the colour ops on uint8 pixels
+        return op[:-3], x
+    if op.endswith("_gray"):               # on one float channel
+        return op[:-5], mx.nd.array(pictures[0][:, :, :1], dtype=np.float32)
     if op == "adjust_lighting" or op.startswith("random_"):
         x = x.astype(np.float32)
     if op == "normalize":
