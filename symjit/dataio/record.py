@@ -29,6 +29,7 @@ unknown arguments (InitAllowUnknown).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -93,6 +94,31 @@ class AugmentParams:
         return self.max_crop_size != -1 or self.min_crop_size != -1
 
 
+_BOOL_TEXT = {"1": True, "0": False, "true": True, "false": False}
+
+
+def parse_param(what: str, name: str, value, kind: type):
+    """An iterator argument as `kind` (bool, int or float), read as MXNet's parameter parser
+    reads it (an int takes no fraction, a bool is 0/1/True/False); MXNetError otherwise."""
+    text = str(value).strip()
+    try:
+        if kind is bool:
+            return _BOOL_TEXT[text.lower()]
+        if kind is int:
+            return int(text)
+        return float(text)
+    except (KeyError, ValueError):
+        expected = {bool: "boolean", int: "int", float: "float"}[kind]
+        raise MXNetError(f"{what}: Invalid Parameter format for {name} expect {expected} but value='{value}'") from None
+
+
+def parse_fields(what: str, cls, values: dict) -> dict:
+    """`values` of a parameter dataclass parsed by the type of each field's default."""
+    defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+    return {k: parse_param(what, k, v, type(defaults[k])) if type(defaults[k]) in (bool, int, float) else v
+            for k, v in values.items()}
+
+
 def _interp(code: int, rng, old_hw, new_hw) -> int:
     """inter_method as an OpenCV code: 9 picks by the size change, 10 a random one."""
     if code == 9:
@@ -111,9 +137,17 @@ def _resize_short(img, size, p, rng):
     return codec.resize(img, nw, nh, _interp(p.inter_method, rng, (h, w), (nh, nw)))
 
 
+def uniform_between(rng, lo: float, hi: float) -> float:
+    """lo + (hi - lo) * U(0, 1), also for lo > hi (as MXNet's C++ distributions compute it)."""
+    return lo + (hi - lo) * rng.random()
+
+
 def _affine(img, p: AugmentParams, rng):
     """Rotation, shear, scale and aspect-ratio change about the centre, output size
     clamped to [min_img_size, max_img_size] (MXNet's warpAffine step)."""
+    if p.inter_method == 0:
+        raise MXNetError(f"ImageRecordIter: invalid inter_method 0 for the affine step (rotation, shear, random "
+                         f"scale or aspect ratio, image size bounds): MXNet accepts 1, 2, 3, 4, 9, 10 there")
     h, w = img.shape[:2]
     shear = rng.uniform(-p.max_shear_ratio, p.max_shear_ratio) if p.max_shear_ratio > 0 else 0.0
     angle = int(rng.integers(-p.max_rotate_angle, p.max_rotate_angle + 1)) if p.max_rotate_angle > 0 else 0
@@ -123,7 +157,7 @@ def _affine(img, p: AugmentParams, rng):
         angle = int(p.rotate_list[int(rng.integers(0, len(p.rotate_list)))])
     s = rng.uniform(p.min_random_scale, p.max_random_scale)
     if p.min_aspect_ratio is not None:
-        ratio = rng.uniform(p.min_aspect_ratio, p.max_aspect_ratio)
+        ratio = uniform_between(rng, p.min_aspect_ratio, p.max_aspect_ratio)
     else:
         ratio = rng.uniform(1 - p.max_aspect_ratio, 1 + p.max_aspect_ratio)
     hs = 2 * s / (1 + ratio)
@@ -345,7 +379,9 @@ class ImageRecordIter(BatchedIter):
     def _make_aug(self, data_shape, kwargs):
         """The augmentation parameters among the keyword arguments (others are ignored, as MXNet
         ignores unknown arguments of its native iterators)."""
-        fields = {k: v for k, v in kwargs.items() if k in _AUG_FIELDS}
+        fields = parse_fields(self._what, AugmentParams, {k: v for k, v in kwargs.items() if k in _AUG_FIELDS})
+        if fields.get("min_aspect_ratio") is not None:
+            fields["min_aspect_ratio"] = parse_param(self._what, "min_aspect_ratio", fields["min_aspect_ratio"], float)
         if "rotate_list" in fields:
             fields["rotate_list"] = _rotate_list(fields["rotate_list"])
         aug = AugmentParams(data_shape, **fields)
@@ -410,14 +446,18 @@ class ImageRecordIter(BatchedIter):
         c = self._aug.data_shape[0]
         if self._dtype == "uint8":
             return None
-        mean = self._mean_image(mean_img) if mean_img else _channel_values(means, c)
+        std = _channel_values(stds, c)
         if self._dtype == "int8":   # integer means (per pixel with a mean image), no std
+            mean = self._mean_image(mean_img) if mean_img else _channel_values(means, c)
             return np.round(mean).astype(np.int16)
-        return _Normalization(mean, _channel_values(stds, c), scale, max_contrast, max_illumination)
+        mean = self._mean_image(mean_img, np.float32(scale) / std) if mean_img else _channel_values(means, c)
+        return _Normalization(mean, std, scale, max_contrast, max_illumination)
 
-    def _mean_image(self, path: str) -> np.ndarray:
-        """The (C, H, W) mean image stored at `path` (nd.save format), computed over the
-        records without random augmentation and saved there when the file is absent."""
+    def _mean_image(self, path: str, factor=1.0) -> np.ndarray:
+        """The (C, H, W) mean image stored at `path` (nd.save format); when the file is absent,
+        the mean over the records (without random augmentation) of the pixels times `factor`,
+        saved there: MXNet averages its iterator's output before a mean exists, which is
+        x * scale / std for float32 output (and subtracts that image from x afterwards)."""
         from .. import ndarray as nd
         if os.path.isfile(path):
             loaded = nd.load(path)
@@ -426,7 +466,7 @@ class ImageRecordIter(BatchedIter):
         total = np.zeros(self._aug.data_shape, np.float64)
         for i in range(len(self._locations)):
             total += self._decode_augment(i, None, train=False)[0]
-        mean = (total / max(len(self._locations), 1)).astype(np.float32)
+        mean = (total / max(len(self._locations), 1) * factor).astype(np.float32)
         nd.save(path, {"mean_img": nd.array(mean)})
         return mean
 
@@ -434,12 +474,19 @@ class ImageRecordIter(BatchedIter):
         header, payload = recordio.unpack(self._read(i))
         return self._process(header, payload, rng if rng is not None else np.random.default_rng(0), train)
 
+    def _decode(self, header, payload) -> np.ndarray:
+        """The record's HxWxC RGB(A) pixels: grayscale for 1 channel, colour for 3, the file's
+        own channels for 4, which must then be 4 (as MXNet)."""
+        c = self._aug.data_shape[0]
+        img = codec.decode(payload, {1: 0, 3: 1, 4: -1}[c], True)
+        if img.shape[2] != c:
+            raise MXNetError(f"{self._what}: Invalid image with index {int(header.id)}. Expected {c} channels, "
+                             f"got {img.shape[2]}")
+        return img
+
     def _process(self, header, payload, rng, train=True):
         """(CxHxW image, label) of one record."""
-        img = codec.decode(payload, 0 if self._aug.data_shape[0] == 1 else 1, True)
-        if self._aug.data_shape[0] == 4 and img.shape[2] == 3:
-            img = np.concatenate([img, np.full(img.shape[:2] + (1,), 255, np.uint8)], axis=2)
-        out = augment(img, self._aug, rng, train)
+        out = augment(self._decode(header, payload), self._aug, rng, train)
         return np.transpose(out, (2, 0, 1)), self._label(header)
 
     def _output(self, img: np.ndarray, rng) -> np.ndarray:

@@ -231,6 +231,9 @@ def test_rotate_list_and_image_size_bounds(rec6):
                                      fill_value=7)
     out = big.next().data[0].asnumpy()     # the canvas grows to 30x30, the picture stays 24x30
     assert (out[:, :, :3] == 7).all() and (out[:, :, -3:] == 7).all()
+    with pytest.raises(MXNetError, match="invalid inter_method 0 for the affine step"):   # as MXNet
+        mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 24, 30), batch_size=6, max_rotate_angle=10,
+                              inter_method=0).next()
 
 
 def test_contrast_and_illumination_are_drawn_per_image(rec6):
@@ -242,3 +245,54 @@ def test_contrast_and_illumination_are_drawn_per_image(rec6):
     fits = np.array([np.polyfit(b.ravel(), o.ravel(), 1) for b, o in zip(base, out)])
     assert np.all(np.abs(fits[:, 0] - 1) <= 0.3 + 1e-4) and np.all(np.abs(fits[:, 1]) <= 10 / 2 + 1e-3)
     assert np.ptp(fits[:, 0]) > 0.05 and np.ptp(fits[:, 1]) > 0.5
+
+
+def test_four_channel_output_needs_four_channel_images(tmp_path):
+    """As MXNet: data_shape with 4 channels decodes the file's own channels, and an RGB image
+    is an error; an RGBA PNG keeps its alpha."""
+    rgba = np.concatenate([picture(12, 12), np.full((12, 12, 1), 77, np.uint8)], axis=2)
+    rec = write_rec(str(tmp_path), [rgba], [np.array(HEADER + OBJ_A, np.float32)], name="rgba")[0]
+    for cls in (mx.io.ImageRecordUInt8Iter, mx.io.ImageDetRecordIter):
+        kwargs = {"label_width": 7} if cls is mx.io.ImageRecordUInt8Iter else {}
+        out = cls(path_imgrec=rec, data_shape=(4, 12, 12), batch_size=1, **kwargs).next().data[0].asnumpy()[0]
+        np.testing.assert_array_equal(out, rgba.transpose(2, 0, 1))
+    rgb = write_rec(str(tmp_path), [rgba[:, :, :3]], [np.array(HEADER + OBJ_A, np.float32)], name="rgb")[0]
+    with pytest.raises(MXNetError, match="Expected 4 channels, got 3"):
+        mx.io.ImageRecordIter(path_imgrec=rgb, data_shape=(4, 12, 12), batch_size=1, label_width=7).next()
+
+
+def test_colour_arguments_reach_the_augmenter(det_rec):
+    """max_random_contrast / max_random_illumination are the detection augmenter's colour
+    arguments (with their probabilities), not a normalization."""
+    images, _, rec = det_rec
+    args = dict(path_imgrec=rec, data_shape=(3, 24, 32), batch_size=6)
+    base = mx.io.ImageDetRecordIter(**args).next().data[0].asnumpy()
+    out = mx.io.ImageDetRecordIter(random_contrast_prob=1.0, max_random_contrast=0.5, **args).next().data[0].asnumpy()
+    ratios = [np.polyfit(b.ravel(), o.ravel(), 1)[0] for b, o in zip(base, out)]
+    assert np.ptp(ratios) > 0.1 and all(0.45 < r < 1.55 for r in ratios)
+    lit = mx.io.ImageDetRecordIter(random_illumination_prob=1.0, max_random_illumination=40, **args)
+    assert not np.array_equal(lit.next().data[0].asnumpy(), base)
+
+
+@pytest.mark.parametrize("cls", ["ImageRecordIter", "ImageDetRecordIter"])
+def test_arguments_are_parsed_as_mxnet(cls, det_rec):
+    """Typed arguments parse as MXNet's parameters (strings accepted, an int takes no
+    fraction, a bool is 0/1/True/False); unknown arguments are ignored, as MXNet ignores them."""
+    _, _, rec = det_rec
+    make = getattr(mx.io, cls)
+    base = dict(path_imgrec=rec, data_shape=(3, 24, 32), batch_size=1)
+    if cls == "ImageRecordIter":
+        base["label_width"] = 7     # the first record's label array
+    for bad, msg in [({"resize": "abc"}, "resize expect int"), ({"inter_method": 2.5}, "inter_method expect int"),
+                     ({"fill_value": "x"}, "fill_value expect int")]:
+        with pytest.raises(MXNetError, match=msg):
+            make(**base, **bad)
+    if cls == "ImageRecordIter":
+        with pytest.raises(MXNetError, match="rand_mirror expect boolean but value='yes'"):
+            make(**base, rand_mirror="yes")
+        assert make(**base, resize="30", mirror="True", no_such_argument=3).next().data[0].shape == (1, 3, 24, 32)
+    else:
+        with pytest.raises(MXNetError, match="max_random_illumination expect int"):
+            make(**base, max_random_illumination=0.5)
+        assert make(**base, resize="30", rand_mirror_prob="1", no_such_argument=3).next().data[0].shape == \
+            (1, 3, 24, 32)

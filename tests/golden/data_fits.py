@@ -45,3 +45,10 @@ def crop_extent(img: np.ndarray) -> tuple:
     red = np.linalg.lstsq(design, img[0].astype(np.float64).ravel(), rcond=None)[0]
     green = np.linalg.lstsq(design, img[1].astype(np.float64).ravel(), rcond=None)[0]
     return float(red[0] * (w - 1) / 255), float(green[1] * (h - 1) / 255)
+
+
+def first_box(rows: np.ndarray) -> np.ndarray:
+    """(x0, y0, width, height) of the first object of each ImageDetRecordIter label row
+    ([c, h, w, n, header (3 numbers), objects of 6...])."""
+    obj = rows[:, 4 + 3:4 + 3 + 6]
+    return np.stack([obj[:, 1], obj[:, 2], obj[:, 3] - obj[:, 1], obj[:, 4] - obj[:, 2]], 1)
