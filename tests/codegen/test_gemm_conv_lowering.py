@@ -404,19 +404,30 @@ def test_pooling_backward(case, ptype):
     _check(_graph("_backward_Pooling", [("dy", ys), ("x", xs), ("y", ys)], attrs))
 
 
-@pytest.mark.parametrize("xs,convention", [((2, 3, 9, 37), "valid"), ((1, 2, 8, 32), "valid"),
-                                           ((3, 1, 6, 70), "valid"), ((1, 2, 7, 9), "full")])
+POOL_2X2_CASES = [((2, 3, 9, 37), "valid"), ((1, 2, 8, 32), "valid"), ((3, 1, 6, 70), "valid"),
+                  ((1, 2, 7, 9), "full")]
+POOL_2X2_VALUES = np.array([np.nan, -np.inf, -1.0, 0.0, 0.5, 2.0], np.float32)
+
+
+@pytest.mark.parametrize("xs,convention", POOL_2X2_CASES)
+def test_max_pooling_2x2(xs, convention, kernel_path):
+    """2x2 stride-2 max pooling (the tiles' path splits rows into even and odd columns): NaN
+    ignored like fmax, -inf, ties; odd sizes leave rows and columns no window covers."""
+    attrs = {"kernel": (2, 2), "stride": (2, 2), "pool_type": "max", "pooling_convention": convention}
+    _check(_graph("Pooling", [("x", xs)], attrs), exact=True,
+           ints={"x": lambda rng, s: rng.choice(POOL_2X2_VALUES, s)})
+
+
+@pytest.mark.parametrize("xs,convention", POOL_2X2_CASES)
 def test_max_pooling_2x2_backward(xs, convention, kernel_path):
-    """2x2 stride-2 max pooling backward (the tiles' path splits rows into even and odd columns):
-    ties, NaN and -inf from a small value set, so the first strict maximum of each window is
-    checked exactly; odd sizes leave rows and columns no window covers (their gradient is 0)."""
+    """2x2 stride-2 max pooling backward: ties, NaN and -inf from a small value set, so the first
+    strict maximum of each window is checked exactly; rows and columns no window covers get 0."""
     from symjit.ops.registry import get_op
     attrs = {"kernel": (2, 2), "stride": (2, 2), "pool_type": "max", "pooling_convention": convention}
     op = get_op("Pooling")
     _, (ys,) = op.infer_shape(op.parse({k: str(v) for k, v in attrs.items()}), [xs])
-    values = np.array([np.nan, -np.inf, -1.0, 0.0, 0.5, 2.0], np.float32)
     _check(_graph("_backward_Pooling", [("dy", ys), ("x", xs), ("y", ys)], attrs), exact=True,
-           ints={"x": lambda rng, s: rng.choice(values, s), "dy": lambda rng, s: rng.integers(1, 9, s)})
+           ints={"x": lambda rng, s: rng.choice(POOL_2X2_VALUES, s), "dy": lambda rng, s: rng.integers(1, 9, s)})
 
 
 def test_lp_pooling_backward():
