@@ -334,7 +334,7 @@ class GluonWorker:
         self.proc.stdin.write(f"{n}\n")
         self.proc.stdin.flush()
         reply = self._read()
-        return reply["seconds"], reply["losses"]
+        return reply["seconds"], reply["losses"], reply["cpu"]
 
     def close(self) -> None:
         self.proc.stdin.close()
@@ -352,32 +352,42 @@ def worker_main(workload: str, package: str, threads: int) -> None:
     print(json.dumps({"version": getattr(mod, "__version__", "?"), "where": os.path.dirname(mod.__file__)}),
           flush=True)
     for line in sys.stdin:
-        seconds, losses = timed_round(step, int(line))
-        print(json.dumps({"seconds": seconds, "losses": losses}), flush=True)
+        cpu = {}
+        seconds, losses = timed_round(step, int(line), cpu)
+        print(json.dumps({"seconds": seconds, "losses": losses, "cpu": cpu["seconds"]}), flush=True)
 
 
 # ---- timing ----------------------------------------------------------------------------------
-def timed_round(step, n: int):
+def timed_round(step, n: int, cpu: dict | None = None):
     """(seconds per step, losses) of n calls of `step`, or of `step.run_round(n)` for a
-    runtime in another process."""
+    runtime in another process; `cpu["seconds"]` gets the process CPU time per step (all its
+    threads: the work done, less sensitive than wall time to other load on the machine)."""
     if hasattr(step, "run_round"):
-        return step.run_round(n)
-    t0 = time.perf_counter()
-    losses = [step() for _ in range(n)]
-    return (time.perf_counter() - t0) / n, losses
+        seconds, losses, cpu_s = step.run_round(n)
+    else:
+        c0, t0 = time.process_time(), time.perf_counter()
+        losses = [step() for _ in range(n)]
+        seconds, cpu_s = (time.perf_counter() - t0) / n, (time.process_time() - c0) / n
+    if cpu is not None:
+        cpu["seconds"] = cpu_s
+    return seconds, losses
 
 
-def alternate(steps: dict, rounds: int, per_round: int, warmup: int):
-    """Per runtime: its per-round seconds per step, and the losses seen. After `warmup` steps
-    each, rounds alternate between the runtimes, the order reversed every round."""
+def alternate(steps: dict, rounds: int, per_round: int, warmup: int, cpu: dict | None = None):
+    """Per runtime: its per-round seconds per step, and the losses seen (and in `cpu`, if
+    given, its per-round CPU seconds per step). After `warmup` steps each, rounds alternate
+    between the runtimes, the order reversed every round."""
     losses = {k: timed_round(f, warmup)[1] if warmup else [] for k, f in steps.items()}
     times = {k: [] for k in steps}
     order = list(steps)
     for r in range(rounds):
         for k in (order if r % 2 == 0 else order[::-1]):
-            seconds, seen = timed_round(steps[k], per_round)
+            used = {}
+            seconds, seen = timed_round(steps[k], per_round, used)
             times[k].append(seconds)
             losses[k].extend(seen)
+            if cpu is not None:
+                cpu.setdefault(k, []).append(used["seconds"])
     return times, losses
 
 
@@ -434,10 +444,11 @@ def run_workload(workload: str, args) -> None:
     steps.update(workers)
     steps.update(peers(workload, x, y))
     load = os.getloadavg()
-    times, losses = alternate(steps, args.rounds, args.steps, args.warmup)
+    cpu: dict = {}
+    times, losses = alternate(steps, args.rounds, args.steps, args.warmup, cpu)
     print(f"== {workload}: median ms/step over {args.rounds} rounds of {args.steps} steps "
           f"({args.threads} threads; load average before {load[0]:.2f}, after {os.getloadavg()[0]:.2f})")
-    print_rounds(times, losses, "symjit")
+    print_rounds(times, losses, "symjit", lambda k: f"cpu {statistics.median(cpu[k]) * 1e3:7.2f} ms  ")
     for name, w in workers.items():
         print(f"  ({name}: {w.where} ({w.version}), same script, its own process)")
         w.close()
