@@ -335,7 +335,32 @@ NN_API void symjit_nn_conv_bwd_weight(const symjit_conv_desc *d, const float *dy
 /* Bias gradient: db[c] = sum over (outer, inner) of dy[outer, c, inner]                     */
 /* ---------------------------------------------------------------------------------------- */
 
+typedef struct {
+    int64_t outer, C, inner;
+    const float *dy;
+    float *db;
+} bias_bwd_job;
+
+/* channels [begin, end): each summed in the same order whatever the split (8 partial sums per
+ * run of `inner`, added in double) */
 NN_CLONES
+static void bias_bwd_task(int64_t begin, int64_t end, void **argv) {
+    const bias_bwd_job *j = (const bias_bwd_job *)argv[0];
+    for (int64_t c = begin; c < end; c++) {
+        double s = 0.0;
+        for (int64_t o = 0; o < j->outer; o++) {
+            const float *r = j->dy + (o * j->C + c) * j->inner;
+            float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            int64_t i = 0;
+            for (; i + 8 <= j->inner; i += 8)
+                for (int l = 0; l < 8; l++) part[l] += r[i + l];
+            for (; i < j->inner; i++) part[0] += r[i];
+            for (int l = 0; l < 8; l++) s += part[l];
+        }
+        j->db[c] = (float)s;
+    }
+}
+
 NN_API void symjit_nn_bias_bwd(int64_t outer, int64_t C, int64_t inner, const float *dy, float *db) {
     if (inner == 1) {
         double *acc = calloc((size_t)C, sizeof(double));
@@ -346,17 +371,8 @@ NN_API void symjit_nn_bias_bwd(int64_t outer, int64_t C, int64_t inner, const fl
         free(acc);
         return;
     }
-    for (int64_t c = 0; c < C; c++) {
-        double s = 0.0;
-        for (int64_t o = 0; o < outer; o++) {
-            const float *r = dy + (o * C + c) * inner;
-            float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-            int64_t i = 0;
-            for (; i + 8 <= inner; i += 8)
-                for (int l = 0; l < 8; l++) part[l] += r[i + l];
-            for (; i < inner; i++) part[0] += r[i];
-            for (int l = 0; l < 8; l++) s += part[l];
-        }
-        db[c] = (float)s;
-    }
+    /* channels over the pool: a channel is outer x inner floats, tasks of about 64K floats */
+    bias_bwd_job job = {outer, C, inner, dy, db};
+    void *argv[1] = {&job};
+    symjit_parallel_for(bias_bwd_task, C, imax(1, 65536 / imax(outer * inner, 1)), argv);
 }
