@@ -1,6 +1,6 @@
 """The channel-blocked layout (passes/blocked_layout.py) on vs off, per layer and whole call.
 
-A shared model is compiled twice, with the blocked_layout pass and without it (its
+A model (shared, or of another directory: `--models DIR`, e.g. export_zoo.py's) is compiled twice, with the blocked_layout pass and without it (its
 convolutions then run the NCHW kernels), and both are timed in one process:
   * per layer: both graphs compiled with profiling, called alternately; each convolution's
     median time in either layout (matched by the original node's name), and the conversions;
@@ -8,11 +8,14 @@ convolutions then run the NCHW kernels), and both are timed in one process:
     count) in alternating blocks (model_bench_util.blocked): medians and the median of the
     rounds' paired ratios.
 
-    python benchmarks/bench_blocked_layout.py [--model mobilenet1.0] [--threads 1 2] [--calls 30]
+    python benchmarks/bench_blocked_layout.py [--model mobilenet1.0] [--models DIR] [--batch 1 8]
+        [--threads 1 2] [--calls 30] [--repeats 100] [--whole-only]
 """
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 
 import numpy as np
 
@@ -26,10 +29,10 @@ def _member(n) -> str:
     return tuple(n.attrs.get("members", (n.name,)))[0]
 
 
-def per_layer(name: str, calls: int) -> None:
+def per_layer(name: str, calls: int, models: Path = MODELS, batch: int = 1) -> None:
     graphs = {}
     for label, disabled in (("nchw", ("blocked_layout",)), ("blocked", ())):
-        _, arrays, _, opt = load_model_graph(name, 1, disabled=disabled)
+        _, arrays, _, opt = load_model_graph(name, batch, disabled=disabled, models=models)
         graphs[label] = (compile_planned(opt, label, profile=True), arrays, {n.name: n for n in opt.nodes})
     times = {label: {} for label in graphs}   # layer -> ([seconds], node)
     for i in range(calls):
@@ -61,13 +64,13 @@ def per_layer(name: str, calls: int) -> None:
     print(f"{total[0]:8.3f} {total[1]:8.3f} {total[1] / total[0]:6.2f}  all nodes")
 
 
-def whole_call(name: str, repeats: int) -> None:
+def whole_call(name: str, repeats: int, models: Path = MODELS, batch: int = 1) -> None:
     cands = {}
     for label, disabled in (("blocked", ()), ("nchw", ("blocked_layout",))):
-        cg, arrays, x, _ = load_model_graph(name, 1, disabled=disabled)
+        cg, arrays, x, _ = load_model_graph(name, batch, disabled=disabled, models=models)
         cands[label] = (lambda cg=cg, arrays=arrays: cg(arrays))
     try:
-        sess = ort_session(MODELS / f"{name}.onnx", runtime.num_threads())
+        sess = ort_session(models / f"{name}.onnx", runtime.num_threads())
         cands["onnxruntime"] = lambda: sess.run(None, {"data": x})
     except ImportError:
         pass
@@ -83,13 +86,20 @@ def main():
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--calls", type=int, default=30, help="profiled calls per layout")
     ap.add_argument("--repeats", type=int, default=100, help="whole calls per candidate")
+    ap.add_argument("--models", type=Path, default=MODELS, help="directory of NAME-symbol.json, NAME.onnx, ...")
+    ap.add_argument("--batch", type=int, nargs="+", default=[1])
+    ap.add_argument("--whole-only", action="store_true", help="no per-layer table")
     args = ap.parse_args()
+    load = " ".join(f"{v:.1f}" for v in os.getloadavg())
     for th in args.threads:
         runtime.set_num_threads(th)
-        print(f"{args.model} batch 1, {th} thread(s): per layer (in graph, median of {args.calls} profiled calls)")
-        per_layer(args.model, args.calls)
-        print(f"{args.model} batch 1, {th} thread(s): whole call")
-        whole_call(args.model, args.repeats)
+        for b in args.batch:
+            if not args.whole_only:
+                print(f"{args.model} batch {b}, {th} thread(s): per layer (in graph, median of {args.calls} "
+                      "profiled calls)")
+                per_layer(args.model, args.calls, args.models, b)
+            print(f"{args.model} batch {b}, {th} thread(s), load average {load}: whole call")
+            whole_call(args.model, args.repeats, args.models, b)
 
 
 if __name__ == "__main__":

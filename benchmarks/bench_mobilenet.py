@@ -9,12 +9,15 @@ peak, the ratio (of the medians, and the median of the rounds' paired ratios), a
 `--profile all`: every layer in graph order).
 
     python benchmarks/bench_mobilenet.py [--batch 1] [--threads N] [--repeats R] [--profile [all]]
+        [--model NAME --models DIR]   (another model, e.g. of export_zoo.py's directory)
 """
 from __future__ import annotations
 
 import argparse
 
-from model_bench_util import compare_with_ort
+from pathlib import Path
+
+from model_bench_util import MODELS, compare_with_ort
 
 
 def main():
@@ -24,9 +27,11 @@ def main():
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--profile", nargs="?", const="top", choices=("top", "all"),
                     help="per-layer profile: the 15 slowest layers (default) or all, in graph order")
+    ap.add_argument("--model", default="mobilenet1.0")
+    ap.add_argument("--models", type=Path, default=MODELS, help="directory of NAME-symbol.json, NAME.onnx, ...")
     a = ap.parse_args()
     for b in a.batch:
-        compare_with_ort("mobilenet1.0", b, a.threads, a.repeats, a.profile)
+        compare_with_ort(a.model, b, a.threads, a.repeats, a.profile, models=a.models)
 
 
 if __name__ == "__main__":

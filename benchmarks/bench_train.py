@@ -22,9 +22,10 @@ the median of the rounds' paired ratios. MXNet 1.9.1 cannot be installed next to
 function, `gluon_step`, for both packages) runs there in a subprocess that takes part in the
 alternating rounds (it inherits the CPU affinity and thread variables; it times its own steps).
 Without `--mxnet` the issue's quoted MXNet figures are printed, labelled as not measured.
+`--symjit-ref DIR` runs symjit from another (built) source tree the same way: before/after pairs.
 
     python benchmarks/bench_train.py [--only cnn lstm mlp] [--threads 2] [--rounds 5] [--steps 10]
-                                     [--mxnet /work/mxref/bin/python]
+                                     [--mxnet /work/mxref/bin/python] [--symjit-ref OLD_TREE]
                                      [--profile [--windows 5]]  # symjit: cProfile, per-node times
 
 Findings (2026-12, the 2-core development machine under a load average of 5-8 from other work:
@@ -64,16 +65,32 @@ Where symjit's step goes:
         gradient dY^T X takes 3.0 ms against 1.24 ms for its forward (same FLOPs), the second
         layer's data gradient dY W 1.67 ms against 0.46 ms for its forward. Per-step Python
         (eager loss ops and their recorded backward, tape, Trainer) ~1-1.5 ms of ~5.
+CNN against MXNet 1.9.1 measured in the same run (`--mxnet /work/mxref/bin/python --symjit-ref
+TREE`, TREE a build of the commit before the convolution-backward, pooling and BatchNorm-backward
+kernels below; 2026-12, the 2-core machine under a load average of 12-14 from other work, so
+every wall figure is ~5x an idle machine's and only the paired ratios and CPU times compare):
+    2 threads, 9 rounds:  symjit/mxnet 0.80 and 1.03 (two runs), symjit/before 0.83 and 0.79
+    1 thread, 7 rounds:   symjit/mxnet 1.10 (CPU 68.3 against 65.5 ms a step), symjit/before
+                          0.74 (CPU 68.3 against 91.3 ms)
+  Per node (1 thread, best of 8 windows, same load; before -> after): backward graph 133 -> 97,
+  forward 46 -> 42; first 2x2 pooling backward 17.9 -> 2.9, the two poolings' forward 9.4 ->
+  2.5, first BatchNorm backward 12.4 -> 9.2, conv1 data gradient 25.2 -> 20.2, conv0 weight
+  gradient 19.9 -> 15.3, conv1 weight gradient 30.0 -> 29.8. The weight-gradient and data-
+  gradient tiles alone (bench_gemm_choices.py --section convbwd, CPU time, 1 thread): conv0
+  dW 5.6 -> 4.1 ms, conv1 dW 8.5 -> 8.0, conv1 dX 6.9 -> 6.1. The convolutions' tiles run at
+  ~60-100 GF/s a core against OpenBLAS sgemm's ~117: convolution GEMMs are now ~2/3 of the CNN
+  step; the rest is memory-bound passes (BatchNorm, relu, pooling, bias gradient) and ~3 ms of
+  Python (eager loss ops, tape, Trainer).
 Next changes, by expected gain:
   1. LSTM: a native fused RNN op (one GEMM for every time step's input projection, one GEMM
      per step for the four gates, gate math fused, the recurrence a compiled loop; the forward
      keeps its gates so the backward does not recompute it; float32). The RNN op is >90% of
      the LM step: 2.1 s -> well under torch's 0.3 s is the size of the gain.
-  2. Convolution backward kernels: data and weight gradients are 48% of the CNN backward;
-     a small-input-channel weight gradient (the first layer) and im2col-free data gradient.
+  2. Convolution tiles closer to sgemm's rate (the weight gradient's tile shape: for the first
+     layer's 27 rows a 14x16 tile measured 2.7 against 3.8-4.4 ms for the default pick).
   3. Training-pipeline fusions: relu (and other elementwise) as an epilogue of BatchNorm's
-     training output, the conv bias gradient folded into BatchNorm backward's reductions,
-     a 2x2/stride-2 pooling backward at memory speed (together ~25% of the CNN step).
+     training output and its gradient as a prologue of BatchNorm backward, the conv bias
+     gradient folded into BatchNorm backward's dx pass (each a full pass over the activations).
   4. The backward GEMM forms (dY W for data, dY^T X for weight gradients) at the forward
      GEMM's speed (MLP: about -3 ms of ~5.5 native+Python; the LM's Dense 5000 backward too).
   5. The loss: the unhybridized loss block's eager ops (and their recorded backward) as one
@@ -300,71 +317,93 @@ def jax_step(workload: str, x: np.ndarray, y: np.ndarray):
     return step
 
 
-# ---- MXNet 1.9.1 (the same Gluon loop, in MXNet's own interpreter) ----------------------------
-class MXNetWorker:
-    """The same Gluon step (`gluon_step`) under MXNet 1.9.1, run by this file in a subprocess of
-    `python` (an interpreter where `import mxnet` works; symjit never imports mxnet). The child
-    inherits this process's CPU affinity and thread variables; `run_round(n)` has it run n steps
-    and returns (seconds per step measured in the child, the losses), so the pipe's latency is
-    not in the figure. Protocol: one line "n" in, one JSON line {"seconds", "losses"} out."""
+# ---- another process: MXNet 1.9.1, or symjit from another source tree ---------------------------
+class GluonWorker:
+    """The same Gluon step (`gluon_step`) run by this file in a subprocess of `python` with
+    `package` imported (`mxnet` where MXNet 1.9.1 is installed -- symjit never imports it -- or
+    `symjit` from the source tree `path`, e.g. a build of an earlier commit). The child inherits
+    this process's CPU affinity and thread variables; `run_round(n)` has it run n steps and
+    returns (seconds per step measured in the child, the losses), so the pipe's latency is not in
+    the figure. Protocol: one line "n" in, one JSON line {"seconds", "losses"} out."""
 
-    def __init__(self, python: str, workload: str):
+    def __init__(self, python: str, package: str, workload: str, threads: int, path: str | None = None):
         import subprocess
-        self.proc = subprocess.Popen([python, os.path.abspath(__file__), "--worker", workload],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.version = self._read()["version"]
+        env = dict(os.environ)
+        if path:
+            env["PYTHONPATH"] = os.path.abspath(path)
+        else:
+            env.pop("PYTHONPATH", None)
+        self.proc = subprocess.Popen([python, os.path.abspath(__file__), "--worker", workload, "--package", package,
+                                      "--threads", str(threads)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        hello = self._read()
+        self.version, self.where = hello["version"], hello["where"]
 
     def _read(self) -> dict:
         import json
         line = self.proc.stdout.readline()
         if not line:
-            raise RuntimeError(f"MXNet worker exited (status {self.proc.wait()}); see its stderr above")
+            raise RuntimeError(f"worker exited (status {self.proc.wait()}); see its stderr above")
         return json.loads(line)
 
     def run_round(self, n: int):
         self.proc.stdin.write(f"{n}\n")
         self.proc.stdin.flush()
         reply = self._read()
-        return reply["seconds"], reply["losses"]
+        return reply["seconds"], reply["losses"], reply["cpu"]
 
     def close(self) -> None:
         self.proc.stdin.close()
         self.proc.wait()
 
 
-def worker_main(workload: str) -> None:
-    """The child side of `MXNetWorker` (runs under MXNet's interpreter)."""
+def worker_main(workload: str, package: str, threads: int) -> None:
+    """The child side of `GluonWorker`."""
+    import importlib
     import json
-    import mxnet
-    step, _ = gluon_step(mxnet, workload, *make_data(workload))
-    print(json.dumps({"version": mxnet.__version__}), flush=True)
+    if package == "symjit":
+        set_threads(threads)
+    mod = importlib.import_module(package)
+    step, _ = gluon_step(mod, workload, *make_data(workload))
+    print(json.dumps({"version": getattr(mod, "__version__", "?"), "where": os.path.dirname(mod.__file__)}),
+          flush=True)
     for line in sys.stdin:
-        seconds, losses = timed_round(step, int(line))
-        print(json.dumps({"seconds": seconds, "losses": losses}), flush=True)
+        cpu = {}
+        seconds, losses = timed_round(step, int(line), cpu)
+        print(json.dumps({"seconds": seconds, "losses": losses, "cpu": cpu["seconds"]}), flush=True)
 
 
 # ---- timing ----------------------------------------------------------------------------------
-def timed_round(step, n: int):
+def timed_round(step, n: int, cpu: dict | None = None):
     """(seconds per step, losses) of n calls of `step`, or of `step.run_round(n)` for a
-    runtime in another process."""
+    runtime in another process; `cpu["seconds"]` gets the process CPU time per step (all its
+    threads: the work done, less sensitive than wall time to other load on the machine)."""
     if hasattr(step, "run_round"):
-        return step.run_round(n)
-    t0 = time.perf_counter()
-    losses = [step() for _ in range(n)]
-    return (time.perf_counter() - t0) / n, losses
+        seconds, losses, cpu_s = step.run_round(n)
+    else:
+        c0, t0 = time.process_time(), time.perf_counter()
+        losses = [step() for _ in range(n)]
+        seconds, cpu_s = (time.perf_counter() - t0) / n, (time.process_time() - c0) / n
+    if cpu is not None:
+        cpu["seconds"] = cpu_s
+    return seconds, losses
 
 
-def alternate(steps: dict, rounds: int, per_round: int, warmup: int):
-    """Per runtime: its per-round seconds per step, and the losses seen. After `warmup` steps
-    each, rounds alternate between the runtimes, the order reversed every round."""
+def alternate(steps: dict, rounds: int, per_round: int, warmup: int, cpu: dict | None = None):
+    """Per runtime: its per-round seconds per step, and the losses seen (and in `cpu`, if
+    given, its per-round CPU seconds per step). After `warmup` steps each, rounds alternate
+    between the runtimes, the order reversed every round."""
     losses = {k: timed_round(f, warmup)[1] if warmup else [] for k, f in steps.items()}
     times = {k: [] for k in steps}
     order = list(steps)
     for r in range(rounds):
         for k in (order if r % 2 == 0 else order[::-1]):
-            seconds, seen = timed_round(steps[k], per_round)
+            used = {}
+            seconds, seen = timed_round(steps[k], per_round, used)
             times[k].append(seconds)
             losses[k].extend(seen)
+            if cpu is not None:
+                cpu.setdefault(k, []).append(used["seconds"])
     return times, losses
 
 
@@ -413,19 +452,23 @@ def run_workload(workload: str, args) -> None:
     x, y = make_data(workload)
     sym_step, _ = symjit_step(workload, x, y)
     steps = {"symjit": sym_step}
-    mxnet = MXNetWorker(args.mxnet, workload) if args.mxnet else None
-    if mxnet:
-        steps["mxnet"] = mxnet
+    workers = {}
+    if args.mxnet:
+        workers["mxnet"] = GluonWorker(args.mxnet, "mxnet", workload, args.threads)
+    if args.symjit_ref:
+        workers["symjit-ref"] = GluonWorker(sys.executable, "symjit", workload, args.threads, args.symjit_ref)
+    steps.update(workers)
     steps.update(peers(workload, x, y))
     load = os.getloadavg()
-    times, losses = alternate(steps, args.rounds, args.steps, args.warmup)
+    cpu: dict = {}
+    times, losses = alternate(steps, args.rounds, args.steps, args.warmup, cpu)
     print(f"== {workload}: median ms/step over {args.rounds} rounds of {args.steps} steps "
           f"({args.threads} threads; load average before {load[0]:.2f}, after {os.getloadavg()[0]:.2f})")
-    print_rounds(times, losses, "symjit")
-    if mxnet:
-        print(f"  (mxnet: MXNet {mxnet.version} in {args.mxnet}, same script, its own process)")
-        mxnet.close()
-    elif MXNET_191_MS[workload]:
+    print_rounds(times, losses, "symjit", lambda k: f"cpu {statistics.median(cpu[k]) * 1e3:7.2f} ms  ")
+    for name, w in workers.items():
+        print(f"  ({name}: {w.where} ({w.version}), same script, its own process)")
+        w.close()
+    if "mxnet" not in workers and MXNET_191_MS[workload]:
         lo, hi = MXNET_191_MS[workload]
         base = statistics.median(times["symjit"]) * 1e3
         print(f"  mxnet-1.9.1 {lo:.0f}-{hi:.0f} ms  quoted (issue 24; --mxnet PYTHON measures it), "
@@ -510,10 +553,13 @@ def main(argv=None) -> None:
     ap.add_argument("--windows", type=int, default=5, help="--profile: windows of --steps steps per node")
     ap.add_argument("--mxnet", metavar="PYTHON", help="an interpreter with MXNet 1.9.1 (e.g. /work/mxref/bin/python): "
                     "the same workload run there in a subprocess, alternating with the others")
+    ap.add_argument("--symjit-ref", metavar="DIR", help="a symjit source tree (built) to compare with, e.g. an "
+                    "earlier commit's: run in a subprocess like --mxnet (paired ratio before/after)")
     ap.add_argument("--worker", choices=WORKLOADS, help=argparse.SUPPRESS)
+    ap.add_argument("--package", default="mxnet", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
-        return worker_main(args.worker)
+        return worker_main(args.worker, args.package, args.threads)
     set_threads(args.threads)
     for w in args.only:
         run_workload(w, args)

@@ -116,6 +116,10 @@ def bench_model(mx, d: Path, name: str, batch: int, threads: int, repeats: int) 
     diffs = {"hybridize": np.abs(y_h - y_c).max() / scale, "hyb-inputs": np.abs(y_u - y_c).max() / scale}
     if y_o is not None:
         diffs["onnxruntime"] = np.abs(y_o - y_c).max() / scale
+    reference = d / f"{name}-output.npy"
+    if reference.exists() and batch == 1:
+        y_mx = np.load(reference)
+        diffs["MXNet 1.9.1's output"] = np.abs(y_mx - y_c).max() / (float(np.abs(y_mx).max()) or 1.0)
     res = blocked(cands, repeats, rounds=max(2, repeats // 5))
     cpu = dict(LAST_CPU)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
@@ -138,15 +142,17 @@ def bench_model(mx, d: Path, name: str, batch: int, threads: int, repeats: int) 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--models", type=Path, default=None, help="directory of NAME-symbol.json / NAME-0000.params")
+    ap.add_argument("--models", type=Path, nargs="+", default=None,
+                    help="directories of NAME-symbol.json / NAME-0000.params (export_zoo.py writes more)")
     ap.add_argument("--batch", type=int, nargs="+", default=[1, 8])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--only", nargs="+", default=None, help="model names to run (default: all)")
     a = ap.parse_args(argv)
-    d = a.models or _default_models()
-    if not d.is_dir():
-        print(f"no models directory {d} (give --models DIR or set SYMJIT_SHARED_DIR)")
+    dirs = a.models or [_default_models()]
+    missing = [d for d in dirs if not d.is_dir()]
+    if missing:
+        print(f"no models directory {missing[0]} (give --models DIR or set SYMJIT_SHARED_DIR)")
         return 1
     os.environ.setdefault("SYMJIT_NUM_THREADS", str(a.threads))
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -158,12 +164,14 @@ def main(argv=None):
         print(f"onnxruntime {onnxruntime.__version__}")
     except ImportError:
         print("onnxruntime not installed (pip install onnxruntime): symjit only")
-    names = [n for n in _models(d) if a.only is None or n in a.only]
-    print(f"models in {d}: {names}; batch {a.batch}; {os.cpu_count()} CPUs")
-    if names:   # the process's one-time costs (imports, runtime start) out of the first-call times
-        _first_hybridize(mx, d, names[0], _batch_input(np.load(d / f"{names[0]}-input.npy"), 1), True)
+    models = [(d, n) for d in dirs for n in _models(d) if a.only is None or n in a.only]
+    print(f"models: {[n for _, n in models]} in {[str(d) for d in dirs]}; batch {a.batch}; {os.cpu_count()} CPUs; "
+          f"load average {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
+    if models:   # the process's one-time costs (imports, runtime start) out of the first-call times
+        d, n = models[0]
+        _first_hybridize(mx, d, n, _batch_input(np.load(d / f"{n}-input.npy"), 1), True)
     table: dict = {}
-    for name in names:
+    for d, name in models:
         for b in a.batch:
             r = bench_model(mx, d, name, b, a.threads, a.repeats)
             for k, v in (r or {}).items():

@@ -232,18 +232,19 @@ def ort_session(onnx_path: Path, threads: int, profile_prefix: str | None = None
     return ort.InferenceSession(str(onnx_path), so, providers=["CPUExecutionProvider"])
 
 
-def load_model_graph(name: str, batch: int, disabled=()):
-    """(compiled symjit graph callable, input array, optimized graph) for a shared model;
-    `disabled`: pass names the inference pipeline skips."""
+def load_model_graph(name: str, batch: int, disabled=(), models: Path = MODELS):
+    """(compiled symjit graph callable, input array, optimized graph) for a model of the
+    directory `models` (default the shared models); `disabled`: pass names the inference
+    pipeline skips."""
     import symjit as mx
     from symjit.codegen.llvm.executable import compile_planned
     from symjit.codegen.llvm.target import compile_target
     from symjit.passes.infer import infer_types
     from symjit.passes.manager import compile_graph
     from symjit.symbol.lower import lower
-    sym = mx.sym.load(str(MODELS / f"{name}-symbol.json"))
-    params = mx.nd.load(str(MODELS / f"{name}-0000.params"))
-    x = np.load(MODELS / f"{name}-input.npy")
+    sym = mx.sym.load(str(models / f"{name}-symbol.json"))
+    params = mx.nd.load(str(models / f"{name}-0000.params"))
+    x = np.load(models / f"{name}-input.npy")
     x = np.ascontiguousarray(np.repeat(x[:1], batch, axis=0))
     g, _ = lower(sym)
     g, _ = infer_types(g, shapes={"data": x.shape})
@@ -486,14 +487,16 @@ def print_profile(rows, peak: float, top: int = 0, in_graph: dict | None = None,
         print(f"    {wall * 1e3:7.3f} ms {cpu * 1e3:7.3f} cpu {gf} {wall / total * 100:5.1f}%{extra}  {what}")
 
 
-def compare_with_ort(name: str, batch: int, threads: int, repeats: int, profile: bool) -> None:
-    """symjit's compiled model vs ONNX Runtime (same threads) on a shared model; prints the table."""
+def compare_with_ort(name: str, batch: int, threads: int, repeats: int, profile: bool,
+                     models: Path = MODELS) -> None:
+    """symjit's compiled model vs ONNX Runtime (same threads) on a model of the directory `models`
+    (default the shared models); prints the table."""
     from symjit import runtime
     runtime.set_num_threads(threads)
-    cg, arrays, x, opt = load_model_graph(name, batch)
+    cg, arrays, x, opt = load_model_graph(name, batch, models=models)
     assert cg.native, "every node should lower natively"
     cands = {"symjit": lambda: cg(arrays)}
-    sess = ort_session(MODELS / f"{name}.onnx", threads)
+    sess = ort_session(models / f"{name}.onnx", threads)
     if sess is not None:
         iname = sess.get_inputs()[0].name
         cands["onnxruntime"] = lambda: sess.run(None, {iname: x})
@@ -518,9 +521,9 @@ def compare_with_ort(name: str, batch: int, threads: int, repeats: int, profile:
     else:
         print("  (onnxruntime not installed: pip install onnxruntime)")
     if profile:
-        ort_nodes = ort_node_profile(MODELS / f"{name}.onnx", threads, x) if sess is not None else []
+        ort_nodes = ort_node_profile(models / f"{name}.onnx", threads, x) if sess is not None else []
         if sess is not None:
-            on, off = ort_profiler_cost(MODELS / f"{name}.onnx", threads, x)
+            on, off = ort_profiler_cost(models / f"{name}.onnx", threads, x)
             print(f"  onnxruntime with its profiler on: {on * 1e3:.2f} ms per call, off: {off * 1e3:.2f} ms "
                   f"(its node times below include the difference, {(on / off - 1) * 100:+.0f}%)")
         print_profile(layer_profile(opt), peak, top=0 if profile == "all" else 15,

@@ -174,19 +174,26 @@ enum symjit_blocked_kind {
     SYMJIT_BLOCKED_DEPTHWISE = 1,   /* 3x3, padding 1, channels == filters: blocked -> blocked */
     SYMJIT_BLOCKED_DIRECT = 2       /* any kernel, one group, no dilation: NCHW -> blocked */
 };
+/* the activations the blocked convolutions apply in their stores (symjit_conv_blocked_desc.relu;
+ * ops/fused.py ACT_*): relu and relu6 keep NaN */
+enum symjit_blocked_act {
+    SYMJIT_ACT_NONE = 0,
+    SYMJIT_ACT_RELU = 1,            /* max(x, 0) */
+    SYMJIT_ACT_RELU6 = 2            /* min(max(x, 0), 6) */
+};
 typedef struct {
     int64_t kind;                    /* enum symjit_blocked_kind */
     int64_t n, channels, filters;
     int64_t height, width, out_height, out_width;
     int64_t stride;                  /* both directions (depthwise 1 or 2, pointwise 1) */
-    int64_t relu;                    /* store relu(result) */
+    int64_t relu;                    /* activation of the stores: enum symjit_blocked_act */
     int64_t vectors;                 /* filter vectors (16 lanes) per packed panel */
     int64_t kernel_h, kernel_w, pad_h, pad_w;   /* the direct kind's; 0 for the others */
 } symjit_conv_blocked_desc;
 NN_API void symjit_nn_to_blocked(const symjit_reorder_desc *d, const float *x, float *y);
 NN_API void symjit_nn_from_blocked(const symjit_reorder_desc *d, const float *x, float *y);
 NN_API void symjit_nn_conv_blocked(const symjit_conv_blocked_desc *d, const float *x, const float *wp,
-                                   const float *bias, float *y);
+                                   const float *bias, const float *residual, float *y);
 
 /* ---- pooling ------------------------------------------------------------------------ */
 NN_API void symjit_nn_pool(const symjit_pool_desc *d, const float *x, float *y);
@@ -224,6 +231,6 @@ NN_API void symjit_nn_csr_dense(int64_t rows, int64_t k, int64_t kind, const voi
                                 const int64_t *indptr, const void *dense, void *out);
 NN_API void symjit_nn_csrt_dense(int64_t rows, int64_t k, int64_t out_rows, int64_t kind, const void *data,
                                  const int64_t *indices, const int64_t *indptr, const int64_t *slot,
-                                 const void *dense, void *out);
+                                 const void *dense, void *out, int64_t parts, void *scratch);
 
 #endif

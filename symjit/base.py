@@ -88,7 +88,7 @@ def _numpy_dtype_name(spelling: str) -> str | None:
     """The name numpy gives the dtype spelt `spelling`, None when numpy does not know it."""
     try:
         return np.dtype(spelling).name
-    except TypeError:
+    except (TypeError, SyntaxError, ValueError):   # numpy parses some spellings as Python literals
         return None
 
 

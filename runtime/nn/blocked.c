@@ -89,14 +89,16 @@ NN_API void symjit_nn_from_blocked(const symjit_reorder_desc *d, const float *x,
  * Pointwise (1x1, stride 1, no padding): x (N, C/16, H, W, 16) -> y (N, F/16, H, W, 16);
  * wp: the weights (F, C) packed as panels [F / 16V][C][16V] (filter f: panel f / 16V, lane
  * f % 16V). Depthwise (3x3, padding 1, C == F): wp [C/16][9][16] (tap kh 3 + kw of channel
- * 16 cb + l at (cb 9 + kh 3 + kw) 16 + l). bias: F floats or NULL. relu: store relu(result).
+ * 16 cb + l at (cb 9 + kh 3 + kw) 16 + l). bias: F floats or NULL. relu: the activation of the
+ * stores (enum symjit_blocked_act). residual (pointwise only, else NULL): an array of y's shape
+ * and layout added to the result before the activation (a residual connection).
  * Direct (kind BLOCKED_DIRECT, the convolution at a chain's entry, e.g. a network's stem): x in
  * NCHW (N, C, H, W), any C, one group, no dilation -> y (N, F/16, OH, OW, 16); the descriptor
  * has kernel_h, kernel_w, pad_h, pad_w (the stride both directions); wp: the weights
  * (F, C, KH, KW) packed as panels [F / 16V][C][KH][KW][16V]. */
 
 typedef struct {
-    const float *x, *wp, *bias;
+    const float *x, *wp, *bias, *res;   /* res: the residual (pointwise) or NULL */
     float *y;
     int64_t N, C, F, H, W, OH, OW, S, V, R;
     int relu;
@@ -105,7 +107,21 @@ typedef struct {
     int64_t KH, KW, PH, PW;           /* direct: kernel and padding */
 } blocked_job;
 
+/* the activation code `act` (enum symjit_blocked_act) of v; NaN stays NaN */
+static inline float act_f(float v, int act) {
+    if (act == SYMJIT_ACT_NONE) return v;
+    v = relu_f(v);
+    return act == SYMJIT_ACT_RELU6 && v > 6.0f ? 6.0f : v;
+}
+
 #ifdef NN_HAVE_AVX512
+/* act_f on 16 lanes (min(6, v) returns v where v is NaN) */
+NN_AVX512 static inline __m512 act_ps(__m512 v, int act) {
+    if (act == SYMJIT_ACT_NONE) return v;
+    v = relu_ps(v);
+    return act == SYMJIT_ACT_RELU6 ? _mm512_min_ps(_mm512_set1_ps(6.0f), v) : v;
+}
+
 /* one step of a tile of R rows x V filter vectors (the blocked pointwise and direct tiles):
  * acc[r][v] += x[off[r]] * w[16 v, 16 v + 16) */
 #define RV_STEP(R, V, acc, w, x, off)                                                                       \
@@ -120,11 +136,13 @@ typedef struct {
 
 /* pointwise tile: pixels [p0, p0 + R) x the panel's 16V filters. x: the image's input at
  * channel block 0, pixel 0; wp: the panel; bias: the panel's 16V (or NULL); y: the panel's
- * first output block at pixel 0. FULL: every row inside the plane (constant offsets, plain
- * stores); else rows past the plane recompute pixel p0 and are not stored. */
+ * first output block at pixel 0; res: the residual at the same place as y (or NULL). FULL:
+ * every row inside the plane (constant offsets, plain stores); else rows past the plane
+ * recompute pixel p0 and are not stored. */
 #define PWB_TILE(R, V, FULL)                                                                                \
     NN_AVX512 static void pwb_tile_##R##x##V##_##FULL(const float *x, int64_t P, int64_t CB, const float *wp, \
-                                                      const float *bias, float *y, int64_t p0, int relu) {   \
+                                                      const float *bias, const float *res, float *y,        \
+                                                      int64_t p0, int relu) {                               \
         const int64_t nr = FULL ? R : imin(R, P - p0);                                                     \
         if (CB < 1) __builtin_unreachable();   /* C >= 16: lets GCC keep the sums in registers */         \
         __m512 acc[R][V], b0[V];                                                                           \
@@ -141,11 +159,15 @@ typedef struct {
             const float *xc = xp + cb * P * BLK, *w = wp + cb * BLK * BLK * V;                             \
             for (int ci = 0; ci < BLK; ci++) RV_STEP(R, V, acc, w + ci * BLK * V, xc + ci, off);            \
         }                                                                                                  \
-        for (int v = 0; v < V; v++) {  /* (two store loops: a relu'd copy of the sums would spill them) */ \
+        for (int v = 0; v < V; v++) {  /* (two store loops: an activated copy of the sums would spill them) */ \
             float *yv = y + (v * P + p0) * BLK;                                                            \
+            if (res)                                                                                       \
+                for (int r = 0; r < R; r++)                                                                \
+                    if (FULL || r < nr)                                                                    \
+                        acc[r][v] = _mm512_add_ps(acc[r][v], _mm512_loadu_ps(res + (v * P + p0 + r) * BLK)); \
             if (relu)                                                                                      \
                 for (int r = 0; r < R; r++) {                                                              \
-                    if (FULL || r < nr) _mm512_storeu_ps(yv + r * BLK, relu_ps(acc[r][v]));                \
+                    if (FULL || r < nr) _mm512_storeu_ps(yv + r * BLK, act_ps(acc[r][v], relu));           \
                 }                                                                                          \
             else                                                                                           \
                 for (int r = 0; r < R; r++)                                                                \
@@ -159,7 +181,8 @@ PWB_TILES(8, 3)
 PWB_TILES(12, 2)
 PWB_TILES(14, 1)
 
-typedef void (*pwb_tile_fn)(const float *, int64_t, int64_t, const float *, const float *, float *, int64_t, int);
+typedef void (*pwb_tile_fn)(const float *, int64_t, int64_t, const float *, const float *, const float *, float *,
+                            int64_t, int);
 
 /* the tile of R rows x V vectors: whole (every row inside the plane) or not */
 static pwb_tile_fn pwb_tile_for(int64_t R, int64_t V, int full) {
@@ -174,8 +197,8 @@ static pwb_tile_fn pwb_tile_for(int64_t R, int64_t V, int full) {
 
 /* the portable pointwise tile (same arguments as PWB_TILE's, any R and V) */
 NN_CLONES
-static void pwb_tile_portable(const float *x, int64_t P, int64_t CB, const float *wp, const float *bias, float *y,
-                              int64_t p0, int relu, int64_t R, int64_t V) {
+static void pwb_tile_portable(const float *x, int64_t P, int64_t CB, const float *wp, const float *bias,
+                              const float *res, float *y, int64_t p0, int relu, int64_t R, int64_t V) {
     float acc[64];
     for (int64_t p = p0; p < imin(P, p0 + R); p++) {
         for (int64_t j = 0; j < 16 * V; j++) acc[j] = bias ? bias[j] : 0.0f;
@@ -186,8 +209,8 @@ static void pwb_tile_portable(const float *x, int64_t P, int64_t CB, const float
         }
         for (int64_t v = 0; v < V; v++)
             for (int64_t l = 0; l < BLK; l++) {
-                const float r = acc[16 * v + l];
-                y[(v * P + p) * BLK + l] = relu ? relu_f(r) : r;
+                const float r = acc[16 * v + l] + (res ? res[(v * P + p) * BLK + l] : 0.0f);
+                y[(v * P + p) * BLK + l] = act_f(r, relu);
             }
     }
 }
@@ -209,14 +232,15 @@ static void pwb_task(int64_t begin, int64_t end, void **argv) {
         for (int64_t q = q0; q < q1; q++) {
             const float *wp = j->wp + q * j->C * pw, *bias = j->bias ? j->bias + q * pw : NULL;
             float *y = j->y + (n * j->F + q * pw) * P;
+            const float *res = j->res ? j->res + (n * j->F + q * pw) * P : NULL;
             for (int64_t tile = t0; tile < t1; tile++) {
 #ifdef NN_HAVE_AVX512
                 if (full) {
-                    ((tile + 1) * j->R <= P ? full : part)(x, P, CB, wp, bias, y, tile * j->R, j->relu);
+                    ((tile + 1) * j->R <= P ? full : part)(x, P, CB, wp, bias, res, y, tile * j->R, j->relu);
                     continue;
                 }
 #endif
-                pwb_tile_portable(x, P, CB, wp, bias, y, tile * j->R, j->relu, j->R, j->V);
+                pwb_tile_portable(x, P, CB, wp, bias, res, y, tile * j->R, j->relu, j->R, j->V);
             }
         }
     }
@@ -253,7 +277,7 @@ NN_AVX512 static inline __attribute__((always_inline)) void dwb_rows_core(
                     for (int kw = 0; kw < 3; kw++)
                         for (int u = 0; u < DWB_U; u++) acc[u] = _mm512_fmadd_ps(w[kh * 3 + kw], v[u * S + kw], acc[u]);
                 }
-                for (int u = 0; u < DWB_U; u++) _mm512_storeu_ps(yr + (ow + u) * BLK, relu ? relu_ps(acc[u]) : acc[u]);
+                for (int u = 0; u < DWB_U; u++) _mm512_storeu_ps(yr + (ow + u) * BLK, act_ps(acc[u], relu));
                 ow += DWB_U;
             } else {
                 __m512 acc = b;
@@ -262,7 +286,7 @@ NN_AVX512 static inline __attribute__((always_inline)) void dwb_rows_core(
                         const int64_t iw = ow * S + kw - 1;
                         if (iw >= 0 && iw < W) acc = _mm512_fmadd_ps(w[kh * 3 + kw], _mm512_loadu_ps(rows[kh] + iw * BLK), acc);
                     }
-                _mm512_storeu_ps(yr + ow * BLK, relu ? relu_ps(acc) : acc);
+                _mm512_storeu_ps(yr + ow * BLK, act_ps(acc, relu));
                 ow++;
             }
         }
@@ -297,7 +321,7 @@ static void dwb_rows_portable(const float *x, int64_t H, int64_t W, const float 
             }
         }
         if (relu)
-            for (int64_t i = 0; i < OW * BLK; i++) yr[i] = relu_f(yr[i]);
+            for (int64_t i = 0; i < OW * BLK; i++) yr[i] = act_f(yr[i], relu);
     }
 }
 
@@ -361,7 +385,7 @@ static void dwb_task(int64_t begin, int64_t end, void **argv) {
         for (int v = 0; v < V; v++) {                                                                      \
             if (j->relu)                                                                                   \
                 for (int r = 0; r < R; r++) {                                                              \
-                    if (SC || r < nr) _mm512_storeu_ps(y + (v * OHW + r) * BLK, relu_ps(acc[r][v]));             \
+                    if (SC || r < nr) _mm512_storeu_ps(y + (v * OHW + r) * BLK, act_ps(acc[r][v], j->relu));             \
                 }                                                                                          \
             else                                                                                           \
                 for (int r = 0; r < R; r++)                                                                \
@@ -413,7 +437,7 @@ static void dirb_pixel(const blocked_job *j, const float *x, const float *wp, co
     for (int64_t v = 0; v < j->V; v++)
         for (int l = 0; l < BLK; l++) {
             const float r = acc[16 * v + l];
-            y[v * j->OH * j->OW * BLK + l] = j->relu ? relu_f(r) : r;
+            y[v * j->OH * j->OW * BLK + l] = act_f(r, j->relu);
         }
 }
 
@@ -469,12 +493,19 @@ static int64_t pwb_rows(int64_t V, int64_t P) {
 }
 
 NN_API void symjit_nn_conv_blocked(const symjit_conv_blocked_desc *d, const float *x, const float *wp,
-                                   const float *bias, float *y) {
-    blocked_job j = {x, wp, bias, y, d->n, d->channels, d->filters, d->height, d->width, d->out_height,
+                                   const float *bias, const float *residual, float *y) {
+    blocked_job j = {x, wp, bias, NULL, y, d->n, d->channels, d->filters, d->height, d->width, d->out_height,
                      d->out_width, d->stride, d->vectors, 0, (int)d->relu, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     const int64_t threads = symjit_get_num_threads();
     void *argv[1] = {&j};
     const int ok_channels = j.C % BLK == 0 && j.F % BLK == 0 && j.C > 0 && j.F > 0;
+    if (d->relu < SYMJIT_ACT_NONE || d->relu > SYMJIT_ACT_RELU6 || (residual && d->kind != SYMJIT_BLOCKED_POINTWISE)) {
+        symjit_set_error(SYMJIT_ERR_INVALID_ARGUMENT,
+                         "nnkernels: conv_blocked: unsupported activation %lld or residual for kind %lld",
+                         (long long)d->relu, (long long)d->kind);
+        return;
+    }
+    j.res = residual;
     if (d->kind == SYMJIT_BLOCKED_POINTWISE && ok_channels && j.V >= 1 && j.V <= 4 && j.F % (16 * j.V) == 0 && j.S == 1) {
         const int64_t P = j.H * j.W;
         j.R = pwb_rows(j.V, P);

@@ -42,6 +42,7 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /* ---------------------------------------------------------------------------------------- */
 
 /* slots: 0 im2col blocks, 1 packed small-GEMM operands, 2..4 Winograd buffers of the caller,
+ * (4 also the transposed, flipped weights of a data gradient run as a forward convolution),
  * 5 panels packed for the AVX-512 tiles, 6..7 padded input and offset table of the caller
  * (implicit-GEMM convolution), 8 convolution rows before pooling (symjit_nn_conv_pool), 9 per-task
  * gate buffers and 10 the workspace of the caller (the fused RNN, nn/rnn.c), 11 dy transposed per

@@ -169,6 +169,62 @@ NN_AVX512 static void pool_max_plane_avx512(const float *src, const int64_t *tof
 }
 #endif
 
+/* 2x2 stride-2 unpadded max pooling whose windows lie inside the input (the common
+ * downsampling pool): the AVX-512 kernels below read two input rows split into even and odd
+ * columns, 16 windows at a time, no padded copy */
+static inline int pool_is_2x2_inside(const symjit_pool_desc *d) {
+    const int64_t *in = d->in_size, *out = d->out_size, *k = d->kernel, *s = d->stride, *p = d->pad;
+    return d->type == SYMJIT_POOL_MAX && in[0] == 1 && out[0] == 1 && k[0] == 1 && k[1] == 2 && k[2] == 2 &&
+           s[1] == 2 && s[2] == 2 && p[0] == 0 && p[1] == 0 && p[2] == 0 && 2 * out[1] <= in[1] && 2 * out[2] <= in[2];
+}
+
+#ifdef NN_HAVE_AVX512
+/* the four taps of 16 windows: input columns [c0, c0 + 32) of rows x0 and x1 split into even (a,
+ * c) and odd (b, e) columns; lanes past W read 0 (they belong to no kept window) */
+typedef struct { __m512 a, b, c, e; __mmask16 m0, m1; } taps2x2;
+
+NN_AVX512 static inline taps2x2 load_taps2x2(const float *x0, const float *x1, int64_t c0, int64_t W) {
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    const int64_t left = W - c0;
+    taps2x2 t;
+    t.m0 = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
+    t.m1 = left >= 32 ? (__mmask16)0xFFFF : left <= 16 ? 0 : (__mmask16)((1u << (left - 16)) - 1u);
+    const __m512 r0a = _mm512_maskz_loadu_ps(t.m0, x0 + c0), r0b = _mm512_maskz_loadu_ps(t.m1, x0 + c0 + 16);
+    const __m512 r1a = _mm512_maskz_loadu_ps(t.m0, x1 + c0), r1b = _mm512_maskz_loadu_ps(t.m1, x1 + c0 + 16);
+    t.a = _mm512_permutex2var_ps(r0a, even, r0b);
+    t.b = _mm512_permutex2var_ps(r0a, odd, r0b);
+    t.c = _mm512_permutex2var_ps(r1a, even, r1b);
+    t.e = _mm512_permutex2var_ps(r1a, odd, r1b);
+    return t;
+}
+
+static inline __mmask16 lanes_mask(int64_t n) {
+    return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1u);
+}
+
+/* forward: the taps in row-major order, vmaxps(tap, acc) keeping acc where the tap is NaN (the
+ * general path's fmax rule) */
+NN_AVX512 static void pool_max2x2_task(int64_t begin, int64_t end, void **argv) {
+    pool_job *job = (pool_job *)argv[0];
+    const symjit_pool_desc *d = job->d;
+    const int64_t H = d->in_size[1], W = d->in_size[2], OH = d->out_size[1], OW = d->out_size[2];
+    for (int64_t t = begin; t < end; t++) {
+        const float *xp = job->x + t * H * W;
+        float *yp = job->out + t * OH * OW;
+        for (int64_t oh = 0; oh < OH; oh++)
+            for (int64_t ow0 = 0; ow0 < OW; ow0 += 16) {
+                const taps2x2 v = load_taps2x2(xp + 2 * oh * W, xp + (2 * oh + 1) * W, 2 * ow0, W);
+                __m512 acc = _mm512_max_ps(v.a, _mm512_set1_ps(-FLT_MAX));
+                acc = _mm512_max_ps(v.b, acc);
+                acc = _mm512_max_ps(v.c, acc);
+                acc = _mm512_max_ps(v.e, acc);
+                _mm512_mask_storeu_ps(yp + oh * OW + ow0, lanes_mask(OW - ow0), acc);
+            }
+    }
+}
+#endif
+
 /* 2-D max pooling on the AVX-512 path: per plane, the input's stride phase planes padded with
  * -FLT_MAX (windows over the padding or past the input need no clipping), each output row a
  * few vectors with each tap one shifted load. */
@@ -213,6 +269,10 @@ NN_API void symjit_nn_pool(const symjit_pool_desc *d, const float *x, float *y) 
                  p[0] == 0 && p[1] == 0 && p[2] == 0;
     if (global) {
         symjit_parallel_for(pool_global_task, d->planes, imax(1, 32768 / imax(in[0] * in[1] * in[2], 1)), argv);
+#ifdef NN_HAVE_AVX512
+    } else if (native_on() && pool_is_2x2_inside(d)) {
+        symjit_parallel_for(pool_max2x2_task, d->planes, imax(1, 16384 / imax(in[1] * in[2], 1)), argv);
+#endif
     } else if (native_on() && d->type == SYMJIT_POOL_MAX && in[0] == 1 && out[0] == 1 && k[0] == 1 &&
                k[1] * k[2] <= 64 && s[1] * s[2] <= 16) {
         int64_t plane = (out[1] + (k[1] - 1) / s[1]) * (out[2] + (k[2] - 1) / s[2]) * s[1] * s[2];
@@ -273,10 +333,60 @@ static void pool_bwd_task(int64_t begin, int64_t end, void **argv) {
     }
 }
 
+#ifdef NN_HAVE_AVX512
+/* 2x2 stride-2 unpadded max pooling backward whose windows lie inside the input (AVX-512): per
+ * output row, 16 windows at a time from two input rows split into even and odd columns; the
+ * gradient goes to the first strict maximum in row-major order (a > -inf, then each later tap
+ * only if strictly greater: the general path's rule, NaN never chosen), written with the zeros of
+ * the other three taps as two interleaved rows. Input rows and columns no window covers get 0. */
+NN_AVX512 static void pool_max2x2_bwd_task(int64_t begin, int64_t end, void **argv) {
+    pool_job *job = (pool_job *)argv[0];
+    const symjit_pool_desc *d = job->d;
+    const int64_t H = d->in_size[1], W = d->in_size[2], OH = d->out_size[1], OW = d->out_size[2];
+    const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    for (int64_t t = begin; t < end; t++) {
+        const float *xp = job->x + t * H * W, *dyp = job->dy + t * OH * OW;
+        float *dxp = job->out + t * H * W;
+        for (int64_t oh = 0; oh < OH; oh++) {
+            float *d0 = dxp + 2 * oh * W, *d1 = d0 + W;
+            for (int64_t ow0 = 0; ow0 < cdiv(W, 2); ow0 += 16) {   /* input columns [2 ow0, 2 ow0 + 32) */
+                const int64_t c0 = 2 * ow0;
+                const taps2x2 v = load_taps2x2(xp + 2 * oh * W, xp + (2 * oh + 1) * W, c0, W);
+                const __mmask16 ma = _mm512_cmp_ps_mask(v.a, ninf, _CMP_GT_OQ);
+                __m512 best = _mm512_mask_mov_ps(ninf, ma, v.a);
+                const __mmask16 mb = _mm512_cmp_ps_mask(v.b, best, _CMP_GT_OQ);
+                best = _mm512_mask_mov_ps(best, mb, v.b);
+                const __mmask16 mc = _mm512_cmp_ps_mask(v.c, best, _CMP_GT_OQ);
+                best = _mm512_mask_mov_ps(best, mc, v.c);
+                const __mmask16 me = _mm512_cmp_ps_mask(v.e, best, _CMP_GT_OQ);
+                const __mmask16 se = me, sc = mc & ~me, sb = mb & ~mc & ~me, sa = ma & ~mb & ~mc & ~me;
+                const __m512 gv = _mm512_maskz_loadu_ps(lanes_mask(OW - ow0), dyp + oh * OW + ow0);
+                const __m512 ga = _mm512_maskz_mov_ps(sa, gv), gb = _mm512_maskz_mov_ps(sb, gv);
+                const __m512 gc = _mm512_maskz_mov_ps(sc, gv), ge = _mm512_maskz_mov_ps(se, gv);
+                _mm512_mask_storeu_ps(d0 + c0, v.m0, _mm512_permutex2var_ps(ga, lo, gb));
+                _mm512_mask_storeu_ps(d0 + c0 + 16, v.m1, _mm512_permutex2var_ps(ga, hi, gb));
+                _mm512_mask_storeu_ps(d1 + c0, v.m0, _mm512_permutex2var_ps(gc, lo, ge));
+                _mm512_mask_storeu_ps(d1 + c0 + 16, v.m1, _mm512_permutex2var_ps(gc, hi, ge));
+            }
+        }
+        if (H > 2 * OH) memset(dxp + 2 * OH * W, 0, (size_t)((H - 2 * OH) * W) * sizeof(float));
+    }
+}
+#endif
+
 /* dx (planes, in) from dy and y (planes, out) and x (planes, in): the gradient of symjit_nn_pool;
  * max routes each output gradient to the first (row-major) strict maximum of its window. */
 NN_API void symjit_nn_pool_bwd(const symjit_pool_desc *d, const float *dy, const float *x, const float *y, float *dx) {
     pool_job job = {d, x, dy, y, dx};
     void *argv[1] = {&job};
+#ifdef NN_HAVE_AVX512
+    if (native_on() && pool_is_2x2_inside(d)) {
+        const int64_t plane = d->in_size[1] * d->in_size[2];
+        symjit_parallel_for(pool_max2x2_bwd_task, d->planes, imax(1, 16384 / imax(plane, 1)), argv);
+        return;
+    }
+#endif
     symjit_parallel_for(pool_bwd_task, d->planes, 1, argv);
 }

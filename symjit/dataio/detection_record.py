@@ -35,9 +35,11 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from .. import recordio
 from ..base import MXNetError
 from ..ops import image_kernels as codec
-from .record import ImageRecordIter, _channel_values, _interp, _resize_short, hls_offsets, hls_shift
+from .record import (ImageRecordIter, _channel_values, _interp, _resize_short, hls_offsets, hls_shift,
+                     parse_fields, uniform_between)
 
 __all__ = ["ImageDetRecordIter", "DetAugmentParams", "DetLabel", "det_augment"]
 
@@ -90,7 +92,7 @@ class DetAugmentParams:
         """Parameters from keyword arguments, validated and with the per-sampler tuples
         broadcast to num_crop_sampler entries (as MXNet's ValidateCropParameters)."""
         known = {f.name for f in fields(cls)} - {"data_shape"}
-        args = {k: v for k, v in kwargs.items() if k in known}
+        args = parse_fields("ImageDetRecordIter", cls, {k: v for k, v in kwargs.items() if k in known})
         n = int(args.get("num_crop_sampler", 1))
         for name in _SAMPLER_FIELDS:
             if name in args:
@@ -103,8 +105,8 @@ class DetAugmentParams:
 
     def validate(self):
         what = "ImageDetRecordIter"
-        if not (1 <= self.inter_method <= 4 or self.inter_method in (9, 10)):
-            raise MXNetError(f"{what}: invalid inter_method {self.inter_method}: valid values are 1, 2, 3, 4, 9, 10")
+        if not (0 <= self.inter_method <= 4 or self.inter_method in (9, 10)):
+            raise MXNetError(f"{what}: invalid inter_method {self.inter_method}: valid values are 0-4, 9, 10")
         if self.resize_mode not in _RESIZE_MODES:
             raise MXNetError(f"{what}: resize_mode must be one of {_RESIZE_MODES}, got {self.resize_mode!r}")
         if self.crop_emit_mode not in _EMIT_MODES:
@@ -231,19 +233,14 @@ def _crop_passes(label: DetLabel, box, p: DetAugmentParams, i: int) -> bool:
     return True
 
 
-def _uniform(rng, lo: float, hi: float) -> float:
-    """lo + (hi - lo) * U(0, 1), also for lo > hi (as the C++ distribution computes it)."""
-    return lo + (hi - lo) * rng.random()
-
-
 def _crop_box(p: DetAugmentParams, i: int, rng, img_aspect: float) -> tuple:
     """A random crop box (x, y, w, h) in relative coordinates (MXNet's GenerateCropBox)."""
-    scale = _uniform(rng, p.min_crop_scales[i], p.max_crop_scales[i]) + 1e-12
+    scale = uniform_between(rng, p.min_crop_scales[i], p.max_crop_scales[i]) + 1e-12
     lo = max(p.min_crop_aspect_ratios[i] / img_aspect, scale * scale)
-    hi = min(p.max_crop_aspect_ratios[i] / img_aspect, 1.0)
-    ratio = math.sqrt(_uniform(rng, lo, hi))
+    hi = min(p.max_crop_aspect_ratios[i] / img_aspect, 1.0 / (scale * scale))
+    ratio = math.sqrt(uniform_between(rng, lo, hi))
     w, h = min(1.0, scale * ratio), min(1.0, scale / ratio)
-    return _uniform(rng, 0.0, 1 - w), _uniform(rng, 0.0, 1 - h), w, h
+    return uniform_between(rng, 0.0, 1 - w), uniform_between(rng, 0.0, 1 - h), w, h
 
 
 def _random_crop(img, label: DetLabel, p: DetAugmentParams, rng):
@@ -258,10 +255,10 @@ def _random_crop(img, label: DetLabel, p: DetAugmentParams, rng):
 
 
 def _random_pad(img, label: DetLabel, p: DetAugmentParams, rng):
-    scale = _uniform(rng, 1.0, p.max_pad_scale)
+    scale = uniform_between(rng, 1.0, p.max_pad_scale)
     if scale < 1.05:
         return img
-    x0, y0 = _uniform(rng, 0.0, scale - 1), _uniform(rng, 0.0, scale - 1)
+    x0, y0 = uniform_between(rng, 0.0, scale - 1), uniform_between(rng, 0.0, scale - 1)
     label.project((-x0, -y0, scale, scale))
     h, w = img.shape[:2]
     left, top = int(x0 * w), int(y0 * h)
@@ -341,16 +338,20 @@ class ImageDetRecordIter(ImageRecordIter):
 
     def __init__(self, path_imgrec, data_shape, batch_size, path_imglist="", label_width=-1,
                  label_pad_width=0, label_pad_value=-1.0, mean_r=0.0, mean_g=0.0, mean_b=0.0, mean_a=0.0,
-                 std_r=0.0, std_g=0.0, std_b=0.0, std_a=0.0, dtype=None, **kwargs):
+                 std_r=0.0, std_g=0.0, std_b=0.0, std_a=0.0, dtype=None, max_random_contrast=0.0,
+                 max_random_illumination=0, **kwargs):
         self._label_pad_width = int(label_pad_width)
         self._label_pad_value = float(label_pad_value)
+        # here max_random_contrast / max_random_illumination belong to the augmenter's colour step
+        self._colour_args = {"max_random_contrast": max_random_contrast,
+                             "max_random_illumination": max_random_illumination}
         super().__init__(path_imgrec, data_shape, batch_size, path_imglist=path_imglist, label_width=label_width,
                          mean_r=mean_r, mean_g=mean_g, mean_b=mean_b, mean_a=mean_a, std_r=std_r, std_g=std_g,
                          std_b=std_b, std_a=std_a, dtype="float32" if dtype in (None, "float32") else dtype,
                          **kwargs)
 
     def _make_aug(self, data_shape, kwargs):
-        return DetAugmentParams.create(data_shape, kwargs)
+        return DetAugmentParams.create(data_shape, {**kwargs, **self._colour_args})
 
     @staticmethod
     def _read_imglist(path: str) -> dict:
@@ -396,17 +397,12 @@ class ImageDetRecordIter(ImageRecordIter):
     def _widest_label(self) -> int:
         if self._imglist is not None:
             return max((lab.size for lab in self._imglist.values()), default=0)
-        from .. import recordio
         return max((self._raw_label(recordio.unpack(self._read(i))[0]).size
                     for i in range(len(self._locations))), default=0)
 
     def _process(self, header, payload, rng, train=True):
         c = self._aug.data_shape[0]
-        img = codec.decode(payload, {1: 0, 3: 1, 4: -1}[c], True)
-        if img.shape[2] != c:
-            raise MXNetError(f"ImageDetRecordIter: Invalid image with index {int(header.id)}. Expected {c} "
-                             f"channels, got {img.shape[2]}")
-        img, label = det_augment(img, self._raw_label(header), self._aug, rng)
+        img, label = det_augment(self._decode(header, payload), self._raw_label(header), self._aug, rng)
         canvas = np.zeros((c,) + tuple(self._aug.data_shape[1:]), np.uint8)   # MXNet normalizes the unused rest too
         canvas[:, :img.shape[0], :img.shape[1]] = np.transpose(img, (2, 0, 1))
         row = np.full(self._label_pad_width + 4, self._label_pad_value, np.float32)
@@ -416,12 +412,13 @@ class ImageDetRecordIter(ImageRecordIter):
 
     def _normalization(self, mean_img, means, stds, scale, max_contrast, max_illumination):
         c = self._aug.data_shape[0]
+        std = _channel_values(stds, c)
+        std = np.where(std > 0, std, 1).astype(np.float32)
         if any(m > 0 for m in means):
             mean = _channel_values(means, c)
         else:
-            mean = self._mean_image(mean_img) if mean_img else None
-        std = _channel_values(stds, c)
-        return _DetNormalization(mean, np.where(std > 0, std, 1).astype(np.float32), scale)
+            mean = self._mean_image(mean_img, np.float32(scale) / std) if mean_img else None
+        return _DetNormalization(mean, std, scale)
 
     def _output(self, img: np.ndarray, rng) -> np.ndarray:
         return self._norm(img, rng)

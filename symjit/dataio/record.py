@@ -8,9 +8,10 @@ output size clamped to `min/max_img_size`, borders filled with `fill_value`) -> 
 (`random_resized_crop` with `min/max_random_area` and `min/max_aspect_ratio`; else a random
 square of [`min_crop_size`, `max_crop_size`] resized to data_shape, or the data_shape window;
 at a random position with `rand_crop`, else the centre; an image smaller than the crop is an
-error, as in MXNet) -> HLS jitter (`random_h/s/l`) -> mirror (`rand_mirror` with probability
+error, as in MXNet) -> HLS jitter (`random_h/s/l`: offsets peaked at 0, as MXNet draws them) -> mirror (`rand_mirror` with probability
 1/2, or `mirror` always) -> colour jitter (`brightness`, `contrast`, `saturation`,
-`pca_noise`, the formulas of mx.image's augmenters) -> output: float32
+`pca_noise`: the formulas of mx.image's augmenters with the luma weights (0.114, 0.587,
+0.299) for (R, G, B) that MXNet's iterator uses, each step rounded to uint8) -> output: float32
 ((x - mean) * c + i) * scale / std per channel with c = 1 + U(-max_random_contrast,
 max_random_contrast) and i = U(-max_random_illumination, max_random_illumination) per image
 (`mean_r/g/b/a`, `std_r/g/b/a`, or a `mean_img` file, computed over the data set and saved
@@ -28,6 +29,7 @@ unknown arguments (InitAllowUnknown).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -92,6 +94,31 @@ class AugmentParams:
         return self.max_crop_size != -1 or self.min_crop_size != -1
 
 
+_BOOL_TEXT = {"1": True, "0": False, "true": True, "false": False}
+
+
+def parse_param(what: str, name: str, value, kind: type):
+    """An iterator argument as `kind` (bool, int or float), read as MXNet's parameter parser
+    reads it (an int takes no fraction, a bool is 0/1/True/False); MXNetError otherwise."""
+    text = str(value).strip()
+    try:
+        if kind is bool:
+            return _BOOL_TEXT[text.lower()]
+        if kind is int:
+            return int(text)
+        return float(text)
+    except (KeyError, ValueError):
+        expected = {bool: "boolean", int: "int", float: "float"}[kind]
+        raise MXNetError(f"{what}: Invalid Parameter format for {name} expect {expected} but value='{value}'") from None
+
+
+def parse_fields(what: str, cls, values: dict) -> dict:
+    """`values` of a parameter dataclass parsed by the type of each field's default."""
+    defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+    return {k: parse_param(what, k, v, type(defaults[k])) if type(defaults[k]) in (bool, int, float) else v
+            for k, v in values.items()}
+
+
 def _interp(code: int, rng, old_hw, new_hw) -> int:
     """inter_method as an OpenCV code: 9 picks by the size change, 10 a random one."""
     if code == 9:
@@ -110,9 +137,17 @@ def _resize_short(img, size, p, rng):
     return codec.resize(img, nw, nh, _interp(p.inter_method, rng, (h, w), (nh, nw)))
 
 
+def uniform_between(rng, lo: float, hi: float) -> float:
+    """lo + (hi - lo) * U(0, 1), also for lo > hi (as MXNet's C++ distributions compute it)."""
+    return lo + (hi - lo) * rng.random()
+
+
 def _affine(img, p: AugmentParams, rng):
     """Rotation, shear, scale and aspect-ratio change about the centre, output size
     clamped to [min_img_size, max_img_size] (MXNet's warpAffine step)."""
+    if p.inter_method == 0:
+        raise MXNetError(f"ImageRecordIter: invalid inter_method 0 for the affine step (rotation, shear, random "
+                         f"scale or aspect ratio, image size bounds): MXNet accepts 1, 2, 3, 4, 9, 10 there")
     h, w = img.shape[:2]
     shear = rng.uniform(-p.max_shear_ratio, p.max_shear_ratio) if p.max_shear_ratio > 0 else 0.0
     angle = int(rng.integers(-p.max_rotate_angle, p.max_rotate_angle + 1)) if p.max_rotate_angle > 0 else 0
@@ -122,19 +157,20 @@ def _affine(img, p: AugmentParams, rng):
         angle = int(p.rotate_list[int(rng.integers(0, len(p.rotate_list)))])
     s = rng.uniform(p.min_random_scale, p.max_random_scale)
     if p.min_aspect_ratio is not None:
-        ratio = rng.uniform(p.min_aspect_ratio, p.max_aspect_ratio)
+        ratio = uniform_between(rng, p.min_aspect_ratio, p.max_aspect_ratio)
     else:
         ratio = rng.uniform(1 - p.max_aspect_ratio, 1 + p.max_aspect_ratio)
     hs = 2 * s / (1 + ratio)
     ws = ratio * hs
     a, b = math.cos(math.radians(angle)), math.sin(math.radians(angle))
-    new_w = int(max(p.min_img_size, min(p.max_img_size, s * w)))
-    new_h = int(max(p.min_img_size, min(p.max_img_size, s * h)))
+    new_w = np.float32(max(p.min_img_size, min(p.max_img_size, s * w)))   # float for the centring,
+    new_h = np.float32(max(p.min_img_size, min(p.max_img_size, s * h)))   # truncated for the size
     m = np.array([[hs * a - shear * b * ws, hs * b + shear * a * ws, 0.0],
                   [-b * ws, a * ws, 0.0]], np.float32)
-    m[0, 2] = (new_w - (m[0, 0] * w + m[0, 1] * h)) / 2
-    m[1, 2] = (new_h - (m[1, 0] * w + m[1, 1] * h)) / 2
-    out = codec.opencv().warpAffine(img, m, (new_w, new_h), flags=_interp(p.inter_method, rng, (h, w), (new_h, new_w)),
+    m[0, 2] = (new_w - (m[0, 0] * np.float32(w) + m[0, 1] * np.float32(h))) / 2
+    m[1, 2] = (new_h - (m[1, 0] * np.float32(w) + m[1, 1] * np.float32(h))) / 2
+    size = (int(new_w), int(new_h))
+    out = codec.opencv().warpAffine(img, m, size, flags=_interp(p.inter_method, rng, (h, w), size[::-1]),
                                     borderMode=0, borderValue=[float(p.fill_value)] * 4)
     return out[:, :, None] if out.ndim == 2 else out
 
@@ -202,30 +238,41 @@ def hls_shift(img, dh: int, dl: int, ds: int):
     return cv2.cvtColor(hls.astype(np.uint8), cv2.COLOR_HLS2RGB)
 
 
+def _peaked_offsets(rng, *limits) -> list:
+    """One integer offset in [-v, v] per limit v, drawn as MXNet's image record iterator does:
+    int((2 r - 1) v) with r = (u1 + 4 u2) / 5, u1, u2 ~ U(0, 1) (peaked at 0, std 0.48 v)."""
+    return [int(((rng.random() + 4 * rng.random()) / 5 * 2 - 1) * v) if v else 0 for v in limits]
+
+
 def _hls_jitter(img, p: AugmentParams, rng):
     """Random offsets in [-random_h, random_h] etc. added in HLS space."""
-    dh, ds, dl = hls_offsets(rng, p.random_h, p.random_s, p.random_l)
+    dh, ds, dl = _peaked_offsets(rng, p.random_h, p.random_s, p.random_l)
     return hls_shift(img, dh, dl, ds)
 
 
-def _colour_jitter(x: np.ndarray, p: AugmentParams, rng) -> np.ndarray:
+#: the luma weights MXNet's image record iterator gives R, G, B: it applies (0.299, 0.587, 0.114)
+#: to OpenCV's B, G, R channels
+_ITER_GREY = codec.GRAY_COEF[::-1].copy()
+
+
+def _colour_jitter(img: np.ndarray, p: AugmentParams, rng) -> np.ndarray:
     """Brightness, contrast, saturation (each alpha = 1 + U(-v, v)) and PCA lighting noise on a
-    float32 HxWx3 RGB image."""
+    uint8 HxWx3 RGB image, each step rounded and saturated to uint8 as MXNet's iterator does."""
     if p.brightness > 0:
-        x = codec.adjust_brightness(x, 1 + rng.uniform(-p.brightness, p.brightness))
+        img = codec.adjust_brightness(img, 1 + rng.uniform(-p.brightness, p.brightness))
     if p.contrast > 0:
-        x = codec.adjust_contrast(x, 1 + rng.uniform(-p.contrast, p.contrast))
+        img = codec.adjust_contrast(img, 1 + rng.uniform(-p.contrast, p.contrast), _ITER_GREY)
     if p.saturation > 0:
-        x = codec.adjust_saturation(x, 1 + rng.uniform(-p.saturation, p.saturation))
+        img = codec.adjust_saturation(img, 1 + rng.uniform(-p.saturation, p.saturation), _ITER_GREY)
     if p.pca_noise > 0:
-        x = x + codec.lighting_offset(rng.normal(0, p.pca_noise, 3))
-    return x
+        offset = codec.lighting_offset(rng.normal(0, p.pca_noise, 3))
+        img = np.clip(np.rint(img + offset), 0, 255).astype(np.uint8)
+    return img
 
 
 def augment(img: np.ndarray, p: AugmentParams, rng, train: bool = True) -> np.ndarray:
-    """One decoded HxWxC uint8 RGB image through the augmentation chain, as HxWxC float32
-    (uint8 values when no colour jitter applies). `train=False` skips every random step
-    (the mean image is computed that way)."""
+    """One decoded HxWxC uint8 RGB image through the augmentation chain, as HxWxC uint8.
+    `train=False` skips every random step (the mean image is computed that way)."""
     if p.resize > 0:
         img = _resize_short(img, p.resize, p, rng)
     if p.random_resized_crop and train:
@@ -241,7 +288,7 @@ def augment(img: np.ndarray, p: AugmentParams, rng, train: bool = True) -> np.nd
     if p.mirror or (train and p.rand_mirror and rng.random() < 0.5):
         img = img[:, ::-1]
     if train and img.shape[2] == 3 and (p.brightness or p.contrast or p.saturation or p.pca_noise):
-        return _colour_jitter(img.astype(np.float32), p, rng)
+        return _colour_jitter(np.ascontiguousarray(img), p, rng)
     return img
 
 
@@ -332,7 +379,9 @@ class ImageRecordIter(BatchedIter):
     def _make_aug(self, data_shape, kwargs):
         """The augmentation parameters among the keyword arguments (others are ignored, as MXNet
         ignores unknown arguments of its native iterators)."""
-        fields = {k: v for k, v in kwargs.items() if k in _AUG_FIELDS}
+        fields = parse_fields(self._what, AugmentParams, {k: v for k, v in kwargs.items() if k in _AUG_FIELDS})
+        if fields.get("min_aspect_ratio") is not None:
+            fields["min_aspect_ratio"] = parse_param(self._what, "min_aspect_ratio", fields["min_aspect_ratio"], float)
         if "rotate_list" in fields:
             fields["rotate_list"] = _rotate_list(fields["rotate_list"])
         aug = AugmentParams(data_shape, **fields)
@@ -397,14 +446,18 @@ class ImageRecordIter(BatchedIter):
         c = self._aug.data_shape[0]
         if self._dtype == "uint8":
             return None
-        mean = self._mean_image(mean_img) if mean_img else _channel_values(means, c)
+        std = _channel_values(stds, c)
         if self._dtype == "int8":   # integer means (per pixel with a mean image), no std
+            mean = self._mean_image(mean_img) if mean_img else _channel_values(means, c)
             return np.round(mean).astype(np.int16)
-        return _Normalization(mean, _channel_values(stds, c), scale, max_contrast, max_illumination)
+        mean = self._mean_image(mean_img, np.float32(scale) / std) if mean_img else _channel_values(means, c)
+        return _Normalization(mean, std, scale, max_contrast, max_illumination)
 
-    def _mean_image(self, path: str) -> np.ndarray:
-        """The (C, H, W) mean image stored at `path` (nd.save format), computed over the
-        records without random augmentation and saved there when the file is absent."""
+    def _mean_image(self, path: str, factor=1.0) -> np.ndarray:
+        """The (C, H, W) mean image stored at `path` (nd.save format); when the file is absent,
+        the mean over the records (without random augmentation) of the pixels times `factor`,
+        saved there: MXNet averages its iterator's output before a mean exists, which is
+        x * scale / std for float32 output (and subtracts that image from x afterwards)."""
         from .. import ndarray as nd
         if os.path.isfile(path):
             loaded = nd.load(path)
@@ -413,7 +466,7 @@ class ImageRecordIter(BatchedIter):
         total = np.zeros(self._aug.data_shape, np.float64)
         for i in range(len(self._locations)):
             total += self._decode_augment(i, None, train=False)[0]
-        mean = (total / max(len(self._locations), 1)).astype(np.float32)
+        mean = (total / max(len(self._locations), 1) * factor).astype(np.float32)
         nd.save(path, {"mean_img": nd.array(mean)})
         return mean
 
@@ -421,12 +474,19 @@ class ImageRecordIter(BatchedIter):
         header, payload = recordio.unpack(self._read(i))
         return self._process(header, payload, rng if rng is not None else np.random.default_rng(0), train)
 
+    def _decode(self, header, payload) -> np.ndarray:
+        """The record's HxWxC RGB(A) pixels: grayscale for 1 channel, colour for 3, the file's
+        own channels for 4, which must then be 4 (as MXNet)."""
+        c = self._aug.data_shape[0]
+        img = codec.decode(payload, {1: 0, 3: 1, 4: -1}[c], True)
+        if img.shape[2] != c:
+            raise MXNetError(f"{self._what}: Invalid image with index {int(header.id)}. Expected {c} channels, "
+                             f"got {img.shape[2]}")
+        return img
+
     def _process(self, header, payload, rng, train=True):
         """(CxHxW image, label) of one record."""
-        img = codec.decode(payload, 0 if self._aug.data_shape[0] == 1 else 1, True)
-        if self._aug.data_shape[0] == 4 and img.shape[2] == 3:
-            img = np.concatenate([img, np.full(img.shape[:2] + (1,), 255, np.uint8)], axis=2)
-        out = augment(img, self._aug, rng, train)
+        out = augment(self._decode(header, payload), self._aug, rng, train)
         return np.transpose(out, (2, 0, 1)), self._label(header)
 
     def _output(self, img: np.ndarray, rng) -> np.ndarray:

@@ -170,6 +170,8 @@ class NDArray:
 
     def as_np_ndarray(self):
         """This array as an `mx.np.ndarray` sharing its memory, gradient and autograd entry."""
+        if self._is_sparse:
+            raise MXNetError(f"as_np_ndarray: {self.stype} storage has no mx.np form; use tostype('default')")
         from ..numpy.multiarray import _view, ndarray
         return _view(self, ndarray)
 

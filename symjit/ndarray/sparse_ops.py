@@ -158,10 +158,23 @@ def csrt_dense(a: dict, cols: int, dense: np.ndarray) -> tuple:
     out = np.empty((columns.size, k), dt)
     data = np.ascontiguousarray(a["data"], dt)
     dense = np.ascontiguousarray(dense, dt)
+    parts = _scatter_parts(a["indices"].size)
+    scratch = np.empty((parts - 1, columns.size, k), dt)   # the partial products of parts 1..
     lib.symjit_nn_csrt_dense(ctypes.c_int64(a["indptr"].size - 1), ctypes.c_int64(k), ctypes.c_int64(columns.size),
                              ctypes.c_int64(_KIND[dt]), _ptr(data), _ptr(a["indices"]), _ptr(a["indptr"]),
-                             _ptr(slot), _ptr(dense), _ptr(out))
+                             _ptr(slot), _ptr(dense), _ptr(out), ctypes.c_int64(parts), _ptr(scratch))
     return columns, out
+
+
+#: stored entries per part of a parallel csr^T product (fewer: fewer parts)
+_ENTRIES_PER_PART = 16384
+
+
+def _scatter_parts(nnz: int) -> int:
+    """How many row ranges a csr^T product scatters in parallel: one per thread, at most 8,
+    each with at least _ENTRIES_PER_PART stored entries."""
+    from ..runtime import num_threads
+    return int(max(1, min(num_threads(), 8, nnz // _ENTRIES_PER_PART)))
 
 
 def csrt_dense_full(a: dict, cols: int, dense: np.ndarray) -> np.ndarray:

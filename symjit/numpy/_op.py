@@ -157,6 +157,8 @@ def cumsum(a, axis=None, dtype=None, out=None):
     """Inclusive prefix sums (of the flattened array for axis None)."""
     a = to_np(a)
     dt = None if dtype is None else _np.dtype(canonical_dtype(dtype)).name
+    if dt is None and a.dtype == _np.bool_:
+        dt = "int64"
     return invoke("_np_cumsum", [a], {"axis": axis, "dtype": dt}, out=out)
 
 
@@ -202,13 +204,6 @@ def broadcast_to(array, shape):  # noqa: A002 - numpy's argument name
     return invoke("_npi_broadcast_to", [to_np(array)], {"shape": (shape,) if isinstance(shape, int) else tuple(shape)})
 
 
-@_export
-def broadcast_arrays(*args):
-    arrays = [to_np(a) for a in args]
-    shape = _np.broadcast_shapes(*[a.shape for a in arrays])
-    return [broadcast_to(a, shape) for a in arrays]
-
-
 def _joined(op: str, arrays, axis) -> ndarray:
     arrays = [to_np(a) for a in arrays]
     if not arrays:
@@ -219,7 +214,9 @@ def _joined(op: str, arrays, axis) -> ndarray:
 @_export
 def concatenate(seq, axis=0, out=None):
     arrays, attrs = _joined("concatenate", seq, axis)
-    return invoke("_npi_concatenate", arrays, attrs, out=out)
+    if axis is None:                         # numpy: the flattened arrays joined
+        arrays, axis = [a.reshape(-1) for a in arrays], 0
+    return invoke("_npi_concatenate", arrays, {"num_args": attrs["num_args"], "dim": axis}, out=out)
 
 
 @_export
@@ -236,7 +233,7 @@ def stack(arrays, axis=0, out=None):
 def _stacker(name: str):
     def fn(tup, out=None):
         arrays, attrs = _joined(name, tup, 0)
-        return invoke(f"_npi_{name}", arrays, attrs, out=out)
+        return invoke(f"_npi_{name}", arrays, {"num_args": attrs["num_args"]}, out=out)
     fn.__name__ = name
     fn.__doc__ = f"numpy.{name}."
     return fn
@@ -386,7 +383,7 @@ def pad(x, pad_width, mode="constant", **kwargs):
     pw = _np.broadcast_to(_np.asarray(pad_width, _np.int64), (to_np(x).ndim, 2)) \
         if not isinstance(pad_width, int) else _np.full((to_np(x).ndim, 2), pad_width)
     pw = tuple(tuple(int(v) for v in row) for row in pw)
-    attrs = {"pad_width": pw, "mode": mode, "constant_values": kwargs.get("constant_values", 0),
+    attrs = {"pad_width": pw, "mode": mode, "constant_value": kwargs.get("constant_values", 0),
              "reflect_type": kwargs.get("reflect_type", "even")}
     return invoke("_npi_pad", [to_np(x)], attrs)
 
@@ -504,6 +501,200 @@ def size(a, axis=None):
 @_export
 def copy(a):
     return to_np(a).copy()
+
+
+
+# ---- sorting, statistics, polynomials, sets ---------------------------------------------------------
+
+@_export
+def sort(a, axis=-1, kind=None, order=None):
+    if order is not None:
+        raise MXNetError("sort: the order argument is not supported")
+    return invoke("_npi_sort", [to_np(a)], {"axis": axis, "is_ascend": True})
+
+
+@_export
+def argsort(a, axis=-1, kind=None, order=None):
+    if order is not None:
+        raise MXNetError("argsort: the order argument is not supported")
+    return invoke("_npi_argsort", [to_np(a)], {"axis": axis, "is_ascend": True})
+
+
+@_export
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None):
+    """The sorted unique elements, and as asked the first indices, the inverse and the counts."""
+    out = invoke("_npi_unique", [to_np(ar)], {"return_index": return_index, "return_inverse": return_inverse,
+                                              "return_counts": return_counts, "axis": axis})
+    return tuple(out) if isinstance(out, list) else out
+
+
+def _percentile(a, q, axis, interpolation, keepdims, quantile, out):
+    a = to_np(a)
+    attrs = {"axis": _axis(axis), "interpolation": interpolation, "keepdims": keepdims, "quantile": quantile}
+    if isinstance(q, NDArray):
+        return invoke("_npi_percentile", [a, to_np(q)], dict(attrs, q_scalar=None), out=out)
+    qv = _np.asarray(q, _np.float64)
+    if qv.ndim == 0:
+        attrs["q_scalar"] = float(qv)
+        return invoke("_npi_percentile", [a], attrs, out=out)
+    return invoke("_npi_percentile", [a, array(qv, dtype="float64", ctx=a.context)], dict(attrs, q_scalar=None),
+                  out=out)
+
+
+@_export
+def percentile(a, q, axis=None, out=None, overwrite_input=None, interpolation="linear", keepdims=False):
+    return _percentile(a, q, axis, interpolation, keepdims, False, out)
+
+
+@_export
+def quantile(a, q, axis=None, out=None, overwrite_input=None, interpolation="linear", keepdims=False):
+    return _percentile(a, q, axis, interpolation, keepdims, True, out)
+
+
+@_export
+def median(a, axis=None, out=None, overwrite_input=None, keepdims=False):
+    return _percentile(a, 50.0, axis, "linear", keepdims, False, out)
+
+
+@_export
+def average(a, axis=None, weights=None, returned=False, out=None):
+    a = to_np(a)
+    inputs = [a] if weights is None else [a, to_np(weights, a.context)]
+    res = invoke("_npi_average", inputs, {"axis": _axis(axis), "weighted": weights is not None,
+                                          "returned": returned}, out=out)
+    return tuple(res) if returned else res
+
+
+@_export
+def bincount(x, weights=None, minlength=0):
+    x = to_np(x)
+    inputs = [x] if weights is None else [x, to_np(weights, x.context)]
+    return invoke("_npi_bincount", inputs, {"minlength": minlength, "has_weights": weights is not None})
+
+
+@_export
+def diff(a, n=1, axis=-1, prepend=None, append=None):
+    a = to_np(a)
+    parts = [p for p in (prepend, a, append) if p is not None]
+    if len(parts) > 1:
+        shape = list(a.shape)
+        shape[axis] = 1
+        parts = [to_np(p) if not is_scalar(p) else array(_np.full(shape, p), dtype=a.dtype) for p in parts]
+        a = concatenate(parts, axis=axis)
+    return invoke("_npi_diff", [a], {"n": n, "axis": axis})
+
+
+@_export
+def ediff1d(ary, to_end=None, to_begin=None):
+    """Differences of the flattened array, with `to_begin` / `to_end` (numbers or arrays) around."""
+    a = to_np(ary)
+    inputs, attrs = [a], {}
+    for key, value in (("to_begin", to_begin), ("to_end", to_end)):
+        given = value is not None and not is_scalar(value)
+        attrs[f"{key}_arr_given"] = given
+        attrs[f"{key}_scalar"] = float(value) if value is not None and not given else None
+        if given:
+            inputs.append(to_np(value, a.context))
+    return invoke("_npi_ediff1d", inputs, attrs)
+
+
+@_export
+def polyval(p, x):
+    p = to_np(p)
+    xa = array(x, dtype=p.dtype) if is_scalar(x) else to_np(x)
+    return invoke("_npi_polyval", [p, xa])
+
+
+def _positions(obj, axis, ctx):
+    """(attributes, extra inputs) for the positions `obj` of delete/insert, as MXNet passes them."""
+    attrs = {"axis": axis, "int_ind": None, "start": None, "stop": None, "step": None}
+    if isinstance(obj, slice):
+        attrs.update(start=obj.start, stop=obj.stop, step=1 if obj.step is None else obj.step)
+        return attrs, []
+    if isinstance(obj, (int, _np.integer)):
+        attrs["int_ind"] = int(obj)
+        return attrs, []
+    idx = obj if isinstance(obj, NDArray) else array(_np.asarray(obj, _np.int64), dtype="int64", ctx=ctx)
+    return attrs, [to_np(idx)]
+
+
+@_export
+def delete(arr, obj, axis=None):
+    arr = to_np(arr)
+    attrs, extra = _positions(obj, axis, arr.context)
+    return invoke("_npi_delete", [arr, *extra], attrs)
+
+
+@_export
+def insert(arr, obj, values, axis=None):
+    arr = to_np(arr)
+    attrs, extra = _positions(obj, axis, arr.context)
+    op = "_npi_insert_tensor" if extra else "_npi_insert_slice" if attrs["step"] is not None else "_npi_insert_scalar"
+    if is_scalar(values):
+        return invoke(op, [arr, *extra], dict(attrs, val=float(values)))
+    vals = to_np(values) if isinstance(values, NDArray) else array(_np.asarray(values), dtype=arr.dtype)
+    return invoke(op, [arr, vals, *extra], dict(attrs, val=None))
+
+
+@_export
+def resize(a, new_shape):
+    shape = (new_shape,) if isinstance(new_shape, int) else tuple(new_shape)
+    return invoke("_np_resize", [to_np(a)], {"new_shape": shape})
+
+
+@_export
+def histogram(a, bins=10, range=None, normed=None, weights=None, density=None):  # noqa: A002
+    """(counts, bin edges) of a over `bins` equal bins in `range` (the data's range when None), or
+    over the bin edges `bins`."""
+    if weights is not None or density or normed:
+        raise MXNetError("histogram: weights and density are not supported (as in MXNet)")
+    a = to_np(a)
+    if isinstance(bins, (NDArray, list, tuple, _np.ndarray)):
+        edges = to_np(bins) if isinstance(bins, NDArray) else array(_np.asarray(bins), dtype=a.dtype)
+        return tuple(invoke("_npi_histogram", [a, edges], {"bin_cnt": None}))
+    return tuple(invoke("_npi_histogram", [a], {"bin_cnt": int(bins), "range": range}))
+
+
+@_export
+def unravel_index(indices, shape, order="C"):
+    if order != "C":
+        raise MXNetError("unravel_index: only order='C' is supported")
+    idx = to_np(indices) if not is_scalar(indices) else array(indices, dtype="int64")
+    res = invoke("_npi_unravel_index", [idx], {"shape": tuple(shape)})
+    return tuple(res[i] for i in range(len(shape)))
+
+
+@_export
+def diag_indices_from(arr):
+    a = to_np(arr)
+    if a.ndim < 2 or len(set(a.shape)) != 1:
+        raise MXNetError("diag_indices_from: input must be at least 2-d with all dimensions equal")
+    idx = ndarray(_np.arange(a.shape[0], dtype=_np.int64), a.context)
+    return tuple(idx.copy() for _ in range(a.ndim))
+
+
+def _window(kind: str):
+    def fn(M, dtype=_np.float32, ctx=None):
+        return invoke(f"_npi_{kind}", [], {"M": int(M), "dtype": _np.dtype(canonical_dtype(dtype)).name},
+                      ctx=ctx)
+    fn.__name__ = kind
+    fn.__doc__ = f"numpy.{kind} window of length M (float32 by default)."
+    return fn
+
+
+hanning = _export(_window("hanning"))
+hamming = _export(_window("hamming"))
+blackman = _export(_window("blackman"))
+
+
+@_export
+def may_share_memory(a, b, max_work=None):
+    return bool(_np.may_share_memory(to_np(a)._data, to_np(b)._data))
+
+
+@_export
+def shares_memory(a, b, max_work=None):
+    return bool(_np.shares_memory(to_np(a)._data, to_np(b)._data))
 
 
 __all__ = sorted(set(__all__))

@@ -8,7 +8,7 @@ from ..ndarray.ndarray import _check_ctx
 from .multiarray import _dtype, default_float, ndarray, to_np
 
 __all__ = ["arange", "linspace", "logspace", "eye", "identity", "zeros_like", "ones_like", "full_like",
-           "empty_like", "meshgrid", "indices", "tri"]
+           "empty_like", "indices", "tri"]
 
 
 def _make(data, ctx) -> ndarray:
@@ -72,13 +72,6 @@ def full_like(a, fill_value, dtype=None, order="C", ctx=None, out=None):
 
 def empty_like(prototype, dtype=None, order="C", subok=False, shape=None):
     return _like(prototype, 0, dtype, None)
-
-
-def meshgrid(*xi, indexing="xy", sparse=False, copy=True):
-    arrays = [to_np(x).asnumpy() for x in xi]
-    grids = _np.meshgrid(*arrays, indexing=indexing, sparse=sparse)
-    ctx = to_np(xi[0]).context if xi else None
-    return [_make(g, ctx) for g in grids]
 
 
 def indices(dimensions, dtype=_np.int32, ctx=None) -> ndarray:

@@ -1,5 +1,6 @@
 """numpy indexing of `mx.np.ndarray`: basic (ints, slices, None, Ellipsis), advanced (integer
-arrays and lists) and boolean masks (a data-dependent result shape).
+arrays, lists and ranges; float arrays, MXNet np's default dtype, index by their integer part)
+and boolean masks (a data-dependent result shape).
 
 Reads go through the `_npi_getitem` op (recorded by autograd, gradient scattered back); a basic
 index that gives a C-contiguous view returns a view sharing memory when autograd is not
@@ -31,15 +32,16 @@ def _split_key(key):
             continue
         if isinstance(k, NDArray):
             a = k._data
-        elif isinstance(k, (list, _np.ndarray, bool, _np.bool_)):
+        elif isinstance(k, (list, range, _np.ndarray, bool, _np.bool_)):
             a = _np.asarray(k)
         else:
             raise MXNetError(f"getitem: index {k!r} of type {type(k).__name__} is not supported")
-        if a.dtype.kind not in "iub":
-            if a.dtype.kind == "f" and a.size == 0:
-                a = a.astype(_np.int64)
-            else:
-                raise MXNetError(f"getitem: index arrays must be integer or bool, got {a.dtype.name}")
+        if a.dtype.kind == "f":        # MXNet indexes with float arrays (its default dtype) too
+            if not _np.all(_np.isfinite(a)):
+                raise MXNetError("getitem: index arrays must hold finite values")
+            a = a.astype(_np.int64)
+        elif a.dtype.kind not in "iub":
+            raise MXNetError(f"getitem: index arrays must be integer, bool or float, got {a.dtype.name}")
         out.append(("array", len(arrays)))
         arrays.append(a)
     return tuple(out), arrays

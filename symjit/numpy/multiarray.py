@@ -18,8 +18,8 @@ from typing import Any, Mapping, Sequence
 import numpy as _np
 
 from ..base import MXNetError, canonical_dtype
-from ..context import Context, current_context
-from ..ndarray.ndarray import NDArray, _check_ctx, invoke as _nd_invoke
+from ..context import Context
+from ..ndarray.ndarray import NDArray, _check_ctx, _shape, invoke as _nd_invoke
 from ..ndarray.write_guard import writable
 
 __all__ = ["ndarray", "array", "asarray", "empty", "zeros", "ones", "full", "invoke", "wrap", "to_np",
@@ -59,9 +59,10 @@ def to_np(x, ctx: Context | None = None, dtype=None) -> "ndarray":
 
 
 def ufunc_call(name: str, x1, x2, out=None):
-    """Apply binary ufunc `name` (`_npi_<name>`), choosing the scalar forms for Python numbers."""
-    if is_scalar(x1) and is_scalar(x2):
-        return invoke(f"_npi_{name}", [array(x1), array(x2)], out=out)
+    """Apply binary ufunc `name` (`_npi_<name>`), choosing the scalar forms for Python numbers
+    (two numbers give numpy's scalar result, as MXNet)."""
+    if is_scalar(x1) and is_scalar(x2) and out is None:
+        return getattr(_np, name)(x1, x2)
     if is_scalar(x2):
         return invoke(f"_npi_{name}_scalar", [to_np(x1)], _scalar_attrs(x2), out=out)
     if is_scalar(x1):
@@ -103,13 +104,16 @@ class ndarray(NDArray):
     # ---- construction helpers ------------------------------------------------------
     def __init__(self, data=None, ctx: Context | None = None, writable: bool = True, *, shape=None,
                  dtype=None):
-        if data is None or isinstance(data, (tuple, list)) and shape is None and not isinstance(data, _np.ndarray):
-            # numpy's ndarray(shape, dtype) constructor form
-            shp = shape if data is None else data
-            data = _np.zeros(tuple(shp) if not isinstance(shp, int) else (shp,), canonical_dtype(dtype))
+        if data is None or isinstance(data, (tuple, list, int)):   # numpy's ndarray(shape, dtype) form
+            data = _np.zeros(_shape(shape if data is None else data), _dtype(dtype))
         super().__init__(data, ctx, writable)
 
     # ---- attributes ----------------------------------------------------------------------
+    @property
+    def dtype(self) -> _np.dtype:
+        """The numpy dtype (MXNet np gives a `numpy.dtype`, the legacy NDArray a scalar type)."""
+        return self._data.dtype
+
     @property
     def T(self) -> "ndarray":
         return self.transpose()
@@ -161,6 +165,29 @@ class ndarray(NDArray):
 
     def __array__(self, dtype=None, copy=None):
         return self.asnumpy() if dtype is None else self.asnumpy().astype(dtype)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """numpy ufuncs on mx.np arrays run the `mx.np` function of the same name (as MXNet);
+        others run numpy's on the values and give an mx.np array."""
+        from .. import numpy as mnp
+        fn = getattr(mnp, ufunc.__name__, None)
+        if method == "__call__" and fn is not None and not set(kwargs) - {"out"}:
+            if kwargs.get("out") is not None:
+                kwargs = {"out": kwargs["out"][0]}
+            return fn(*inputs, **kwargs)
+        from .fallback import numpy_fallback
+        return numpy_fallback(getattr(ufunc, method), f"{ufunc.__name__}.{method}")(*inputs, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        """numpy functions on mx.np arrays run the `mx.np` function of the same name (as MXNet),
+        or numpy's on the values (an mx.np array result)."""
+        from .. import numpy as mnp
+        module = mnp.linalg if func.__module__.endswith("linalg") else mnp
+        fn = getattr(module, func.__name__, None)
+        if fn is None or fn is func:
+            from .fallback import numpy_fallback
+            fn = numpy_fallback(func, func.__name__)
+        return fn(*args, **kwargs)
 
     def __reduce__(self):
         return (_rebuild_np, (self.asnumpy(), str(self._ctx)))
@@ -223,6 +250,33 @@ class ndarray(NDArray):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         return self._view_op("_np_reshape", {"newshape": tuple(int(d) for d in shape), "order": order})
+
+    def reshape_view(self, *shape, **kwargs) -> "ndarray":
+        """A view of a new shape sharing this array's memory (not recorded by autograd)."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        try:
+            return ndarray(self._data.reshape(shape), self._ctx)
+        except ValueError as e:
+            raise MXNetError(f"reshape_view: {e}") from None
+
+    @property
+    def writable(self) -> bool:
+        return bool(self._data.flags.writeable)
+
+    def _slices(self, begin, end, step) -> tuple:
+        step = step or (None,) * len(begin)
+        return tuple(slice(b, e, s) for b, e, s in zip(begin, end, step))
+
+    def slice_assign(self, rhs, begin, end, step) -> "ndarray":
+        """Write `rhs` into the region begin:end:step in place; returns this array."""
+        self[self._slices(begin, end, step)] = rhs
+        return self
+
+    def slice_assign_scalar(self, value, begin, end, step) -> "ndarray":
+        """Fill the region begin:end:step with `value` in place; returns this array."""
+        self[self._slices(begin, end, step)] = value
+        return self
 
     def ravel(self, order="C"):
         return self.reshape(-1)
@@ -442,18 +496,6 @@ def asarray(a, dtype=None, ctx=None) -> ndarray:
     return array(a, dtype=dtype, ctx=ctx)
 
 
-def _shape(shape) -> tuple:
-    if isinstance(shape, (int, _np.integer)):
-        shape = (int(shape),)
-    try:
-        shape = tuple(int(d) for d in shape)
-    except TypeError:
-        raise MXNetError(f"invalid shape {shape!r}") from None
-    if any(d < 0 for d in shape):
-        raise MXNetError(f"invalid shape {shape!r}: negative dimensions are not allowed")
-    return shape
-
-
 def _filled(shape, value, dtype, ctx, default=default_float) -> ndarray:
     return ndarray(_np.full(_shape(shape), value, _dtype(dtype, default)), _check_ctx(ctx))
 
@@ -485,6 +527,3 @@ def full(shape, fill_value, dtype=None, order="C", ctx=None, out=None) -> ndarra
         return out
     return result
 
-
-def current_ctx():
-    return current_context()

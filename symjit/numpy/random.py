@@ -10,7 +10,7 @@ import numpy as _np
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray, _check_ctx
 from ..ops.rng import generator
-from .multiarray import _dtype, ndarray, to_np
+from .multiarray import _dtype, invoke, is_scalar, ndarray, to_np
 
 __all__ = ["uniform", "normal", "randn", "rand", "randint", "choice", "shuffle", "multinomial", "gamma",
            "beta", "exponential", "chisquare", "gumbel", "logistic", "lognormal", "pareto", "power",
@@ -42,42 +42,67 @@ def _result(data, dtype, ctx, out=None, default=_np.float32) -> ndarray:
     return ndarray(_np.require(arr, requirements="C"), ctx)
 
 
-def _sampler(name: str, params: tuple, defaults: tuple, draw):
+def _op_sampler(name: str, op: str, params: tuple, defaults: tuple):
+    """A sampler through registered op `op`: array parameters are inputs (gradients flow)."""
     def fn(*args, size=None, dtype=None, ctx=None, out=None, **kwargs):
-        values = list(defaults)
-        for i, a in enumerate(args):
-            if i >= len(params):
-                if size is None and i == len(params):
-                    size = a
-                    continue
+        values = dict(zip(params, defaults))
+        for k, a in enumerate(args):
+            if k < len(params):
+                values[params[k]] = a
+            elif k == len(params) and size is None:
+                size = a
+            else:
                 raise TypeError(f"{name}: too many positional arguments")
-            values[i] = a
         for k in list(kwargs):
             if k in params:
-                values[params.index(k)] = kwargs.pop(k)
+                values[k] = kwargs.pop(k)
         if kwargs:
             raise TypeError(f"{name}: unexpected arguments {sorted(kwargs)}")
-        c = _ctx_of(*values, ctx=ctx)
-        data = draw(generator(), *[_param(v) for v in values], _size(size))
-        return _result(data, dtype, c, out)
+        attrs = {"size": _size(size), "dtype": None if dtype is None else _dtype(dtype).name}
+        inputs = []
+        for p in params:
+            v = values[p]
+            if isinstance(v, NDArray) or isinstance(v, (list, tuple, _np.ndarray)):
+                inputs.append(to_np(v))
+                attrs[p] = None
+            else:
+                attrs[p] = float(v)
+        c = _ctx_of(*inputs, ctx=ctx)
+        return invoke(op, inputs, attrs, out=out, ctx=c)
     fn.__name__ = name
-    fn.__doc__ = f"Samples of numpy.random.{name} with parameters {params}; `size` is the output shape."
+    fn.__doc__ = (f"Samples of numpy.random.{name} with parameters {params} (numbers or arrays; gradients "
+                  "flow to array parameters); `size` is the output shape.")
     return fn
 
 
-uniform = _sampler("uniform", ("low", "high"), (0.0, 1.0), lambda g, lo, hi, s: g.uniform(lo, hi, s))
-normal = _sampler("normal", ("loc", "scale"), (0.0, 1.0), lambda g, m, sd, s: g.normal(m, sd, s))
-gamma = _sampler("gamma", ("shape", "scale"), (1.0, 1.0), lambda g, k, th, s: g.gamma(k, th, s))
-beta = _sampler("beta", ("a", "b"), (1.0, 1.0), lambda g, a, b, s: g.beta(a, b, s))
-exponential = _sampler("exponential", ("scale",), (1.0,), lambda g, sc, s: g.exponential(sc, s))
-chisquare = _sampler("chisquare", ("df",), (1.0,), lambda g, df, s: g.chisquare(df, s))
-gumbel = _sampler("gumbel", ("loc", "scale"), (0.0, 1.0), lambda g, m, b, s: g.gumbel(m, b, s))
-logistic = _sampler("logistic", ("loc", "scale"), (0.0, 1.0), lambda g, m, b, s: g.logistic(m, b, s))
-lognormal = _sampler("lognormal", ("mean", "sigma"), (0.0, 1.0), lambda g, m, sd, s: g.lognormal(m, sd, s))
-pareto = _sampler("pareto", ("a",), (1.0,), lambda g, a, s: g.pareto(a, s))
-power = _sampler("power", ("a",), (1.0,), lambda g, a, s: g.power(a, s))
-rayleigh = _sampler("rayleigh", ("scale",), (1.0,), lambda g, sc, s: g.rayleigh(sc, s))
-weibull = _sampler("weibull", ("a",), (1.0,), lambda g, a, s: g.weibull(a, s))
+uniform = _op_sampler("uniform", "_npi_uniform", ("low", "high"), (0.0, 1.0))
+normal = _op_sampler("normal", "_npi_normal", ("loc", "scale"), (0.0, 1.0))
+gamma = _op_sampler("gamma", "_npi_gamma", ("shape", "scale"), (1.0, 1.0))
+exponential = _op_sampler("exponential", "_npi_exponential", ("scale",), (1.0,))
+gumbel = _op_sampler("gumbel", "_npi_gumbel", ("loc", "scale"), (0.0, 1.0))
+logistic = _op_sampler("logistic", "_npi_logistic", ("loc", "scale"), (0.0, 1.0))
+pareto = _op_sampler("pareto", "_npi_pareto", ("a",), (1.0,))
+power = _op_sampler("power", "_npi_powerd", ("a",), (1.0,))
+rayleigh = _op_sampler("rayleigh", "_npi_rayleigh", ("scale",), (1.0,))
+weibull = _op_sampler("weibull", "_npi_weibull", ("a",), (1.0,))
+
+
+def lognormal(mean=0.0, sigma=1.0, size=None, dtype=None, ctx=None, out=None) -> ndarray:
+    """exp of normal samples with mean `mean` and standard deviation `sigma`."""
+    return invoke("_npi_exp", [normal(mean, sigma, size=size, dtype=dtype, ctx=ctx)], out=out)
+
+
+def chisquare(df, size=None, dtype=None, ctx=None, out=None) -> ndarray:
+    """Chi-square samples with `df` degrees of freedom (gamma(df / 2, 2))."""
+    half = df / 2.0 if is_scalar(df) else to_np(df) / 2.0
+    return gamma(half, 2.0, size=size, dtype=dtype, ctx=ctx, out=out)
+
+
+def beta(a, b, size=None, dtype=None, ctx=None, out=None) -> ndarray:
+    """Beta samples: x / (x + y) of gamma(a, 1) and gamma(b, 1) samples."""
+    x = gamma(a, 1.0, size=size, dtype=dtype, ctx=ctx)
+    y = gamma(b, 1.0, size=size, dtype=dtype, ctx=ctx)
+    return invoke("_npi_true_divide", [x, invoke("_npi_add", [x, y])], out=out)
 
 
 def rand(*size, **kwargs) -> ndarray:
@@ -96,29 +121,33 @@ def randint(low, high=None, size=None, dtype=None, ctx=None, out=None) -> ndarra
         low, high = 0, low
     if high <= low:
         raise MXNetError(f"randint: low ({low}) must be less than high ({high})")
-    data = generator().integers(low, high, _size(size))
-    return _result(data, dtype, _check_ctx(ctx), out, default=_np.int64)
+    attrs = {"low": int(low), "high": int(high), "shape": _size(size) or (),
+             "dtype": None if dtype is None else _dtype(dtype).name}
+    return invoke("_npi_random_randint", [], attrs, out=out, ctx=_check_ctx(ctx))
 
 
 def choice(a, size=None, replace=True, p=None, ctx=None, out=None) -> ndarray:
     """Samples from `a` (an int n: from arange(n), int64) with probabilities `p`."""
-    src = _param(a)
-    data = generator().choice(src, _size(size), replace=replace, p=_param(p))
-    default = _np.int64 if isinstance(src, (int, _np.integer)) else _np.asarray(src).dtype
-    return _result(data, None, _ctx_of(a, ctx=ctx), out, default=default)
+    from_range = isinstance(a, (int, _np.integer))
+    inputs = ([] if from_range else [to_np(a)]) + ([] if p is None else [to_np(p)])
+    attrs = {"a": int(a) if from_range else None, "size": _size(size), "replace": replace,
+             "weighted": p is not None}
+    return invoke("_npi_choice", inputs, attrs, out=out, ctx=_ctx_of(*inputs, ctx=ctx))
 
 
 def shuffle(x) -> None:
     """Shuffle `x` in place along its first axis."""
     x = to_np(x)
-    perm = generator().permutation(x.shape[0])
-    x[...] = ndarray(x.asnumpy()[perm])
+    x[...] = invoke("_npi_shuffle", [x])
 
 
 def multinomial(n, pvals, size=None) -> ndarray:
     """Counts of `n` draws over outcomes with probabilities `pvals` (int64)."""
-    data = generator().multinomial(int(n), _np.asarray(_param(pvals), _np.float64), _size(size))
-    return _result(data, None, _check_ctx(None), default=_np.int64)
+    if isinstance(pvals, NDArray):
+        return invoke("_npi_multinomial", [to_np(pvals)], {"n": int(n), "pvals": None, "size": _size(size)},
+                      ctx=pvals.context)
+    attrs = {"n": int(n), "pvals": tuple(float(v) for v in _np.ravel(pvals)), "size": _size(size)}
+    return invoke("_npi_multinomial", [], attrs, ctx=_check_ctx(None))
 
 
 def multivariate_normal(mean, cov, size=None, check_valid=None, tol=None, dtype=None, ctx=None) -> ndarray:

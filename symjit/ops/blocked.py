@@ -7,7 +7,9 @@ are contiguous (one vector). C is a multiple of 16.
   * `_to_blocked`    — NCHW -> blocked;
   * `_from_blocked`  — blocked -> NCHW;
   * `_conv_blocked`  — a 2-D convolution (attrs `conv_attrs`, the Convolution's parsed
-                       attributes) giving a blocked output, optionally relu'd (`relu`); data
+                       attributes) giving a blocked output, optionally plus a blocked residual
+                       (`residual`), optionally relu'd or relu6'd (`relu`: an activation
+                       code of ops/fused.py); data
                        blocked (`data_blocked`, the default) or NCHW (the convolution where a
                        chain enters the layout: it stores blocked directly), weight and bias
                        in MXNet's layout.
@@ -92,17 +94,37 @@ class FromBlocked(_Reorder):
 
 @register("_conv_blocked")
 class ConvBlocked(ConvolutionRelu):
-    """to_blocked(relu?(Convolution(from_blocked(data), weight[, bias]))), ConvolutionRelu's
-    attrs; with `data_blocked` false the data is NCHW (no from_blocked)."""
-    params = dict(ConvolutionRelu.params, data_blocked=Param(Bool, True))
+    """to_blocked(act(Convolution(from_blocked(data), weight[, bias]) [+ from_blocked(residual)])),
+    ConvolutionRelu's attrs (`relu`: the activation code); with `data_blocked` false the data
+    is NCHW (no from_blocked); with `residual` true the last input is a blocked array of the
+    output's shape added before the activation (pointwise convolutions only)."""
+    params = dict(ConvolutionRelu.params, data_blocked=Param(Bool, True), residual=Param(Bool, False))
     kernel = "conv"
+
+    def input_names(self, attrs):
+        return super().input_names(attrs) + (["residual"] if attrs["residual"] else [])
 
     def infer_shape(self, attrs, in_shapes):
         x = in_shapes[0]
+        conv_in = list(in_shapes[1:len(in_shapes) - 1] if attrs["residual"] else in_shapes[1:])
         nchw = x if x is None or not attrs["data_blocked"] else nchw_shape(self.name, x)
-        ins, (y,) = get_op("Convolution").infer_shape(attrs["conv_attrs"], [nchw] + list(in_shapes[1:]))
-        return [x] + list(ins[1:]), [None if y is None else blocked_shape(self.name, y)]
+        ins, (y,) = get_op("Convolution").infer_shape(attrs["conv_attrs"], [nchw] + conv_in)
+        out = None if y is None else blocked_shape(self.name, y)
+        if attrs["residual"]:
+            r = in_shapes[-1]
+            if r is not None and out is not None and tuple(r) != out:
+                raise MXNetError(f"{self.name}: residual shape {tuple(r)} differs from the output's {out}")
+            return [x] + list(ins[1:]) + [out if r is None else tuple(r)], [out]
+        return [x] + list(ins[1:]), [out]
+
+    def infer_type(self, attrs, in_types):
+        if not attrs["residual"]:
+            return super().infer_type(attrs, in_types)
+        ins, outs = super().infer_type(attrs, list(in_types[:-1]))
+        return list(ins) + [outs[0]], outs
 
     def compute(self, attrs, inputs, ctx: ComputeContext):
+        inputs = list(inputs)
+        residual = from_blocked(inputs.pop()) if attrs["residual"] else None
         x = from_blocked(inputs[0]) if attrs["data_blocked"] else inputs[0]
-        return [to_blocked(self.convolution_relu(attrs, [x] + list(inputs[1:]), ctx))]
+        return [to_blocked(self.convolution_relu(attrs, [x] + inputs[1:], ctx, residual))]

@@ -117,7 +117,7 @@ class Quadratic(Elementwise):
 
 @register("_contrib_boolean_mask")
 class BooleanMask(Op):
-    """The slices of `data` along `axis` whose `index` entry is non-zero."""
+    """The slices of `data` along `axis` whose `index` entry is non-zero (axis 0 only, as MXNet)."""
     inputs = ("data", "index")
     params = {"axis": Param(Int, 0)}
 
@@ -125,6 +125,8 @@ class BooleanMask(Op):
         a = attrs["axis"] + ndim if attrs["axis"] < 0 else attrs["axis"]
         if not 0 <= a < ndim:
             raise MXNetError(f"{self.name}: axis {attrs['axis']} is out of bounds for {ndim}-d data")
+        if a != 0:
+            raise MXNetError(f"{self.name}: only axis 0 is supported (MXNet 1.9.1), got axis {attrs['axis']}")
         return a
 
     def _keep(self, attrs, data: np.ndarray, index: np.ndarray) -> tuple[int, np.ndarray]:

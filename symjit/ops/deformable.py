@@ -84,6 +84,18 @@ def _input_shapes(attrs, in_shapes):
     return shapes, (d[0], nf) + out_sp
 
 
+def tap_positions(offset: np.ndarray, geo: dict, dtype) -> tuple:
+    """(h, w) positions (N, G, K, OH, OW), in `dtype`, that the kernel taps read for offsets
+    (N, G, K, 2, OH, OW): the regular grid position of each tap plus its offsets."""
+    kw = geo["kernel"][1]
+    (sh, sw), (dh, dw), (ph, pw) = geo["stride"], geo["dilate"], geo["pad"]
+    k, _, oh, ow = offset.shape[2:]
+    i, j = np.divmod(np.arange(k), kw)
+    base_h = (np.arange(oh) * sh - ph)[None, :, None] + (i * dh)[:, None, None]     # (K, OH, 1)
+    base_w = (np.arange(ow) * sw - pw)[None, None, :] + (j * dw)[:, None, None]     # (K, 1, OW)
+    return base_h.astype(dtype) + offset[:, :, :, 0], base_w.astype(dtype) + offset[:, :, :, 1]
+
+
 class _Sampling:
     """The bilinear sampling of one forward: corner indices into each (n, group) map of
     H * W pixels, their weights, validity, and the fractional parts, all (N, G, K * L)."""
@@ -91,16 +103,10 @@ class _Sampling:
     def __init__(self, x: np.ndarray, offset: np.ndarray, geo: dict, dg: int):
         n, _, h, w = x.shape
         kh, kw = geo["kernel"]
-        (sh, sw), (dh, dw), (ph, pw) = geo["stride"], geo["dilate"], geo["pad"]
         oh, ow = offset.shape[2:]
         k = kh * kw
         t = x.dtype.type
-        off = offset.reshape(n, dg, k, 2, oh, ow)
-        i, j = np.divmod(np.arange(k), kw)
-        base_h = (np.arange(oh) * sh - ph)[None, :, None] + (i * dh)[:, None, None]     # (K, OH, 1)
-        base_w = (np.arange(ow) * sw - pw)[None, None, :] + (j * dw)[:, None, None]     # (K, 1, OW)
-        hs = base_h.astype(t) + off[:, :, :, 0]                                         # (N, G, K, OH, OW)
-        ws = base_w.astype(t) + off[:, :, :, 1]
+        hs, ws = tap_positions(offset.reshape(n, dg, k, 2, oh, ow), geo, t)
         self.valid = (hs >= 0) & (ws >= 0) & (hs < h) & (ws < w)
         hs = np.where(self.valid, hs, t(0))
         ws = np.where(self.valid, ws, t(0))
@@ -146,70 +152,92 @@ def _check_inputs(attrs, inputs):
     return out
 
 
-@register("_contrib_DeformableConvolution")
-class DeformableConvolution(Op):
-    """Convolution whose kernel taps are displaced by learned per-position offsets."""
+def float_types(op: Op, attrs, in_types, err) -> tuple:
+    """Op's default type inference (one dtype throughout), refusing non-float data via `err`."""
+    ins, outs = Op.infer_type(op, attrs, in_types)
+    if outs[0] is not None and np.dtype(outs[0]).kind != "f":
+        raise err(f"only supports floating-point data, got {outs[0]}")
+    return ins, outs
+
+
+def grouped_product(attrs, col: np.ndarray, weight: np.ndarray, bias, out: tuple, dtype) -> np.ndarray:
+    """The convolution's output `out` (dtype) from sampled columns col (N, C * K, L): the
+    grouped product with the weight, plus the bias (None: none)."""
+    g = attrs["num_group"]
+    n, ck, l = col.shape
+    wm = weight.astype(np.float64).reshape(g, weight.shape[0] // g, -1)
+    y = np.einsum("gfk,ngkl->ngfl", wm, col.reshape(n, g, ck // g, l), optimize=True).reshape(out)
+    if bias is not None:
+        y = y + bias.astype(np.float64).reshape(1, -1, 1, 1)
+    return y.astype(dtype)
+
+
+class DeformableConvFamily(Op):
+    """What the deformable convolutions and their gradient ops share: the bias is the last
+    input and optional (no_bias); `shape_rule(attrs, shapes) -> (input shapes, output shape)`
+    refines the forward's input shapes."""
     params = _PARAMS
-    inputs = ("data", "offset", "weight", "bias")
     kernel = "conv"
+    shape_rule = staticmethod(_input_shapes)
 
     def input_names(self, attrs):
-        return list(self.inputs[:3]) if attrs["no_bias"] else list(self.inputs)
+        return list(self.inputs[:-1]) if attrs["no_bias"] else list(self.inputs)
+
+
+class DeformableConvForward(DeformableConvFamily):
+    """A deformable convolution: one output, float data."""
 
     def infer_shape(self, attrs, in_shapes):
-        shapes, out = _input_shapes(attrs, in_shapes)
+        shapes, out = self.shape_rule(attrs, in_shapes)
         return shapes, [out]
 
     def infer_type(self, attrs, in_types):
-        ins, outs = super().infer_type(attrs, in_types)
-        if outs[0] is not None and np.dtype(outs[0]).kind != "f":
-            raise _err(f"only supports floating-point data, got {outs[0]}")
-        return ins, outs
-
-    def compute(self, attrs, inputs, ctx):
-        x, offset, weight = inputs[:3]
-        out = _check_inputs(attrs, inputs)
-        geo = _geometry(attrs)
-        dg, g = attrs["num_deformable_group"], geo["num_group"]
-        s = _Sampling(x, offset, geo, dg)
-        col, _ = _columns(x, s, dg)
-        n, ck, l = col.shape
-        wm = weight.astype(np.float64).reshape(g, weight.shape[0] // g, -1)
-        y = np.einsum("gfk,ngkl->ngfl", wm, col.reshape(n, g, ck // g, l), optimize=True)
-        y = y.reshape(out)
-        if not attrs["no_bias"]:
-            y = y + inputs[3].astype(np.float64).reshape(1, -1, 1, 1)
-        return [y.astype(x.dtype)]
-
-    def grad(self, F, attrs, inputs, outputs, ograds):
-        return list(F.apply("_backward_DeformableConvolution", [ograds[0], *inputs], **attrs))
+        return float_types(self, attrs, in_types, _err)
 
 
-@register("_backward_DeformableConvolution")
-class BackwardDeformableConvolution(Op):
-    """Gradients of DeformableConvolution w.r.t. data, offset, weight (and bias) from
-    (d output, data, offset, weight[, bias])."""
-    params = _PARAMS
-    inputs = ("ograd", "data", "offset", "weight", "bias")
-    outputs = ("data_grad", "offset_grad", "weight_grad", "bias_grad")
-    kernel = "conv"
+class DeformableConvBackward(DeformableConvFamily):
+    """The gradient op of a deformable convolution: inputs (d output, forward inputs...),
+    outputs the forward inputs' gradients, one dtype throughout."""
     hidden = True
     differentiable = False
 
-    def input_names(self, attrs):
-        return list(self.inputs[:4]) if attrs["no_bias"] else list(self.inputs)
-
     def num_outputs(self, attrs):
-        return 3 if attrs["no_bias"] else 4
+        return len(self.input_names(attrs)) - 1
 
     def infer_shape(self, attrs, in_shapes):
-        shapes, out = _input_shapes(attrs, in_shapes[1:])
+        shapes, out = self.shape_rule(attrs, in_shapes[1:])
         dy = merge_shape(self.name, "input 'ograd'", out, in_shapes[0])
         return [dy] + shapes, shapes
 
     def infer_type(self, attrs, in_types):
         t = next((x for x in in_types if x is not None), None)
         return [t] * len(in_types), [t] * (len(in_types) - 1)
+
+
+@register("_contrib_DeformableConvolution")
+class DeformableConvolution(DeformableConvForward):
+    """Convolution whose kernel taps are displaced by learned per-position offsets."""
+    inputs = ("data", "offset", "weight", "bias")
+
+    def compute(self, attrs, inputs, ctx):
+        x, offset, weight = inputs[:3]
+        out = _check_inputs(attrs, inputs)
+        geo = _geometry(attrs)
+        dg = attrs["num_deformable_group"]
+        s = _Sampling(x, offset, geo, dg)
+        col, _ = _columns(x, s, dg)
+        return [grouped_product(attrs, col, weight, inputs[3] if not attrs["no_bias"] else None, out, x.dtype)]
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        return list(F.apply("_backward_DeformableConvolution", [ograds[0], *inputs], **attrs))
+
+
+@register("_backward_DeformableConvolution")
+class BackwardDeformableConvolution(DeformableConvBackward):
+    """Gradients of DeformableConvolution w.r.t. data, offset, weight (and bias) from
+    (d output, data, offset, weight[, bias])."""
+    inputs = ("ograd", "data", "offset", "weight", "bias")
+    outputs = ("data_grad", "offset_grad", "weight_grad", "bias_grad")
 
     def compute(self, attrs, inputs, ctx):
         dy, x, offset, weight = inputs[:4]

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..base import MXNetError
 from . import scalar as S
-from .attrs import Any_, Count, Dtype, Int, Param
+from .attrs import Any_, Count, Dtype, Param
 from .registry import ComputeContext, Op, broadcast_shapes, fresh_array, get_op, register
 
 #: the ops above that stand for several nodes of the graph before the passes (attr `members`:
@@ -100,6 +100,46 @@ def relu_of_result() -> S.Expr:
     return relu_expr(S.Input(0))
 
 
+#: activations the kernel library applies in its own stores (ConvolutionRelu's `relu` attr and
+#: the blocked kernels' descriptor field `relu`): none, relu, relu6 (clip to [0, 6])
+ACT_NONE, ACT_RELU, ACT_RELU6 = 0, 1, 2
+
+
+def relu6_of(x: S.Expr) -> S.Expr:
+    """clip(x, 0, 6) as the registry's clip defines it (MobileNetV2's ReLU6)."""
+    return get_op("clip").expr({"a_min": 0.0, "a_max": 6.0}, x)
+
+
+def activation_of(expr: S.Expr, x: S.Expr) -> int | None:
+    """The activation code (ACT_*) when `expr` is exactly that activation of `x`, else None."""
+    from .elemwise import relu_expr
+    for act, make in ((ACT_NONE, lambda e: e), (ACT_RELU, relu_expr), (ACT_RELU6, relu6_of)):
+        if expr == make(x):
+            return act
+    return None
+
+
+def apply_activation(act: int, y: np.ndarray) -> np.ndarray:
+    """y with the activation code `act` applied by the registry's expressions."""
+    if act == ACT_NONE:
+        return y
+    expr = relu_of_result() if act == ACT_RELU else relu6_of(S.Input(0))
+    return np.asarray(S.evaluate(expr, [y], y.dtype), dtype=y.dtype)
+
+
+def residual_epilogue(attrs) -> int | None:
+    """The activation code when a `_with_epilogue` node's epilogue is act(result + extra) with
+    exactly one extra input (a residual connection: ResNet's relu(conv + x), MobileNetV2's
+    linear conv + x), else None."""
+    if attrs["num_args"] != attrs["num_inner"] + 1 or len(attrs["exprs"]) != 1:
+        return None
+    for total in (S.Input(0) + S.Input(1), S.Input(1) + S.Input(0)):
+        act = activation_of(attrs["exprs"][0], total)
+        if act is not None:
+            return act
+    return None
+
+
 def is_relu_epilogue(attrs) -> bool:
     """Whether a `_with_epilogue` node's epilogue is exactly relu of the inner result in place:
     one output, no inputs beyond the inner op's (passes and code generators ask this one
@@ -158,9 +198,10 @@ class WithEpilogue(Op):
 
 
 class ConvolutionRelu(Op):
-    """Base of ops that run a Convolution, optionally relu'd, then something more: attrs
-    `conv_attrs` (the Convolution's parsed attributes), `relu`, `num_args` (the convolution's
-    inputs: data, weight[, bias]), `members` (the names of the nodes it replaced)."""
+    """Base of ops that run a Convolution, optionally activated, then something more: attrs
+    `conv_attrs` (the Convolution's parsed attributes), `relu` (an activation code ACT_*;
+    False/True read as none/relu), `num_args` (the convolution's inputs: data, weight[, bias]),
+    `members` (the names of the nodes it replaced)."""
     params = {"conv_attrs": Param(Any_), "relu": Param(Any_, False), "num_args": Param(Count),
               "members": Param(Any_, ())}
     hidden = True
@@ -173,12 +214,13 @@ class ConvolutionRelu(Op):
         return get_op("Convolution").infer_type(attrs["conv_attrs"], list(in_types))
 
     @staticmethod
-    def convolution_relu(attrs, inputs, ctx: ComputeContext) -> np.ndarray:
-        """relu?(Convolution(inputs)) by the registered ops' reference implementations."""
+    def convolution_relu(attrs, inputs, ctx: ComputeContext, residual=None) -> np.ndarray:
+        """act(Convolution(inputs) [+ residual]) by the registered ops' reference
+        implementations; `relu` is an activation code (ACT_*; False/True: none/relu)."""
         y = get_op("Convolution").compute(attrs["conv_attrs"], list(inputs), ctx)[0]
-        if attrs["relu"]:
-            y = np.asarray(S.evaluate(relu_of_result(), [y], y.dtype), dtype=y.dtype)
-        return y
+        if residual is not None:
+            y = np.asarray(y + residual, dtype=y.dtype)
+        return apply_activation(int(attrs["relu"]), y)
 
 
 @register("_conv_pool")

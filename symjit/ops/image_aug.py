@@ -3,8 +3,10 @@ to_tensor and normalize): resize, crop, random_crop, random_resized_crop, flips,
 jitters and PCA lighting.
 
 Every op takes an image (H, W, C) or a batch (N, H, W, C) (uint8 or float) and returns the same
-dtype; integer results are rounded and saturated (OpenCV's saturate_cast). Random ops draw from
-the op's generator (`mx.random.seed` makes them reproducible), independently for each image of
+dtype (as in MXNet 1.9.1 the flips, colour jitters and lighting ops take one image only).
+Integer results of resizing are rounded and saturated (OpenCV's saturate_cast), those of the
+colour and lighting ops saturated and truncated (MXNet's cast). Random ops draw from the op's
+generator (`mx.random.seed` makes them reproducible), independently for each image of
 a batch. Sizes are (width, height), as MXNet's.
 
   * resize(size, keep_ratio, interp): `size` (w, h), or one int: a square, or with keep_ratio
@@ -46,7 +48,9 @@ def _err(op: str, msg: str) -> MXNetError:
     return MXNetError(f"{op}: {msg}")
 
 
-def _check_image(op: str, shape) -> None:
+def _check_image(op: str, shape, single: bool = False) -> None:
+    if single and len(shape) != 3:      # MXNet's flips, colour and lighting ops take one image
+        raise _err(op, f"Input image must have shape (height, width, channels), but got {list(shape)}")
     if len(shape) not in (3, 4):
         raise _err(op, f"input must be an image (H, W, C) or a batch (N, H, W, C), got shape {tuple(shape)}")
 
@@ -72,8 +76,10 @@ def _with_hw(shape: tuple, h: int, w: int) -> tuple:
 
 
 class _ImageOp(Op):
-    """An op mapping HWC images to HWC images of the same dtype (output size from `out_hw`)."""
+    """An op mapping HWC images to HWC images of the same dtype (output size from `out_hw`).
+    `single_image`: the op takes one (H, W, C) image only, no batch (as in MXNet 1.9.1)."""
     inputs = ("data",)
+    single_image = False
 
     def out_hw(self, attrs, h: int, w: int) -> tuple:
         return h, w
@@ -82,7 +88,7 @@ class _ImageOp(Op):
         (d,) = in_shapes
         if d is None:
             return [None], [None]
-        _check_image(self.name, d)
+        _check_image(self.name, d, self.single_image)
         h, w = d[-3], d[-2]
         if not (h and w):
             return [tuple(d)], [None]
@@ -96,7 +102,7 @@ class _ImageOp(Op):
 
     def compute(self, attrs, inputs, ctx):
         (x,) = inputs
-        _check_image(self.name, x.shape)
+        _check_image(self.name, x.shape, self.single_image)
         rng = ctx.random() if self.is_random else None
         return [np.ascontiguousarray(_per_image(x, lambda img: self.one(attrs, img, rng)))]
 
@@ -278,6 +284,7 @@ class RandomResizedCrop(_ImageOp):
 
 class _Flip(_ImageOp):
     """Reverses the width (axis=1) or height (axis=0) of each image."""
+    single_image = True
     axis = 1
     kernel = "shape"
 
@@ -301,6 +308,8 @@ class FlipTopBottom(_Flip):
 
 
 class _RandomFlip(_ImageOp):
+    """Flip the image along `axis` with probability 1/2."""
+    single_image = True
     is_random = True
     differentiable = False
     axis = 1
@@ -328,6 +337,27 @@ def _check_rgb(op: str, img: np.ndarray) -> None:
         raise _err(op, f"expects RGB images with 3 channels, got {img.shape[-1]} channels")
 
 
+def _as_input_dtype(out: np.ndarray, img: np.ndarray) -> np.ndarray:
+    """A float result in `img`'s dtype as MXNet's colour operators store it: integer images are
+    saturated and truncated toward zero (static_cast), float images keep their values."""
+    if np.issubdtype(img.dtype, np.integer):
+        info = np.iinfo(img.dtype)
+        return np.trunc(np.clip(out, info.min, info.max)).astype(img.dtype)
+    return out.astype(img.dtype, copy=False)
+
+
+def _adjust_contrast(img: np.ndarray, alpha: float) -> np.ndarray:
+    """Contrast about the mean luma (RGB) or the mean value (one channel), as MXNet's operator."""
+    if img.shape[-1] == 1:
+        return img * np.float32(alpha) + np.float32((1 - alpha) * img.mean(dtype=np.float64))
+    return K.adjust_contrast(img, alpha)
+
+
+def _draw(rng, lo: float, hi: float) -> float:
+    """lo + (hi - lo) * U(0, 1), also when lo > hi (MXNet draws so)."""
+    return lo + (hi - lo) * rng.random()
+
+
 _FACTORS = {
     "min_factor": Param(Float, doc="Minimum factor."),
     "max_factor": Param(Float, doc="Maximum factor."),
@@ -336,6 +366,7 @@ _FACTORS = {
 
 class _RandomAdjust(_ImageOp):
     """alpha ~ U(min_factor, max_factor) per image, then `adjust(img, alpha)`."""
+    single_image = True
     is_random = True
     differentiable = False
     params = _FACTORS
@@ -348,9 +379,8 @@ class _RandomAdjust(_ImageOp):
     def one(self, attrs, img, rng):
         if self.needs_rgb:
             _check_rgb(self.name, img)
-        if attrs["min_factor"] > attrs["max_factor"]:
-            raise _err(self.name, f"min_factor {attrs['min_factor']} exceeds max_factor {attrs['max_factor']}")
-        return type(self).adjust(img, rng.uniform(attrs["min_factor"], attrs["max_factor"]))
+        alpha = _draw(rng, attrs["min_factor"], attrs["max_factor"])
+        return _as_input_dtype(type(self).adjust(img.astype(np.float32), alpha), img)
 
 
 @register("_image_random_brightness")
@@ -362,13 +392,15 @@ class RandomBrightness(_RandomAdjust):
 
 @register("_image_random_contrast")
 class RandomContrast(_RandomAdjust):
-    """alpha * x + (1 - alpha) * mean luma."""
-    adjust = staticmethod(K.adjust_contrast)
+    """alpha * x + (1 - alpha) * mean luma (one channel: its mean)."""
+    needs_rgb = False
+    adjust = staticmethod(_adjust_contrast)
 
 
 @register("_image_random_saturation")
 class RandomSaturation(_RandomAdjust):
-    """alpha * x + (1 - alpha) * luma."""
+    """alpha * x + (1 - alpha) * luma (one channel: unchanged)."""
+    needs_rgb = False
     adjust = staticmethod(K.adjust_saturation_op)
 
 
@@ -381,6 +413,7 @@ class RandomHue(_RandomAdjust):
 @register("_image_random_color_jitter")
 class RandomColorJitter(_ImageOp):
     """Brightness, contrast, saturation and hue jitters (those > 0), in that order."""
+    single_image = True
     is_random = True
     differentiable = False
     params = {
@@ -391,23 +424,25 @@ class RandomColorJitter(_ImageOp):
     }
 
     def one(self, attrs, img, rng):
-        _check_rgb(self.name, img)
-        for key, fn in (("brightness", K.adjust_brightness), ("contrast", K.adjust_contrast),
-                        ("saturation", K.adjust_saturation_op)):
-            if attrs[key] > 0:
-                img = fn(img, 1 + rng.uniform(-attrs[key], attrs[key]))
         if attrs["hue"] > 0:
-            img = K.adjust_hue(img, rng.uniform(-attrs["hue"], attrs["hue"]))
+            _check_rgb(self.name, img)
+        for key, fn in (("brightness", K.adjust_brightness), ("contrast", _adjust_contrast),
+                        ("saturation", K.adjust_saturation_op)):
+            if attrs[key] > 0:        # each step stored in the image's dtype, as MXNet's
+                img = _as_input_dtype(fn(img.astype(np.float32), 1 + rng.uniform(-attrs[key], attrs[key])), img)
+        if attrs["hue"] > 0:
+            img = _as_input_dtype(K.adjust_hue(img.astype(np.float32), rng.uniform(-attrs["hue"], attrs["hue"])), img)
         return img
 
 
 def _lit(img: np.ndarray, alpha) -> np.ndarray:
-    return K._like(img + K.lighting_offset(alpha), img)
+    return _as_input_dtype(img + K.lighting_offset(alpha), img)
 
 
 @register("_image_adjust_lighting")
 class AdjustLighting(_ImageOp):
     """Adds eigvec @ (alpha * eigval) to every RGB pixel."""
+    single_image = True
     params = {"alpha": Param(FloatTuple, doc="The lighting alphas for the R, G, B channels.")}
     kernel = "elementwise"
 
@@ -424,6 +459,7 @@ class AdjustLighting(_ImageOp):
 @register("_image_random_lighting")
 class RandomLighting(_ImageOp):
     """adjust_lighting with alpha ~ N(0, alpha_std) per image."""
+    single_image = True
     is_random = True
     differentiable = False
     params = {"alpha_std": Param(Float, 0.05, "Level of the lighting noise.")}

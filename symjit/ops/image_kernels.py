@@ -131,15 +131,15 @@ def adjust_brightness(img: np.ndarray, alpha: float) -> np.ndarray:
     return _like(img * np.float32(alpha), img)
 
 
-def adjust_contrast(img: np.ndarray, alpha: float) -> np.ndarray:
-    """alpha * img + (1 - alpha) * the image's mean luma (HxWx3 RGB)."""
-    gray_mean = np.sum(img * GRAY_COEF, dtype=np.float64) / (img.shape[0] * img.shape[1])
+def adjust_contrast(img: np.ndarray, alpha: float, coef: np.ndarray = GRAY_COEF) -> np.ndarray:
+    """alpha * img + (1 - alpha) * the image's mean luma (HxWx3 RGB; `coef` weighs the channels)."""
+    gray_mean = np.sum(img * coef, dtype=np.float64) / (img.shape[0] * img.shape[1])
     return _like(img * np.float32(alpha) + np.float32((1 - alpha) * gray_mean), img)
 
 
-def adjust_saturation(img: np.ndarray, alpha: float) -> np.ndarray:
-    """alpha * img + (1 - alpha) * each pixel's luma (HxWx3 RGB)."""
-    gray = np.sum(img * GRAY_COEF, axis=2, keepdims=True, dtype=np.float32)
+def adjust_saturation(img: np.ndarray, alpha: float, coef: np.ndarray = GRAY_COEF) -> np.ndarray:
+    """alpha * img + (1 - alpha) * each pixel's luma (HxWx3 RGB; `coef` weighs the channels)."""
+    gray = np.sum(img * coef, axis=2, keepdims=True, dtype=np.float32)
     return _like(img * np.float32(alpha) + gray * np.float32(1 - alpha), img)
 
 

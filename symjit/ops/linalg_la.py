@@ -414,16 +414,23 @@ class Inverse(_LaOp):
         return [-_t(b) @ ograds[0] @ _t(b)]
 
 
+def _per_matrix(shape) -> tuple:
+    """The shape of one value per matrix of `shape`: the batch axes; for a single matrix () under
+    NumPy shape semantics (MXNet's np mode), else (1,)."""
+    from ..util import is_np_shape
+    return tuple(shape[:-2]) or (() if is_np_shape() else (1,))
+
+
 @_register_la("_linalg_det")
 class Det(_LaOp):
     """det(A), one value per matrix."""
     square = (0,)
 
     def out_shapes(self, attrs, shapes):
-        return [tuple(shapes[0][:-2]) or (1,)]
+        return [_per_matrix(shapes[0])]
 
     def forward(self, attrs, a):
-        return [np.linalg.det(a).reshape(a.shape[:-2] or (1,))]
+        return [np.linalg.det(a).reshape(_per_matrix(a.shape))]
 
     def backward(self, attrs, ins, outs, ograds):
         a = ins[0]
@@ -438,12 +445,12 @@ class Slogdet(_LaOp):
     square = (0,)
 
     def out_shapes(self, attrs, shapes):
-        s = tuple(shapes[0][:-2]) or (1,)
+        s = _per_matrix(shapes[0])
         return [s, s]
 
     def forward(self, attrs, a):
         sign, logdet = np.linalg.slogdet(a)
-        shape = a.shape[:-2] or (1,)
+        shape = _per_matrix(a.shape)
         return [sign.reshape(shape), logdet.reshape(shape)]
 
     def backward(self, attrs, ins, outs, ograds):
@@ -458,11 +465,11 @@ class Sumlogdiag(_LaOp):
     square = (0,)
 
     def out_shapes(self, attrs, shapes):
-        return [tuple(shapes[0][:-2]) or (1,)]
+        return [_per_matrix(shapes[0])]
 
     def forward(self, attrs, a):
         diag = np.diagonal(a, axis1=-2, axis2=-1)
-        return [np.log(diag).sum(axis=-1).reshape(a.shape[:-2] or (1,))]
+        return [np.log(diag).sum(axis=-1).reshape(_per_matrix(a.shape))]
 
     def backward(self, attrs, ins, outs, ograds):
         a = ins[0]

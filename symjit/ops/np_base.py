@@ -14,6 +14,8 @@ differentiable, such as integer arrays or indices).
 """
 from __future__ import annotations
 
+import contextlib
+import warnings
 from typing import Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
@@ -22,7 +24,7 @@ from ..base import MXNetError
 from .attrs import abbreviate, parse_literal
 from .registry import Op, register
 
-__all__ = ["NumpyOp", "register_numpy", "Literal", "Axis", "promote_mixed", "promote_divide",
+__all__ = ["NumpyOp", "register_numpy", "Literal", "Axis", "promote_mixed", "promote_divide", "quiet_numpy",
            "FLOAT_KINDS", "unbroadcast", "normalize_axis", "fresh_array"]
 
 #: numpy dtype kinds that carry gradients
@@ -121,6 +123,15 @@ def fresh_array(out, inputs: Sequence[np.ndarray]) -> np.ndarray:
     return out
 
 
+@contextlib.contextmanager
+def quiet_numpy():
+    """numpy's floating-point errors and runtime warnings silenced: results carry inf/nan as
+    MXNet's kernels give them."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
 def _probe(shape) -> np.ndarray:
     """A zero-stride float32 array of `shape` (no memory behind it)."""
     return np.broadcast_to(np.zeros((), np.float32), tuple(shape))
@@ -150,7 +161,7 @@ class NumpyOp(Op):
         return [in_types[0]] * self.num_outputs(attrs)
 
     def _outputs(self, attrs, arrays) -> list:
-        with np.errstate(all="ignore"):
+        with quiet_numpy():
             out = self.forward(attrs, *arrays)
         return list(out) if isinstance(out, (tuple, list)) else [out]
 
@@ -159,8 +170,8 @@ class NumpyOp(Op):
             outs = self._outputs(attrs, inputs)
         except MXNetError:
             raise
-        except (ValueError, TypeError, IndexError, np.linalg.LinAlgError) as e:
-            raise MXNetError(f"{self.name}: {e}") from None
+        except (ValueError, TypeError, IndexError, np.linalg.LinAlgError, MemoryError) as e:
+            raise MXNetError(f"{self.name}: {type(e).__name__}: {e}") from None
         return [fresh_array(np.asarray(o), inputs) for o in outs]
 
     def infer_shape(self, attrs, in_shapes):
@@ -171,6 +182,9 @@ class NumpyOp(Op):
             outs = self._outputs(attrs, [_probe(s) for s in in_shapes])
         except MXNetError:
             raise
+        except MemoryError:
+            raise MXNetError(f"{self.name}: the result of input shapes {[tuple(s) for s in in_shapes]} "
+                             "does not fit in memory") from None
         except (ValueError, TypeError, IndexError, np.linalg.LinAlgError) as e:
             raise MXNetError(f"{self.name}: invalid input shapes {[tuple(s) for s in in_shapes]}: {e}") from None
         return list(in_shapes), [tuple(np.shape(o)) for o in outs]
@@ -218,18 +232,27 @@ class NumpyBackward(Op):
     def compute(self, attrs, inputs, ctx):
         n_in, n_out = self._counts(attrs)
         dys, xs, ys = inputs[:n_out], inputs[n_out:n_out + n_in], inputs[n_out + n_in:]
-        with np.errstate(all="ignore"):
-            grads = self.fwd.vjp(attrs, xs, ys, dys)
-        out = []
-        for x, g in zip(xs, grads):
-            if g is None or x.dtype.kind not in FLOAT_KINDS:
-                out.append(np.zeros(x.shape, x.dtype))
-            else:
-                g = np.asarray(g)
-                if g.shape != x.shape:
-                    g = unbroadcast(g, x.shape).reshape(x.shape)
-                out.append(np.asarray(g, dtype=x.dtype))
+        try:
+            with quiet_numpy():
+                grads = self.fwd.vjp(attrs, xs, ys, dys)
+        except MXNetError:
+            raise
+        except (ValueError, TypeError, IndexError, np.linalg.LinAlgError, MemoryError) as e:
+            raise MXNetError(f"{self.name}: {type(e).__name__}: {e}") from None
+        with quiet_numpy():
+            out = [self._like_input(x, g) for x, g in zip(xs, grads)]
         return [fresh_array(o, inputs) for o in out]
+
+    @staticmethod
+    def _like_input(x: np.ndarray, g) -> np.ndarray:
+        """Gradient `g` in x's shape and dtype (summed over broadcast axes; zeros for None or
+        for inputs that are not floating point)."""
+        if g is None or x.dtype.kind not in FLOAT_KINDS:
+            return np.zeros(x.shape, x.dtype)
+        g = np.asarray(g)
+        if g.shape != x.shape:
+            g = unbroadcast(g, x.shape).reshape(x.shape)
+        return np.asarray(g, dtype=x.dtype)
 
     differentiable = False
 

@@ -87,7 +87,8 @@ class _Unary(NumpyOp):
     deriv: Callable
 
     def forward(self, attrs, x):
-        return _as_dtype(type(self).fn(x), x.dtype)
+        src = x.astype(np.int8) if x.dtype.kind == "b" else x     # numpy refuses some bool math
+        return _as_dtype(type(self).fn(src), x.dtype)
 
     def vjp(self, attrs, xs, ys, dys):
         return [dys[0] * type(self).deriv(xs[0], ys[0])]
@@ -110,7 +111,7 @@ def _register_unary() -> None:
     for suffix, (fn, deriv) in UNARY.items():
         cls = type(f"Np_{suffix}", (_Unary,), {"fn": staticmethod(fn), "deriv": staticmethod(deriv),
                                                "__doc__": f"numpy.{fn.__name__}, elementwise."})
-        register_numpy(f"_npi_{suffix}")(cls)
+        register_numpy(f"_npi_{suffix}", aliases=("_npi_abs",) if suffix == "absolute" else ())(cls)
     for suffix, fn in UNARY_BOOL.items():
         cls = type(f"Np_{suffix}", (_UnaryBool,), {"fn": staticmethod(fn), "__doc__": f"numpy.{suffix}."})
         register_numpy(f"_npi_{suffix}")(cls)
@@ -204,6 +205,10 @@ def binary_dtype(op: str, rule: str, a, b) -> np.dtype:
         return promote_divide(a, b)
     if rule == "bool":
         return np.dtype(bool)
+    if rule == "compare":
+        if a != b:
+            raise MXNetError(f"{op}: operands must have the same dtype, got {a.name} and {b.name}")
+        return np.dtype(bool)
     if rule == "int" and (a.kind == "f" or b.kind == "f"):
         raise MXNetError(f"{op}: defined for integer and bool arrays only, got {a.name} and {b.name}")
     if a != b:
@@ -225,6 +230,8 @@ class _Binary(NumpyOp):
         dt = binary_dtype(self.name, self.rule, a.dtype, b.dtype)
         if self.rule in ("mixed", "divide") and dt.kind == "f":
             a, b = a.astype(dt, copy=False), b.astype(dt, copy=False)
+        elif dt.kind == "b" and self.rule in ("mixed", "same"):    # numpy refuses some bool math
+            a, b = a.astype(np.int8), b.astype(np.int8)
         return _as_dtype(type(self).fn(a, b), dt)
 
     def vjp(self, attrs, xs, ys, dys):
@@ -293,10 +300,11 @@ def _register_binary() -> None:
             rattrs = dict(sattrs, reverse=True, __doc__=f"numpy.{suffix} of a scalar and an array.")
             register_numpy(f"_npi_r{suffix}_scalar")(type(f"Np_r{suffix}_scalar", (_Scalar,), rattrs))
     for suffix, fn in COMPARISONS.items():
-        attrs = {"fn": staticmethod(fn), "rule": "bool", "no_gradient": True,
-                 "__doc__": f"numpy.{suffix} with broadcasting (bool result)."}
+        attrs = {"fn": staticmethod(fn), "rule": "compare", "no_gradient": True,
+                 "__doc__": f"numpy.{suffix} with broadcasting (bool result; equal dtypes needed)."}
         register_numpy(f"_npi_{suffix}")(type(f"Np_{suffix}", (_Binary,), attrs))
-        register_numpy(f"_npi_{suffix}_scalar")(type(f"Np_{suffix}_scalar", (_Scalar,), attrs))
+        register_numpy(f"_npi_{suffix}_scalar")(type(f"Np_{suffix}_scalar", (_Scalar,),
+                                                     dict(attrs, rule="bool")))
 
 
 _register_binary()

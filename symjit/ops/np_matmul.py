@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import MXNetError
-from .attrs import Float, Int, Optional, Param, Str
+from .attrs import Count, Float, Int, Optional, Param, Str
 from .np_base import Literal, NumpyOp, promote_mixed, register_numpy, unbroadcast
 
 __all__ = []
@@ -91,7 +91,7 @@ class NpTensordot(NumpyOp):
         return [_prod_dtype(self.name, *in_types)]
 
     def _axes(self, attrs):
-        a, b = attrs["a_axes_summed"], attrs["b_axes_summed"]
+        a, b = attrs["a_axes_summed"], attrs["b_axes_summed"]  # given or from _attrs
         return (list(a) if isinstance(a, tuple) else [a]), (list(b) if isinstance(b, tuple) else [b])
 
     def forward(self, attrs, a, b):
@@ -110,17 +110,18 @@ class NpTensordot(NumpyOp):
         fa = [d for d in range(a.ndim) if d not in sa]
         fb = [d for d in range(b.ndim) if d not in sb]
         # g has axes fa + fb
-        ga = np.tensordot(g, b, axes=(list(range(len(fa), g.ndim)), fb))  # axes: fa + sb(order)
-        ga = np.transpose(ga, np.argsort(fa + sa))
-        gb = np.tensordot(a, g, axes=(fa, list(range(len(fa)))))          # axes: sa(order) + fb
-        gb = np.transpose(gb, np.argsort(sb + fb))
+        # g has the axes fa + fb; what is left of b (of a) are its summed axes, increasing
+        ga = np.tensordot(g, b, axes=(list(range(len(fa), g.ndim)), fb))
+        ga = np.transpose(ga, np.argsort(fa + [sa[sb.index(d)] for d in sorted(sb)]))
+        gb = np.tensordot(a, g, axes=(fa, list(range(len(fa)))))
+        gb = np.transpose(gb, np.argsort([sb[sa.index(d)] for d in sorted(sa)] + fb))
         return [ga, gb]
 
 
 @register_numpy("_npi_einsum")
 class NpEinsum(NumpyOp):
     """numpy.einsum with a `subscripts` string over `num_args` operands."""
-    params = {"subscripts": Param(Str), "num_args": Param(Int, 1), "optimize": Param(Int, 0)}
+    params = {"subscripts": Param(Str), "num_args": Param(Count, 1), "optimize": Param(Int, 0)}
 
     def input_names(self, attrs):
         return [f"arg{i}" for i in range(self.positive_count(attrs, "num_args"))]
@@ -245,3 +246,56 @@ class NpKron(NumpyOp):
         ga = np.einsum(g, list(range(2 * nd)), b2, list(range(1, 2 * nd, 2)), list(range(0, 2 * nd, 2)))
         gb = np.einsum(g, list(range(2 * nd)), a2, list(range(0, 2 * nd, 2)), list(range(1, 2 * nd, 2)))
         return [ga.reshape(a.shape), gb.reshape(b.shape)]
+
+
+class _WhereScalar(NumpyOp):
+    """numpy.where with a scalar for x (`_npi_where_lscalar`) or y (`_npi_where_rscalar`)."""
+    inputs = ("condition", "x")
+    params = {"scalar": Param(Float, 0.0)}
+    scalar_is_x = True
+
+    def forward(self, attrs, c, arr):
+        s = np.asarray(attrs["scalar"], arr.dtype)
+        x, y = (s, arr) if self.scalar_is_x else (arr, s)
+        return np.where(c.astype(bool), x, y).astype(arr.dtype, copy=False)
+
+    def vjp(self, attrs, xs, ys, dys):
+        c = xs[0].astype(bool)
+        keep = ~c if self.scalar_is_x else c
+        return [None, np.where(keep, dys[0], 0)]
+
+
+register_numpy("_npi_where_lscalar")(type("NpWhereL", (_WhereScalar,), {
+    "inputs": ("condition", "y"), "__doc__": "numpy.where(condition, scalar, y)."}))
+register_numpy("_npi_where_rscalar")(type("NpWhereR", (_WhereScalar,), {
+    "scalar_is_x": False, "__doc__": "numpy.where(condition, x, scalar)."}))
+
+
+@register_numpy("_npi_where_scalar2")
+class NpWhereScalar2(NumpyOp):
+    """numpy.where(condition, x, y) with scalars x and y (float32)."""
+    inputs = ("condition",)
+    params = {"x": Param(Float, 0.0), "y": Param(Float, 0.0)}
+    no_gradient = True
+
+    def out_types(self, attrs, in_types):
+        return [np.dtype(np.float32)]
+
+    def forward(self, attrs, c):
+        return np.where(c.astype(bool), attrs["x"], attrs["y"]).astype(np.float32)
+
+
+@register_numpy("_npi_tensordot_int_axes")
+class NpTensordotInt(NpTensordot):
+    """numpy.tensordot over the last `axes` axes of a and the first `axes` of b."""
+    params = {"axes": Param(Int, 2)}
+
+    def _attrs(self, attrs, a, b):
+        n = attrs["axes"]
+        return {"a_axes_summed": tuple(range(a.ndim - n, a.ndim)), "b_axes_summed": tuple(range(n))}
+
+    def forward(self, attrs, a, b):
+        return NpTensordot.forward(self, self._attrs(attrs, a, b), a, b)
+
+    def vjp(self, attrs, xs, ys, dys):
+        return NpTensordot.vjp(self, self._attrs(attrs, *xs), xs, ys, dys)

@@ -1,7 +1,7 @@
 """NumPy-semantics reductions (`_np_sum`, `_npi_mean`, `_np_max`, `_npi_std`, `_npi_argmax`, ...):
 `axis` None (every axis: a zero-dim result), an int or a tuple; `keepdims`; MXNet 1.9.1's result
-dtypes (sum and prod keep an integer dtype, a bool sum is int64, an integer mean, std or var is
-float32, argmax/argmin give int64)."""
+dtypes (sum and prod keep an integer dtype, a bool sum is int64, an integer mean is float32, max,
+min, std and var keep the input dtype, argmax/argmin give int64)."""
 from __future__ import annotations
 
 from typing import Callable
@@ -70,7 +70,7 @@ class NpSum(_Reduce):
         return [expand_reduced(dys[0], axes, xs[0].shape, attrs["keepdims"])]
 
 
-@register_numpy("_np_prod")
+@register_numpy("_np_prod", aliases=("_np_product",))
 class NpProd(_Reduce):
     """numpy.prod."""
     fn = staticmethod(np.prod)
@@ -103,6 +103,9 @@ class NpMean(_Reduce):
 class _Extreme(_Reduce):
     """max / min: the gradient goes to every element equal to the extreme."""
 
+    def result_dtype(self, attrs, x_dtype):
+        return x_dtype
+
     def forward(self, attrs, x):
         if x.size == 0:
             raise MXNetError(f"{self.name}: zero-size array to reduction operation which has no identity")
@@ -116,14 +119,14 @@ class _Extreme(_Reduce):
         return [g * (x == y)]
 
 
-register_numpy("_np_max", aliases=("_npi_max",))(type("NpMax", (_Extreme,), {"fn": staticmethod(np.max),
+register_numpy("_np_max", aliases=("_npi_max", "_np_amax"))(type("NpMax", (_Extreme,), {"fn": staticmethod(np.max),
                                                                              "__doc__": "numpy.max."}))
-register_numpy("_np_min", aliases=("_npi_min",))(type("NpMin", (_Extreme,), {"fn": staticmethod(np.min),
+register_numpy("_np_min", aliases=("_npi_min", "_np_amin"))(type("NpMin", (_Extreme,), {"fn": staticmethod(np.min),
                                                                              "__doc__": "numpy.min."}))
 
 
 class _Moment(NumpyOp):
-    """var / std with `ddof` (float32 for integer inputs)."""
+    """var / std with `ddof`, in the input's dtype (an integer result is truncated, as MXNet's)."""
     params = {"axis": Param(Axis, None), "dtype": Param(Optional(Dtype), None),
               "ddof": Param(Int, 0), "keepdims": Param(Bool, False)}
     is_std = False
@@ -132,9 +135,7 @@ class _Moment(NumpyOp):
         return [self._dtype(attrs, in_types[0])]
 
     def _dtype(self, attrs, x_dtype):
-        if attrs["dtype"]:
-            return np.dtype(attrs["dtype"])
-        return x_dtype if x_dtype.kind == "f" else np.dtype(np.float32)
+        return np.dtype(attrs["dtype"]) if attrs["dtype"] else x_dtype
 
     def forward(self, attrs, x):
         axes = reduce_axes(self.name, attrs["axis"], x.ndim)
@@ -200,4 +201,5 @@ class _Logical(NumpyOp):
 
 
 register_numpy("_np_all")(type("NpAll", (_Logical,), {"fn": staticmethod(np.all), "__doc__": "numpy.all."}))
-register_numpy("_np_any")(type("NpAny", (_Logical,), {"fn": staticmethod(np.any), "__doc__": "numpy.any."}))
+register_numpy("_np_any", aliases=("_np_sometrue",))(type("NpAny", (_Logical,), {"fn": staticmethod(np.any),
+                                                                                "__doc__": "numpy.any."}))

@@ -13,10 +13,10 @@ from typing import Sequence
 import numpy as np
 
 from ..base import MXNetError
-from .attrs import Any_, Bool, Int, Param, Str
+from .attrs import Any_, Bool, Count, Float, Int, Param, Str
 from .np_base import Axis, Literal, NumpyOp, normalize_axis, register_numpy
 
-__all__ = ["SelectOp"]
+__all__ = ["SelectOp", "select_op"]
 
 
 class SelectOp(NumpyOp):
@@ -57,6 +57,14 @@ def _shape_attr(v):
     raise ValueError(f"expected a shape (int or tuple of ints), got {v!r}")
 
 
+def _opt_tuple(v):
+    """A tuple attribute (None: empty; a single value: a 1-tuple)."""
+    v = Literal(v)
+    if v is None:
+        return ()
+    return tuple(v) if isinstance(v, tuple) else (v,)
+
+
 @register_numpy("_np_reshape")
 class NpReshape(SelectOp):
     """numpy.reshape (one -1 allowed); `order` 'C'."""
@@ -81,7 +89,7 @@ class NpTranspose(SelectOp):
         axes = attrs["axes"]
         if isinstance(axes, int):
             axes = (axes,)
-        if axes is not None and (len(axes) != a.ndim or sorted(x % max(a.ndim, 1) for x in axes) != list(range(a.ndim))):
+        if axes is not None and sorted(x % max(a.ndim, 1) for x in axes) != list(range(a.ndim)):
             raise MXNetError(f"{self.name}: axes {axes} do not match array of dimension {a.ndim}")
         return np.transpose(a, axes)
 
@@ -96,85 +104,26 @@ class NpSwapaxes(SelectOp):
                            normalize_axis(self.name, attrs["dim2"], a.ndim))
 
 
-@register_numpy("_np_moveaxis")
-class NpMoveaxis(SelectOp):
-    """numpy.moveaxis."""
-    params = {"source": Param(Axis), "destination": Param(Axis)}
+def select_op(name: str, fn, params: dict, doc: str) -> None:
+    """Register a selection op computing fn(a, *attribute values in `params` order)."""
+    keys = tuple(params)
 
     def forward(self, attrs, a):
-        return np.moveaxis(a, attrs["source"], attrs["destination"])
+        return fn(a, *[attrs[k] for k in keys])
+    register_numpy(name)(type(f"Np{name}", (SelectOp,), {"params": params, "forward": forward, "__doc__": doc}))
 
 
-@register_numpy("_npi_expand_dims")
-class NpExpandDims(SelectOp):
-    """numpy.expand_dims."""
-    params = {"axis": Param(Axis)}
-
-    def forward(self, attrs, a):
-        return np.expand_dims(a, attrs["axis"])
-
-
-@register_numpy("_np_squeeze")
-class NpSqueeze(SelectOp):
-    """numpy.squeeze (size-1 axes; all of them for None)."""
-    params = {"axis": Param(Axis, None)}
-
-    def forward(self, attrs, a):
-        return np.squeeze(a, attrs["axis"])
-
-
-@register_numpy("_npi_broadcast_to")
-class NpBroadcastTo(SelectOp):
-    """numpy.broadcast_to (a copy)."""
-    params = {"shape": Param(_shape_attr)}
-
-    def forward(self, attrs, a):
-        return np.broadcast_to(a, attrs["shape"])
-
-
-@register_numpy("_npi_flip")
-class NpFlip(SelectOp):
-    """numpy.flip."""
-    params = {"axis": Param(Axis, None)}
-
-    def forward(self, attrs, a):
-        return np.flip(a, attrs["axis"])
-
-
-@register_numpy("_np_roll")
-class NpRoll(SelectOp):
-    """numpy.roll."""
-    params = {"shift": Param(Axis, None), "axis": Param(Axis, None)}
-
-    def forward(self, attrs, a):
-        return np.roll(a, attrs["shift"], attrs["axis"])
-
-
-@register_numpy("_npi_rot90")
-class NpRot90(SelectOp):
-    """numpy.rot90."""
-    params = {"k": Param(Int, 1), "axes": Param(Axis, (0, 1))}
-
-    def forward(self, attrs, a):
-        return np.rot90(a, attrs["k"], attrs["axes"])
-
-
-@register_numpy("_npi_tile")
-class NpTile(SelectOp):
-    """numpy.tile."""
-    params = {"reps": Param(_shape_attr)}
-
-    def forward(self, attrs, a):
-        return np.tile(a, attrs["reps"])
-
-
-@register_numpy("_np_repeat")
-class NpRepeat(SelectOp):
-    """numpy.repeat (of the flattened array for axis None)."""
-    params = {"repeats": Param(Axis), "axis": Param(Axis, None)}
-
-    def forward(self, attrs, a):
-        return np.repeat(a, attrs["repeats"], attrs["axis"])
+select_op("_np_moveaxis", np.moveaxis, {"source": Param(Axis), "destination": Param(Axis)}, "numpy.moveaxis.")
+select_op("_npi_expand_dims", np.expand_dims, {"axis": Param(Axis)}, "numpy.expand_dims.")
+select_op("_np_squeeze", np.squeeze, {"axis": Param(Axis, None)}, "numpy.squeeze (all size-1 axes for None).")
+select_op("_npi_broadcast_to", np.broadcast_to, {"shape": Param(_shape_attr)}, "numpy.broadcast_to (a copy).")
+select_op("_npi_flip", np.flip, {"axis": Param(Axis, None)}, "numpy.flip.")
+select_op("_np_roll", np.roll, {"shift": Param(Axis, None), "axis": Param(Axis, None)}, "numpy.roll.")
+select_op("_npi_rot90", np.rot90, {"k": Param(Int, 1), "axes": Param(Axis, (0, 1))}, "numpy.rot90.")
+select_op("_npi_tile", np.tile, {"reps": Param(_shape_attr)}, "numpy.tile.")
+select_op("_np_repeat", np.repeat, {"repeats": Param(Axis), "axis": Param(Axis, None)},
+          "numpy.repeat (of the flattened array for axis None).")
+select_op("_np_diagflat", np.diagflat, {"k": Param(Int, 0)}, "numpy.diagflat.")
 
 
 @register_numpy("_np_diag")
@@ -186,15 +135,6 @@ class NpDiag(SelectOp):
         if a.ndim not in (1, 2):
             raise MXNetError(f"{self.name}: input must be 1-D or 2-D, got shape {a.shape}")
         return np.diag(a, attrs["k"])
-
-
-@register_numpy("_np_diagflat")
-class NpDiagflat(SelectOp):
-    """numpy.diagflat."""
-    params = {"k": Param(Int, 0)}
-
-    def forward(self, attrs, a):
-        return np.diagflat(a, attrs["k"])
 
 
 @register_numpy("_np_diagonal")
@@ -222,9 +162,9 @@ register_numpy("_npi_triu")(type("NpTriu", (_Triangle,), {"lower": False, "__doc
 
 @register_numpy("_npi_pad")
 class NpPad(SelectOp):
-    """numpy.pad with mode constant (value `constant_values`), edge, reflect, symmetric, wrap."""
+    """numpy.pad with mode constant (value `constant_value`), edge, reflect, symmetric, wrap."""
     params = {"pad_width": Param(Literal), "mode": Param(Str, "constant"),
-              "constant_values": Param(Literal, 0), "reflect_type": Param(Str, "even")}
+              "constant_value": Param(Literal, 0), "reflect_type": Param(Str, "even")}
 
     def _pad(self, attrs, a, value):
         mode = attrs["mode"]
@@ -237,7 +177,7 @@ class NpPad(SelectOp):
         raise MXNetError(f"{self.name}: mode {mode!r} is not supported (constant, edge, reflect, symmetric, wrap)")
 
     def forward(self, attrs, a):
-        return self._pad(attrs, a, attrs["constant_values"])
+        return self._pad(attrs, a, attrs["constant_value"])
 
     def select(self, attrs, a):
         return self._pad(attrs, a, 0)
@@ -290,8 +230,9 @@ class NpTake(SelectOp):
 
 
 class _Joined(SelectOp):
-    """An op joining `num_args` arrays along an axis."""
-    params = {"num_args": Param(Int, 1), "axis": Param(Literal, 0)}
+    """An op joining `num_args` arrays along an axis (`dim` for the ops MXNet names it so)."""
+    params = {"num_args": Param(Count, 1), "axis": Param(Literal, 0)}
+    axis_key: str = "axis"
 
     def input_names(self, attrs):
         return [f"arg{i}" for i in range(self.positive_count(attrs, "num_args"))]
@@ -305,16 +246,21 @@ class _Joined(SelectOp):
 
 def _join(fn):
     def forward(self, attrs, *xs):
+        axis = attrs[self.axis_key]
+        if self.axis_key == "dim":
+            axis = next((a for a in (attrs["axis"], attrs["dim"]) if a is not None), 0)
         try:
-            return fn(xs, attrs["axis"]) if attrs["axis"] is not None or fn is np.concatenate \
-                else fn(xs, None)
-        except ValueError as e:
+            return fn(xs, axis)
+        except (ValueError, np.exceptions.AxisError) as e:
             raise MXNetError(f"{self.name}: {e}") from None
     return forward
 
 
-register_numpy("_npi_concatenate")(type("NpConcatenate", (_Joined,), {
-    "forward": _join(np.concatenate), "__doc__": "numpy.concatenate (axis None joins flattened arrays)."}))
+#: MXNet's parameter is `dim`, which its graphs also spell `axis`
+_DIM_PARAMS = {"num_args": Param(Count, 1), "dim": Param(Literal, None), "axis": Param(Literal, None)}
+register_numpy("_npi_concatenate", aliases=("_npi_rnn_param_concat",))(type("NpConcatenate", (_Joined,), {
+    "forward": _join(np.concatenate), "params": _DIM_PARAMS, "axis_key": "dim",
+    "__doc__": "numpy.concatenate along `dim` (None joins the flattened arrays)."}))
 register_numpy("_npi_stack")(type("NpStack", (_Joined,), {
     "forward": _join(np.stack), "__doc__": "numpy.stack."}))
 
@@ -330,15 +276,16 @@ def _stacker(fn):
 
 for _name, _fn in (("vstack", np.vstack), ("hstack", np.hstack), ("dstack", np.dstack),
                    ("column_stack", np.column_stack)):
+    _params = _DIM_PARAMS if _name in ("hstack", "dstack") else {"num_args": Param(Count, 1)}
     register_numpy(f"_npi_{_name}")(type(f"Np_{_name}", (_Joined,), {
-        "forward": _stacker(_fn), "__doc__": f"numpy.{_name}."}))
+        "forward": _stacker(_fn), "params": _params, "__doc__": f"numpy.{_name}."}))
 
 
 @register_numpy("_npi_split")
 class NpSplit(SelectOp):
     """numpy.split / array_split: `indices` (split points) or `sections` equal parts along `axis`;
     `squeeze_axis` drops the split axis (size 1 parts)."""
-    params = {"indices": Param(Axis, ()), "sections": Param(Int, 0), "axis": Param(Int, 0),
+    params = {"indices": Param(_opt_tuple, ()), "sections": Param(Count, 0), "axis": Param(Int, 0),
               "squeeze_axis": Param(Bool, False), "even": Param(Bool, True)}
 
     def num_outputs(self, attrs):
@@ -360,9 +307,243 @@ class NpSplit(SelectOp):
         return tuple(parts)
 
 
-@register_numpy("_np_copy")
+@register_numpy("_np_copy", aliases=("_npi_copyto",))
 class NpCopy(SelectOp):
     """A copy of the array."""
 
     def forward(self, attrs, a):
         return a.copy()
+
+
+def _slice_key(attrs, ndim: int) -> tuple:
+    begin, end = attrs["begin"], attrs["end"]
+    step = attrs["step"] or (None,) * len(begin)
+    if len(end) != len(begin) or len(step) != len(begin) or len(begin) > ndim:
+        raise MXNetError(f"begin {begin}, end {end} and step {step} must have the same length, at most {ndim}")
+    return tuple(slice(b, e, s) for b, e, s in zip(begin, end, step))
+
+
+_SLICE_PARAMS = {"begin": Param(_opt_tuple, ()), "end": Param(_opt_tuple, ()), "step": Param(_opt_tuple, ())}
+
+
+@register_numpy("_npi_slice")
+class NpSlice(SelectOp):
+    """data[begin:end:step] per axis (None entries as in Python slices)."""
+    params = _SLICE_PARAMS
+
+    def forward(self, attrs, a):
+        try:
+            return a[_slice_key(attrs, a.ndim)].copy()
+        except (ValueError, MXNetError) as e:
+            raise MXNetError(f"{self.name}: {e}") from None
+
+
+@register_numpy("_npi_slice_assign")
+class NpSliceAssign(SelectOp):
+    """lhs with the region begin:end:step replaced by rhs (broadcast)."""
+    inputs = ("lhs", "rhs")
+    params = _SLICE_PARAMS
+
+    def forward(self, attrs, lhs, rhs):
+        out = lhs.copy()
+        try:
+            out[_slice_key(attrs, lhs.ndim)] = rhs
+        except ValueError as e:
+            raise MXNetError(f"{self.name}: {e}") from None
+        return out
+
+
+@register_numpy("_npi_slice_assign_scalar")
+class NpSliceAssignScalar(SelectOp):
+    """data with the region begin:end:step set to `scalar`."""
+    params = dict(_SLICE_PARAMS, scalar=Param(Literal, 0.0))
+
+    def forward(self, attrs, a):
+        out = a.copy()
+        out[_slice_key(attrs, a.ndim)] = attrs["scalar"]
+        return out
+
+    def select(self, attrs, a):
+        return self.forward(dict(attrs, scalar=0), a)
+
+
+@register_numpy("_npi_boolean_mask")
+class NpBooleanMask(SelectOp):
+    """The entries of data where the bool `index` is true, along `axis` (a data-dependent shape)."""
+    inputs = ("data", "index")
+    params = {"axis": Param(Int, 0)}
+
+    def tracked(self, attrs, n_inputs):
+        return 1
+
+    def forward(self, attrs, a, mask):
+        axis = normalize_axis(self.name, attrs["axis"], a.ndim)
+        m = mask.astype(bool)
+        if m.shape != a.shape[axis:axis + m.ndim]:
+            raise MXNetError(f"{self.name}: mask of shape {m.shape} does not match data of shape {a.shape} "
+                             f"at axis {axis}")
+        return a[(slice(None),) * axis + (m,)]
+
+
+class _MaskAssign(SelectOp):
+    """data with the entries where `mask` is true (from `start_axis`) set to `value`."""
+    params = {"value": Param(Float, 0.0), "start_axis": Param(Int, 0)}
+
+    def tracked(self, attrs, n_inputs):
+        return 1 if n_inputs == 2 else 3
+
+    def _assign(self, attrs, a, mask, value):
+        out = a.copy()
+        axis = normalize_axis(self.name, attrs["start_axis"], a.ndim)
+        try:
+            out[(slice(None),) * axis + (mask.astype(bool),)] = value
+        except (ValueError, IndexError) as e:
+            raise MXNetError(f"{self.name}: {e}") from None
+        return out
+
+
+@register_numpy("_npi_boolean_mask_assign_scalar")
+class NpMaskAssignScalar(_MaskAssign):
+    inputs = ("data", "mask")
+    __doc__ = _MaskAssign.__doc__
+
+    def forward(self, attrs, a, mask):
+        return self._assign(attrs, a, mask, attrs["value"])
+
+    def select(self, attrs, a, mask):
+        return self._assign(attrs, a, mask, 0)
+
+
+@register_numpy("_npi_boolean_mask_assign_tensor")
+class NpMaskAssignTensor(_MaskAssign):
+    """data with the entries where `mask` is true set to the array `value`."""
+    inputs = ("data", "mask", "value")
+    params = {"start_axis": Param(Int, 0)}
+
+    def tracked(self, attrs, n_inputs):
+        return 1
+
+    def forward(self, attrs, a, mask, value):
+        return self._assign(attrs, a, mask, value)
+
+    def vjp(self, attrs, xs, ys, dys):
+        a, mask, value = xs
+        axis = normalize_axis(self.name, attrs["start_axis"], a.ndim)
+        key = (slice(None),) * axis + (mask.astype(bool),)
+        ga = np.array(dys[0], copy=True)
+        gv_full = ga[key]
+        ga[key] = 0
+        from .np_base import unbroadcast
+        return [ga, None, unbroadcast(gv_full, value.shape).reshape(value.shape)]
+
+
+@register_numpy("_npi_gather_nd")
+class NpGatherNd(SelectOp):
+    """data[indices[0], indices[1], ...] (the first axis of `indices` indexes data's axes)."""
+    inputs = ("data", "indices")
+
+    def tracked(self, attrs, n_inputs):
+        return 1
+
+    def forward(self, attrs, a, idx):
+        idx = idx.astype(np.int64)
+        if idx.ndim == 0 or idx.shape[0] > a.ndim:
+            raise MXNetError(f"{self.name}: indices of shape {idx.shape} for data of shape {a.shape}")
+        try:
+            return a[tuple(idx)]
+        except IndexError as e:
+            raise MXNetError(f"{self.name}: {e}") from None
+
+
+@register_numpy("_npi_scatter_set_nd")
+class NpScatterSetNd(SelectOp):
+    """lhs with lhs[indices[0], indices[1], ...] = rhs."""
+    inputs = ("lhs", "rhs", "indices")
+    params = {"shape": Param(Axis, None)}
+
+    def tracked(self, attrs, n_inputs):
+        return 2
+
+    def forward(self, attrs, lhs, rhs, idx):
+        out = lhs.copy()
+        try:
+            out[tuple(idx.astype(np.int64))] = rhs
+        except (IndexError, ValueError) as e:
+            raise MXNetError(f"{self.name}: {e}") from None
+        return out
+
+
+@register_numpy("_npi_reshape")
+class NpiReshape(NpReshape):
+    """numpy.reshape with MXNet's `reverse` (special values counted from the right)."""
+    params = {"newshape": Param(_shape_attr), "reverse": Param(Bool, False), "order": Param(Str, "C")}
+
+
+def _atleast(n):
+    def forward(self, attrs, *xs):
+        fn = {1: np.atleast_1d, 2: np.atleast_2d, 3: np.atleast_3d}[n]
+        out = [np.array(fn(x)) for x in xs]
+        return tuple(out) if len(out) > 1 else out[0]
+    return forward
+
+
+for _n in (1, 2, 3):
+    register_numpy(f"_np_atleast_{_n}d")(type(f"NpAtleast{_n}d", (_Joined,), {
+        "params": {"num_args": Param(Count, 1)}, "forward": _atleast(_n),
+        "num_outputs": lambda self, attrs: attrs["num_args"], "__doc__": f"numpy.atleast_{_n}d of each input."}))
+
+
+class _SplitAxis(NpSplit):
+    """numpy.hsplit / dsplit."""
+    fixed_axis: int = 1
+
+    def forward(self, attrs, a):
+        axis = self.fixed_axis if not (self.fixed_axis == 1 and a.ndim == 1) else 0
+        if a.ndim < (3 if self.fixed_axis == 2 else 1):
+            raise MXNetError(f"{self.name}: array of dimension {a.ndim} is too small to split on axis {axis}")
+        return NpSplit.forward(self, dict(attrs, axis=axis), a)
+
+
+register_numpy("_npi_hsplit")(type("NpHsplit", (_SplitAxis,), {"__doc__": "numpy.hsplit."}))
+register_numpy("_npi_dsplit")(type("NpDsplit", (_SplitAxis,), {"fixed_axis": 2, "__doc__": "numpy.dsplit."}))
+
+
+@register_numpy("_npi_nonzero")
+class NpNonzero(NumpyOp):
+    """numpy.nonzero as one int64 array of shape (count, ndim) (MXNet's form; numpy's argwhere)."""
+    inputs = ("x",)
+    no_gradient = True
+
+    def out_types(self, attrs, in_types):
+        return [np.dtype(np.int64)]
+
+    def forward(self, attrs, x):
+        return np.argwhere(x).astype(np.int64)
+
+
+@register_numpy("_npi_share_memory")
+class NpShareMemory(NumpyOp):
+    """Whether a and b may share memory (a zero-dim bool; separate op inputs never do)."""
+    inputs = ("a", "b")
+    no_gradient = True
+
+    def out_types(self, attrs, in_types):
+        return [np.dtype(bool)]
+
+    def forward(self, attrs, a, b):
+        return np.asarray(np.may_share_memory(a, b))
+
+
+@register_numpy("_npi_diag_indices_from")
+class NpDiagIndicesFrom(NumpyOp):
+    """The indices of the main diagonal of a square array: shape (ndim, n), int64."""
+    inputs = ("data",)
+    no_gradient = True
+
+    def out_types(self, attrs, in_types):
+        return [np.dtype(np.int64)]
+
+    def forward(self, attrs, a):
+        if a.ndim < 2 or len(set(a.shape)) != 1:
+            raise MXNetError(f"{self.name}: input must be at least 2-d with all dimensions equal, got {a.shape}")
+        return np.stack(np.diag_indices_from(a)).astype(np.int64)

@@ -1,24 +1,27 @@
 """Quantization: `_contrib_quantize`, `_contrib_quantize_v2`, `_contrib_dequantize` and
-`_contrib_requantize` (MXNet 1.9.1's contrib ops), in MXNet's float32 arithmetic so results agree bit for bit.
+`_contrib_requantize` (MXNet 1.9.1's contrib ops as its released CPU build runs them: quantize_v2,
+dequantize and requantize go through its oneDNN kernels there), in MXNet's float32 arithmetic.
 
-A zero-centred type T (int8: q = 127, int32: q = 2147483648, the float of min(|max|, |min|))
-represents [-r, r] with r = max(|min_range|, |max_range|):
-  to T:   sign(x) * trunc(min(|x| * (q / r) + 0.5, q)), range returned as (-r, r);
-  from T: x * (r / q).
-uint8 represents [min, max] affinely: to uint8 floor((x - min) * s + 0.5) with the float32
-s = 255 / (max - min) (values outside the range are clipped to [0, 255], where MXNet's cast is
-undefined), range returned as given; from uint8 x * ((max - min) / 255) + min.
+quantize (its own CPU kernel): a zero-centred type T (int8: q = 127) represents [-r, r] with
+r = max(|min_range|, |max_range|): sign(x) * trunc(min(|x| * (q / r) + 0.5, q)), range returned
+as (-r, r); uint8 represents [min, max] affinely: floor((x - min) * s + 0.5) with the float32
+s = 255 / (max - min), clipped to [0, 255], range returned as given.
 
-quantize_v2 quantizes float data over [min_calib_range, max_calib_range] when both are given,
-else over the data's own [min, max], to int8 (default) or uint8 ('auto': uint8 for a
-non-negative calibrated range); int8 / uint8 input is returned as is, with the calibrated range
-or the type's full range (-127, 127) / (0, 255).
+quantize_v2 (oneDNN): over [lo, hi] = [min_calib_range, max_calib_range] when both are given,
+else the data's own [min, max], with r = max(|lo|, |hi|): int8 is
+clip(rint(x * (127.5 / r)), -128, 127) with range (-r, r); uint8 ('auto' with a non-negative
+calibrated range) is clip(rint(x * (255.5 / r)), 0, 255) with range (lo, hi). int8 / uint8 input
+is returned as is, with the calibrated range or the type's full range (-127, 127) / (0, 255).
+
+dequantize (oneDNN): int8 or uint8 data (int32 is refused, as MXNet does) times
+max(|min_range|, |max_range|) / 127.5 (int8) or / 255.5 (uint8).
 
 requantize maps int32 data of range (min_range, max_range) to int8: the real values
-x * (r_in / 2147483648) are quantized over [-r, r], r = max(|min_calib_range|, |max_calib_range|)
-when both are given, else the largest magnitude among the real values of the data's minimum and
-maximum. uint8 output (out_type 'uint8', or 'auto' with a non-negative calibrated range) is only
-in MXNet's MKL-DNN build and is refused. None of these ops has a gradient.
+x * (r_in / 2147483647) are quantized as sign(v) * floor(|v| + 0.5), v = real * (127 / r),
+clipped to [-128, 127], r = max(|min_calib_range|, |max_calib_range|) when both are given, else
+the largest magnitude among the real values of the data's minimum and maximum. uint8 output
+(out_type 'uint8', or 'auto' with a non-negative calibrated range) is refused. None of these
+ops has a gradient.
 """
 from __future__ import annotations
 
@@ -50,6 +53,20 @@ def to_zero_centered(x: np.ndarray, real_range: np.float32, q: np.float32) -> np
         return np.zeros(x.shape, _F32)
     scaled = np.minimum(np.abs(xf) * _F32(q / real_range) + _F32(0.5), q)
     return np.sign(xf) * np.floor(scaled)
+
+
+#: oneDNN's quantized ranges (MXNet's kInt8Range / kUint8Range)
+_ONEDNN_RANGE = {"int8": _F32(127.5), "uint8": _F32(255.5)}
+_LIMITS = {"int8": (-128, 127), "uint8": (0, 255)}
+
+
+def to_onednn(x: np.ndarray, real_range: np.float32, kind: str) -> np.ndarray:
+    """clip(rint(x * (R / r)), type limits) with R = 127.5 (int8) or 255.5 (uint8), in the type
+    `kind` (zeros where r is 0): oneDNN's quantization in MXNet's released build."""
+    if real_range == 0:
+        return np.zeros(x.shape, kind)
+    scaled = x.astype(_F32) * _F32(_ONEDNN_RANGE[kind] / _F32(real_range))
+    return np.clip(np.rint(scaled), *_LIMITS[kind]).astype(kind)
 
 
 def to_unsigned(x: np.ndarray, lo: np.float32, hi: np.float32) -> np.ndarray:
@@ -125,19 +142,16 @@ class Dequantize(_RangeOp):
 
     def infer_type(self, attrs, in_types):
         t = in_types[0]
-        if t is not None and t not in ("int8", "uint8", "int32"):
-            raise MXNetError(f"{self.name}: data must be int8, uint8 or int32, got {t}")
+        if t is not None and t not in ("int8", "uint8"):
+            raise MXNetError(f"{self.name}: data must be int8 or uint8, got {t}")
         return [t, "float32", "float32"], ["float32"]
 
     def compute(self, attrs, inputs, ctx):
         q, lo_a, hi_a = inputs
         lo, hi = _range(self.name, lo_a, hi_a)
-        if q.dtype.name in _Q_RANGE:
-            scale = _F32(_max_abs(lo, hi) / _Q_RANGE[q.dtype.name])
-            return [q.astype(_F32) * scale]
-        if q.dtype != np.uint8:
-            raise MXNetError(f"{self.name}: data must be int8, uint8 or int32, got {q.dtype.name}")
-        return [q.astype(_F32) * _F32(_F32(hi - lo) / _F32(255)) + lo]
+        if q.dtype.name not in _ONEDNN_RANGE:
+            raise MXNetError(f"{self.name}: data must be int8 or uint8, got {q.dtype.name}")
+        return [q.astype(_F32) * _F32(_max_abs(lo, hi) / _ONEDNN_RANGE[q.dtype.name])]
 
 
 @register("_contrib_requantize")
@@ -177,7 +191,11 @@ class Requantize(_RangeOp):
             r = _max_abs(_F32(x.min()) * in_scale, _F32(x.max()) * in_scale)
         else:
             r = _F32(0)
-        return [to_zero_centered(real, r, _Q_RANGE["int8"]).astype(np.int8)] + _range_outputs(-r, r)
+        if r == 0:
+            return [np.zeros(x.shape, np.int8)] + _range_outputs(-r, r)
+        v = real * _F32(_Q_RANGE["int8"] / r)
+        q = np.clip(np.sign(v) * np.floor(np.abs(v) + _F32(0.5)), -128, 127)
+        return [q.astype(np.int8)] + _range_outputs(-r, r)
 
 
 @register("_contrib_quantize_v2")
@@ -218,7 +236,7 @@ class QuantizeV2(Op):
             lo, hi = _F32(x.min()), _F32(x.max())
         else:
             lo = hi = _F32(0)
-        if output_type(attrs) == "uint8":
-            return [to_unsigned(x, lo, hi)] + _range_outputs(lo, hi)
         r = _max_abs(lo, hi)
-        return [to_zero_centered(x, r, _Q_RANGE["int8"]).astype(np.int8)] + _range_outputs(-r, r)
+        if output_type(attrs) == "uint8":
+            return [to_onednn(x, r, "uint8")] + _range_outputs(lo, hi)
+        return [to_onednn(x, r, "int8")] + _range_outputs(-r, r)

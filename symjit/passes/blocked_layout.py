@@ -1,13 +1,17 @@
 """Channel-blocked layout: chains of pointwise and 3x3 depthwise convolutions run in NCHW16c.
 
 Candidates (after epilogue fusion): 2-D channel-first float32 convolutions -- `Convolution`,
-or a `_with_epilogue` of one whose epilogue is exactly relu of the result -- with compile-time
-constant weights (and bias), input and output channels multiples of 16, that are either
-  * pointwise: 1x1, stride 1, no padding, one group, or
+or a `_with_epilogue` of one whose epilogue is exactly relu or relu6 (clip to [0, 6]) of the
+result -- with compile-time constant weights (and bias), input and output channels multiples
+of 16, that are either
+  * pointwise: 1x1, stride 1, no padding, one group; also with an epilogue that adds one
+    array of the output's shape before the optional activation (a residual connection:
+    MobileNetV2's linear bottleneck + x), or
   * depthwise: 3x3, groups == input channels == output channels, padding 1, stride 1 or 2,
     dilation 1.
-Candidates joined producer -> consumer (one reads the other's output as its data) form
-chains; each chain of at least MIN_CHAIN convolutions with a depthwise one among them becomes
+Candidates joined producer -> consumer (one reads the other's output as its data or as its
+residual) form chains; the residual enters the kernel blocked (converted if no chain member
+produces it); each chain of at least MIN_CHAIN convolutions with a depthwise one among them becomes
 `_conv_blocked` nodes (ops/blocked.py) whose data and outputs are blocked, with one
 `_to_blocked` for each value that enters the chain and one `_from_blocked` for each chain
 output that something else reads (another node, or the graph's outputs). A value entering a
@@ -44,7 +48,7 @@ from ..ir.graph import Graph, Node, Value
 from ..ir.target import AVX512_KERNELS, only_for
 from ..ops.blocked import BLOCK, blocked_shape
 from ..ops.nn_conv import conv_geometry
-from .rewrite import NameSource, convolution_relu, make_node, replace_uses
+from .rewrite import NameSource, convolution_activation, make_node, replace_uses
 
 #: the fewest convolutions a chain needs to be worth its two layout conversions
 MIN_CHAIN = 2
@@ -52,10 +56,12 @@ MIN_CHAIN = 2
 
 @dataclass(frozen=True)
 class Candidate:
-    """A convolution the blocked kernels can run: its attrs, relu epilogue, and kind."""
+    """A convolution the blocked kernels can run: its attrs, activation (ops/fused.py ACT_*),
+    kind, and whether it adds a residual (its node's last input) before the activation."""
     conv_attrs: dict
-    relu: bool
+    act: int
     depthwise: bool
+    residual: bool = False
 
 
 def _const_input(v: Value, producer: dict) -> bool:
@@ -64,12 +70,13 @@ def _const_input(v: Value, producer: dict) -> bool:
 
 
 def _conv2d(n: Node, producer: dict):
-    """(attrs, relu, geometry, C, F) of a 2-D NCHW float32 convolution with an optional relu
-    epilogue and constant weights (and bias), else None."""
-    found = convolution_relu(n)
+    """(attrs, activation, residual, geometry, C, F) of a 2-D NCHW float32 convolution with an
+    optional activation (relu, relu6) epilogue, maybe of the result plus a residual, and
+    constant weights (and bias), else None."""
+    found = convolution_activation(n)
     if found is None:
         return None
-    attrs, relu = found
+    attrs, act, residual = found
     if len(attrs["kernel"]) != 2 or len(n.outputs) != 1:
         return None
     geo = conv_geometry("Convolution", attrs)
@@ -78,9 +85,11 @@ def _conv2d(n: Node, producer: dict):
     x, y = n.inputs[0], n.outputs[0]
     if not all(v.type.known and v.type.dtype == "float32" and len(v.type.shape) == 4 for v in (x, y)):
         return None
-    if not all(_const_input(v, producer) for v in n.inputs[1:]):
+    if not all(_const_input(v, producer) for v in n.inputs[1:len(n.inputs) - residual]):
         return None
-    return attrs, relu, geo, x.type.shape[1], y.type.shape[1]
+    if residual and n.inputs[-1].type.shape != y.type.shape:
+        return None
+    return attrs, act, residual, geo, x.type.shape[1], y.type.shape[1]
 
 
 def entry_candidate(n: Node, producer: dict) -> Candidate | None:
@@ -88,10 +97,10 @@ def entry_candidate(n: Node, producer: dict) -> Candidate | None:
     found = _conv2d(n, producer)
     if found is None:
         return None
-    attrs, relu, geo, c, f = found
-    if (0 < c < BLOCK and f % BLOCK == 0 and f > 0 and geo["num_group"] == 1 and geo["dilate"] == (1, 1)
-            and geo["stride"][0] == geo["stride"][1]):
-        return Candidate(attrs, relu, False)
+    attrs, act, residual, geo, c, f = found
+    if (not residual and 0 < c < BLOCK and f % BLOCK == 0 and f > 0 and geo["num_group"] == 1
+            and geo["dilate"] == (1, 1) and geo["stride"][0] == geo["stride"][1]):
+        return Candidate(attrs, act, False)
     return None
 
 
@@ -100,15 +109,15 @@ def candidate(n: Node, producer: dict) -> Candidate | None:
     found = _conv2d(n, producer)
     if found is None:
         return None
-    attrs, relu, geo, c, f = found
+    attrs, act, residual, geo, c, f = found
     if c % BLOCK or f % BLOCK or c == 0 or f == 0:
         return None
     plain = geo["dilate"] == (1, 1)
     if plain and geo["num_group"] == 1 and geo["kernel"] == (1, 1) and geo["stride"] == (1, 1) and geo["pad"] == (0, 0):
-        return Candidate(attrs, relu, False)
-    if (plain and geo["num_group"] == c == f and geo["kernel"] == (3, 3) and geo["pad"] == (1, 1)
+        return Candidate(attrs, act, False, residual)
+    if (not residual and plain and geo["num_group"] == c == f and geo["kernel"] == (3, 3) and geo["pad"] == (1, 1)
             and geo["stride"] in ((1, 1), (2, 2))):
-        return Candidate(attrs, relu, True)
+        return Candidate(attrs, act, True)
     return None
 
 
@@ -125,9 +134,10 @@ def _chains(g: Graph, found: dict, producer: dict) -> list[list[Node]]:
     for n in g.nodes:
         if id(n) not in found:
             continue
-        p = producer.get(n.inputs[0])
-        if p is not None and id(p) in found:
-            parent[root(id(n))] = root(id(p))
+        for x in (n.inputs[0], n.inputs[-1]) if found[id(n)].residual else (n.inputs[0],):
+            p = producer.get(x)
+            if p is not None and id(p) in found:
+                parent[root(id(n))] = root(id(p))
     groups: dict = {}
     for n in g.nodes:
         if id(n) in found:
@@ -179,13 +189,15 @@ def blocked_layout(g: Graph, enabled: bool = True) -> tuple[Graph, dict]:
             nodes.append(n)
             continue
         c = found[id(n)]
-        x, y = n.inputs[0], n.outputs[0]
-        if x not in blocked:
-            to = make_node(names, "_to_blocked", [x], {}, base=f"{n.name}_to_blocked")
-            nodes.append(to)
-            blocked[x] = to.outputs[0]
-            conversions += 1
-        node = _blocked_node(names, n, c, blocked[x])
+        y = n.outputs[0]
+        for x in (n.inputs[0], n.inputs[-1]) if c.residual else (n.inputs[0],):
+            if x not in blocked:
+                to = make_node(names, "_to_blocked", [x], {}, base=f"{n.name}_to_blocked")
+                nodes.append(to)
+                blocked[x] = to.outputs[0]
+                conversions += 1
+        node = _blocked_node(names, n, c, blocked[n.inputs[0]],
+                             residual=blocked[n.inputs[-1]] if c.residual else None)
         if node.outputs[0].type.shape != blocked_shape("blocked_layout", y.type.shape):
             raise AssertionError(f"blocked_layout: {n.name}: blocked output {node.outputs[0].type.shape} "
                                  f"does not match {y.type.shape}")
@@ -201,9 +213,14 @@ def blocked_layout(g: Graph, enabled: bool = True) -> tuple[Graph, dict]:
     return g, {"blocked_convolutions": len(chosen) + len(entries), "layout_conversions": conversions}
 
 
-def _blocked_node(names: NameSource, n: Node, c: Candidate, data: Value, data_blocked: bool = True) -> Node:
-    """The `_conv_blocked` node computing n's convolution from `data`."""
-    return make_node(names, "_conv_blocked", [data] + list(n.inputs[1:]),
-                     {"conv_attrs": c.conv_attrs, "relu": c.relu, "num_args": len(n.inputs),
-                      "members": tuple(n.attrs.get("members", (n.name,))), "data_blocked": data_blocked},
+def _blocked_node(names: NameSource, n: Node, c: Candidate, data: Value, data_blocked: bool = True,
+                  residual: Value | None = None) -> Node:
+    """The `_conv_blocked` node computing n's convolution from `data` (plus the blocked
+    `residual` when the candidate adds one)."""
+    conv_inputs = list(n.inputs[1:len(n.inputs) - c.residual])
+    extra = [residual] if c.residual else []
+    return make_node(names, "_conv_blocked", [data] + conv_inputs + extra,
+                     {"conv_attrs": c.conv_attrs, "relu": c.act, "num_args": 1 + len(conv_inputs),
+                      "members": tuple(n.attrs.get("members", (n.name,))), "data_blocked": data_blocked,
+                      "residual": c.residual},
                      base=f"{n.name}_blocked")

@@ -9,10 +9,12 @@ from typing import Mapping, Sequence
 
 from ..ir.builder import infer_node_types
 from ..ir.graph import Graph, Node, Value
-from ..ops.fused import is_relu_epilogue
+from ..ops import scalar as S
+from ..ops.fused import ACT_NONE, activation_of, is_relu_epilogue, residual_epilogue
 from ..ops.registry import get_op
 
-__all__ = ["replace_uses", "make_node", "NameSource", "use_counts", "attrs_key", "convolution_relu"]
+__all__ = ["replace_uses", "make_node", "NameSource", "use_counts", "attrs_key", "convolution_relu",
+           "convolution_activation"]
 
 
 class NameSource:
@@ -59,6 +61,24 @@ def convolution_relu(n: Node) -> tuple[dict, bool] | None:
     if n.op.name == "_with_epilogue" and n.attrs["inner"] == "Convolution" and is_relu_epilogue(n.attrs):
         return n.attrs["inner_attrs"], True
     return None
+
+
+def convolution_activation(n: Node) -> tuple[dict, int, bool] | None:
+    """(Convolution attrs, activation code, residual) when `n` is a Convolution, or a
+    `_with_epilogue` of one whose epilogue is an activation the kernel library applies in its
+    stores (ops/fused.py ACT_*) of the result, or of the result plus one extra input (then
+    `residual` is true and the extra input is n's last); else None."""
+    if n.op.name == "Convolution":
+        return n.attrs, ACT_NONE, False
+    if n.op.name != "_with_epilogue" or n.attrs["inner"] != "Convolution":
+        return None
+    a = n.attrs
+    if a["num_args"] == a["num_inner"] and len(a["exprs"]) == 1:
+        act = activation_of(a["exprs"][0], S.Input(0))
+        if act is not None:
+            return a["inner_attrs"], act, False
+    act = residual_epilogue(a)
+    return None if act is None else (a["inner_attrs"], act, True)
 
 
 def use_counts(g: Graph) -> dict:

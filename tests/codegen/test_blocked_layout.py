@@ -17,6 +17,7 @@ from symjit.base import MXNetError
 from symjit.codegen.llvm.executable import compile_planned
 from symjit.ir import GraphBuilder, TensorType, run
 from symjit.ops.blocked import from_blocked, to_blocked
+from symjit.ops.fused import ACT_NONE, ACT_RELU, ACT_RELU6
 from symjit.passes.blocked_layout import blocked_layout
 from symjit.passes.manager import PIPELINES, compile_graph
 from symjit.runtime import native_kernels_in_use
@@ -150,7 +151,7 @@ def test_an_entry_convolution_stores_the_blocked_layout_directly():
     stats = [r.stats for r in pm.records if r.name == "blocked_layout"]
     assert stats == [{"blocked_convolutions": 3, "layout_conversions": 1}]
     entry = opt.nodes[[n.op.name for n in opt.nodes].index("_conv_blocked")]
-    assert entry.attrs["data_blocked"] is False and entry.attrs["relu"] is True
+    assert entry.attrs["data_blocked"] is False and entry.attrs["relu"] == ACT_RELU
     assert entry.inputs[0].type.shape == (1, 3, 16, 16) and entry.outputs[0].type.shape == (1, 2, 8, 8, 16)
     assert [n.attrs["data_blocked"] for n in opt.nodes if n.op.name == "_conv_blocked"][1:] == [True, True]
 
@@ -254,6 +255,131 @@ def test_nan_follows_relu_semantics(kernel_path):
     """NaN stays NaN through relu (as the NCHW kernels and the reference keep it)."""
     g, consts = _chain((1, 16, 12, 12), [_pw(16), _dw(16), _pw(16)], relu=(0, 1, 2))
     feeds = {"x": np.random.default_rng(3).standard_normal((1, 16, 12, 12)).astype(np.float32)}
+    feeds["x"][0, 3, 4, 5] = np.nan
+    opt, cg = _compiled(g, consts, True)
+    if kernel_path == "portable":
+        from symjit.codegen.llvm.lower_gemm import set_native_kernels
+        set_native_kernels(0)
+    got = _run(opt, cg, dict(feeds, **consts))
+    ref = run(g, dict(feeds, **consts)).outputs[0]
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    assert np.isnan(got).any()
+
+
+# ------------------------------------------------------------------------------ inverted residuals
+
+def _inverted_residuals(xs, blocks, seed=0, residual_input=False):
+    """MobileNetV2's blocks on x: each (t, c, s) is pointwise expansion to t * C channels +
+    relu6 (clip to [0, 6]), 3x3 depthwise with stride s + relu6, linear pointwise projection to
+    c channels, plus the block's input where the shapes allow (stride 1, c == C). With
+    `residual_input` a second graph input r of the last block's output shape is added to it.
+    Returns the graph and its constants."""
+    rng = np.random.default_rng(seed)
+    b = GraphBuilder(name="inverted")
+    y = b.add_input("x", TensorType(xs, "float32"))
+    consts, c, k = {}, xs[1], 0
+
+    def conv(y, c, attrs):
+        nonlocal k
+        f, g = attrs["num_filter"], attrs.get("num_group", 1)
+        ws = (f, c // g) + attrs["kernel"]
+        w, bias = b.add_input(f"w{k}", TensorType(ws, "float32")), b.add_input(f"b{k}", TensorType((f,), "float32"))
+        consts[f"w{k}"] = (rng.standard_normal(ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32)
+        consts[f"b{k}"] = rng.standard_normal(f).astype(np.float32)
+        k += 1
+        return b.add_node("Convolution", [y, w, bias], attrs)[0]
+
+    def relu6(y):
+        return b.add_node("clip", [y], {"a_min": 0.0, "a_max": 6.0})[0]
+
+    for t, f, s in blocks:
+        h = relu6(conv(y, c, _pw(t * c)))
+        h = relu6(conv(h, t * c, _dw(t * c, s)))
+        h = conv(h, t * c, _pw(f))
+        y = b.add_node("elemwise_add", [h, y])[0] if s == 1 and f == c else h
+        c = f
+    if residual_input:
+        shape = (xs[0], c) + tuple(-(-d // int(np.prod([s for *_, s in blocks]))) for d in xs[2:])
+        y = b.add_node("elemwise_add", [y, b.add_input("r", TensorType(shape, "float32"))])[0]
+    return b.build([y]), consts
+
+
+def test_inverted_residuals_move_into_the_blocked_layout_with_relu6_and_residuals():
+    g, consts = _inverted_residuals((1, 16, 12, 12), [(6, 16, 1), (6, 32, 2), (4, 32, 1)])
+    opt, pm = _optimize(g, consts)
+    assert _ops(opt) == ["_to_blocked"] + ["_conv_blocked"] * 9 + ["_from_blocked"]
+    convs = [n for n in opt.nodes if n.op.name == "_conv_blocked"]
+    assert [n.attrs["relu"] for n in convs] == [ACT_RELU6, ACT_RELU6, ACT_NONE] * 3
+    assert [n.attrs["residual"] for n in convs] == [False, False, True, False, False, False, False, False, True]
+    first = convs[2]   # the first block's projection adds the block's input, blocked once
+    assert first.inputs[-1] is opt.nodes[[n.op.name for n in opt.nodes].index("_to_blocked")].outputs[0]
+    assert convs[8].inputs[-1] is convs[5].outputs[0]   # the third adds the second's output
+    rng = np.random.default_rng(4)
+    feeds = dict(consts, x=rng.standard_normal((1, 16, 12, 12)).astype(np.float32))
+    ref = run(g, feeds).outputs[0]
+    np.testing.assert_allclose(run(opt, feeds).outputs[0], ref, rtol=1e-4, atol=1e-5 * float(np.abs(ref).max()))
+
+
+def test_a_residual_from_outside_the_chain_is_converted_into_the_layout():
+    g, consts = _inverted_residuals((1, 16, 8, 8), [(2, 32, 1)], residual_input=True)
+    opt, _ = _optimize(g, consts)
+    assert _ops(opt).count("_conv_blocked") == 3 and _ops(opt).count("_to_blocked") == 2
+    assert opt.nodes[-2].op.name == "_conv_blocked" and opt.nodes[-2].attrs["residual"]
+
+
+@pytest.mark.parametrize("why,epilogue", [
+    ("clip to other bounds", lambda b, y: b.add_node("clip", [y], {"a_min": 0.0, "a_max": 4.0})[0]),
+    ("a residual times two", lambda b, y: b.add_node("_mul_scalar", [b.add_node("elemwise_add", [y, y])[0]],
+                                                     {"scalar": 2.0})[0]),
+])
+def test_epilogues_the_blocked_kernels_cannot_apply_stay_in_nchw(why, epilogue):
+    rng = np.random.default_rng(0)
+    b = GraphBuilder(name="other")
+    x = b.add_input("x", TensorType((1, 16, 6, 6), "float32"))
+    consts, y = {}, x
+    for i, attrs in enumerate([_pw(32), _dw(32)]):
+        ws = (32, 16 if i == 0 else 1) + attrs["kernel"]
+        consts[f"w{i}"] = rng.standard_normal(ws).astype(np.float32)
+        y = epilogue(b, b.add_node("Convolution", [y, b.add_input(f"w{i}", TensorType(ws, "float32"))],
+                                   dict(attrs, no_bias=True))[0])
+    opt, _ = _optimize(b.build([y]), consts)
+    assert "_conv_blocked" not in _ops(opt), why
+
+
+#: (data shape, blocks): batch > 1, odd planes, stride 2 on odd planes, every panel width of
+#: the projections (F / 16 = 1, 2, 3, 5 blocks), planes smaller than a pixel tile
+INVERTED_CASES = [
+    ((1, 16, 14, 14), [(6, 16, 1), (6, 32, 2), (6, 32, 1)]),
+    ((2, 32, 9, 11), [(3, 32, 1), (2, 48, 2), (2, 48, 1)]),
+    ((1, 80, 7, 7), [(2, 80, 1), (2, 80, 1)]),
+    ((3, 16, 3, 1), [(4, 16, 1), (2, 16, 1)]),
+]
+
+
+@pytest.mark.parametrize("case", INVERTED_CASES)
+def test_inverted_residuals_blocked_equal_nchw_and_interpreter(case, kernel_path):
+    xs, blocks = case
+    g, consts = _inverted_residuals(xs, blocks, seed=len(blocks), residual_input=True)
+    rng = np.random.default_rng(xs[1] + xs[2])
+    feeds = {"x": 3 * rng.standard_normal(xs).astype(np.float32)}   # wide enough to reach both clip bounds
+    feeds["r"] = rng.standard_normal(g.inputs[[v.name for v in g.inputs].index("r")].type.shape).astype(np.float32)
+    blocked_opt, blocked = _compiled(g, consts, True)
+    assert any(n.attrs["residual"] for n in blocked_opt.nodes if n.op.name == "_conv_blocked")
+    nchw_opt, nchw = _compiled(g, consts, False)
+    if kernel_path == "portable":
+        from symjit.codegen.llvm.lower_gemm import set_native_kernels
+        set_native_kernels(0)
+    feeds.update(consts)
+    ref = run(g, feeds).outputs[0]
+    tol = dict(rtol=1e-4, atol=1e-5 * max(float(np.abs(ref).max()), 1.0))
+    np.testing.assert_allclose(_run(blocked_opt, blocked, feeds), ref, **tol)
+    np.testing.assert_allclose(_run(nchw_opt, nchw, feeds), ref, **tol)
+
+
+def test_nan_follows_relu6_semantics(kernel_path):
+    """NaN stays NaN through relu6 (clip keeps NaN in the reference) and through residual adds."""
+    g, consts = _inverted_residuals((1, 16, 10, 10), [(2, 16, 1), (2, 16, 1)])
+    feeds = {"x": np.random.default_rng(3).standard_normal((1, 16, 10, 10)).astype(np.float32)}
     feeds["x"][0, 3, 4, 5] = np.nan
     opt, cg = _compiled(g, consts, True)
     if kernel_path == "portable":

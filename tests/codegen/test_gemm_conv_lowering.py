@@ -404,6 +404,32 @@ def test_pooling_backward(case, ptype):
     _check(_graph("_backward_Pooling", [("dy", ys), ("x", xs), ("y", ys)], attrs))
 
 
+POOL_2X2_CASES = [((2, 3, 9, 37), "valid"), ((1, 2, 8, 32), "valid"), ((3, 1, 6, 70), "valid"),
+                  ((1, 2, 7, 9), "full")]
+POOL_2X2_VALUES = np.array([np.nan, -np.inf, -1.0, 0.0, 0.5, 2.0], np.float32)
+
+
+@pytest.mark.parametrize("xs,convention", POOL_2X2_CASES)
+def test_max_pooling_2x2(xs, convention, kernel_path):
+    """2x2 stride-2 max pooling (the tiles' path splits rows into even and odd columns): NaN
+    ignored like fmax, -inf, ties; odd sizes leave rows and columns no window covers."""
+    attrs = {"kernel": (2, 2), "stride": (2, 2), "pool_type": "max", "pooling_convention": convention}
+    _check(_graph("Pooling", [("x", xs)], attrs), exact=True,
+           ints={"x": lambda rng, s: rng.choice(POOL_2X2_VALUES, s)})
+
+
+@pytest.mark.parametrize("xs,convention", POOL_2X2_CASES)
+def test_max_pooling_2x2_backward(xs, convention, kernel_path):
+    """2x2 stride-2 max pooling backward: ties, NaN and -inf from a small value set, so the first
+    strict maximum of each window is checked exactly; rows and columns no window covers get 0."""
+    from symjit.ops.registry import get_op
+    attrs = {"kernel": (2, 2), "stride": (2, 2), "pool_type": "max", "pooling_convention": convention}
+    op = get_op("Pooling")
+    _, (ys,) = op.infer_shape(op.parse({k: str(v) for k, v in attrs.items()}), [xs])
+    _check(_graph("_backward_Pooling", [("dy", ys), ("x", xs), ("y", ys)], attrs), exact=True,
+           ints={"x": lambda rng, s: rng.choice(POOL_2X2_VALUES, s), "dy": lambda rng, s: rng.integers(1, 9, s)})
+
+
 def test_lp_pooling_backward():
     attrs = {"kernel": (2, 2), "stride": (2, 2), "pool_type": "lp", "p_value": 2}
     b = GraphBuilder(name="lpb")
@@ -447,6 +473,54 @@ def test_training_graph_of_a_small_cnn_is_native():
     g = b.build([y])
     joint, _ = build_training_graph(g, ["w", "cb", "fw", "fb"])
     _check(joint, pipeline="training")
+
+
+def _two_conv_net(dtype):
+    """conv(8 -> 16) -> relu -> 2x2 max pool -> conv(16 -> 16) -> dense 3: sized so the tiles'
+    weight gradients (16 filters) and the data gradient as a forward convolution (16 channels)
+    both run."""
+    b = GraphBuilder(name="cnn2")
+    t = lambda n, s: b.add_input(n, TensorType(s, dtype))
+    x, w1, b1, w2, fw = t("x", (3, 8, 10, 10)), t("w1", (16, 8, 3, 3)), t("b1", (16,)), t("w2", (16, 16, 3, 3)), \
+        t("fw", (3, 400))
+    y = b.add_node("Convolution", [x, w1, b1], _conv_attrs(16, (3, 3), (1, 1), (1, 1), (1, 1), 1, False))[0]
+    y = b.add_node("relu", [y])[0]
+    y = b.add_node("Pooling", [y], {"kernel": (2, 2), "stride": (2, 2), "pool_type": "max"})[0]
+    y = b.add_node("Convolution", [y, w2], _conv_attrs(16, (3, 3), (1, 1), (1, 1), (1, 1), 1, True))[0]
+    y = b.add_node("FullyConnected", [y, fw], {"num_hidden": 3, "no_bias": True})[0]
+    return b.build([y])
+
+
+def test_two_conv_training_gradients_match_reference_and_finite_differences():
+    """The compiled training graph's gradients equal the interpreter's (numpy references), and
+    its weight gradients match central finite differences of the float64 interpreter's loss
+    sum(out * r) (step 1e-4; the relu/pool kinks are not crossed at that step)."""
+    from symjit.passes.training_graph import build_training_graph
+    params = ["w1", "b1", "w2", "fw", "x"]
+    joint, _ = build_training_graph(_two_conv_net("float32"), params)
+    cg = _check(joint, pipeline="training")
+    rng = np.random.default_rng(3)
+    g64 = _two_conv_net("float64")
+    feeds = {v.name: rng.standard_normal(v.type.shape) for v in g64.inputs}
+    r = rng.standard_normal((3, 3))
+    opt, _ = compile_graph(joint, "training")
+    names = [v.name for v in opt.inputs]
+    head = {n: r for n in names if n not in feeds}   # the head gradient input
+    assert len(head) == 1, names
+    outs = cg([np.ascontiguousarray(feeds.get(n, head.get(n))).astype(np.float32) for n in names])
+    grads = dict(zip(params, outs[1:]))   # outputs: the forward's, then the gradients in wrt order
+
+    def loss(f):
+        return float((run(g64, f).outputs[0] * r).sum())
+    for name in ("w1", "w2"):
+        for idx in [tuple(rng.integers(0, d) for d in feeds[name].shape) for _ in range(4)]:
+            plus, minus = dict(feeds), dict(feeds)
+            plus[name], minus[name] = feeds[name].copy(), feeds[name].copy()
+            plus[name][idx] += 1e-4
+            minus[name][idx] -= 1e-4
+            fd = (loss(plus) - loss(minus)) / 2e-4
+            got = grads[name][idx]
+            assert abs(got - fd) <= 1e-3 * max(1.0, abs(fd)), (name, idx, got, fd)
 
 
 # ------------------------------------------------------------------------------ real models

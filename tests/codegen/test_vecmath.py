@@ -226,7 +226,7 @@ def test_atan2_hypot_mod_special_cases(dtype):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_round_half_away_and_rint(dtype):
     x = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49, -0.49, 2.51, 1e20, -1e20, 0.0, 3.0,
-                  np.nextafter(np.array(0.5, dtype), 0).item(), np.inf, -np.inf], dtype=dtype)
+                  np.nextafter(np.array(0.5, dtype), np.array(0, dtype)).item(), np.inf, -np.inf], dtype=dtype)
     r = _kernel("round", dtype, len(x))(x)
     expect = np.sign(x) * np.floor(np.abs(x.astype(np.float64)) + 0.5)
     expect[13] = 0.0                       # largest float below 1/2 rounds to 0 (x + 0.5 would round up)

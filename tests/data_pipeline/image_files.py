@@ -19,8 +19,9 @@ def picture(h: int, w: int, seed: int = 0) -> np.ndarray:
 
 
 def encode(rgb: np.ndarray, ext: str = ".png") -> bytes:
-    """`rgb` encoded by OpenCV (which takes BGR)."""
-    ok, buf = cv2.imencode(ext, np.ascontiguousarray(rgb[:, :, ::-1]))
+    """`rgb` (RGB or RGBA) encoded by OpenCV (which takes BGR / BGRA)."""
+    order = [2, 1, 0, 3][:rgb.shape[2]]
+    ok, buf = cv2.imencode(ext, np.ascontiguousarray(rgb[:, :, order]))
     assert ok
     return buf.tobytes()
 

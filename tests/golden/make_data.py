@@ -14,7 +14,8 @@ decoders may differ by a unit per pixel). Written to `tests/golden/data/`:
   data_iters.npz        batches of ImageRecordIter / ImageRecordUInt8Iter / ImageDetRecordIter with
                         deterministic settings, plus statistics of MXNet's random augmentations
 
-Each npz holds `<case>.out` outputs, `<case>.args` (a JSON string of the call's arguments) and,
+Each npz holds `<case>.out` outputs (float32 outputs holding only pixel values 0..255 are
+stored as uint8 with a `<case>.float32` flag), `<case>.args` (a JSON string of the call's arguments) and,
 for the iterators, `<case>.labels` / `<case>.pads`; the inputs are rebuilt from
 `data_pictures.npz` (the pictures, arr_0..arr_3) and the files above, so the tests repeat each
 call with symjit.
@@ -24,10 +25,13 @@ from __future__ import annotations
 import json
 import os
 import struct
+import tempfile
 import zlib
 
 import mxnet as mx
 import numpy as np
+
+from data_fits import crop_extent, first_box, jitter_fit, lightness_offset, red_gradient_angle
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data")
@@ -67,7 +71,12 @@ class Store:
         self.arrays = {}
 
     def add(self, name: str, out, args: dict | None = None, **inputs):
-        self.arrays[name + ".out"] = out.asnumpy() if hasattr(out, "asnumpy") else np.asarray(out)
+        out = out.asnumpy() if hasattr(out, "asnumpy") else np.asarray(out)
+        out = out.astype(np.float32) if out.dtype == np.float64 else out
+        if out.dtype == np.float32 and np.all(np.isfinite(out)) and np.array_equal(out, np.clip(np.round(out), 0, 255)):
+            out = out.astype(np.uint8)                    # pixel values: stored small, read back as float32
+            self.arrays[name + ".float32"] = np.array(True)
+        self.arrays[name + ".out"] = out
         self.arrays[name + ".args"] = np.array(json.dumps(args or {}))
         for key, val in inputs.items():
             self.arrays[f"{name}.{key}"] = val.asnumpy() if hasattr(val, "asnumpy") else np.asarray(val)
@@ -99,7 +108,7 @@ def image_cases(pictures, jpeg: bytes) -> Store:
     st.add("imdecode_jpeg_gray", mx.image.imdecode(jpeg, flag=0), {"flag": 0})
     src = mx.nd.array(pictures[1], dtype=np.uint8)
     for interp in range(5):
-        st.add(f"imresize_up_{interp}", mx.image.imresize(src, 30, 41, interp=interp), {"w": 30, "h": 41, "interp": interp})
+        st.add(f"imresize_up_{interp}", mx.image.imresize(src, 22, 31, interp=interp), {"w": 22, "h": 31, "interp": interp})
         st.add(f"imresize_down_{interp}", mx.image.imresize(src, 11, 9, interp=interp), {"w": 11, "h": 9, "interp": interp})
     src = mx.nd.array(pictures[3], dtype=np.uint8)
     st.add("resize_short", mx.image.resize_short(src, 12), {"size": 12})
@@ -128,6 +137,7 @@ def ndimage_cases(pictures) -> Store:
     t = mx.nd.image.to_tensor(src)
     args = {"mean": [0.4, 0.5, 0.6], "std": [0.2, 0.25, 0.3]}
     st.add("normalize", mx.nd.image.normalize(t, **args), args)
+    st.add("normalize_batch", mx.nd.image.normalize(mx.nd.image.to_tensor(batch), **args), args)
     for name, args in [("resize", {"size": [30, 15]}), ("resize_keep", {"size": 10, "keep_ratio": True}),
                        ("resize_nn", {"size": [13, 29], "interp": 0}), ("resize_cubic", {"size": [30, 15], "interp": 2}),
                        ("resize_area", {"size": [10, 7], "interp": 3})]:
@@ -147,7 +157,30 @@ def ndimage_cases(pictures) -> Store:
                        ("random_hue", {"min_factor": 1.2, "max_factor": 1.2}),
                        ("random_lighting", {"alpha_std": 0.0})]:
         st.add(name, getattr(mx.nd.image, name)(f, **args), args)
+    for name, args in [("random_brightness_u8", {"min_factor": 1.5, "max_factor": 1.5}),
+                       ("random_contrast_u8", {"min_factor": 1.4, "max_factor": 1.4}),
+                       ("random_saturation_u8", {"min_factor": 1.6, "max_factor": 1.6}),
+                       ("adjust_lighting_u8", {"alpha": [0.5, -0.2, 0.3]})]:
+        st.add(name, getattr(mx.nd.image, name[:-3])(src, **args), args)     # uint8: saturated, truncated
+    gray = mx.nd.array(pictures[0][:, :, :1], dtype=np.float32)
+    for name, args in [("random_contrast_gray", {"min_factor": 0.6, "max_factor": 0.6}),
+                       ("random_saturation_gray", {"min_factor": 0.6, "max_factor": 0.6})]:
+        st.add(name, getattr(mx.nd.image, name[:-5])(gray, **args), args)
+    for name, spec in GLUON_TRANSFORMS:
+        out = mx.gluon.data.vision.transforms.Compose(
+            [getattr(mx.gluon.data.vision.transforms, cls)(*a, **kw) for cls, a, kw in spec])(src)
+        st.add(name, out, {"transforms": spec})
     return st
+
+
+#: gluon.data.vision.transforms chains applied to picture 0: (case, [(class, args, kwargs)...])
+GLUON_TRANSFORMS = [
+    ("gluon_compose", [("Resize", [20], {"keep_ratio": True}), ("CenterCrop", [14], {}), ("ToTensor", [], {}),
+                       ("Normalize", [[0.4, 0.5, 0.6], [0.2, 0.25, 0.3]], {})]),
+    ("gluon_resize_pair_cubic", [("Resize", [[15, 11]], {"interpolation": 2})]),
+    ("gluon_crop_resize", [("CropResize", [2, 3, 10, 8], {"size": [7, 9], "interpolation": 1})]),
+    ("gluon_center_crop_pad", [("CenterCrop", [[30, 30]], {})]),
+]
 
 
 def _batches(it, epochs: int = 1):
@@ -164,6 +197,14 @@ def _batches(it, epochs: int = 1):
     return np.stack(data), np.stack(labels), np.array(pads)
 
 
+#: the cases run for two passes (the round_batch continuation); the others for one
+TWO_EPOCHS = ("rec_center", "rec_resize_norm", "rec_mirror_labels", "rec_no_round", "rec_part", "det_default",
+              "pyiter_image", "pyiter_det")
+
+#: stands for a fresh file path: the iterator computes the mean image, saves it there (its
+#: content is stored as `<case>.mean_img`) and uses it
+MEAN_FILE = "<new mean image file>"
+
 ITER_CASES = [   # the records of data_images.rec have 2 labels, which MXNet requires label_width to match
     # (case, iterator, arguments)
     ("rec_center", "ImageRecordIter", {"label_width": 2, "data_shape": [3, 16, 16], "batch_size": 2}),
@@ -178,32 +219,75 @@ ITER_CASES = [   # the records of data_images.rec have 2 labels, which MXNet req
                                             "inter_method": 3}),
     ("rec_resize_auto", "ImageRecordIter", {"label_width": 2, "data_shape": [3, 10, 10], "batch_size": 5, "resize": 12,
                                             "inter_method": 9}),
-    ("rec_pad_fill", "ImageRecordIter", {"label_width": 2, "data_shape": [3, 22, 22], "batch_size": 5, "pad": 3, "fill_value": 40}),
+    ("rec_pad_fill", "ImageRecordIter", {"label_width": 2, "data_shape": [3, 18, 18], "batch_size": 5, "pad": 2, "fill_value": 40}),
     ("rec_crop_size", "ImageRecordIter", {"label_width": 2, "data_shape": [3, 12, 12], "batch_size": 5, "max_crop_size": 16,
                                           "min_crop_size": 16}),
     ("rec_mirror_labels", "ImageRecordIter", {"label_width": 2, "data_shape": [3, 16, 16], "batch_size": 4, "mirror": True}),
     ("rec_gray", "ImageRecordIter", {"label_width": 2, "data_shape": [1, 16, 16], "batch_size": 5, "mean_r": 100.0}),
     ("rec_no_round", "ImageRecordIter", {"label_width": 2, "data_shape": [3, 16, 16], "batch_size": 3, "round_batch": False}),
     ("rec_part", "ImageRecordIter", {"label_width": 2, "data_shape": [3, 16, 16], "batch_size": 2, "num_parts": 2, "part_index": 1}),
+    ("rec_rotate_scale", "ImageRecordUInt8Iter", {"label_width": 2, "data_shape": [3, 16, 16], "batch_size": 5,
+                                                  "rotate": 30, "max_random_scale": 0.9, "min_random_scale": 0.9,
+                                                  "fill_value": 0, "resize": 24}),
+    ("rec_half_turn", "ImageRecordUInt8Iter", {"label_width": 2, "data_shape": [3, 16, 16], "batch_size": 5,
+                                               "rotate": 180, "fill_value": 3}),
+    ("rec_min_img_size", "ImageRecordUInt8Iter", {"label_width": 2, "data_shape": [3, 20, 20], "batch_size": 5,
+                                                  "min_img_size": 34, "fill_value": 7}),
+    ("rec_mean_img", "ImageRecordIter", {"label_width": 2, "data_shape": [3, 10, 10], "batch_size": 5,
+                                         "mean_img": MEAN_FILE, "std_r": 2.0, "std_g": 3.0, "std_b": 4.0,
+                                         "scale": 0.5}),
     ("rec_uint8", "ImageRecordUInt8Iter", {"label_width": 2, "data_shape": [3, 16, 16], "batch_size": 5, "resize": 18}),
     ("det_default", "ImageDetRecordIter", {"data_shape": [3, 16, 16], "batch_size": 2}),
     ("det_shrink", "ImageDetRecordIter", {"data_shape": [3, 16, 16], "batch_size": 5, "resize_mode": "shrink",
                                           "mean_r": 100.0, "mean_g": 90.0, "mean_b": 80.0, "std_r": 50.0,
                                           "std_g": 40.0, "std_b": 30.0}),
-    ("det_fit_pad_width", "ImageDetRecordIter", {"data_shape": [3, 20, 30], "batch_size": 5, "resize_mode": "fit",
+    ("det_fit_pad_width", "ImageDetRecordIter", {"data_shape": [3, 12, 18], "batch_size": 5, "resize_mode": "fit",
                                                  "label_pad_width": 30, "label_pad_value": -2.0, "scale": 0.25}),
+    ("det_mean_img", "ImageDetRecordIter", {"data_shape": [3, 10, 10], "batch_size": 5, "mean_img": MEAN_FILE,
+                                            "std_r": 2.0, "scale": 0.5}),
+    ("det_gray_nn", "ImageDetRecordIter", {"data_shape": [1, 16, 16], "batch_size": 5, "inter_method": 0,
+                                           "mean_r": 100.0, "std_r": 20.0}),
     ("det_resize_mirror", "ImageDetRecordIter", {"data_shape": [3, 12, 12], "batch_size": 5, "resize": 14,
                                                  "rand_mirror_prob": 1.0, "inter_method": 2}),
 ]
 
 
+PYTHON_ITER_CASES = [
+    # mx.image's Python iterators with deterministic augmenter lists (CreateAugmenter /
+    # CreateDetAugmenter arguments under "aug")
+    ("pyiter_image", "ImageIter", {"batch_size": 2, "data_shape": [3, 16, 16], "label_width": 2,
+                                   "aug": {"resize": 20, "mean": True, "std": True}}),
+    ("pyiter_det", "ImageDetIter", {"batch_size": 2, "data_shape": [3, 16, 16],
+                                    "aug": {"resize": 20, "mean": True, "std": True}}),
+]
+
+
+def python_iter(cls: str, args: dict, rec_dir: str):
+    """The mx.image iterator of a PYTHON_ITER_CASES entry over the golden record files."""
+    args = dict(args, data_shape=tuple(args["data_shape"]))
+    aug = args.pop("aug")
+    rec = "data_det" if cls == "ImageDetIter" else "data_images"
+    create = mx.image.CreateDetAugmenter if cls == "ImageDetIter" else mx.image.CreateAugmenter
+    return getattr(mx.image, cls)(path_imgrec=os.path.join(rec_dir, rec + ".rec"),
+                                  path_imgidx=os.path.join(rec_dir, rec + ".idx"),
+                                  aug_list=create(tuple(args["data_shape"]), **aug), **args)
+
+
 def iter_cases() -> Store:
     st = Store()
+    for name, cls, args in PYTHON_ITER_CASES:
+        data, labels, pads = _batches(python_iter(cls, args, DATA), epochs=2)
+        st.add(name, data, {"cls": cls, "epochs": 2, **args}, labels=labels, pads=pads)
     for name, cls, args in ITER_CASES:
         rec = "data_det.rec" if cls == "ImageDetRecordIter" else "data_images.rec"
-        it = getattr(mx.io, cls)(path_imgrec=os.path.join(DATA, rec), verbose=False, preprocess_threads=1, **args)
-        data, labels, pads = _batches(it, epochs=2)
-        st.add(name, data, {"cls": cls, "rec": rec, **args}, labels=labels, pads=pads)
+        with tempfile.TemporaryDirectory() as tmp:
+            mean_file = os.path.join(tmp, "mean.bin")
+            call = {k: mean_file if v == MEAN_FILE else v for k, v in args.items()}
+            it = getattr(mx.io, cls)(path_imgrec=os.path.join(DATA, rec), verbose=False, preprocess_threads=1, **call)
+            epochs = 2 if name in TWO_EPOCHS else 1
+            data, labels, pads = _batches(it, epochs=epochs)
+            extra = {"mean_img": mx.nd.load(mean_file)["mean_img"]} if os.path.exists(mean_file) else {}
+        st.add(name, data, {"cls": cls, "rec": rec, "epochs": epochs, **args}, labels=labels, pads=pads, **extra)
     random_statistics(st)
     return st
 
@@ -227,7 +311,39 @@ def random_statistics(st: Store):
     data = _batches(mx.io.ImageRecordIter(path_imgrec=rec, verbose=False, **args), epochs=40)[0]
     flips = [bool(np.array_equal(o, b[:, :, ::-1])) for batch in data for o, b in zip(batch, base)]
     st.add("stat_rand_mirror", np.array(flips), args)
+    for kind in ("brightness", "contrast", "saturation"):
+        args = {"data_shape": [3, 16, 16], "batch_size": 5, "label_width": 2, kind: 0.3}
+        data = _batches(mx.io.ImageRecordIter(path_imgrec=rec, verbose=False, **args), epochs=8)[0]
+        st.add(f"stat_{kind}", [jitter_fit(kind, a, b) for batch in data for a, b in zip(batch, base)], args)
+    args = {"data_shape": [3, 16, 16], "batch_size": 5, "label_width": 2, "random_l": 20}
+    data = _batches(mx.io.ImageRecordUInt8Iter(path_imgrec=rec, verbose=False, **args), epochs=40)[0]
+    st.add("stat_random_l", [lightness_offset(a, b) for batch in data for a, b in zip(batch, base)], args)
+    args = {"data_shape": [3, 16, 16], "batch_size": 5, "label_width": 2, "resize": 24, "max_rotate_angle": 30,
+            "fill_value": 0}
+    data = _batches(mx.io.ImageRecordUInt8Iter(path_imgrec=rec, verbose=False, **args), epochs=40)[0]
+    st.add("stat_rotate", [red_gradient_angle(a) for batch in data for a in batch], args)
+    args = {"data_shape": [3, 16, 16], "batch_size": 5, "label_width": 2, "random_resized_crop": True,
+            "min_random_area": 0.2, "max_random_area": 1.0, "min_aspect_ratio": 0.75, "max_aspect_ratio": 1.33}
+    data = _batches(mx.io.ImageRecordUInt8Iter(path_imgrec=rec, verbose=False, **args), epochs=40)[0]
+    st.add("stat_random_resized_crop", [crop_extent(a) for batch in data for a in batch[:4]], args)  # PNG pictures
+    for name, extra in (("stat_affine_scale_aspect", {"max_aspect_ratio": 0.3, "max_random_scale": 1.2,
+                                                      "min_random_scale": 0.8}),
+                        ("stat_affine_aspect_range", {"max_aspect_ratio": 0.3, "min_aspect_ratio": 0.8})):
+        args = {"data_shape": [3, 16, 16], "batch_size": 5, "label_width": 2, "resize": 24, **extra}
+        data = _batches(mx.io.ImageRecordUInt8Iter(path_imgrec=rec, verbose=False, **args), epochs=40)[0]
+        st.add(name, [crop_extent(a) for batch in data for a in batch[:4]], args)
     det = os.path.join(DATA, "data_det.rec")
+    args = {"data_shape": [3, 16, 16], "batch_size": 5}
+    det_base = mx.io.ImageDetRecordIter(path_imgrec=det, verbose=False, **args).next().data[0].asnumpy()
+    args.update(random_contrast_prob=1.0, max_random_contrast=0.5)
+    data = _batches(mx.io.ImageDetRecordIter(path_imgrec=det, verbose=False, **args), epochs=8)[0]
+    st.add("stat_det_contrast", [jitter_fit("brightness", a, b) for batch in data for a, b in zip(batch, det_base)], args)
+    crop = {"rand_crop_prob": 1.0, "min_crop_scales": [0.3], "max_crop_scales": [1.0],
+            "min_crop_aspect_ratios": [0.5], "max_crop_aspect_ratios": [2.0]}
+    for name, extra in (("stat_det_crop_boxes", crop), ("stat_det_pad_boxes", {"rand_pad_prob": 1.0, "max_pad_scale": 2.0})):
+        args = {"data_shape": [3, 16, 16], "batch_size": 5, **extra}
+        labels = _batches(mx.io.ImageDetRecordIter(path_imgrec=det, verbose=False, **args), epochs=100)[1]
+        st.add(name, first_box(labels.reshape(-1, labels.shape[-1])), args)
     args = {"data_shape": [3, 16, 16], "batch_size": 5, "rand_crop_prob": 1.0, "min_crop_scales": [0.3],
             "max_crop_scales": [1.0], "min_crop_aspect_ratios": [0.5], "max_crop_aspect_ratios": [2.0],
             "rand_pad_prob": 0.5, "max_pad_scale": 2.0, "rand_mirror_prob": 0.5,

@@ -545,3 +545,21 @@ def test_sparse_adagrad_update_is_lazy_and_refuses_weight_decay():
     np.testing.assert_allclose(w.asnumpy(), want_w, rtol=1e-6, atol=1e-7)
     with pytest.raises(mx.MXNetError, match="_sparse_adagrad_update.*weight decay"):
         mx.nd.sparse.adagrad_update(w, grad, h, lr=0.05, wd=0.01, out=w)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_csr_transpose_product_split_into_parallel_parts(dtype, threads):
+    """csr^T . dense with enough entries for several row ranges scattered in parallel (and
+    summed afterwards): the same product as numpy, whatever the thread count."""
+    from symjit.runtime import set_num_threads
+    a, csr = random_csr(700, 300, 0.2, dtype=dtype, seed=12)   # ~42000 entries: parts of 16384
+    b = np.random.default_rng(13).standard_normal((700, 5)).astype(dtype)
+    previous = set_num_threads(threads)
+    try:
+        out = nd.sparse.dot(csr, nd.array(b, dtype=dtype), transpose_a=True)
+    finally:
+        set_num_threads(previous)
+    assert out.stype == "row_sparse" and out.dtype == dtype
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(out.asnumpy(), a.toarray().T @ b, rtol=tol, atol=tol)

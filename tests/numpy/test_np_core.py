@@ -204,3 +204,33 @@ def test_random_shapes_dtypes_and_seed():
     assert u.dtype == onp.float32 and np.random.normal().shape == ()
     assert np.random.randint(0, 5, size=(4,)).dtype == onp.int64
     assert np.random.normal(0, 1, (2, 2)).shape == (2, 2)
+
+
+def test_numpy_functions_dispatch_to_mx_np():
+    a = np.array([1.0, 2.0])
+    for result in (onp.sum(a), onp.add(a, a), onp.exp(a), onp.concatenate([a, a]), onp.mean(a),
+                   onp.linalg.norm(a), onp.cumprod(a)):
+        assert isinstance(result, np.ndarray)
+    assert onp.add(a, 1).tolist() == [2.0, 3.0]
+    assert onp.allclose(a, a) and onp.asarray(a).tolist() == [1.0, 2.0]
+    x = np.array([1.0, 2.0])
+    x.attach_grad()
+    with autograd.record():
+        y = onp.sum(onp.square(x))       # recorded like mx.np calls
+    y.backward()
+    assert x.grad.tolist() == [2.0, 4.0]
+
+
+def test_index_arrays_of_mxnet_default_float_dtype_and_ranges():
+    x = np.arange(12).reshape(3, 4)
+    rows = np.array([0, 2])                       # float32, MXNet np's default
+    assert rows.dtype == onp.float32
+    assert x[rows].asnumpy().tolist() == [[0, 1, 2, 3], [8, 9, 10, 11]]
+    assert x[range(2), np.array([1, 2])].asnumpy().tolist() == [1.0, 6.0]
+    with pytest.raises(MXNetError, match="finite"):
+        x[np.array([onp.nan])]
+
+
+def test_sparse_arrays_have_no_np_view():
+    with pytest.raises(MXNetError, match="csr"):
+        mx.nd.sparse.zeros("csr", (2, 2)).as_np_ndarray()

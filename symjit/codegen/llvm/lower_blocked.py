@@ -73,7 +73,7 @@ def plan_conv_blocked(attrs, ins, outs, ctx=None):
     geo = conv_geometry("Convolution", attrs["conv_attrs"])
     _, fb, oh, ow, _ = shape_of(outs[0])
     f = fb * BLOCK
-    relu = int(bool(attrs["relu"]))
+    relu = int(attrs["relu"])   # the activation code (ops/fused.py ACT_*), as the kernels read it
     if not attrs.get("data_blocked", True):
         n, c, h, wd = shape_of(ins[0])
         v = widest_panel(f)
@@ -82,7 +82,7 @@ def plan_conv_blocked(attrs, ins, outs, ctx=None):
                                out_width=ow, stride=geo["stride"][0], relu=relu, vectors=v, kernel_h=kh,
                                kernel_w=kw, pad_h=ph, pad_w=pw)
         packed = pack_panels(w, v)
-        return _conv_blocked_call(ctx, desc, packed, ins, outs)
+        return _conv_blocked_call(ctx, attrs, desc, packed, ins, outs)
     n, cb, h, wd, _ = shape_of(ins[0])
     c = cb * BLOCK
     if geo["num_group"] == 1:
@@ -93,13 +93,15 @@ def plan_conv_blocked(attrs, ins, outs, ctx=None):
         kind, packed = DEPTHWISE, pack_depthwise(w)
     desc = ConvBlockedDesc(kind=kind, n=n, channels=c, filters=f, height=h, width=wd, out_height=oh,
                            out_width=ow, stride=geo["stride"][0], relu=relu, vectors=v)
-    return _conv_blocked_call(ctx, desc, packed, ins, outs)
+    return _conv_blocked_call(ctx, attrs, desc, packed, ins, outs)
 
 
-def _conv_blocked_call(ctx, desc, packed, ins, outs):
+def _conv_blocked_call(ctx, attrs, desc, packed, ins, outs):
     wp = add_param(ctx, "conv_blocked", packed)
-    bias = ("v", ins[2]) if len(ins) > 2 else ("null",)
-    return [NativeCall("symjit_nn_conv_blocked", desc_words(desc), [("desc",), ("v", ins[0]), ("v", wp), bias, ("v", outs[0])])]
+    bias = ("null",) if attrs["conv_attrs"]["no_bias"] else ("v", ins[2])
+    residual = ("v", ins[-1]) if attrs.get("residual") else ("null",)
+    return [NativeCall("symjit_nn_conv_blocked", desc_words(desc),
+                       [("desc",), ("v", ins[0]), ("v", wp), bias, residual, ("v", outs[0])])]
 
 
 plan_conv_blocked.uses_context = True

@@ -21,8 +21,12 @@ runs its own register tiles (lower_gemm); elsewhere GEMMs go to the BLAS:
     the padded plane), other kernels by column vectors with edge masks; portable: per plane over
     its padded phase planes, the output computed a few columns wide so each tap is one long
     vector multiply-add;
-  * Deconvolution / backward data: GEMM (weights^T x input) into columns, then col2im;
-  * backward weight: im2col per image and GEMM accumulation per channel block.
+  * Deconvolution / backward data: GEMM (weights^T x input) into columns, then col2im; AVX-512,
+    2-D stride 1, one group, 16+ channels: a forward convolution of dy with the weights
+    transposed and flipped (the implicit GEMM above);
+  * backward weight: im2col per image and GEMM accumulation per channel block; AVX-512, 2-D: an
+    implicit GEMM per image (rows: the phase planes through a tap table; columns: dy transposed
+    into wide rows), images in per-thread chunks summed at the end.
 Layouts stay NCW/NCHW/NCDHW (the frontends' layout; channel-last convolutions run their
 reference), except where passes/blocked_layout.py moves chains of pointwise and 3x3 depthwise
 convolutions into NCHW16c (`_conv_blocked`, lowered in lower_blocked.py). Geometry follows

@@ -119,7 +119,7 @@ C_SIGNATURES = {
     "symjit_nn_pool_bwd": ["ptr"] * 5,
     "symjit_nn_embedding": ["i64"] * 4 + ["ptr"] * 3,
     "symjit_nn_embedding_bwd": ["i64"] * 4 + ["ptr"] * 3,
-    "symjit_nn_conv_blocked": ["ptr"] * 5,
+    "symjit_nn_conv_blocked": ["ptr"] * 6,
     "symjit_nn_to_blocked": ["ptr"] * 3,
     "symjit_nn_from_blocked": ["ptr"] * 3,
     "symjit_nn_rnn": ["ptr"] * 10,

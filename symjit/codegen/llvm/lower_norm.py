@@ -326,9 +326,17 @@ class _Channel:
                 body(row + j)
 
     def sum(self, term) -> Val:
-        acc = self.kw.var(_lty(self.ct), 0.0)
-        self.each(lambda off: acc.set(self.kw.fadd(acc.get(), term(off))))
-        return acc.get()
+        return self.sums(1, lambda off: (term(off),))[0]
+
+    def sums(self, n: int, terms) -> list[Val]:
+        """`n` sums in one pass over the channel: `terms(off)` gives one term per sum."""
+        accs = [self.kw.var(_lty(self.ct), 0.0) for _ in range(n)]
+
+        def body(off):
+            for acc, v in zip(accs, terms(off)):
+                acc.set(self.kw.fadd(acc.get(), v))
+        self.each(body)
+        return [acc.get() for acc in accs]
 
 
 @register_lowering("BatchNorm")
@@ -433,7 +441,9 @@ def lower_batch_norm_backward(node, ctx: LoweringContext):
 def _emit_batch_norm_backward(ctx, name, a, c, b, dts, training, fix_gamma) -> None:
     """With g = dy * gamma and xhat = (x - mean) * inv_std, in the data's float type:
     training dx = inv_std * (g - mean(g) - xhat * mean(g * xhat)), else g * inv_std;
-    dgamma = sum(dy * xhat) (0 with fix_gamma), dbeta = sum(dy)."""
+    dgamma = sum(dy * xhat) (0 with fix_gamma), dbeta = sum(dy). Two passes over each channel:
+    one for both sums (mean(g) = gamma sum(dy) / M and mean(g xhat) = gamma sum(dy xhat) / M,
+    gamma being a per-channel constant), one writing dx."""
     kw = KernelWriter(ctx.mb, name, 8)
     dy, mean, invstd, x, gamma, dx, dgamma, dbeta = kw.args
     t_dy, t_mean, t_inv, t_x, t_g, t_dx, t_dg, t_db = dts
@@ -449,12 +459,14 @@ def _emit_batch_norm_backward(ctx, name, a, c, b, dts, training, fix_gamma) -> N
 
         def xhat(off):
             return (convert(kw.load(_lty(t_x), x, off), t_x, ct) - mu) * inv
-        s_dy = chan.sum(dyv)
-        s_dyx = chan.sum(lambda off: dyv(off) * xhat(off))
+        def terms(off):
+            d = dyv(off)
+            return d, d * xhat(off)
+        s_dy, s_dyx = chan.sums(2, terms)
         count = float(a * b)
         if training:
-            m_g = chan.sum(lambda off: dyv(off) * w) / count
-            m_gx = chan.sum(lambda off: dyv(off) * w * xhat(off)) / count
+            m_g = w * s_dy / count
+            m_gx = w * s_dyx / count
             chan.each(lambda off: kw.store(_lty(t_dx), convert(
                 inv * ((dyv(off) * w - m_g) - xhat(off) * m_gx), ct, t_dx), dx, off))
         else:
