@@ -14,7 +14,7 @@ from symjit.ops import OPS, get_op, register
 from symjit.ops.registry import Elementwise, Op
 from symjit.passes.manager import compile_graph
 
-RESHAPE_ONLY = {"Reshape", "reshape_like", "Flatten", "expand_dims", "squeeze", "_copy", "BlockGrad"}
+RESHAPE_ONLY = {"Reshape", "reshape_like", "Flatten", "expand_dims", "squeeze", "_copy", "BlockGrad", "_npx_reshape"}
 EPILOGUE_HOSTS = {"FullyConnected", "Convolution", "Deconvolution", "dot", "batch_dot",
                   "_backward_FullyConnected_data"}
 
