@@ -31,7 +31,7 @@ import zlib
 import mxnet as mx
 import numpy as np
 
-from data_fits import crop_extent, first_box, jitter_fit, lightness_offset, red_gradient_angle
+from data_fits import crop_extent, first_box, run_epochs, jitter_fit, lightness_offset, red_gradient_angle
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data")
@@ -183,17 +183,8 @@ GLUON_TRANSFORMS = [
 
 
 def _batches(it, epochs: int = 1):
-    """Data, labels and pads of every batch of `epochs` passes (reset between passes only:
-    MXNet prefetches from its construction, so a reset before the first pass is racy)."""
-    data, labels, pads = [], [], []
-    for epoch in range(epochs):
-        if epoch:
-            it.reset()
-        for b in it:
-            data.append(b.data[0].asnumpy())
-            labels.append(b.label[0].asnumpy())
-            pads.append(b.pad)
-    return np.stack(data), np.stack(labels), np.array(pads)
+    data, labels, pads = run_epochs(it, epochs)
+    return data, labels, np.array(pads)
 
 
 #: the cases run for two passes (the round_batch continuation); the others for one
