@@ -76,6 +76,10 @@ CPU time per step (all threads of each process) is the steadier comparison:
     2 threads, 7 rounds:  symjit/mxnet 0.83 (CPU 50.2 against 67.0), symjit/before 0.77 (70.0)
     2 threads, 9 rounds:  symjit/mxnet 1.55 (wall 185 against 114 ms; CPU 51.5 against 58.1),
                           symjit/before 0.72 (CPU 67.9)
+    a later pair of runs: 1 thread symjit/mxnet 1.005 (CPU 43.0 against 45.1), /before 0.77;
+                          2 threads 1.69 (wall 162 against 90 ms, CPU 49.6 against 60.8), /before
+                          0.72 -- symjit's 2-thread wall above its 1-thread one: under this load a
+                          fork-join region waits for whichever of its threads is off the CPU
   Per node (1 thread, best of 8 windows, same load; before -> after, ms): backward graph 133 ->
   51, forward 46 -> 31; conv0 weight gradient 19.9 -> 3.1, conv1 weight gradient 30.0 -> 11.7,
   conv1 data gradient 25.2 -> 14.2, first 2x2 pooling backward 17.9 -> 2.4, the two poolings'
