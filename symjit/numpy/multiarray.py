@@ -363,8 +363,10 @@ class ndarray(NDArray):
         return invoke("_npi_bitwise_not", [self])
 
     def _compare(self, other, name: str):
+        """A bool array; against an object that is no array or number, == is False and != True
+        (as MXNet), the orderings are NotImplemented (a TypeError)."""
         if other is None or not (is_scalar(other) or isinstance(other, (NDArray, _np.ndarray, list, tuple))):
-            return name == "not_equal"
+            return name == "not_equal" if name in ("equal", "not_equal") else NotImplemented
         return ufunc_call(name, self, other)
 
     def __eq__(self, other): return self._compare(other, "equal")

@@ -234,3 +234,10 @@ def test_index_arrays_of_mxnet_default_float_dtype_and_ranges():
 def test_sparse_arrays_have_no_np_view():
     with pytest.raises(MXNetError, match="csr"):
         mx.nd.sparse.zeros("csr", (2, 2)).as_np_ndarray()
+
+
+def test_comparison_with_non_arrays():
+    a = np.array([1.0, 2.0])
+    assert (a == "x") is False and (a != None) is True  # noqa: E711
+    with pytest.raises(TypeError):
+        a < None  # noqa: B015
