@@ -265,12 +265,15 @@ class _Scalar(NumpyOp):
         return [self._scalar_dtype(in_types[0], attrs)]
 
     def _operands(self, attrs, x):
+        """(operands in order, result dtype): the scalar in the result's dtype, as MXNet's kernels
+        cast it (an int32 array ** 2.5 is the array ** 2)."""
         dt = self._scalar_dtype(x.dtype, attrs)
         s = attrs["scalar"]
-        s = np.asarray(int(s) if attrs["is_int"] and float(s).is_integer() else s)
-        if self.rule != "bool":
-            x = x.astype(dt, copy=False) if dt.kind == "f" else x
-            s = s.astype(dt) if dt.kind == "f" else s
+        if self.rule == "bool":
+            s = np.asarray(int(s) if attrs["is_int"] and float(s).is_integer() else s)
+        else:
+            s = np.asarray(s).astype(dt) if np.isfinite(s) or dt.kind == "f" else np.asarray(0, dt)
+            x = x.astype(dt, copy=False)
         return (s, x) if self.reverse else (x, s), dt
 
     def forward(self, attrs, x):
