@@ -477,9 +477,14 @@ def clip(a, a_min, a_max, out=None):
 
 @_export
 def nonzero(a):
-    """Indices of the nonzero elements, one int64 array per axis."""
-    idx = _np.nonzero(to_np(a).asnumpy())
-    return tuple(ndarray(_np.ascontiguousarray(i, _np.int64), to_np(a).context) for i in idx)
+    """Indices of the nonzero elements, one int64 array per axis (MXNet's `_npi_nonzero` gives
+    them as the columns of one (count, ndim) array)."""
+    a = to_np(a)
+    if a.ndim == 0:
+        raise MXNetError("nonzero: a zero-dim array has no axes to index; use atleast_1d first")
+    rows = invoke("_npi_nonzero", [a])
+    return tuple(invoke("_npi_slice", [rows], {"begin": (None, k), "end": (None, k + 1), "step": (None, 1)})
+                 .reshape(-1) for k in range(a.ndim))
 
 
 @_export

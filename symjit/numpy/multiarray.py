@@ -359,6 +359,13 @@ class ndarray(NDArray):
     def __abs__(self):
         return invoke("_npi_absolute", [self])
 
+    def __round__(self, ndigits=None):
+        """round(x): the nearest integer of a one-element array as a Python number without
+        `ndigits`, else the array rounded to `ndigits` decimals."""
+        if ndigits is None:
+            return round(self.item())
+        return invoke("_npi_around", [self], {"decimals": ndigits})
+
     def __invert__(self):
         return invoke("_npi_bitwise_not", [self])
 
