@@ -45,6 +45,7 @@ def invoke(op_name: str, inputs: Sequence[NDArray], attrs: Mapping[str, Any] | N
 
 
 def is_scalar(x) -> bool:
+    """Whether `x` is a real Python or numpy number."""
     return isinstance(x, (numbers.Number, _np.generic)) and not isinstance(x, (complex, _np.complexfloating))
 
 
@@ -515,10 +516,12 @@ def empty(shape, dtype=None, order="C", ctx=None) -> ndarray:
 
 
 def zeros(shape, dtype=None, order="C", ctx=None) -> ndarray:
+    """An array of zeros (float32 unless `dtype`)."""
     return _filled(shape, 0, dtype, ctx)
 
 
 def ones(shape, dtype=None, order="C", ctx=None) -> ndarray:
+    """An array of ones (float32 unless `dtype`)."""
     return _filled(shape, 1, dtype, ctx)
 
 
