@@ -68,26 +68,34 @@ Where symjit's step goes:
 CNN against MXNet 1.9.1 measured in the same run (`--mxnet /work/mxref/bin/python --symjit-ref
 TREE`, TREE a build of the commit before the convolution-backward, pooling and BatchNorm-backward
 kernels below; 2026-12, the 2-core machine under a load average of 12-14 from other work, so
-every wall figure is ~5x an idle machine's and only the paired ratios and CPU times compare):
-    2 threads, 9 rounds:  symjit/mxnet 0.80 and 1.03 (two runs), symjit/before 0.83 and 0.79
-    1 thread, 7 rounds:   symjit/mxnet 1.10 (CPU 68.3 against 65.5 ms a step), symjit/before
-                          0.74 (CPU 68.3 against 91.3 ms)
-  Per node (1 thread, best of 8 windows, same load; before -> after): backward graph 133 -> 97,
-  forward 46 -> 42; first 2x2 pooling backward 17.9 -> 2.9, the two poolings' forward 9.4 ->
-  2.5, first BatchNorm backward 12.4 -> 9.2, conv1 data gradient 25.2 -> 20.2, conv0 weight
-  gradient 19.9 -> 15.3, conv1 weight gradient 30.0 -> 29.8. The weight-gradient and data-
-  gradient tiles alone (bench_gemm_choices.py --section convbwd, CPU time, 1 thread): conv0
-  dW 5.6 -> 4.1 ms, conv1 dW 8.5 -> 8.0, conv1 dX 6.9 -> 6.1. The convolutions' tiles run at
-  ~60-100 GF/s a core against OpenBLAS sgemm's ~117: convolution GEMMs are now ~2/3 of the CNN
-  step; the rest is memory-bound passes (BatchNorm, relu, pooling, bias gradient) and ~3 ms of
-  Python (eager loss ops, tape, Trainer).
+wall figures are ~4-5x an idle machine's). Wall ratios swing from run to run under such load
+(the scheduler shares the cores per thread: MXNet's process runs 8 threads, symjit's 4); the
+CPU time per step (all threads of each process) is the steadier comparison:
+    1 thread, 7 rounds:   symjit/mxnet 0.78 paired (CPU 60.7 against 76.6 ms a step),
+                          symjit/before 0.71 (CPU 82.5 ms before)
+    2 threads, 7 rounds:  symjit/mxnet 0.83 (CPU 50.2 against 67.0), symjit/before 0.77 (70.0)
+    2 threads, 9 rounds:  symjit/mxnet 1.55 (wall 185 against 114 ms; CPU 51.5 against 58.1),
+                          symjit/before 0.72 (CPU 67.9)
+    a later pair of runs: 1 thread symjit/mxnet 1.005 (CPU 43.0 against 45.1), /before 0.77;
+                          2 threads 1.69 (wall 162 against 90 ms, CPU 49.6 against 60.8), /before
+                          0.72 -- symjit's 2-thread wall above its 1-thread one: under this load a
+                          fork-join region waits for whichever of its threads is off the CPU
+  Per node (1 thread, best of 8 windows, same load; before -> after, ms): backward graph 133 ->
+  51, forward 46 -> 31; conv0 weight gradient 19.9 -> 3.1, conv1 weight gradient 30.0 -> 11.7,
+  conv1 data gradient 25.2 -> 14.2, first 2x2 pooling backward 17.9 -> 2.4, the two poolings'
+  forward 9.4 -> 2.8, first BatchNorm backward 12.4 -> 6.1. The gradient kernels alone
+  (bench_gemm_choices.py --section convbwd, CPU time, 1 thread): conv0 dW 5.6 -> 1.5 ms, conv1
+  dW 8.5 -> 5.2, conv1 dX 6.9 -> 6.1. Now convolutions are ~60% of the step's native time, the
+  memory-bound passes (BatchNorm, relu, pooling, bias gradient) ~25%, and Python (eager loss
+  ops at ~40-50 us each against MXNet's ~25, tape, Trainer) the rest.
 Next changes, by expected gain:
   1. LSTM: a native fused RNN op (one GEMM for every time step's input projection, one GEMM
      per step for the four gates, gate math fused, the recurrence a compiled loop; the forward
      keeps its gates so the backward does not recompute it; float32). The RNN op is >90% of
      the LM step: 2.1 s -> well under torch's 0.3 s is the size of the gain.
-  2. Convolution tiles closer to sgemm's rate (the weight gradient's tile shape: for the first
-     layer's 27 rows a 14x16 tile measured 2.7 against 3.8-4.4 ms for the default pick).
+  2. Convolution tiles closer to sgemm's rate (~60-100 GF/s a core against OpenBLAS's ~117);
+     BatchNorm passes at memory speed (a channel's rows are 4 KiB runs 128 KiB apart: the
+     training forward takes ~3x a copy of the tensor).
   3. Training-pipeline fusions: relu (and other elementwise) as an epilogue of BatchNorm's
      training output and its gradient as a prologue of BatchNorm backward, the conv bias
      gradient folded into BatchNorm backward's dx pass (each a full pass over the activations).

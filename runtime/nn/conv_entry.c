@@ -303,8 +303,9 @@ static int conv_bwd_weight_native(const symjit_conv_desc *d, const float *dy, co
     const double flops = 2.0 * (double)g->N * (double)g->F * (double)(OH * cj->Wp) * (double)Kd;
     const int64_t want = tiles_want(flops, threads);
     const int64_t per_acc = g->G * Kd * g->Fg;
-    /* one chunk per thread (fewer when the accumulators would be large), then row blocks */
-    int64_t chunks = imax(1, imin(imin(g->N, threads), (int64_t)(1 << 21) / imax(per_acc, 1)));
+    /* as many chunks as the pool wants blocks (fewer when the accumulators would pass 8 MiB),
+     * then row blocks: a row block repeats its chunk's planes and dy transposes */
+    int64_t chunks = imax(1, imin(imin(g->N, want), (int64_t)(1 << 21) / imax(per_acc, 1)));
     job.per_chunk = cdiv(g->N, chunks);
     job.chunks = cdiv(g->N, job.per_chunk);
     const int64_t R = MM_SHAPES[cj->shape].R;

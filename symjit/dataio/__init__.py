@@ -4,4 +4,5 @@ from .record import ImageRecordIter, ImageRecordInt8Iter, ImageRecordUInt8Iter  
 from .detection_record import ImageDetRecordIter  # noqa: F401
 from .text import CSVIter, LibSVMIter, MNISTIter  # noqa: F401
 
-__all__ = ["ImageRecordIter", "ImageRecordUInt8Iter", "ImageRecordInt8Iter", "ImageDetRecordIter", "CSVIter", "LibSVMIter", "MNISTIter"]
+__all__ = ["ImageRecordIter", "ImageRecordUInt8Iter", "ImageRecordInt8Iter", "ImageDetRecordIter", "CSVIter",
+           "LibSVMIter", "MNISTIter"]

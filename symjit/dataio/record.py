@@ -8,7 +8,8 @@ output size clamped to `min/max_img_size`, borders filled with `fill_value`) -> 
 (`random_resized_crop` with `min/max_random_area` and `min/max_aspect_ratio`; else a random
 square of [`min_crop_size`, `max_crop_size`] resized to data_shape, or the data_shape window;
 at a random position with `rand_crop`, else the centre; an image smaller than the crop is an
-error, as in MXNet) -> HLS jitter (`random_h/s/l`: offsets peaked at 0, as MXNet draws them) -> mirror (`rand_mirror` with probability
+error, as in MXNet) -> HLS jitter (`random_h/s/l`: offsets peaked at 0, as MXNet draws them)
+-> mirror (`rand_mirror` with probability
 1/2, or `mirror` always) -> colour jitter (`brightness`, `contrast`, `saturation`,
 `pca_noise`: the formulas of mx.image's augmenters with the luma weights (0.114, 0.587,
 0.299) for (R, G, B) that MXNet's iterator uses, each step rounded to uint8) -> output: float32
@@ -146,8 +147,8 @@ def _affine(img, p: AugmentParams, rng):
     """Rotation, shear, scale and aspect-ratio change about the centre, output size
     clamped to [min_img_size, max_img_size] (MXNet's warpAffine step)."""
     if p.inter_method == 0:
-        raise MXNetError(f"ImageRecordIter: invalid inter_method 0 for the affine step (rotation, shear, random "
-                         f"scale or aspect ratio, image size bounds): MXNet accepts 1, 2, 3, 4, 9, 10 there")
+        raise MXNetError("ImageRecordIter: invalid inter_method 0 for the affine step (rotation, shear, random "
+                         "scale or aspect ratio, image size bounds): MXNet accepts 1, 2, 3, 4, 9, 10 there")
     h, w = img.shape[:2]
     shear = rng.uniform(-p.max_shear_ratio, p.max_shear_ratio) if p.max_shear_ratio > 0 else 0.0
     angle = int(rng.integers(-p.max_rotate_angle, p.max_rotate_angle + 1)) if p.max_rotate_angle > 0 else 0

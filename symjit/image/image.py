@@ -175,12 +175,19 @@ def center_crop(src, size, interp=2):
 
 
 def color_normalize(src, mean, std=None):
-    """(src - mean) / std, broadcasting per-channel `mean` and `std` (std None: no scaling)."""
-    out = _np(src).astype(np.float32) if not np.issubdtype(_np(src).dtype, np.floating) else _np(src)
+    """(src - mean) / std, broadcasting per-channel `mean` and `std` (std None: no scaling).
+    As MXNet's, a floating-point NDArray `src` is normalized in place and returned (other
+    inputs give a new float32 array)."""
+    arr = _np(src)
+    floating = np.issubdtype(arr.dtype, np.floating)
+    out = arr if floating else arr.astype(np.float32)
     if mean is not None:
-        out = out - _np(mean)
+        out = out - np.asarray(_np(mean), dtype=out.dtype)
     if std is not None:
-        out = out / _np(std)
+        out = out / np.asarray(_np(std), dtype=out.dtype)
+    if floating and hasattr(src, "asnumpy"):
+        src[:] = out
+        return src
     return _nd(out)
 
 

@@ -124,31 +124,37 @@ amin = _export(_extreme("_np_min", "amin"))
 
 @_export
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """The standard deviation along `axis` with `ddof` delta degrees of freedom."""
     return to_np(a).std(axis, dtype, out, ddof, keepdims)
 
 
 @_export
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """The variance along `axis` with `ddof` delta degrees of freedom."""
     return to_np(a).var(axis, dtype, out, ddof, keepdims)
 
 
 @_export
 def argmax(a, axis=None, out=None):
+    """Indices of the maxima along `axis` (of the flattened array for None), int64."""
     return invoke("_npi_argmax", [to_np(a)], {"axis": axis}, out=out)
 
 
 @_export
 def argmin(a, axis=None, out=None):
+    """Indices of the minima along `axis` (of the flattened array for None), int64."""
     return invoke("_npi_argmin", [to_np(a)], {"axis": axis}, out=out)
 
 
 @_export
 def all(a, axis=None, out=None, keepdims=False):  # noqa: A001
+    """Whether every element (along `axis`) is true (bool)."""
     return invoke("_np_all", [to_np(a)], {"axis": _axis(axis), "keepdims": keepdims}, out=out)
 
 
 @_export
 def any(a, axis=None, out=None, keepdims=False):  # noqa: A001
+    """Whether any element (along `axis`) is true (bool)."""
     return invoke("_np_any", [to_np(a)], {"axis": _axis(axis), "keepdims": keepdims}, out=out)
 
 
@@ -166,41 +172,49 @@ def cumsum(a, axis=None, dtype=None, out=None):
 
 @_export
 def reshape(a, newshape, order="C"):
+    """`a` with shape `newshape` (one -1 allowed)."""
     return to_np(a).reshape(newshape, order=order)
 
 
 @_export
 def transpose(a, axes=None):
+    """`a` with its axes permuted (reversed for None)."""
     return invoke("_np_transpose", [to_np(a)], {"axes": None if axes is None else tuple(axes)})
 
 
 @_export
 def swapaxes(a, axis1, axis2):
+    """`a` with axes axis1 and axis2 interchanged."""
     return to_np(a).swapaxes(axis1, axis2)
 
 
 @_export
 def moveaxis(a, source, destination):
+    """`a` with the axes `source` moved to `destination`."""
     return invoke("_np_moveaxis", [to_np(a)], {"source": _axis(source), "destination": _axis(destination)})
 
 
 @_export
 def expand_dims(a, axis):
+    """`a` with a new size-1 axis at `axis`."""
     return invoke("_npi_expand_dims", [to_np(a)], {"axis": _axis(axis)})
 
 
 @_export
 def squeeze(a, axis=None):
+    """`a` without its size-1 axes (those in `axis` when given)."""
     return invoke("_np_squeeze", [to_np(a)], {"axis": _axis(axis)})
 
 
 @_export
 def ravel(a, order="C"):
+    """`a` flattened (a view when not recorded by autograd)."""
     return to_np(a).reshape(-1)
 
 
 @_export
 def broadcast_to(array, shape):  # noqa: A002 - numpy's argument name
+    """`array` broadcast to `shape` (a copy recorded by autograd)."""
     return invoke("_npi_broadcast_to", [to_np(array)], {"shape": (shape,) if isinstance(shape, int) else tuple(shape)})
 
 
@@ -213,6 +227,7 @@ def _joined(op: str, arrays, axis) -> ndarray:
 
 @_export
 def concatenate(seq, axis=0, out=None):
+    """The arrays joined along an existing axis (flattened first for axis None)."""
     arrays, attrs = _joined("concatenate", seq, axis)
     if axis is None:                         # numpy: the flattened arrays joined
         arrays, axis = [a.reshape(-1) for a in arrays], 0
@@ -221,11 +236,13 @@ def concatenate(seq, axis=0, out=None):
 
 @_export
 def append(arr, values, axis=None):
+    """`values` appended to `arr` (both flattened when axis is None)."""
     return concatenate([arr, values], axis=axis)
 
 
 @_export
 def stack(arrays, axis=0, out=None):
+    """The arrays joined along a new axis."""
     arrays, attrs = _joined("stack", arrays, axis)
     return invoke("_npi_stack", arrays, attrs, out=out)
 
@@ -259,62 +276,74 @@ def _split(ary, indices_or_sections, axis, even: bool):
 
 @_export
 def split(ary, indices_or_sections, axis=0):
+    """`ary` split into equal `sections` or at `indices` along `axis`."""
     return _split(ary, indices_or_sections, axis, True)
 
 
 @_export
 def array_split(ary, indices_or_sections, axis=0):
+    """`ary` split into `indices_or_sections` parts along `axis` (parts may differ in size)."""
     return _split(ary, indices_or_sections, axis, False)
 
 
 @_export
 def hsplit(ary, indices_or_sections):
+    """`ary` split horizontally (axis 1; axis 0 for 1-D arrays)."""
     a = to_np(ary)
     return split(a, indices_or_sections, 1 if a.ndim > 1 else 0)
 
 
 @_export
 def vsplit(ary, indices_or_sections):
+    """`ary` split vertically (axis 0)."""
     return split(ary, indices_or_sections, 0)
 
 
 @_export
 def dsplit(ary, indices_or_sections):
+    """`ary` split along its third axis."""
     return split(ary, indices_or_sections, 2)
 
 
 @_export
 def flip(m, axis=None, out=None):
+    """`m` with the order of elements reversed along `axis` (all axes for None)."""
     return invoke("_npi_flip", [to_np(m)], {"axis": _axis(axis)}, out=out)
 
 
 @_export
 def fliplr(m):
+    """`m` flipped left-right (axis 1)."""
     return flip(m, 1)
 
 
 @_export
 def flipud(m):
+    """`m` flipped up-down (axis 0)."""
     return flip(m, 0)
 
 
 @_export
 def roll(a, shift, axis=None):
+    """`a` rolled by `shift` along `axis` (flattened for None)."""
     return invoke("_np_roll", [to_np(a)], {"shift": _axis(shift), "axis": _axis(axis)})
 
 
 @_export
 def rot90(m, k=1, axes=(0, 1)):
+    """`m` rotated by 90 degrees k times in the plane `axes`."""
     return invoke("_npi_rot90", [to_np(m)], {"k": k, "axes": tuple(axes)})
 
 
 @_export
 def tile(A, reps):
+    """`A` repeated `reps` times per axis."""
     return invoke("_npi_tile", [to_np(A)], {"reps": (reps,) if isinstance(reps, int) else tuple(reps)})
 
 
 @_export
 def repeat(a, repeats, axis=None):
+    """Each element of `a` repeated `repeats` times along `axis` (flattened for None)."""
     return invoke("_np_repeat", [to_np(a)], {"repeats": _axis(repeats), "axis": axis})
 
 
@@ -333,6 +362,7 @@ def _atleast(n: int):
             out.append(a)
         return out[0] if len(out) == 1 else out
     fn.__name__ = f"atleast_{n}d"
+    fn.__doc__ = f"The inputs viewed with at least {n} dimensions (one array, or a list for several)."
     return fn
 
 
@@ -343,36 +373,43 @@ atleast_3d = _export(_atleast(3))
 
 @_export
 def diag(v, k=0):
+    """The k-th diagonal of a 2-D array, or a 2-D array with a 1-D array on its k-th diagonal."""
     return invoke("_np_diag", [to_np(v)], {"k": k})
 
 
 @_export
 def diagflat(v, k=0):
+    """A 2-D array with the flattened input on its k-th diagonal."""
     return invoke("_np_diagflat", [to_np(v)], {"k": k})
 
 
 @_export
 def diagonal(a, offset=0, axis1=0, axis2=1):
+    """The diagonal with `offset` of the (axis1, axis2) planes."""
     return invoke("_np_diagonal", [to_np(a)], {"offset": offset, "axis1": axis1, "axis2": axis2})
 
 
 @_export
 def trace(a, offset=0, axis1=0, axis2=1, out=None):
+    """The sum along the diagonal with `offset` of the (axis1, axis2) planes."""
     return invoke("_np_trace", [to_np(a)], {"offset": offset, "axis1": axis1, "axis2": axis2}, out=out)
 
 
 @_export
 def tril(m, k=0):
+    """The lower triangle of `m` (zeros above the k-th diagonal)."""
     return invoke("_npi_tril", [to_np(m)], {"k": k})
 
 
 @_export
 def triu(m, k=0):
+    """The upper triangle of `m` (zeros below the k-th diagonal)."""
     return invoke("_npi_triu", [to_np(m)], {"k": k})
 
 
 @_export
 def take(a, indices, axis=None, mode="raise", out=None):
+    """Elements of `a` at `indices` along `axis` (flattened for None); mode raise, wrap or clip."""
     idx = indices if isinstance(indices, NDArray) else array(_np.asarray(indices, _np.int64))
     return invoke("_npi_take", [to_np(a), to_np(idx)], {"axis": axis, "mode": mode}, out=out)
 
@@ -397,16 +434,19 @@ def _pair(a, b):
 
 @_export
 def dot(a, b, out=None):
+    """numpy.dot: the product of scalars, vectors, matrices and N-d arrays."""
     return invoke("_np_dot", list(_pair(a, b)), out=out)
 
 
 @_export
 def matmul(a, b, out=None):
+    """numpy.matmul: the matrix product, batched over broadcast leading axes."""
     return invoke("_npi_matmul", list(_pair(a, b)), out=out)
 
 
 @_export
 def tensordot(a, b, axes=2):
+    """The sum of products over `axes` of a and b (an int: the last/first that many)."""
     a, b = _pair(a, b)
     if isinstance(axes, (int, _np.integer)):
         n = int(axes)
@@ -420,6 +460,7 @@ def tensordot(a, b, axes=2):
 
 @_export
 def inner(a, b):
+    """The inner product over the last axes of a and b."""
     a, b = _pair(a, b)
     if a.ndim == 0 or b.ndim == 0:
         return ufunc_call("multiply", a, b)
@@ -428,23 +469,27 @@ def inner(a, b):
 
 @_export
 def outer(a, b):
+    """The outer product of the flattened a and b."""
     a, b = _pair(a, b)
     return tensordot(a.reshape(-1), b.reshape(-1), 0)
 
 
 @_export
 def vdot(a, b):
+    """The dot product of the flattened a and b."""
     a, b = _pair(a, b)
     return tensordot(a.reshape(-1), b.reshape(-1), 1)
 
 
 @_export
 def kron(a, b):
+    """The Kronecker product of a and b."""
     return invoke("_np_kron", list(_pair(a, b)))
 
 
 @_export
 def einsum(subscripts, *operands, out=None, optimize=False):
+    """The Einstein summation `subscripts` of the operands."""
     arrays = [to_np(o) for o in operands]
     return invoke("_npi_einsum", arrays, {"subscripts": subscripts, "num_args": len(arrays),
                                           "optimize": int(bool(optimize))}, out=out)
@@ -471,35 +516,45 @@ def _scalar_dtype(x, other):
 
 @_export
 def clip(a, a_min, a_max, out=None):
+    """`a` limited to [a_min, a_max] (either may be None)."""
     return invoke("_npi_clip", [to_np(a)], {"a_min": None if a_min is None else float(a_min),
                                             "a_max": None if a_max is None else float(a_max)}, out=out)
 
 
 @_export
 def nonzero(a):
-    """Indices of the nonzero elements, one int64 array per axis."""
-    idx = _np.nonzero(to_np(a).asnumpy())
-    return tuple(ndarray(_np.ascontiguousarray(i, _np.int64), to_np(a).context) for i in idx)
+    """Indices of the nonzero elements, one int64 array per axis (MXNet's `_npi_nonzero` gives
+    them as the columns of one (count, ndim) array)."""
+    a = to_np(a)
+    if a.ndim == 0:
+        raise MXNetError("nonzero: a zero-dim array has no axes to index; use atleast_1d first")
+    rows = invoke("_npi_nonzero", [a])
+    return tuple(invoke("_npi_slice", [rows], {"begin": (None, k), "end": (None, k + 1), "step": (None, 1)})
+                 .reshape(-1) for k in range(a.ndim))
 
 
 @_export
 def shape(a):
+    """The shape of `a`."""
     return to_np(a).shape
 
 
 @_export
 def ndim(a):
+    """The number of dimensions of `a`."""
     return to_np(a).ndim
 
 
 @_export
 def size(a, axis=None):
+    """The number of elements of `a` (along `axis` when given)."""
     a = to_np(a)
     return a.size if axis is None else a.shape[axis]
 
 
 @_export
 def copy(a):
+    """A copy of `a`."""
     return to_np(a).copy()
 
 
@@ -508,6 +563,7 @@ def copy(a):
 
 @_export
 def sort(a, axis=-1, kind=None, order=None):
+    """A sorted copy of `a` along `axis` (flattened for None), stable."""
     if order is not None:
         raise MXNetError("sort: the order argument is not supported")
     return invoke("_npi_sort", [to_np(a)], {"axis": axis, "is_ascend": True})
@@ -515,6 +571,7 @@ def sort(a, axis=-1, kind=None, order=None):
 
 @_export
 def argsort(a, axis=-1, kind=None, order=None):
+    """Indices that sort `a` along `axis` (stable), int64."""
     if order is not None:
         raise MXNetError("argsort: the order argument is not supported")
     return invoke("_npi_argsort", [to_np(a)], {"axis": axis, "is_ascend": True})
@@ -543,21 +600,25 @@ def _percentile(a, q, axis, interpolation, keepdims, quantile, out):
 
 @_export
 def percentile(a, q, axis=None, out=None, overwrite_input=None, interpolation="linear", keepdims=False):
+    """The q-th percentiles of `a` along `axis` (numpy's interpolation methods)."""
     return _percentile(a, q, axis, interpolation, keepdims, False, out)
 
 
 @_export
 def quantile(a, q, axis=None, out=None, overwrite_input=None, interpolation="linear", keepdims=False):
+    """The q-th quantiles of `a` along `axis` (numpy's interpolation methods)."""
     return _percentile(a, q, axis, interpolation, keepdims, True, out)
 
 
 @_export
 def median(a, axis=None, out=None, overwrite_input=None, keepdims=False):
+    """The median along `axis`."""
     return _percentile(a, 50.0, axis, "linear", keepdims, False, out)
 
 
 @_export
 def average(a, axis=None, weights=None, returned=False, out=None):
+    """The (weighted) average along `axis`; with `returned`, also the sum of the weights."""
     a = to_np(a)
     inputs = [a] if weights is None else [a, to_np(weights, a.context)]
     res = invoke("_npi_average", inputs, {"axis": _axis(axis), "weighted": weights is not None,
@@ -567,6 +628,7 @@ def average(a, axis=None, weights=None, returned=False, out=None):
 
 @_export
 def bincount(x, weights=None, minlength=0):
+    """Occurrences of each non-negative integer in `x` (or sums of `weights`)."""
     x = to_np(x)
     inputs = [x] if weights is None else [x, to_np(weights, x.context)]
     return invoke("_npi_bincount", inputs, {"minlength": minlength, "has_weights": weights is not None})
@@ -574,6 +636,7 @@ def bincount(x, weights=None, minlength=0):
 
 @_export
 def diff(a, n=1, axis=-1, prepend=None, append=None):
+    """The n-th discrete difference along `axis` (after `prepend` / `append`)."""
     a = to_np(a)
     parts = [p for p in (prepend, a, append) if p is not None]
     if len(parts) > 1:
@@ -600,6 +663,7 @@ def ediff1d(ary, to_end=None, to_begin=None):
 
 @_export
 def polyval(p, x):
+    """The polynomial with coefficients `p` (highest power first) at x."""
     p = to_np(p)
     xa = array(x, dtype=p.dtype) if is_scalar(x) else to_np(x)
     return invoke("_npi_polyval", [p, xa])
@@ -620,6 +684,7 @@ def _positions(obj, axis, ctx):
 
 @_export
 def delete(arr, obj, axis=None):
+    """`arr` without the entries at `obj` (an int, a slice or indices) along `axis`."""
     arr = to_np(arr)
     attrs, extra = _positions(obj, axis, arr.context)
     return invoke("_npi_delete", [arr, *extra], attrs)
@@ -627,6 +692,7 @@ def delete(arr, obj, axis=None):
 
 @_export
 def insert(arr, obj, values, axis=None):
+    """`arr` with `values` inserted before the positions `obj` along `axis`."""
     arr = to_np(arr)
     attrs, extra = _positions(obj, axis, arr.context)
     op = "_npi_insert_tensor" if extra else "_npi_insert_slice" if attrs["step"] is not None else "_npi_insert_scalar"
@@ -638,6 +704,7 @@ def insert(arr, obj, values, axis=None):
 
 @_export
 def resize(a, new_shape):
+    """The elements of `a` repeated (or cut) to fill `new_shape`."""
     shape = (new_shape,) if isinstance(new_shape, int) else tuple(new_shape)
     return invoke("_np_resize", [to_np(a)], {"new_shape": shape})
 
@@ -657,6 +724,7 @@ def histogram(a, bins=10, range=None, normed=None, weights=None, density=None): 
 
 @_export
 def unravel_index(indices, shape, order="C"):
+    """The coordinates in `shape` of flat `indices`, one int64 array per axis."""
     if order != "C":
         raise MXNetError("unravel_index: only order='C' is supported")
     idx = to_np(indices) if not is_scalar(indices) else array(indices, dtype="int64")
@@ -666,6 +734,7 @@ def unravel_index(indices, shape, order="C"):
 
 @_export
 def diag_indices_from(arr):
+    """The indices of the main diagonal of a square array, one int64 array per axis."""
     a = to_np(arr)
     if a.ndim < 2 or len(set(a.shape)) != 1:
         raise MXNetError("diag_indices_from: input must be at least 2-d with all dimensions equal")
@@ -689,11 +758,13 @@ blackman = _export(_window("blackman"))
 
 @_export
 def may_share_memory(a, b, max_work=None):
+    """Whether a and b might share memory."""
     return bool(_np.may_share_memory(to_np(a)._data, to_np(b)._data))
 
 
 @_export
 def shares_memory(a, b, max_work=None):
+    """Whether a and b share memory."""
     return bool(_np.shares_memory(to_np(a)._data, to_np(b)._data))
 
 

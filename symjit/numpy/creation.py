@@ -25,6 +25,7 @@ def arange(start, stop=None, step=1, dtype=None, ctx=None) -> ndarray:
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, ctx=None):
+    """`num` evenly spaced samples over [start, stop] (float32 unless `dtype`)."""
     if num < 0:
         raise MXNetError(f"linspace: number of samples, {num}, must be non-negative")
     data, step = _np.linspace(start, stop, int(num), endpoint=endpoint, retstep=True, axis=axis)
@@ -33,19 +34,23 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0, ctx=None):
+    """`num` samples evenly spaced on a log scale of `base` (float32 unless `dtype`)."""
     data = _np.logspace(start, stop, int(num), endpoint=endpoint, base=base, axis=axis)
     return _make(data.astype(_dtype(dtype)), ctx)
 
 
 def eye(N, M=None, k=0, dtype=default_float, ctx=None, **kwargs) -> ndarray:
+    """A 2-D array with ones on the k-th diagonal (float32 unless `dtype`)."""
     return _make(_np.eye(int(N), None if M is None else int(M), int(k), dtype=_dtype(dtype)), ctx)
 
 
 def identity(n, dtype=None, ctx=None) -> ndarray:
+    """The n x n identity matrix (float32 unless `dtype`)."""
     return eye(n, dtype=dtype, ctx=ctx)
 
 
 def tri(N, M=None, k=0, dtype=None, ctx=None) -> ndarray:
+    """Ones at and below the k-th diagonal of an N x M array."""
     return _make(_np.tri(N, M, k, dtype=_dtype(dtype)), ctx)
 
 
@@ -59,18 +64,22 @@ def _like(a, value, dtype, ctx, out=None):
 
 
 def zeros_like(a, dtype=None, order="C", ctx=None, out=None):
+    """Zeros of a's shape (and dtype unless `dtype`)."""
     return _like(a, 0, dtype, ctx, out)
 
 
 def ones_like(a, dtype=None, order="C", ctx=None, out=None):
+    """Ones of a's shape (and dtype unless `dtype`)."""
     return _like(a, 1, dtype, ctx, out)
 
 
 def full_like(a, fill_value, dtype=None, order="C", ctx=None, out=None):
+    """`fill_value` in an array of a's shape (and dtype unless `dtype`)."""
     return _like(a, fill_value, dtype, ctx, out)
 
 
 def empty_like(prototype, dtype=None, order="C", subok=False, shape=None):
+    """An array of the prototype's shape and dtype (zero-filled)."""
     return _like(prototype, 0, dtype, None)
 
 

@@ -57,27 +57,33 @@ def svd(a):
 
 
 def cholesky(a, upper=False):
+    """The lower Cholesky factor of a (batch of) symmetric positive-definite matrices."""
     return invoke("_npi_cholesky", [to_np(a)], {"lower": not upper})
 
 
 def inv(a):
+    """The inverse of a (batch of) square matrices."""
     return invoke("_npi_inv", [to_np(a)])
 
 
 def det(a):
+    """The determinant of a (batch of) square matrices."""
     return invoke("_npi_det", [to_np(a)])
 
 
 def slogdet(a):
+    """(sign, log|det|) of a (batch of) square matrices."""
     return tuple(invoke("_npi_slogdet", [to_np(a)]))
 
 
 def solve(a, b):
+    """x with a @ x = b."""
     a = to_np(a)
     return invoke("_npi_solve", [a, to_np(b, a.context)])
 
 
 def pinv(a, rcond=1e-15, hermitian=False):
+    """The Moore-Penrose pseudo-inverse (singular values below rcond * largest dropped)."""
     if isinstance(rcond, ndarray):
         rcond = float(rcond.item()) if rcond.size == 1 else None
         if rcond is None:
@@ -86,18 +92,22 @@ def pinv(a, rcond=1e-15, hermitian=False):
 
 
 def eig(a):
+    """(eigenvalues, eigenvectors as columns) of a square matrix with real eigenvalues."""
     return tuple(invoke("_npi_eig", [to_np(a)]))
 
 
 def eigvals(a):
+    """The eigenvalues of a square matrix with real eigenvalues."""
     return invoke("_npi_eigvals", [to_np(a)])
 
 
 def eigh(a, UPLO="L"):
+    """(ascending eigenvalues, eigenvectors as columns) of a symmetric matrix (the UPLO triangle)."""
     return tuple(invoke("_npi_eigh", [to_np(a)], {"UPLO": UPLO}))
 
 
 def eigvalsh(a, UPLO="L"):
+    """The ascending eigenvalues of a symmetric matrix (the UPLO triangle)."""
     return invoke("_npi_eigvalsh", [to_np(a)], {"UPLO": UPLO})
 
 

@@ -45,6 +45,7 @@ def invoke(op_name: str, inputs: Sequence[NDArray], attrs: Mapping[str, Any] | N
 
 
 def is_scalar(x) -> bool:
+    """Whether `x` is a real Python or numpy number."""
     return isinstance(x, (numbers.Number, _np.generic)) and not isinstance(x, (complex, _np.complexfloating))
 
 
@@ -359,12 +360,21 @@ class ndarray(NDArray):
     def __abs__(self):
         return invoke("_npi_absolute", [self])
 
+    def __round__(self, ndigits=None):
+        """round(x): the nearest integer of a one-element array as a Python number without
+        `ndigits`, else the array rounded to `ndigits` decimals."""
+        if ndigits is None:
+            return round(self.item())
+        return invoke("_npi_around", [self], {"decimals": ndigits})
+
     def __invert__(self):
         return invoke("_npi_bitwise_not", [self])
 
     def _compare(self, other, name: str):
+        """A bool array; against an object that is no array or number, == is False and != True
+        (as MXNet), the orderings are NotImplemented (a TypeError)."""
         if other is None or not (is_scalar(other) or isinstance(other, (NDArray, _np.ndarray, list, tuple))):
-            return name == "not_equal"
+            return name == "not_equal" if name in ("equal", "not_equal") else NotImplemented
         return ufunc_call(name, self, other)
 
     def __eq__(self, other): return self._compare(other, "equal")
@@ -506,10 +516,12 @@ def empty(shape, dtype=None, order="C", ctx=None) -> ndarray:
 
 
 def zeros(shape, dtype=None, order="C", ctx=None) -> ndarray:
+    """An array of zeros (float32 unless `dtype`)."""
     return _filled(shape, 0, dtype, ctx)
 
 
 def ones(shape, dtype=None, order="C", ctx=None) -> ndarray:
+    """An array of ones (float32 unless `dtype`)."""
     return _filled(shape, 1, dtype, ctx)
 
 

@@ -151,5 +151,6 @@ def multinomial(n, pvals, size=None) -> ndarray:
 
 
 def multivariate_normal(mean, cov, size=None, check_valid=None, tol=None, dtype=None, ctx=None) -> ndarray:
+    """Samples of the multivariate normal with `mean` and covariance `cov`."""
     data = generator().multivariate_normal(_np.asarray(_param(mean)), _np.asarray(_param(cov)), _size(size))
     return _result(data, dtype, _ctx_of(mean, ctx=ctx))

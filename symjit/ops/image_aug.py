@@ -23,7 +23,8 @@ a batch. Sizes are (width, height), as MXNet's.
     probability 1/2.
   * random_brightness / random_contrast / random_saturation (min_factor, max_factor): alpha ~
     U(min, max); brightness x * alpha, contrast alpha x + (1 - alpha) mean luma, saturation
-    alpha x + (1 - alpha) 0.114 * blue (MXNet's operator sums no other channel into its grey). random_hue: the hue turned by alpha of a full circle (HLS).
+    alpha x + (1 - alpha) 0.114 * blue (MXNet's operator sums no other channel into its grey).
+    random_hue: the hue turned by alpha of a full circle (HLS).
   * random_color_jitter(brightness, contrast, saturation, hue): those > 0 in that order, with
     alpha = 1 + U(-v, v) (hue: U(-hue, hue)).
   * adjust_lighting(alpha) adds eigvec @ (alpha * eigval) (ImageNet's RGB PCA) to every pixel

@@ -254,7 +254,15 @@ class NumpyBackward(Op):
             g = unbroadcast(g, x.shape).reshape(x.shape)
         return np.asarray(g, dtype=x.dtype)
 
-    differentiable = False
+    @property
+    def differentiable(self) -> bool:     # type: ignore[override]
+        """Only where the forward op defines the gradient of its gradient (`backward_grad`)."""
+        return hasattr(self.fwd, "backward_grad")
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        if not self.differentiable:
+            raise MXNetError(f"{self.name}: second-order gradients of {self.fwd.name} are not supported")
+        return self.fwd.backward_grad(F, attrs, inputs, ograds)
 
 
 def register_numpy(name: str, aliases: Sequence[str] = ()) -> Callable[[type], type]:

@@ -81,10 +81,20 @@ def _as_dtype(y: np.ndarray, dtype) -> np.ndarray:
 
 
 class _Unary(NumpyOp):
-    """y = f(x), elementwise, in x's dtype."""
+    """y = f(x), elementwise, in x's dtype. Its gradient op g = dy * f'(x, y) is differentiable in
+    turn (second-order gradients): d g / d dy is the gradient op itself, d g / d x and d g / d y
+    come from the partial derivatives of f' (`deriv2`)."""
     inputs = ("x",)
     fn: Callable
     deriv: Callable
+    deriv2: Callable
+
+    def backward_grad(self, F, attrs, inputs, ograds):
+        """Gradients of `_backward<name>(dy, x, y)` for its output gradient ograds[0]."""
+        dy, x, y = inputs
+        g_dy = F.apply(f"_backward{self.name}", [ograds[0], x, y])[0]
+        g_x, g_y = F.apply(f"_backward2{self.name}", [ograds[0], dy, x, y])
+        return [g_dy, g_x, g_y]
 
     def forward(self, attrs, x):
         src = x.astype(np.int8) if x.dtype.kind == "b" else x     # numpy refuses some bool math
@@ -107,11 +117,63 @@ class _UnaryBool(NumpyOp):
         return [np.dtype(bool)]
 
 
+def _zero(x, y):
+    return np.zeros_like(x), np.zeros_like(y)
+
+
+#: partial derivatives (d f'/d x, d f'/d y) of each unary op's derivative f'(x, y)
+UNARY_DERIV2: dict[str, Callable] = {
+    "reciprocal": lambda x, y: (np.zeros_like(x), -2 * y),
+    "square": lambda x, y: (np.full_like(x, 2.0), np.zeros_like(y)),
+    "sqrt": lambda x, y: (np.zeros_like(x), -0.5 / (y * y)),
+    "cbrt": lambda x, y: (np.zeros_like(x), -2.0 / (3 * y ** 3)),
+    "exp": lambda x, y: (np.zeros_like(x), np.ones_like(y)),
+    "expm1": lambda x, y: (np.zeros_like(x), np.ones_like(y)),
+    "log": lambda x, y: (-1.0 / (x * x), np.zeros_like(y)),
+    "log10": lambda x, y: (-1.0 / (x * x * np.log(10.0)), np.zeros_like(y)),
+    "log2": lambda x, y: (-1.0 / (x * x * np.log(2.0)), np.zeros_like(y)),
+    "log1p": lambda x, y: (-1.0 / ((1 + x) * (1 + x)), np.zeros_like(y)),
+    "sin": lambda x, y: (-np.sin(x), np.zeros_like(y)),
+    "cos": lambda x, y: (-np.cos(x), np.zeros_like(y)),
+    "tan": lambda x, y: (np.zeros_like(x), 2 * y),
+    "arcsin": lambda x, y: (x * (1 - x * x) ** -1.5, np.zeros_like(y)),
+    "arccos": lambda x, y: (-x * (1 - x * x) ** -1.5, np.zeros_like(y)),
+    "arctan": lambda x, y: (-2 * x / (1 + x * x) ** 2, np.zeros_like(y)),
+    "sinh": lambda x, y: (np.sinh(x), np.zeros_like(y)),
+    "cosh": lambda x, y: (np.cosh(x), np.zeros_like(y)),
+    "tanh": lambda x, y: (np.zeros_like(x), -2 * y),
+    "arcsinh": lambda x, y: (-x * (x * x + 1) ** -1.5, np.zeros_like(y)),
+    "arccosh": lambda x, y: (-x * (x * x - 1) ** -1.5, np.zeros_like(y)),
+    "arctanh": lambda x, y: (2 * x / (1 - x * x) ** 2, np.zeros_like(y)),
+}
+
+
+class _UnaryGradGrad(NumpyOp):
+    """(d/dx, d/dy) of g = dy * f'(x, y) weighted by g's gradient `ograd`: ograd * dy * d f'."""
+    inputs = ("ograd", "dy", "x", "y")
+    n_outputs = 2
+    no_gradient = True
+    hidden = True
+    deriv2: Callable
+
+    def out_types(self, attrs, in_types):
+        return [in_types[2], in_types[3]]
+
+    def forward(self, attrs, ograd, dy, x, y):
+        dx, dyy = type(self).deriv2(x, y)
+        w = ograd * dy
+        return (w * dx).astype(x.dtype, copy=False), (w * dyy).astype(y.dtype, copy=False)
+
+
 def _register_unary() -> None:
     for suffix, (fn, deriv) in UNARY.items():
+        deriv2 = UNARY_DERIV2.get(suffix, _zero)
         cls = type(f"Np_{suffix}", (_Unary,), {"fn": staticmethod(fn), "deriv": staticmethod(deriv),
+                                               "deriv2": staticmethod(deriv2),
                                                "__doc__": f"numpy.{fn.__name__}, elementwise."})
         register_numpy(f"_npi_{suffix}", aliases=("_npi_abs",) if suffix == "absolute" else ())(cls)
+        register_numpy(f"_backward2_npi_{suffix}")(type(f"Np_{suffix}_grad_grad", (_UnaryGradGrad,), {
+            "deriv2": staticmethod(deriv2), "__doc__": f"Second-order gradient parts of _npi_{suffix}."}))
     for suffix, fn in UNARY_BOOL.items():
         cls = type(f"Np_{suffix}", (_UnaryBool,), {"fn": staticmethod(fn), "__doc__": f"numpy.{suffix}."})
         register_numpy(f"_npi_{suffix}")(cls)
@@ -265,12 +327,15 @@ class _Scalar(NumpyOp):
         return [self._scalar_dtype(in_types[0], attrs)]
 
     def _operands(self, attrs, x):
+        """(operands in order, result dtype): the scalar in the result's dtype, as MXNet's kernels
+        cast it (an int32 array ** 2.5 is the array ** 2)."""
         dt = self._scalar_dtype(x.dtype, attrs)
         s = attrs["scalar"]
-        s = np.asarray(int(s) if attrs["is_int"] and float(s).is_integer() else s)
-        if self.rule != "bool":
-            x = x.astype(dt, copy=False) if dt.kind == "f" else x
-            s = s.astype(dt) if dt.kind == "f" else s
+        if self.rule == "bool":
+            s = np.asarray(int(s) if attrs["is_int"] and float(s).is_integer() else s)
+        else:
+            s = np.asarray(s).astype(dt) if np.isfinite(s) or dt.kind == "f" else np.asarray(0, dt)
+            x = x.astype(dt, copy=False)
         return (s, x) if self.reverse else (x, s), dt
 
     def forward(self, attrs, x):

@@ -126,7 +126,8 @@ register_numpy("_np_min", aliases=("_npi_min", "_np_amin"))(type("NpMin", (_Extr
 
 
 class _Moment(NumpyOp):
-    """var / std with `ddof`, in the input's dtype (an integer result is truncated, as MXNet's)."""
+    """var / std with `ddof`, in the input's dtype (integer inputs as MXNet's kernels compute them:
+    the mean, the variance and the root each truncated)."""
     params = {"axis": Param(Axis, None), "dtype": Param(Optional(Dtype), None),
               "ddof": Param(Int, 0), "keepdims": Param(Bool, False)}
     is_std = False
@@ -139,9 +140,16 @@ class _Moment(NumpyOp):
 
     def forward(self, attrs, x):
         axes = reduce_axes(self.name, attrs["axis"], x.ndim)
-        fn = np.std if self.is_std else np.var
-        return np.asarray(fn(x, axis=axes, ddof=attrs["ddof"], keepdims=attrs["keepdims"])).astype(
-            self._dtype(attrs, x.dtype), copy=False)
+        dt = self._dtype(attrs, x.dtype)
+        if dt.kind == "f":
+            fn = np.std if self.is_std else np.var
+            return np.asarray(fn(x, axis=axes, ddof=attrs["ddof"], keepdims=attrs["keepdims"])).astype(dt, copy=False)
+        # MXNet's integer kernels: the mean, the variance and the root each truncated to the dtype
+        n = int(np.prod([x.shape[a] for a in axes])) if axes else 1
+        xi = x.astype(np.int64)
+        mean = np.trunc(xi.sum(axis=axes, keepdims=True) / max(n, 1)).astype(np.int64)
+        var = np.trunc(((xi - mean) ** 2).sum(axis=axes, keepdims=attrs["keepdims"]) / max(n - attrs["ddof"], 1))
+        return np.asarray(np.trunc(np.sqrt(var)) if self.is_std else var).astype(dt)
 
     def vjp(self, attrs, xs, ys, dys):
         x = xs[0]

@@ -103,9 +103,10 @@ class SparseEmbedding(Embedding):
 @register("_contrib_getnnz")
 class GetNNZ(Op):
     """The number of stored values of a CSR matrix (MXNet's `contrib.getnnz`): all of them
-    (axis None, shape (1,)) or per column (axis 0) / per row (axis 1), as int64. On a dense
-    value (the graph form) it counts the non-zero entries, which is the stored count of that
-    matrix cast to csr; the csr kernel (ndarray/sparse_ops.py) counts the stored entries."""
+    (axis None, shape (1,)) or per row (axis 1), as int64; axis 0 is refused as MXNet 1.9.1
+    does. On a dense value (the graph form) it counts the non-zero entries, which is the stored
+    count of that matrix cast to csr; the csr kernel (ndarray/sparse_ops.py) counts the stored
+    entries."""
     params = {"axis": Param(Optional(Int), None)}
     differentiable = False
 
@@ -116,9 +117,9 @@ class GetNNZ(Op):
         if len(shape) != 2:
             raise MXNetError(f"{self.name}: a matrix is expected, got shape {tuple(shape)}")
         axis = attrs["axis"]
-        if axis is not None and axis not in (0, 1, -1, -2):
-            raise MXNetError(f"{self.name}: axis must be None, 0 or 1, got {axis}")
-        out = (1,) if axis is None else (shape[1 - axis % 2],)
+        if axis is not None and axis not in (1, -1):
+            raise MXNetError(f"{self.name}: axis must be None or 1 (MXNet 1.9.1 has no axis 0), got {axis}")
+        out = (1,) if axis is None else (shape[0],)
         return [tuple(shape)], [out]
 
     def infer_type(self, attrs, in_types):
@@ -130,4 +131,4 @@ class GetNNZ(Op):
         axis = attrs["axis"]
         if axis is None:
             return [np.array([np.count_nonzero(x)], np.int64)]
-        return [np.count_nonzero(x, axis=axis % 2).astype(np.int64)]
+        return [np.count_nonzero(x, axis=1).astype(np.int64)]

@@ -107,8 +107,13 @@ def test_scale_down_resize_short_and_crops(rgb):
 
 def test_color_normalize_and_copy_make_border(rgb):
     mean, std = np.array([10.0, 20.0, 30.0]), np.array([2.0, 4.0, 8.0])
-    out = mx.image.color_normalize(mx.nd.array(rgb), mx.nd.array(mean), mx.nd.array(std))
+    src = mx.nd.array(rgb)
+    out = mx.image.color_normalize(src, mx.nd.array(mean), mx.nd.array(std))
     np.testing.assert_allclose(out.asnumpy(), (rgb - mean) / std, rtol=1e-6)
+    assert out is src                       # as MXNet: a float NDArray is normalized in place
+    scalar = mx.image.color_normalize(mx.nd.array(rgb), 100.0, 20.0)
+    assert scalar.dtype == np.float32
+    np.testing.assert_allclose(scalar.asnumpy(), (rgb - 100.0) / 20.0, rtol=1e-6)
     src = mx.nd.array(rgb, dtype=np.uint8)
     pad = mx.image.copyMakeBorder(src, 1, 2, 3, 4, type=0, values=(5, 6, 7))
     ref = np.stack([np.pad(rgb[:, :, c], ((1, 2), (3, 4)), constant_values=v) for c, v in enumerate((5, 6, 7))], -1)

@@ -1,8 +1,23 @@
-"""Fits shared by the data-pipeline golden generator (make_data.py) and its tests: numpy only."""
+"""Helpers shared by the data-pipeline golden generator (make_data.py) and its tests: numpy only
+(they work on MXNet's and symjit's iterators alike)."""
 from __future__ import annotations
 
 import numpy as np
 
+
+def run_epochs(it, epochs: int = 1) -> tuple:
+    """(data, labels, pads) of every batch of `epochs` passes of a data iterator, stacked; reset
+    between passes only (MXNet prefetches from its construction, so a reset before the first
+    pass is racy)."""
+    data, labels, pads = [], [], []
+    for epoch in range(epochs):
+        if epoch:
+            it.reset()
+        for b in it:
+            data.append(b.data[0].asnumpy())
+            labels.append(b.label[0].asnumpy())
+            pads.append(b.pad)
+    return np.stack(data), np.stack(labels), pads
 
 def jitter_fit(kind: str, out: np.ndarray, src: np.ndarray) -> tuple:
     """(alpha, largest residual) of out = rint(alpha * src + (1 - alpha) * grey) for one CxHxW

@@ -72,6 +72,21 @@ CASES = [
     "np.array([[True, False]])", "np.array(3)", "np.interp(x, y, y)", "np.cov(x)", "np.nanmax(x)",
     "np.searchsorted(y, 0.5)", "np.nonzero(b)[1]", "np.absolute(-i)", "np.cbrt(x)", "np.log1p(x)",
     "np.reciprocal(x)", "np.trunc(x * 3)", "np.ceil(x * 3)", "np.fix(-x * 3)", "np.rint(x * 3)",
+    "np.round(x, 2)", "x.astype('int32')", "np.sum(x, dtype='float64')", "np.mean(i, dtype='float64')",
+    "np.arange(0, 1, 0.3)", "np.linspace(0, 1, 5, endpoint=False)", "np.eye(2, 3)", "np.cumsum(b)",
+    "np.argmax(i, axis=0)", "np.clip(i, 2, 5)", "np.where(b, i, 0)", "np.abs(i)", "np.sign(-x)",
+    "np.power(i, 2)", "i ** 2.5", "2 ** i", "i % 3", "np.maximum(i, 3)", "x[None, :, None]", "x[:, ::2]",
+    "x[-1, -2]", "np.stack([i, i], axis=1)", "np.split(x, [1, 3], axis=1)[2]", "np.std(i)", "np.var(i, axis=0)",
+    "np.max(b)", "np.prod(i, axis=1)", "np.exp(i)", "np.sqrt(b)", "np.negative(i)", "np.floor(i / 4)",
+    "np.true_divide(i, 4)", "np.concatenate([i, i])", "np.unique(x.reshape(-1)[:5] * 0 + 1)",
+    "np.linalg.norm(i.astype('float32'), ord=1, axis=0)", "np.linalg.norm(m, 'fro')", "np.linalg.norm(m, 'nuc')",
+    "np.linalg.norm(m, np.inf)", "np.linalg.norm(y, np.inf)", "np.linalg.norm(y, -np.inf)", "np.linalg.norm(m, 2)",
+    "np.abs(np.linalg.svd(x)[0])", "np.linalg.eigh(m + m.T)[0]", "np.diff(i, n=2)", "np.ravel(i)", "np.flipud(i)",
+    "np.tile(i, (2, 1))", "np.rot90(i, 2)", "np.roll(i, -1, axis=0)", "np.trace(i)", "np.dot(i, i.T)",
+    "np.matmul(i, i.T)", "np.outer(i[0], i[1])", "np.kron(i[0], i[1])" if hasattr(np, "kron") else "np.copy(i)",
+    "np.full((2, 2), 7, dtype='int32')", "np.ones((2,), dtype='bool')", "np.zeros((2,), dtype='int64')",
+    "np.array([[1, 2], [3, 4]], dtype='uint8') + np.array([1, 1], dtype='uint8')", "np.empty_like(i).shape and i",
+    "np.atleast_1d(s)", "np.expand_dims(s, 0)", "s.reshape(1, 1)", "np.broadcast_arrays(y, x)[0]",
 ]
 
 GRADS = [

@@ -234,3 +234,19 @@ def test_index_arrays_of_mxnet_default_float_dtype_and_ranges():
 def test_sparse_arrays_have_no_np_view():
     with pytest.raises(MXNetError, match="csr"):
         mx.nd.sparse.zeros("csr", (2, 2)).as_np_ndarray()
+
+
+def test_comparison_with_non_arrays():
+    a = np.array([1.0, 2.0])
+    assert (a == "x") is False and (a != None) is True  # noqa: E711
+    with pytest.raises(TypeError):
+        a < None  # noqa: B015
+
+
+def test_nonzero_and_round():
+    x = onp.array([[0.0, 1.5, 0.0], [2.0, 0.0, 3.0]], onp.float32)
+    got = np.nonzero(np.array(x))
+    assert len(got) == 2 and all(isinstance(g, np.ndarray) and g.dtype == onp.int64 for g in got)
+    assert [g.asnumpy().tolist() for g in got] == [g.tolist() for g in onp.nonzero(x)]
+    assert round(np.array(2.6)) == 3
+    onp.testing.assert_allclose(round(np.array([1.26, 2.0]), 1).asnumpy(), [1.3, 2.0], rtol=1e-6)

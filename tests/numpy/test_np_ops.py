@@ -252,3 +252,30 @@ def test_choice_without_replacement_and_from_an_array():
     assert sorted(picks.tolist()) == list(range(10)) and picks.dtype == onp.int64
     src = np.array([5.0, 6.0, 7.0])
     assert set(np.random.choice(src, 20).asnumpy().tolist()) <= {5.0, 6.0, 7.0}
+
+
+@pytest.mark.parametrize("fn,second", [
+    (np.sin, lambda v: -onp.sin(v)), (np.cos, lambda v: -onp.cos(v)), (np.exp, onp.exp),
+    (np.tanh, lambda v: -2 * onp.tanh(v) * (1 - onp.tanh(v) ** 2)), (np.log, lambda v: -1 / v ** 2),
+    (np.sqrt, lambda v: -0.25 * v ** -1.5), (np.square, lambda v: 2 + 0 * v), (np.reciprocal, lambda v: 2 / v ** 3),
+    (np.arctan, lambda v: -2 * v / (1 + v * v) ** 2), (np.cbrt, lambda v: -2 / 9 * v ** (-5 / 3)),
+])
+def test_second_order_gradients_of_unary_functions(fn, second):
+    v = onp.array([0.3, 0.7, 1.4])
+    x = np.array(v, dtype="float64")
+    x.attach_grad()
+    with autograd.record():
+        (g,) = autograd.grad(fn(x), [x], create_graph=True)
+    g.backward()
+    onp.testing.assert_allclose(x.grad.asnumpy(), second(v), rtol=1e-10)
+
+
+def test_second_order_through_an_op_without_one_is_refused():
+    """The gradient op of multiply has no gradient: it is not recorded, and differentiating its
+    result is refused (not a silently wrong zero)."""
+    x = np.array([0.3, 0.7], dtype="float64")
+    x.attach_grad()
+    with autograd.record():
+        (g,) = autograd.grad(np.sum(x * x), [x], create_graph=True)
+    with pytest.raises(MXNetError, match="not in a recorded graph"):
+        g.backward()
