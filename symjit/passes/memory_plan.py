@@ -6,19 +6,14 @@ that produces it until the last step that reads it. Values that share a buffer i
 by `arena.pack` (greedy by size). Graph inputs, constants and graph outputs are not in the
 arena, so they are never overwritten.
 
-Concatenation in place (`concat_aliases`): where a Concat's parts are contiguous slabs of its
-output (every dimension before the axis is 1, e.g. channels at batch 1) and the output and the
-parts are arena values outside in-place pairs, each part is placed at its slab inside the
-output's buffer: the producers write the concatenation, whose copies become no-ops that the
-code generators skip (DenseNet's, Inception's and SqueezeNet's blocks copy nothing). Nested
-concatenations (DenseNet: each layer's concatenation is a part of the next one's) compose.
-The output's buffer then lives from its first part's birth to its last reader.
+Concatenations in place (`g.annotations['concat_aliases']`, passes/concat_in_place.py: part ->
+(concatenation, byte offset)): each part is placed at its slab inside the concatenation's
+buffer, nested ones composing; the buffer then lives from its first part's birth to its last
+reader.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-import numpy as np
 
 from ..base import MXNetError
 from ..ir.graph import Graph, Value
@@ -68,34 +63,6 @@ def liveness(g: Graph) -> dict[Value, tuple[int, int]]:
     return {v: (start[v], end[v]) for v in start}
 
 
-def concat_aliases(g: Graph, values: list, inplace: dict, alignment: int = 64) -> dict:
-    """{part Value: (concat output Value, byte offset)} for the concatenations written in place
-    (module docstring): the output and every part are in `values` (the arena's), none is in an
-    in-place pair or read twice by the concatenation or already a part of another one, the
-    dtypes agree, and every slab starts at a multiple of `alignment` bytes."""
-    member = set(values)
-    paired = set(inplace) | set(inplace.values())
-    alias: dict = {}
-    for n in g.nodes:
-        if n.op.name not in ("Concat", "concat") or len(n.outputs) != 1:
-            continue
-        y = n.outputs[0]
-        shape = tuple(y.type.shape)
-        axis = n.attrs["dim"] % len(shape)
-        parts = list(n.inputs)
-        if (y not in member or y in paired or int(np.prod(shape[:axis], dtype=np.int64)) != 1
-                or len(set(parts)) != len(parts)
-                or any(p not in member or p in paired or p in alias or p.type.dtype != y.type.dtype
-                       for p in parts)):
-            continue
-        slab = int(np.prod(shape[axis + 1:], dtype=np.int64)) * np.dtype(y.type.dtype).itemsize
-        offsets = np.cumsum([0] + [p.type.shape[axis] * slab for p in parts[:-1]])
-        if any(int(o) % alignment for o in offsets):
-            continue
-        alias.update({p: (y, int(o)) for p, o in zip(parts, offsets)})
-    return alias
-
-
 def plan_memory(g: Graph, alignment: int = 64) -> tuple[Graph, dict]:
     """Compute the MemoryPlan, stored as `g.annotations['memory_plan']`.
 
@@ -103,6 +70,7 @@ def plan_memory(g: Graph, alignment: int = 64) -> tuple[Graph, dict]:
     an in-place pair (one dies where the other is born); checked by `arena.validate` on the
     buffer intervals. Raises MXNetError if a value's shape or dtype is unknown."""
     inplace = dict(g.annotations.get("inplace", {}))
+    aliases = dict(g.annotations.get("concat_aliases", {}))
     g = g.copy()
     # the copy has fresh Values: carry the in-place pairs over by name
     by_name = {v.name: v for v in g.values()}
@@ -122,7 +90,8 @@ def plan_memory(g: Graph, alignment: int = 64) -> tuple[Graph, dict]:
     for out, src in inplace.items():
         if out in member and src in member:
             root[out] = find(src)
-    alias = concat_aliases(g, values, inplace, alignment)
+    alias = {by_name[p.name]: (by_name[y.name], off)
+             for p, (y, off) in aliases.items()}
 
     def home(v: Value) -> tuple[Value, int]:
         """(the buffer's root value, byte offset of v inside it)"""
@@ -149,6 +118,7 @@ def plan_memory(g: Graph, alignment: int = 64) -> tuple[Graph, dict]:
                       sum(-(-nbytes(v) // alignment) * alignment for v in values),
                       lower_bound(value_intervals, alignment), value_intervals)
     g.annotations["inplace"] = inplace
+    g.annotations["concat_aliases"] = alias
     g.annotations["memory_plan"] = plan
     return g, {"arena_bytes": plan.arena_bytes, "naive_bytes": plan.naive_bytes,
-               "lower_bound_bytes": plan.lower_bound, "concat_parts_in_place": len(alias)}
+               "lower_bound_bytes": plan.lower_bound}

@@ -1,5 +1,5 @@
-"""Concatenation written in place by its producers (passes/memory_plan.py `concat_aliases`,
-codegen/llvm/lower_shape.py skipping the parts already in their slab).
+"""Concatenation written in place by its producers (passes/concat_in_place.py, placed by
+passes/memory_plan.py; codegen/llvm/lower_shape.py skips the parts already in their slab).
 
 Which concatenations alias their parts (contiguous slabs of an arena output, aligned, outside
 in-place pairs), nested ones composing (DenseNet); the compiled graphs equal the interpreter
@@ -49,7 +49,7 @@ def _dense_blocks(xs, layers=3, growth=16, read_parts_after=False, out_relu=True
 
 def _plan(g, consts):
     opt, pm = compile_graph(g, "inference", consts)
-    stats = [r.stats for r in pm.records if r.name == "memory_plan"][0]
+    stats = [r.stats for r in pm.records if r.name == "concat_in_place"][0]
     return opt, stats
 
 
@@ -157,3 +157,17 @@ def test_a_part_written_in_place_by_a_later_reader_is_not_aliased():
     xv = np.random.default_rng(2).standard_normal((1, 16, 4, 4)).astype(np.float32)
     got = cg([xv])[0]
     np.testing.assert_allclose(got, run(g, {"x": xv}).outputs[0], rtol=1e-5, atol=1e-5)
+
+
+def test_the_pass_keeps_the_inplace_pairs_and_can_be_disabled():
+    g, consts = _dense_blocks((1, 16, 6, 6), read_parts_after=True)
+    on, _ = compile_graph(g, "inference", consts)
+    off, pm = compile_graph(g, "inference", consts, disabled={"concat_in_place"})
+    pairs = lambda opt: sorted((o.name, i.name) for o, i in opt.annotations["inplace"].items())
+    assert pairs(on) == pairs(off)
+    assert on.annotations["concat_aliases"] and not off.annotations["concat_aliases"]
+    assert on.annotations["memory_plan"].arena_bytes < off.annotations["memory_plan"].arena_bytes
+    cat = [n for n in off.nodes if n.op.name == "Concat"][0]
+    plan = off.annotations["memory_plan"]
+    assert plan.offsets[cat.inputs[0]] != plan.offsets[cat.outputs[0]] or \
+        plan.offsets[cat.inputs[1]] != plan.offsets[cat.outputs[0]] + int(np.prod(cat.inputs[0].type.shape)) * 4
