@@ -7,6 +7,7 @@ name, the argument and expected-versus-actual values in its message.
 from __future__ import annotations
 
 import ctypes
+import warnings
 
 import numpy as np
 
@@ -128,10 +129,25 @@ def dtype_name(dtype) -> str:
     return np.dtype(canonical_dtype(dtype)).name
 
 
+#: numpy 1.x makes an object array, with a VisibleDeprecationWarning, from a ragged nested
+#: sequence, where numpy 2 raises ValueError; `real_array` raises numpy 2's error under both
+_RAGGED_IS_A_WARNING = np.lib.NumpyVersion(np.__version__) < "2.0.0"
+
+
+def _asarray_refusing_ragged(value) -> np.ndarray:
+    """numpy 1.x's `np.asarray` with a ragged nested sequence refused as numpy 2 does."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", np.VisibleDeprecationWarning)
+        try:
+            return np.asarray(value)
+        except np.VisibleDeprecationWarning as e:
+            raise ValueError(str(e)) from None
+
+
 def real_array(value, what: str) -> np.ndarray:
     """`np.asarray(value)`, refusing complex data: MXNet has no complex dtype, and a cast
-    would silently drop the imaginary part."""
-    data = np.asarray(value)
+    would silently drop the imaginary part. A ragged nested sequence raises ValueError."""
+    data = _asarray_refusing_ragged(value) if _RAGGED_IS_A_WARNING else np.asarray(value)
     if np.iscomplexobj(data):
         raise MXNetError(f"{what}: complex values ({data.dtype.name}) are not supported (MXNet has "
                          "no complex dtype); pass the real and imaginary parts as separate arrays")

@@ -6,6 +6,7 @@ default C-API target was one)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sysconfig
@@ -49,6 +50,15 @@ def test_module_states_its_numpy_c_api_target():
     1.21 C API, which lacks NEP 49's PyDataMem_SetHandler."""
     text = (RUNTIME / "module.c").read_text()
     assert text.index("#define NPY_TARGET_VERSION") < text.index("#include <numpy/arrayobject.h>")
+
+
+def test_module_targets_the_oldest_numpy_the_package_allows():
+    """The extension, built against numpy 2's headers, loads under every numpy the package
+    depends on: its C API target is the oldest one (older numpys refuse it at import)."""
+    pyproject = (REPO / "pyproject.toml").read_text()
+    major, minor = re.search(r'^\s*"numpy>=(\d+)\.(\d+)', pyproject, re.M).groups()
+    assert f"#define NPY_TARGET_VERSION NPY_{major}_{minor}_API_VERSION" in (RUNTIME / "module.c").read_text()
+    assert re.search(r'requires = \[.*"numpy>=2"', pyproject), "build against numpy 2's headers"
 
 
 def test_aot_compile_refuses_an_undeclared_call(tmp_path):
