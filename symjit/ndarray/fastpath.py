@@ -22,7 +22,7 @@ multi-tensor call (`runtime.parallel_for_multi`): the optimizer's whole step is 
 
 Compute-bound ops (`COMPILED_OPS`: FullyConnected, Convolution, Deconvolution, Pooling and their
 backward ops, BatchNorm with its moving statistics' updates, the fused RNN and its gradient,
-softmax and log_softmax (an unhybridized loss block's)) over float32 inputs of at least `MIN_ELEMENTS` elements run as a one-node graph
+softmax and log_softmax and their gradients (an unhybridized loss block's)) over float32 inputs of at least `MIN_ELEMENTS` elements run as a one-node graph
 compiled through the same pass pipeline and lowerings as a hybridized block's graph
 (`try_compiled_op`, cached per op, attributes, shapes and mode). An eager call then runs the
 same native kernel as the hybridized graph, so both agree to the bit on long reductions (as
@@ -57,7 +57,8 @@ COMPILED_OPS = frozenset({
     "FullyConnected", "_backward_FullyConnected_data", "_backward_FullyConnected_weight",
     "Convolution", "_backward_Convolution_data", "_backward_Convolution_weight",
     "Deconvolution", "_backward_Deconvolution_data", "Pooling", "_backward_Pooling",
-    "BatchNorm", "_backward_BatchNorm", "RNN", "_backward_RNN", "softmax", "log_softmax"})
+    "BatchNorm", "_backward_BatchNorm", "RNN", "_backward_RNN", "softmax", "log_softmax",
+    "_backward_softmax", "_backward_log_softmax"})
 #: (op name, attrs key, input shapes and dtypes, is_train) -> (CompiledGraph, input order) or
 #: None when the op does not compile to native code for that key
 _OP_GRAPHS: dict = {}

@@ -45,6 +45,17 @@ def test_softmax_family(op, dtype):
     _check(op, [("x", (3, 5), dtype)], {"axis": -1, "dtype": "float64"}, rng=rng)
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("op", ["_backward_softmax", "_backward_log_softmax"])
+def test_softmax_gradients(op, dtype):
+    """The softmax family's gradient kernels equal the reference (float64 sums both ways;
+    tolerance 1e-5 covers the float32 exp's last bits)."""
+    rng = np.random.default_rng(3)
+    for shape in [(3, 5, 7), (4, 33), (70,), (8, 5000)]:
+        for axis in range(-1, len(shape)):
+            _check(op, [("ograd", shape, dtype), ("output", shape, dtype)], {"axis": axis}, rng=rng)
+
+
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the reference's exp of an all -inf row
 def test_softmax_independent_and_int_input():
     x = np.random.default_rng(2).standard_normal((6, 50))
