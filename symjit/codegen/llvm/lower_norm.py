@@ -137,8 +137,8 @@ def _emit_softmax(ctx, name: str, sp: SoftmaxSpec) -> None:
             return -v if sp.negate else v
         m = kw.var(cty, float("-inf"))
         with kw.loop(0, sp.n) as k:
-            v = value(k)
-            m.set(select(v > m.get(), v, m.get()))
+            # NaN-propagating max: a row holding NaN is all NaN either way (its exp sum is NaN)
+            m.set(kw.b.call_intr("llvm.maximum", cty, m.get(), value(k)))
         mx = m.get()
 
         def z_of(k):
