@@ -26,6 +26,7 @@ Without `--mxnet` the issue's quoted MXNet figures are printed, labelled as not 
 
     python benchmarks/bench_train.py [--only cnn lstm mlp] [--threads 2] [--rounds 5] [--steps 10]
                                      [--mxnet /work/mxref/bin/python] [--symjit-ref OLD_TREE]
+                                     [--symjit-worker]  # this tree's symjit in a subprocess too
                                      [--profile [--windows 5]]  # symjit: cProfile, per-node times
 
 Findings (2026-12, the 2-core development machine under a load average of 5-8 from other work:
@@ -106,6 +107,9 @@ import sys
 import time
 
 import numpy as np
+
+#: the source tree this file belongs to (its symjit, for --symjit-worker)
+_TREE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: MXNet 1.9.1 step times in ms, measured separately (issue 24), not by this script's run
 MXNET_191_MS = {"cnn": (24.0, 28.0), "lstm": (130.0, 130.0), "mlp": None}
@@ -450,9 +454,13 @@ def peers(workload: str, x, y) -> dict:
 
 def run_workload(workload: str, args) -> None:
     x, y = make_data(workload)
-    sym_step, _ = symjit_step(workload, x, y)
-    steps = {"symjit": sym_step}
     workers = {}
+    if args.symjit_worker:
+        # this tree's symjit in a subprocess too: every runtime under the same conditions
+        sym_step = workers["symjit"] = GluonWorker(sys.executable, "symjit", workload, args.threads, _TREE)
+    else:
+        sym_step, _ = symjit_step(workload, x, y)
+    steps = {"symjit": sym_step}
     if args.mxnet:
         workers["mxnet"] = GluonWorker(args.mxnet, "mxnet", workload, args.threads)
     if args.symjit_ref:
@@ -555,9 +563,13 @@ def main(argv=None) -> None:
                     "the same workload run there in a subprocess, alternating with the others")
     ap.add_argument("--symjit-ref", metavar="DIR", help="a symjit source tree (built) to compare with, e.g. an "
                     "earlier commit's: run in a subprocess like --mxnet (paired ratio before/after)")
+    ap.add_argument("--symjit-worker", action="store_true", help="run this tree's symjit in a subprocess as well "
+                    "(like --mxnet and --symjit-ref), not in this process: no runtime is favoured by where it runs")
     ap.add_argument("--worker", choices=WORKLOADS, help=argparse.SUPPRESS)
     ap.add_argument("--package", default="mxnet", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.symjit_worker and args.profile:
+        ap.error("--profile profiles the in-process symjit step: leave out --symjit-worker")
     if args.worker:
         return worker_main(args.worker, args.package, args.threads)
     set_threads(args.threads)
