@@ -82,6 +82,28 @@ every wall figure is ~5x an idle machine's and only the paired ratios and CPU ti
   ~60-100 GF/s a core against OpenBLAS sgemm's ~117: convolution GEMMs are now ~2/3 of the CNN
   step; the rest is memory-bound passes (BatchNorm, relu, pooling, bias gradient) and ~3 ms of
   Python (eager loss ops, tape, Trainer).
+LSTM against MXNet 1.9.1 in the same run (`--symjit-worker --mxnet /work/mxref/bin/python
+--symjit-ref TREE`, TREE the commit before the changes below; every runtime in its own
+subprocess, so none is favoured by running in the parent; 2026-12, the 2-core machine under a
+load average of 7-9 from other work: walls ~5x an idle machine's, CPU times inflated and noisy
+too -- the same build measured 253 and 309 ms CPU a step in two runs):
+    1 thread, 9 rounds of 4:  symjit/mxnet 1.047 (CPU 242 against 230 ms a step),
+                              symjit/before 0.943 (CPU 242 against 251 ms)
+    2 threads, 7 rounds of 4: symjit/mxnet 1.232 (CPU 253 against 240 ms a step),
+                              symjit/before 0.965 (CPU 253 against 282 ms)
+  Where the step goes (1 thread, CPU, each part alone, best of 5-10 alternating calls):
+  the GEMMs dominate -- Dense 5000 forward 24 ms (31 before: its X W^T form now packs W and
+  stores rows, see nn/gemm.c ngemm), backward data 26 and weight 26 ms (numpy's OpenBLAS: 22
+  each), the fused LSTM forward ~22 ms and backward ~42 ms (its input projections 1120 x 256 by
+  1024 now 4.2 ms, 6.4 before); the eager loss: log_softmax 10 ms (15: the row max is now a
+  vectorized max), its backward 13 ms (21: `_backward_log_softmax` is one native two-pass kernel
+  instead of exp, sum, multiply and subtract, and `_backward_pick` runs its native scatter
+  instead of numpy zeros + add.at, which cost 21 ms inside a step from page faults on the fresh
+  1120 x 5000 one-hot); the bias gradient 3.5 ms; Trainer 2.5 ms; the rest Python and autograd.
+  Still ~2700 page faults a step: the 20-22 MB outputs of the compiled graphs and eager ops
+  (dense output, RNN reserve, log_softmax, the loss gradients) are fresh numpy arrays, and the
+  heap, fragmented by them, still grows (brk) in steady state: reusing those buffers across
+  steps is the next step for the LM.
 Next changes, by expected gain:
   1. LSTM: a native fused RNN op (one GEMM for every time step's input projection, one GEMM
      per step for the four gates, gate math fused, the recurrence a compiled loop; the forward
