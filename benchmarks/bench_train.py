@@ -26,6 +26,7 @@ Without `--mxnet` the issue's quoted MXNet figures are printed, labelled as not 
 
     python benchmarks/bench_train.py [--only cnn lstm mlp] [--threads 2] [--rounds 5] [--steps 10]
                                      [--mxnet /work/mxref/bin/python] [--symjit-ref OLD_TREE]
+                                     [--symjit-worker]  # this tree's symjit in a subprocess too
                                      [--profile [--windows 5]]  # symjit: cProfile, per-node times
 
 Findings (2026-12, the 2-core development machine under a load average of 5-8 from other work:
@@ -88,6 +89,28 @@ CPU time per step (all threads of each process) is the steadier comparison:
   dW 8.5 -> 5.2, conv1 dX 6.9 -> 6.1. Now convolutions are ~60% of the step's native time, the
   memory-bound passes (BatchNorm, relu, pooling, bias gradient) ~25%, and Python (eager loss
   ops at ~40-50 us each against MXNet's ~25, tape, Trainer) the rest.
+LSTM against MXNet 1.9.1 in the same run (`--symjit-worker --mxnet /work/mxref/bin/python
+--symjit-ref TREE`, TREE the commit before the changes below; every runtime in its own
+subprocess, so none is favoured by running in the parent; 2026-12, the 2-core machine under a
+load average of 7-9 from other work: walls ~5x an idle machine's, CPU times inflated and noisy
+too -- the same build measured 253 and 309 ms CPU a step in two runs):
+    1 thread, 9 rounds of 4:  symjit/mxnet 1.047 (CPU 242 against 230 ms a step),
+                              symjit/before 0.943 (CPU 242 against 251 ms)
+    2 threads, 7 rounds of 4: symjit/mxnet 1.232 (CPU 253 against 240 ms a step),
+                              symjit/before 0.965 (CPU 253 against 282 ms)
+  Where the step goes (1 thread, CPU, each part alone, best of 5-10 alternating calls):
+  the GEMMs dominate -- Dense 5000 forward 24 ms (31 before: its X W^T form now packs W and
+  stores rows, see nn/gemm.c ngemm), backward data 26 and weight 26 ms (numpy's OpenBLAS: 22
+  each), the fused LSTM forward ~22 ms and backward ~42 ms (its input projections 1120 x 256 by
+  1024 now 4.2 ms, 6.4 before); the eager loss: log_softmax 10 ms (15: the row max is now a
+  vectorized max), its backward 13 ms (21: `_backward_log_softmax` is one native two-pass kernel
+  instead of exp, sum, multiply and subtract, and `_backward_pick` runs its native scatter
+  instead of numpy zeros + add.at, which cost 21 ms inside a step from page faults on the fresh
+  1120 x 5000 one-hot); the bias gradient 3.5 ms; Trainer 2.5 ms; the rest Python and autograd.
+  Still ~2700 page faults a step: the 20-22 MB outputs of the compiled graphs and eager ops
+  (dense output, RNN reserve, log_softmax, the loss gradients) are fresh numpy arrays, and the
+  heap, fragmented by them, still grows (brk) in steady state: reusing those buffers across
+  steps is the next step for the LM.
 Next changes, by expected gain:
   1. LSTM: a native fused RNN op (one GEMM for every time step's input projection, one GEMM
      per step for the four gates, gate math fused, the recurrence a compiled loop; the forward
@@ -114,6 +137,9 @@ import sys
 import time
 
 import numpy as np
+
+#: the source tree this file belongs to (its symjit, for --symjit-worker)
+_TREE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: MXNet 1.9.1 step times in ms, measured separately (issue 24), not by this script's run
 MXNET_191_MS = {"cnn": (24.0, 28.0), "lstm": (130.0, 130.0), "mlp": None}
@@ -458,9 +484,13 @@ def peers(workload: str, x, y) -> dict:
 
 def run_workload(workload: str, args) -> None:
     x, y = make_data(workload)
-    sym_step, _ = symjit_step(workload, x, y)
-    steps = {"symjit": sym_step}
     workers = {}
+    if args.symjit_worker:
+        # this tree's symjit in a subprocess too: every runtime under the same conditions
+        sym_step = workers["symjit"] = GluonWorker(sys.executable, "symjit", workload, args.threads, _TREE)
+    else:
+        sym_step, _ = symjit_step(workload, x, y)
+    steps = {"symjit": sym_step}
     if args.mxnet:
         workers["mxnet"] = GluonWorker(args.mxnet, "mxnet", workload, args.threads)
     if args.symjit_ref:
@@ -563,9 +593,13 @@ def main(argv=None) -> None:
                     "the same workload run there in a subprocess, alternating with the others")
     ap.add_argument("--symjit-ref", metavar="DIR", help="a symjit source tree (built) to compare with, e.g. an "
                     "earlier commit's: run in a subprocess like --mxnet (paired ratio before/after)")
+    ap.add_argument("--symjit-worker", action="store_true", help="run this tree's symjit in a subprocess as well "
+                    "(like --mxnet and --symjit-ref), not in this process: no runtime is favoured by where it runs")
     ap.add_argument("--worker", choices=WORKLOADS, help=argparse.SUPPRESS)
     ap.add_argument("--package", default="mxnet", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.symjit_worker and args.profile:
+        ap.error("--profile profiles the in-process symjit step: leave out --symjit-worker")
     if args.worker:
         return worker_main(args.worker, args.package, args.threads)
     set_threads(args.threads)

@@ -22,7 +22,7 @@ multi-tensor call (`runtime.parallel_for_multi`): the optimizer's whole step is 
 
 Compute-bound ops (`COMPILED_OPS`: FullyConnected, Convolution, Deconvolution, Pooling and their
 backward ops, BatchNorm with its moving statistics' updates, the fused RNN and its gradient,
-softmax and log_softmax (an unhybridized loss block's)) over float32 inputs of at least `MIN_ELEMENTS` elements run as a one-node graph
+softmax and log_softmax and their gradients, pick's gradient (an unhybridized loss block's)) over float32 inputs of at least `MIN_ELEMENTS` elements run as a one-node graph
 compiled through the same pass pipeline and lowerings as a hybridized block's graph
 (`try_compiled_op`, cached per op, attributes, shapes and mode). An eager call then runs the
 same native kernel as the hybridized graph, so both agree to the bit on long reductions (as
@@ -57,7 +57,8 @@ COMPILED_OPS = frozenset({
     "FullyConnected", "_backward_FullyConnected_data", "_backward_FullyConnected_weight",
     "Convolution", "_backward_Convolution_data", "_backward_Convolution_weight",
     "Deconvolution", "_backward_Deconvolution_data", "Pooling", "_backward_Pooling",
-    "BatchNorm", "_backward_BatchNorm", "RNN", "_backward_RNN", "softmax", "log_softmax"})
+    "BatchNorm", "_backward_BatchNorm", "RNN", "_backward_RNN", "softmax", "log_softmax",
+    "_backward_softmax", "_backward_log_softmax", "_backward_pick"})
 #: (op name, attrs key, input shapes and dtypes, is_train) -> (CompiledGraph, input order) or
 #: None when the op does not compile to native code for that key
 _OP_GRAPHS: dict = {}
@@ -467,12 +468,22 @@ def _build_op_graph(op, attrs, arrays, is_train: bool):
     return cg, [pos[v.name] for v in opt.inputs], [v.name for v in g.inputs]
 
 
+def _work_elements(attrs, arrays: list) -> int:
+    """The elements an op call touches, to size it against `MIN_ELEMENTS`: its inputs', or the
+    output's where an attribute gives that shape (a scatter into zeros, `_backward_pick`)."""
+    inputs = sum(a.size for a in arrays)
+    shape = attrs.get("shape")
+    if isinstance(shape, tuple) and all(isinstance(d, int) and d >= 0 for d in shape):
+        return max(inputs, int(np.prod(shape, dtype=np.int64)))
+    return inputs
+
+
 def try_compiled_op(op, attrs, arrays: list, is_train: bool) -> list | None:
     """The outputs of a compute-bound op (`COMPILED_OPS`, parsed `attrs`) from its compiled
     one-node graph, or None to use the reference (small or non-float32 inputs, or an op
     instance without a native lowering)."""
     if (not _ENABLED or op.name not in COMPILED_OPS or not arrays
-            or any(a.dtype != np.float32 for a in arrays) or sum(a.size for a in arrays) < MIN_ELEMENTS):
+            or any(a.dtype != np.float32 for a in arrays) or _work_elements(attrs, arrays) < MIN_ELEMENTS):
         return None
     key = (op.name, _attrs_key(attrs), tuple(a.shape for a in arrays), bool(is_train))
     entry = _OP_GRAPHS.get(key, _OP_GRAPHS)

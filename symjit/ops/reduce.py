@@ -667,10 +667,7 @@ class _SoftmaxBase(Op):
 
     def grad(self, F, attrs, inputs, outputs, ograds):
         # y = softmax(z): dz = y * (dy - sum(dy * y))
-        y, dy = outputs[0], ograds[0]
-        s = F.sum(F.elemwise_mul(dy, y), axis=(attrs["axis"],), keepdims=True)
-        dx = F.elemwise_mul(y, F.broadcast_sub(dy, s))
-        return self._finish(F, attrs, inputs, dx)
+        return self._finish(F, attrs, inputs, F._backward_softmax(ograds[0], outputs[0], axis=attrs["axis"]))
 
 
 @register("softmax")
@@ -699,10 +696,76 @@ class LogSoftmax(_SoftmaxBase):
                                                   use_length=True, dtype=_dtype_name(y)), scalar=0.0)
             dy = F.elemwise_mul(dy, valid)
             p = F.elemwise_mul(F.exp(y), valid)
+            dx = F.broadcast_sub(dy, F.broadcast_mul(p, F.sum(dy, axis=ax, keepdims=True)))
         else:
-            p = F.exp(y)
-        dx = F.broadcast_sub(dy, F.broadcast_mul(p, F.sum(dy, axis=ax, keepdims=True)))
+            dx = F._backward_log_softmax(dy, y, axis=attrs["axis"])
         return self._finish(F, attrs, inputs, dx)
+
+
+class _SoftmaxGradBase(Op):
+    """The gradient of softmax (`log` False) or log_softmax along `axis` with respect to its
+    pre-exponential input, from the head gradient `ograd` and the forward `output` y, in one
+    op (one native pass for the row sums, one for the result):
+      softmax:      dz = y * (dy - sum(dy * y))
+      log_softmax:  dz = dy - exp(y) * sum(dy)
+    Sums are accumulated in float64 (MXNet's accumulation type for float32); exp is taken in
+    the data's float type; each result is rounded once to the output dtype (ograd's)."""
+    inputs = ("ograd", "output")
+    params = {"axis": Param(Int, -1, "axis the forward normalised over")}
+    kernel = "softmax"
+    hidden = True
+    log = False
+
+    def infer_shape(self, attrs, in_shapes):
+        shape = merge_shape(self.name, "input 'output'", in_shapes[0], in_shapes[1])
+        if shape is not None:
+            _axis_index(self.name, attrs["axis"], len(shape))
+        return [shape, shape], [shape]
+
+    def infer_type(self, attrs, in_types):
+        return list(in_types), [in_types[0] or in_types[1]]
+
+    def compute(self, attrs, inputs, ctx):
+        dy, y = inputs
+        if dy.shape != y.shape:
+            raise MXNetError(f"{self.name}: shape mismatch for input 'output': expected {dy.shape}, got {y.shape}")
+        ax = _axis_index(self.name, attrs["axis"], dy.ndim)
+        acc = np.float64 if dy.dtype.kind == "f" and dy.dtype.itemsize >= 4 else np.float32
+        with np.errstate(all="ignore"):
+            if self.log:
+                p = np.exp(y).astype(acc, copy=False)
+                out = dy.astype(acc) - p * np.sum(dy, axis=ax, keepdims=True, dtype=acc)
+            else:
+                y64 = y.astype(acc, copy=False)
+                out = y64 * (dy - np.sum(dy * y64, axis=ax, keepdims=True))
+        return [np.ascontiguousarray(out.astype(dy.dtype, copy=False))]
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        dy, y = inputs
+        g, ax = ograds[0], (attrs["axis"],)
+        if self.log:
+            # dz = dy - p * S (p = exp(y), S = sum(dy)): d dy = g - sum(g * p), d y = -g * p * S
+            p = F.exp(y)
+            d_dy = F.broadcast_sub(g, F.sum(F.elemwise_mul(g, p), axis=ax, keepdims=True))
+            d_y = F.negative(F.broadcast_mul(F.elemwise_mul(g, p), F.sum(dy, axis=ax, keepdims=True)))
+            return [d_dy, d_y]
+        # dz = y * (dy - s), s = sum(dy * y): d dy = y * (g - t), d y = g * (dy - s) - dy * t, t = sum(g * y)
+        t = F.sum(F.elemwise_mul(g, y), axis=ax, keepdims=True)
+        s = F.sum(F.elemwise_mul(dy, y), axis=ax, keepdims=True)
+        d_dy = F.elemwise_mul(y, F.broadcast_sub(g, t))
+        d_y = F.elemwise_sub(F.elemwise_mul(g, F.broadcast_sub(dy, s)), F.broadcast_mul(dy, t))
+        return [d_dy, d_y]
+
+
+@register("_backward_softmax")
+class SoftmaxGrad(_SoftmaxGradBase):
+    """softmax's gradient: y * (dy - sum(dy * y)) along `axis`."""
+
+
+@register("_backward_log_softmax")
+class LogSoftmaxGrad(_SoftmaxGradBase):
+    """log_softmax's gradient: dy - exp(y) * sum(dy) along `axis`."""
+    log = True
 
 
 @register("SoftmaxActivation")

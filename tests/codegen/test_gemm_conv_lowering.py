@@ -671,8 +671,11 @@ def test_convolution_tiles(case, kernel_path):
 
 
 @pytest.mark.parametrize("xs,h", [((64, 784), 512), ((1, 512), 1000), ((3, 300), 70), ((200, 33), 9),
-                                  ((17, 1000), 130)])
+                                  ((17, 1000), 130), ((300, 40), 520), ((70, 16), 100)])
 def test_fully_connected_tiles(xs, h, kernel_path):
+    """Every form of the dense tiles: X packed and C stored transposed (fewer rows than units
+    and rows < 2 K), W packed and C row-major (more rows than units, or rows >= 2 K: the last
+    two cases), the dot-product GEMV (1-3 rows)."""
     ins = [("x", xs), ("w", (h, xs[1])), ("b", (h,))]
     _check(_graph("FullyConnected", ins, {"num_hidden": h}, post=("relu",)), expect_ops={"_with_epilogue"})
 

@@ -199,3 +199,19 @@ def test_rnn_dropout_between_layers_in_training(mode):
     assert (inf[-1] == 1).all()
     for a, w in zip(inf[:n_vis], run(ig, dict(ins), is_train=False).outputs[:n_vis]):
         _close(a, w)
+
+
+def test_rnn_param_concat_lowers_natively():
+    """`_rnn_param_concat` (Gluon's packing of a fused layer's weights) is a native copy: the
+    one-node graph equals np.concatenate exactly and has no Python step."""
+    rng = np.random.default_rng(5)
+    parts = [rng.standard_normal(n).astype(np.float32) for n in (12, 7, 30)]
+    b = GraphBuilder(name="t_concat")
+    vals = [b.add_input(f"arg{i}", TensorType(a.shape, "float32")) for i, a in enumerate(parts)]
+    g = b.build(b.add_node("_rnn_param_concat", vals, {"num_args": 3, "dim": 0}))
+    opt, _ = compile_graph(g, "inference")
+    cg = compile_planned(opt, g.name, False)
+    assert cg.native, [n.op.name for n in cg.module.python_nodes]
+    feeds = {f"arg{i}": a for i, a in enumerate(parts)}
+    (got,) = cg([feeds[v.name] for v in opt.inputs])
+    assert np.array_equal(got, np.concatenate(parts))

@@ -150,6 +150,26 @@ def test_log_softmax_eager_runs_the_compiled_kernel():
     assert any(k[0] == "log_softmax" and v is not None for k, v in fastpath._OP_GRAPHS.items())
 
 
+def test_softmax_cross_entropy_backward_runs_compiled_kernels():
+    """The unhybridized loss's backward (pick's scatter, sized by its output, and log_softmax's
+    gradient) runs compiled; the gradient is softmax - onehot, averaged per sample (rtol 1e-5)."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((64, 2000)).astype(np.float32)
+    label = rng.integers(0, 2000, 64)
+    x = mx.nd.array(a)
+    x.attach_grad()
+    fastpath._OP_GRAPHS.clear()
+    with mx.autograd.record():
+        loss = gluon.loss.SoftmaxCrossEntropyLoss()(x, mx.nd.array(label))
+    loss.backward()
+    e = np.exp(a.astype(np.float64) - a.max(axis=1, keepdims=True))
+    want = e / e.sum(axis=1, keepdims=True)
+    want[np.arange(64), label] -= 1
+    np.testing.assert_allclose(x.grad.asnumpy(), want, rtol=1e-5, atol=1e-6)
+    compiled = {k[0] for k, v in fastpath._OP_GRAPHS.items() if v is not None}
+    assert {"_backward_pick", "_backward_log_softmax", "log_softmax"} <= compiled, compiled
+
+
 def test_eager_kernel_compiles_after_jit_after_reference_uses(monkeypatch):
     """SYMJIT_JIT_AFTER=n: an eager op whose kernel is not compiled yet runs the numpy reference
     for n uses, then compiles; results agree either way."""

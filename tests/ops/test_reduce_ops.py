@@ -354,6 +354,23 @@ def test_softmax_gradient(name, attrs):
     check_op_gradient(name, [x], attrs)
 
 
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_gradient_op_is_the_vjp_and_differentiable(name, axis):
+    """`_backward_<name>`(dy, y) equals the vector-Jacobian product of the forward (finite
+    differences of <dy, f(x)>, rtol 1e-5 in float64), and its own gradient checks too."""
+    x, dy = RNG.standard_normal((3, 4, 5)), RNG.standard_normal((3, 4, 5))
+    (y,) = apply_numpy(name, [x], {"axis": axis})
+    (dx,) = apply_numpy(f"_backward_{name}", [dy, y], {"axis": axis})
+    want = numeric_grad(lambda: np.sum(dy * apply_numpy(name, [x], {"axis": axis})[0]), x)
+    np.testing.assert_allclose(dx, want, rtol=1e-5, atol=1e-7)
+    check_op_gradient(f"_backward_{name}", [dy, y], {"axis": axis})
+    with pytest.raises(MXNetError, match=f"_backward_{name}.*axis"):
+        apply_numpy(f"_backward_{name}", [dy, y], {"axis": 3})
+    with pytest.raises(MXNetError, match=f"_backward_{name}.*'output'"):
+        apply_numpy(f"_backward_{name}", [dy, y[:, :2]], {"axis": axis})
+
+
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
 def test_softmax_length_gradient(name):
     x = RNG.standard_normal((3, 4))

@@ -1,5 +1,5 @@
 """Native lowerings of normalizations along axes and of the loss heads: the softmax family
-(softmax, log_softmax, softmin, SoftmaxActivation, SoftmaxOutput and its backward),
+(softmax, log_softmax, softmin, SoftmaxActivation and their gradients, SoftmaxOutput and its backward),
 LayerNorm, InstanceNorm, BatchNorm (inference and training, with the moving-average update
 written to state outputs, see `LoweringContext.state_output`), the backward ops of the
 three norms, the regression heads (Linear/Logistic/MAE and their backward ops) and MakeLoss.
@@ -137,8 +137,8 @@ def _emit_softmax(ctx, name: str, sp: SoftmaxSpec) -> None:
             return -v if sp.negate else v
         m = kw.var(cty, float("-inf"))
         with kw.loop(0, sp.n) as k:
-            v = value(k)
-            m.set(select(v > m.get(), v, m.get()))
+            # NaN-propagating max: a row holding NaN is all NaN either way (its exp sum is NaN)
+            m.set(kw.b.call_intr("llvm.maximum", cty, m.get(), value(k)))
         mx = m.get()
 
         def z_of(k):
@@ -190,6 +190,52 @@ def lower_softmax_activation(node, ctx: LoweringContext):
     else:
         view = axis_view(shape, len(shape) - 1)
     return softmax_call(ctx, SoftmaxSpec(*view, _dt(src), _dt(dst)), src, dst)
+
+
+@register_lowering("_backward_softmax", "_backward_log_softmax")
+def lower_softmax_backward(node, ctx: LoweringContext):
+    """The softmax family's gradient per column (module docstring): one pass accumulating the
+    column's sum in float64 (sum(dy) for log_softmax, sum(dy * y) for softmax), one pass
+    writing dy - exp(y) * s, resp. y * (dy - s), rounded once to the output dtype."""
+    dy, y = node.inputs
+    res = node.outputs[0]
+    if not _known(dy, y, res) or not _float(dy, y, res):
+        return None
+    shape = tuple(dy.type.shape)
+    if tuple(y.type.shape) != shape or not -len(shape) <= node.attrs["axis"] < len(shape):
+        return None
+    outer, n, inner = axis_view(shape, node.attrs["axis"] % len(shape))
+    if outer * n * inner == 0:
+        return []
+    log = node.op.name == "_backward_log_softmax"
+    dts = (_dt(dy), _dt(y), _dt(res))
+    name = ctx.unique("sj_softmax_bwd", f"smbwd|{n}|{inner}|{dts}|{log}")
+    if name not in ctx.mb.symbols:
+        _emit_softmax_backward(ctx, name, n, inner, dts, log)
+    return [_columns_call(ctx, name, outer * inner, n, [dy, y, res])]
+
+
+def _emit_softmax_backward(ctx, name: str, n: int, inner: int, dts: tuple, log: bool) -> None:
+    t_dy, t_y, t_res = dts
+    kw = KernelWriter(ctx.mb, name, 3)
+    dy, y, res = kw.args
+    with kw.loop(kw.begin, kw.end) as q:
+        col = _Columns(kw, n, inner, q)
+
+        def load(ptr, dt, k):
+            return kw.load(_lty(dt), ptr, col.at(k))
+        if log:
+            s = col.sum(lambda k: _to_d(load(dy, t_dy, k), t_dy))
+        else:
+            s = col.sum(lambda k: _to_d(load(dy, t_dy, k), t_dy) * _to_d(load(y, t_y, k), t_y))
+        with kw.loop(0, n) as k:
+            g, v = _to_d(load(dy, t_dy, k), t_dy), load(y, t_y, k)
+            if log:
+                out = g - _to_d(_call_math(kw, "exp", v), t_y) * s
+            else:
+                out = _to_d(v, t_y) * (g - s)
+            kw.store(_lty(t_res), convert(out, "float64", t_res), res, col.at(k))
+    kw.finish()
 
 
 def _softmax_output_view(attrs, shape) -> tuple[int, int, int]:

@@ -318,7 +318,7 @@ def _join(ctx, parts, dst, axis: int, new_axis: bool):
     return calls
 
 
-@register_lowering("Concat", "concat")
+@register_lowering("Concat", "concat", "_rnn_param_concat")
 def lower_concat(node, ctx: LoweringContext):
     dst = node.outputs[0]
     if not _known(*node.inputs, dst) or any(v.type.dtype != dst.type.dtype for v in node.inputs):
