@@ -1294,7 +1294,7 @@ static PyMethodDef module_methods[] = {
     {"get_num_threads", mod_get_num_threads, METH_NOARGS, "get_num_threads() -> threads used by parallel_for."},
     {"set_num_threads", mod_set_num_threads, METH_O, "set_num_threads(n) -> previous count (n <= 0: default)."},
     {"set_dynamic", mod_set_dynamic, METH_O,
-     "set_dynamic(mode) -> previous mode: 0 off, 1 jobs on the caller alone while the machine is\n"
+     "set_dynamic(mode) -> previous mode: 0 off (default), 1 jobs on the caller alone while the machine is\n"
      "oversubscribed (load average >= CPUs + threads), 2 every job on the caller alone."},
     {"parallel_for", (PyCFunction)(void (*)(void))mod_parallel_for, METH_FASTCALL,
      "parallel_for(kernel_address, n, grain, args) -> error code; args: ints, None or arrays."},

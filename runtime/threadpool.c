@@ -19,7 +19,7 @@
  *     inside a chunk (nested) runs inline on that thread.
  *   - fork(): the child has no workers; pthread_atfork resets the pool there, and it restarts
  *     lazily on the next parallel_for.
- *   - Oversubscribed machines (dynamic mode, as OpenMP's OMP_DYNAMIC): when the 1-minute load
+ *   - Oversubscribed machines (dynamic mode, off by default as OpenMP's OMP_DYNAMIC): when the 1-minute load
  *     average says other work already fills every CPU this process may use (load >= CPUs +
  *     threads), a job's chunks all run on the caller, one after another, without waking workers.
  *     A fork-join job otherwise ends when its slowest thread does, and a worker preempted in the
@@ -27,8 +27,10 @@
  *     shares (Linux autogroup) two threads get little more CPU than one, so the extra threads
  *     only add waits and spinning. The job is cut into the same chunks either way (only who runs
  *     them changes), so results never depend on the load. The load is sampled at most every
- *     LOAD_SAMPLE_NS. SYMJIT_DYNAMIC=0 (or symjit_set_dynamic(0)) turns it off; "always" (2) runs
- *     every job that way.
+ *     LOAD_SAMPLE_NS. SYMJIT_DYNAMIC=1 (or symjit_set_dynamic(1)) turns it on; "always" (2) runs
+ *     every job that way. Off by default: on the loaded 2-core development machine its gain on a
+ *     CNN training step was within the noise (benchmarks/bench_pool_dynamic.py), and the load
+ *     average is machine-wide, so a process pinned to idle CPUs of a busy machine would lose.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -134,7 +136,7 @@ static _Atomic int32_t configured_threads; /* 0 = not yet computed */
  * oversubscribed) or DYNAMIC_ALWAYS (every job on the caller alone, in the same chunks: measures
  * and tests the serial path). */
 enum { DYNAMIC_OFF = 0, DYNAMIC_BY_LOAD = 1, DYNAMIC_ALWAYS = 2 };
-static _Atomic int32_t dynamic_mode = DYNAMIC_BY_LOAD;
+static _Atomic int32_t dynamic_mode = DYNAMIC_OFF;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static _Thread_local int in_parallel;      /* this thread runs chunks (or is a worker) */
 
@@ -394,8 +396,8 @@ static void pool_init(void) {
         if (errno != 0 || end == text || *end != '\0' || us < 0 || us > 10000000L) us = -1;
     }
     pool.spin_ns = us >= 0 ? (int64_t)us * 1000 : DEFAULT_SPIN_NS;
-    text = getenv("SYMJIT_DYNAMIC"); /* "0": off; "always": every job on the caller; else by load */
-    if (text != NULL && strcmp(text, "0") == 0) atomic_store(&dynamic_mode, DYNAMIC_OFF);
+    text = getenv("SYMJIT_DYNAMIC"); /* "1": by load; "always": every job on the caller; else off */
+    if (text != NULL && strcmp(text, "1") == 0) atomic_store(&dynamic_mode, DYNAMIC_BY_LOAD);
     if (text != NULL && strcmp(text, "always") == 0) atomic_store(&dynamic_mode, DYNAMIC_ALWAYS);
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }

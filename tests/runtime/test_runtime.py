@@ -32,8 +32,8 @@ GRAINS = [1, 2, 7, 64, 1000, 10**6]
 
 @pytest.fixture(autouse=True)
 def default_threads():
-    """Every test starts and ends with the default thread count, the pool's dynamic mode off
-    (on a loaded machine it would run every job on the caller: tests of the spread set it)."""
+    """Every test starts and ends with the default thread count and the pool's dynamic mode off
+    (by load, on a loaded machine, it would run every job on the caller)."""
     runtime.set_num_threads(None)
     previous = runtime.set_dynamic(runtime.DYNAMIC_OFF)
     yield
@@ -250,7 +250,7 @@ def test_set_dynamic_api():
         _runtime.set_dynamic(5)
 
 
-@pytest.mark.parametrize("value, mode", [("0", 0), ("1", 1), ("always", 2), ("", 1), ("x", 1)])
+@pytest.mark.parametrize("value, mode", [("0", 0), ("1", 1), ("always", 2), ("", 0), ("x", 0)])
 def test_dynamic_mode_environment(value, mode):
     code = """
         import threading
@@ -260,7 +260,7 @@ def test_dynamic_mode_environment(value, mode):
         c = np.zeros(64, np.int32); ids = np.zeros(64, np.int64)
         _runtime.parallel_for(k, 64, 1, [c, ids, np.array([200], np.int64)])
         only_caller = set(ids.tolist()) == {threading.get_native_id()}
-        print(_runtime.set_dynamic(1), int(only_caller), int((c == 1).all()))
+        print(_runtime.set_dynamic(0), int(only_caller), int((c == 1).all()))
     """
     got_mode, only_caller, covered = map(int, run_python(code, {"SYMJIT_DYNAMIC": value}).split())
     assert got_mode == mode and covered == 1
