@@ -92,7 +92,9 @@ CPU time per step (all threads of each process) is the steadier comparison:
   runtime is favoured over its subprocess peers by about that much under this load, so read
   the mode's own effect from bench_pool_dynamic.py (fresh processes, on/off alternating):
   median wall on/off 0.91 in one run of 6 pairs, 0.99 in the next; within the noise, hence off
-  by default. 1 thread (the mode does not apply):
+  by default. Two final runs (load 9.5-9.8), mode off then on: symjit/mxnet 0.88 and 0.91 (CPU
+  59.3 against 76.4, 55.9 against 68.7 ms), symjit/before 1.16 and 1.09 (the noise of a paired
+  ratio under this load is about +-15%). 1 thread (the mode does not apply):
   symjit/mxnet 0.80 (CPU 60.7 against 74.7 ms), symjit/before 0.975.
   Per node (1 thread, best of 8 windows, same load; before -> after, ms): backward graph 133 ->
   51, forward 46 -> 31; conv0 weight gradient 19.9 -> 3.1, conv1 weight gradient 30.0 -> 11.7,
