@@ -81,6 +81,22 @@ CPU time per step (all threads of each process) is the steadier comparison:
                           2 threads 1.69 (wall 162 against 90 ms, CPU 49.6 against 60.8), /before
                           0.72 -- symjit's 2-thread wall above its 1-thread one: under this load a
                           fork-join region waits for whichever of its threads is off the CPU
+  The thread pool's dynamic mode (SYMJIT_DYNAMIC=1, on by default in these runs, now off by
+  default: under a load average >= CPUs + threads every
+  parallel_for runs its chunks on the caller alone; the ~26 parallel regions of a CNN step
+  otherwise waited ~13 ms a step for a preempted worker, and with per-session CPU shares the
+  2-thread process got no more CPU than a 1-thread one): 2 threads, 9 rounds, load 5-9, five
+  runs against MXNet 1.9.1 and the tree before: symjit/mxnet 1.35, 0.80, 1.08, 0.75, 0.81
+  (median 0.81; CPU 52.7-65.1 against 60.9-80.3 ms a step), symjit/before 1.05, 0.83, 0.89,
+  0.90, 1.05. A control with the mode off (SYMJIT_DYNAMIC=0, otherwise the same code as the
+  tree before) gave symjit/before 0.78 and 0.88 and symjit/mxnet 0.86 and 0.90: the in-process
+  runtime is favoured over its subprocess peers by about that much under this load, so read
+  the mode's own effect from bench_pool_dynamic.py (fresh processes, on/off alternating):
+  median wall on/off 0.91 in one run of 6 pairs, 0.99 in the next; within the noise, hence off
+  by default. Two final runs (load 9.5-9.8), mode off then on: symjit/mxnet 0.88 and 0.91 (CPU
+  59.3 against 76.4, 55.9 against 68.7 ms), symjit/before 1.16 and 1.09 (the noise of a paired
+  ratio under this load is about +-15%). 1 thread (the mode does not apply):
+  symjit/mxnet 0.80 (CPU 60.7 against 74.7 ms), symjit/before 0.975.
   Per node (1 thread, best of 8 windows, same load; before -> after, ms): backward graph 133 ->
   51, forward 46 -> 31; conv0 weight gradient 19.9 -> 3.1, conv1 weight gradient 30.0 -> 11.7,
   conv1 data gradient 25.2 -> 14.2, first 2x2 pooling backward 17.9 -> 2.4, the two poolings'

@@ -749,6 +749,16 @@ static PyObject *mod_set_num_threads(PyObject *m, PyObject *arg) {
     return PyLong_FromLong(previous);
 }
 
+static PyObject *mod_set_dynamic(PyObject *m, PyObject *arg) {
+    long mode = PyLong_AsLong(arg);
+    if (mode == -1 && PyErr_Occurred()) return NULL;
+    if (mode < 0 || mode > 2) {
+        PyErr_Format(PyExc_ValueError, "set_dynamic: mode must be 0, 1 or 2, got %ld", mode);
+        return NULL;
+    }
+    return PyLong_FromLong(symjit_set_dynamic((int32_t)mode));
+}
+
 /* Convert a sequence of addresses / None / arrays into a NULL-terminated pointer array. */
 static void **pointer_array(PyObject *seq, const char *what) {
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
@@ -1283,6 +1293,9 @@ static PyMethodDef module_methods[] = {
      "set_call_hook(hook or None) -> previous hook: hook(entry, start_ns, end_ns) after every Entry call."},
     {"get_num_threads", mod_get_num_threads, METH_NOARGS, "get_num_threads() -> threads used by parallel_for."},
     {"set_num_threads", mod_set_num_threads, METH_O, "set_num_threads(n) -> previous count (n <= 0: default)."},
+    {"set_dynamic", mod_set_dynamic, METH_O,
+     "set_dynamic(mode) -> previous mode: 0 off (default), 1 jobs on the caller alone while the machine is\n"
+     "oversubscribed (load average >= CPUs + threads), 2 every job on the caller alone."},
     {"parallel_for", (PyCFunction)(void (*)(void))mod_parallel_for, METH_FASTCALL,
      "parallel_for(kernel_address, n, grain, args) -> error code; args: ints, None or arrays."},
     {"parallel_for_multi", (PyCFunction)(void (*)(void))mod_parallel_for_multi, METH_FASTCALL,

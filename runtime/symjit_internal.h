@@ -20,6 +20,11 @@ symjit_error_state *symjit__thread_error(void);
 /* CLOCK_MONOTONIC now, in nanoseconds (profile.c): the clock of Python's time.monotonic_ns(). */
 int64_t symjit_profile_now_ns(void);
 
+/* Dynamic mode of the thread pool (threadpool.c): 0 off, 1 jobs run on the caller alone while the
+ * load average says the machine is oversubscribed, 2 always; other values mean 1. Returns the
+ * previous mode. */
+int32_t symjit_set_dynamic(int32_t mode);
+
 /* Test kernels and a test entry compiled into the runtime, exposed to Python for the tests. */
 void symjit__test_kernel_count(int64_t begin, int64_t end, void **args);
 void symjit__test_kernel_nested(int64_t begin, int64_t end, void **args);

@@ -19,6 +19,18 @@
  *     inside a chunk (nested) runs inline on that thread.
  *   - fork(): the child has no workers; pthread_atfork resets the pool there, and it restarts
  *     lazily on the next parallel_for.
+ *   - Oversubscribed machines (dynamic mode, off by default as OpenMP's OMP_DYNAMIC): when the 1-minute load
+ *     average says other work already fills every CPU this process may use (load >= CPUs +
+ *     threads), a job's chunks all run on the caller, one after another, without waking workers.
+ *     A fork-join job otherwise ends when its slowest thread does, and a worker preempted in the
+ *     middle of a chunk holds the job up for a scheduler time slice; under per-session CPU
+ *     shares (Linux autogroup) two threads get little more CPU than one, so the extra threads
+ *     only add waits and spinning. The job is cut into the same chunks either way (only who runs
+ *     them changes), so results never depend on the load. The load is sampled at most every
+ *     LOAD_SAMPLE_NS. SYMJIT_DYNAMIC=1 (or symjit_set_dynamic(1)) turns it on; "always" (2) runs
+ *     every job that way. Off by default: on the loaded 2-core development machine its gain on a
+ *     CNN training step was within the noise (benchmarks/bench_pool_dynamic.py), and the load
+ *     average is machine-wide, so a process pinned to idle CPUs of a busy machine would lose.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -42,6 +54,7 @@
 #define MAX_THREADS 1024
 #define CHUNKS_PER_THREAD 4
 #define DEFAULT_SPIN_NS 100000L
+#define LOAD_SAMPLE_NS 200000000LL
 
 /* ------------------------------------------------------------------ wait / wake primitives */
 
@@ -119,6 +132,11 @@ static struct {
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static _Atomic int32_t configured_threads; /* 0 = not yet computed */
+/* Dynamic mode: DYNAMIC_OFF, DYNAMIC_BY_LOAD (jobs run on the caller alone while the machine is
+ * oversubscribed) or DYNAMIC_ALWAYS (every job on the caller alone, in the same chunks: measures
+ * and tests the serial path). */
+enum { DYNAMIC_OFF = 0, DYNAMIC_BY_LOAD = 1, DYNAMIC_ALWAYS = 2 };
+static _Atomic int32_t dynamic_mode = DYNAMIC_OFF;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static _Thread_local int in_parallel;      /* this thread runs chunks (or is a worker) */
 
@@ -175,6 +193,40 @@ int32_t symjit_get_num_threads(void) {
         if (!atomic_compare_exchange_strong(&configured_threads, &expected, n)) n = expected;
     }
     return n;
+}
+
+/* ------------------------------------------------------------------ load (dynamic mode) */
+
+/* The 1-minute load average, or -1 where it cannot be read. */
+static double load_average(void) {
+    double load[1];
+    return getloadavg(load, 1) == 1 ? load[0] : -1.0;
+}
+
+/* True when other work fills the CPUs: load (which counts this process's own busy threads, at
+ * most `threads`) >= usable CPUs + threads. Sampled at most every LOAD_SAMPLE_NS; call with
+ * pool.lock held (the cache is not otherwise synchronized). */
+static int machine_oversubscribed(int32_t threads) {
+    static int64_t sampled_at = INT64_MIN / 2;
+    static int cached;
+    int32_t mode = atomic_load_explicit(&dynamic_mode, memory_order_relaxed);
+    int64_t t;
+    if (mode != DYNAMIC_BY_LOAD) return mode == DYNAMIC_ALWAYS;
+    t = now_ns();
+    if (t - sampled_at >= LOAD_SAMPLE_NS) {
+        double load = load_average();
+        sampled_at = t;
+        cached = load >= 0 && load >= (double)available_cpus() + (double)threads;
+    }
+    return cached;
+}
+
+static void pool_init(void);
+
+int32_t symjit_set_dynamic(int32_t mode) {
+    pthread_once(&init_once, pool_init); /* the environment's setting first, then this one */
+    if (mode < DYNAMIC_OFF || mode > DYNAMIC_ALWAYS) mode = DYNAMIC_BY_LOAD;
+    return atomic_exchange(&dynamic_mode, mode);
 }
 
 /* ------------------------------------------------------------------ workers */
@@ -344,6 +396,9 @@ static void pool_init(void) {
         if (errno != 0 || end == text || *end != '\0' || us < 0 || us > 10000000L) us = -1;
     }
     pool.spin_ns = us >= 0 ? (int64_t)us * 1000 : DEFAULT_SPIN_NS;
+    text = getenv("SYMJIT_DYNAMIC"); /* "1": by load; "always": every job on the caller; else off */
+    if (text != NULL && strcmp(text, "1") == 0) atomic_store(&dynamic_mode, DYNAMIC_BY_LOAD);
+    if (text != NULL && strcmp(text, "always") == 0) atomic_store(&dynamic_mode, DYNAMIC_ALWAYS);
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
@@ -372,12 +427,25 @@ static int32_t run_inline(symjit_kernel_fn fn, int64_t n, void **args) {
     return code;
 }
 
+/* After every chunk of `job` ran: hand its first error (if any) to this thread, release the
+ * pool lock, return the error code. */
+static int32_t finish_job_locked(job_t *job) {
+    int32_t code = SYMJIT_OK;
+    if (atomic_load(&job->error_claimed)) {
+        symjit_error_state *tls = symjit__thread_error();
+        code = job->error.code;
+        tls->code = code;
+        memcpy(tls->message, job->error.message, sizeof tls->message);
+    }
+    pthread_mutex_unlock(&pool.lock);
+    return code;
+}
+
 int32_t symjit_parallel_for(symjit_kernel_fn fn, int64_t n, int64_t grain, void **args) {
     int32_t threads;
     int64_t nchunks;
     uint64_t s;
     job_t *job = &pool.job;
-    int32_t code = SYMJIT_OK;
 
     if (n <= 0) return SYMJIT_OK;
     if (grain < 1) grain = 1;
@@ -415,6 +483,13 @@ int32_t symjit_parallel_for(symjit_kernel_fn fn, int64_t n, int64_t grain, void 
     atomic_store_explicit(&job->caller_waiting, 0, memory_order_relaxed);
     atomic_store_explicit(&job->error_claimed, 0, memory_order_relaxed);
     job->error.code = SYMJIT_OK;
+    if (machine_oversubscribed(threads)) {
+        /* Same chunks, all on the caller; the job is never opened, so no worker joins it. */
+        in_parallel = 1;
+        run_chunks(job);
+        in_parallel = 0;
+        return finish_job_locked(job);
+    }
     atomic_store(&pool.state, (uint64_t)(GEN(s) + 1u) << 32); /* open (odd), no one active */
     atomic_fetch_add(&pool.wake_seq, 1);
     if (atomic_load(&pool.sleepers) > 0) wake_all(&pool.wake_seq);
@@ -438,13 +513,5 @@ int32_t symjit_parallel_for(symjit_kernel_fn fn, int64_t n, int64_t grain, void 
         }
     }
     atomic_fetch_add(&pool.state, (uint64_t)1 << 32); /* close: generation even, no new joins */
-
-    if (atomic_load(&job->error_claimed)) {
-        symjit_error_state *tls = symjit__thread_error();
-        code = job->error.code;
-        tls->code = code;
-        memcpy(tls->message, job->error.message, sizeof tls->message);
-    }
-    pthread_mutex_unlock(&pool.lock);
-    return code;
+    return finish_job_locked(job);
 }

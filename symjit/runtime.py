@@ -132,6 +132,21 @@ def set_num_threads(n: int | None) -> int:
     return _runtime.set_num_threads(int(n))
 
 
+#: `set_dynamic` modes: never (the default), while the machine is oversubscribed, always.
+DYNAMIC_OFF, DYNAMIC_BY_LOAD, DYNAMIC_ALWAYS = 0, 1, 2
+
+
+def set_dynamic(mode: int) -> int:
+    """Choose when parallel kernels run all their chunks on the calling thread alone; returns the
+    previous mode. DYNAMIC_BY_LOAD (env SYMJIT_DYNAMIC=1): while the 1-minute load average is at
+    least the usable CPUs plus `num_threads()`, as OpenMP's OMP_DYNAMIC; DYNAMIC_ALWAYS (env
+    SYMJIT_DYNAMIC=always): every call. The chunks are the same in every mode, so results do not
+    depend on it."""
+    if mode not in (DYNAMIC_OFF, DYNAMIC_BY_LOAD, DYNAMIC_ALWAYS) or isinstance(mode, bool):
+        raise MXNetError(f"set_dynamic: expected 0, 1 or 2, got {mode!r}")
+    return _runtime.set_dynamic(int(mode))
+
+
 @contextlib.contextmanager
 def threads(n: int | None) -> Iterator[int]:
     """Run the body with `n` threads, restoring the previous count afterwards."""

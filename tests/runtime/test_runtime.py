@@ -32,9 +32,12 @@ GRAINS = [1, 2, 7, 64, 1000, 10**6]
 
 @pytest.fixture(autouse=True)
 def default_threads():
-    """Every test starts and ends with the default thread count."""
+    """Every test starts and ends with the default thread count and the pool's dynamic mode off
+    (by load, on a loaded machine, it would run every job on the caller)."""
     runtime.set_num_threads(None)
+    previous = runtime.set_dynamic(runtime.DYNAMIC_OFF)
     yield
+    runtime.set_dynamic(previous)
     runtime.set_num_threads(None)
 
 
@@ -62,6 +65,7 @@ def run_python(code: str, env_extra: dict[str, str] | None = None, timeout: floa
     env = dict(os.environ)
     env.pop("SYMJIT_NUM_THREADS", None)
     env.pop("SYMJIT_SPIN_US", None)
+    env["SYMJIT_DYNAMIC"] = "0"
     env.update(env_extra or {})
     proc = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(code)], capture_output=True, text=True,
                           env=env, timeout=timeout)
@@ -215,6 +219,53 @@ def test_chunks_near_the_grain_are_not_rounded():
     n, grain = 1000, 100                     # ten chunks of exactly 100: rounding would cut them
     starts = _chunk_starts(n, grain)
     assert np.diff(np.append(starts, n)).min() >= grain
+
+
+def test_dynamic_always_runs_the_same_chunks_on_the_caller():
+    runtime.set_num_threads(3)
+    spread = _chunk_starts(100_019, 7)
+    assert len(spread) > 1
+    runtime.set_dynamic(runtime.DYNAMIC_ALWAYS)
+    np.testing.assert_array_equal(_chunk_starts(100_019, 7), spread)   # results cannot differ
+    counts, ids = count_cover(64, 1, tids=True, sleep_us=200)
+    assert (counts[:64] == 1).all() and (counts[64:] == 0).all()
+    assert set(ids[:64].tolist()) == {threading.get_native_id()}
+    bad = np.array([77], np.int64)
+    with pytest.raises(MXNetError, match="index 77 is out of range"):
+        runtime.parallel_for(TEST["kernel_fail"], 1000, 10, [bad, None])
+    _runtime.clear_error()
+    runtime.set_dynamic(runtime.DYNAMIC_OFF)
+    _, ids = count_cover(64, 1, tids=True, sleep_us=2000)
+    assert len(set(ids[:64].tolist())) > 1                              # spread again
+
+
+def test_set_dynamic_api():
+    assert runtime.set_dynamic(runtime.DYNAMIC_BY_LOAD) == runtime.DYNAMIC_OFF  # the fixture's
+    assert runtime.set_dynamic(runtime.DYNAMIC_ALWAYS) == runtime.DYNAMIC_BY_LOAD
+    assert runtime.set_dynamic(runtime.DYNAMIC_OFF) == runtime.DYNAMIC_ALWAYS
+    for bad in (3, -1, True, "1"):
+        with pytest.raises(MXNetError, match="set_dynamic"):
+            runtime.set_dynamic(bad)
+    with pytest.raises(ValueError, match="mode must be 0, 1 or 2, got 5"):
+        _runtime.set_dynamic(5)
+
+
+@pytest.mark.parametrize("value, mode", [("0", 0), ("1", 1), ("always", 2), ("", 0), ("x", 0)])
+def test_dynamic_mode_environment(value, mode):
+    code = """
+        import threading
+        import numpy as np
+        k = _runtime.test_symbols()["kernel_count"]
+        _runtime.set_num_threads(2)
+        c = np.zeros(64, np.int32); ids = np.zeros(64, np.int64)
+        _runtime.parallel_for(k, 64, 1, [c, ids, np.array([200], np.int64)])
+        only_caller = set(ids.tolist()) == {threading.get_native_id()}
+        print(_runtime.set_dynamic(0), int(only_caller), int((c == 1).all()))
+    """
+    got_mode, only_caller, covered = map(int, run_python(code, {"SYMJIT_DYNAMIC": value}).split())
+    assert got_mode == mode and covered == 1
+    if mode == 2:
+        assert only_caller == 1
 
 
 def test_concurrent_calls_from_python_threads():
