@@ -6,7 +6,8 @@ import numpy as np
 
 from ..base import MXNetError
 from .attrs import Count, Float, Int, Optional, Param, Str
-from .np_base import Literal, NumpyOp, promote_mixed, register_numpy, unbroadcast
+from . import scalar as S
+from .np_base import Literal, NumpyElementwise, NumpyOp, promote_mixed, register_numpy, unbroadcast
 
 __all__ = []
 
@@ -189,10 +190,23 @@ class NpTrace(NumpyOp):
         return [g]
 
 
+def _condition_exact(cond_dtype, compute_dtype) -> bool:
+    """Whether a condition converted to `compute_dtype` is nonzero exactly where it is true (a
+    float condition such as 0.5 is not, in an integer dtype)."""
+    return np.dtype(cond_dtype).kind != "f" or np.dtype(compute_dtype).kind == "f"
+
+
 @register_numpy("_npi_where")
-class NpWhere(NumpyOp):
+class NpWhere(NumpyElementwise):
     """numpy.where(condition, x, y) with broadcasting."""
     inputs = ("condition", "x", "y")
+
+    def expr(self, attrs, c, x, y):
+        return S.select(c, x, y)
+
+    def compute_dtype(self, attrs, in_dtypes):
+        out = promote_mixed(in_dtypes[1], in_dtypes[2])
+        return out.name if out.kind != "b" and _condition_exact(in_dtypes[0], out) else None
 
     def out_types(self, attrs, in_types):
         return [promote_mixed(in_types[1], in_types[2])]
@@ -207,9 +221,21 @@ class NpWhere(NumpyOp):
 
 
 @register_numpy("_npi_clip")
-class NpClip(NumpyOp):
+class NpClip(NumpyElementwise):
     """numpy.clip to [a_min, a_max] (either may be None)."""
     params = {"a_min": Param(Optional(Float), None), "a_max": Param(Optional(Float), None)}
+
+    def expr(self, attrs, x):
+        if attrs["a_min"] is not None:
+            x = S.maximum(x, attrs["a_min"])
+        return x if attrs["a_max"] is None else S.minimum(x, attrs["a_max"])
+
+    def compute_dtype(self, attrs, in_dtypes):
+        t = np.dtype(in_dtypes[0])
+        bounds = [b for b in (attrs["a_min"], attrs["a_max"]) if b is not None]
+        if not bounds or t.kind == "b" or (t.kind != "f" and not all(float(b).is_integer() for b in bounds)):
+            return None
+        return t.name
 
     def forward(self, attrs, a):
         if attrs["a_min"] is None and attrs["a_max"] is None:
@@ -248,11 +274,24 @@ class NpKron(NumpyOp):
         return [ga.reshape(a.shape), gb.reshape(b.shape)]
 
 
-class _WhereScalar(NumpyOp):
+class _WhereScalar(NumpyElementwise):
     """numpy.where with a scalar for x (`_npi_where_lscalar`) or y (`_npi_where_rscalar`)."""
     inputs = ("condition", "x")
     params = {"scalar": Param(Float, 0.0)}
     scalar_is_x = True
+
+    def out_types(self, attrs, in_types):
+        return [in_types[1]]
+
+    def expr(self, attrs, c, arr):
+        s = S.Const(attrs["scalar"])
+        return S.select(c, s, arr) if self.scalar_is_x else S.select(c, arr, s)
+
+    def compute_dtype(self, attrs, in_dtypes):
+        t, s = np.dtype(in_dtypes[1]), float(attrs["scalar"])
+        if t.kind == "b" or (t.kind != "f" and not (np.isfinite(s) and s.is_integer())):
+            return None
+        return t.name if _condition_exact(in_dtypes[0], t) else None
 
     def forward(self, attrs, c, arr):
         s = np.asarray(attrs["scalar"], arr.dtype)

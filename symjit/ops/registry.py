@@ -150,6 +150,10 @@ class Op:
     #: Flatten, _copy, ...): code generators copy or alias the buffer, simplification drops the
     #: node when the shape is unchanged and merges chains of them into one Reshape
     reshape_only: ClassVar[bool] = False
+    #: the reduction (codegen/llvm/lower_reduce.py `Reduction.kind`: sum, mean, prod, max, min,
+    #: argmax, argmin) that output 0 is of input 0 over `reduced_axes`: code generators lower
+    #: the op by their reduction kernel
+    reduces: ClassVar[str | None] = None
     #: the identity in value that stops gradients (BlockGrad): kept while a graph is
     #: differentiated (training), removed in inference
     gradient_barrier: ClassVar[bool] = False
@@ -169,6 +173,11 @@ class Op:
     #: input `<node>_<input name>`; for ops without (the unary math ops, Activation) MXNet
     #: names them `<node>_input<i>` (`monitor_input_names`)
     lists_input_names: ClassVar[bool] = True
+
+    def reduced_axes(self, attrs: Mapping, shape: tuple, dtype) -> tuple | None:
+        """For a `reduces` op: the sorted axes reduced for an input of `shape` and `dtype`, or None
+        where this instance is not exactly that reduction (e.g. it has an initial value)."""
+        return None
 
     def inference_rewrite(self, F: "Emitter", attrs: Mapping, inputs: Sequence,
                           in_shapes: Sequence) -> list | None:
@@ -475,6 +484,13 @@ class Elementwise(Op):
 
     def out_dtype(self, attrs: Mapping, in_dtype):
         return in_dtype
+
+    def compute_dtype(self, attrs: Mapping, in_dtypes: Sequence) -> str | None:
+        """The dtype the expression is evaluated in for inputs of `in_dtypes` (inputs convert to
+        it, the result converts to the output dtype when stored); None when no kernel computes
+        this instance exactly as `compute` does (it then runs its reference). Default: the
+        first input's dtype."""
+        return np.dtype(in_dtypes[0]).name if in_dtypes else None
 
     def infer_shape(self, attrs, in_shapes):
         if self.broadcast:
