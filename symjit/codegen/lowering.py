@@ -22,6 +22,9 @@ TRAITS: dict[str, Callable[[Op], bool]] = {
     "reshape_only": lambda op: op.reshape_only,
     "elementwise": lambda op: isinstance(op, Elementwise),
     "reduces": lambda op: op.reduces is not None,
+    "gemm": lambda op: callable(getattr(op, "gemm_dims", None)),
+    "joins": lambda op: callable(getattr(op, "join_axis", None)),
+    "moves_elements": lambda op: getattr(op, "moves_elements", False),
 }
 
 
