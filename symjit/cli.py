@@ -85,7 +85,7 @@ def load_model(symbol_path: str, params_path: str | None):
     _require_file(symbol_path, "symbol file")
     text = Path(symbol_path).read_bytes()
     try:
-        json.loads(text)
+        json.loads(text, strict=False)
     except (ValueError, UnicodeDecodeError) as e:
         raise CliError(f"{symbol_path}: not valid JSON ({e})") from None
     try:

@@ -82,7 +82,7 @@ def _structure(symbol) -> str | None:
     """The symbol's JSON without operator node names (automatic names such as `_plus3` differ
     between otherwise identical symbols; variables keep theirs: they name the inputs); None
     for symbols that must not be shared (`Custom` operators)."""
-    graph = json.loads(symbol.tojson())
+    graph = json.loads(symbol.tojson(), strict=False)
     for node in graph["nodes"]:
         if node["op"] == "Custom":
             return None

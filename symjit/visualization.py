@@ -130,7 +130,7 @@ def plot_network(symbol, title: str = "plot", save_format: str = "pdf", shape: M
         return _plot_optimized(symbol, title, save_format, shape, dtype, node_attrs, params)
     shape_dict = _shape_table(symbol, shape) if shape is not None else None
     type_dict = _type_table(symbol, dtype) if dtype is not None else None
-    nodes = json.loads(symbol.tojson())["nodes"]
+    nodes = json.loads(symbol.tojson(), strict=False)["nodes"]
     names = [n["name"] for n in nodes]
     if len(names) != len(set(names)):
         seen: set = set()
@@ -203,7 +203,7 @@ def print_summary(symbol, shape: Mapping | None = None, line_length: int = 120,
     the shape-dependent counts."""
     _check_symbol(symbol)
     shape_dict = _shape_table(symbol, shape) if shape is not None else None
-    conf = json.loads(symbol.tojson())
+    conf = json.loads(symbol.tojson(), strict=False)
     nodes = conf["nodes"]
     heads = set(conf["heads"][0])
     positions = list(positions)

@@ -58,6 +58,8 @@ from ..ndarray import write_guard
 from ..ndarray.ndarray import _STORAGE_TYPE_STR_TO_ID
 from ..symbol import Symbol
 from ..symbol.naming import NameManager, Prefix
+from ..numpy.multiarray import ndarray as _NpArray
+from ..numpy_extension._op import as_np
 from ..util import is_np_array
 from .cached_op import CachedOp
 from .parameter import (DeferredInitializationError, Parameter, ParameterAssertionError, ParameterDict,
@@ -581,6 +583,11 @@ class _Weights:
         return not self.promote_after or self.calls <= self.promote_after
 
 
+#: the dense array classes the compiled fast paths take as they are (NDArray and mx.np.ndarray:
+#: both hold their value in `_data`); anything else, subclasses included, takes the general path
+_DENSE_TYPES = frozenset({NDArray, _NpArray})
+
+
 def _inference_fast_call(run, sources, in_specs, ctx, out_format, weights=None):
     """The inference fast path of a hybridized block for one input signature: a function
     `call(x, rest)` of the block's positional inputs `(x, *rest)` that returns the block's
@@ -597,7 +604,7 @@ def _inference_fast_call(run, sources, in_specs, ctx, out_format, weights=None):
       * no Parameter's list of value arrays was replaced since the plan was built
         (`Parameter._generation` unchanged: initialize, cast, reset_ctx, load into an
         uninitialized Parameter ... all change it),
-      * the inputs are as many plain NDArrays (not subclasses, not nested lists) with the same
+      * the inputs are as many dense arrays (`_DENSE_TYPES`, not nested lists) with the same
         shapes, dtypes and context as `in_specs` / `ctx`,
       * `run` accepts the arrays (the native Entry raises MXNetError, before computing anything,
         on an array it was not compiled for, e.g. a non-contiguous one).
@@ -621,7 +628,7 @@ def _inference_fast_call(run, sources, in_specs, ctx, out_format, weights=None):
     def call_one(x, rest):
         """The common case: one input array, fed to the graph once."""
         if rest or state.recording or state.training or Parameter._generation != generation \
-                or type(x) is not NDArray:
+                or type(x) not in _DENSE_TYPES:
             return None
         d = x._data
         if d.shape != shape or d.dtype != dtype or (x._ctx is not ctx and x._ctx != ctx):
@@ -632,9 +639,10 @@ def _inference_fast_call(run, sources, in_specs, ctx, out_format, weights=None):
             outs = run(*before, d, *after)
         except MXNetError:
             return None
+        cls = _NpArray if is_np_array() else NDArray   # what the general path returns
         if single_out:
-            return NDArray(outs[0], ctx)
-        return _regroup([NDArray(o, ctx) for o in outs], out_format)[0]
+            return cls(outs[0], ctx)
+        return _regroup([cls(o, ctx) for o in outs], out_format)[0]
 
     def call_many(x, rest):
         inputs = (x,) + rest
@@ -642,7 +650,7 @@ def _inference_fast_call(run, sources, in_specs, ctx, out_format, weights=None):
                 or Parameter._generation != generation:
             return None
         for a, (shape_, dtype_) in zip(inputs, in_specs):
-            if type(a) is not NDArray:
+            if type(a) not in _DENSE_TYPES:
                 return None
             d = a._data
             if d.shape != shape_ or d.dtype != dtype_ or (a._ctx is not ctx and a._ctx != ctx):
@@ -656,9 +664,10 @@ def _inference_fast_call(run, sources, in_specs, ctx, out_format, weights=None):
             outs = run(*arrays)
         except MXNetError:
             return None
+        cls = _NpArray if is_np_array() else NDArray   # what the general path returns
         if single_out:
-            return NDArray(outs[0], ctx)
-        return _regroup([NDArray(o, ctx) for o in outs], out_format)[0]
+            return cls(outs[0], ctx)
+        return _regroup([cls(o, ctx) for o in outs], out_format)[0]
 
     call = call_one if single else call_many
     call.generation = generation
@@ -684,12 +693,12 @@ def _default_bound_limit(param_bytes: int) -> int:
 
 def _plan_key(args):
     """The signature of inputs `args` for the fast path (each one's shape, dtype, context), or
-    None unless they are one or more plain NDArrays."""
+    None unless they are one or more dense arrays (`_DENSE_TYPES`)."""
     if not args:
         return None
     key = []
     for a in args:
-        if type(a) is not NDArray:
+        if type(a) not in _DENSE_TYPES:
             return None
         d = a._data
         key.append((d.shape, d.dtype, a._ctx))
@@ -829,7 +838,7 @@ class HybridBlock(Block):
                     return out
         if self._cached_op is None:
             self._build_cache(*args)
-        if all(type(a) is NDArray for a in args):   # flat arrays (their format: one 0 each)
+        if all(type(a) in _DENSE_TYPES for a in args):   # flat arrays (their format: one 0 each)
             flat, fmt = list(args), [0] * len(args)
         else:
             flat, fmt = _flatten(args, "input")
@@ -1039,10 +1048,10 @@ class HybridBlock(Block):
             out = fast(x, args)
             if out is not None:
                 return out
-        if self._active and self._cached_op is not None and type(x) is NDArray:
+        if self._active and self._cached_op is not None and type(x) in _DENSE_TYPES:
             # the common compiled call: arrays in, all on one context
             ctx = x._ctx
-            if all(type(a) is NDArray and (a._ctx is ctx or a._ctx == ctx) for a in args):
+            if all(type(a) in _DENSE_TYPES and (a._ctx is ctx or a._ctx == ctx) for a in args):
                 return self._call_cached_op(x, *args)
         has_symbol, has_ndarray, ctx_set, first_ctx = _gather_type_ctx_info([x] + list(args))
         if has_symbol and has_ndarray:
@@ -1080,10 +1089,11 @@ class HybridBlock(Block):
 def _np_outputs(out):
     """A block's (nested) outputs with NumPy semantics: arrays as `mx.np.ndarray`, symbols as
     `mx.sym.np._Symbol` (what MXNet's blocks return under `npx.set_np()`)."""
+    if type(out) is _NpArray:
+        return out
     if isinstance(out, (list, tuple)):
         return type(out)(_np_outputs(o) for o in out)
     if isinstance(out, NDArray):
-        from ..numpy_extension._op import as_np
         return as_np(out)
     if isinstance(out, Symbol):
         return out.as_np_ndarray()

@@ -6,6 +6,7 @@ from typing import Callable
 
 from ..ndarray import NDArray, invoke
 from ..ndarray import _op_function
+from ..numpy.multiarray import ndarray as np_ndarray
 from .names import NPX_OPS
 
 __all__ = sorted(NPX_OPS) + ["reshape", "nonzero", "constraint_check", "as_np"]
@@ -17,10 +18,8 @@ def as_np(value):
     else is returned unchanged. The one place where npx results change class."""
     if isinstance(value, (list, tuple)):
         return type(value)(as_np(v) for v in value)
-    if isinstance(value, NDArray):
-        from ..numpy import ndarray as np_ndarray
-        if not isinstance(value, np_ndarray):
-            return value.as_np_ndarray()
+    if isinstance(value, NDArray) and not isinstance(value, np_ndarray):
+        return value.as_np_ndarray()
     return value
 
 

@@ -141,7 +141,7 @@ class SymbolSubgraph:
         return cached
 
     def __str__(self) -> str:
-        return json.dumps({"inputs": self.input_names, "graph": json.loads(self.symbol.tojson())})
+        return json.dumps({"inputs": self.input_names, "graph": json.loads(self.symbol.tojson(), strict=False)})
 
     def __repr__(self) -> str:
         return f"<SymbolSubgraph ({', '.join(self.input_names)}) -> {self.num_outputs} outputs>"
@@ -151,7 +151,7 @@ class SymbolSubgraph:
         """Rebuild a subgraph from `str(subgraph)`."""
         from .json_io import load_json
         try:
-            spec = json.loads(text)
+            spec = json.loads(text, strict=False)
             names, graph = spec["inputs"], spec["graph"]
         except (ValueError, KeyError, TypeError, RecursionError) as e:
             raise ValueError(f"not a subgraph description: {type(e).__name__}: {e}") from None

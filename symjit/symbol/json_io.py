@@ -227,7 +227,7 @@ def load_json(text: str) -> Symbol:
     if not isinstance(text, str):
         _fail(f"expected a JSON string, got {type(text).__name__}")
     try:
-        data = json.loads(text)
+        data = json.loads(text, strict=False)
     except (json.JSONDecodeError, RecursionError) as e:
         raise MXNetError(f"load_json: invalid JSON: {e}") from None
     if not isinstance(data, dict):

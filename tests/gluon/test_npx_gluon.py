@@ -47,33 +47,34 @@ def _golden_io():
         return d["data"], d["out0"], d["out1"]
 
 
-@pytest.mark.parametrize("hybridize", [False, True])
-def test_imports_model_exported_by_mxnet_in_np_mode(np_mode, hybridize):
+def _check_against_mxnet(net, hybridize: bool):
+    """Run `net` (hybridized or not) on the golden input: both outputs np arrays equal to
+    MXNet's. Returns the golden (input, out0, out1)."""
     x, out0, out1 = _golden_io()
-    net = gluon.SymbolBlock.imports(str(DATA / "npx_model-symbol.json"), ["data"],
-                                    str(DATA / "npx_model-0000.params"))
     if hybridize:
         net.hybridize()
     got = net(np.array(x))
     assert all(isinstance(g, np.ndarray) for g in got)
     onp.testing.assert_allclose(got[0].asnumpy(), out0, rtol=1e-5, atol=1e-6)
     onp.testing.assert_allclose(got[1].asnumpy(), out1, rtol=1e-5, atol=1e-6)
+    return x, out0, out1
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_imports_model_exported_by_mxnet_in_np_mode(np_mode, hybridize):
+    net = gluon.SymbolBlock.imports(str(DATA / "npx_model-symbol.json"), ["data"],
+                                    str(DATA / "npx_model-0000.params"))
+    _check_against_mxnet(net, hybridize)
 
 
 @pytest.mark.parametrize("hybridize", [False, True])
 def test_block_with_f_np_matches_mxnet_and_exports(np_mode, hybridize, tmp_path):
     """The same hybrid_forward in symjit, with MXNet's weights, gives MXNet's outputs; its
     export holds MXNet's np-mode operators and loads back."""
-    x, out0, out1 = _golden_io()
     net = NpBlock(prefix="npxmodel_")
     net.collect_params().load(str(DATA / "npx_model-0000.params"))
     assert isinstance(net.dense.weight.data(), np.ndarray)
-    if hybridize:
-        net.hybridize()
-    got = net(np.array(x))
-    assert all(isinstance(g, np.ndarray) for g in got)
-    onp.testing.assert_allclose(got[0].asnumpy(), out0, rtol=1e-5, atol=1e-6)
-    onp.testing.assert_allclose(got[1].asnumpy(), out1, rtol=1e-5, atol=1e-6)
+    x, out0, _ = _check_against_mxnet(net, hybridize)
     if hybridize:
         sym_file, params_file = net.export(str(tmp_path / "m"))
         ours = sorted(n["op"] for n in json.load(open(sym_file))["nodes"])
@@ -162,3 +163,22 @@ def test_dataloader_batches_are_np_arrays(np_mode, workers, threads):
     assert [b[0].shape for b in batches] == [(4, 3), (4, 3), (2, 3)]
     assert all(isinstance(x, np.ndarray) and isinstance(y, np.ndarray) for x, y in batches)
     onp.testing.assert_array_equal(onp.concatenate([x.asnumpy() for x, _ in batches]), features)
+
+
+def test_np_inputs_take_the_inference_fast_path(np_mode):
+    """Repeated inference calls with np arrays run the compiled fast path and still return np
+    arrays equal to the general path's; in legacy mode the same block returns NDArrays."""
+    net = nn.HybridSequential()
+    net.add(nn.Dense(8, activation="relu"), nn.Dense(3))
+    net.initialize()
+    net.hybridize()
+    x = np.array(onp.random.RandomState(0).uniform(size=(4, 5)).astype(onp.float32))
+    first = net(x)
+    assert net._fast_call is not None
+    again = net(x)
+    assert isinstance(first, np.ndarray) and isinstance(again, np.ndarray)
+    onp.testing.assert_array_equal(first.asnumpy(), again.asnumpy())
+    npx.reset_np()
+    legacy = net(mx.nd.array(x.asnumpy()))
+    assert type(legacy) is mx.nd.NDArray
+    onp.testing.assert_array_equal(legacy.asnumpy(), first.asnumpy())

@@ -268,3 +268,24 @@ def test_cuda_compute_capability_needs_a_gpu_context():
             npx.get_cuda_compute_capability(mx.gpu(0))
     else:
         assert npx.get_cuda_compute_capability(mx.gpu(0)) >= 30
+
+
+def test_symbol_np_more_functions():
+    S = mx.sym.np
+    x = S.var("x")
+    a = onp.arange(6, dtype=onp.float32).reshape(2, 3) - 2
+    cases = [(S.clip(x, None, 1), onp.clip(a, None, 1)), (S.clip(x, 0, None), onp.clip(a, 0, None)),
+             (S.where(x > 0, x, 0.0), onp.where(a > 0, a, 0)), (S.argmax(x), onp.argmax(a)),
+             (S.argmax(x, axis=1), onp.argmax(a, 1)), (x.max(), a.max()),
+             (S.split(x, 3, axis=1)[1], onp.split(a, 3, axis=1)[1]), (S.stack([x, x], axis=1), onp.stack([a, a], 1)),
+             (S.swapaxes(x, 0, 1), a.T), (S.squeeze(S.expand_dims(x, 0)), a),
+             (S.broadcast_to(S.sum(x, axis=0, keepdims=True), (2, 3)),
+              onp.broadcast_to(a.sum(0, keepdims=True), (2, 3))),
+             (S.tile(x, (1, 2)), onp.tile(a, (1, 2))), (x[:, ::2], a[:, ::2]), (x[-1], a[-1]),
+             (S.power(2, x), 2.0 ** a), (S.mod(x, 4), onp.mod(a, 4)), (S.prod(x + 3, axis=0), (a + 3).prod(0)),
+             (S.full((2, 2), 7), onp.full((2, 2), 7)), (S.arange(0, 5, 2), onp.arange(0, 5, 2))]
+    for k, (sym, want) in enumerate(cases):
+        got = sym.eval(x=mx.nd.array(a))[0].asnumpy()
+        assert got.shape == onp.shape(want), k
+        onp.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"case {k}")
+    assert S.argmax(x).eval(x=mx.nd.array(a))[0].dtype == onp.int64

@@ -214,3 +214,18 @@ def test_corrupted_json_loads_or_raises_mxnet_error(seed):
         sym.infer_shape_partial()
     except MXNetError:
         pass
+
+
+def test_control_characters_in_attributes_round_trip_and_execute():
+    """dmlc's JSON writer escapes only \\r \\n \\t \\\\ and \\" and writes other control characters
+    raw, as symjit does for byte compatibility; every reader of symbol JSON (load, the executor
+    cache's structure key, visualization) must accept them instead of raising JSONDecodeError."""
+    x = mx.sym.var("x", attr={"__note__": "a\x01b\x1fc"})
+    y = mx.sym.relu(x) * 2
+    text = y.tojson()
+    assert "\x01" in text
+    again = mx.sym.load_json(text)
+    assert again.attr_dict()["x"]["__note__"] == "a\x01b\x1fc"
+    exe = again.bind(mx.cpu(), {"x": mx.nd.array([-1.0, 3.0])})
+    np.testing.assert_array_equal(exe.forward()[0].asnumpy(), [0.0, 6.0])
+    assert mx.viz.print_summary(again, shape={"x": (2,)}) is None
