@@ -229,6 +229,15 @@ class NumpyElementwise(NumpyOp, Elementwise):
         except MXNetError:
             return None
 
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        """Where every operand has one float dtype, the expression's derivative (elementwise
+        gradient nodes that fuse and compile like the forward; its piecewise rules are the
+        `vjp`'s); otherwise the gradient op of `vjp`."""
+        dtypes = {getattr(v, "dtype", None) for v in [*inputs, *outputs]}
+        if self.no_gradient or len(dtypes) != 1 or None in dtypes or np.dtype(dtypes.pop()).kind != "f":
+            return NumpyOp.grad(self, F, attrs, inputs, outputs, ograds)
+        return Elementwise.grad(self, F, attrs, inputs, outputs, ograds)
+
 
 class NumpyBackward(Op):
     """The gradient op of a `NumpyOp`: (output gradients, inputs, outputs) -> input gradients."""

@@ -528,10 +528,19 @@ _register_binary()
 
 
 @register_numpy("_npi_cast")
-class NpCast(NumpyOp):
+class NpCast(NumpyElementwise):
     """x as `dtype` (the gradient is cast back to x's dtype)."""
     inputs = ("x",)
     params = {"dtype": Param(Dtype)}
+
+    def expr(self, attrs, x):
+        return S.cast(x, attrs["dtype"])
+
+    def compute_dtype(self, attrs, in_dtypes):
+        """In x's dtype, except float to unsigned (numpy's conversion of negative floats to
+        unsigned integers is the platform's)."""
+        t, to = np.dtype(in_dtypes[0]), np.dtype(attrs["dtype"])
+        return None if t.kind == "f" and to.kind == "u" else t.name
 
     def out_types(self, attrs, in_types):
         return [np.dtype(attrs["dtype"])]

@@ -21,10 +21,9 @@ def _size(shape) -> int:
 
 
 class _Product(NumpyOp):
-    """A product that is one row-major GEMM, possibly batched (`gemm_dims`): code generators
-    lower it by their matrix-product kernel, with a fused elementwise epilogue."""
+    """A product that is one row-major GEMM, possibly batched (`gemm_dims`): the LLVM code
+    generator lowers it by its matrix-product kernel (the `gemm` lowering trait)."""
     inputs = ("a", "b")
-    epilogue_host = True
 
     def out_types(self, attrs, in_types):
         return [_prod_dtype(self.name, *in_types)]
