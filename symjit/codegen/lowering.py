@@ -4,8 +4,9 @@ platform=...)`): one table per kind (`llvm`, `cuda`), filled by the backends' mo
 A rule is found for a node by its op: the rule registered for the op's name (aliases share
 their op), else the rule registered for a trait the op has (`TRAITS`, first match), else
 none. So an op that declares a trait (ops/registry.py: `reshape_only`, `reduces`, or an
-`Elementwise` op) is lowered by every target without being named in any backend. A rule returns the
-node's code, or None when it declines this instance (an unsupported dtype, say); a node
+`Elementwise` op; the NumPy-interface ops' `gemm_dims`, `join_axis` and `moves_elements`,
+ops/np_matmul.py and ops/np_shape.py) is lowered without being named in any backend (by the
+targets that have a rule for the trait). A rule returns the node's code, or None when it declines this instance (an unsupported dtype, say); a node
 without a rule, or whose rule declined, is reported (`CompileStats.python_nodes`,
 `symjit inspect`) and with `SYMJIT_STRICT=1` is an error (codegen/llvm/graph.py).
 """

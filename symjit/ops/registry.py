@@ -16,8 +16,10 @@ It carries:
   * lowering info — `expr` (elementwise scalar expression) and `inplace` ({output index:
                     input index} that may share a buffer);
   * traits        — facts that passes and both code generators read instead of lists of op
-                    names: `reshape_only`, `gradient_barrier`, `broadcast_only`,
-                    `epilogue_host`, `neutral_scalar`, `inference_rewrite` (see `Op`). Adding a reshape-like op
+                    names: `reshape_only`, `gradient_barrier`, `broadcast_only`, `reduces`,
+                    `epilogue_host`, `neutral_scalar`, `inference_rewrite` (see `Op`); an
+                    `Elementwise` op's `compute_dtype` says per instance in which dtype its
+                    expression gives `compute`'s result. Adding a reshape-like op
                     or a GEMM-like op that hosts fused epilogues is one definition with the
                     trait set; every layer picks it up.
 
