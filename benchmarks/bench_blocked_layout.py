@@ -1,4 +1,6 @@
-"""The channel-blocked layout (passes/blocked_layout.py) on vs off, per layer and whole call.
+"""The channel-blocked layout (passes/blocked_layout.py) on vs off, per layer and whole call
+(`--off PASS`: another pass of the inference pipeline, e.g. concat_in_place, on vs off the same
+way; the variants keep the labels 'blocked' (all passes) and 'nchw' (without it)).
 
 A model (shared, or of another directory: `--models DIR`, e.g. export_zoo.py's) is compiled twice, with the blocked_layout pass and without it (its
 convolutions then run the NCHW kernels), and both are timed in one process:
@@ -29,9 +31,9 @@ def _member(n) -> str:
     return tuple(n.attrs.get("members", (n.name,)))[0]
 
 
-def per_layer(name: str, calls: int, models: Path = MODELS, batch: int = 1) -> None:
+def per_layer(name: str, calls: int, models: Path = MODELS, batch: int = 1, off: str = "blocked_layout") -> None:
     graphs = {}
-    for label, disabled in (("nchw", ("blocked_layout",)), ("blocked", ())):
+    for label, disabled in (("nchw", (off,)), ("blocked", ())):
         _, arrays, _, opt = load_model_graph(name, batch, disabled=disabled, models=models)
         graphs[label] = (compile_planned(opt, label, profile=True), arrays, {n.name: n for n in opt.nodes})
     times = {label: {} for label in graphs}   # layer -> ([seconds], node)
@@ -64,9 +66,9 @@ def per_layer(name: str, calls: int, models: Path = MODELS, batch: int = 1) -> N
     print(f"{total[0]:8.3f} {total[1]:8.3f} {total[1] / total[0]:6.2f}  all nodes")
 
 
-def whole_call(name: str, repeats: int, models: Path = MODELS, batch: int = 1) -> None:
+def whole_call(name: str, repeats: int, models: Path = MODELS, batch: int = 1, off: str = "blocked_layout") -> None:
     cands = {}
-    for label, disabled in (("blocked", ()), ("nchw", ("blocked_layout",))):
+    for label, disabled in (("blocked", ()), ("nchw", (off,))):
         cg, arrays, x, _ = load_model_graph(name, batch, disabled=disabled, models=models)
         cands[label] = (lambda cg=cg, arrays=arrays: cg(arrays))
     try:
@@ -89,6 +91,9 @@ def main():
     ap.add_argument("--models", type=Path, default=MODELS, help="directory of NAME-symbol.json, NAME.onnx, ...")
     ap.add_argument("--batch", type=int, nargs="+", default=[1])
     ap.add_argument("--whole-only", action="store_true", help="no per-layer table")
+    ap.add_argument("--off", default="blocked_layout",
+                    help="the pass turned off in the 'nchw' variant (another pass measured the same way, "
+                         "e.g. concat_in_place)")
     args = ap.parse_args()
     load = " ".join(f"{v:.1f}" for v in os.getloadavg())
     for th in args.threads:
@@ -97,9 +102,9 @@ def main():
             if not args.whole_only:
                 print(f"{args.model} batch {b}, {th} thread(s): per layer (in graph, median of {args.calls} "
                       "profiled calls)")
-                per_layer(args.model, args.calls, args.models, b)
+                per_layer(args.model, args.calls, args.models, b, args.off)
             print(f"{args.model} batch {b}, {th} thread(s), load average {load}: whole call")
-            whole_call(args.model, args.repeats, args.models, b)
+            whole_call(args.model, args.repeats, args.models, b, args.off)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """Every shared MXNet-exported model: symjit `compile`, `hybridize()` and ONNX Runtime, one run.
 
-For each model in the models directory (every NAME-symbol.json with NAME-0000.params and
-NAME-input.npy; `--models DIR`, default $SYMJIT_SHARED_DIR/models or <repo>/../shared/models)
+For each model in the models directories (every NAME-symbol.json with NAME-0000.params and
+NAME-input.npy; `--models DIR [DIR ...]`, default $SYMJIT_SHARED_DIR/models or
+<repo>/../shared/models; benchmarks/export_zoo.py writes more model-zoo architectures, with
+their ONNX files, from MXNet 1.9.1)
 and each batch size (1 and 8; with a NAME.onnx, only the batch sizes its input allows), on the
 same input and weights, in one process with the same thread count:
   * compile    `symjit.compile(sym, shapes, params)` (parameters bound as constants)
@@ -13,12 +15,13 @@ same input and weights, in one process with the same thread count:
                onnxruntime is not installed: `pip install onnxruntime`, not a symjit dependency)
 Steady-state times are medians over alternating blocks of calls (model_bench_util.blocked: each
 block after a pause, the order reversed every round); ratios are the median of the rounds'
-paired ratios (both blocks of a round see the same machine load). First-call times: from
+paired ratios (both blocks of a round see the same machine load); where the model directory has
+NAME-output.npy (MXNet's own output), batch 1 is checked against it too. First-call times: from
 nothing to the first output (symjit: compile or import + hybridize + first call, with the
 in-process object cache emptied, so each reads the on-disk cache like a new process; ONNX
 Runtime: session creation + first run). A geometric mean of each ratio closes the table.
 
-    python benchmarks/bench_zoo.py [--models DIR] [--batch 1 8] [--threads 2] [--repeats 30] [--only NAME ...]
+    python benchmarks/bench_zoo.py [--models DIR ...] [--batch 1 8] [--threads 2] [--repeats 30] [--only NAME ...]
 """
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ Each pass is a function `Graph -> (Graph, stats)` whose docstring states its gua
   conv_pool.py       fuse_conv_pool: convolution + max pooling (llvm targets only)
   blocked_layout.py  blocked_layout: NCHW16c chains (llvm targets with the AVX-512 kernels)
   inplace.py         plan_inplace: outputs reuse dying inputs' buffers
+  concat_in_place.py plan_concat_in_place: concatenations written in place by their producers
   memory_plan.py     plan_memory: one arena (arena.py packs the liveness intervals)
 `manager.py` runs the named pipelines for a `symjit.ir.target.Target`: a pass marked
 `only_for` some targets is skipped for the others. `rewrite.py` holds the graph-editing

@@ -33,6 +33,7 @@ from .fold_constants import bind_constants, fold_constants
 from .fusion import fuse
 from .inference import inference_rewrites
 from .infer import infer_types
+from .concat_in_place import plan_concat_in_place
 from .inplace import plan_inplace
 from .memory_plan import naive_bytes, plan_memory
 from .simplify import simplify
@@ -59,6 +60,7 @@ PIPELINES: dict[str, list[tuple[str, Pass]]] = {
         ("conv_pool", fuse_conv_pool),
         ("blocked_layout", blocked_layout),
         ("inplace", plan_inplace),
+        ("concat_in_place", plan_concat_in_place),
         ("memory_plan", plan_memory),
     ],
     "training": [
@@ -68,6 +70,7 @@ PIPELINES: dict[str, list[tuple[str, Pass]]] = {
         ("dce", partial(eliminate_dead_code, training=True)),
         ("fusion", fuse),
         ("inplace", plan_inplace),
+        ("concat_in_place", plan_concat_in_place),
         ("memory_plan", plan_memory),
     ],
 }

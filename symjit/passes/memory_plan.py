@@ -5,6 +5,11 @@ that produces it until the last step that reads it. Values that share a buffer i
 (`g.annotations['inplace']`) form one buffer whose interval is the union. Buffers are packed
 by `arena.pack` (greedy by size). Graph inputs, constants and graph outputs are not in the
 arena, so they are never overwritten.
+
+Concatenations in place (`g.annotations['concat_aliases']`, passes/concat_in_place.py: part ->
+(concatenation, byte offset)): each part is placed at its slab inside the concatenation's
+buffer, nested ones composing; the buffer then lives from its first part's birth to its last
+reader.
 """
 from __future__ import annotations
 
@@ -65,6 +70,7 @@ def plan_memory(g: Graph, alignment: int = 64) -> tuple[Graph, dict]:
     an in-place pair (one dies where the other is born); checked by `arena.validate` on the
     buffer intervals. Raises MXNetError if a value's shape or dtype is unknown."""
     inplace = dict(g.annotations.get("inplace", {}))
+    aliases = dict(g.annotations.get("concat_aliases", {}))
     g = g.copy()
     # the copy has fresh Values: carry the in-place pairs over by name
     by_name = {v.name: v for v in g.values()}
@@ -84,23 +90,35 @@ def plan_memory(g: Graph, alignment: int = 64) -> tuple[Graph, dict]:
     for out, src in inplace.items():
         if out in member and src in member:
             root[out] = find(src)
+    alias = {by_name[p.name]: (by_name[y.name], off)
+             for p, (y, off) in aliases.items()}
+
+    def home(v: Value) -> tuple[Value, int]:
+        """(the buffer's root value, byte offset of v inside it)"""
+        off = 0
+        while v in alias:
+            v, o = alias[v]
+            off += o
+        return find(v), off
     buffers: dict[Value, list] = {}
     for v in values:
-        r = find(v)
+        r, off = home(v)
         s, e = live[v]
         if r in buffers:
             b = buffers[r]
-            buffers[r] = [min(b[0], s), max(b[1], e), max(b[2], nbytes(v))]
+            buffers[r] = [min(b[0], s), max(b[1], e), max(b[2], off + nbytes(v))]
         else:
-            buffers[r] = [s, e, nbytes(v)]
+            buffers[r] = [s, e, off + nbytes(v)]
     buf_intervals = [Interval(r.name, size, s, e) for r, (s, e, size) in buffers.items()]
     placement = pack(buf_intervals, alignment)
     validate(buf_intervals, placement, alignment)
     value_intervals = [Interval(v.name, nbytes(v), *live[v]) for v in values]
-    plan = MemoryPlan({v: placement.offsets[find(v).name] for v in values}, placement.total,
+    homes = {v: home(v) for v in values}
+    plan = MemoryPlan({v: placement.offsets[r.name] + off for v, (r, off) in homes.items()}, placement.total,
                       sum(-(-nbytes(v) // alignment) * alignment for v in values),
                       lower_bound(value_intervals, alignment), value_intervals)
     g.annotations["inplace"] = inplace
+    g.annotations["concat_aliases"] = alias
     g.annotations["memory_plan"] = plan
     return g, {"arena_bytes": plan.arena_bytes, "naive_bytes": plan.naive_bytes,
                "lower_bound_bytes": plan.lower_bound}

@@ -79,6 +79,13 @@ def kernel_path(request):
     set_native_kernels(-1)
 
 
+def _switch_to(kernel_path):
+    """After compiling: the portable case switches the kernel library to its loops."""
+    if kernel_path == "portable":
+        from symjit.codegen.llvm.lower_gemm import set_native_kernels
+        set_native_kernels(0)
+
+
 def _optimize(g, consts, enabled=True):
     pipeline = [(name, (lambda gg: blocked_layout(gg, enabled=enabled)) if name == "blocked_layout" else fn)
                 for name, fn in PIPELINES["inference"]]
@@ -238,9 +245,7 @@ def test_blocked_equals_nchw_and_interpreter(case, kernel_path):
     assert ("_to_blocked" in _ops(blocked_opt)) == (xs[1] % 16 == 0)   # entry convolutions store blocked
     nchw_opt, nchw = _compiled(g, consts, False)
     assert "_conv_blocked" not in _ops(nchw_opt)
-    if kernel_path == "portable":
-        from symjit.codegen.llvm.lower_gemm import set_native_kernels
-        set_native_kernels(0)
+    _switch_to(kernel_path)
     feeds.update(consts)   # bound constants stay inputs of the compiled graph (unread)
     got = _run(blocked_opt, blocked, feeds)
     ref = run(g, dict(feeds, **consts)).outputs[0]
@@ -257,9 +262,7 @@ def test_nan_follows_relu_semantics(kernel_path):
     feeds = {"x": np.random.default_rng(3).standard_normal((1, 16, 12, 12)).astype(np.float32)}
     feeds["x"][0, 3, 4, 5] = np.nan
     opt, cg = _compiled(g, consts, True)
-    if kernel_path == "portable":
-        from symjit.codegen.llvm.lower_gemm import set_native_kernels
-        set_native_kernels(0)
+    _switch_to(kernel_path)
     got = _run(opt, cg, dict(feeds, **consts))
     ref = run(g, dict(feeds, **consts)).outputs[0]
     np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
@@ -366,9 +369,7 @@ def test_inverted_residuals_blocked_equal_nchw_and_interpreter(case, kernel_path
     blocked_opt, blocked = _compiled(g, consts, True)
     assert any(n.attrs["residual"] for n in blocked_opt.nodes if n.op.name == "_conv_blocked")
     nchw_opt, nchw = _compiled(g, consts, False)
-    if kernel_path == "portable":
-        from symjit.codegen.llvm.lower_gemm import set_native_kernels
-        set_native_kernels(0)
+    _switch_to(kernel_path)
     feeds.update(consts)
     ref = run(g, feeds).outputs[0]
     tol = dict(rtol=1e-4, atol=1e-5 * max(float(np.abs(ref).max()), 1.0))
@@ -382,9 +383,7 @@ def test_nan_follows_relu6_semantics(kernel_path):
     feeds = {"x": np.random.default_rng(3).standard_normal((1, 16, 10, 10)).astype(np.float32)}
     feeds["x"][0, 3, 4, 5] = np.nan
     opt, cg = _compiled(g, consts, True)
-    if kernel_path == "portable":
-        from symjit.codegen.llvm.lower_gemm import set_native_kernels
-        set_native_kernels(0)
+    _switch_to(kernel_path)
     got = _run(opt, cg, dict(feeds, **consts))
     ref = run(g, dict(feeds, **consts)).outputs[0]
     np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))

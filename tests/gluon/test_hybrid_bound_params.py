@@ -294,6 +294,37 @@ def test_bound_bytes_limit_is_checked():
         net.hybridize(bound_bytes_limit="1GB")
 
 
+def test_bound_plans_run_the_hosts_target_specific_passes(monkeypatch):
+    """A bound plan is optimized for this host as `symjit.compile` optimizes (e.g. pointwise and
+    depthwise chains in the blocked layout where the kernel library has its AVX-512 kernels)."""
+    from symjit.codegen.llvm import backend
+    from symjit.codegen.llvm.target import compile_target
+    from symjit.runtime import native_kernels_in_use
+    seen = []
+    original = backend.compile_graph
+
+    def recording(g, pipeline="inference", constants=None, **kwargs):
+        opt, pm = original(g, pipeline, constants, **kwargs)
+        if constants:
+            seen.append((kwargs.get("target"), [n.op.name for n in opt.nodes]))
+        return opt, pm
+    monkeypatch.setattr(backend, "compile_graph", recording)
+    mx.random.seed(0)
+    net = nn.HybridSequential()
+    with net.name_scope():
+        net.add(nn.Conv2D(32, 1, activation="relu"), nn.Conv2D(32, 3, padding=1, groups=32, activation="relu"),
+                nn.Conv2D(32, 1))
+    net.initialize(mx.init.Xavier())
+    x = _x((1, 32, 8, 8))
+    want = net(x).asnumpy()
+    net.hybridize()
+    _close(net(x).asnumpy(), want)
+    assert _is_bound(net) and len(seen) == 1
+    target, ops = seen[0]
+    assert target == compile_target("native")
+    assert ("_conv_blocked" in ops) == native_kernels_in_use()
+
+
 # ---- the shared MXNet models -------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["mlp", "lenet",

@@ -110,8 +110,9 @@ class _Compiler:
             return cg
 
         def bind(constants: dict) -> CompiledGraph:
-            """The inference variant with `constants` (graph input name -> array) bound."""
-            opt, _ = compile_graph(graph.copy(), "inference", constants=constants)
+            """The inference variant with `constants` (graph input name -> array) bound, through
+            the passes `symjit.compile` runs for this host (its target-specific ones too)."""
+            opt, _ = compile_graph(graph.copy(), "inference", constants=constants, target=compile_target("native"))
             return compile_planned(opt, graph.name, False)
 
         fast.orders = {}

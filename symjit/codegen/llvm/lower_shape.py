@@ -310,15 +310,26 @@ def lower_transpose(node, ctx: LoweringContext):
     return None if c is None else [c]
 
 
+def _in_its_slab(ctx, part, dst, offset: int, contiguous: bool) -> bool:
+    """Whether the memory plan placed `part` at its slab of `dst` (element `offset`, the slab
+    contiguous), so that its producer wrote the concatenation (passes/memory_plan.py)."""
+    where = ctx.placement.where if ctx.placement is not None else {}
+    p, d = where.get(part), where.get(dst)
+    return (contiguous and p is not None and d is not None and p[0] == d[0] == "arena"
+            and p[1] == d[1] + offset * _itemsize(dst))
+
+
 def _join(ctx, parts, dst, axis: int, new_axis: bool):
-    """Copy each part into its slab of `dst` along `axis` (Concat: existing axis; stack: new)."""
+    """Copy each part into its slab of `dst` along `axis` (Concat: existing axis; stack: new),
+    except parts already there (`_in_its_slab`)."""
     dshape = tuple(dst.type.shape)
     dst_st = row_strides(dshape)
+    contiguous = int(np.prod(dshape[:axis], dtype=np.int64)) == 1
     calls, pos = [], 0
     for p in parts:
         pshape = tuple(p.type.shape)
         width = 1 if new_axis else pshape[axis]
-        if _size(p):
+        if _size(p) and not _in_its_slab(ctx, p, dst, pos * dst_st[axis], contiguous):
             shape = pshape[:axis] + (1,) + pshape[axis:] if new_axis else pshape
             src_st = row_strides(shape)
             c = copy_call(ctx, p, dst, shape, src_st, dst_st, 0, pos * dst_st[axis])
