@@ -3,9 +3,10 @@ platform=...)`): one table per kind (`llvm`, `cuda`), filled by the backends' mo
 
 A rule is found for a node by its op: the rule registered for the op's name (aliases share
 their op), else the rule registered for a trait the op has (`TRAITS`, first match), else
-none. So an op that declares a trait (ops/registry.py: `reshape_only`, or an `Elementwise`
-op) is lowered by every target without being named in any backend. A rule returns the
-node's code, or None when it declines this instance (an unsupported dtype, say); a node
+none. So an op that declares a trait (ops/registry.py: `reshape_only`, `reduces`, or an
+`Elementwise` op; the NumPy-interface ops' `gemm_dims`, `join_axis` and `moves_elements`,
+ops/np_matmul.py and ops/np_shape.py) is lowered without being named in any backend (by the
+targets that have a rule for the trait). A rule returns the node's code, or None when it declines this instance (an unsupported dtype, say); a node
 without a rule, or whose rule declined, is reported (`CompileStats.python_nodes`,
 `symjit inspect`) and with `SYMJIT_STRICT=1` is an error (codegen/llvm/graph.py).
 """
@@ -21,6 +22,10 @@ __all__ = ["TRAITS", "LoweringTable", "lowering_table", "register_lowering"]
 TRAITS: dict[str, Callable[[Op], bool]] = {
     "reshape_only": lambda op: op.reshape_only,
     "elementwise": lambda op: isinstance(op, Elementwise),
+    "reduces": lambda op: op.reduces is not None,
+    "gemm": lambda op: callable(getattr(op, "gemm_dims", None)),
+    "joins": lambda op: callable(getattr(op, "join_axis", None)),
+    "moves_elements": lambda op: getattr(op, "moves_elements", False),
 }
 
 

@@ -109,6 +109,9 @@ def try_compiled_elementwise(op, attrs, arrays: list, destinations: list | None 
     if found is None:
         return None
     exprs, out_dtypes, broadcast = found
+    compute = op.compute_dtype(attrs, [dtype.name] * len(arrays)) if isinstance(op, Elementwise) else dtype.name
+    if compute not in _SUPPORTED:
+        return None
     try:
         out_shape = broadcast_shapes(op.name, [a.shape for a in arrays]) if broadcast else arrays[0].shape
     except Exception:  # noqa: BLE001 - shape errors are reported by the reference path
@@ -123,7 +126,7 @@ def try_compiled_elementwise(op, attrs, arrays: list, destinations: list | None 
     from ..codegen.llvm import ElementwiseSpec, compile_elementwise
     arrays = [np.ascontiguousarray(a) for a in arrays]
     spec = ElementwiseSpec(exprs, tuple(a.dtype.name for a in arrays), tuple(a.shape for a in arrays),
-                           dtype.name, tuple(d.name for d in out_dtypes), tuple(out_shape))
+                           compute, tuple(d.name for d in out_dtypes), tuple(out_shape))
     if not _compile_now(spec):
         return None
     kernel = compile_elementwise(spec)

@@ -22,9 +22,10 @@ import numpy as np
 
 from ..base import MXNetError
 from .attrs import abbreviate, parse_literal
-from .registry import Op, register
+from .registry import Elementwise, Op, register
 
-__all__ = ["NumpyOp", "register_numpy", "Literal", "Axis", "promote_mixed", "promote_divide", "quiet_numpy",
+__all__ = ["NumpyOp", "NumpyElementwise", "register_numpy",
+           "Literal", "Axis", "promote_mixed", "promote_divide", "quiet_numpy",
            "FLOAT_KINDS", "unbroadcast", "normalize_axis", "fresh_array"]
 
 #: numpy dtype kinds that carry gradients
@@ -203,6 +204,39 @@ class NumpyOp(Op):
         if self.no_gradient:
             return [None] * len(inputs)
         return list(F.apply(f"_backward{self.name}", [*ograds, *inputs, *outputs], **attrs))
+
+
+class NumpyElementwise(NumpyOp, Elementwise):
+    """A `NumpyOp` that is also a scalar expression (`Elementwise`), so that fusion and the code
+    generators compute it like the legacy elementwise ops.
+
+    The numpy `forward` stays the reference (the interpreter, shape and dtype inference) and
+    `vjp` the gradient; `expr` is the same value at one element, evaluated in `compute_dtype`
+    (None where no kernel matches `forward` exactly: that instance runs its reference) and
+    stored in the output dtype that `out_types` gives (MXNet np's promotion rules). Inputs
+    broadcast with numpy's rules.
+    """
+    broadcast = True
+
+    def out_dtype(self, attrs, in_dtype):
+        n = len(self.input_names(attrs))
+        return np.dtype(self.out_types(attrs, [np.dtype(in_dtype)] * n)[0]).name
+
+    def compute_dtype(self, attrs, in_dtypes):
+        """Default: the output dtype (inputs convert to it, as `forward` converts them)."""
+        try:
+            return np.dtype(self.out_types(attrs, [np.dtype(t) for t in in_dtypes])[0]).name
+        except MXNetError:
+            return None
+
+    def grad(self, F, attrs, inputs, outputs, ograds):
+        """Where every operand has one float dtype, the expression's derivative (elementwise
+        gradient nodes that fuse and compile like the forward; its piecewise rules are the
+        `vjp`'s); otherwise the gradient op of `vjp`."""
+        dtypes = {getattr(v, "dtype", None) for v in [*inputs, *outputs]}
+        if self.no_gradient or len(dtypes) != 1 or None in dtypes or np.dtype(dtypes.pop()).kind != "f":
+            return NumpyOp.grad(self, F, attrs, inputs, outputs, ograds)
+        return Elementwise.grad(self, F, attrs, inputs, outputs, ograds)
 
 
 class NumpyBackward(Op):

@@ -6,6 +6,11 @@ is int32); add, subtract, multiply, mod and power mix dtypes by `promote_mixed`;
 `promote_divide`; the other binary ops need equal dtypes; comparisons and logical ops give bool.
 A scalar operand keeps the array's dtype (a bool array becomes int64; true_divide of an integer
 array gives float32).
+
+The ops with a scalar expression are also `NumpyElementwise`: fusion and the code generators
+compute them like the legacy ops. Where the value is the legacy op's, the expression is that
+op's (`legacy_expr`); `compute_dtype` states, per instance, the dtype in which the expression
+gives exactly `forward`'s result (None: the instance keeps its numpy step).
 """
 from __future__ import annotations
 
@@ -14,8 +19,10 @@ from typing import Callable
 import numpy as np
 
 from ..base import MXNetError
+from . import scalar as S
 from .attrs import Bool, Dtype, Float, Int, Param
-from .np_base import NumpyOp, promote_divide, promote_mixed, register_numpy
+from .np_base import NumpyElementwise, NumpyOp, promote_divide, promote_mixed, register_numpy
+from .registry import get_op
 
 __all__ = ["UNARY", "BINARY", "COMPARISONS"]
 
@@ -80,12 +87,35 @@ def _as_dtype(y: np.ndarray, dtype) -> np.ndarray:
     return y if y.dtype == dtype else y.astype(dtype)
 
 
-class _Unary(NumpyOp):
+def legacy_expr(op_name: str, *xs: S.Expr) -> S.Expr:
+    """The scalar expression of legacy elementwise op `op_name` applied to `xs` (one definition
+    of the value for both operator families)."""
+    return get_op(op_name).expr({}, *xs)
+
+
+def _float_or(dtype, allowed_kinds: str = "") -> str | None:
+    """`dtype`'s name when it is a float, or its kind is in `allowed_kinds`; else None."""
+    t = np.dtype(dtype)
+    return t.name if t.kind == "f" or t.kind in allowed_kinds else None
+
+
+#: unary ops -> their scalar expression (default: the legacy op of the same name's)
+UNARY_EXPRS: dict[str, Callable] = {
+    "absolute": lambda x: legacy_expr("abs", x),
+    "rint": lambda x: S.call("rint", x),      # numpy rounds halves to even (legacy rint: toward -inf)
+}
+#: unary ops a kernel computes exactly in an integer dtype (the others, as `forward`, go through
+#: float64 for integer input and keep their numpy step)
+UNARY_INT_EXACT = frozenset({"absolute", "negative", "square"})
+
+
+class _Unary(NumpyElementwise):
     """y = f(x), elementwise, in x's dtype. Its gradient op g = dy * f'(x, y) is differentiable in
     turn (second-order gradients): d g / d dy is the gradient op itself, d g / d x and d g / d y
     come from the partial derivatives of f' (`deriv2`)."""
     inputs = ("x",)
     fn: Callable
+    suffix: str
     deriv: Callable
     deriv2: Callable
 
@@ -96,6 +126,13 @@ class _Unary(NumpyOp):
         g_x, g_y = F.apply(f"_backward2{self.name}", [ograds[0], dy, x, y])
         return [g_dy, g_x, g_y]
 
+    def expr(self, attrs, x):
+        make = UNARY_EXPRS.get(self.suffix)
+        return make(x) if make is not None else legacy_expr(self.suffix, x)
+
+    def compute_dtype(self, attrs, in_dtypes):
+        return _float_or(in_dtypes[0], "iu" if self.suffix in UNARY_INT_EXACT else "")
+
     def forward(self, attrs, x):
         src = x.astype(np.int8) if x.dtype.kind == "b" else x     # numpy refuses some bool math
         return _as_dtype(type(self).fn(src), x.dtype)
@@ -104,11 +141,30 @@ class _Unary(NumpyOp):
         return [dys[0] * type(self).deriv(xs[0], ys[0])]
 
 
-class _UnaryBool(NumpyOp):
+#: bool-valued unary tests -> (scalar expression, input dtype kinds a kernel computes exactly)
+UNARY_BOOL_EXPRS: dict[str, tuple[Callable, str]] = {
+    "logical_not": (S.logical_not, "fiub"),
+    "isnan": (lambda x: S.ne(x, x), "f"),
+    "isinf": (lambda x: S.eq(S.call("abs", x), float("inf")), "f"),
+    "isfinite": (lambda x: S.call("abs", x) < float("inf"), "f"),
+    "isposinf": (lambda x: S.eq(x, float("inf")), "f"),
+    "isneginf": (lambda x: S.eq(x, float("-inf")), "f"),
+}
+
+
+class _UnaryBool(NumpyElementwise):
     """A bool-valued test of each element."""
     inputs = ("x",)
     no_gradient = True
     fn: Callable
+    suffix: str
+
+    def expr(self, attrs, x):
+        return UNARY_BOOL_EXPRS[self.suffix][0](x)
+
+    def compute_dtype(self, attrs, in_dtypes):
+        t = np.dtype(in_dtypes[0])
+        return t.name if t.kind in UNARY_BOOL_EXPRS[self.suffix][1] else None
 
     def forward(self, attrs, x):
         return type(self).fn(x)
@@ -169,13 +225,15 @@ def _register_unary() -> None:
     for suffix, (fn, deriv) in UNARY.items():
         deriv2 = UNARY_DERIV2.get(suffix, _zero)
         cls = type(f"Np_{suffix}", (_Unary,), {"fn": staticmethod(fn), "deriv": staticmethod(deriv),
+                                               "suffix": suffix,
                                                "deriv2": staticmethod(deriv2),
                                                "__doc__": f"numpy.{fn.__name__}, elementwise."})
         register_numpy(f"_npi_{suffix}", aliases=("_npi_abs",) if suffix == "absolute" else ())(cls)
         register_numpy(f"_backward2_npi_{suffix}")(type(f"Np_{suffix}_grad_grad", (_UnaryGradGrad,), {
             "deriv2": staticmethod(deriv2), "__doc__": f"Second-order gradient parts of _npi_{suffix}."}))
     for suffix, fn in UNARY_BOOL.items():
-        cls = type(f"Np_{suffix}", (_UnaryBool,), {"fn": staticmethod(fn), "__doc__": f"numpy.{suffix}."})
+        cls = type(f"Np_{suffix}", (_UnaryBool,), {"fn": staticmethod(fn), "suffix": suffix,
+                                                   "__doc__": f"numpy.{suffix}."})
         register_numpy(f"_npi_{suffix}")(cls)
 
 
@@ -258,6 +316,50 @@ COMPARISONS: dict[str, Callable] = {
 }
 
 
+def _np_mod(a: S.Expr, b: S.Expr) -> S.Expr:
+    """numpy.mod: the legacy (Python-style) mod, and b / b where b == 0 (nan for floats, 0 for
+    integers, as numpy)."""
+    return S.select(S.eq(b, 0.0), b / b, legacy_expr("broadcast_mod", a, b))
+
+
+def _np_fmax(a: S.Expr, b: S.Expr, pick) -> S.Expr:
+    """numpy.fmax / fmin: the other operand where one is nan."""
+    return S.select(S.ne(a, a), b, S.select(S.ne(b, b), a, pick(a, b)))
+
+
+def _legacy_binary(name: str) -> Callable:
+    return lambda a, b: legacy_expr(name, a, b)
+
+
+#: how a kernel computes a binary op: its scalar expression, whether integer dtypes compute
+#: exactly in themselves (`int_exact`), and whether 32/64-bit integers go through float64 as
+#: numpy's float functions do (`float_math`)
+BINARY_EXPRS: dict[str, tuple[Callable, bool, bool]] = {
+    "add": (_legacy_binary("broadcast_add"), True, False),
+    "subtract": (_legacy_binary("broadcast_sub"), True, False),
+    "multiply": (_legacy_binary("broadcast_mul"), True, False),
+    "true_divide": (_legacy_binary("broadcast_div"), False, False),
+    "mod": (_np_mod, True, False),
+    "power": (_legacy_binary("broadcast_power"), False, False),
+    "maximum": (_legacy_binary("broadcast_maximum"), True, False),
+    "minimum": (_legacy_binary("broadcast_minimum"), True, False),
+    "fmax": (lambda a, b: _np_fmax(a, b, S.maximum), True, False),
+    "fmin": (lambda a, b: _np_fmax(a, b, S.minimum), True, False),
+    "hypot": (_legacy_binary("broadcast_hypot"), False, True),
+    "arctan2": (lambda a, b: S.call("atan2", a, b), False, True),
+    "ldexp": (lambda a, b: a * S.pow_(2.0, b), False, False),
+    "equal": (_legacy_binary("broadcast_equal"), True, False),
+    "not_equal": (_legacy_binary("broadcast_not_equal"), True, False),
+    "greater": (_legacy_binary("broadcast_greater"), True, False),
+    "greater_equal": (_legacy_binary("broadcast_greater_equal"), True, False),
+    "less": (_legacy_binary("broadcast_lesser"), True, False),
+    "less_equal": (_legacy_binary("broadcast_lesser_equal"), True, False),
+    "logical_and": (_legacy_binary("broadcast_logical_and"), True, False),
+    "logical_or": (_legacy_binary("broadcast_logical_or"), True, False),
+    "logical_xor": (_legacy_binary("broadcast_logical_xor"), True, False),
+}
+
+
 def binary_dtype(op: str, rule: str, a, b) -> np.dtype:
     """The result dtype of binary op `op` with dtype rule `rule` on dtypes a, b."""
     a, b = np.dtype(a), np.dtype(b)
@@ -282,6 +384,7 @@ class _Binary(NumpyOp):
     """y = f(x1, x2) with numpy broadcasting."""
     inputs = ("x1", "x2")
     fn: Callable
+    suffix: str
     rule: str = "same"
     vjp_fn: Callable | None = None
 
@@ -302,6 +405,29 @@ class _Binary(NumpyOp):
         if dt.kind != "f":
             return [None, None]
         return list(type(self).vjp_fn(a.astype(dt, copy=False), b.astype(dt, copy=False), ys[0], dys[0]))
+
+
+class _BinaryExpr(_Binary, NumpyElementwise):
+    """A binary op with a scalar expression (`BINARY_EXPRS`)."""
+
+    def expr(self, attrs, a, b):
+        return BINARY_EXPRS[self.suffix][0](a, b)
+
+    def compute_dtype(self, attrs, in_dtypes):
+        try:
+            out = binary_dtype(self.name, self.rule, *in_dtypes)
+        except MXNetError:
+            return None
+        _, int_exact, float_math = BINARY_EXPRS[self.suffix]
+        if self.rule == "compare":
+            return np.dtype(in_dtypes[0]).name
+        if out.kind == "f":
+            return out.name
+        if out.kind in "iu" and int_exact:
+            return out.name
+        if out.kind in "iu" and float_math and out.itemsize >= 4:
+            return "float64"
+        return None
 
 
 class _Scalar(NumpyOp):
@@ -350,25 +476,51 @@ class _Scalar(NumpyOp):
         return [grads[1] if self.reverse else grads[0]]
 
 
+class _ScalarExpr(_Scalar, NumpyElementwise):
+    """An array-and-scalar op with a scalar expression (`BINARY_EXPRS`): the scalar is a constant
+    of the compute dtype, converted as `forward` converts it."""
+
+    def expr(self, attrs, x):
+        c = S.Const(attrs["scalar"])
+        fn = BINARY_EXPRS[self.suffix][0]
+        return fn(c, x) if self.reverse else fn(x, c)
+
+    def compute_dtype(self, attrs, in_dtypes):
+        x, s = np.dtype(in_dtypes[0]), float(attrs["scalar"])
+        if self.rule == "bool":     # compared as numpy compares an array with a Python number
+            if x.kind == "f":
+                return x.name
+            return "int64" if s.is_integer() else "float64"
+        dt = self._scalar_dtype(x, attrs)
+        if dt.kind == "f":
+            return dt.name
+        int_exact = BINARY_EXPRS[self.suffix][1]
+        if not int_exact and not (self.name == "_npi_power_scalar" and s >= 0):
+            return None
+        return dt.name if dt.kind in "iu" and np.isfinite(s) and s.is_integer() else None
+
+
 def _register_binary() -> None:
     for suffix, (fn, vjp_fn, rule) in BINARY.items():
-        attrs = {"fn": staticmethod(fn), "rule": rule, "__doc__": f"numpy.{suffix} with broadcasting."}
+        attrs = {"fn": staticmethod(fn), "rule": rule, "suffix": suffix,
+                 "__doc__": f"numpy.{suffix} with broadcasting."}
         if vjp_fn is None:
             attrs["no_gradient"] = True
         else:
             attrs["vjp_fn"] = staticmethod(vjp_fn)
-        register_numpy(f"_npi_{suffix}")(type(f"Np_{suffix}", (_Binary,), attrs))
+        binary, scalar = (_BinaryExpr, _ScalarExpr) if suffix in BINARY_EXPRS else (_Binary, _Scalar)
+        register_numpy(f"_npi_{suffix}")(type(f"Np_{suffix}", (binary,), attrs))
         sattrs = dict(attrs, __doc__=f"numpy.{suffix} of an array and a scalar.")
-        register_numpy(f"_npi_{suffix}_scalar")(type(f"Np_{suffix}_scalar", (_Scalar,), sattrs))
+        register_numpy(f"_npi_{suffix}_scalar")(type(f"Np_{suffix}_scalar", (scalar,), sattrs))
         if suffix not in ("add", "multiply", "maximum", "minimum", "fmax", "fmin", "hypot", "lcm", "gcd",
                           "bitwise_and", "bitwise_or", "bitwise_xor"):
             rattrs = dict(sattrs, reverse=True, __doc__=f"numpy.{suffix} of a scalar and an array.")
-            register_numpy(f"_npi_r{suffix}_scalar")(type(f"Np_r{suffix}_scalar", (_Scalar,), rattrs))
+            register_numpy(f"_npi_r{suffix}_scalar")(type(f"Np_r{suffix}_scalar", (scalar,), rattrs))
     for suffix, fn in COMPARISONS.items():
-        attrs = {"fn": staticmethod(fn), "rule": "compare", "no_gradient": True,
+        attrs = {"fn": staticmethod(fn), "rule": "compare", "no_gradient": True, "suffix": suffix,
                  "__doc__": f"numpy.{suffix} with broadcasting (bool result; equal dtypes needed)."}
-        register_numpy(f"_npi_{suffix}")(type(f"Np_{suffix}", (_Binary,), attrs))
-        register_numpy(f"_npi_{suffix}_scalar")(type(f"Np_{suffix}_scalar", (_Scalar,),
+        register_numpy(f"_npi_{suffix}")(type(f"Np_{suffix}", (_BinaryExpr,), attrs))
+        register_numpy(f"_npi_{suffix}_scalar")(type(f"Np_{suffix}_scalar", (_ScalarExpr,),
                                                      dict(attrs, rule="bool")))
 
 
@@ -376,10 +528,19 @@ _register_binary()
 
 
 @register_numpy("_npi_cast")
-class NpCast(NumpyOp):
+class NpCast(NumpyElementwise):
     """x as `dtype` (the gradient is cast back to x's dtype)."""
     inputs = ("x",)
     params = {"dtype": Param(Dtype)}
+
+    def expr(self, attrs, x):
+        return S.cast(x, attrs["dtype"])
+
+    def compute_dtype(self, attrs, in_dtypes):
+        """In x's dtype, except float to unsigned (numpy's conversion of negative floats to
+        unsigned integers is the platform's)."""
+        t, to = np.dtype(in_dtypes[0]), np.dtype(attrs["dtype"])
+        return None if t.kind == "f" and to.kind == "u" else t.name
 
     def out_types(self, attrs, in_types):
         return [np.dtype(attrs["dtype"])]

@@ -6,7 +6,8 @@ import numpy as np
 
 from ..base import MXNetError
 from .attrs import Count, Float, Int, Optional, Param, Str
-from .np_base import Literal, NumpyOp, promote_mixed, register_numpy, unbroadcast
+from . import scalar as S
+from .np_base import Literal, NumpyElementwise, NumpyOp, promote_mixed, register_numpy, unbroadcast
 
 __all__ = []
 
@@ -15,13 +16,35 @@ def _prod_dtype(op, a, b):
     return promote_mixed(a, b)
 
 
-@register_numpy("_np_dot")
-class NpDot(NumpyOp):
-    """numpy.dot (scalars, vectors, matrices, N-d with the last/second-to-last axes)."""
+def _size(shape) -> int:
+    return int(np.prod(shape, dtype=np.int64))
+
+
+class _Product(NumpyOp):
+    """A product that is one row-major GEMM, possibly batched (`gemm_dims`): the LLVM code
+    generator lowers it by its matrix-product kernel (the `gemm` lowering trait)."""
     inputs = ("a", "b")
 
     def out_types(self, attrs, in_types):
         return [_prod_dtype(self.name, *in_types)]
+
+    def gemm_dims(self, attrs, a_shape: tuple, b_shape: tuple) -> tuple | None:
+        """(batch, m, n, k, stride_a, stride_b, stride_c) such that output batch i is
+        A_i (m x k) times B_i (k x n), the operands and the output read row-major at
+        i * stride (a stride of 0 broadcasts an operand); None if it is not such a product."""
+        return None
+
+
+@register_numpy("_np_dot")
+class NpDot(_Product):
+    """numpy.dot (scalars, vectors, matrices, N-d with the last/second-to-last axes)."""
+
+    def gemm_dims(self, attrs, a_shape, b_shape):
+        """a (..., k) with b (k,) or (k, n); numpy sums b's second-to-last axis of a higher b."""
+        if not a_shape or not b_shape or len(b_shape) > 2 or a_shape[-1] != b_shape[0]:
+            return None
+        n = b_shape[1] if len(b_shape) == 2 else 1
+        return 1, _size(a_shape[:-1]), n, a_shape[-1], 0, 0, 0
 
     def forward(self, attrs, a, b):
         dt = promote_mixed(a.dtype, b.dtype)
@@ -48,12 +71,25 @@ class NpDot(NumpyOp):
 
 
 @register_numpy("_npi_matmul")
-class NpMatmul(NumpyOp):
+class NpMatmul(_Product):
     """numpy.matmul (batched, broadcasting the batch axes; 1-D operands promoted and dropped)."""
-    inputs = ("a", "b")
 
-    def out_types(self, attrs, in_types):
-        return [_prod_dtype(self.name, *in_types)]
+    def gemm_dims(self, attrs, a_shape, b_shape):
+        """Equal batch axes, a 2-D b (a's batch and rows are one matrix), or a 2-D a (broadcast)."""
+        if not a_shape or not b_shape:
+            return None
+        a2 = tuple(a_shape) if len(a_shape) > 1 else (1,) + tuple(a_shape)
+        b2 = tuple(b_shape) if len(b_shape) > 1 else tuple(b_shape) + (1,)
+        (m, k), (k2, n) = a2[-2:], b2[-2:]
+        if k != k2:
+            return None
+        if len(b2) == 2:
+            return 1, _size(a2[:-1]), n, k, 0, 0, 0
+        if a2[:-2] == b2[:-2]:
+            return _size(a2[:-2]), m, n, k, m * k, k * n, m * n
+        if len(a2) == 2:
+            return _size(b2[:-2]), m, n, k, 0, k * n, m * n
+        return None
 
     def forward(self, attrs, a, b):
         if a.ndim == 0 or b.ndim == 0:
@@ -82,13 +118,22 @@ class NpMatmul(NumpyOp):
 
 
 @register_numpy("_npi_tensordot")
-class NpTensordot(NumpyOp):
+class NpTensordot(_Product):
     """numpy.tensordot over `a_axes_summed` of a and `b_axes_summed` of b."""
-    inputs = ("a", "b")
     params = {"a_axes_summed": Param(Literal), "b_axes_summed": Param(Literal)}
 
-    def out_types(self, attrs, in_types):
-        return [_prod_dtype(self.name, *in_types)]
+    def gemm_dims(self, attrs, a_shape, b_shape):
+        """Summing a's trailing axes with b's leading axes, in order."""
+        sa, sb = self._axes(attrs)
+        na, nb = len(a_shape), len(b_shape)
+        if len(sa) != len(sb) or not all(isinstance(x, int) and -na <= x < max(na, 1) for x in sa) \
+                or not all(isinstance(x, int) and -nb <= x < max(nb, 1) for x in sb):
+            return None
+        sa, sb = [x % max(na, 1) for x in sa], [x % max(nb, 1) for x in sb]
+        j = len(sa)
+        if sa != list(range(na - j, na)) or sb != list(range(j)) or a_shape[na - j:] != b_shape[:j]:
+            return None
+        return 1, _size(a_shape[:na - j]), _size(b_shape[j:]), _size(b_shape[:j]), 0, 0, 0
 
     def _axes(self, attrs):
         a, b = attrs["a_axes_summed"], attrs["b_axes_summed"]  # given or from _attrs
@@ -189,10 +234,23 @@ class NpTrace(NumpyOp):
         return [g]
 
 
+def _condition_exact(cond_dtype, compute_dtype) -> bool:
+    """Whether a condition converted to `compute_dtype` is nonzero exactly where it is true (a
+    float condition such as 0.5 is not, in an integer dtype)."""
+    return np.dtype(cond_dtype).kind != "f" or np.dtype(compute_dtype).kind == "f"
+
+
 @register_numpy("_npi_where")
-class NpWhere(NumpyOp):
+class NpWhere(NumpyElementwise):
     """numpy.where(condition, x, y) with broadcasting."""
     inputs = ("condition", "x", "y")
+
+    def expr(self, attrs, c, x, y):
+        return S.select(c, x, y)
+
+    def compute_dtype(self, attrs, in_dtypes):
+        out = promote_mixed(in_dtypes[1], in_dtypes[2])
+        return out.name if out.kind != "b" and _condition_exact(in_dtypes[0], out) else None
 
     def out_types(self, attrs, in_types):
         return [promote_mixed(in_types[1], in_types[2])]
@@ -207,9 +265,21 @@ class NpWhere(NumpyOp):
 
 
 @register_numpy("_npi_clip")
-class NpClip(NumpyOp):
+class NpClip(NumpyElementwise):
     """numpy.clip to [a_min, a_max] (either may be None)."""
     params = {"a_min": Param(Optional(Float), None), "a_max": Param(Optional(Float), None)}
+
+    def expr(self, attrs, x):
+        if attrs["a_min"] is not None:
+            x = S.maximum(x, attrs["a_min"])
+        return x if attrs["a_max"] is None else S.minimum(x, attrs["a_max"])
+
+    def compute_dtype(self, attrs, in_dtypes):
+        t = np.dtype(in_dtypes[0])
+        bounds = [b for b in (attrs["a_min"], attrs["a_max"]) if b is not None]
+        if not bounds or t.kind == "b" or (t.kind != "f" and not all(float(b).is_integer() for b in bounds)):
+            return None
+        return t.name
 
     def forward(self, attrs, a):
         if attrs["a_min"] is None and attrs["a_max"] is None:
@@ -248,11 +318,24 @@ class NpKron(NumpyOp):
         return [ga.reshape(a.shape), gb.reshape(b.shape)]
 
 
-class _WhereScalar(NumpyOp):
+class _WhereScalar(NumpyElementwise):
     """numpy.where with a scalar for x (`_npi_where_lscalar`) or y (`_npi_where_rscalar`)."""
     inputs = ("condition", "x")
     params = {"scalar": Param(Float, 0.0)}
     scalar_is_x = True
+
+    def out_types(self, attrs, in_types):
+        return [in_types[1]]
+
+    def expr(self, attrs, c, arr):
+        s = S.Const(attrs["scalar"])
+        return S.select(c, s, arr) if self.scalar_is_x else S.select(c, arr, s)
+
+    def compute_dtype(self, attrs, in_dtypes):
+        t, s = np.dtype(in_dtypes[1]), float(attrs["scalar"])
+        if t.kind == "b" or (t.kind != "f" and not (np.isfinite(s) and s.is_integer())):
+            return None
+        return t.name if _condition_exact(in_dtypes[0], t) else None
 
     def forward(self, attrs, c, arr):
         s = np.asarray(attrs["scalar"], arr.dtype)
@@ -296,6 +379,13 @@ class NpTensordotInt(NpTensordot):
 
     def forward(self, attrs, a, b):
         return NpTensordot.forward(self, self._attrs(attrs, a, b), a, b)
+
+    def gemm_dims(self, attrs, a_shape, b_shape):
+        n, na = attrs["axes"], len(a_shape)
+        if not 0 <= n <= min(na, len(b_shape)):
+            return None
+        summed = {"a_axes_summed": tuple(range(na - n, na)), "b_axes_summed": tuple(range(n))}
+        return NpTensordot.gemm_dims(self, summed, a_shape, b_shape)
 
     def vjp(self, attrs, xs, ys, dys):
         return NpTensordot.vjp(self, self._attrs(attrs, *xs), xs, ys, dys)

@@ -50,6 +50,11 @@ class _Reduce(NumpyOp):
     def out_types(self, attrs, in_types):
         return [self.result_dtype(attrs, in_types[0])]
 
+    def reduced_axes(self, attrs, shape, dtype):
+        if self.reduces is None or attrs.get("initial") is not None:
+            return None
+        return tuple(sorted(reduce_axes(self.name, attrs["axis"], len(shape))))
+
     def forward(self, attrs, x):
         axes = reduce_axes(self.name, attrs["axis"], x.ndim)
         dt = self.result_dtype(attrs, x.dtype)
@@ -63,6 +68,7 @@ class _Reduce(NumpyOp):
 @register_numpy("_np_sum", aliases=("_npi_sum",))
 class NpSum(_Reduce):
     """numpy.sum."""
+    reduces = "sum"
     fn = staticmethod(np.sum)
 
     def vjp(self, attrs, xs, ys, dys):
@@ -73,6 +79,7 @@ class NpSum(_Reduce):
 @register_numpy("_np_prod", aliases=("_np_product",))
 class NpProd(_Reduce):
     """numpy.prod."""
+    reduces = "prod"
     fn = staticmethod(np.prod)
 
     def vjp(self, attrs, xs, ys, dys):
@@ -86,6 +93,11 @@ class NpProd(_Reduce):
 @register_numpy("_npi_mean")
 class NpMean(_Reduce):
     """numpy.mean (an integer or bool array's mean is float32)."""
+    reduces = "mean"
+
+    def reduced_axes(self, attrs, shape, dtype):
+        """Float input only (numpy takes an integer array's mean in float64)."""
+        return super().reduced_axes(attrs, shape, dtype) if np.dtype(dtype).kind == "f" else None
     fn = staticmethod(np.mean)
 
     def result_dtype(self, attrs, x_dtype):
@@ -119,10 +131,10 @@ class _Extreme(_Reduce):
         return [g * (x == y)]
 
 
-register_numpy("_np_max", aliases=("_npi_max", "_np_amax"))(type("NpMax", (_Extreme,), {"fn": staticmethod(np.max),
-                                                                             "__doc__": "numpy.max."}))
-register_numpy("_np_min", aliases=("_npi_min", "_np_amin"))(type("NpMin", (_Extreme,), {"fn": staticmethod(np.min),
-                                                                             "__doc__": "numpy.min."}))
+register_numpy("_np_max", aliases=("_npi_max", "_np_amax"))(type("NpMax", (_Extreme,), {
+    "fn": staticmethod(np.max), "reduces": "max", "__doc__": "numpy.max."}))
+register_numpy("_np_min", aliases=("_npi_min", "_np_amin"))(type("NpMin", (_Extreme,), {
+    "fn": staticmethod(np.min), "reduces": "min", "__doc__": "numpy.min."}))
 
 
 class _Moment(NumpyOp):
@@ -176,6 +188,10 @@ class _ArgExtreme(NumpyOp):
     def out_types(self, attrs, in_types):
         return [np.dtype(np.int64)]
 
+    def reduced_axes(self, attrs, shape, dtype):
+        axis = attrs["axis"]
+        return tuple(range(len(shape))) if axis is None else (normalize_axis(self.name, axis, len(shape)),)
+
     def forward(self, attrs, x):
         if x.size == 0:
             raise MXNetError(f"{self.name}: attempt to get argmax/argmin of an empty sequence")
@@ -188,10 +204,10 @@ class _ArgExtreme(NumpyOp):
         return np.asarray(y, np.int64)
 
 
-register_numpy("_npi_argmax")(type("NpArgmax", (_ArgExtreme,), {"fn": staticmethod(np.argmax),
-                                                                 "__doc__": "numpy.argmax."}))
-register_numpy("_npi_argmin")(type("NpArgmin", (_ArgExtreme,), {"fn": staticmethod(np.argmin),
-                                                                 "__doc__": "numpy.argmin."}))
+register_numpy("_npi_argmax")(type("NpArgmax", (_ArgExtreme,), {
+    "fn": staticmethod(np.argmax), "reduces": "argmax", "__doc__": "numpy.argmax."}))
+register_numpy("_npi_argmin")(type("NpArgmin", (_ArgExtreme,), {
+    "fn": staticmethod(np.argmin), "reduces": "argmin", "__doc__": "numpy.argmin."}))
 
 
 class _Logical(NumpyOp):

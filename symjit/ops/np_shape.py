@@ -20,7 +20,11 @@ __all__ = ["SelectOp", "select_op"]
 
 
 class SelectOp(NumpyOp):
-    """An op whose outputs only select (copy) elements of its first `tracked` inputs."""
+    """An op whose outputs only select (copy) elements of its first `tracked` inputs.
+
+    `moves_elements` (a lowering trait, codegen/lowering.py): with one input, code generators
+    compile the op as strided copies whose affine map they derive from `forward` (and verify)."""
+    moves_elements = True
 
     def tracked(self, attrs, n_inputs: int) -> int:
         """How many leading inputs carry values (the rest are indices, no gradient)."""
@@ -68,6 +72,7 @@ def _opt_tuple(v):
 @register_numpy("_np_reshape")
 class NpReshape(SelectOp):
     """numpy.reshape (one -1 allowed); `order` 'C'."""
+    reshape_only = True
     params = {"newshape": Param(_shape_attr), "order": Param(Str, "C")}
 
     def forward(self, attrs, a):
@@ -104,18 +109,21 @@ class NpSwapaxes(SelectOp):
                            normalize_axis(self.name, attrs["dim2"], a.ndim))
 
 
-def select_op(name: str, fn, params: dict, doc: str) -> None:
-    """Register a selection op computing fn(a, *attribute values in `params` order)."""
+def select_op(name: str, fn, params: dict, doc: str, reshape_only: bool = False) -> None:
+    """Register a selection op computing fn(a, *attribute values in `params` order)
+    (`reshape_only`: the result is the input's elements in order, in another shape)."""
     keys = tuple(params)
 
     def forward(self, attrs, a):
         return fn(a, *[attrs[k] for k in keys])
-    register_numpy(name)(type(f"Np{name}", (SelectOp,), {"params": params, "forward": forward, "__doc__": doc}))
+    register_numpy(name)(type(f"Np{name}", (SelectOp,), {"params": params, "forward": forward, "__doc__": doc,
+                                                         "reshape_only": reshape_only}))
 
 
 select_op("_np_moveaxis", np.moveaxis, {"source": Param(Axis), "destination": Param(Axis)}, "numpy.moveaxis.")
-select_op("_npi_expand_dims", np.expand_dims, {"axis": Param(Axis)}, "numpy.expand_dims.")
-select_op("_np_squeeze", np.squeeze, {"axis": Param(Axis, None)}, "numpy.squeeze (all size-1 axes for None).")
+select_op("_npi_expand_dims", np.expand_dims, {"axis": Param(Axis)}, "numpy.expand_dims.", reshape_only=True)
+select_op("_np_squeeze", np.squeeze, {"axis": Param(Axis, None)}, "numpy.squeeze (all size-1 axes for None).",
+          reshape_only=True)
 select_op("_npi_broadcast_to", np.broadcast_to, {"shape": Param(_shape_attr)}, "numpy.broadcast_to (a copy).")
 select_op("_npi_flip", np.flip, {"axis": Param(Axis, None)}, "numpy.flip.")
 select_op("_np_roll", np.roll, {"shift": Param(Axis, None), "axis": Param(Axis, None)}, "numpy.roll.")
@@ -243,6 +251,12 @@ class _Joined(SelectOp):
             t = np.promote_types(t, u)
         return [t]
 
+    def join_axis(self, attrs, ndim: int) -> tuple[int, bool] | None:
+        """(axis of the output, whether it is a new axis) along which the inputs (of `ndim`
+        dims) are laid one after the other, or None if the op is not such a join (a lowering
+        trait: code generators copy each input into its slab)."""
+        return None
+
 
 def _join(fn):
     def forward(self, attrs, *xs):
@@ -258,11 +272,21 @@ def _join(fn):
 
 #: MXNet's parameter is `dim`, which its graphs also spell `axis`
 _DIM_PARAMS = {"num_args": Param(Count, 1), "dim": Param(Literal, None), "axis": Param(Literal, None)}
+def _concat_axis(self, attrs, ndim):
+    axis = next((a for a in (attrs["axis"], attrs["dim"]) if a is not None), 0)
+    return (normalize_axis(self.name, axis, ndim), False) if isinstance(axis, int) and ndim > 0 else None
+
+
+def _stack_axis(self, attrs, ndim):
+    axis = attrs["axis"]
+    return (normalize_axis(self.name, axis, ndim + 1), True) if isinstance(axis, int) else None
+
+
 register_numpy("_npi_concatenate", aliases=("_npi_rnn_param_concat",))(type("NpConcatenate", (_Joined,), {
-    "forward": _join(np.concatenate), "params": _DIM_PARAMS, "axis_key": "dim",
+    "forward": _join(np.concatenate), "params": _DIM_PARAMS, "axis_key": "dim", "join_axis": _concat_axis,
     "__doc__": "numpy.concatenate along `dim` (None joins the flattened arrays)."}))
 register_numpy("_npi_stack")(type("NpStack", (_Joined,), {
-    "forward": _join(np.stack), "__doc__": "numpy.stack."}))
+    "forward": _join(np.stack), "join_axis": _stack_axis, "__doc__": "numpy.stack."}))
 
 
 def _stacker(fn):

@@ -16,8 +16,10 @@ It carries:
   * lowering info — `expr` (elementwise scalar expression) and `inplace` ({output index:
                     input index} that may share a buffer);
   * traits        — facts that passes and both code generators read instead of lists of op
-                    names: `reshape_only`, `gradient_barrier`, `broadcast_only`,
-                    `epilogue_host`, `neutral_scalar`, `inference_rewrite` (see `Op`). Adding a reshape-like op
+                    names: `reshape_only`, `gradient_barrier`, `broadcast_only`, `reduces`,
+                    `epilogue_host`, `neutral_scalar`, `inference_rewrite` (see `Op`); an
+                    `Elementwise` op's `compute_dtype` says per instance in which dtype its
+                    expression gives `compute`'s result. Adding a reshape-like op
                     or a GEMM-like op that hosts fused epilogues is one definition with the
                     trait set; every layer picks it up.
 
@@ -150,6 +152,10 @@ class Op:
     #: Flatten, _copy, ...): code generators copy or alias the buffer, simplification drops the
     #: node when the shape is unchanged and merges chains of them into one Reshape
     reshape_only: ClassVar[bool] = False
+    #: the reduction (codegen/llvm/lower_reduce.py `Reduction.kind`: sum, mean, prod, max, min,
+    #: argmax, argmin) that output 0 is of input 0 over `reduced_axes`: code generators lower
+    #: the op by their reduction kernel
+    reduces: ClassVar[str | None] = None
     #: the identity in value that stops gradients (BlockGrad): kept while a graph is
     #: differentiated (training), removed in inference
     gradient_barrier: ClassVar[bool] = False
@@ -169,6 +175,11 @@ class Op:
     #: input `<node>_<input name>`; for ops without (the unary math ops, Activation) MXNet
     #: names them `<node>_input<i>` (`monitor_input_names`)
     lists_input_names: ClassVar[bool] = True
+
+    def reduced_axes(self, attrs: Mapping, shape: tuple, dtype) -> tuple | None:
+        """For a `reduces` op: the sorted axes reduced for an input of `shape` and `dtype`, or None
+        where this instance is not exactly that reduction (e.g. it has an initial value)."""
+        return None
 
     def inference_rewrite(self, F: "Emitter", attrs: Mapping, inputs: Sequence,
                           in_shapes: Sequence) -> list | None:
@@ -475,6 +486,13 @@ class Elementwise(Op):
 
     def out_dtype(self, attrs: Mapping, in_dtype):
         return in_dtype
+
+    def compute_dtype(self, attrs: Mapping, in_dtypes: Sequence) -> str | None:
+        """The dtype the expression is evaluated in for inputs of `in_dtypes` (inputs convert to
+        it, the result converts to the output dtype when stored); None when no kernel computes
+        this instance exactly as `compute` does (it then runs its reference). Default: the
+        first input's dtype."""
+        return np.dtype(in_dtypes[0]).name if in_dtypes else None
 
     def infer_shape(self, attrs, in_shapes):
         if self.broadcast:

@@ -48,6 +48,8 @@ def _is_candidate(n: Node) -> bool:
     out = n.outputs[0].type
     if not out.shape_known or out.dtype is None or out.dtype == "bool":
         return False
+    if isinstance(n.op, Elementwise) and n.op.compute_dtype(n.attrs, [v.type.dtype for v in n.inputs]) != out.dtype:
+        return False    # the group computes in its members' dtype
     return all(v.type.dtype == out.dtype for v in n.inputs + n.outputs) and \
         all(v.type.shape_known and v.type.shape == out.shape for v in n.outputs)
 

@@ -270,12 +270,24 @@ def test_second_order_gradients_of_unary_functions(fn, second):
     onp.testing.assert_allclose(x.grad.asnumpy(), second(v), rtol=1e-10)
 
 
-def test_second_order_through_an_op_without_one_is_refused():
-    """The gradient op of multiply has no gradient: it is not recorded, and differentiating its
-    result is refused (not a silently wrong zero)."""
+def test_second_order_through_multiply_differentiates_its_expression():
+    """Same-dtype float elementwise ops differentiate their scalar expression, whose gradient
+    nodes are differentiable in turn: d/dx of d/dx sum(x * x) is 2."""
     x = np.array([0.3, 0.7], dtype="float64")
     x.attach_grad()
     with autograd.record():
         (g,) = autograd.grad(np.sum(x * x), [x], create_graph=True)
+    onp.testing.assert_allclose(g.asnumpy(), [0.6, 1.4], rtol=1e-12)
+    g.backward()
+    onp.testing.assert_allclose(x.grad.asnumpy(), [2.0, 2.0], rtol=1e-12)
+
+
+def test_second_order_through_an_op_without_one_is_refused():
+    """The gradient op of copysign has no gradient: it is not recorded, and differentiating its
+    result is refused (not a silently wrong zero)."""
+    x = np.array([0.3, 0.7], dtype="float64")
+    x.attach_grad()
+    with autograd.record():
+        (g,) = autograd.grad(np.sum(np.copysign(x, x)), [x], create_graph=True)
     with pytest.raises(MXNetError, match="not in a recorded graph"):
         g.backward()

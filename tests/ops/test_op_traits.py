@@ -14,7 +14,8 @@ from symjit.ops import OPS, get_op, register
 from symjit.ops.registry import Elementwise, Op
 from symjit.passes.manager import compile_graph
 
-RESHAPE_ONLY = {"Reshape", "reshape_like", "Flatten", "expand_dims", "squeeze", "_copy", "BlockGrad", "_npx_reshape"}
+RESHAPE_ONLY = {"Reshape", "reshape_like", "Flatten", "expand_dims", "squeeze", "_copy", "BlockGrad", "_npx_reshape",
+                "_np_reshape", "_npi_reshape", "_np_squeeze", "_npi_expand_dims"}
 EPILOGUE_HOSTS = {"FullyConnected", "Convolution", "Deconvolution", "dot", "batch_dot",
                   "_backward_FullyConnected_data"}
 

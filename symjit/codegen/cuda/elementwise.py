@@ -82,7 +82,10 @@ def elementwise_spec(node) -> ElementwiseSpec:
     if node.op.name == "_fused_elemwise":
         exprs, compute = tuple(node.attrs["exprs"]), node.attrs["dtype"]
     elif isinstance(node.op, Elementwise):
-        exprs, compute = (node.op.full_expr(node.attrs),), node.inputs[0].type.dtype
+        compute = node.op.compute_dtype(node.attrs, [v.type.dtype for v in node.inputs])
+        if compute is None:
+            raise MXNetError(f"cuda codegen: node {node.name!r} ({node.op.name}): no kernel computes this instance")
+        exprs = (node.op.full_expr(node.attrs),)
     else:
         raise MXNetError(f"cuda codegen: {node.op.name} is not an elementwise op")
     out_shape = tuple(node.outputs[0].type.shape)

@@ -33,7 +33,10 @@ def elementwise_spec(node) -> ElementwiseSpec | None:
     if node.op.name == "_fused_elemwise":
         exprs, compute = tuple(node.attrs["exprs"]), node.attrs["dtype"]
     elif isinstance(node.op, Elementwise):
-        exprs, compute = (node.op.full_expr(node.attrs),), node.inputs[0].type.dtype
+        compute = node.op.compute_dtype(node.attrs, [v.type.dtype for v in node.inputs])
+        if compute is None or compute not in SUPPORTED_DTYPES:
+            return None
+        exprs = (node.op.full_expr(node.attrs),)
     else:
         return None
     out_shape = tuple(node.outputs[0].type.shape)

@@ -42,7 +42,7 @@ from ...ir.target import AVX512_KERNELS
 from ...runtime import native_library
 from .. import blas
 from .elementwise import ElementwiseSpec, emit_elementwise, kernel_name
-from .graph import DirectCall, LoweringContext, register_lowering
+from .graph import TABLE, DirectCall, LoweringContext, register_lowering
 from .target import current_target, is_host
 
 __all__ = ["NativeCall", "emit_native", "bind_native_kernels", "set_native_kernels", "native_kernels_available",
@@ -451,13 +451,35 @@ PLANS = {
 }
 
 
+def plan_gemm_dims(op):
+    """The plan of an op with the `gemm` trait (`op.gemm_dims`: one, possibly batched, GEMM)."""
+    def plan(attrs, ins, outs):
+        dims = op.gemm_dims(attrs, shape_of(ins[0]), shape_of(ins[1]))
+        if dims is None:
+            return None
+        batch, m, n, k, sa, sb, sc = dims
+        if batch * m * n != _size(shape_of(outs[0])):
+            return None
+        return [gemm_call(batch, m, n, k, False, False, sa, sb, sc, 0, ins[0], ins[1], None, outs[0])]
+    return plan
+
+
+def plan_of(op):
+    """The plan lowering `op`: its entry in PLANS, else its `gemm` trait's; None if neither."""
+    plan = PLANS.get(op.name)
+    if plan is None and callable(getattr(op, "gemm_dims", None)):
+        plan = plan_gemm_dims(op)
+    return plan
+
+
+@TABLE.register_trait("gemm")
 def lower_planned(node, ctx: LoweringContext):
-    """Lower a node whose op has a plan in PLANS (float32 only; empty tensors run in Python)."""
+    """Lower a node whose op has a plan (`plan_of`; float32 only; empty tensors run in Python)."""
     if not is_f32(*node.inputs, *node.outputs):
         return None
     if any(_size(shape_of(v)) == 0 for v in list(node.inputs) + list(node.outputs)):
         return None
-    calls = _call_plan(PLANS[node.op.name], node.attrs, list(node.inputs), list(node.outputs), ctx)
+    calls = _call_plan(plan_of(node.op), node.attrs, list(node.inputs), list(node.outputs), ctx)
     if calls is None:
         return None
     return emit_native(ctx, calls)
@@ -476,7 +498,7 @@ def lower_with_epilogue(node, ctx: LoweringContext):
     """A library op (an `epilogue_host`) whose result is transformed in place by its epilogue,
     block by block."""
     a = node.attrs
-    plan = PLANS.get(a["inner"])
+    plan = plan_of(get_op(a["inner"]))
     if plan is None or not get_op(a["inner"]).epilogue_host:
         return None
     k = a["num_inner"]

@@ -29,9 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...base import MXNetError
 from ...ops.reduce import reduction_axes
 from .elementwise import SUPPORTED_DTYPES, convert
-from .graph import LoweringContext, ParallelCall, register_lowering
+from .graph import TABLE, LoweringContext, ParallelCall, register_lowering
 from .lower_loops import GRAIN, KernelWriter, merge_dims, row_strides
 from .vecmath import Val, fabs, isnan, select, sqrt
 
@@ -305,6 +306,22 @@ def lower_arg_reduce(node, ctx: LoweringContext):
         return None
     kind = "argmin" if node.op.name == "argmin" else "argmax"
     return reduction_call(ctx, Reduction(kind, shape, axes, _dt(src), _dt(dst)), src, dst)
+
+
+@TABLE.register_trait("reduces")
+def lower_reduces(node, ctx: LoweringContext):
+    """An op with the `reduces` trait (ops/registry.py): its reduction over `reduced_axes`."""
+    src, dst = node.inputs[0], node.outputs[0]
+    if not _known(src, dst):
+        return None
+    shape = tuple(src.type.shape)
+    try:
+        axes = node.op.reduced_axes(node.attrs, shape, _dt(src))
+    except MXNetError:   # the reference reports bad attributes
+        return None
+    if axes is None:
+        return None
+    return reduction_call(ctx, Reduction(node.op.reduces, shape, tuple(axes), _dt(src), _dt(dst)), src, dst)
 
 
 @register_lowering("_broadcast_backward")

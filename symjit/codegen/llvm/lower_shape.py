@@ -32,7 +32,7 @@ import numpy as np
 from ...ops import scalar as S
 from ...ops.registry import ComputeContext
 from .elementwise import SUPPORTED_DTYPES, ElementwiseSpec, emit_elementwise, kernel_name
-from .graph import LoweringContext, ParallelCall, register_lowering
+from .graph import TABLE, LoweringContext, ParallelCall, register_lowering
 from .lower_loops import GRAIN, KernelWriter, int_type_of_size, llvm_type, row_strides
 
 __all__ = ["copy_call", "fill_call", "fit_affine", "merge_copy_dims", "PROBE_LIMIT"]
@@ -274,6 +274,28 @@ def lower_probed(node, ctx: LoweringContext):
             return None
         calls.append(c)
     return calls
+
+
+@TABLE.register_trait("moves_elements")
+def lower_moves_elements(node, ctx: LoweringContext):
+    """A one-input op with the `moves_elements` trait: strided copies probed from its reference
+    (the map is verified on every element, so only an affine selection compiles)."""
+    if len(node.inputs) != 1:
+        return None
+    return lower_probed(node, ctx)
+
+
+@TABLE.register_trait("joins")
+def lower_joins(node, ctx: LoweringContext):
+    """An op with the `joins` trait (`op.join_axis`): each input copied into its slab."""
+    dst = node.outputs[0]
+    if not _known(*node.inputs, dst) or any(v.type.dtype != dst.type.dtype for v in node.inputs):
+        return None
+    found = node.op.join_axis(node.attrs, len(node.inputs[0].type.shape))
+    if found is None:
+        return None
+    axis, new_axis = found
+    return _join(ctx, node.inputs, dst, axis, new_axis)
 
 
 @register_lowering("transpose")
