@@ -269,7 +269,7 @@ def _split(ary, indices_or_sections, axis, even: bool):
     if isinstance(indices_or_sections, (int, _np.integer)):
         attrs = {"sections": int(indices_or_sections), "axis": axis, "even": even}
     else:
-        attrs = {"indices": tuple(int(i) for i in indices_or_sections), "axis": axis}
+        attrs = {"indices": (0,) + tuple(int(i) for i in indices_or_sections), "axis": axis}
     out = invoke("_npi_split", [a], attrs)
     return list(out) if isinstance(out, (list, tuple)) else [out]
 

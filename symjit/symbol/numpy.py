@@ -478,3 +478,8 @@ def __dir__() -> list:
     from ..ops.registry import list_ops
     generic = {n[len(p):] for n in list_ops() for p in ("_npi_", "_np_") if n.startswith(p)}
     return sorted(set(globals()) | set(_ALIASES) | {n for n in generic if _registered(n)})
+
+
+from . import numpy_more as _more  # noqa: E402 - the rest of NumPy's names, linalg and random
+globals().update({_name: getattr(_more, _name) for _name in _more.__all__})
+__all__ += _more.__all__
