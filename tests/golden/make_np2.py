@@ -6,7 +6,8 @@ tests/golden/make_np2.py`). Writes tests/golden/data/np2_cases.json + np2_cases.
 - each case: an expression over `np` and the inputs named in `inputs`; MXNet's operator names in
   the JSON that mx.sym.np writes for it (inputs as np symbols), and the results of the same
   expression with mx.np on arrays (a list of outputs), in npz keys `<k>_<j>`.
-- random cases: only operator names, output shapes and dtypes."""
+- random cases (mx.sym.np.random and mx.sym.npx.random, `npx` in the expressions): operator
+  names, output shapes and dtypes; for npx.random also MXNet's JSON, to load and run."""
 import json
 import os
 import sys
@@ -52,6 +53,9 @@ CASES = [
 RANDOM = [
     "np.random.normal(0, 1, size=(2, 3))", "np.random.uniform(x, 2.0, size=(5, 3, 4))", "np.random.normal(x, y)",
     "np.random.gamma(2.0, 1.0, size=(4,))", "np.random.exponential(x)", "np.random.randint(0, 5, size=(3,))",
+    "npx.random.normal_n(x, y, batch_shape=(2,))", "npx.random.uniform_n(0, 1, batch_shape=(2, 3))",
+    "npx.random.uniform_n(y, 2.0, batch_shape=5)", "npx.random.bernoulli(prob=w)",
+    "npx.random.bernoulli(logit=0.3, size=(2,))", "npx.random.bernoulli(prob=0.3)",
 ]
 
 
@@ -63,17 +67,21 @@ def _tokens(expr: str) -> list:
     return "".join(c if c.isalnum() or c == "_" else " " for c in expr).split()
 
 
-def op_names(expr: str) -> list:
-    env = {"np": mx.sym.np}
+def symbol_json(expr: str) -> str:
+    env = {"np": mx.sym.np, "npx": mx.sym.npx}
     env.update({n: mx.sym.var(n).as_np_ndarray() for n in names_in(expr)})
     out = eval(expr, env)
     if isinstance(out, (list, tuple)):
         out = mx.sym.Group(list(out))
-    return [n["op"] for n in json.loads(out.tojson())["nodes"] if n["op"] != "null"]
+    return out.tojson()
+
+
+def op_names(expr: str) -> list:
+    return [n["op"] for n in json.loads(symbol_json(expr))["nodes"] if n["op"] != "null"]
 
 
 def eager(expr: str) -> list:
-    env = {"np": mx.np}
+    env = {"np": mx.np, "npx": mx.npx}
     env.update({n: mx.np.array(INPUTS[n], dtype=INPUTS[n].dtype) for n in names_in(expr)})
     out = eval(expr, env)
     return [o.asnumpy() for o in (out if isinstance(out, (list, tuple)) else [out])]
@@ -99,7 +107,8 @@ def main() -> None:
     for expr in RANDOM:
         outs = eager(expr)
         meta["random"].append({"expr": expr, "inputs": names_in(expr), "ops": op_names(expr),
-                               "shape": list(outs[0].shape), "dtype": str(outs[0].dtype)})
+                               "shape": list(outs[0].shape), "dtype": str(outs[0].dtype),
+                               "json": symbol_json(expr) if expr.startswith("npx.") else None})
     onp.savez_compressed(os.path.join(OUT, "np2_cases.npz"), **arrays)
     with open(os.path.join(OUT, "np2_cases.json"), "w") as f:
         json.dump(meta, f, indent=1)

@@ -93,10 +93,47 @@ def test_eager_np_gives_mxnet_results(case):
 
 @pytest.mark.parametrize("case", META["random"], ids=[c["expr"] for c in META["random"]])
 def test_random_symbols_build_mxnet_ops_with_mxnet_shapes(case):
-    out = eval(case["expr"], {"np": mx.sym.np, **_symbols(case["inputs"])})
+    out = eval(case["expr"], {"np": mx.sym.np, "npx": mx.sym.npx, **_symbols(case["inputs"])})
     assert _op_names(out) == case["ops"]
     (value,) = _run(out, case["inputs"])
     assert list(value.shape) == case["shape"] and str(value.dtype) == case["dtype"]
+
+
+NPX_RANDOM = [c for c in META["random"] if c["json"]]
+
+
+@pytest.mark.parametrize("case", NPX_RANDOM, ids=[c["expr"] for c in NPX_RANDOM])
+def test_mxnet_npx_random_json_loads_and_draws(case):
+    sym = mx.sym.load_json(case["json"])
+    (value,) = _run(sym, case["inputs"])
+    assert list(value.shape) == case["shape"] and str(value.dtype) == case["dtype"]
+    if "bernoulli" in case["expr"]:
+        assert set(onp.unique(value)) <= {0.0, 1.0}
+
+
+def test_npx_random_draws_follow_their_parameters():
+    mx.random.seed(3)
+    loc, scale = mx.sym.np.var("loc"), mx.sym.np.var("scale")
+    sym = mx.sym.npx.random.normal_n(loc, scale, batch_shape=(4000,))
+    args = {"loc": mx.nd.array([-2.0, 5.0]), "scale": mx.nd.array([0.5, 2.0])}
+    draws = sym.bind(mx.cpu(), args).forward()[0].asnumpy()
+    assert draws.shape == (4000, 2)
+    onp.testing.assert_allclose(draws.mean(0), [-2.0, 5.0], atol=0.1)
+    onp.testing.assert_allclose(draws.std(0), [0.5, 2.0], rtol=0.05)
+    p = mx.sym.npx.random.bernoulli(prob=mx.sym.np.var("p"), size=(4000, 2))
+    flips = p.bind(mx.cpu(), {"p": mx.nd.array([0.2, 0.9])}).forward()[0].asnumpy()
+    onp.testing.assert_allclose(flips.mean(0), [0.2, 0.9], atol=0.03)
+
+
+def test_mxnet_npx_operator_aliases_load():
+    x = mx.sym.var("x")
+    legacy = mx.sym.softmax(mx.sym.Activation(x, act_type="tanh"), axis=-1)
+    text = legacy.tojson().replace('"Activation"', '"_npx_activation"').replace('"softmax"', '"_npx_softmax"')
+    assert "_npx_activation" in text and "_npx_softmax" in text
+    value = ARRAYS["input_x"]
+    got = mx.sym.load_json(text).bind(mx.cpu(), {"x": mx.nd.array(value)}).forward()[0].asnumpy()
+    e = onp.exp(onp.tanh(value))
+    onp.testing.assert_allclose(got, e / e.sum(-1, keepdims=True), rtol=1e-5)
 
 
 def test_json_round_trip_keeps_the_graph():
