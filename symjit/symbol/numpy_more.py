@@ -11,6 +11,7 @@ import types
 
 import numpy as _onp
 
+from ..numpy._op import position_attrs
 from .symbol import Symbol
 from .numpy import _Symbol, _axis_attr, _check_symbol, _is_number, _op, _shape, reshape
 
@@ -158,12 +159,8 @@ def polyval(p, x) -> _Symbol:
 # ---- insert, delete, resize -------------------------------------------------------------------
 def _positions(obj, axis) -> tuple:
     """(attributes, extra inputs) for the positions `obj` (int, slice or symbol) of delete/insert."""
-    attrs = {"axis": axis, "int_ind": None, "start": None, "stop": None, "step": None}
-    if isinstance(obj, slice):
-        attrs.update(start=obj.start, stop=obj.stop, step=1 if obj.step is None else obj.step)
-        return attrs, []
-    if isinstance(obj, (int, _onp.integer)):
-        attrs["int_ind"] = int(obj)
+    attrs, is_array = position_attrs(obj, axis)
+    if not is_array:
         return attrs, []
     if isinstance(obj, Symbol):
         return attrs, [obj]
