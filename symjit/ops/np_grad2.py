@@ -45,6 +45,25 @@ def _multiply_backward_grad(self, F, attrs, inputs, ograds):
     return [_first(g_dy), g_x1, g_x2, None]
 
 
+def _divide_backward_grad(self, F, attrs, inputs, ograds):
+    """y = x₁/x₂, g₁ = dy/x₂, g₂ = -dy·x₁/x₂² (each summed to its input's shape): d/d dy =
+    (o₁ - o₂·x₁/x₂)/x₂, d/dx₁ = -dy·o₂/x₂², d/dx₂ = dy·(2·o₂·x₁/x₂ - o₁)/x₂²; sums to shape by
+    multiply's gradient op."""
+    dy, x1, x2, y = inputs
+
+    def op(name, *args, **attrs):
+        return _first(F.apply(name, list(args), **attrs))
+    x2_sq = op("_npi_multiply", x2, x2)
+    ratio = op("_npi_true_divide", x1, x2)
+    g_dy = op("_npi_true_divide", op("_npi_subtract", ograds[0], op("_npi_multiply", ograds[1], ratio)), x2)
+    w1 = op("_npi_negative", op("_npi_true_divide", ograds[1], x2_sq))
+    w2 = op("_npi_true_divide", op("_npi_subtract", op("_npi_multiply_scalar", op("_npi_multiply", ograds[1], ratio),
+                                                      scalar=2.0, is_int=False), ograds[0]), x2_sq)
+    g_x1 = F.apply("_backward_npi_multiply", [dy, x1, w1, y])[0]
+    g_x2 = F.apply("_backward_npi_multiply", [dy, w2, x2, y])[1]
+    return [g_dy, g_x1, g_x2, None]
+
+
 #: ops linear in their inputs (the op applied to output gradients is the gradient's gradient)
 LINEAR = ("_np_sum", "_npi_mean", "_npi_add", "_npi_subtract", "_npi_multiply_scalar",
           "_npi_true_divide_scalar")
@@ -58,6 +77,7 @@ def _install() -> None:
     for name in SHIFTED:
         type(get_op(name)).backward_grad = _shifted_backward_grad
     type(get_op("_npi_multiply")).backward_grad = _multiply_backward_grad
+    type(get_op("_npi_true_divide")).backward_grad = _divide_backward_grad
 
 
 _install()

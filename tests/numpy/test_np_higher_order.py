@@ -1,7 +1,7 @@
 """Second- and third-order gradients through np ops (autograd.grad with create_graph=True):
 the gradient of sum(df/dx) against central differences of the first-order gradient, in
 float64. Covers the unary ops (as MXNet 1.9.1) and, beyond MXNet (whose np binary ops and
-reductions refuse it), the linear ops and multiply."""
+reductions refuse it), the linear ops, multiply and divide."""
 import numpy as onp
 import pytest
 
@@ -18,6 +18,8 @@ CASES = {
     "mean(x * x * x)": lambda x, y: np.mean(x * x * x),
     "(x - y) * (x + 2)": lambda x, y: (x - y) * (x + 2),
     "(x * 3 - 1) / 2 * x": lambda x, y: (x * 3 - 1) / 2 * x,
+    "x / y * x": lambda x, y: x / y * x,
+    "y / x + x / (x + 1)": lambda x, y: y / x + x / (x + 1),
     "sin(x) * y": lambda x, y: np.sin(x) * y,
     "exp(x) * x": lambda x, y: np.exp(x) * x,
     "tanh(x)": lambda x, y: np.tanh(x),
