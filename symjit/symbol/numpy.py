@@ -120,9 +120,16 @@ def _op(op_name: str, inputs, attrs=None, hint=None, name=None) -> _Symbol:
     return as_np(create_op_symbol(op_name, list(inputs), dict(attrs or {}), name=name, hint=hint))
 
 
-def var(name, **kwargs) -> _Symbol:
-    """A variable with NumPy semantics."""
-    return as_np(_var(name, **kwargs))
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs) -> _Symbol:
+    """numpy.var of the symbol `a` (operator `_npi_var`, as MXNet's `sym.np.var`); given a
+    name instead, a variable with NumPy semantics (`kwargs` as for `mx.sym.var`)."""
+    if isinstance(a, str):
+        return as_np(_var(a, **({"dtype": dtype} if dtype is not None else {}), **kwargs))
+    _check_symbol("var", a)
+    attrs = {"axis": _axis_attr(axis), "ddof": int(ddof), "keepdims": bool(keepdims)}
+    if dtype is not None:
+        attrs["dtype"] = _onp.dtype(dtype).name
+    return _op("_npi_var", [a], attrs, hint="var")
 
 
 def _is_number(x) -> bool:

@@ -170,3 +170,12 @@ def test_hybridized_block_uses_the_new_names():
     want = xv[:, :2] @ yv[None, :2].T + (xv * xv).sum()
     onp.testing.assert_allclose(eager, want, rtol=1e-5)
     onp.testing.assert_allclose(compiled, want, rtol=1e-5)
+
+
+def test_var_of_a_symbol_is_the_variance_and_of_a_name_a_variable():
+    x = mx.sym.np.var("x")
+    assert x.list_arguments() == ["x"]
+    sym = mx.sym.np.var(x, axis=0, ddof=1, keepdims=True)
+    assert _op_names(sym) == ["_npi_var"]
+    (got,) = _run(sym, ["x"])
+    onp.testing.assert_allclose(got, ARRAYS["input_x"].var(0, ddof=1, keepdims=True), rtol=1e-5)
