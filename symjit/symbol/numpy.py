@@ -179,7 +179,7 @@ def _check_symbol(fn: str, x) -> None:
 _UNARY_NAMES = ("exp", "expm1", "log", "log10", "log2", "log1p", "sqrt", "cbrt", "square", "sin", "cos", "tan",
                 "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "floor",
                 "ceil", "trunc", "rint", "fix", "sign", "negative", "reciprocal", "degrees", "radians",
-                "logical_not", "isnan", "isinf", "isfinite")
+                "logical_not", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "bitwise_not")
 #: NumPy name -> registered unary operator (MXNet 1.9.1's choices)
 _UNARY = {**{n: f"_npi_{n}" for n in _UNARY_NAMES}, "abs": "_npi_absolute", "absolute": "_npi_absolute",
           "copy": "_np_copy", "zeros_like": "zeros_like", "ones_like": "ones_like"}

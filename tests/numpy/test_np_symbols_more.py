@@ -179,3 +179,17 @@ def test_var_of_a_symbol_is_the_variance_and_of_a_name_a_variable():
     assert _op_names(sym) == ["_npi_var"]
     (got,) = _run(sym, ["x"])
     onp.testing.assert_allclose(got, ARRAYS["input_x"].var(0, ddof=1, keepdims=True), rtol=1e-5)
+
+
+def test_unary_tests_and_bitwise_not_take_an_out_argument_as_numpy():
+    a = mx.sym.np.var("a", dtype="int32")
+    f = a.astype("float32") / 0.0
+    sym = mx.sym.Group([mx.sym.np.bitwise_not(a, None), mx.sym.np.isposinf(f, None), mx.sym.np.isneginf(f)])
+    assert {"_npi_bitwise_not", "_npi_isposinf", "_npi_isneginf"} <= set(_op_names(sym))
+    values = onp.array([-1, 0, 3], onp.int32)
+    outs = [o.asnumpy() for o in sym.bind(mx.cpu(), {"a": mx.nd.array(values, dtype="int32")}).forward()]
+    with onp.errstate(divide="ignore", invalid="ignore"):
+        fv = values.astype(onp.float32) / onp.float32(0.0)
+    onp.testing.assert_array_equal(outs[0], onp.invert(values))
+    onp.testing.assert_array_equal(outs[1], onp.isposinf(fv))
+    onp.testing.assert_array_equal(outs[2], onp.isneginf(fv))
