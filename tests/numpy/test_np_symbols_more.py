@@ -193,3 +193,43 @@ def test_unary_tests_and_bitwise_not_take_an_out_argument_as_numpy():
     onp.testing.assert_array_equal(outs[0], onp.invert(values))
     onp.testing.assert_array_equal(outs[1], onp.isposinf(fv))
     onp.testing.assert_array_equal(outs[2], onp.isneginf(fv))
+
+
+GRADIENT_CASES = {
+    "outer": (lambda F, x, y: F.np.outer(x, y), lambda x, y: onp.outer(x, y)),
+    "tensordot axes lists": (lambda F, x, y: F.np.tensordot(x, x, ([0], [0])), lambda x, y: x.T @ x),
+    "tensordot int": (lambda F, x, y: F.np.tensordot(x, y, 1), lambda x, y: x @ y),
+    "inner": (lambda F, x, y: F.np.inner(x, y), lambda x, y: x @ y),
+    "vdot": (lambda F, x, y: F.np.vdot(x, x), lambda x, y: (x * x).sum()),
+    "average": (lambda F, x, y: F.np.average(x, axis=0), lambda x, y: x.mean(0)),
+    "append": (lambda F, x, y: F.np.append(x, x * 2), lambda x, y: onp.append(x, x * 2)),
+    "array_split": (lambda F, x, y: F.np.array_split(x, 2, axis=1)[1] * 3, lambda x, y: onp.array_split(x, 2, 1)[1] * 3),
+}
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+@pytest.mark.parametrize("name", list(GRADIENT_CASES))
+def test_gradients_through_the_new_functions_match_finite_differences(name, hybridize):
+    from symjit import autograd
+    from symjit.gluon import HybridBlock
+    build, ref = GRADIENT_CASES[name]
+
+    class Net(HybridBlock):
+        def hybrid_forward(self, F, x, y):
+            return F.np.sum(build(F, x, y)) + F.np.sum(y) * 0
+
+    net = Net()
+    if hybridize:
+        net.hybridize()
+    xv, yv = ARRAYS["input_x"].astype(onp.float64), ARRAYS["input_y"].astype(onp.float64)
+    x, y = mx.np.array(xv, dtype="float64"), mx.np.array(yv, dtype="float64")
+    x.attach_grad()
+    with autograd.record():
+        out = net(x, y)
+    out.backward()
+    want = onp.zeros_like(xv)
+    for idx in onp.ndindex(xv.shape):
+        step = onp.zeros_like(xv)
+        step[idx] = 1e-6
+        want[idx] = (ref(xv + step, yv).sum() - ref(xv - step, yv).sum()) / 2e-6
+    onp.testing.assert_allclose(x.grad.asnumpy(), want, rtol=1e-6, atol=1e-7)
