@@ -269,7 +269,7 @@ def _split(ary, indices_or_sections, axis, even: bool):
     if isinstance(indices_or_sections, (int, _np.integer)):
         attrs = {"sections": int(indices_or_sections), "axis": axis, "even": even}
     else:
-        attrs = {"indices": tuple(int(i) for i in indices_or_sections), "axis": axis}
+        attrs = {"indices": (0,) + tuple(int(i) for i in indices_or_sections), "axis": axis}
     out = invoke("_npi_split", [a], attrs)
     return list(out) if isinstance(out, (list, tuple)) else [out]
 
@@ -669,14 +669,23 @@ def polyval(p, x):
     return invoke("_npi_polyval", [p, xa])
 
 
-def _positions(obj, axis, ctx):
-    """(attributes, extra inputs) for the positions `obj` of delete/insert, as MXNet passes them."""
+def position_attrs(obj, axis) -> tuple:
+    """(attributes, whether `obj` is an array of positions) for the positions of delete/insert,
+    as MXNet passes them: an int as `int_ind`, a slice as start/stop/step, else an extra input."""
     attrs = {"axis": axis, "int_ind": None, "start": None, "stop": None, "step": None}
     if isinstance(obj, slice):
         attrs.update(start=obj.start, stop=obj.stop, step=1 if obj.step is None else obj.step)
-        return attrs, []
+        return attrs, False
     if isinstance(obj, (int, _np.integer)):
         attrs["int_ind"] = int(obj)
+        return attrs, False
+    return attrs, True
+
+
+def _positions(obj, axis, ctx):
+    """(attributes, extra inputs) for the positions `obj` of delete/insert."""
+    attrs, is_array = position_attrs(obj, axis)
+    if not is_array:
         return attrs, []
     idx = obj if isinstance(obj, NDArray) else array(_np.asarray(obj, _np.int64), dtype="int64", ctx=ctx)
     return attrs, [to_np(idx)]

@@ -23,11 +23,29 @@ def as_np(value):
     return value
 
 
+def reject_legacy(py_name: str, op_name: str, values) -> None:
+    """TypeError (MXNet's message) when any of `values` (lists searched too) is a legacy
+    NDArray: npx's operators take MXNet numpy arrays only, as in MXNet 1.9.1."""
+    for v in values:
+        if isinstance(v, (list, tuple)):
+            reject_legacy(py_name, op_name, v)
+        elif isinstance(v, NDArray) and not isinstance(v, np_ndarray):
+            raise TypeError(
+                f"Operator `{op_name}` registered in backend is known as `{py_name}` in Python. This is a numpy "
+                "operator which can only accept MXNet numpy ndarrays, while received a legacy ndarray. Please "
+                "ensure that you have activated numpy semantics by calling `npx.set_np()` in your code. If you "
+                "still see this error with numpy semantics activated, please call `as_np_ndarray()` upon the "
+                "legacy ndarray to convert it to an MXNet numpy ndarray, and then feed the converted array to "
+                "this operator.")
+
+
 def _npx_function(py_name: str, op_name: str) -> Callable:
     """`npx.<py_name>`: the operator `op_name` with its MXNet argument names, np results."""
     run = _op_function(op_name)
+    npx_name = f"_npx_{py_name}"
 
     def fn(*args, **kwargs):
+        reject_legacy(py_name, npx_name, (*args, *kwargs.values()))
         return as_np(run(*args, **kwargs))
     fn.__name__ = py_name
     fn.__qualname__ = py_name
@@ -45,6 +63,7 @@ def reshape(a, newshape, reverse=False, order="C", out=None):
     -2 copy this dim, -3 skip a dim of size 1, -4 copy the remaining dims, -5 merge two dims,
     -6 split a dim into the next two codes; `reverse` matches codes right to left."""
     _check_array("reshape", "a", a)
+    reject_legacy("reshape", "_npx_reshape", (a,))
     if isinstance(newshape, int):
         newshape = (newshape,)
     return as_np(invoke("_npx_reshape", [a], {"newshape": tuple(newshape), "reverse": reverse,
@@ -54,6 +73,7 @@ def reshape(a, newshape, reverse=False, order="C", out=None):
 def nonzero(a):
     """The indices of the non-zero entries of `a`: an int64 array (N, a.ndim), one row each."""
     _check_array("nonzero", "a", a)
+    reject_legacy("nonzero", "_npx_nonzero", (a,))
     return as_np(invoke("_npx_nonzero", [a], {}))
 
 
@@ -61,6 +81,7 @@ def constraint_check(x, msg="Constraint violated."):
     """True (a 0-d bool array) when every entry of the bool array `x` is true; otherwise
     ValueError carrying `msg`."""
     _check_array("constraint_check", "x", x)
+    reject_legacy("constraint_check", "_npx_constraint_check", (x,))
     return as_np(invoke("_npx_constraint_check", [x], {"msg": msg}))
 
 

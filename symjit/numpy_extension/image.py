@@ -6,7 +6,7 @@ from typing import Callable
 
 from ..ndarray import image as _nd_image
 from ..ops.registry import find_op, list_ops
-from ._op import as_np
+from ._op import as_np, reject_legacy
 
 _PREFIX = "_image_"
 
@@ -15,6 +15,7 @@ def _function(name: str) -> Callable:
     run = getattr(_nd_image, name)
 
     def fn(*args, **kwargs):
+        reject_legacy(name, f"_npx_{_PREFIX}{name}", (*args, *kwargs.values()))
         return as_np(run(*args, **kwargs))
     fn.__name__ = name
     fn.__doc__ = run.__doc__

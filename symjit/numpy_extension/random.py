@@ -7,10 +7,11 @@ import numbers
 
 import numpy as np
 
-from ..base import MXNetValueError
+from ..base import MXNetError, MXNetValueError
 from ..context import current_context
 from ..ndarray import NDArray, invoke
 from ..random import seed as _seed
+from ..numpy.multiarray import ndarray as np_ndarray
 from ._op import as_np
 
 __all__ = ["bernoulli", "normal_n", "uniform_n", "seed"]
@@ -61,9 +62,19 @@ def _ctx_of(*params):
     return next((p.context for p in params if isinstance(p, NDArray)), None)
 
 
+def _reject_legacy(op_name: str, params: dict) -> None:
+    """MXNet's error for a legacy NDArray parameter: not an np array, so read as an attribute."""
+    for key, value in params.items():
+        if isinstance(value, NDArray) and not isinstance(value, np_ndarray):
+            raise MXNetError(f"Invalid Parameter format for {key} expect float or None but value='{value}', "
+                             f"in operator {op_name}")
+
+
 def _sample_n(kind: str, a, b, batch_shape, dtype, ctx):
     """Draws of shape batch_shape + broadcast(a, b) as `a + b * standard` (loc/scale or
     low/(high - low))."""
+    names = ("loc", "scale") if kind == "normal" else ("low", "high")
+    _reject_legacy(f"_npi_{kind}_n", dict(zip(names, (a, b))))
     for p in (a, b):
         if not isinstance(p, (numbers.Number, np.generic, NDArray)):
             raise TypeError(f"npx.random.{kind}_n: parameters must be numbers or arrays, got "
@@ -94,6 +105,7 @@ def bernoulli(prob=None, logit=None, size=None, dtype=None, ctx=None, out=None):
     if (prob is None) == (logit is None):
         raise MXNetValueError("npx.random.bernoulli: Either `prob` or `logit` must be specified, but not both. "
                               f"Received prob={prob}, logit={logit}")
+    _reject_legacy("_npi_bernoulli", {"prob": prob, "logit": logit})
     p = prob
     if logit is not None:
         p = invoke("sigmoid", [logit], {}) if isinstance(logit, NDArray) else float(1.0 / (1.0 + np.exp(-logit)))

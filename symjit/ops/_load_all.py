@@ -8,8 +8,10 @@ import pkgutil
 from pathlib import Path
 
 _PACKAGE = __name__.rsplit(".", 1)[0]
-_INFRASTRUCTURE = {"registry", "attrs", "scalar", "rng", "_load_all"}
+_INFRASTRUCTURE = {"registry", "attrs", "scalar", "rng", "_load_all", "np_aliases"}
 
 for _info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda m: m.name):
     if _info.name not in _INFRASTRUCTURE:
         importlib.import_module(f"{_PACKAGE}.{_info.name}")
+
+importlib.import_module(f"{_PACKAGE}.np_aliases").register_aliases()   # aliases of ops registered above

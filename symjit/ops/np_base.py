@@ -138,6 +138,16 @@ def _probe(shape) -> np.ndarray:
     return np.broadcast_to(np.zeros((), np.float32), tuple(shape))
 
 
+def _regular_probe(shape) -> np.ndarray:
+    """A float32 array of `shape` whose values no shape rule refuses: ones, plus the identity
+    over the last two axes when they are square (so every matrix is symmetric positive
+    definite and weights never sum to zero). For ops that check values, after `_probe` failed."""
+    out = np.ones(tuple(shape), np.float32)
+    if len(shape) >= 2 and shape[-1] == shape[-2]:
+        out += np.eye(shape[-1], dtype=np.float32)
+    return out
+
+
 class NumpyOp(Op):
     """An op defined by a numpy function with NumPy shape semantics (see the module doc)."""
     inputs: ClassVar[tuple] = ("a",)
@@ -180,7 +190,7 @@ class NumpyOp(Op):
         if any(s is None for s in in_shapes):
             return list(in_shapes), [None] * n
         try:
-            outs = self._outputs(attrs, [_probe(s) for s in in_shapes])
+            outs = self._probe_outputs(attrs, in_shapes)
         except MXNetError:
             raise
         except MemoryError:
@@ -189,6 +199,23 @@ class NumpyOp(Op):
         except (ValueError, TypeError, IndexError, np.linalg.LinAlgError) as e:
             raise MXNetError(f"{self.name}: invalid input shapes {[tuple(s) for s in in_shapes]}: {e}") from None
         return list(in_shapes), [tuple(np.shape(o)) for o in outs]
+
+    def _probe_outputs(self, attrs, in_shapes) -> list:
+        """The op's outputs on probe inputs of `in_shapes` (shape inference sees no values or
+        dtypes): zero-stride float32 zeros; when the op refuses those (a singular matrix, zero
+        weights, a float input to an integer op), `_regular_probe` arrays, then int64 zeros."""
+        try:
+            return self._outputs(attrs, [_probe(s) for s in in_shapes])
+        except (MXNetError, ValueError, TypeError, np.linalg.LinAlgError) as err:
+            first = err
+        if any(0 in tuple(s) for s in in_shapes) or int(sum(np.prod(s) for s in in_shapes)) > 1 << 22:
+            raise first
+        for make in (_regular_probe, lambda s: np.zeros(tuple(s), np.int64)):
+            try:
+                return self._outputs(attrs, [make(s) for s in in_shapes])
+            except (MXNetError, ValueError, TypeError, np.linalg.LinAlgError):
+                continue
+        raise first
 
     def infer_type(self, attrs, in_types):
         if any(t is None for t in in_types):

@@ -261,8 +261,8 @@ class _Joined(SelectOp):
 def _join(fn):
     def forward(self, attrs, *xs):
         axis = attrs[self.axis_key]
-        if self.axis_key == "dim":
-            axis = next((a for a in (attrs["axis"], attrs["dim"]) if a is not None), 0)
+        if self.axis_key == "dim":   # `dim` when given, else `axis` (None: the flattened arrays)
+            axis = attrs["dim"] if attrs["dim"] is not None else attrs["axis"]
         try:
             return fn(xs, axis)
         except (ValueError, np.exceptions.AxisError) as e:
@@ -271,9 +271,11 @@ def _join(fn):
 
 
 #: MXNet's parameter is `dim`, which its graphs also spell `axis`
-_DIM_PARAMS = {"num_args": Param(Count, 1), "dim": Param(Literal, None), "axis": Param(Literal, None)}
+_DIM_PARAMS = {"num_args": Param(Count, 1), "dim": Param(Literal, None), "axis": Param(Literal, 0)}
+
+
 def _concat_axis(self, attrs, ndim):
-    axis = next((a for a in (attrs["axis"], attrs["dim"]) if a is not None), 0)
+    axis = attrs["dim"] if attrs["dim"] is not None else attrs["axis"]   # None: flattened inputs
     return (normalize_axis(self.name, axis, ndim), False) if isinstance(axis, int) and ndim > 0 else None
 
 
@@ -307,7 +309,8 @@ for _name, _fn in (("vstack", np.vstack), ("hstack", np.hstack), ("dstack", np.d
 
 @register_numpy("_npi_split")
 class NpSplit(SelectOp):
-    """numpy.split / array_split: `indices` (split points) or `sections` equal parts along `axis`;
+    """numpy.split / array_split: `sections` equal parts along `axis`, or one part per entry of
+    `indices` (the starts of the parts, MXNet's form: numpy's split points after a leading 0);
     `squeeze_axis` drops the split axis (size 1 parts)."""
     params = {"indices": Param(_opt_tuple, ()), "sections": Param(Count, 0), "axis": Param(Int, 0),
               "squeeze_axis": Param(Bool, False), "even": Param(Bool, True)}
@@ -315,7 +318,7 @@ class NpSplit(SelectOp):
     def num_outputs(self, attrs):
         if attrs["sections"] > 0:
             return attrs["sections"]
-        return len(attrs["indices"]) + 1
+        return max(len(attrs["indices"]), 1)
 
     def forward(self, attrs, a):
         axis = normalize_axis(self.name, attrs["axis"], a.ndim)
@@ -325,7 +328,7 @@ class NpSplit(SelectOp):
                                  f"{a.shape[axis]} into {attrs['sections']}")
             parts = np.array_split(a, attrs["sections"], axis)
         else:
-            parts = np.split(a, list(attrs["indices"]), axis)
+            parts = np.split(a, list(attrs["indices"]) or [0], axis)[1:]
         if attrs["squeeze_axis"]:
             parts = [np.squeeze(p, axis) for p in parts]
         return tuple(parts)
@@ -514,6 +517,7 @@ def _atleast(n):
 for _n in (1, 2, 3):
     register_numpy(f"_np_atleast_{_n}d")(type(f"NpAtleast{_n}d", (_Joined,), {
         "params": {"num_args": Param(Count, 1)}, "forward": _atleast(_n),
+        "out_types": lambda self, attrs, in_types: list(in_types),
         "num_outputs": lambda self, attrs: attrs["num_args"], "__doc__": f"numpy.atleast_{_n}d of each input."}))
 
 

@@ -120,9 +120,16 @@ def _op(op_name: str, inputs, attrs=None, hint=None, name=None) -> _Symbol:
     return as_np(create_op_symbol(op_name, list(inputs), dict(attrs or {}), name=name, hint=hint))
 
 
-def var(name, **kwargs) -> _Symbol:
-    """A variable with NumPy semantics."""
-    return as_np(_var(name, **kwargs))
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs) -> _Symbol:
+    """numpy.var of the symbol `a` (operator `_npi_var`, as MXNet's `sym.np.var`); given a
+    name instead, a variable with NumPy semantics (`kwargs` as for `mx.sym.var`)."""
+    if isinstance(a, str):
+        return as_np(_var(a, **({"dtype": dtype} if dtype is not None else {}), **kwargs))
+    _check_symbol("var", a)
+    attrs = {"axis": _axis_attr(axis), "ddof": int(ddof), "keepdims": bool(keepdims)}
+    if dtype is not None:
+        attrs["dtype"] = _onp.dtype(dtype).name
+    return _op("_npi_var", [a], attrs, hint="var")
 
 
 def _is_number(x) -> bool:
@@ -172,7 +179,7 @@ def _check_symbol(fn: str, x) -> None:
 _UNARY_NAMES = ("exp", "expm1", "log", "log10", "log2", "log1p", "sqrt", "cbrt", "square", "sin", "cos", "tan",
                 "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "floor",
                 "ceil", "trunc", "rint", "fix", "sign", "negative", "reciprocal", "degrees", "radians",
-                "logical_not", "isnan", "isinf", "isfinite")
+                "logical_not", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "bitwise_not")
 #: NumPy name -> registered unary operator (MXNet 1.9.1's choices)
 _UNARY = {**{n: f"_npi_{n}" for n in _UNARY_NAMES}, "abs": "_npi_absolute", "absolute": "_npi_absolute",
           "copy": "_np_copy", "zeros_like": "zeros_like", "ones_like": "ones_like"}
@@ -478,3 +485,8 @@ def __dir__() -> list:
     from ..ops.registry import list_ops
     generic = {n[len(p):] for n in list_ops() for p in ("_npi_", "_np_") if n.startswith(p)}
     return sorted(set(globals()) | set(_ALIASES) | {n for n in generic if _registered(n)})
+
+
+from . import numpy_more as _more  # noqa: E402 - the rest of NumPy's names, linalg and random
+globals().update({_name: getattr(_more, _name) for _name in _more.__all__})
+__all__ += _more.__all__

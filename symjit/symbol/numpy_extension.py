@@ -3,7 +3,6 @@ in a `hybrid_forward` traced under `npx.set_np()`. Each builds the registered op
 `mx.npx` runs on arrays (`numpy_extension.names.NPX_OPS`) and returns a `_Symbol`."""
 from __future__ import annotations
 
-import math
 from typing import Callable
 
 from ..numpy_extension.names import NPX_OPS
@@ -69,52 +68,49 @@ image = _ImageNamespace()
 
 
 class _RandomNamespace:
-    """`mx.sym.npx.random`: bernoulli, normal_n and uniform_n on symbols. Parameters are
-    numbers (the draws then have shape `batch_shape` / `size`) or symbols (draws of the
-    parameters' broadcast shape; a batch shape on top needs static shapes symbols lack, so it
-    is refused)."""
+    """`mx.sym.npx.random`: bernoulli, normal_n and uniform_n on symbols, as the operators MXNet
+    1.9.1 writes (`_npi_normal_n`, `_npi_uniform_n`, `_npi_bernoulli`). Parameters are numbers
+    (attributes) or symbols (inputs); the draws have shape `batch_shape` + the parameters'
+    broadcast shape (`size` for bernoulli)."""
     __name__ = "symjit.symbol.numpy_extension.random"
 
     @staticmethod
-    def _shape(shape) -> tuple:
+    def _shape(shape):
         if shape is None:
-            return ()
+            return None
         return (int(shape),) if isinstance(shape, int) else tuple(int(d) for d in shape)
 
-    def _draws(self, kind: str, params: tuple, shape, dtype) -> _Symbol:
-        """Standard draws ('uniform' on [0, 1) or 'normal'): of `shape` for number parameters,
-        of the parameters' broadcast shape for symbol ones."""
-        symbols = [p for p in params if isinstance(p, Symbol)]
-        if not symbols:
-            return _op(f"_random_{kind}", [], {"shape": self._shape(shape), "dtype": dtype or "float32"},
-                       hint=f"{kind}_n")
-        if self._shape(shape):
-            raise NotImplementedError(f"sym.npx.random: a batch shape with symbol parameters is not "
-                                      f"supported (got {shape}); draw with number parameters instead")
-        base = symbols[0].as_np_ndarray() * 0.0
-        for p in symbols[1:]:
-            base = base + p.as_np_ndarray() * 0.0
-        return _op(f"_random_{kind}_like", [base], {}, hint=f"{kind}_n")
+    def _sample_n(self, op_name: str, names: tuple, params: tuple, batch_shape, dtype) -> _Symbol:
+        attrs = {"size": self._shape(batch_shape), "dtype": dtype or "float32"}
+        inputs = []
+        for name, p in zip(names, params):
+            if isinstance(p, Symbol):
+                inputs.append(p)
+                attrs[name] = None
+            else:
+                attrs[name] = float(p)
+        return _op(op_name, inputs, attrs, hint=op_name[len("_npi_"):])
 
     def uniform_n(self, low=0.0, high=1.0, batch_shape=None, dtype=None, ctx=None) -> _Symbol:
         """Uniform draws on [low, high)."""
-        z = self._draws("uniform", (low, high), batch_shape, dtype)
-        return z * (high - low) + low
+        return self._sample_n("_npi_uniform_n", ("low", "high"), (low, high), batch_shape, dtype)
 
     def normal_n(self, loc=0.0, scale=1.0, batch_shape=None, dtype=None, ctx=None) -> _Symbol:
         """Normal draws with mean `loc` and standard deviation `scale`."""
-        z = self._draws("normal", (loc, scale), batch_shape, dtype)
-        return z * scale + loc
+        return self._sample_n("_npi_normal_n", ("loc", "scale"), (loc, scale), batch_shape, dtype)
 
     def bernoulli(self, prob=None, logit=None, size=None, dtype=None, ctx=None) -> _Symbol:
         """0/1 draws that are 1 with probability `prob` (or sigmoid(`logit`))."""
         if (prob is None) == (logit is None):
             raise ValueError("sym.npx.random.bernoulli: Either `prob` or `logit` must be specified, but not both.")
-        if logit is not None:
-            prob = _op("sigmoid", [logit], hint="sigmoid") if isinstance(logit, Symbol) else \
-                1.0 / (1.0 + math.exp(-logit))
-        u = self._draws("uniform", (prob,), size, None)
-        return (u < prob).astype(dtype or "float32")
+        is_logit = logit is not None
+        value = logit if is_logit else prob
+        attrs = {"prob": None, "logit": None, "is_logit": is_logit, "size": self._shape(size),
+                 "dtype": dtype or "float32"}
+        if isinstance(value, Symbol):
+            return _op("_npi_bernoulli", [value], attrs, hint="bernoulli")
+        attrs["logit" if is_logit else "prob"] = float(value)
+        return _op("_npi_bernoulli", [], attrs, hint="bernoulli")
 
     def __dir__(self):
         return ["bernoulli", "normal_n", "uniform_n"]

@@ -213,8 +213,8 @@ def test_symbol_random_and_image():
     assert n.shape == (4000,) and abs(n.mean() - 3.0) < 0.05 and abs(n.std() - 0.5) < 0.05
     b = R.bernoulli(prob=0.25, size=(4000,)).eval()[0].asnumpy()
     assert set(onp.unique(b)) <= {0.0, 1.0} and abs(b.mean() - 0.25) < 0.03
-    with pytest.raises(NotImplementedError, match="batch shape"):
-        R.normal_n(loc, 1.0, batch_shape=(2,))
+    batched = R.normal_n(loc, 1.0, batch_shape=(2,)).eval(loc=mx.nd.array(onp.zeros(3)))[0]
+    assert batched.shape == (2, 3)
     img = mx.sym.np.var("img")
     t = mx.sym.npx.image.to_tensor(img)
     assert isinstance(t, mx.sym.np._Symbol)
