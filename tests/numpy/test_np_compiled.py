@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "codegen"))
-from lowering_util import compile_and_run, one_node_graph  # noqa: E402
+from lowering_util import assert_close, compile_and_run, one_node_graph  # noqa: E402
 
 from symjit.codegen.llvm.executable import compile_planned  # noqa: E402
 from symjit.ir import GraphBuilder, TensorType, run  # noqa: E402
@@ -38,14 +38,9 @@ def _data(rng, shape, dtype):
 
 
 def _assert_same(got, want, rtol=None, atol=None):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    if want.dtype.kind in "iub":
-        np.testing.assert_array_equal(got, want)
-    else:
-        r, a = TOL.get(want.dtype.name, (1e-3, 1e-3))
-        np.testing.assert_allclose(got, want, rtol=rtol or r, atol=atol or a, equal_nan=True)
+    """Same dtype and shape; integers and bools exactly, floats within `TOL` of their dtype."""
+    r, a = TOL.get(np.asarray(want).dtype.name, (1e-3, 1e-3))
+    assert_close(got, want, rtol or r, atol or a)
 
 
 def _np_elementwise_ops() -> list[str]:
