@@ -463,3 +463,23 @@ def test_cast_compiles_except_float_to_unsigned_and_float16(src, dst):
     outs, ref, cg, _, _ = compile_and_run(one_node_graph("_npi_cast", [("x", (20,), src)], {"dtype": dst}), {"x": x})
     assert cg.native == (dst != "float16" and not (src.startswith("float") and dst == "uint8"))
     _assert_same(outs[0], ref[0])
+
+
+def test_np_concatenate_at_batch_1_is_written_in_place():
+    """numpy's concatenate takes part in concatenation in place like Concat: its parts'
+    producers write their slabs of the output (no copy), with the interpreter's result."""
+    b = GraphBuilder(name="cat")
+    x = b.add_input("x", TensorType((1, 32), "float32"))
+    (p,) = b.add_node("_npi_exp", [x], {})
+    (q,) = b.add_node("_np_dot", [x, b.add_input("w", TensorType((32, 32), "float32"))], {})
+    (c,) = b.add_node("_npi_concatenate", [p, q], {"num_args": 2, "axis": 1})
+    (y,) = b.add_node("_np_sum", [c], {"axis": 1})
+    g = b.build([y])
+    opt, _ = compile_graph(g, "inference")
+    assert sorted(v.name for v in opt.annotations["concat_aliases"]) == sorted(v.name for v in opt.nodes[-2].inputs)
+    rng = np.random.default_rng(14)
+    feeds = {"x": rng.standard_normal((1, 32)).astype(np.float32),
+             "w": rng.standard_normal((32, 32)).astype(np.float32)}
+    outs, ref, cg, _, _ = compile_and_run(g, feeds)
+    assert cg.native
+    _assert_same(outs[0], ref[0], 1e-5, 1e-5)
