@@ -1,6 +1,6 @@
 """Concatenation written in place by its producers.
 
-Where a Concat's parts are contiguous slabs of its output (every dimension before the axis is
+Where a Concat's (or numpy's concatenate's, `concat_axis`) parts are contiguous slabs of its output (every dimension before the axis is
 1, e.g. channels at batch 1) and the output and the parts are arena values (not graph inputs,
 constants or outputs) outside in-place pairs, each part can live at its slab inside the
 output's buffer: the producers then write the concatenation and its copies are no-ops, which
@@ -25,6 +25,19 @@ from .inplace import nbytes
 from .memory_plan import intermediates
 
 
+def concat_axis(n) -> int | None:
+    """The axis along which node `n` concatenates its inputs into its one output (Concat, or an
+    op whose `join_axis` joins along an existing axis, as numpy's concatenate), else None."""
+    if len(n.outputs) != 1 or not n.outputs[0].type.shape_known:
+        return None
+    ndim = len(n.outputs[0].type.shape)
+    if n.op.name in ("Concat", "concat"):
+        return n.attrs["dim"] % ndim
+    join = getattr(n.op, "join_axis", None)
+    found = join(n.attrs, ndim) if callable(join) else None
+    return found[0] if found is not None and not found[1] else None
+
+
 def concat_aliases(g: Graph, values: list, inplace: dict, alignment: int = 64) -> dict:
     """{part Value: (concat output Value, byte offset)} for the concatenations written in place
     (module docstring): the output and every part are in `values` (the arena's), none is in an
@@ -34,11 +47,11 @@ def concat_aliases(g: Graph, values: list, inplace: dict, alignment: int = 64) -
     paired = set(inplace) | set(inplace.values())
     alias: dict = {}
     for n in g.nodes:
-        if n.op.name not in ("Concat", "concat") or len(n.outputs) != 1:
+        axis = concat_axis(n)
+        if axis is None:
             continue
         y = n.outputs[0]
         shape = tuple(y.type.shape)
-        axis = n.attrs["dim"] % len(shape)
         parts = list(n.inputs)
         if (y not in member or y in paired or int(np.prod(shape[:axis], dtype=np.int64)) != 1
                 or len(set(parts)) != len(parts)

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "codegen"))
-from lowering_util import compile_and_run, one_node_graph  # noqa: E402
+from lowering_util import assert_close, compile_and_run, one_node_graph  # noqa: E402
 
 from symjit.codegen.llvm.executable import compile_planned  # noqa: E402
 from symjit.ir import GraphBuilder, TensorType, run  # noqa: E402
@@ -38,14 +38,9 @@ def _data(rng, shape, dtype):
 
 
 def _assert_same(got, want, rtol=None, atol=None):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    if want.dtype.kind in "iub":
-        np.testing.assert_array_equal(got, want)
-    else:
-        r, a = TOL.get(want.dtype.name, (1e-3, 1e-3))
-        np.testing.assert_allclose(got, want, rtol=rtol or r, atol=atol or a, equal_nan=True)
+    """Same dtype and shape; integers and bools exactly, floats within `TOL` of their dtype."""
+    r, a = TOL.get(np.asarray(want).dtype.name, (1e-3, 1e-3))
+    assert_close(got, want, rtol or r, atol or a)
 
 
 def _np_elementwise_ops() -> list[str]:
@@ -468,3 +463,23 @@ def test_cast_compiles_except_float_to_unsigned_and_float16(src, dst):
     outs, ref, cg, _, _ = compile_and_run(one_node_graph("_npi_cast", [("x", (20,), src)], {"dtype": dst}), {"x": x})
     assert cg.native == (dst != "float16" and not (src.startswith("float") and dst == "uint8"))
     _assert_same(outs[0], ref[0])
+
+
+def test_np_concatenate_at_batch_1_is_written_in_place():
+    """numpy's concatenate takes part in concatenation in place like Concat: its parts'
+    producers write their slabs of the output (no copy), with the interpreter's result."""
+    b = GraphBuilder(name="cat")
+    x = b.add_input("x", TensorType((1, 32), "float32"))
+    (p,) = b.add_node("_npi_exp", [x], {})
+    (q,) = b.add_node("_np_dot", [x, b.add_input("w", TensorType((32, 32), "float32"))], {})
+    (c,) = b.add_node("_npi_concatenate", [p, q], {"num_args": 2, "axis": 1})
+    (y,) = b.add_node("_np_sum", [c], {"axis": 1})
+    g = b.build([y])
+    opt, _ = compile_graph(g, "inference")
+    assert sorted(v.name for v in opt.annotations["concat_aliases"]) == sorted(v.name for v in opt.nodes[-2].inputs)
+    rng = np.random.default_rng(14)
+    feeds = {"x": rng.standard_normal((1, 32)).astype(np.float32),
+             "w": rng.standard_normal((32, 32)).astype(np.float32)}
+    outs, ref, cg, _, _ = compile_and_run(g, feeds)
+    assert cg.native
+    _assert_same(outs[0], ref[0], 1e-5, 1e-5)
