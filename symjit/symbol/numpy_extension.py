@@ -112,8 +112,14 @@ class _RandomNamespace:
         attrs["logit" if is_logit else "prob"] = float(value)
         return _op("_npi_bernoulli", [], attrs, hint="bernoulli")
 
+    @staticmethod
+    def current_context():
+        """The current default context (MXNet's module exposes it here too)."""
+        from ..context import current_context
+        return current_context()
+
     def __dir__(self):
-        return ["bernoulli", "normal_n", "uniform_n"]
+        return ["bernoulli", "current_context", "normal_n", "uniform_n"]
 
 
 random = _RandomNamespace()

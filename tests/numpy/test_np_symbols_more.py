@@ -151,6 +151,7 @@ def test_namespaces_list_numpy_names():
         assert callable(getattr(mx.sym.np.linalg, name))
     for name in ("normal", "uniform", "gamma", "randint", "exponential"):
         assert callable(getattr(mx.sym.np.random, name))
+    assert mx.sym.npx.random.current_context() == mx.current_context()
 
 
 def test_hybridized_block_uses_the_new_names():
