@@ -22,7 +22,7 @@ import numpy as np
 
 from ..base import MXNetError
 from .attrs import abbreviate, parse_literal
-from .registry import Elementwise, Op, register
+from .registry import Elementwise, Op, forward_shapes, merge_shape, register
 
 __all__ = ["NumpyOp", "NumpyElementwise", "register_numpy",
            "Literal", "Axis", "promote_mixed", "promote_divide", "quiet_numpy",
@@ -283,8 +283,15 @@ class NumpyBackward(Op):
         return self._counts(attrs)[0]
 
     def infer_shape(self, attrs, in_shapes):
+        """The forward inputs' shapes, checked against the forward op: the output gradients and
+        the outputs must have the shapes the forward op gives those inputs (MXNetError naming
+        this op otherwise, never a broadcast gradient written into a smaller input)."""
         n_in, n_out = self._counts(attrs)
-        return list(in_shapes), list(in_shapes[n_out:n_out + n_in])
+        ograds = {k: in_shapes[k] for k in range(n_out)}
+        xs, merged = forward_shapes(self.name, self.fwd.name, attrs, in_shapes[n_out:n_out + n_in], ograds)
+        outs = [merge_shape(self.name, f"input 'out{k}'", in_shapes[n_out + n_in + k], merged[k])
+                for k in range(n_out)]
+        return [merged[k] for k in range(n_out)] + list(xs) + outs, list(xs)
 
     def infer_type(self, attrs, in_types):
         n_in, n_out = self._counts(attrs)

@@ -291,3 +291,15 @@ def test_second_order_through_an_op_without_one_is_refused():
         (g,) = autograd.grad(np.sum(np.copysign(x, x)), [x], create_graph=True)
     with pytest.raises(MXNetError, match="not in a recorded graph"):
         g.backward()
+
+
+def test_np_gradient_op_checks_shapes_against_its_forward_op():
+    """A `_backward_npi_*` op accepts only the shapes its forward op could have produced: a
+    head gradient larger than the input is refused by name, not broadcast into the input."""
+    sym = mx.sym
+    g, x, y = sym.var("g"), sym.var("x"), sym.var("y")
+    bad = sym._internal._backward_npi_radians(g, x, y)
+    with pytest.raises(MXNetError, match="_backward_npi_radians"):
+        bad.infer_shape(g=(16, 4, 4), x=(1, 4, 1), y=(1, 1, 4))
+    good = bad.infer_shape(g=(2, 3), x=(2, 3), y=(2, 3))
+    assert good[1] == [(2, 3)]
