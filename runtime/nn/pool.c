@@ -259,6 +259,63 @@ static void pool_max2d_task(int64_t begin, int64_t end, void **argv) {
 #endif
 }
 
+/* 2-D average / sum pooling with stride 1 (Inception's 3x3 pad-1 branch pools): separable --
+ * each input row's horizontal window sums once (scratch), then each output row the sum of the
+ * KH rows its window covers -- so a KH x KW window costs KH + KW adds per output instead of
+ * KH * KW, and avg divides by the product of the row and column window sizes (the same float
+ * as pool_divisor's), computed once per output row and column. Sums in another order than
+ * pool_fwd_task (within float rounding of it). */
+static inline int pool_is_sum2d_s1(const symjit_pool_desc *d) {
+    const int64_t *in = d->in_size, *out = d->out_size, *k = d->kernel, *s = d->stride, *p = d->pad;
+    return (d->type == SYMJIT_POOL_AVG || d->type == SYMJIT_POOL_SUM) && in[0] == 1 && out[0] == 1 && k[0] == 1 &&
+           p[0] == 0 && s[1] == 1 && s[2] == 1 && k[1] <= 64 && k[2] <= 64;
+}
+
+/* the window size of output o along a dimension of `in` inputs, kernel k, padding p, stride 1:
+ * clipped to [o - p, min(o - p + k, in + p)), and to the input without count_include_pad */
+static float pool_window_size(int64_t o, int64_t in, int64_t k, int64_t p, int64_t include_pad) {
+    const int64_t st = o - p, en = imin(st + k, in + p);
+    return (float)(include_pad ? en - st : imin(en, in) - imax(st, 0));
+}
+
+NN_CLONES
+static void pool_sum2d_s1_task(int64_t begin, int64_t end, void **argv) {
+    pool_job *job = (pool_job *)argv[0];
+    const symjit_pool_desc *d = job->d;
+    const int64_t H = d->in_size[1], W = d->in_size[2], OH = d->out_size[1], OW = d->out_size[2],
+                  KH = d->kernel[1], KW = d->kernel[2], ph = d->pad[1], pw = d->pad[2];
+    float *rows = scratch(0, (size_t)(H * OW + OH + OW));
+    if (!rows) return;
+    float *div_h = rows + H * OW, *div_w = div_h + OH;
+    for (int64_t oh = 0; oh < OH; oh++) div_h[oh] = pool_window_size(oh, H, KH, ph, d->count_include_pad);
+    for (int64_t ow = 0; ow < OW; ow++) div_w[ow] = pool_window_size(ow, W, KW, pw, d->count_include_pad);
+    for (int64_t t = begin; t < end; t++) {
+        const float *xp = job->x + t * H * W;
+        float *yp = job->out + t * OH * OW;
+        for (int64_t ih = 0; ih < H; ih++) {
+            const float *xr = xp + ih * W;
+            float *hr = rows + ih * OW;
+            for (int64_t ow = 0; ow < OW; ow++) hr[ow] = 0.0f;
+            for (int64_t kw = 0; kw < KW; kw++) {
+                const int64_t off = kw - pw, l = imin(imax(-off, 0), OW), h = imin(imax(W - off, l), OW);
+                for (int64_t ow = l; ow < h; ow++) hr[ow] += xr[ow + off];
+            }
+        }
+        for (int64_t oh = 0; oh < OH; oh++) {
+            float *yr = yp + oh * OW;
+            for (int64_t ow = 0; ow < OW; ow++) yr[ow] = 0.0f;
+            for (int64_t ih = imax(oh - ph, 0); ih < imin(oh - ph + KH, H); ih++) {
+                const float *hr = rows + ih * OW;
+                for (int64_t ow = 0; ow < OW; ow++) yr[ow] += hr[ow];
+            }
+            if (d->type == SYMJIT_POOL_AVG) {
+                const float dh = div_h[oh];
+                for (int64_t ow = 0; ow < OW; ow++) yr[ow] = yr[ow] / (dh * div_w[ow]);
+            }
+        }
+    }
+}
+
 NN_API void symjit_nn_pool(const symjit_pool_desc *d, const float *x, float *y) {
     pool_job job = {d, x, NULL, NULL, y};
     void *argv[1] = {&job};
@@ -273,6 +330,8 @@ NN_API void symjit_nn_pool(const symjit_pool_desc *d, const float *x, float *y) 
     } else if (native_on() && pool_is_2x2_inside(d)) {
         symjit_parallel_for(pool_max2x2_task, d->planes, imax(1, 16384 / imax(in[1] * in[2], 1)), argv);
 #endif
+    } else if (native_on() && pool_is_sum2d_s1(d)) {
+        symjit_parallel_for(pool_sum2d_s1_task, d->planes, imax(1, 16384 / imax(in[1] * in[2] * (k[1] + k[2]), 1)), argv);
     } else if (native_on() && d->type == SYMJIT_POOL_MAX && in[0] == 1 && out[0] == 1 && k[0] == 1 &&
                k[1] * k[2] <= 64 && s[1] * s[2] <= 16) {
         int64_t plane = (out[1] + (k[1] - 1) / s[1]) * (out[2] + (k[2] - 1) / s[2]) * s[1] * s[2];
