@@ -293,8 +293,8 @@ static void pool_sum2d_s1_task(int64_t begin, int64_t end, void **argv) {
         const float *xp = job->x + t * H * W;
         float *yp = job->out + t * OH * OW;
         for (int64_t ih = 0; ih < H; ih++) {
-            const float *xr = xp + ih * W;
-            float *hr = rows + ih * OW;
+            const float *restrict xr = xp + ih * W;
+            float *restrict hr = rows + ih * OW;
             for (int64_t ow = 0; ow < OW; ow++) hr[ow] = 0.0f;
             for (int64_t kw = 0; kw < KW; kw++) {
                 const int64_t off = kw - pw, l = imin(imax(-off, 0), OW), h = imin(imax(W - off, l), OW);
@@ -302,10 +302,10 @@ static void pool_sum2d_s1_task(int64_t begin, int64_t end, void **argv) {
             }
         }
         for (int64_t oh = 0; oh < OH; oh++) {
-            float *yr = yp + oh * OW;
+            float *restrict yr = yp + oh * OW;
             for (int64_t ow = 0; ow < OW; ow++) yr[ow] = 0.0f;
             for (int64_t ih = imax(oh - ph, 0); ih < imin(oh - ph + KH, H); ih++) {
-                const float *hr = rows + ih * OW;
+                const float *restrict hr = rows + ih * OW;
                 for (int64_t ow = 0; ow < OW; ow++) yr[ow] += hr[ow];
             }
             if (d->type == SYMJIT_POOL_AVG) {
@@ -331,7 +331,7 @@ NN_API void symjit_nn_pool(const symjit_pool_desc *d, const float *x, float *y) 
         symjit_parallel_for(pool_max2x2_task, d->planes, imax(1, 16384 / imax(in[1] * in[2], 1)), argv);
 #endif
     } else if (native_on() && pool_is_sum2d_s1(d)) {
-        symjit_parallel_for(pool_sum2d_s1_task, d->planes, imax(1, 16384 / imax(in[1] * in[2] * (k[1] + k[2]), 1)), argv);
+        symjit_parallel_for(pool_sum2d_s1_task, d->planes, imax(1, 65536 / imax(in[1] * in[2] * (k[1] + k[2]), 1)), argv);
     } else if (native_on() && d->type == SYMJIT_POOL_MAX && in[0] == 1 && out[0] == 1 && k[0] == 1 &&
                k[1] * k[2] <= 64 && s[1] * s[2] <= 16) {
         int64_t plane = (out[1] + (k[1] - 1) / s[1]) * (out[2] + (k[2] - 1) / s[2]) * s[1] * s[2];
