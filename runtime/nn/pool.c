@@ -259,12 +259,15 @@ static void pool_max2d_task(int64_t begin, int64_t end, void **argv) {
 #endif
 }
 
-/* 2-D average / sum pooling with stride 1 (Inception's 3x3 pad-1 branch pools): separable --
- * each input row's horizontal window sums once (scratch), then each output row the sum of the
- * KH rows its window covers -- so a KH x KW window costs KH + KW adds per output instead of
- * KH * KW, and avg divides by the product of the row and column window sizes (the same float
- * as pool_divisor's), computed once per output row and column. Sums in another order than
- * pool_fwd_task (within float rounding of it). */
+/* 2-D average / sum pooling with stride 1 (Inception's 3x3 pad-1 branch pools): separable, on
+ * each plane copied into a zero-padded scratch plane P of (OH + KH - 1) x (OW + KW - 1) (rows and
+ * columns past the input are 0, which adds nothing): the horizontal window sums of P as KW
+ * shifted adds over the whole flat plane, then the vertical sums as KH shifted adds of those at
+ * multiples of P's row length, then each output row copied out (avg: divided by the product of
+ * its row and column window sizes, the same float as pool_divisor's). A KH x KW window costs
+ * KH + KW adds per output instead of KH * KW, and every loop but the copies runs over the whole
+ * plane (small planes such as 8x8 pay no per-row loop overhead). The valid taps are summed in
+ * another order than pool_fwd_task's (within float rounding of it). */
 static inline int pool_is_sum2d_s1(const symjit_pool_desc *d) {
     const int64_t *in = d->in_size, *out = d->out_size, *k = d->kernel, *s = d->stride, *p = d->pad;
     return (d->type == SYMJIT_POOL_AVG || d->type == SYMJIT_POOL_SUM) && in[0] == 1 && out[0] == 1 && k[0] == 1 &&
@@ -284,33 +287,42 @@ static void pool_sum2d_s1_task(int64_t begin, int64_t end, void **argv) {
     const symjit_pool_desc *d = job->d;
     const int64_t H = d->in_size[1], W = d->in_size[2], OH = d->out_size[1], OW = d->out_size[2],
                   KH = d->kernel[1], KW = d->kernel[2], ph = d->pad[1], pw = d->pad[2];
-    float *rows = scratch(0, (size_t)(H * OW + OH + OW));
-    if (!rows) return;
-    float *div_h = rows + H * OW, *div_w = div_h + OH;
+    const int64_t Hp = OH + KH - 1, Wp = OW + KW - 1, np_ = Hp * Wp, nh = np_ - (KW - 1), nv = imax((OH - 1) * Wp + OW, 0);
+    /* inside P's row, the input's columns [c0, c1) (input column c - pw) */
+    const int64_t c0 = imin(pw, Wp), c1 = imin(pw + W, Wp);
+    float *buf = scratch(0, (size_t)(np_ + np_ + nv + OH + OW));
+    if (!buf) return;
+    float *restrict P = buf, *restrict hs = P + np_, *restrict vs = hs + np_, *div_h = vs + nv, *div_w = div_h + OH;
     for (int64_t oh = 0; oh < OH; oh++) div_h[oh] = pool_window_size(oh, H, KH, ph, d->count_include_pad);
     for (int64_t ow = 0; ow < OW; ow++) div_w[ow] = pool_window_size(ow, W, KW, pw, d->count_include_pad);
     for (int64_t t = begin; t < end; t++) {
         const float *xp = job->x + t * H * W;
         float *yp = job->out + t * OH * OW;
-        for (int64_t ih = 0; ih < H; ih++) {
-            const float *restrict xr = xp + ih * W;
-            float *restrict hr = rows + ih * OW;
-            for (int64_t ow = 0; ow < OW; ow++) hr[ow] = 0.0f;
-            for (int64_t kw = 0; kw < KW; kw++) {
-                const int64_t off = kw - pw, l = imin(imax(-off, 0), OW), h = imin(imax(W - off, l), OW);
-                for (int64_t ow = l; ow < h; ow++) hr[ow] += xr[ow + off];
+        for (int64_t r = 0; r < Hp; r++) {
+            const int64_t ih = r - ph;
+            float *pr = P + r * Wp;
+            if (ih < 0 || ih >= H || c1 <= c0) {
+                memset(pr, 0, (size_t)Wp * sizeof(float));
+                continue;
             }
+            memset(pr, 0, (size_t)c0 * sizeof(float));
+            memcpy(pr + c0, xp + ih * W, (size_t)(c1 - c0) * sizeof(float));
+            memset(pr + c1, 0, (size_t)(Wp - c1) * sizeof(float));
         }
+        for (int64_t i = 0; i < nh; i++) hs[i] = P[i];
+        for (int64_t kw = 1; kw < KW; kw++)
+            for (int64_t i = 0; i < nh; i++) hs[i] += P[i + kw];
+        for (int64_t i = 0; i < nv; i++) vs[i] = hs[i];
+        for (int64_t kh = 1; kh < KH; kh++)
+            for (int64_t i = 0; i < nv; i++) vs[i] += hs[i + kh * Wp];
         for (int64_t oh = 0; oh < OH; oh++) {
             float *restrict yr = yp + oh * OW;
-            for (int64_t ow = 0; ow < OW; ow++) yr[ow] = 0.0f;
-            for (int64_t ih = imax(oh - ph, 0); ih < imin(oh - ph + KH, H); ih++) {
-                const float *restrict hr = rows + ih * OW;
-                for (int64_t ow = 0; ow < OW; ow++) yr[ow] += hr[ow];
-            }
+            const float *restrict vr = vs + oh * Wp;
             if (d->type == SYMJIT_POOL_AVG) {
                 const float dh = div_h[oh];
-                for (int64_t ow = 0; ow < OW; ow++) yr[ow] = yr[ow] / (dh * div_w[ow]);
+                for (int64_t ow = 0; ow < OW; ow++) yr[ow] = vr[ow] / (dh * div_w[ow]);
+            } else {
+                memcpy(yr, vr, (size_t)OW * sizeof(float));
             }
         }
     }
