@@ -401,6 +401,14 @@ def test_stride1_sum_pooling(case, ptype, kernel_path):
     _check(_graph("Pooling", [("x", xs)], dict(attrs, pool_type=ptype)))
 
 
+@pytest.mark.parametrize("include_pad", [True, False])
+def test_stride1_avg_pooling_nan_stays_in_its_windows(include_pad, kernel_path):
+    """A NaN reaches exactly the outputs whose windows hold it (the zero padding adds nothing)."""
+    g = _graph("Pooling", [("x", (1, 2, 9, 10))], {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 1),
+                                                   "pool_type": "avg", "count_include_pad": include_pad})
+    _check(g, ints={"x": lambda rng, s: np.where(rng.random(s) < 0.05, np.nan, rng.standard_normal(s))})
+
+
 @pytest.mark.parametrize("p", [1, 2, 3])
 def test_lp_pooling(p):
     _check(_graph("Pooling", [("x", (2, 3, 7, 7))], {"kernel": (3, 3), "stride": (2, 2), "pool_type": "lp",
