@@ -259,6 +259,75 @@ static void pool_max2d_task(int64_t begin, int64_t end, void **argv) {
 #endif
 }
 
+/* 2-D average / sum pooling with stride 1 (Inception's 3x3 pad-1 branch pools): separable, on
+ * each plane copied into a zero-padded scratch plane P of (OH + KH - 1) x (OW + KW - 1) (rows and
+ * columns past the input are 0, which adds nothing): the horizontal window sums of P as KW
+ * shifted adds over the whole flat plane, then the vertical sums as KH shifted adds of those at
+ * multiples of P's row length, then each output row copied out (avg: divided by the product of
+ * its row and column window sizes, the same float as pool_divisor's). A KH x KW window costs
+ * KH + KW adds per output instead of KH * KW, and every loop but the copies runs over the whole
+ * plane (small planes such as 8x8 pay no per-row loop overhead). The valid taps are summed in
+ * another order than pool_fwd_task's (within float rounding of it). */
+static inline int pool_is_sum2d_s1(const symjit_pool_desc *d) {
+    const int64_t *in = d->in_size, *out = d->out_size, *k = d->kernel, *s = d->stride, *p = d->pad;
+    return (d->type == SYMJIT_POOL_AVG || d->type == SYMJIT_POOL_SUM) && in[0] == 1 && out[0] == 1 && k[0] == 1 &&
+           p[0] == 0 && s[1] == 1 && s[2] == 1 && k[1] <= 64 && k[2] <= 64;
+}
+
+/* the window size of output o along a dimension of `in` inputs, kernel k, padding p, stride 1:
+ * clipped to [o - p, min(o - p + k, in + p)), and to the input without count_include_pad */
+static float pool_window_size(int64_t o, int64_t in, int64_t k, int64_t p, int64_t include_pad) {
+    const int64_t st = o - p, en = imin(st + k, in + p);
+    return (float)(include_pad ? en - st : imin(en, in) - imax(st, 0));
+}
+
+NN_CLONES
+static void pool_sum2d_s1_task(int64_t begin, int64_t end, void **argv) {
+    pool_job *job = (pool_job *)argv[0];
+    const symjit_pool_desc *d = job->d;
+    const int64_t H = d->in_size[1], W = d->in_size[2], OH = d->out_size[1], OW = d->out_size[2],
+                  KH = d->kernel[1], KW = d->kernel[2], ph = d->pad[1], pw = d->pad[2];
+    const int64_t Hp = OH + KH - 1, Wp = OW + KW - 1, np_ = Hp * Wp, nh = np_ - (KW - 1), nv = imax((OH - 1) * Wp + OW, 0);
+    /* inside P's row, the input's columns [c0, c1) (input column c - pw) */
+    const int64_t c0 = imin(pw, Wp), c1 = imin(pw + W, Wp);
+    float *buf = scratch(0, (size_t)(np_ + np_ + nv + OH + OW));
+    if (!buf) return;
+    float *restrict P = buf, *restrict hs = P + np_, *restrict vs = hs + np_, *div_h = vs + nv, *div_w = div_h + OH;
+    for (int64_t oh = 0; oh < OH; oh++) div_h[oh] = pool_window_size(oh, H, KH, ph, d->count_include_pad);
+    for (int64_t ow = 0; ow < OW; ow++) div_w[ow] = pool_window_size(ow, W, KW, pw, d->count_include_pad);
+    for (int64_t t = begin; t < end; t++) {
+        const float *xp = job->x + t * H * W;
+        float *yp = job->out + t * OH * OW;
+        for (int64_t r = 0; r < Hp; r++) {
+            const int64_t ih = r - ph;
+            float *pr = P + r * Wp;
+            if (ih < 0 || ih >= H || c1 <= c0) {
+                memset(pr, 0, (size_t)Wp * sizeof(float));
+                continue;
+            }
+            memset(pr, 0, (size_t)c0 * sizeof(float));
+            memcpy(pr + c0, xp + ih * W, (size_t)(c1 - c0) * sizeof(float));
+            memset(pr + c1, 0, (size_t)(Wp - c1) * sizeof(float));
+        }
+        for (int64_t i = 0; i < nh; i++) hs[i] = P[i];
+        for (int64_t kw = 1; kw < KW; kw++)
+            for (int64_t i = 0; i < nh; i++) hs[i] += P[i + kw];
+        for (int64_t i = 0; i < nv; i++) vs[i] = hs[i];
+        for (int64_t kh = 1; kh < KH; kh++)
+            for (int64_t i = 0; i < nv; i++) vs[i] += hs[i + kh * Wp];
+        for (int64_t oh = 0; oh < OH; oh++) {
+            float *restrict yr = yp + oh * OW;
+            const float *restrict vr = vs + oh * Wp;
+            if (d->type == SYMJIT_POOL_AVG) {
+                const float dh = div_h[oh];
+                for (int64_t ow = 0; ow < OW; ow++) yr[ow] = vr[ow] / (dh * div_w[ow]);
+            } else {
+                memcpy(yr, vr, (size_t)OW * sizeof(float));
+            }
+        }
+    }
+}
+
 NN_API void symjit_nn_pool(const symjit_pool_desc *d, const float *x, float *y) {
     pool_job job = {d, x, NULL, NULL, y};
     void *argv[1] = {&job};
@@ -273,6 +342,8 @@ NN_API void symjit_nn_pool(const symjit_pool_desc *d, const float *x, float *y) 
     } else if (native_on() && pool_is_2x2_inside(d)) {
         symjit_parallel_for(pool_max2x2_task, d->planes, imax(1, 16384 / imax(in[1] * in[2], 1)), argv);
 #endif
+    } else if (native_on() && pool_is_sum2d_s1(d)) {
+        symjit_parallel_for(pool_sum2d_s1_task, d->planes, imax(1, 65536 / imax(in[1] * in[2] * (k[1] + k[2]), 1)), argv);
     } else if (native_on() && d->type == SYMJIT_POOL_MAX && in[0] == 1 && out[0] == 1 && k[0] == 1 &&
                k[1] * k[2] <= 64 && s[1] * s[2] <= 16) {
         int64_t plane = (out[1] + (k[1] - 1) / s[1]) * (out[2] + (k[2] - 1) / s[2]) * s[1] * s[2];

@@ -378,6 +378,37 @@ def test_pooling(case, ptype, kernel_path):
     _check(_graph("Pooling", [("x", xs)], dict(attrs, pool_type=ptype)))
 
 
+#: stride-1 2-D windows (the separable avg / sum path): Inception's 3x3 pad-1 pools with and without
+#: the padding counted, asymmetric kernels and padding, ceil-mode windows past the input, windows
+#: wider than the input, a 1x1 window
+SEPARABLE_POOL_CASES = [
+    ((2, 6, 35, 35), {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 1)}),
+    ((2, 6, 17, 17), {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 1), "count_include_pad": False}),
+    ((1, 3, 9, 20), {"kernel": (1, 7), "stride": (1, 1), "pad": (0, 3)}),
+    ((1, 3, 11, 6), {"kernel": (5, 2), "stride": (1, 1), "pad": (2, 1), "count_include_pad": False}),
+    ((1, 2, 7, 8), {"kernel": (3, 4), "stride": (1, 1), "pad": (1, 1), "pooling_convention": "full"}),
+    ((1, 2, 3, 4), {"kernel": (6, 7), "stride": (1, 1), "pad": (2, 3), "count_include_pad": False}),
+    ((1, 2, 5, 5), {"kernel": (1, 1), "stride": (1, 1)}),
+]
+
+
+@pytest.mark.parametrize("case", SEPARABLE_POOL_CASES)
+@pytest.mark.parametrize("ptype", ["avg", "sum"])
+def test_stride1_sum_pooling(case, ptype, kernel_path):
+    """Row sums then column sums (another order than the interpreter's window loop): within
+    _check's float tolerance on both kernel paths."""
+    xs, attrs = case
+    _check(_graph("Pooling", [("x", xs)], dict(attrs, pool_type=ptype)))
+
+
+@pytest.mark.parametrize("include_pad", [True, False])
+def test_stride1_avg_pooling_nan_stays_in_its_windows(include_pad, kernel_path):
+    """A NaN reaches exactly the outputs whose windows hold it (the zero padding adds nothing)."""
+    g = _graph("Pooling", [("x", (1, 2, 9, 10))], {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 1),
+                                                   "pool_type": "avg", "count_include_pad": include_pad})
+    _check(g, ints={"x": lambda rng, s: np.where(rng.random(s) < 0.05, np.nan, rng.standard_normal(s))})
+
+
 @pytest.mark.parametrize("p", [1, 2, 3])
 def test_lp_pooling(p):
     _check(_graph("Pooling", [("x", (2, 3, 7, 7))], {"kernel": (3, 3), "stride": (2, 2), "pool_type": "lp",

@@ -5,6 +5,9 @@ One task per (image, channel) plane over the runtime's thread pool; each output 
 accumulated from whole input rows (vectorised along the row), with windows clipped to the input
 as in symjit.ops.nn_conv.pool_forward (max ignores padding and NaN like numpy's fmax; avg
 divides by the clipped window, with or without the padding). Channel-first layouts only.
+Stride-1 2-D avg / sum pooling takes a separable path (runtime/nn/pool.c pool_sum2d_s1_task:
+row sums then column sums over a zero-padded copy of each plane, KH + KW adds per output;
+benchmarks/bench_avg_pool.py measures it against the general loop).
 """
 from __future__ import annotations
 
