@@ -477,7 +477,19 @@ def almost_equal(a, b, rtol=None, atol=None, equal_nan=False, use_broadcast=True
     a, b = _as_numpy(a), _as_numpy(b)
     if not use_broadcast:
         checkShapes(a, b)
-    return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+    return _allclose_in_chunks(np.asarray(a), np.asarray(b), rtol, atol, equal_nan)
+
+
+def _allclose_in_chunks(a: np.ndarray, b: np.ndarray, rtol, atol, equal_nan, chunk: int = 1 << 22) -> bool:
+    """np.allclose, over equal-shaped arrays a chunk of elements at a time: its temporaries
+    (differences, tolerances, finiteness masks; numpy 1.x makes more of them than 2.x) then stay a
+    few chunks in size instead of several copies of arrays that are already hundreds of MB, as
+    MXNet's own comparison runs as an operator without them."""
+    if a.shape != b.shape or a.size <= chunk:
+        return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+    fa, fb = a.reshape(-1), b.reshape(-1)
+    return all(np.allclose(fa[i:i + chunk], fb[i:i + chunk], rtol=rtol, atol=atol, equal_nan=equal_nan)
+               for i in range(0, fa.size, chunk))
 
 
 def _find_max_violation(a, b, rtol, atol):

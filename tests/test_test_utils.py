@@ -252,3 +252,18 @@ def test_compare_optimizer_detects_differences():
     with pytest.raises(AssertionError):
         tu.compare_optimizer(mx.optimizer.SGD(learning_rate=0.1), mx.optimizer.SGD(learning_rate=0.2), (3, 4),
                              np.float32)
+
+
+def test_almost_equal_compares_large_arrays_in_chunks_with_the_same_answer():
+    """Arrays above one chunk are compared chunk by chunk (bounded temporaries); a single
+    violating element anywhere, NaN handling and the tolerances give np.allclose's answer."""
+    from symjit.test_utils import _allclose_in_chunks
+    a = np.linspace(0, 1, 10_000, dtype=np.float32).reshape(100, 100)
+    b = a.copy()
+    assert _allclose_in_chunks(a, b, 1e-5, 1e-6, False, chunk=333)
+    b[99, 99] += 1e-3
+    assert not _allclose_in_chunks(a, b, 1e-5, 1e-6, False, chunk=333)
+    assert _allclose_in_chunks(a, b, 1e-2, 1e-2, False, chunk=333)
+    a[0, 0] = b[0, 0] = np.nan
+    assert not _allclose_in_chunks(a, b, 1e-2, 1e-2, False, chunk=333)
+    assert _allclose_in_chunks(a, b, 1e-2, 1e-2, True, chunk=333)
