@@ -16,7 +16,8 @@ same input and weights, in one process with the same thread count:
 Steady-state times are medians over alternating blocks of calls (model_bench_util.blocked: each
 block after a pause, the order reversed every round); ratios are the median of the rounds'
 paired ratios (both blocks of a round see the same machine load); where the model directory has
-NAME-output.npy (MXNet's own output), batch 1 is checked against it too. First-call times: from
+NAME-output.npy (MXNet's own output), each batch that fits in NAME-input.npy is checked against its
+rows too. First-call times: from
 nothing to the first output (symjit: compile or import + hybridize + first call, with the
 in-process object cache emptied, so each reads the on-disk cache like a new process; ONNX
 Runtime: session creation + first run). A geometric mean of each ratio closes the table.
@@ -120,8 +121,9 @@ def bench_model(mx, d: Path, name: str, batch: int, threads: int, repeats: int) 
     if y_o is not None:
         diffs["onnxruntime"] = np.abs(y_o - y_c).max() / scale
     reference = d / f"{name}-output.npy"
-    if reference.exists() and batch == 1:
-        y_mx = np.load(reference)
+    n_ref = np.load(d / f"{name}-input.npy", mmap_mode="r").shape[0]
+    if reference.exists() and batch <= n_ref:     # MXNet's output rows for this input's first rows
+        y_mx = np.load(reference)[:batch]
         diffs["MXNet 1.9.1's output"] = np.abs(y_mx - y_c).max() / (float(np.abs(y_mx).max()) or 1.0)
     res = blocked(cands, repeats, rounds=max(2, repeats // 5))
     cpu = dict(LAST_CPU)

@@ -19,6 +19,11 @@ for this script only (installing it into the venv itself would make `import mxne
     /work/mxref/bin/pip install --no-deps --target /tmp/onnx-mx onnx==1.14.1 protobuf==3.20.3
     PYTHONPATH=/tmp/onnx-mx /work/mxref/bin/python benchmarks/export_zoo.py /tmp/zoo-models
     python benchmarks/bench_zoo.py --models /tmp/zoo-models
+
+`--convert DIR NAME ...` converts models that exist only as MXNet files (e.g. ../shared/models'
+mlp and lenet, which carry no .onnx) the same way: the five files land in the output directory,
+the MXNet ones copied unchanged, NAME.onnx from `mx.onnx.export_model` on them with the input's
+batch dimension dynamic (so bench_zoo can run batch 1 and 8 on identical weights).
 """
 from __future__ import annotations
 
@@ -73,13 +78,34 @@ def export(mx, name: str, side: int, out_dir: str) -> None:
     print(f"{name}: {prefix}-symbol.json, -0000.params, -input.npy, -output.npy, .onnx")
 
 
+def convert(mx, models_dir: str, name: str, out_dir: str) -> None:
+    """Copy NAME's MXNet files from models_dir into out_dir and add NAME.onnx (module docstring)."""
+    import shutil
+    src, prefix = os.path.join(models_dir, name), os.path.join(out_dir, name)
+    for suffix in ("-symbol.json", "-0000.params", "-input.npy", "-output.npy"):
+        if os.path.exists(src + suffix):
+            shutil.copyfile(src + suffix, prefix + suffix)
+    x = np.load(prefix + "-input.npy")
+    mx.onnx.export_model(prefix + "-symbol.json", prefix + "-0000.params", in_shapes=[x.shape],
+                         in_types=[np.float32], onnx_file_path=prefix + ".onnx", dynamic=True,
+                         dynamic_input_shapes=[(None,) + x.shape[1:]])
+    _initializers_out_of_inputs(prefix + ".onnx")
+    print(f"{name}: converted from {src}-symbol.json to {prefix}.onnx")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out_dir")
     ap.add_argument("--only", nargs="+", default=None, help="model-zoo names (default: all of ARCHITECTURES)")
+    ap.add_argument("--convert", nargs="+", metavar=("DIR", "NAME"), default=None,
+                    help="convert existing MXNet exports DIR/NAME-symbol.json instead of exporting the zoo")
     a = ap.parse_args(argv)
     import mxnet as mx
     os.makedirs(a.out_dir, exist_ok=True)
+    if a.convert:
+        for name in a.convert[1:]:
+            convert(mx, a.convert[0], name, a.out_dir)
+        return 0
     for name, side in ARCHITECTURES.items():
         if a.only is None or name in a.only:
             export(mx, name, side, a.out_dir)
