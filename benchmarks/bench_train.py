@@ -141,6 +141,8 @@ the second 0.84-1.0); eager ops ~10% less CPU each.
                    /mxnet 0.480
     cnn 1 thread:  symjit/mxnet 0.812 (CPU 50.6 against 61.9 ms), /torch 0.706, /jax-jit 0.308,
                    /before 1.185 (CPU 50.6 against 48.2: within this load's +-20% noise)
+    cnn 2 threads: symjit/mxnet 1.091 (CPU 60.7 against 71.2 ms), /torch 0.573, /jax-jit 0.245,
+                   /before 0.859 (CPU 60.7 against 64.9)
   Where the MLP step's CPU goes now (1 thread, perf): GEMM tiles ~45%, the SGD-momentum update
   kernel ~12% (5 streams over 2.7 MB of parameters: at this machine's ~18 GB/s), Python ~30%
   (a 3-layer MLP of width 8 steps in 0.6 ms CPU: forward call 0.07, loss 0.13, backward 0.18,
