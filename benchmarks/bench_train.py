@@ -136,7 +136,8 @@ and backward 0.77-0.98 -> 0.34-0.43 ms CPU (64 x 10); training graphs fuse Batch
 (passes/norm_relu.py; bench_bn_relu.py: the CNN's first stage 0.68-0.89 of the unfused time,
 the second 0.84-1.0); eager ops ~10% less CPU each.
     mlp 1 thread:  symjit/before 0.785, /jax-jit 0.913 (CPU 4.18 against 3.62 ms), /torch 0.846,
-                   /mxnet 0.462 (CPU 6.99)
+                   /mxnet 0.462 (CPU 6.99); a second run (9 rounds): /before 0.863, /jax-jit
+                   1.165 (CPU 5.13 against 4.44), /torch 0.966 -- JAX still takes ~12-15% less CPU
     mlp 2 threads: symjit/before 0.656, /jax-jit 1.076 (CPU 3.96 against 3.66 ms), /torch 0.401,
                    /mxnet 0.480
     cnn 1 thread:  symjit/mxnet 0.812 (CPU 50.6 against 61.9 ms), /torch 0.706, /jax-jit 0.308,
