@@ -127,6 +127,27 @@ too -- the same build measured 253 and 309 ms CPU a step in two runs):
   (dense output, RNN reserve, log_softmax, the loss gradients) are fresh numpy arrays, and the
   heap, fragmented by them, still grows (brk) in steady state: reusing those buffers across
   steps is the next step for the LM.
+Eager loss as one op, BatchNorm + relu fusion, lighter eager dispatch (2026-12, the same
+machine, load average 4.6-7; `--symjit-worker --mxnet ... --symjit-ref <tree before>`, torch
+and JAX in the parent): SoftmaxCrossEntropyLoss with sparse labels runs eagerly as one op
+(`_log_softmax_nll`, bit for bit the four ops it replaces) and one gradient op where the
+separate ops would run in numpy (inputs below the native kernels' size): the loss's forward
+and backward 0.77-0.98 -> 0.34-0.43 ms CPU (64 x 10); training graphs fuse BatchNorm + relu
+(passes/norm_relu.py; bench_bn_relu.py: the CNN's first stage 0.68-0.89 of the unfused time,
+the second 0.84-1.0); eager ops ~10% less CPU each.
+    mlp 1 thread:  symjit/before 0.785, /jax-jit 0.913 (CPU 4.18 against 3.62 ms), /torch 0.846,
+                   /mxnet 0.462 (CPU 6.99); a second run (9 rounds): /before 0.863, /jax-jit
+                   1.165 (CPU 5.13 against 4.44), /torch 0.966 -- JAX still takes ~12-15% less CPU
+    mlp 2 threads: symjit/before 0.656, /jax-jit 1.076 (CPU 3.96 against 3.66 ms), /torch 0.401,
+                   /mxnet 0.480
+    cnn 1 thread:  symjit/mxnet 0.812 (CPU 50.6 against 61.9 ms), /torch 0.706, /jax-jit 0.308,
+                   /before 1.185 (CPU 50.6 against 48.2: within this load's +-20% noise)
+    cnn 2 threads: symjit/mxnet 1.091 (CPU 60.7 against 71.2 ms), /torch 0.573, /jax-jit 0.245,
+                   /before 0.859 (CPU 60.7 against 64.9)
+  Where the MLP step's CPU goes now (1 thread, perf): GEMM tiles ~45%, the SGD-momentum update
+  kernel ~12% (5 streams over 2.7 MB of parameters: at this machine's ~18 GB/s), Python ~30%
+  (a 3-layer MLP of width 8 steps in 0.6 ms CPU: forward call 0.07, loss 0.13, backward 0.18,
+  Trainer 0.18, loss.mean().asscalar() 0.06).
 Next changes, by expected gain:
   1. LSTM: a native fused RNN op (one GEMM for every time step's input projection, one GEMM
      per step for the four gates, gate math fused, the recurrence a compiled loop; the forward
@@ -135,13 +156,12 @@ Next changes, by expected gain:
   2. Convolution tiles closer to sgemm's rate (~60-100 GF/s a core against OpenBLAS's ~117);
      BatchNorm passes at memory speed (a channel's rows are 4 KiB runs 128 KiB apart: the
      training forward takes ~3x a copy of the tensor).
-  3. Training-pipeline fusions: relu (and other elementwise) as an epilogue of BatchNorm's
-     training output and its gradient as a prologue of BatchNorm backward, the conv bias
-     gradient folded into BatchNorm backward's dx pass (each a full pass over the activations).
+  3. Training-pipeline fusions: the conv bias gradient folded into BatchNorm backward's dx
+     pass (a full pass over the activation; BatchNorm + relu is fused now).
   4. The backward GEMM forms (dY W for data, dY^T X for weight gradients) at the forward
      GEMM's speed (MLP: about -3 ms of ~5.5 native+Python; the LM's Dense 5000 backward too).
-  5. The loss: the unhybridized loss block's eager ops (and their recorded backward) as one
-     compiled native call (MLP ~20%, CNN/LSTM a few %).
+  5. Per-step Python: the Trainer's prepared multi-tensor update reused across steps, the
+     tape's backward for a single hybridized node plus one loss node without the general walk.
   6. Kept activations written into buffers the tape reuses across steps (CNN ~2-3%).
 """
 from __future__ import annotations

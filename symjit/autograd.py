@@ -241,7 +241,8 @@ def _compute_grads(heads, head_grads, variables, retain_graph: bool, create_grap
             ograds = [grads.get((id(node), i)) for i in range(len(node.outputs))]
             if all(g is None for g in ograds):
                 continue
-            ograds = [g if g is not None else o.zeros_like() for g, o in zip(ograds, node.outputs)]
+            if node.op is None or not node.op.grad_takes_missing_ograds:
+                ograds = [g if g is not None else o.zeros_like() for g, o in zip(ograds, node.outputs)]
             if node.backward_fn is not None:
                 dests = direct.get(id(node))
                 in_grads = node.backward_fn(ograds) if dests is None else node.backward_fn(ograds, out=dests)

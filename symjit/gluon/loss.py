@@ -68,6 +68,9 @@ class SoftmaxCrossEntropyLoss(Loss):
         self._from_logits = from_logits
 
     def hybrid_forward(self, F, pred, label, sample_weight=None):
+        if F is _nd and self._sparse_label and not self._from_logits and not is_np_array() \
+                and _fused_nll_applies(pred):
+            return self._fused_forward(pred, label, sample_weight)
         log_softmax, pick = (F.npx.log_softmax, F.npx.pick) if is_np_array() else (F.log_softmax, F.pick)
         if not self._from_logits:
             pred = log_softmax(pred, self._axis)
@@ -78,6 +81,26 @@ class SoftmaxCrossEntropyLoss(Loss):
             loss = -(pred * label).sum(axis=self._axis, keepdims=True)
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
         return _batch_mean(F, loss, self._batch_axis)
+
+    def _fused_forward(self, pred, label, sample_weight):
+        """The eager sparse loss as one op, `_log_softmax_nll` (log_softmax, pick and negation,
+        bit for bit, with one gradient op). For a 2-D `pred` with the classes on the other axis
+        than the batch and no weighting, the per-sample mean is over one element (the identity),
+        so the op's result without the class axis is the loss itself."""
+        axis, batch_axis = self._axis % pred.ndim, self._batch_axis % pred.ndim
+        direct = pred.ndim == 2 and axis != batch_axis and sample_weight is None and self._weight is None
+        loss = _nd._log_softmax_nll(pred, label, axis=self._axis, keepdims=not direct)
+        if direct:
+            return loss
+        loss = _apply_weighting(_nd, loss, self._weight, sample_weight)
+        return _batch_mean(_nd, loss, self._batch_axis)
+
+
+def _fused_nll_applies(pred) -> bool:
+    """The eager loss takes the fused op where its numpy computation is the one the separate
+    ops would run (their native kernels take large float32 inputs)."""
+    from ..ndarray import fastpath
+    return not fastpath.compiles_eagerly("log_softmax", {}, [pred._data])
 
 
 SoftmaxCELoss = SoftmaxCrossEntropyLoss

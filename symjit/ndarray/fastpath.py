@@ -481,12 +481,18 @@ def _work_elements(attrs, arrays: list) -> int:
     return inputs
 
 
+def compiles_eagerly(op_name: str, attrs, arrays: list) -> bool:
+    """Whether an eager call of `op_name` (parsed `attrs`) on `arrays` is sized and typed for
+    its compiled one-node graph (`try_compiled_op`) rather than the numpy reference."""
+    return (_ENABLED and op_name in COMPILED_OPS and bool(arrays)
+            and all(a.dtype == np.float32 for a in arrays) and _work_elements(attrs, arrays) >= MIN_ELEMENTS)
+
+
 def try_compiled_op(op, attrs, arrays: list, is_train: bool) -> list | None:
     """The outputs of a compute-bound op (`COMPILED_OPS`, parsed `attrs`) from its compiled
     one-node graph, or None to use the reference (small or non-float32 inputs, or an op
     instance without a native lowering)."""
-    if (not _ENABLED or op.name not in COMPILED_OPS or not arrays
-            or any(a.dtype != np.float32 for a in arrays) or _work_elements(attrs, arrays) < MIN_ELEMENTS):
+    if not compiles_eagerly(op.name, attrs, arrays):
         return None
     key = (op.name, _attrs_key(attrs), tuple(a.shape for a in arrays), bool(is_train))
     entry = _OP_GRAPHS.get(key, _OP_GRAPHS)

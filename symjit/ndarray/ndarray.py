@@ -17,6 +17,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from .. import autograd as _autograd
 from ..base import MXNetError, MXNetTypeError, MXNetValueError, canonical_dtype, mx_real_t, real_array
 from ..context import Context, current_context
 from ..ops.attrs import abbreviate
@@ -352,8 +353,11 @@ class NDArray:
         op_name = FLUENT_METHODS[name]
 
         def method(*args, **kwargs):
-            from . import _op_function
-            return _op_function(op_name)(self, *args, **kwargs)
+            fn = _FLUENT_FUNCTIONS.get(op_name)
+            if fn is None:
+                from . import _op_function
+                fn = _FLUENT_FUNCTIONS[op_name] = _op_function(op_name)
+            return fn(self, *args, **kwargs)
         method.__name__ = name
         return method
 
@@ -363,6 +367,9 @@ class NDArray:
     def ones_like(self):
         return _filled(self.shape, 1, self._ctx, self._data.dtype, None)
 
+
+#: op name -> its `nd.<op>` function, built on first use by a fluent method
+_FLUENT_FUNCTIONS: dict = {}
 
 #: NDArray methods that apply an op to `self` (MXNet's fluent interface)
 FLUENT_METHODS = {n: n for n in (
@@ -434,7 +441,6 @@ def invoke(op_name: str, inputs: Sequence[NDArray], attrs: Mapping[str, Any], ou
     if observer is not None:
         token = observer.enter()
     try:
-        from .. import autograd
         op = get_op(op_name)
         parsed = op.parse(attrs)
         names = op.input_names(parsed)
@@ -456,7 +462,7 @@ def invoke(op_name: str, inputs: Sequence[NDArray], attrs: Mapping[str, Any], ou
             sparse_outputs = run_sparse(op, parsed, inputs, out)
             if sparse_outputs is not None:
                 return _finish(op, parsed, inputs, deliver(sparse_outputs, out), all_outputs)
-        cctx = ComputeContext(is_train=autograd.is_training())
+        cctx = ComputeContext(is_train=_autograd.is_training())
         arrays = [x._data for x in inputs]
         results = try_compiled_elementwise(op, parsed, arrays, _update_destinations(op, parsed, names, inputs, out))
         if results is None:
@@ -489,9 +495,8 @@ _SPARSE_RESULT_OPS = frozenset({"_backward_Embedding"})
 
 def _finish(op, parsed, inputs, outputs: list, all_outputs: bool):
     """`invoke`'s result: the outputs recorded for autograd when recording, the visible ones."""
-    from .. import autograd
-    if autograd.is_recording():
-        autograd.record_op(op, parsed, list(inputs), outputs)
+    if _autograd.is_recording():
+        _autograd.record_op(op, parsed, list(inputs), outputs)
     if all_outputs:
         return outputs
     nvis = op.num_visible_outputs(parsed)
@@ -502,8 +507,7 @@ def _update_destinations(op, attrs, names, inputs, out) -> list | None:
     """For an optimizer update written with `out=weight`: the buffers its results end in (the
     weight, then the mutated states), so a compiled kernel can write them in place (kernels
     compute every output of an element before storing any). None otherwise."""
-    from .. import autograd
-    if out is None or not isinstance(op, (Update, MultiUpdate)) or autograd.is_recording():
+    if out is None or not isinstance(op, (Update, MultiUpdate)) or _autograd.is_recording():
         return None
     outs = [out] if isinstance(out, NDArray) else list(out)
     if isinstance(op, MultiUpdate):   # in place when out= are the weights (the states are inputs)

@@ -142,6 +142,11 @@ def _unary(name: str, fn: Callable[[S.Expr], S.Expr], aliases=(), doc: str = "")
     register(name, aliases)(cls)
 
 
+def relu_grad_expr(y: S.Expr) -> S.Expr:
+    """relu's derivative as an expression of its output y (what its gradient multiplies by)."""
+    return _OUTPUT_GRADS["relu"](y)
+
+
 def relu_expr(x: S.Expr) -> S.Expr:
     """max(x, 0) that propagates NaN (MXNet 1.9's relu). The kernel library recognises an
     epilogue that is exactly this of the result and applies it in its stores."""

@@ -341,6 +341,9 @@ class Op:
         raise MXNetError(f"{self.name}: operator is not differentiable")
 
     differentiable: ClassVar[bool] = True
+    #: `grad` takes None as the head gradient of an output that nothing downstream used
+    #: (eager autograd then makes no zeros for it: a hidden output kept for the gradient)
+    grad_takes_missing_ograds: ClassVar[bool] = False
 
     def __repr__(self):
         return f"<Op {self.name}>"

@@ -9,7 +9,7 @@ Pipelines
   inference: bind constants -> infer -> inference rewrites -> simplify -> fold constants ->
              CSE -> DCE -> fusion -> convolution + max pooling -> blocked layout -> in-place ->
              memory plan
-  training:  infer -> simplify (BlockGrad kept) -> CSE -> DCE -> fusion -> in-place ->
+  training:  infer -> simplify (BlockGrad kept) -> CSE -> DCE -> fusion -> BatchNorm + relu -> in-place ->
              memory plan (the autodiff pass builds the backward graph before this pipeline)
 """
 from __future__ import annotations
@@ -31,6 +31,7 @@ from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .fold_constants import bind_constants, fold_constants
 from .fusion import fuse
+from .norm_relu import fuse_batch_norm_relu
 from .inference import inference_rewrites
 from .infer import infer_types
 from .concat_in_place import plan_concat_in_place
@@ -69,6 +70,7 @@ PIPELINES: dict[str, list[tuple[str, Pass]]] = {
         ("cse", eliminate_common_subexpressions),
         ("dce", partial(eliminate_dead_code, training=True)),
         ("fusion", fuse),
+        ("bn_relu", fuse_batch_norm_relu),
         ("inplace", plan_inplace),
         ("concat_in_place", plan_concat_in_place),
         ("memory_plan", plan_memory),

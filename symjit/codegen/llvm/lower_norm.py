@@ -385,8 +385,22 @@ class _Channel:
         return [acc.get() for acc in accs]
 
 
+def _relu_val(v: Val) -> Val:
+    """The registry's relu (ops/elemwise.py relu_expr): v where v > 0 or v is NaN, else 0."""
+    return select((v > 0.0) | v.ne(v), v, 0.0)
+
+
+def _relu_grad_val(kw: KernelWriter, dy: Val, y: Val, ty: str) -> Val:
+    """relu's gradient from its output (ops/elemwise.py _OUTPUT_GRADS): dy * (y if y is NaN
+    else (1 if y > 0 else 0)), the same operations as the fused elementwise kernel."""
+    return dy * select(y.ne(y), y, select(y > 0.0, kw.b.const(1.0, ty), kw.b.const(0.0, ty)))
+
+
 @register_lowering("BatchNorm")
+@register_lowering("_batch_norm_relu")
 def lower_batch_norm(node, ctx: LoweringContext):
+    """BatchNorm, and `_batch_norm_relu` (relu applied to each rounded output element)."""
+    relu = node.op.name == "_batch_norm_relu"
     x, gamma, beta, mm, mv = node.inputs
     out, mean_o, var_o = node.outputs
     training = _bn_training(node, ctx)
@@ -406,22 +420,22 @@ def lower_batch_norm(node, ctx: LoweringContext):
         return None
     attrs = node.attrs
     key = (f"batchnorm|{a}|{c}|{b}|{xt}|{pt}|{_dt(out)}|{training}|{attrs['eps']!r}|{attrs['momentum']!r}|"
-           f"{attrs['fix_gamma']}")
+           f"{attrs['fix_gamma']}|{relu}")
     name = ctx.unique("sj_batchnorm", key)
     if name not in ctx.mb.symbols:
         _emit_batch_norm(ctx, name, a, c, b, xt, pt, _dt(out), training, float(attrs["eps"]),
-                         float(attrs["momentum"]), bool(attrs["fix_gamma"]))
+                         float(attrs["momentum"]), bool(attrs["fix_gamma"]), relu)
     args = [x, gamma, beta, mm, mv, out, mean_o, var_o]
     if training:
         args += [ctx.state_output(mm), ctx.state_output(mv)]
     return [ParallelCall(name, c, max(1, GRAIN // max(a * b, 1)), args)]
 
 
-def _emit_batch_norm(ctx, name, a, c, b, xt, pt, ot, training, eps, momentum, fix_gamma) -> None:
+def _emit_batch_norm(ctx, name, a, c, b, xt, pt, ot, training, eps, momentum, fix_gamma, relu=False) -> None:
     """Per channel, in the reference's order and compute dtype (the data's float type):
     mean = sum(x)/M, xc = x - mean, var = sum(xc*xc)/M, inv_std = 1/sqrt(var + eps) (0 where
-    var + eps == 0), out = xc * (inv_std * gamma) + beta; training also writes the moving
-    averages. Training graphs are often ill-conditioned (tiny batches), so the compiled
+    var + eps == 0), out = xc * (inv_std * gamma) + beta (with `relu`, relu of out rounded to
+    the output dtype); training also writes the moving averages. Training graphs are often ill-conditioned (tiny batches), so the compiled
     result tracks the reference's float32 rounding rather than a more accurate one."""
     kw = KernelWriter(ctx.mb, name, 10 if training else 8)
     x, gamma, beta, mm, mv, out, mean_o, var_o = kw.args[:8]
@@ -450,7 +464,10 @@ def _emit_batch_norm(ctx, name, a, c, b, xt, pt, ot, training, eps, momentum, fi
         g = kw.b.const(1.0, T) if fix_gamma else convert(kw.load(P, gamma, ch), pt, ct)
         scale = inv_std * g
         bb = convert(kw.load(P, beta, ch), pt, ct)
-        chan.each(lambda off: kw.store(_lty(ot), convert((xv(off) - mean) * scale + bb, ct, ot), out, off))
+        def result(off):
+            v = convert((xv(off) - mean) * scale + bb, ct, ot)
+            return _relu_val(v) if relu else v
+        chan.each(lambda off: kw.store(_lty(ot), result(off), out, off))
         kw.store(P, convert(mean, ct, pt), mean_o, ch)
         kw.store(P, convert(inv_std, ct, pt), var_o, ch)
         if training:
@@ -461,8 +478,13 @@ def _emit_batch_norm(ctx, name, a, c, b, xt, pt, ot, training, eps, momentum, fi
 
 
 @register_lowering("_backward_BatchNorm")
+@register_lowering("_backward_batch_norm_relu")
 def lower_batch_norm_backward(node, ctx: LoweringContext):
-    dy, mean, invstd, x, gamma = node.inputs
+    """_backward_BatchNorm, and `_backward_batch_norm_relu` (the incoming gradient masked by
+    relu's gradient at the relu output, an extra input, wherever it is read)."""
+    masked = node.op.name == "_backward_batch_norm_relu"
+    relu_out = node.inputs[1] if masked else None
+    dy, mean, invstd, x, gamma = [v for v in node.inputs if v is not relu_out] if masked else node.inputs
     dx, dgamma, dbeta = node.outputs
     training = _bn_training(node, ctx)
     if training is None or not _known(*node.inputs, *node.outputs) or not _float(*node.inputs, *node.outputs):
@@ -471,27 +493,31 @@ def lower_batch_norm_backward(node, ctx: LoweringContext):
     axis = node.attrs["axis"]
     if not -len(shape) <= axis < len(shape) or tuple(dy.type.shape) != shape:
         return None
+    if masked and (tuple(relu_out.type.shape) != shape or _dt(relu_out) != _dt(dy)):
+        return None
     a, c, b = axis_view(shape, axis % len(shape))
     if any(tuple(v.type.shape) != (c,) for v in (mean, invstd, gamma, dgamma, dbeta)) or c == 0:
         return None
     if a * b == 0:
         return None
     dts = [_dt(v) for v in (dy, mean, invstd, x, gamma, dx, dgamma, dbeta)]
-    key = f"bnback|{a}|{c}|{b}|{dts}|{training}|{node.attrs['fix_gamma']}"
+    key = f"bnback|{a}|{c}|{b}|{dts}|{training}|{node.attrs['fix_gamma']}|{masked}"
     name = ctx.unique("sj_bnback", key)
     if name not in ctx.mb.symbols:
-        _emit_batch_norm_backward(ctx, name, a, c, b, dts, training, bool(node.attrs["fix_gamma"]))
-    return [ParallelCall(name, c, max(1, GRAIN // max(a * b, 1)), [dy, mean, invstd, x, gamma, dx, dgamma, dbeta])]
+        _emit_batch_norm_backward(ctx, name, a, c, b, dts, training, bool(node.attrs["fix_gamma"]), masked)
+    args = [dy, mean, invstd, x, gamma, dx, dgamma, dbeta] + ([relu_out] if masked else [])
+    return [ParallelCall(name, c, max(1, GRAIN // max(a * b, 1)), args)]
 
 
-def _emit_batch_norm_backward(ctx, name, a, c, b, dts, training, fix_gamma) -> None:
+def _emit_batch_norm_backward(ctx, name, a, c, b, dts, training, fix_gamma, masked=False) -> None:
     """With g = dy * gamma and xhat = (x - mean) * inv_std, in the data's float type:
     training dx = inv_std * (g - mean(g) - xhat * mean(g * xhat)), else g * inv_std;
     dgamma = sum(dy * xhat) (0 with fix_gamma), dbeta = sum(dy). Two passes over each channel:
     one for both sums (mean(g) = gamma sum(dy) / M and mean(g xhat) = gamma sum(dy xhat) / M,
-    gamma being a per-channel constant), one writing dx."""
-    kw = KernelWriter(ctx.mb, name, 8)
-    dy, mean, invstd, x, gamma, dx, dgamma, dbeta = kw.args
+    gamma being a per-channel constant), one writing dx. With `masked`, dy is relu's gradient
+    of the incoming gradient at the relu output (a ninth argument), computed where it is read."""
+    kw = KernelWriter(ctx.mb, name, 9 if masked else 8)
+    dy, mean, invstd, x, gamma, dx, dgamma, dbeta = kw.args[:8]
     t_dy, t_mean, t_inv, t_x, t_g, t_dx, t_dg, t_db = dts
     ct = t_x
     with kw.loop(kw.begin, kw.end) as ch:
@@ -501,7 +527,10 @@ def _emit_batch_norm_backward(ctx, name, a, c, b, dts, training, fix_gamma) -> N
         w = kw.b.const(1.0, _lty(ct)) if fix_gamma else convert(kw.load(_lty(t_g), gamma, ch), t_g, ct)
 
         def dyv(off):
-            return convert(kw.load(_lty(t_dy), dy, off), t_dy, ct)
+            d = kw.load(_lty(t_dy), dy, off)
+            if masked:
+                d = _relu_grad_val(kw, d, kw.load(_lty(t_dy), kw.args[8], off), _lty(t_dy))
+            return convert(d, t_dy, ct)
 
         def xhat(off):
             return (convert(kw.load(_lty(t_x), x, off), t_x, ct) - mu) * inv
