@@ -378,8 +378,7 @@ static const mm_shape MM_SHAPES[] = {
 #define MM_NSHAPES ((int)(sizeof MM_SHAPES / sizeof MM_SHAPES[0]))
 
 /* the tile shape with the least padded work (rows and columns rounded up to whole tiles) */
-static int mm_pick(int64_t rows, int64_t cols) {
-    if (g_tune[TUNE_SHAPE] > 0 && g_tune[TUNE_SHAPE] <= MM_NSHAPES) return (int)g_tune[TUNE_SHAPE] - 1;
+static int mm_pick_default(int64_t rows, int64_t cols) {
     int best = 0;
     double best_cost = 0.0;
     for (int i = 0; i < MM_NSHAPES; i++) {
@@ -389,6 +388,12 @@ static int mm_pick(int64_t rows, int64_t cols) {
         if (i == 0 || c < best_cost) { best = i; best_cost = c; }
     }
     return best;
+}
+
+/* mm_pick_default, or the shape forced by the tuning override */
+static int mm_pick(int64_t rows, int64_t cols) {
+    if (g_tune[TUNE_SHAPE] > 0 && g_tune[TUNE_SHAPE] <= MM_NSHAPES) return (int)g_tune[TUNE_SHAPE] - 1;
+    return mm_pick_default(rows, cols);
 }
 
 static int64_t mm_panel(int shape) { return 16 * MM_SHAPES[shape].V; }

@@ -109,6 +109,7 @@ TUNE_PREFETCH_VALUES = {"weights": 1, "dw_rows": 2, "kblock": 3, "planes": 4, "a
 C_SIGNATURES = {
     RELU_EPILOGUE: ["i64", "i64", "ptr"],
     "symjit_nn_gemm": ["ptr"] * 7,
+    "symjit_nn_gemm_packed": ["ptr"] * 8,
     "symjit_nn_conv": ["ptr"] * 7,
     "symjit_nn_conv_packed": ["ptr"] * 8,
     "symjit_nn_conv_pool": ["ptr"] * 6,
@@ -355,7 +356,46 @@ def gemm_call(batch, m, n, k, ta, tb, sa, sb, sc, bias_mode, A, B, bias, C) -> N
 # Plans: (op name, attrs, input Values, output Values) -> NativeCalls, or None
 # --------------------------------------------------------------------------------------------
 
-def plan_fully_connected(attrs, ins, outs):
+#: whether GEMMs with a compile-time constant B (dense layers with bound weights) use B packed
+#: at compile time (`symjit_nn_gemm_packed`); False: the per-call packing of symjit_nn_gemm
+#: (benchmarks/bench_small_models.py switches it to measure both in one process)
+PACK_CONSTANT_WEIGHTS = True
+
+
+def pack_gemm_operand(call: NativeCall, b) -> np.ndarray | None:
+    """B of the single GEMM `call` (a gemm_call) packed by the kernel library for that
+    geometry, or None when the library wants no packing (or b is not float32)."""
+    if b is None or b.dtype != np.float32:
+        return None
+    fn = kernel_library().symjit_nn_gemm_pack
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    fn.restype = ctypes.c_int64
+    d = np.ascontiguousarray(call.desc, dtype=np.int64)
+    b = np.ascontiguousarray(b)
+    size = fn(d.ctypes.data, b.ctypes.data, None)
+    if size <= 0:
+        return None
+    out = np.empty(size, np.float32)
+    fn(d.ctypes.data, b.ctypes.data, out.ctypes.data)
+    return out
+
+
+def with_packed_b(call: NativeCall, ctx) -> NativeCall:
+    """`call` (a gemm_call) as a symjit_nn_gemm_packed call when its B is a compile-time
+    constant that the kernel library packs for its geometry (on the AVX-512 tiles), else
+    `call` unchanged."""
+    if ctx is None or not PACK_CONSTANT_WEIGHTS or not native_kernels_available():
+        return call
+    b = call.args[2][1]
+    packed = pack_gemm_operand(call, const_value(ctx, b))
+    if packed is None:
+        return call
+    bp = add_param(ctx, "gemm_packed", packed)
+    args = list(call.args)
+    return NativeCall("symjit_nn_gemm_packed", call.desc, args[:3] + [("v", bp)] + args[3:])
+
+
+def plan_fully_connected(attrs, ins, outs, ctx=None):
     x, w = ins[0], ins[1]
     y = outs[0]
     h = int(attrs["num_hidden"])
@@ -366,7 +406,10 @@ def plan_fully_connected(attrs, ins, outs):
         return None
     bias = None if attrs["no_bias"] else ins[2]
     bias_mode = BIAS_MODES["none"] if bias is None else BIAS_MODES["per_column"]
-    return [gemm_call(1, m, h, k, False, True, 0, 0, 0, bias_mode, x, w, bias, y)]
+    return [with_packed_b(gemm_call(1, m, h, k, False, True, 0, 0, 0, bias_mode, x, w, bias, y), ctx)]
+
+
+plan_fully_connected.uses_context = True
 
 
 def plan_fc_backward_data(attrs, ins, outs):
@@ -398,12 +441,15 @@ def _dot_dims(attrs, ls, rs):
     return _size(l_keep), lk, _size(r_keep), ta, tb
 
 
-def plan_dot(attrs, ins, outs):
+def plan_dot(attrs, ins, outs, ctx=None):
     dims = _dot_dims(attrs, shape_of(ins[0]), shape_of(ins[1]))
     if dims is None:
         return None
     m, k, n, ta, tb = dims
-    return [gemm_call(1, m, n, k, ta, tb, 0, 0, 0, 0, ins[0], ins[1], None, outs[0])]
+    return [with_packed_b(gemm_call(1, m, n, k, ta, tb, 0, 0, 0, 0, ins[0], ins[1], None, outs[0]), ctx)]
+
+
+plan_dot.uses_context = True
 
 
 def plan_backward_dot(attrs, ins, outs):
