@@ -6,8 +6,10 @@ Sections:
          or hybridized model) with weights packed at compile time (`symjit_nn_gemm_packed`,
          lower_gemm.PACK_CONSTANT_WEIGHTS) against the per-call packing of symjit_nn_gemm, over
          rows M (the batch) 1..256 and several K x N;
-  pool   average pooling with kernel == stride (2x2/2, 3x3/3, with and without padding counted,
-         ceil convention) on the vectorized path against the general loop (`pool_general`).
+  pool   average pooling with stride > 1 (2x2/2 on the AVX-512 path, 3x3/3 and padded windows on
+         the general loop) against the portable path's general loop (`symjit_nn_set_native(0)`,
+         switched just before each call); for before/after figures of the general loop itself run
+         this section on two built trees.
 Both variants of a row are compiled in the same process and timed in alternating rounds; printed:
 CPU time per call of this thread (time.thread_time: what the call costs, without the time other
 processes take from the core) as the minimum over rounds, and new / old.
@@ -78,7 +80,43 @@ def section_gemm(args):
     print(f"geometric mean new/old {np.exp(np.mean(np.log(ratios))):.3f}, worst {max(ratios):.2f}")
 
 
-SECTIONS = {"gemm": section_gemm}
+POOL_CASES = [
+    ((8, 32, 14, 14), (2, 2), (0, 0), True),
+    ((1, 32, 14, 14), (2, 2), (0, 0), True),
+    ((8, 64, 56, 56), (2, 2), (0, 0), True),
+    ((8, 16, 27, 27), (3, 3), (0, 0), True),
+    ((8, 16, 28, 28), (2, 2), (1, 1), False),
+]
+
+
+def section_pool(args):
+    from symjit.codegen.llvm.executable import compile_planned
+    from symjit.codegen.llvm.lower_gemm import set_native_kernels
+    from symjit.ir import GraphBuilder, TensorType
+    from symjit.passes.manager import compile_graph
+    rng = np.random.default_rng(0)
+    print(f"{'input':>18} {'kernel':>7} {'pad':>6} {'tiles us':>9} {'general us':>11} {'tiles/general':>14}")
+    for xs, k, pad, include in POOL_CASES:
+        b = GraphBuilder(name="pool")
+        v = b.add_input("x", TensorType(xs, "float32"))
+        (y,) = b.add_node("Pooling", [v], {"kernel": k, "stride": k, "pad": pad, "pool_type": "avg",
+                                            "count_include_pad": include})[:1]
+        opt, _ = compile_graph(b.build([y]), "inference")
+        cg = compile_planned(opt, "pool")
+        x = rng.standard_normal(xs).astype(np.float32)
+
+        def on(native):
+            def call():
+                set_native_kernels(native)
+                cg([x])
+            return call
+        t = paired({"tiles": on(1), "general": on(0)}, args.rounds, args.calls)
+        set_native_kernels(-1)
+        print(f"{str(xs):>18} {str(k):>7} {str(pad):>6} {t['tiles'] * 1e6:>9.1f} {t['general'] * 1e6:>11.1f} "
+              f"{t['tiles'] / t['general']:>14.2f}")
+
+
+SECTIONS = {"gemm": section_gemm, "pool": section_pool}
 
 
 def main():
