@@ -9,7 +9,11 @@ Sections:
   pool   average pooling with stride > 1 (2x2/2 on the AVX-512 path, 3x3/3 and padded windows on
          the general loop) against the portable path's general loop (`symjit_nn_set_native(0)`,
          switched just before each call); for before/after figures of the general loop itself run
-         this section on two built trees.
+         this section on two built trees;
+  threads  small networks (dense layers and LeNet-like convolutions, batch 1 and 8) at --threads
+         (default here 2) with the fewest flops per parallel block (`symjit_nn_tune` key
+         "min_task") at each of --min-task, wall and process CPU time per call (the CPU time
+         counts the workers' spinning too).
 Both variants of a row are compiled in the same process and timed in alternating rounds; printed:
 CPU time per call of this thread (time.thread_time: what the call costs, without the time other
 processes take from the core) as the minimum over rounds, and new / old.
@@ -116,15 +120,71 @@ def section_pool(args):
               f"{t['tiles'] / t['general']:>14.2f}")
 
 
-SECTIONS = {"gemm": section_gemm, "pool": section_pool}
+def _tune(key: str, value: int) -> None:
+    import ctypes
+    fn = lower_gemm.kernel_library().symjit_nn_tune
+    fn.argtypes = [ctypes.c_int64, ctypes.c_int64]
+    fn.restype = ctypes.c_int64
+    fn(lower_gemm.TUNE_KEYS[key], int(value))
+
+
+def _small_nets():
+    """(name, symbol, input shape, params) of small networks' layers, batch 1 and 8."""
+    rng = np.random.default_rng(0)
+
+    def arr(*shape):
+        return mx.nd.array(rng.standard_normal(shape).astype(np.float32) * 0.1)
+    data = mx.sym.var("data")
+    mlp = mx.sym.FullyConnected(mx.sym.relu(mx.sym.FullyConnected(data, num_hidden=128, name="fc0")),
+                                num_hidden=64, name="fc1")
+    mlp_p = {"fc0_weight": arr(128, 784), "fc0_bias": arr(128), "fc1_weight": arr(64, 128), "fc1_bias": arr(64)}
+    conv = mx.sym.relu(mx.sym.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=32, name="c"))
+    conv_p = {"c_weight": arr(32, 16, 3, 3), "c_bias": arr(32)}
+    conv0 = mx.sym.Pooling(mx.sym.relu(mx.sym.Convolution(data, kernel=(5, 5), pad=(2, 2), num_filter=16, name="c")),
+                           kernel=(2, 2), stride=(2, 2), pool_type="max")
+    conv0_p = {"c_weight": arr(16, 1, 5, 5), "c_bias": arr(16)}
+    for b in (1, 8):
+        yield f"dense 784-128-64 b{b}", mlp, (b, 784), mlp_p
+        yield f"conv 16->32 3x3 14x14 b{b}", conv, (b, 16, 14, 14), conv_p
+        yield f"conv 1->16 5x5 28x28+pool b{b}", conv0, (b, 1, 28, 28), conv0_p
+
+
+def section_threads(args):
+    import os
+    threads = args.threads if args.threads > 1 else 2
+    runtime.set_num_threads(threads)
+    print(f"threads {threads}; min_task flops {args.min_task}: wall / process CPU us per call, ratio to the first")
+    for name, sym, shape, params in _small_nets():
+        f = symjit.compile(sym, {"data": shape}, params)
+        x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+        best = {m: [float("inf"), float("inf")] for m in args.min_task}
+        for _ in range(args.rounds):
+            for m in args.min_task:
+                _tune("min_task", m)
+                f(data=x)
+                t0, c0 = time.perf_counter(), time.process_time()
+                for _ in range(args.calls):
+                    f(data=x)
+                wall, cpu = (time.perf_counter() - t0) / args.calls, (time.process_time() - c0) / args.calls
+                best[m] = [min(best[m][0], wall), min(best[m][1], cpu)]
+        _tune("min_task", 0)
+        first = best[args.min_task[0]]
+        cells = "  ".join(f"{m:.0e}: {w * 1e6:6.1f}/{c * 1e6:6.1f} ({w / first[0]:.2f})" for m, (w, c) in best.items())
+        print(f"{name:>32}  {cells}")
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    runtime.set_num_threads(args.threads)
+
+
+SECTIONS = {"gemm": section_gemm, "pool": section_pool, "threads": section_threads}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--section", nargs="+", default=list(SECTIONS), choices=list(SECTIONS))
+    ap.add_argument("--section", nargs="+", default=["gemm", "pool"], choices=list(SECTIONS))
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--calls", type=int, default=200)
+    ap.add_argument("--min-task", type=float, nargs="+", default=[2e5, 1e6, 4e6])
     ap.add_argument("--rows", type=int, nargs="+", default=[1, 2, 4, 8, 12, 16, 24, 32, 40, 64, 128, 256])
     args = ap.parse_args()
     runtime.set_num_threads(args.threads)

@@ -398,15 +398,23 @@ static int mm_pick(int64_t rows, int64_t cols) {
 
 static int64_t mm_panel(int shape) { return 16 * MM_SHAPES[shape].V; }
 
-/* Blocks the AVX-512 paths cut a call of `flops` into: one below 2e5 flops (waking the pool
- * costs more), one per thread below 2e7, else NN_BLOCKS_PER_THREAD per thread, so that a thread
- * slowed down (another process on its core) leaves its remaining blocks to the others. */
+/* Blocks the AVX-512 paths cut a call of `flops` into: below 2e7 flops at most one per thread and
+ * at least NN_MIN_TASK_FLOPS each (a block of a few microseconds gains less than handing it to
+ * a worker costs: waking or stealing it from a spinning worker, and waiting at the join for a
+ * worker that another process preempted), else NN_BLOCKS_PER_THREAD per thread, so that a
+ * thread slowed down leaves its remaining blocks to the others.
+ * benchmarks/bench_small_models.py --section threads measures the threshold. */
 #ifndef NN_BLOCKS_PER_THREAD
 #define NN_BLOCKS_PER_THREAD 4
 #endif
+#ifndef NN_MIN_TASK_FLOPS
+#define NN_MIN_TASK_FLOPS 1e6
+#endif
 static int64_t tiles_want(double flops, int64_t threads) {
     int64_t per = g_tune[TUNE_BLOCKS] > 0 ? g_tune[TUNE_BLOCKS] : NN_BLOCKS_PER_THREAD;
-    return flops < 2e5 ? 1 : (flops < 2e7 ? threads : per * threads);
+    double min_task = g_tune[TUNE_MIN_TASK] > 0 ? (double)g_tune[TUNE_MIN_TASK] : NN_MIN_TASK_FLOPS;
+    if (flops >= 2e7) return per * threads;
+    return imax(1, imin(threads, (int64_t)(flops / min_task)));
 }
 
 /* padded work of a shape for rows x cols (the quantity mm_pick minimises) */

@@ -109,3 +109,28 @@ def test_portable_path_after_packing_uses_the_unpacked_weights():
     finally:
         set_native_kernels(-1)
     _close(model(data=x), ref)
+
+
+def test_block_threshold_changes_who_computes_not_the_result():
+    """The fewest flops per parallel block (`min_task`) only decides how a call is cut into
+    blocks of whole tiles: one block or one per thread gives the same floats."""
+    import ctypes
+    from symjit import runtime
+    from symjit.codegen.llvm.lower_gemm import TUNE_KEYS, kernel_library
+    tune = kernel_library().symjit_nn_tune
+    tune.argtypes = [ctypes.c_int64, ctypes.c_int64]
+    tune.restype = ctypes.c_int64
+    rng = np.random.default_rng(4)
+    model, x, ref = _dense(rng, 24, 300, 200, True, "relu")
+    old_threads = runtime.set_num_threads(2)
+    try:
+        outs = []
+        for min_task in (10**12, 1):
+            tune(TUNE_KEYS["min_task"], min_task)
+            got = model(data=x)
+            outs.append(np.asarray(got[0] if isinstance(got, (list, tuple)) else got))
+    finally:
+        tune(TUNE_KEYS["min_task"], 0)
+        runtime.set_num_threads(old_threads)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    _close(outs[0], ref)
