@@ -13,7 +13,9 @@ Sections:
   threads  small networks (dense layers and LeNet-like convolutions, batch 1 and 8) at --threads
          (default here 2) with the fewest flops per parallel block (`symjit_nn_tune` key
          "min_task") at each of --min-task, wall and process CPU time per call (the CPU time
-         counts the workers' spinning too).
+         counts the workers' spinning too);
+  grain  a fused elementwise kernel (relu(a * b + 1)) over 32K..1M elements at 2 threads, compiled
+         with each of --grains elements per parallel chunk (lower_loops.GRAIN), wall / CPU.
 Both variants of a row are compiled in the same process and timed in alternating rounds; printed:
 CPU time per call of this thread (time.thread_time: what the call costs, without the time other
 processes take from the core) as the minimum over rounds, and new / old.
@@ -175,7 +177,38 @@ def section_threads(args):
     runtime.set_num_threads(args.threads)
 
 
-SECTIONS = {"gemm": section_gemm, "pool": section_pool, "threads": section_threads}
+def section_grain(args):
+    import os
+    from symjit.codegen.llvm import lower_basic
+    threads = args.threads if args.threads > 1 else 2
+    runtime.set_num_threads(threads)
+    print(f"threads {threads}; elements per parallel chunk {args.grains}: wall / process CPU us per call")
+    default = lower_basic.GRAIN
+    for n in (32768, 65536, 131072, 262144, 1048576):
+        s = mx.sym.relu(mx.sym.var("a") * mx.sym.var("b") + 1.0)
+        models = {}
+        try:
+            for g in args.grains:
+                lower_basic.GRAIN = g
+                models[g] = symjit.compile(s, {"a": (n,), "b": (n,)}, {}, name=f"grain{g}")
+        finally:
+            lower_basic.GRAIN = default
+        a, b = np.random.rand(n).astype(np.float32), np.random.rand(n).astype(np.float32)
+        best = {g: [float("inf"), float("inf")] for g in models}
+        for _ in range(args.rounds):
+            for g, m in models.items():
+                m(a=a, b=b)
+                t0, c0 = time.perf_counter(), time.process_time()
+                for _ in range(args.calls):
+                    m(a=a, b=b)
+                best[g] = [min(best[g][0], (time.perf_counter() - t0) / args.calls),
+                           min(best[g][1], (time.process_time() - c0) / args.calls)]
+        print(f"{n:>8}  " + "  ".join(f"{g}: {w * 1e6:7.1f}/{c * 1e6:7.1f}" for g, (w, c) in best.items()))
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    runtime.set_num_threads(args.threads)
+
+
+SECTIONS = {"gemm": section_gemm, "pool": section_pool, "threads": section_threads, "grain": section_grain}
 
 
 def main():
@@ -185,6 +218,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--min-task", type=float, nargs="+", default=[2e5, 1e6, 4e6])
+    ap.add_argument("--grains", type=int, nargs="+", default=[16384, 65536, 262144])
     ap.add_argument("--rows", type=int, nargs="+", default=[1, 2, 4, 8, 12, 16, 24, 32, 40, 64, 128, 256])
     args = ap.parse_args()
     runtime.set_num_threads(args.threads)
