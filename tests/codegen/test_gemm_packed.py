@@ -134,3 +134,35 @@ def test_block_threshold_changes_who_computes_not_the_result():
         runtime.set_num_threads(old_threads)
     np.testing.assert_array_equal(outs[0], outs[1])
     _close(outs[0], ref)
+
+
+def test_hybridized_dense_repacks_after_new_weights_and_trains_on_inputs():
+    """A hybridized Dense stack at inference binds its weights (packed at compile time); new
+    parameter values give the new layer's output (not the packing of the old ones), and a
+    recorded forward/backward still computes the weight gradient."""
+    from symjit import autograd, gluon, nd
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Dense(37, activation="relu", in_units=50), gluon.nn.Dense(11, in_units=37))
+    net.initialize(mx.init.Xavier())
+    net.hybridize()
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((8, 50)).astype(np.float32)
+
+    def reference():
+        (w0, b0), (w1, b1) = [(blk.weight.data().asnumpy(), blk.bias.data().asnumpy()) for blk in net]
+        return np.maximum(x @ w0.T + b0, 0) @ w1.T + b1
+
+    _close(net(nd.array(x)).asnumpy(), reference())
+    if native_kernels_available():
+        assert net._fast_call.const_bytes > 0    # the packed copies of the bound weights
+    for blk in net:
+        blk.weight.set_data(nd.array(rng.standard_normal(blk.weight.shape).astype(np.float32)))
+    _close(net(nd.array(x)).asnumpy(), reference())
+    xs = nd.array(x)
+    with autograd.record():
+        loss = net(xs).sum()
+    loss.backward()
+    w1 = net[1].weight.data().asnumpy()
+    h = np.maximum(x @ net[0].weight.data().asnumpy().T + net[0].bias.data().asnumpy(), 0)
+    _close(net[1].weight.grad().asnumpy(), np.ones((8, 11), np.float32).T @ h)
+    assert w1.shape == (11, 37)
