@@ -711,11 +711,12 @@ static void gemm_rm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float
 
 /* Block sizes for splitting `outer` independent (M x N x K) products over the pool: at most
  * `nb_cap` columns per block (cache), then enough blocks (N first, then M) for every thread
- * when the work is large enough to pay for waking the pool. nb is a multiple of 16 if split. */
+ * when the work is large enough to pay for waking the pool (tiles_want's threshold below 2e7
+ * flops). nb is a multiple of 16 if split. */
 static void split2(int64_t M, int64_t N, int64_t K, int64_t outer, int64_t nb_cap, int64_t *mb, int64_t *nb) {
     int64_t threads = symjit_get_num_threads();
     double flops = 2.0 * (double)M * (double)N * (double)K * (double)outer;
-    int64_t want = flops < 2e5 ? 1 : (flops < 2e7 ? threads : 2 * threads);
+    int64_t want = flops < 2e7 ? tiles_want(flops, threads) : 2 * threads;
     *mb = M;
     *nb = N;
     if (nb_cap > 0 && N > nb_cap) *nb = imax(16, (nb_cap / 16) * 16);
