@@ -46,7 +46,7 @@ from .graph import TABLE, DirectCall, LoweringContext, register_lowering
 from .target import current_target, is_host
 
 __all__ = ["NativeCall", "emit_native", "bind_native_kernels", "set_native_kernels", "native_kernels_available",
-           "const_value", "add_param", "epilogue_spec", "is_f32", "shape_of",
+           "const_value", "add_param", "library_packing", "epilogue_spec", "is_f32", "shape_of",
            "SMALL_GEMM", "gemm_call"]
 
 #: products with at most this many multiply-adds use the built-in loop nest instead of the BLAS
@@ -363,21 +363,23 @@ def gemm_call(batch, m, n, k, ta, tb, sa, sb, sc, bias_mode, A, B, bias, C) -> N
 PACK_CONSTANT_WEIGHTS = True
 
 
-def pack_gemm_operand(call: NativeCall, b) -> np.ndarray | None:
-    """B of the single GEMM `call` (a gemm_call) packed by the kernel library for that
-    geometry, or None when the library wants no packing (or b is not float32)."""
-    if b is None or b.dtype != np.float32:
+def library_packing(fn_name: str, desc, w) -> np.ndarray | None:
+    """Constant float32 weights `w` packed by the kernel library's `int64_t fn_name(desc, w,
+    out)` (the floats it writes; 0 when it wants no packing for that geometry; out NULL: only
+    the size), or None when it wants none or w is not a float32 constant. The library decides
+    from the descriptor alone, so the packing made here matches what it expects at run time."""
+    if w is None or w.dtype != np.float32:
         return None
-    fn = kernel_library().symjit_nn_gemm_pack
+    fn = getattr(kernel_library(), fn_name)
     fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
     fn.restype = ctypes.c_int64
-    d = np.ascontiguousarray(call.desc, dtype=np.int64)
-    b = np.ascontiguousarray(b)
-    size = fn(d.ctypes.data, b.ctypes.data, None)
+    d = np.ascontiguousarray(desc, dtype=np.int64)
+    w = np.ascontiguousarray(w, dtype=np.float32)
+    size = fn(d.ctypes.data, w.ctypes.data, None)
     if size <= 0:
         return None
     out = np.empty(size, np.float32)
-    fn(d.ctypes.data, b.ctypes.data, out.ctypes.data)
+    fn(d.ctypes.data, w.ctypes.data, out.ctypes.data)
     return out
 
 
@@ -388,7 +390,7 @@ def with_packed_b(call: NativeCall, ctx) -> NativeCall:
     if ctx is None or not PACK_CONSTANT_WEIGHTS or not native_kernels_available():
         return call
     b = call.args[2][1]
-    packed = pack_gemm_operand(call, const_value(ctx, b))
+    packed = library_packing("symjit_nn_gemm_pack", call.desc, const_value(ctx, b))
     if packed is None:
         return call
     bp = add_param(ctx, "gemm_packed", packed)
