@@ -5,8 +5,11 @@ fused elementwise epilogue.
 The kernels live in runtime/nnkernels.c (compiled into `symjit._runtime`): float32,
 row-major, split into output blocks over the runtime's thread pool. On AVX-512 hosts they run
 their own register tiles (`set_native_kernels`, `native_kernels_available`): GEMMs pack the
-smaller operand once per call (dense layers: the activations, transposed in registers), bias
-goes into the tiles' stores, and products with 1-3 rows use a dot-product GEMV. Elsewhere (the
+smaller operand once per call (dense layers: the activations, transposed in registers), or, where
+B is a compile-time constant (bound weights of FullyConnected and `dot`) and there are 4 rows or
+more, use B packed once at compile time (`with_packed_b`, symjit_nn_gemm_packed: no per-call
+packing, rows stored straight); bias goes into the tiles' stores, and products with 1-3 rows use
+a dot-product GEMV. Elsewhere (the
 portable path) large products call a BLAS sgemm single-threaded inside each block (scipy's
 bundled OpenBLAS, bound once per process by `bind_native_kernels`) and tiny products (at most
 `SMALL_GEMM` multiply-adds, e.g. a 16x16 layer at batch 1) run a built-in loop nest, so they
