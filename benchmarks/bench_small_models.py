@@ -217,7 +217,7 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--calls", type=int, default=200)
-    ap.add_argument("--min-task", type=float, nargs="+", default=[2e5, 1e6, 4e6])
+    ap.add_argument("--min-task", type=float, nargs="+", default=[2e5, 1e6, 4e6, 1e12])
     ap.add_argument("--grains", type=int, nargs="+", default=[16384, 65536, 262144])
     ap.add_argument("--rows", type=int, nargs="+", default=[1, 2, 4, 8, 12, 16, 24, 32, 40, 64, 128, 256])
     args = ap.parse_args()

@@ -403,18 +403,27 @@ static int64_t mm_panel(int shape) { return 16 * MM_SHAPES[shape].V; }
  * a worker costs: waking or stealing it from a spinning worker, and waiting at the join for a
  * worker that another process preempted), else NN_BLOCKS_PER_THREAD per thread, so that a
  * thread slowed down leaves its remaining blocks to the others.
- * benchmarks/bench_small_models.py --section threads measures the threshold. */
+ * benchmarks/bench_small_models.py --section threads measures the threshold (2 threads on a
+ * shared 2-core machine, load ~5: LeNet batch 1, whose 3x3 layer is 2.3 Mflop, 196 us wall at
+ * 1e6, 89 us at 4e6; batch 8 within noise). */
 #ifndef NN_BLOCKS_PER_THREAD
 #define NN_BLOCKS_PER_THREAD 4
 #endif
 #ifndef NN_MIN_TASK_FLOPS
-#define NN_MIN_TASK_FLOPS 1e6
+#define NN_MIN_TASK_FLOPS 4e6
 #endif
 static int64_t tiles_want(double flops, int64_t threads) {
     int64_t per = g_tune[TUNE_BLOCKS] > 0 ? g_tune[TUNE_BLOCKS] : NN_BLOCKS_PER_THREAD;
     double min_task = g_tune[TUNE_MIN_TASK] > 0 ? (double)g_tune[TUNE_MIN_TASK] : NN_MIN_TASK_FLOPS;
     if (flops >= 2e7) return per * threads;
     return imax(1, imin(threads, (int64_t)(flops / min_task)));
+}
+
+/* The grain of symjit_parallel_for over `tasks` blocks cut with tiles_want's `want`: blocks may
+ * be more than `want` (cache blocking, one per image); below one block per thread they run in at
+ * most `want` chunks, so a call too small for the pool stays on the caller. */
+static int64_t tasks_grain(int64_t tasks, int64_t want, int64_t threads) {
+    return want < threads ? imax(1, cdiv(tasks, imax(want, 1))) : 1;
 }
 
 /* padded work of a shape for rows x cols (the quantity mm_pick minimises) */
