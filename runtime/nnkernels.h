@@ -41,6 +41,7 @@ enum {
     TUNE_CHANVEC_OW,  /* widest depthwise output row vectorized along channels (default
                          DW_CHANVEC_MAX_OW, or below DW_ROWS_MIN_OW_S1 / _S2 where the 3x3 row
                          kernel applies; -1: none) */
+    TUNE_MIN_TASK,    /* fewest flops per block of calls below 2e7 flops (NN_MIN_TASK_FLOPS) */
     TUNE_COUNT
 };
 /* values of TUNE_CONV: the alternative a convolution takes instead of the built-in choice */
@@ -98,6 +99,14 @@ typedef struct {
 } symjit_gemm_desc;
 NN_API void symjit_nn_gemm(const symjit_gemm_desc *d, const float *A, const float *B, const float *bias, float *C,
                            symjit_kernel_fn epi, void **epi_args);
+/* GEMMs whose B is a compile-time constant (dense layers at inference): B packed once into the
+ * column panels the tiles read (batch 1, !trans_a). symjit_nn_gemm_pack returns the floats of
+ * the packing (0: the library wants none for d), written to `out` unless NULL;
+ * symjit_nn_gemm_packed computes as symjit_nn_gemm from the packed copy Bp (B itself where the
+ * AVX-512 tiles are off). */
+NN_API int64_t symjit_nn_gemm_pack(const symjit_gemm_desc *d, const float *B, float *out);
+NN_API void symjit_nn_gemm_packed(const symjit_gemm_desc *d, const float *A, const float *B, const float *Bp,
+                                  const float *bias, float *C, symjit_kernel_fn epi, void **epi_args);
 
 /* ---- convolution -------------------------------------------------------------------- */
 /* forward convolution methods (symjit_conv_desc.method) */

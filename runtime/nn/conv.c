@@ -257,7 +257,7 @@ static void conv_native(conv_job *job) {
     tm = cdiv(g->Fg, job->mb);
     job->serial = atomic_fetch_add(&g_call_serial, 1) + 1;
     void *argv[1] = {job};
-    symjit_parallel_for(conv_native_task, outer * tp * tm, 1, argv);
+    symjit_parallel_for(conv_native_task, outer * tp * tm, tasks_grain(outer * tp * tm, want, threads), argv);
 }
 
 /* F-vector orientation (AVX-512 path) for convolutions with few output positions (the 7x7 and
@@ -427,7 +427,8 @@ static void conv_fvec(conv_job *job, int shape) {
     }
     job->serial = atomic_fetch_add(&g_call_serial, 1) + 1;
     void *argv[1] = {job};
-    symjit_parallel_for(conv_fvec_task, outer * tm * cdiv(g->P, job->pb), 1, argv);
+    const int64_t tasks = outer * tm * cdiv(g->P, job->pb);
+    symjit_parallel_for(conv_fvec_task, tasks, tasks_grain(tasks, want, threads), argv);
 }
 
 /* Size in floats of the packed weights the AVX-512 path wants for this (forward, im2col-method)

@@ -166,7 +166,8 @@ static int conv_pool_fast(conv_pool_job *job) {
     if (!cj->koff) return 1;   /* out of memory: recorded, nothing to fall back to */
     cj->serial = atomic_fetch_add(&g_call_serial, 1) + 1;
     void *argv[1] = {job};
-    symjit_parallel_for(conv_pool_task, g->N * job->tp * job->tm, 1, argv);
+    const int64_t tasks = g->N * job->tp * job->tm;
+    symjit_parallel_for(conv_pool_task, tasks, tasks_grain(tasks, want, threads), argv);
     return 1;
 #else
     (void)job;

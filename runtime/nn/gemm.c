@@ -378,8 +378,7 @@ static const mm_shape MM_SHAPES[] = {
 #define MM_NSHAPES ((int)(sizeof MM_SHAPES / sizeof MM_SHAPES[0]))
 
 /* the tile shape with the least padded work (rows and columns rounded up to whole tiles) */
-static int mm_pick(int64_t rows, int64_t cols) {
-    if (g_tune[TUNE_SHAPE] > 0 && g_tune[TUNE_SHAPE] <= MM_NSHAPES) return (int)g_tune[TUNE_SHAPE] - 1;
+static int mm_pick_default(int64_t rows, int64_t cols) {
     int best = 0;
     double best_cost = 0.0;
     for (int i = 0; i < MM_NSHAPES; i++) {
@@ -391,17 +390,40 @@ static int mm_pick(int64_t rows, int64_t cols) {
     return best;
 }
 
+/* mm_pick_default, or the shape forced by the tuning override */
+static int mm_pick(int64_t rows, int64_t cols) {
+    if (g_tune[TUNE_SHAPE] > 0 && g_tune[TUNE_SHAPE] <= MM_NSHAPES) return (int)g_tune[TUNE_SHAPE] - 1;
+    return mm_pick_default(rows, cols);
+}
+
 static int64_t mm_panel(int shape) { return 16 * MM_SHAPES[shape].V; }
 
-/* Blocks the AVX-512 paths cut a call of `flops` into: one below 2e5 flops (waking the pool
- * costs more), one per thread below 2e7, else NN_BLOCKS_PER_THREAD per thread, so that a thread
- * slowed down (another process on its core) leaves its remaining blocks to the others. */
+/* Blocks the AVX-512 paths cut a call of `flops` into: below 2e7 flops at most one per thread and
+ * at least NN_MIN_TASK_FLOPS each (a block of a few microseconds gains less than handing it to
+ * a worker costs: waking or stealing it from a spinning worker, and waiting at the join for a
+ * worker that another process preempted), else NN_BLOCKS_PER_THREAD per thread, so that a
+ * thread slowed down leaves its remaining blocks to the others.
+ * benchmarks/bench_small_models.py --section threads measures the threshold (2 threads on a
+ * shared 2-core machine, load ~5: LeNet batch 1, whose 3x3 layer is 2.3 Mflop, 196 us wall at
+ * 1e6, 89 us at 4e6; batch 8 within noise). */
 #ifndef NN_BLOCKS_PER_THREAD
 #define NN_BLOCKS_PER_THREAD 4
 #endif
+#ifndef NN_MIN_TASK_FLOPS
+#define NN_MIN_TASK_FLOPS 4e6
+#endif
 static int64_t tiles_want(double flops, int64_t threads) {
     int64_t per = g_tune[TUNE_BLOCKS] > 0 ? g_tune[TUNE_BLOCKS] : NN_BLOCKS_PER_THREAD;
-    return flops < 2e5 ? 1 : (flops < 2e7 ? threads : per * threads);
+    double min_task = g_tune[TUNE_MIN_TASK] > 0 ? (double)g_tune[TUNE_MIN_TASK] : NN_MIN_TASK_FLOPS;
+    if (flops >= 2e7) return per * threads;
+    return imax(1, imin(threads, (int64_t)(flops / min_task)));
+}
+
+/* The grain of symjit_parallel_for over `tasks` blocks cut with tiles_want's `want`: blocks may
+ * be more than `want` (cache blocking, one per image); below one block per thread they run in at
+ * most `want` chunks, so a call too small for the pool stays on the caller. */
+static int64_t tasks_grain(int64_t tasks, int64_t want, int64_t threads) {
+    return want < threads ? imax(1, cdiv(tasks, imax(want, 1))) : 1;
 }
 
 /* padded work of a shape for rows x cols (the quantity mm_pick minimises) */
@@ -698,11 +720,12 @@ static void gemm_rm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float
 
 /* Block sizes for splitting `outer` independent (M x N x K) products over the pool: at most
  * `nb_cap` columns per block (cache), then enough blocks (N first, then M) for every thread
- * when the work is large enough to pay for waking the pool. nb is a multiple of 16 if split. */
+ * when the work is large enough to pay for waking the pool (tiles_want's threshold below 2e7
+ * flops). nb is a multiple of 16 if split. */
 static void split2(int64_t M, int64_t N, int64_t K, int64_t outer, int64_t nb_cap, int64_t *mb, int64_t *nb) {
     int64_t threads = symjit_get_num_threads();
     double flops = 2.0 * (double)M * (double)N * (double)K * (double)outer;
-    int64_t want = flops < 2e5 ? 1 : (flops < 2e7 ? threads : 2 * threads);
+    int64_t want = flops < 2e7 ? tiles_want(flops, threads) : 2 * threads;
     *mb = M;
     *nb = N;
     if (nb_cap > 0 && N > nb_cap) *nb = imax(16, (nb_cap / 16) * 16);

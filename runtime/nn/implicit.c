@@ -248,6 +248,6 @@ static int conv_implicit(conv_job *job) {
     if (!job->koff) return 0;
     job->serial = atomic_fetch_add(&g_call_serial, 1) + 1;
     void *argv[1] = {job};
-    symjit_parallel_for(conv_implicit_task, outer * tp * tm, 1, argv);
+    symjit_parallel_for(conv_implicit_task, outer * tp * tm, tasks_grain(outer * tp * tm, want, threads), argv);
     return 1;
 }

@@ -17,16 +17,16 @@ typedef struct {
 
 static int64_t win_lo(int64_t o, int64_t s, int64_t p) { return o * s - p; }
 
+/* the size of output o's window along spatial dimension i (the factor of avg's divisor) */
+static float pool_dim_size(const symjit_pool_desc *d, int i, int64_t o) {
+    int64_t in = d->in_size[i], k = d->kernel[i], s = d->stride[i], p = d->pad[i];
+    int64_t st = win_lo(o, s, p), en = imin(st + k, in + p);
+    return (float)(d->count_include_pad ? en - st : imin(en, in) - imax(st, 0));
+}
+
+/* avg's divisor: the product of the window sizes, dimension 0 first */
 static float pool_divisor(const symjit_pool_desc *d, int64_t od, int64_t oh, int64_t ow) {
-    int64_t o[3] = {od, oh, ow};
-    float div = 1.0f;
-    for (int i = 0; i < 3; i++) {
-        int64_t in = d->in_size[i], k = d->kernel[i], s = d->stride[i], p = d->pad[i];
-        int64_t st = win_lo(o[i], s, p), en = imin(st + k, in + p);
-        int64_t size = d->count_include_pad ? en - st : imin(en, in) - imax(st, 0);
-        div *= (float)size;
-    }
-    return div;
+    return 1.0f * pool_dim_size(d, 0, od) * pool_dim_size(d, 1, oh) * pool_dim_size(d, 2, ow);
 }
 
 static float lp_root(float v, int64_t p) {
@@ -50,14 +50,22 @@ static void pool_fwd_task(int64_t begin, int64_t end, void **argv) {
     const int64_t D = d->in_size[0], H = d->in_size[1], W = d->in_size[2], OD = d->out_size[0],
                   OH = d->out_size[1], OW = d->out_size[2];
     const int64_t type = d->type, pv = d->p, sw = d->stride[2], kwn = d->kernel[2];
-    /* the valid output columns [lo, hi) of each kernel column (the same for every row) */
+    /* the valid output columns [lo, hi) of each kernel column (the same for every row), and avg's
+     * divisor as pool_divisor's product: its factor over (od, oh) per row times div_w[ow] */
     int64_t lo_s[64], hi_s[64];
+    float div_s[256];
     int64_t *lo = lo_s, *hi = hi_s;
-    if (kwn > 64) {
-        lo = malloc((size_t)kwn * 2 * sizeof(int64_t));
-        if (!lo) return;
+    float *div_w = div_s;
+    void *heap = NULL;
+    if (kwn > 64 || OW > 256) {
+        heap = malloc((size_t)kwn * 2 * sizeof(int64_t) + (size_t)OW * sizeof(float));
+        if (!heap) return;
+        lo = (int64_t *)heap;
         hi = lo + kwn;
+        div_w = (float *)(hi + kwn);
     }
+    if (type == SYMJIT_POOL_AVG)
+        for (int64_t ow = 0; ow < OW; ow++) div_w[ow] = pool_dim_size(d, 2, ow);
     for (int64_t kw = 0; kw < kwn; kw++) {
         const int64_t off = kw - d->pad[2];
         int64_t l = off >= 0 ? 0 : cdiv(-off, sw);
@@ -101,13 +109,14 @@ static void pool_fwd_task(int64_t begin, int64_t end, void **argv) {
                         }
                     }
                 if (type == SYMJIT_POOL_AVG) {
-                    for (int64_t ow = 0; ow < OW; ow++) yr[ow] = yr[ow] / pool_divisor(d, od, oh, ow);
+                    const float dh = 1.0f * pool_dim_size(d, 0, od) * pool_dim_size(d, 1, oh);
+                    for (int64_t ow = 0; ow < OW; ow++) yr[ow] = yr[ow] / (dh * div_w[ow]);
                 } else if (type == SYMJIT_POOL_LP) {
                     for (int64_t ow = 0; ow < OW; ow++) yr[ow] = lp_root(yr[ow], pv);
                 }
             }
     }
-    if (lo != lo_s) free(lo);
+    free(heap);
 }
 
 /* Global pooling (one output per plane, the window is the whole unpadded plane): one reduction
@@ -169,12 +178,12 @@ NN_AVX512 static void pool_max_plane_avx512(const float *src, const int64_t *tof
 }
 #endif
 
-/* 2x2 stride-2 unpadded max pooling whose windows lie inside the input (the common
+/* 2x2 stride-2 unpadded max, avg or sum pooling whose windows lie inside the input (the common
  * downsampling pool): the AVX-512 kernels below read two input rows split into even and odd
  * columns, 16 windows at a time, no padded copy */
 static inline int pool_is_2x2_inside(const symjit_pool_desc *d) {
     const int64_t *in = d->in_size, *out = d->out_size, *k = d->kernel, *s = d->stride, *p = d->pad;
-    return d->type == SYMJIT_POOL_MAX && in[0] == 1 && out[0] == 1 && k[0] == 1 && k[1] == 2 && k[2] == 2 &&
+    return (d->type == SYMJIT_POOL_MAX || d->type == SYMJIT_POOL_AVG || d->type == SYMJIT_POOL_SUM) && in[0] == 1 && out[0] == 1 && k[0] == 1 && k[1] == 2 && k[2] == 2 &&
            s[1] == 2 && s[2] == 2 && p[0] == 0 && p[1] == 0 && p[2] == 0 && 2 * out[1] <= in[1] && 2 * out[2] <= in[2];
 }
 
@@ -203,22 +212,31 @@ static inline __mmask16 lanes_mask(int64_t n) {
     return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1u);
 }
 
-/* forward: the taps in row-major order, vmaxps(tap, acc) keeping acc where the tap is NaN (the
- * general path's fmax rule) */
-NN_AVX512 static void pool_max2x2_task(int64_t begin, int64_t end, void **argv) {
+/* forward, the taps in row-major order: max as vmaxps(tap, acc) keeping acc where the tap is NaN
+ * (the general path's fmax rule); avg and sum as ((0 + a) + b + c) + e, avg then divided by 4
+ * (every window lies inside the input): the general path's operations, so the same floats */
+NN_AVX512 static void pool_2x2_task(int64_t begin, int64_t end, void **argv) {
     pool_job *job = (pool_job *)argv[0];
     const symjit_pool_desc *d = job->d;
     const int64_t H = d->in_size[1], W = d->in_size[2], OH = d->out_size[1], OW = d->out_size[2];
+    const int is_max = d->type == SYMJIT_POOL_MAX, is_avg = d->type == SYMJIT_POOL_AVG;
     for (int64_t t = begin; t < end; t++) {
         const float *xp = job->x + t * H * W;
         float *yp = job->out + t * OH * OW;
         for (int64_t oh = 0; oh < OH; oh++)
             for (int64_t ow0 = 0; ow0 < OW; ow0 += 16) {
                 const taps2x2 v = load_taps2x2(xp + 2 * oh * W, xp + (2 * oh + 1) * W, 2 * ow0, W);
-                __m512 acc = _mm512_max_ps(v.a, _mm512_set1_ps(-FLT_MAX));
-                acc = _mm512_max_ps(v.b, acc);
-                acc = _mm512_max_ps(v.c, acc);
-                acc = _mm512_max_ps(v.e, acc);
+                __m512 acc;
+                if (is_max) {
+                    acc = _mm512_max_ps(v.a, _mm512_set1_ps(-FLT_MAX));
+                    acc = _mm512_max_ps(v.b, acc);
+                    acc = _mm512_max_ps(v.c, acc);
+                    acc = _mm512_max_ps(v.e, acc);
+                } else {
+                    acc = _mm512_add_ps(_mm512_add_ps(_mm512_setzero_ps(), v.a), v.b);
+                    acc = _mm512_add_ps(_mm512_add_ps(acc, v.c), v.e);
+                    if (is_avg) acc = _mm512_div_ps(acc, _mm512_set1_ps(4.0f));
+                }
                 _mm512_mask_storeu_ps(yp + oh * OW + ow0, lanes_mask(OW - ow0), acc);
             }
     }
@@ -340,7 +358,7 @@ NN_API void symjit_nn_pool(const symjit_pool_desc *d, const float *x, float *y) 
         symjit_parallel_for(pool_global_task, d->planes, imax(1, 32768 / imax(in[0] * in[1] * in[2], 1)), argv);
 #ifdef NN_HAVE_AVX512
     } else if (native_on() && pool_is_2x2_inside(d)) {
-        symjit_parallel_for(pool_max2x2_task, d->planes, imax(1, 16384 / imax(in[1] * in[2], 1)), argv);
+        symjit_parallel_for(pool_2x2_task, d->planes, imax(1, 65536 / imax(in[1] * in[2], 1)), argv);   /* ~5 us a chunk */
 #endif
     } else if (native_on() && pool_is_sum2d_s1(d)) {
         symjit_parallel_for(pool_sum2d_s1_task, d->planes, imax(1, 65536 / imax(in[1] * in[2] * (k[1] + k[2]), 1)), argv);
@@ -453,7 +471,7 @@ NN_API void symjit_nn_pool_bwd(const symjit_pool_desc *d, const float *dy, const
     pool_job job = {d, x, dy, y, dx};
     void *argv[1] = {&job};
 #ifdef NN_HAVE_AVX512
-    if (native_on() && pool_is_2x2_inside(d)) {
+    if (native_on() && d->type == SYMJIT_POOL_MAX && pool_is_2x2_inside(d)) {
         const int64_t plane = d->in_size[1] * d->in_size[2];
         symjit_parallel_for(pool_max2x2_bwd_task, d->planes, imax(1, 16384 / imax(plane, 1)), argv);
         return;

@@ -441,6 +441,6 @@ static int conv_wnat(conv_job *job) {
         symjit_parallel_for(wnat_weight_task, F, 1, argv);
     }
     job->serial = atomic_fetch_add(&g_call_serial, 1) + 1;
-    symjit_parallel_for(wnat_task, outer * tm, 1, argv);
+    symjit_parallel_for(wnat_task, outer * tm, tasks_grain(outer * tm, want, threads), argv);
     return 1;
 }

@@ -12,10 +12,8 @@ import numpy as np
 from ...ops.registry import Elementwise
 from .elementwise import SUPPORTED_DTYPES, ElementwiseSpec, emit_elementwise, kernel_name
 from .graph import TABLE, LoweringContext, MemcpyCall, ParallelCall, register_lowering
+from .lower_loops import GRAIN
 
-#: elements per parallel chunk: below this a kernel runs inline on the calling thread, so
-#: small graphs never pay for waking the pool
-GRAIN = 16384
 
 
 def _supported(*values) -> bool:

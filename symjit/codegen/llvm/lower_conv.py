@@ -40,8 +40,8 @@ import numpy as np
 
 from ...ops import nn_conv as C
 from ...ops.registry import get_op
-from .lower_gemm import (I64, PLANS, NativeCall, add_param, const_value, desc_words, kernel_library,
-                         lower_planned, native_kernels_available, shape_of)
+from .lower_gemm import (I64, PLANS, NativeCall, add_param, const_value, desc_words,
+                         library_packing, lower_planned, native_kernels_available, shape_of)
 from .graph import register_lowering
 from .lower_pool import PoolDesc, pool_struct
 
@@ -148,23 +148,9 @@ plan_convolution.uses_context = True
 def pack_weights(desc, w) -> np.ndarray | None:
     """The weights packed for the kernel library's AVX-512 path (nnkernels.c
     `symjit_nn_conv_pack`: e.g. transposed into panels for convolutions with few output
-    positions) when `w` is a compile-time constant and the library wants them packed, else None.
-    The kernel library decides from the descriptor alone, so the packing made here matches
-    what it expects at run time."""
-    if w is None or w.dtype != np.float32:
-        return None
-    lib = kernel_library()
-    fn = lib.symjit_nn_conv_pack
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-    fn.restype = ctypes.c_int64
-    d = np.ascontiguousarray(desc, dtype=np.int64)
-    w = np.ascontiguousarray(w, dtype=np.float32)
-    size = fn(d.ctypes.data, w.ctypes.data, None)
-    if size <= 0:
-        return None
-    out = np.empty(size, np.float32)
-    fn(d.ctypes.data, w.ctypes.data, out.ctypes.data)
-    return out
+    positions) when `w` is a compile-time constant and the library wants them packed, else None
+    (`library_packing`)."""
+    return library_packing("symjit_nn_conv_pack", desc, w)
 
 
 def packed_param(ctx, desc, w):

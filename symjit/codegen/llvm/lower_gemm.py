@@ -5,8 +5,11 @@ fused elementwise epilogue.
 The kernels live in runtime/nnkernels.c (compiled into `symjit._runtime`): float32,
 row-major, split into output blocks over the runtime's thread pool. On AVX-512 hosts they run
 their own register tiles (`set_native_kernels`, `native_kernels_available`): GEMMs pack the
-smaller operand once per call (dense layers: the activations, transposed in registers), bias
-goes into the tiles' stores, and products with 1-3 rows use a dot-product GEMV. Elsewhere (the
+smaller operand once per call (dense layers: the activations, transposed in registers), or, where
+B is a compile-time constant (bound weights of FullyConnected and `dot`) and there are 4 rows or
+more, use B packed once at compile time (`with_packed_b`, symjit_nn_gemm_packed: no per-call
+packing, rows stored straight); bias goes into the tiles' stores, and products with 1-3 rows use
+a dot-product GEMV. Elsewhere (the
 portable path) large products call a BLAS sgemm single-threaded inside each block (scipy's
 bundled OpenBLAS, bound once per process by `bind_native_kernels`) and tiny products (at most
 `SMALL_GEMM` multiply-adds, e.g. a 16x16 layer at batch 1) run a built-in loop nest, so they
@@ -46,7 +49,7 @@ from .graph import TABLE, DirectCall, LoweringContext, register_lowering
 from .target import current_target, is_host
 
 __all__ = ["NativeCall", "emit_native", "bind_native_kernels", "set_native_kernels", "native_kernels_available",
-           "const_value", "add_param", "epilogue_spec", "is_f32", "shape_of",
+           "const_value", "add_param", "library_packing", "epilogue_spec", "is_f32", "shape_of",
            "SMALL_GEMM", "gemm_call"]
 
 #: products with at most this many multiply-adds use the built-in loop nest instead of the BLAS
@@ -96,7 +99,8 @@ def desc_c_initializer(desc: ctypes.Structure) -> str:
 
 
 #: symjit_nn_tune keys (runtime/nnkernels.h), for the benchmarks that measure the library's choices
-TUNE_KEYS = {"kc": 0, "shape": 1, "conv": 2, "wblock": 3, "blocks": 4, "prefetch": 5, "chanvec_ow": 6}
+TUNE_KEYS = {"kc": 0, "shape": 1, "conv": 2, "wblock": 3, "blocks": 4, "prefetch": 5, "chanvec_ow": 6,
+             "min_task": 7}
 #: values of the "conv" key (nnkernels.h enum symjit_tune_conv): the alternative a convolution
 #: takes instead of the built-in choice
 TUNE_CONV_VALUES = {"no_implicit": 1, "portable_depthwise": 3, "no_fvec": 4, "force_fvec": 5, "no_wnat": 6,
@@ -109,6 +113,7 @@ TUNE_PREFETCH_VALUES = {"weights": 1, "dw_rows": 2, "kblock": 3, "planes": 4, "a
 C_SIGNATURES = {
     RELU_EPILOGUE: ["i64", "i64", "ptr"],
     "symjit_nn_gemm": ["ptr"] * 7,
+    "symjit_nn_gemm_packed": ["ptr"] * 8,
     "symjit_nn_conv": ["ptr"] * 7,
     "symjit_nn_conv_packed": ["ptr"] * 8,
     "symjit_nn_conv_pool": ["ptr"] * 6,
@@ -355,7 +360,48 @@ def gemm_call(batch, m, n, k, ta, tb, sa, sb, sc, bias_mode, A, B, bias, C) -> N
 # Plans: (op name, attrs, input Values, output Values) -> NativeCalls, or None
 # --------------------------------------------------------------------------------------------
 
-def plan_fully_connected(attrs, ins, outs):
+#: whether GEMMs with a compile-time constant B (dense layers with bound weights) use B packed
+#: at compile time (`symjit_nn_gemm_packed`); False: the per-call packing of symjit_nn_gemm
+#: (benchmarks/bench_small_models.py switches it to measure both in one process)
+PACK_CONSTANT_WEIGHTS = True
+
+
+def library_packing(fn_name: str, desc, w) -> np.ndarray | None:
+    """Constant float32 weights `w` packed by the kernel library's `int64_t fn_name(desc, w,
+    out)` (the floats it writes; 0 when it wants no packing for that geometry; out NULL: only
+    the size), or None when it wants none or w is not a float32 constant. The library decides
+    from the descriptor alone, so the packing made here matches what it expects at run time."""
+    if w is None or w.dtype != np.float32:
+        return None
+    fn = getattr(kernel_library(), fn_name)
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    fn.restype = ctypes.c_int64
+    d = np.ascontiguousarray(desc, dtype=np.int64)
+    w = np.ascontiguousarray(w, dtype=np.float32)
+    size = fn(d.ctypes.data, w.ctypes.data, None)
+    if size <= 0:
+        return None
+    out = np.empty(size, np.float32)
+    fn(d.ctypes.data, w.ctypes.data, out.ctypes.data)
+    return out
+
+
+def with_packed_b(call: NativeCall, ctx) -> NativeCall:
+    """`call` (a gemm_call) as a symjit_nn_gemm_packed call when its B is a compile-time
+    constant that the kernel library packs for its geometry (on the AVX-512 tiles), else
+    `call` unchanged."""
+    if ctx is None or not PACK_CONSTANT_WEIGHTS or not native_kernels_available():
+        return call
+    b = call.args[2][1]
+    packed = library_packing("symjit_nn_gemm_pack", call.desc, const_value(ctx, b))
+    if packed is None:
+        return call
+    bp = add_param(ctx, "gemm_packed", packed)
+    args = list(call.args)
+    return NativeCall("symjit_nn_gemm_packed", call.desc, args[:3] + [("v", bp)] + args[3:])
+
+
+def plan_fully_connected(attrs, ins, outs, ctx=None):
     x, w = ins[0], ins[1]
     y = outs[0]
     h = int(attrs["num_hidden"])
@@ -366,7 +412,10 @@ def plan_fully_connected(attrs, ins, outs):
         return None
     bias = None if attrs["no_bias"] else ins[2]
     bias_mode = BIAS_MODES["none"] if bias is None else BIAS_MODES["per_column"]
-    return [gemm_call(1, m, h, k, False, True, 0, 0, 0, bias_mode, x, w, bias, y)]
+    return [with_packed_b(gemm_call(1, m, h, k, False, True, 0, 0, 0, bias_mode, x, w, bias, y), ctx)]
+
+
+plan_fully_connected.uses_context = True
 
 
 def plan_fc_backward_data(attrs, ins, outs):
@@ -398,12 +447,15 @@ def _dot_dims(attrs, ls, rs):
     return _size(l_keep), lk, _size(r_keep), ta, tb
 
 
-def plan_dot(attrs, ins, outs):
+def plan_dot(attrs, ins, outs, ctx=None):
     dims = _dot_dims(attrs, shape_of(ins[0]), shape_of(ins[1]))
     if dims is None:
         return None
     m, k, n, ta, tb = dims
-    return [gemm_call(1, m, n, k, ta, tb, 0, 0, 0, 0, ins[0], ins[1], None, outs[0])]
+    return [with_packed_b(gemm_call(1, m, n, k, ta, tb, 0, 0, 0, 0, ins[0], ins[1], None, outs[0]), ctx)]
+
+
+plan_dot.uses_context = True
 
 
 def plan_backward_dot(attrs, ins, outs):

@@ -28,8 +28,11 @@ from .vecmath import FnBuilder, Val
 
 __all__ = ["KernelWriter", "merge_dims", "llvm_type", "int_type_of_size", "row_strides", "GRAIN"]
 
-#: elements of work per parallel chunk: below this a kernel runs inline on the caller
-GRAIN = 16384
+#: elements of work per parallel chunk: below this a kernel runs inline on the caller. A chunk of
+#: 64K elements is ~10 us of elementwise work, about what handing it to a worker costs on a busy
+#: machine (2 threads, benchmarks/bench_small_models.py --section grain: a 64K-element fused
+#: multiply-add-relu 36 us wall in 16K chunks, 15 us in one)
+GRAIN = 65536
 
 
 def llvm_type(dtype) -> str | None:
