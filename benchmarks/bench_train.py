@@ -148,6 +148,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import sys
 import time
@@ -400,7 +401,7 @@ class GluonWorker:
         self.proc.stdin.write(f"{n}\n")
         self.proc.stdin.flush()
         reply = self._read()
-        return reply["seconds"], reply["losses"], reply["cpu"]
+        return reply["seconds"], reply["losses"], reply["cpu"], reply["faults"]
 
     def close(self) -> None:
         self.proc.stdin.close()
@@ -420,28 +421,34 @@ def worker_main(workload: str, package: str, threads: int) -> None:
     for line in sys.stdin:
         cpu = {}
         seconds, losses = timed_round(step, int(line), cpu)
-        print(json.dumps({"seconds": seconds, "losses": losses, "cpu": cpu["seconds"]}), flush=True)
+        print(json.dumps({"seconds": seconds, "losses": losses, "cpu": cpu["seconds"], "faults": cpu["faults"]}),
+              flush=True)
 
 
 # ---- timing ----------------------------------------------------------------------------------
 def timed_round(step, n: int, cpu: dict | None = None):
     """(seconds per step, losses) of n calls of `step`, or of `step.run_round(n)` for a
     runtime in another process; `cpu["seconds"]` gets the process CPU time per step (all its
-    threads: the work done, less sensitive than wall time to other load on the machine)."""
+    threads: the work done, less sensitive than wall time to other load on the machine) and
+    `cpu["faults"]` its minor page faults per step (fresh memory touched every step: a step
+    that keeps reusing its buffers takes none)."""
     if hasattr(step, "run_round"):
-        seconds, losses, cpu_s = step.run_round(n)
+        seconds, losses, cpu_s, faults = step.run_round(n)
     else:
+        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         c0, t0 = time.process_time(), time.perf_counter()
         losses = [step() for _ in range(n)]
         seconds, cpu_s = (time.perf_counter() - t0) / n, (time.process_time() - c0) / n
+        faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0) / n
     if cpu is not None:
-        cpu["seconds"] = cpu_s
+        cpu["seconds"], cpu["faults"] = cpu_s, faults
     return seconds, losses
 
 
 def alternate(steps: dict, rounds: int, per_round: int, warmup: int, cpu: dict | None = None):
     """Per runtime: its per-round seconds per step, and the losses seen (and in `cpu`, if
-    given, its per-round CPU seconds per step). After `warmup` steps each, rounds alternate
+    given, its per-round CPU seconds per step, and under (runtime, "faults") its page faults per
+    step). After `warmup` steps each, rounds alternate
     between the runtimes, the order reversed every round."""
     losses = {k: timed_round(f, warmup)[1] if warmup else [] for k, f in steps.items()}
     times = {k: [] for k in steps}
@@ -454,6 +461,7 @@ def alternate(steps: dict, rounds: int, per_round: int, warmup: int, cpu: dict |
             losses[k].extend(seen)
             if cpu is not None:
                 cpu.setdefault(k, []).append(used["seconds"])
+                cpu.setdefault((k, "faults"), []).append(used["faults"])
     return times, losses
 
 
@@ -518,7 +526,8 @@ def run_workload(workload: str, args) -> None:
     times, losses = alternate(steps, args.rounds, args.steps, args.warmup, cpu)
     print(f"== {workload}: median ms/step over {args.rounds} rounds of {args.steps} steps "
           f"({args.threads} threads; load average before {load[0]:.2f}, after {os.getloadavg()[0]:.2f})")
-    print_rounds(times, losses, "symjit", lambda k: f"cpu {statistics.median(cpu[k]) * 1e3:7.2f} ms  ")
+    print_rounds(times, losses, "symjit", lambda k: f"cpu {statistics.median(cpu[k]) * 1e3:7.2f} ms  "
+                 f"faults {statistics.median(cpu[(k, 'faults')]):6.0f}  ")
     for name, w in workers.items():
         print(f"  ({name}: {w.where} ({w.version}), same script, its own process)")
         w.close()
