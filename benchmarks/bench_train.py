@@ -127,6 +127,31 @@ too -- the same build measured 253 and 309 ms CPU a step in two runs):
   (dense output, RNN reserve, log_softmax, the loss gradients) are fresh numpy arrays, and the
   heap, fragmented by them, still grows (brk) in steady state: reusing those buffers across
   steps is the next step for the LM.
+  Found next (perf: 18% of the step's samples in the kernel's clear_page_erms, huge-page faults
+  from the compiled kernels' first stores; sys time 76-84 ms of ~320 ms CPU a step): the
+  buffers were not fragmented but freed late. A recorded node held its outputs and each output's
+  tape entry held the node, so a step's graph (outputs, the RNN reserve, kept activations,
+  loss temporaries) was freed only by Python's cyclic collector, steps later; meanwhile every
+  step's 20-22 MB arrays came from new heap (brk) that the kernel zeroes on first touch, and the
+  trim threshold later returned it. A freed graph (backward without retain_graph) now holds
+  untaped copies of its outputs (autograd._untaped): reference counting frees the step's
+  arrays when the loop drops them, glibc reuses the same blocks next step, 0 page faults a step
+  (the `faults` column), sys time 84 -> 0.3 ms a step. Then the fused LSTM's step products: the
+  recurrent weights were row-major blocks with a power-of-two row pitch (G*jn = 512 floats),
+  whose rows fall into a few L1 sets; packed in tile panels, the LSTM(256, 2) forward alone
+  takes 22-23 ms CPU against 29-36 before (1 thread, alternating processes). Paired runs
+  (`--symjit-worker --mxnet ... --symjit-ref <the tree before both>`, 5 rounds of 10 steps,
+  torch in the parent process; load average 4.8-6.4):
+    1 thread:  symjit/mxnet 0.930 (CPU 189 against 214 ms a step), symjit/before 0.864 (223),
+               symjit/torch 0.999 (CPU 186); an earlier run with the first change only: 0.842,
+               0.785, 1.248 (CPU 208 / 232 / 230 / 170)
+    2 threads: symjit/mxnet 0.829 (CPU 218 against 250), symjit/before 1.142 (CPU 230; an
+               earlier run with the first change only 0.889), symjit/torch 1.012 (CPU 199);
+               the 2-thread wall ratios swing by +-20% under this load.
+  Each part alone (CPU, 1 thread, same load): Dense 5000 forward / dX / dW GEMMs 24.8 / 22.2 /
+  22.1 ms against numpy's OpenBLAS 21.4 / 22.4 / 22.8 (~130 GF/s: at the tile peak); what
+  torch still does faster in the LSTM step is its LSTM backward (~40-48 ms CPU against ~70) and
+  the loss (not part of this comparison's kernels).
 Next changes, by expected gain:
   1. LSTM: a native fused RNN op (one GEMM for every time step's input projection, one GEMM
      per step for the four gates, gate math fused, the recurrence a compiled loop; the forward
