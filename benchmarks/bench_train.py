@@ -127,6 +127,31 @@ too -- the same build measured 253 and 309 ms CPU a step in two runs):
   (dense output, RNN reserve, log_softmax, the loss gradients) are fresh numpy arrays, and the
   heap, fragmented by them, still grows (brk) in steady state: reusing those buffers across
   steps is the next step for the LM.
+  Found next (perf: 18% of the step's samples in the kernel's clear_page_erms, huge-page faults
+  from the compiled kernels' first stores; sys time 76-84 ms of ~320 ms CPU a step): the
+  buffers were not fragmented but freed late. A recorded node held its outputs and each output's
+  tape entry held the node, so a step's graph (outputs, the RNN reserve, kept activations,
+  loss temporaries) was freed only by Python's cyclic collector, steps later; meanwhile every
+  step's 20-22 MB arrays came from new heap (brk) that the kernel zeroes on first touch, and the
+  trim threshold later returned it. A freed graph (backward without retain_graph) now holds
+  untaped copies of its outputs (autograd._untaped): reference counting frees the step's
+  arrays when the loop drops them, glibc reuses the same blocks next step, 0 page faults a step
+  (the `faults` column), sys time 84 -> 0.3 ms a step. Then the fused LSTM's step products: the
+  recurrent weights were row-major blocks with a power-of-two row pitch (G*jn = 512 floats),
+  whose rows fall into a few L1 sets; packed in tile panels, the LSTM(256, 2) forward alone
+  takes 22-23 ms CPU against 29-36 before (1 thread, alternating processes). Paired runs
+  (`--symjit-worker --mxnet ... --symjit-ref <the tree before both>`, 5 rounds of 10 steps,
+  torch in the parent process; load average 4.8-6.4):
+    1 thread:  symjit/mxnet 0.930 (CPU 189 against 214 ms a step), symjit/before 0.864 (223),
+               symjit/torch 0.999 (CPU 186); an earlier run with the first change only: 0.842,
+               0.785, 1.248 (CPU 208 / 232 / 230 / 170)
+    2 threads: symjit/mxnet 0.829 (CPU 218 against 250), symjit/before 1.142 (CPU 230; an
+               earlier run with the first change only 0.889), symjit/torch 1.012 (CPU 199);
+               the 2-thread wall ratios swing by +-20% under this load.
+  Each part alone (CPU, 1 thread, same load): Dense 5000 forward / dX / dW GEMMs 24.8 / 22.2 /
+  22.1 ms against numpy's OpenBLAS 21.4 / 22.4 / 22.8 (~130 GF/s: at the tile peak); what
+  torch still does faster in the LSTM step is its LSTM backward (~40-48 ms CPU against ~70) and
+  the loss (not part of this comparison's kernels).
 Eager loss as one op, BatchNorm + relu fusion, lighter eager dispatch (2026-12, the same
 machine, load average 4.6-7; `--symjit-worker --mxnet ... --symjit-ref <tree before>`, torch
 and JAX in the parent): SoftmaxCrossEntropyLoss with sparse labels runs eagerly as one op
@@ -168,6 +193,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import sys
 import time
@@ -420,7 +446,7 @@ class GluonWorker:
         self.proc.stdin.write(f"{n}\n")
         self.proc.stdin.flush()
         reply = self._read()
-        return reply["seconds"], reply["losses"], reply["cpu"]
+        return reply["seconds"], reply["losses"], reply["cpu"], reply["faults"]
 
     def close(self) -> None:
         self.proc.stdin.close()
@@ -440,28 +466,34 @@ def worker_main(workload: str, package: str, threads: int) -> None:
     for line in sys.stdin:
         cpu = {}
         seconds, losses = timed_round(step, int(line), cpu)
-        print(json.dumps({"seconds": seconds, "losses": losses, "cpu": cpu["seconds"]}), flush=True)
+        print(json.dumps({"seconds": seconds, "losses": losses, "cpu": cpu["seconds"], "faults": cpu["faults"]}),
+              flush=True)
 
 
 # ---- timing ----------------------------------------------------------------------------------
 def timed_round(step, n: int, cpu: dict | None = None):
     """(seconds per step, losses) of n calls of `step`, or of `step.run_round(n)` for a
     runtime in another process; `cpu["seconds"]` gets the process CPU time per step (all its
-    threads: the work done, less sensitive than wall time to other load on the machine)."""
+    threads: the work done, less sensitive than wall time to other load on the machine) and
+    `cpu["faults"]` its minor page faults per step (fresh memory touched every step: a step
+    that keeps reusing its buffers takes none)."""
     if hasattr(step, "run_round"):
-        seconds, losses, cpu_s = step.run_round(n)
+        seconds, losses, cpu_s, faults = step.run_round(n)
     else:
+        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         c0, t0 = time.process_time(), time.perf_counter()
         losses = [step() for _ in range(n)]
         seconds, cpu_s = (time.perf_counter() - t0) / n, (time.process_time() - c0) / n
+        faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0) / n
     if cpu is not None:
-        cpu["seconds"] = cpu_s
+        cpu["seconds"], cpu["faults"] = cpu_s, faults
     return seconds, losses
 
 
 def alternate(steps: dict, rounds: int, per_round: int, warmup: int, cpu: dict | None = None):
     """Per runtime: its per-round seconds per step, and the losses seen (and in `cpu`, if
-    given, its per-round CPU seconds per step). After `warmup` steps each, rounds alternate
+    given, its per-round CPU seconds per step, and under (runtime, "faults") its page faults per
+    step). After `warmup` steps each, rounds alternate
     between the runtimes, the order reversed every round."""
     losses = {k: timed_round(f, warmup)[1] if warmup else [] for k, f in steps.items()}
     times = {k: [] for k in steps}
@@ -474,6 +506,7 @@ def alternate(steps: dict, rounds: int, per_round: int, warmup: int, cpu: dict |
             losses[k].extend(seen)
             if cpu is not None:
                 cpu.setdefault(k, []).append(used["seconds"])
+                cpu.setdefault((k, "faults"), []).append(used["faults"])
     return times, losses
 
 
@@ -538,7 +571,8 @@ def run_workload(workload: str, args) -> None:
     times, losses = alternate(steps, args.rounds, args.steps, args.warmup, cpu)
     print(f"== {workload}: median ms/step over {args.rounds} rounds of {args.steps} steps "
           f"({args.threads} threads; load average before {load[0]:.2f}, after {os.getloadavg()[0]:.2f})")
-    print_rounds(times, losses, "symjit", lambda k: f"cpu {statistics.median(cpu[k]) * 1e3:7.2f} ms  ")
+    print_rounds(times, losses, "symjit", lambda k: f"cpu {statistics.median(cpu[k]) * 1e3:7.2f} ms  "
+                 f"faults {statistics.median(cpu[(k, 'faults')]):6.0f}  ")
     for name, w in workers.items():
         print(f"  ({name}: {w.where} ({w.version}), same script, its own process)")
         w.close()

@@ -163,6 +163,25 @@ def _topo_nodes(heads) -> list[Node]:
     return order  # inputs before users
 
 
+def _untaped(x):
+    """`x` as a new object of its class sharing its buffer and attributes but with no tape entry.
+
+    A node holds its outputs and each output's entry holds its node: freeing a graph swaps the
+    outputs for such copies, so that reference cycle is broken and the graph's arrays (outputs,
+    and what the backward kept: activations, workspaces) are released as soon as the caller drops
+    its last array of the step, not at the next cyclic garbage collection (which, a step later,
+    made every step's large buffers come from fresh, page-faulting memory)."""
+    copy = object.__new__(x.__class__)
+    for cls in x.__class__.__mro__:
+        for name in getattr(cls, "__slots__", ()):
+            if name != "__weakref__" and hasattr(x, name):
+                object.__setattr__(copy, name, getattr(x, name))
+    if hasattr(x, "__dict__"):
+        copy.__dict__.update(x.__dict__)
+    object.__setattr__(copy, "_ag", None)
+    return copy
+
+
 def _direct_gradient_buffers(order: list, heads) -> dict:
     """{id(node): per-input gradient buffers} for the nodes whose backward may write a
     variable's gradient straight into its `.grad` buffer (`backward_fn.accepts_out`): the
@@ -255,6 +274,7 @@ def _compute_grads(heads, head_grads, variables, retain_graph: bool, create_grap
         for node in order:
             if node.op is not None or node.backward_fn is not None:
                 node.freed = True
+                node.outputs = [_untaped(o) for o in node.outputs]
     return {key[0]: g for key, g in grads.items()}
 
 

@@ -46,9 +46,10 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
  * 5 panels packed for the AVX-512 tiles, 6..7 padded input and offset table of the caller
  * (implicit-GEMM convolution), 8 convolution rows before pooling (symjit_nn_conv_pool), 9 per-task
  * gate buffers and 10 the workspace of the caller (the fused RNN, nn/rnn.c), 11 dy transposed per
- * task and 12 the chunk accumulators of the caller (convolution weight gradient) */
-static __thread float *t_scratch[13];
-static __thread size_t t_scratch_cap[13];
+ * task and 12 the chunk accumulators of the caller (convolution weight gradient), 13 the
+ * recurrent weights packed by the caller (the fused RNN) */
+static __thread float *t_scratch[14];
+static __thread size_t t_scratch_cap[14];
 
 /* NULL when memory is exhausted; the caller then skips its work and the error is recorded
  * (symjit_last_error) -- the only failure these kernels have. */

@@ -24,7 +24,7 @@
  * buffers in slot 9. Tanh and the sigmoid run over rows of gates: with AVX-512 through
  * rnn_exp16 (Cephes' single-precision polynomial, relative error ~2e-7), elsewhere libm. */
 
-enum { RNN_SLOT_TASK = 9, RNN_SLOT_WORK = 10 };
+enum { RNN_SLOT_TASK = 9, RNN_SLOT_WORK = 10, RNN_SLOT_WEIGHTS = 13 };
 
 #ifdef NN_HAVE_AVX512
 /* exp of 16 floats: Cephes' expf polynomial after x = n ln2 + r (relative error ~2e-7); NaN
@@ -119,7 +119,9 @@ static rnn_offsets rnn_param_offsets(const symjit_rnn_desc *d, int64_t layer, in
  *   hs   (T+1, N, H)  hidden states: the forward direction keeps h_{t-1} in slot t and h_t in
  *                     slot t+1, the reverse direction h_t in slot t and h_{t+1} in slot t+1
  *   cs   (T+1, N, H)  lstm cell states, slots as hs
- *   wht  (H, G*H)     W_h2h packed per block of hidden units (rnn_pack_blocks): the forward's
+ *   wht  (H, G*H)     unused (the recurrent weights are packed into scratch, rnn_wpack); kept
+ *                     so that the reserve layout (symjit/ops/rnn.py reserve_size) stays as it is.
+ *                     Once: W_h2h packed per block of hidden units: the forward's
  *                     block [j0, j0+jn) holds (H, G*jn), W_h2h^T's columns g*H + j0.. of every
  *                     gate g side by side, so a step's recurrent product of a block is one
  *                     GEMM over contiguous weights; the backward repacks it as (G*H, jn) per
@@ -128,9 +130,24 @@ typedef struct {
     float *act, *hn, *hs, *cs, *wht;
 } rnn_dir_ws;
 
+/* The recurrent weights of one (layer, direction), per block of jb hidden units, as the B operand
+ * of a step's product out (N, cols) = a (N, K) B (K, cols): forward K = H, cols = G*jn (gate g of
+ * unit u in column g*jn + u: W_h2h[g*H + j0 + u][k]), backward K = G*H, cols = jn (W_h2h[k][j0 + u]).
+ * On the AVX-512 tiles (pw > 0) each block is stored in panels of pw columns, B(k, c) at
+ * blk[(c / pw) * K * pw + k * pw + c % pw], zero-padded to whole panels, so a step streams each
+ * panel contiguously (row-major blocks have a power-of-two row pitch for the usual sizes, whose
+ * rows then share a few L1 sets: the step products ran at a third of the large GEMMs' rate);
+ * elsewhere row-major (k * cols + c). Block b starts at b * blk_floats. */
+typedef struct {
+    int backward;
+    int shape;              /* the tile shape (pw > 0) */
+    int64_t pw, K, g, blk_floats;
+} rnn_wpack;
+
 typedef struct {
     const symjit_rnn_desc *d;
     int64_t G, GH, jb, nblk;
+    rnn_wpack wp;           /* the layout of the packed recurrent weights of this phase */
     const float *params;
     float *bias;            /* (D, G*H) the input projection's bias, per direction of the layer */
     float *layer_out;       /* (T, N, D*H) this layer's output (after its dropout mask) */
@@ -153,32 +170,67 @@ static inline int64_t rnn_time(const rnn_job *j, int64_t k, int64_t s) { return 
 static inline int64_t rnn_prev_slot(int64_t k, int64_t t) { return k == 0 ? t : t + 1; }
 static inline int64_t rnn_new_slot(int64_t k, int64_t t) { return k == 0 ? t + 1 : t; }
 
-/* Pack W_h2h (G*H, H) per block of jb hidden units: forward (transposed) block j0 at
- * wp + H*G*j0 as (H, G*jn) with [c][g*jn + u] = W[g*H + j0 + u][c]; backward block j0 at
- * wp + G*H*j0 as (G*H, jn) with [r][u] = W[r][j0 + u]. */
-static void rnn_pack_blocks(const float *w, int64_t G, int64_t H, int64_t jb, int backward, float *wp) {
-    const int64_t GH = G * H;
-    for (int64_t j0 = 0; j0 < H; j0 += jb) {
-        const int64_t jn = imin(jb, H - j0);
-        if (backward) {
-            float *blk = wp + GH * j0;
-            for (int64_t r = 0; r < GH; r++) memcpy(blk + r * jn, w + r * H + j0, (size_t)jn * sizeof(float));
-            continue;
-        }
-        float *blk = wp + H * G * j0;
-        for (int64_t g = 0; g < G; g++)
-            for (int64_t u = 0; u < jn; u++) {
-                const float *row = w + (g * H + j0 + u) * H;
-                for (int64_t c = 0; c < H; c++) blk[c * G * jn + g * jn + u] = row[c];
+/* the layout of j's recurrent weights for the forward's or the backward's products (j->jb set) */
+static rnn_wpack rnn_wpack_for(const rnn_job *j, int backward) {
+    rnn_wpack wp;
+    const int64_t g = backward ? 1 : j->G;
+    wp.backward = backward;
+    wp.K = backward ? j->GH : j->d->hidden; wp.g = g; wp.shape = 0; wp.pw = 0;
+    if (native_on()) {
+        wp.shape = mm_pick(j->d->batch, g * j->jb);
+        wp.pw = mm_panel(wp.shape);
+    }
+    wp.blk_floats = wp.K * (wp.pw ? cdiv(g * j->jb, wp.pw) * wp.pw : g * j->jb);
+    return wp;
+}
+
+/* floats of every block of one (layer, direction) in layout wp */
+static int64_t rnn_wpack_floats(const rnn_job *j, const rnn_wpack *wp) { return j->nblk * wp->blk_floats; }
+
+/* Pack W_h2h (G*H, H) into j->wp's layout (see rnn_wpack; backward: g == 1) at dst */
+static void rnn_pack_blocks(const rnn_job *j, const float *w, float *dst) {
+    const rnn_wpack *wp = &j->wp;
+    const int64_t H = j->d->hidden, K = wp->K, pw = wp->pw, backward = wp->backward;
+    for (int64_t j0 = 0; j0 < H; j0 += j->jb) {
+        const int64_t jn = imin(j->jb, H - j0), cols = wp->g * jn, padded = pw ? cdiv(cols, pw) * pw : cols;
+        float *blk = dst + (j0 / j->jb) * wp->blk_floats;
+        for (int64_t c = 0; c < padded; c++) {
+            float *col = pw ? blk + (c / pw) * K * pw + c % pw : blk + c;
+            const int64_t step = pw ? pw : cols;
+            if (c >= cols) {
+                for (int64_t k = 0; k < K; k++) col[k * step] = 0.0f;
+            } else if (backward) {                /* B(k, c) = W[k][j0 + c] */
+                for (int64_t k = 0; k < K; k++) col[k * step] = w[k * H + j0 + c];
+            } else {                              /* B(k, c) = W[(c / jn) * H + j0 + c % jn][k] */
+                const float *row = w + ((c / jn) * H + j0 + c % jn) * H;
+                for (int64_t k = 0; k < K; k++) col[k * step] = row[k];
             }
+        }
     }
 }
 
-/* out (N, G*jn): h (N, H) times the block's packed weights (gate g in columns g*jn..) */
-static void rnn_recurrent_block(const rnn_job *j, const float *wht, const float *h, int64_t j0, int64_t jn,
-                                float *out) {
-    const int64_t N = j->d->batch, H = j->d->hidden;
-    gemm_rm(0, 0, N, j->G * jn, H, h, H, wht + H * j->G * j0, j->G * jn, 0.0f, out, j->G * jn);
+/* out (N, cols) = a (N, K; row pitch lda) times the block at blk (layout j->wp) */
+static void rnn_block_product(const rnn_job *j, const float *blk, const float *a, int64_t lda, int64_t cols,
+                              float *out) {
+    const rnn_wpack *wp = &j->wp;
+    const int64_t N = j->d->batch;
+    if (!wp->pw) {
+        gemm_rm(0, 0, N, cols, wp->K, a, lda, blk, cols, 0.0f, out, cols);
+        return;
+    }
+    mm_t p;
+    memset(&p, 0, sizeof p);
+    p.K = wp->K;
+    p.a = a; p.ask = 1; p.asr = lda;
+    p.b = blk; p.bsk = wp->pw; p.bsp = wp->K * wp->pw; p.padded = 1;
+    p.c = out; p.csr = cols; p.csj = 1;
+    p.rows = N; p.cols = cols;
+    mm_run(&p, wp->shape);
+}
+
+/* the block of the packed weights `w` holding unit j0 */
+static inline const float *rnn_block(const rnn_job *j, const float *w, int64_t j0) {
+    return w + (j0 / j->jb) * j->wp.blk_floats;
 }
 
 /* The gate math of step t for hidden units [j0, j0 + jn) of direction k: `z` (N, G*jn) holds
@@ -240,7 +292,8 @@ static void rnn_fwd_step_task(int64_t begin, int64_t end, void **argv) {
         int64_t t = rnn_time(j, k, j->step);
         float *gh = scratch(RNN_SLOT_TASK, (size_t)(N * j->G * jn));
         if (!gh) return;
-        rnn_recurrent_block(j, j->dir[k].wht, j->dir[k].hs + rnn_prev_slot(k, t) * N * H, j0, jn, gh);
+        rnn_block_product(j, rnn_block(j, j->dir[k].wht, j0), j->dir[k].hs + rnn_prev_slot(k, t) * N * H, H,
+                          j->G * jn, gh);
         rnn_fwd_units(j, k, t, j0, jn, gh);
     }
 }
@@ -272,6 +325,9 @@ static void rnn_layer_forward(rnn_job *j, const float *h0, const float *c0) {
     const symjit_rnn_desc *d = j->d;
     const int64_t T = d->seq, N = d->batch, H = d->hidden, GH = j->GH, in = rnn_layer_input(d, j->layer);
     rnn_split(j);
+    j->wp = rnn_wpack_for(j, 0);
+    float *packed = scratch(RNN_SLOT_WEIGHTS, (size_t)(d->dirs * rnn_wpack_floats(j, &j->wp)));
+    if (!packed) return;
     for (int64_t k = 0; k < d->dirs; k++) {
         rnn_offsets o = rnn_param_offsets(d, j->layer, k);
         rnn_dir_ws *w = &j->dir[k];
@@ -279,7 +335,8 @@ static void rnn_layer_forward(rnn_job *j, const float *h0, const float *c0) {
         float *bias = j->bias + k * GH;
         for (int64_t c = 0; c < GH; c++)   /* gru's b_hn stays inside r * (...) */
             bias[c] = bi[c] + (d->mode == SYMJIT_RNN_GRU && c >= 2 * H ? 0.0f : bh[c]);
-        rnn_pack_blocks(wh, j->G, H, j->jb, 0, w->wht);
+        w->wht = packed + k * rnn_wpack_floats(j, &j->wp);
+        rnn_pack_blocks(j, wh, w->wht);
         int64_t idx = j->layer * d->dirs + k;
         float *first = w->hs + rnn_prev_slot(k, rnn_time(j, k, 0)) * N * H;
         memcpy(first, h0 + idx * N * H, (size_t)(N * H) * sizeof(float));
@@ -384,7 +441,10 @@ static int rnn_forward(const symjit_rnn_desc *d, const float *x, const float *pa
         j->layer_in = layer_in;
         float *lout = keep ? ws + l * out_sz : (l == L - 1 ? y : ws + (l % 2) * out_sz);
         j->layer_out = lout;
-        for (int64_t k = 0; k < D; k++) rnn_dir_carve(d, rnn_dir_base(j, keep ? l : 0, k), &j->dir[k]);
+        for (int64_t k = 0; k < D; k++) {
+            rnn_dir_carve(d, rnn_dir_base(j, keep ? l : 0, k), &j->dir[k]);
+            if (keep) memset(j->dir[k].wht, 0, (size_t)(H * GH) * sizeof(float));   /* unused trace slot */
+        }
         rnn_layer_forward(j, h0, c0);
         for (int64_t k = 0; k < D; k++) {
             int64_t idx = l * D + k;
@@ -481,7 +541,7 @@ static void rnn_bwd_incoming(const rnn_job *j, int64_t k, int64_t b, int64_t j0,
         return;
     }
     int64_t tp = rnn_time(j, k, d->seq - b);
-    gemm_rm(0, 0, N, jn, GH, j->dgh[k] + tp * N * GH, GH, j->dir[k].wht + GH * j0, jn, 0.0f, dh, jn);
+    rnn_block_product(j, rnn_block(j, j->dir[k].wht, j0), j->dgh[k] + tp * N * GH, GH, jn, dh);
     if (d->mode == SYMJIT_RNN_GRU)
         for (int64_t n = 0; n < N; n++)
             for (int64_t u = 0; u < jn; u++) dh[n * jn + u] += j->dh[k][n * H + j0 + u];
@@ -567,9 +627,9 @@ NN_API void symjit_nn_rnn_bwd(const symjit_rnn_desc *d, const float *x, const fl
      * (the weight gradients dG^T X as GEMMs over row-major operands: ~2.5x faster than over
      * the transposed dG). Without a valid reserve the traces are recomputed first, into the
      * same scratch before them. */
-    const int64_t gsz = cdiv(T * N * GH, 16) * 16, ssz = cdiv(N * H, 16) * 16, wsz = cdiv(H * GH, 16) * 16;
+    const int64_t gsz = cdiv(T * N * GH, 16) * 16, ssz = cdiv(N * H, 16) * 16;
     int64_t in_max = imax(d->input, DH), lsz = cdiv(T * N * in_max, 16) * 16;
-    int64_t need = D * (gsz * (d->mode == SYMJIT_RNN_GRU ? 2 : 1) + 2 * ssz + wsz) + 3 * lsz + gsz;
+    int64_t need = D * (gsz * (d->mode == SYMJIT_RNN_GRU ? 2 : 1) + 2 * ssz) + 3 * lsz + gsz;
     const int have = rnn_reserve_valid(d, reserve);
     const int64_t trace = have ? 0 : rnn_trace_floats(d);
     float *buf = scratch(RNN_SLOT_WORK, (size_t)(trace + need));
@@ -577,14 +637,13 @@ NN_API void symjit_nn_rnn_bwd(const symjit_rnn_desc *d, const float *x, const fl
     rnn_job j;
     if (have) rnn_attach(d, params, (float *)reserve + RNN_RESERVE_HEADER, &j);   /* read only below */
     else if (!rnn_forward(d, x, params, h0, c0, masks, NULL, NULL, NULL, buf, &j)) return;
-    float *g = buf + trace, *whb[2];
+    float *g = buf + trace;
     float *p = g;
     for (int64_t k = 0; k < D; k++) {
         j.dgi[k] = p; p += gsz;
         if (d->mode == SYMJIT_RNN_GRU) { j.dgh[k] = p; p += gsz; } else j.dgh[k] = j.dgi[k];
         j.dh[k] = p; p += ssz;
         j.dc[k] = p; p += ssz;
-        whb[k] = p; p += wsz;
     }
     float *dl_a = p, *dl_b = p + lsz, *dtmp = p + 2 * lsz, *dgt = p + 3 * lsz;
     const int64_t out_sz = cdiv(T * N * DH, 16) * 16;
@@ -597,15 +656,19 @@ NN_API void symjit_nn_rnn_bwd(const symjit_rnn_desc *d, const float *x, const fl
         j.dlayer = dlayer;
         for (int64_t k = 0; k < D; k++) {
             rnn_dir_carve(d, rnn_dir_base(&j, l, k), &j.dir[k]);
-            j.dir[k].wht = whb[k];
             int64_t idx = l * D + k;
             if (dcy && d->mode == SYMJIT_RNN_LSTM) memcpy(j.dc[k], dcy + idx * N * H, (size_t)(N * H) * sizeof(float));
             else memset(j.dc[k], 0, (size_t)(N * H) * sizeof(float));
             memset(j.dh[k], 0, (size_t)(N * H) * sizeof(float));
         }
         rnn_split(&j);
-        for (int64_t k = 0; k < D; k++)
-            rnn_pack_blocks(params + rnn_param_offsets(d, l, k).wh, G, H, j.jb, 1, whb[k]);
+        j.wp = rnn_wpack_for(&j, 1);
+        float *packed = scratch(RNN_SLOT_WEIGHTS, (size_t)(D * rnn_wpack_floats(&j, &j.wp)));
+        if (!packed) return;
+        for (int64_t k = 0; k < D; k++) {
+            j.dir[k].wht = packed + k * rnn_wpack_floats(&j, &j.wp);
+            rnn_pack_blocks(&j, params + rnn_param_offsets(d, l, k).wh, j.dir[k].wht);
+        }
         void *argv[1] = {&j};
         int64_t tasks = D * j.nblk;
         for (int64_t s = 0; s <= T; s++) {

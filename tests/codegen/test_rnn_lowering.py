@@ -215,3 +215,32 @@ def test_rnn_param_concat_lowers_natively():
     feeds = {f"arg{i}": a for i, a in enumerate(parts)}
     (got,) = cg([feeds[v.name] for v in opt.inputs])
     assert np.array_equal(got, np.concatenate(parts))
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("mode", MODES)
+def test_rnn_blocks_with_tails_on_both_kernel_paths(mode, native):
+    """Several blocks of hidden units, the last one partial (hidden 40 in blocks of 16 over three
+    threads, a batch of 9 rows: partial row tiles and zero-padded weight panels), forward and
+    backward, on the AVX-512 tiles (the recurrent weights packed in panels) and on the portable
+    path (row-major blocks)."""
+    from symjit import runtime
+    from symjit.codegen.llvm.lower_gemm import set_native_kernels
+    if native and not runtime.native_kernels_in_use():
+        pytest.skip("this CPU has no AVX-512")
+    rng = np.random.default_rng(7)
+    attrs = _attrs(mode, 2, True, hidden=40)
+    fwd_ins = _inputs(attrs, 4, 9, 11, rng)
+    old = runtime.set_num_threads(3)
+    try:
+        if not native:
+            set_native_kernels(0)
+        fcg, fg, farrays = _compiled("RNN", fwd_ins, attrs, reserve=True)
+        outs = fcg(farrays)
+        for a, w in zip(outs[:-1], run(fg, dict(fwd_ins)).outputs[:-1]):
+            _close(a, w)
+        ins = _backward_inputs(attrs, fwd_ins, rng, reserve=outs[-1])
+        _matches_reference("_backward_RNN", ins, attrs, 4 if mode == "lstm" else 3)
+    finally:
+        runtime.set_num_threads(old)
+        set_native_kernels(-1)
