@@ -303,10 +303,11 @@ class _PendingUpdates:
     update writes (an update that would is preceded by a flush), so running them together
     equals running them one after another."""
 
-    def __init__(self):
+    def __init__(self, prepared_cache: "_PreparedCache | None" = None):
         self.updates: list = []
         self.read: set = set()
         self.written: set = set()
+        self.prepared_cache = prepared_cache
 
     def add(self, prepared) -> None:
         arrays = prepared.arrays
@@ -323,6 +324,45 @@ class _PendingUpdates:
         self.read, self.written = set(), set()
         if updates:
             fastpath.run_updates(updates)
+
+
+class _PreparedCache:
+    """The prepared compiled updates of an `Updater`'s multi-tensor ops, reused from step to step.
+    Key: the op name, its attributes (hyperparameters included: learning rates, weight decays,
+    momentum, gradient scale and clipping) and the identities of the numpy buffers (weights,
+    gradients, states). The entries hold those buffers, so no live buffer can take a cached one's
+    id: a hit is the same buffers with the same attributes, hence the same prepared updates
+    (every change of a hyperparameter or a reallocated buffer is a miss). Entries not used by an
+    `Updater` call are dropped at its end (`prune`): reallocated buffers are not kept alive."""
+
+    def __init__(self):
+        self.entries: dict = {}
+        self.used: set = set()
+
+    def get(self, key):
+        found = self.entries.get(key)
+        if found is not None:
+            self.used.add(key)
+        return found
+
+    def put(self, key, prepared: list) -> None:
+        self.entries[key] = prepared
+        self.used.add(key)
+
+    def prune(self) -> None:
+        if len(self.used) != len(self.entries):
+            self.entries = {k: v for k, v in self.entries.items() if k in self.used}
+        self.used = set()
+
+
+def _prepared_key(op_name: str, datas: list, attrs: dict):
+    """`_PreparedCache` key of a multi-tensor update, or None when an attribute is unhashable."""
+    try:
+        key = (op_name, tuple(map(id, datas)), tuple(sorted(attrs.items())))
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 #: the `_PendingUpdates` of the Updater call in progress on this thread (None: apply at once)
@@ -369,11 +409,25 @@ def _apply_multi(op_name: str, groups: list, trailing: list, **attrs) -> None:
     `invoke`."""
     weights = [grp[0] for grp in groups]
     flat = [a for grp in groups for a in grp] + list(trailing)
-    prepared = _prepare_multi(op_name, groups, flat, trailing, attrs)
+    pending = _PENDING.get()
+    cache = pending.prepared_cache if pending is not None and not trailing else None
+    key = prepared = None
+    if cache is not None and groups and not autograd.is_recording():
+        datas = _plain_datas(flat, groups[0][0]._ctx)
+        key = None if datas is None else _prepared_key(op_name, datas, attrs)
+        prepared = None if key is None else cache.get(key)
+        if prepared is not None:
+            k = len(groups[0])
+            for i, d in enumerate(datas[:k * len(groups)]):   # written in place (not the
+                if i % k != 1 and not d.flags.writeable:         # gradients): thaw what
+                    writable(d)                                   # inference plans froze since
+    if prepared is None:
+        prepared = _prepare_multi(op_name, groups, flat, trailing, attrs)
+        if prepared is not None and key is not None:
+            cache.put(key, prepared)
     if prepared is None:
         invoke(op_name, flat, attrs, out=weights)
         return
-    pending = _PENDING.get()
     if pending is None:
         fastpath.run_updates(prepared)
     else:
@@ -981,7 +1035,10 @@ class Updater:
             elif not self.states_synced.get(idx, True):
                 self.states[idx] = self.sync_state_context(self.states[idx], w.context)
                 self.states_synced[idx] = True
-        pending = _PendingUpdates() if len(indices) > 1 else None
+        cache = self.__dict__.get("_prepared_cache")
+        if cache is None:
+            cache = self._prepared_cache = _PreparedCache()
+        pending = _PendingUpdates(cache) if len(indices) > 1 else None
         token = _PENDING.set(pending)
         try:
             fused = self.optimizer.aggregate_num <= 0
@@ -996,6 +1053,7 @@ class Updater:
             _PENDING.reset(token)
             if pending is not None:
                 pending.flush()
+                cache.prune()
 
     def _update_fused(self, indices, weights, grads) -> None:
         """Parameters the optimizer was not asked to aggregate, updated in one call (`_fuse_updates`:
