@@ -97,7 +97,7 @@ class ConvBlocked(ConvolutionRelu):
     """to_blocked(act(Convolution(from_blocked(data), weight[, bias]) [+ from_blocked(residual)])),
     ConvolutionRelu's attrs (`relu`: the activation code); with `data_blocked` false the data
     is NCHW (no from_blocked); with `residual` true the last input is a blocked array of the
-    output's shape added before the activation (pointwise convolutions only)."""
+    output's shape added before the activation (pointwise and general convolutions)."""
     params = dict(ConvolutionRelu.params, data_blocked=Param(Bool, True), residual=Param(Bool, False))
     kernel = "conv"
 

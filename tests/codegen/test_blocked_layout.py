@@ -86,8 +86,9 @@ def _switch_to(kernel_path):
         set_native_kernels(0)
 
 
-def _optimize(g, consts, enabled=True):
-    pipeline = [(name, (lambda gg: blocked_layout(gg, enabled=enabled)) if name == "blocked_layout" else fn)
+def _optimize(g, consts, enabled=True, cost_rule=True):
+    pipeline = [(name, (lambda gg: blocked_layout(gg, enabled=enabled, cost_rule=cost_rule))
+                 if name == "blocked_layout" else fn)
                 for name, fn in PIPELINES["inference"]]
     opt, pm = compile_graph(g, pipeline, consts)
     return opt, pm
@@ -124,13 +125,29 @@ def test_disabled_or_not_in_use_leaves_the_graph():
     ("depthwise 5x5", (1, 32, 8, 8), [_pw(32), dict(_dw(32), kernel=(5, 5), pad=(2, 2))]),
     ("depthwise stride 3", (1, 32, 9, 9), [_pw(32), _dw(32, 3)]),
     ("dilated depthwise", (1, 32, 8, 8), [_pw(32), dict(_dw(32), dilate=(2, 2), pad=(2, 2))]),
-    ("pointwise with stride 2", (1, 32, 8, 8), [dict(_pw(32), stride=(2, 2)), _dw(32)]),
-    ("3x3 with one group", (1, 32, 8, 8), [_pw(32), {"num_filter": 32, "kernel": (3, 3), "pad": (1, 1)}]),
+    ("3x3 stride 1 that NCHW runs by Winograd", (1, 64, 16, 16), [_conv(64, 3, 1, 1), _conv(64, 3, 1, 1)]),
+    ("dilated 3x3", (1, 32, 8, 8), [_pw(32), dict(_conv(32, 3, 1, 2), dilate=(2, 2))]),
+    ("unequal strides", (1, 32, 8, 8), [_pw(32), dict(_conv(32, 3, 1, 1), stride=(1, 2))]),
+    ("a grouped 3x3", (1, 32, 8, 8), [_pw(32), dict(_conv(32, 3, 1, 1), num_group=2)]),
 ])
 def test_what_stays_in_nchw(why, xs, layers):
     g, consts = _chain(xs, layers)
     opt, _ = _optimize(g, consts)
     assert "_conv_blocked" not in _ops(opt), why
+
+
+def test_a_chain_of_general_convolutions_moves_when_it_pays():
+    """1x1, 1x7, 7x1 and a strided 3x3 (Inception-style) without a depthwise convolution: the
+    cost rule moves the chain at 17x17 with 128 channels, not at 4x4 with 16."""
+    layers = [_pw(128), _conv(128, (1, 7), 1, (0, 3)), _conv(128, (7, 1), 1, (3, 0)), _conv(192, 3, 2, 0)]
+    g, consts = _chain((1, 256, 17, 17), layers, relu=(0, 1, 2, 3))
+    opt, pm = _optimize(g, consts)
+    assert _ops(opt) == ["_to_blocked"] + ["_conv_blocked"] * 4 + ["_from_blocked"]
+    convs = [n for n in opt.nodes if n.op.name == "_conv_blocked"]
+    assert [n.outputs[0].type.shape for n in convs] == [(1, 8, 17, 17, 16)] * 3 + [(1, 12, 8, 8, 16)]
+    small, consts = _chain((1, 16, 4, 4), [_pw(16), _conv(16, (1, 7), 1, (0, 3))])
+    assert "_conv_blocked" not in _ops(_optimize(small, consts)[0])
+    assert "_conv_blocked" in _ops(_optimize(small, consts, cost_rule=False)[0])
 
 
 def test_weights_that_are_inputs_stay_in_nchw():
@@ -222,9 +239,22 @@ CASES = [
     ((1, 16, 33, 35), [_pw(16), _dw(16, 2), _dw(16, 2), _pw(16)], (0, 1, 2), False),
 ]
 
+#: general convolutions from blocked data (any kernel, padding, equal strides; one group):
+#: asymmetric 1x7 / 7x1, 5x5, 3x3 stride 1 and 2 with and without padding, strided 1x1,
+#: kernels larger than the padded plane's one axis (1x1 planes), batch 1 and 8, pixel counts
+#: that cross rows within a tile and are not multiples of the tile heights, every panel width
+GENERAL_CASES = [
+    ((1, 16, 12, 12), [_conv(32, 3, 1, 1), _conv(48, (1, 7), 1, (0, 3)), _conv(16, (7, 1), 1, (3, 0))], (0, 1), True),
+    ((2, 32, 17, 17), [_conv(64, 3, 2, 0), _conv(80, 1, 2, 0), _conv(64, 5, 1, 2)], (0,), True),
+    ((8, 48, 9, 11), [_conv(64, 1), _conv(96, 3, 1, 1), _conv(32, 3, 2, 1)], (0, 1, 2), False),
+    ((1, 16, 1, 1), [_conv(16, 3, 1, 1), _conv(32, 1, 1, 0), _conv(16, (1, 7), 1, (0, 3))], (), True),
+    ((8, 32, 8, 8), [_conv(64, (1, 3), 1, (0, 1)), _conv(48, (3, 1), 2, (1, 0)), _conv(32, 2, 2, 0)], (0, 1), True),
+    ((1, 64, 7, 5), [_conv(16, (7, 1), 1, (3, 0)), _dw(16), _conv(64, (5, 3), 3, (2, 1))], (1,), True),
+]
 
-def _compiled(g, consts, enabled):
-    opt, _ = _optimize(g, consts, enabled)
+
+def _compiled(g, consts, enabled, cost_rule=True):
+    opt, _ = _optimize(g, consts, enabled, cost_rule)
     cg = compile_planned(opt, g.name)
     assert cg.native, [n.op.name for n in cg.module.python_nodes]
     return opt, cg
@@ -234,14 +264,14 @@ def _run(opt, cg, feeds):
     return cg([np.ascontiguousarray(feeds[name]) for name, _, _ in cg.input_specs])[0]
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_blocked_equals_nchw_and_interpreter(case, kernel_path):
+@pytest.mark.parametrize("case,every_chain", [(c, False) for c in CASES] + [(c, True) for c in GENERAL_CASES])
+def test_blocked_equals_nchw_and_interpreter(case, every_chain, kernel_path):
     xs, layers, relu, bias = case
     g, consts = _chain(xs, layers, relu=relu, bias=bias, seed=len(layers))
     rng = np.random.default_rng(xs[1] + xs[2])
     feeds = {"x": rng.standard_normal(xs).astype(np.float32)}
-    blocked_opt, blocked = _compiled(g, consts, True)
-    assert "_conv_blocked" in _ops(blocked_opt)
+    blocked_opt, blocked = _compiled(g, consts, True, cost_rule=not every_chain)
+    assert _ops(blocked_opt).count("_conv_blocked") == len(layers)
     assert ("_to_blocked" in _ops(blocked_opt)) == (xs[1] % 16 == 0)   # entry convolutions store blocked
     nchw_opt, nchw = _compiled(g, consts, False)
     assert "_conv_blocked" not in _ops(nchw_opt)
