@@ -195,6 +195,8 @@ NN_API void symjit_nn_to_blocked(const symjit_reorder_desc *d, const float *x, f
 NN_API void symjit_nn_from_blocked(const symjit_reorder_desc *d, const float *x, float *y);
 NN_API void symjit_nn_conv_blocked(const symjit_conv_blocked_desc *d, const float *x, const float *wp,
                                    const float *bias, const float *residual, float *y);
+/* 2-D max / avg / sum pooling of blocked x into blocked y; d->planes = n channels / 16 */
+NN_API void symjit_nn_pool_blocked(const symjit_pool_desc *d, const float *x, float *y);
 
 /* ---- pooling ------------------------------------------------------------------------ */
 NN_API void symjit_nn_pool(const symjit_pool_desc *d, const float *x, float *y);

@@ -714,3 +714,54 @@ NN_API void symjit_nn_conv_blocked(const symjit_conv_blocked_desc *d, const floa
                      "nnkernels: conv_blocked: unsupported descriptor (kind %lld, C %lld, F %lld, stride %lld, V %lld)",
                      (long long)d->kind, (long long)j.C, (long long)j.F, (long long)j.S, (long long)j.V);
 }
+
+/* Pooling in the blocked layout: x (N, C/16, H, W, 16) -> y (N, C/16, OH, OW, 16); d as
+ * symjit_nn_pool's with planes = N C / 16, 2-D (in_size[0] == out_size[0] == kernel[0] == 1),
+ * max, avg or sum: per lane the NCHW kernels' windows, divisors and NaN rule (max skips NaN
+ * like numpy's fmax), each output one vector from the window's aligned input vectors. */
+typedef struct {
+    const symjit_pool_desc *d;
+    const float *x;
+    float *y;
+} poolb_job;
+
+/* tasks: (plane, output row) */
+NN_CLONES
+static void poolb_task(int64_t begin, int64_t end, void **argv) {
+    const poolb_job *j = (const poolb_job *)argv[0];
+    const symjit_pool_desc *d = j->d;
+    const int64_t H = d->in_size[1], W = d->in_size[2], OH = d->out_size[1], OW = d->out_size[2];
+    const int max = d->type == SYMJIT_POOL_MAX;
+    for (int64_t t = begin; t < end; t++) {
+        const int64_t plane = t / OH, oh = t % OH, h0 = win_lo(oh, d->stride[1], d->pad[1]);
+        const float *restrict xp = j->x + plane * H * W * BLK;
+        float *restrict yr = j->y + (plane * OH + oh) * OW * BLK;
+        for (int64_t ow = 0; ow < OW; ow++) {
+            const int64_t w0 = win_lo(ow, d->stride[2], d->pad[2]);
+            float acc[BLK];
+            for (int l = 0; l < BLK; l++) acc[l] = max ? -FLT_MAX : 0.0f;
+            for (int64_t ih = imax(h0, 0); ih < imin(h0 + d->kernel[1], H); ih++)
+                for (int64_t iw = imax(w0, 0); iw < imin(w0 + d->kernel[2], W); iw++) {
+                    const float *restrict v = xp + (ih * W + iw) * BLK;
+                    if (max)
+                        for (int l = 0; l < BLK; l++) acc[l] = (v[l] > acc[l] || acc[l] != acc[l]) ? v[l] : acc[l];
+                    else
+                        for (int l = 0; l < BLK; l++) acc[l] += v[l];
+                }
+            const float div = d->type == SYMJIT_POOL_AVG ? pool_divisor(d, 0, oh, ow) : 1.0f;
+            for (int l = 0; l < BLK; l++) yr[ow * BLK + l] = d->type == SYMJIT_POOL_AVG ? acc[l] / div : acc[l];
+        }
+    }
+}
+
+NN_API void symjit_nn_pool_blocked(const symjit_pool_desc *d, const float *x, float *y) {
+    if (d->in_size[0] != 1 || d->out_size[0] != 1 || d->kernel[0] != 1 || d->type == SYMJIT_POOL_LP) {
+        symjit_set_error(SYMJIT_ERR_INVALID_ARGUMENT, "nnkernels: pool_blocked: 2-D max, avg or sum pooling only");
+        return;
+    }
+    poolb_job job = {d, x, y};
+    void *argv[1] = {&job};
+    const int64_t rows = d->planes * d->out_size[1];
+    const int64_t per_row = imax(1, d->out_size[2] * d->kernel[1] * d->kernel[2] * BLK);
+    symjit_parallel_for(poolb_task, rows, imax(1, 65536 / per_row), argv);
+}

@@ -53,6 +53,7 @@ from ..ir.graph import Graph, Node, Value
 from ..ir.target import AVX512_KERNELS, only_for
 from ..ops.blocked import BLOCK, blocked_shape
 from ..ops.nn_conv import conv_geometry
+from ..ops.registry import get_op
 from .rewrite import NameSource, convolution_activation, make_node, replace_uses
 
 #: the fewest convolutions a chain needs to be worth its two layout conversions
@@ -76,11 +77,45 @@ class Candidate:
     """A convolution the blocked kernels can run: its attrs, activation (ops/fused.py ACT_*),
     kind, whether it adds a residual (its node's last input) before the activation, and its
     estimated saving in the layout (`saving`, in NCHW input elements moved; see `chain_pays`)."""
-    conv_attrs: dict
+    conv_attrs: dict | None
     act: int
     depthwise: bool
     residual: bool = False
     saving: float = 0.0
+    kind: str = "conv"      # "conv", "conv_pool", or "pool" / "concat" (module docstring; attrs None)
+
+
+def layout_inputs(n: Node, c: Candidate) -> list[Value]:
+    """The inputs of a candidate node that it reads in the blocked layout."""
+    if c.kind == "concat":
+        return list(n.inputs)
+    return [n.inputs[0], n.inputs[-1]] if c.residual else [n.inputs[0]]
+
+
+def _nchw16(v: Value) -> bool:
+    """A known float32 4-D value whose channels are a positive multiple of 16."""
+    t = v.type
+    return t.known and t.dtype == "float32" and len(t.shape) == 4 and t.shape[1] > 0 and t.shape[1] % BLOCK == 0
+
+
+def _pool_attrs_fit(a: dict) -> bool:
+    """A 2-D max / avg / sum pooling in NCHW (the blocked pooling kernel's)."""
+    return (a["layout"] in (None, "NCHW") and a["pool_type"] in ("max", "avg", "sum")
+            and (a["global_pool"] or len(a["kernel"]) == 2))
+
+
+def layout_candidate(n: Node, producer: dict) -> Candidate | None:
+    """A convolution (`candidate`), a 2-D max / avg / sum Pooling in NCHW, or a channel
+    Concat, that can run in the layout (channels multiples of 16, float32)."""
+    if n.op.name == "Pooling" and len(n.outputs) == 1:
+        if _pool_attrs_fit(n.attrs) and _nchw16(n.inputs[0]) and _nchw16(n.outputs[0]):
+            return Candidate(None, 0, False, kind="pool")
+        return None
+    if n.op.name == "Concat" and len(n.outputs) == 1:
+        if n.attrs["dim"] == 1 and all(_nchw16(v) for v in list(n.inputs) + list(n.outputs)):
+            return Candidate(None, 0, False, kind="concat")
+        return None
+    return candidate(n, producer)
 
 
 def _const_input(v: Value, producer: dict) -> bool:
@@ -88,14 +123,28 @@ def _const_input(v: Value, producer: dict) -> bool:
     return n is not None and n.op.name == "_const"
 
 
-def _conv2d(n: Node, producer: dict):
-    """(attrs, activation, residual, geometry, C, F) of a 2-D NCHW float32 convolution with an
-    optional activation (relu, relu6) epilogue, maybe of the result plus a residual, and
-    constant weights (and bias), else None."""
+def _conv_part(n: Node):
+    """(Convolution attrs, activation, residual, convolution output shape) of a convolution
+    node (convolution_activation's), or of the convolution inside a `_conv_pool`, else None."""
+    if n.op.name == "_conv_pool":
+        attrs = n.attrs["conv_attrs"]
+        shapes = [v.type.shape for v in n.inputs]
+        if any(s is None for s in shapes):
+            return None
+        _, (y,) = get_op("Convolution").infer_shape(attrs, shapes)
+        return attrs, int(n.attrs["relu"]), False, tuple(y)
     found = convolution_activation(n)
+    return None if found is None else found + (n.outputs[0].type.shape,)
+
+
+def _conv2d(n: Node, producer: dict):
+    """(attrs, activation, residual, geometry, C, F, convolution output shape) of a 2-D NCHW
+    float32 convolution with an optional activation (relu, relu6) epilogue, maybe of the result
+    plus a residual, and constant weights (and bias), else None."""
+    found = _conv_part(n)
     if found is None:
         return None
-    attrs, act, residual = found
+    attrs, act, residual, y_shape = found
     if len(attrs["kernel"]) != 2 or len(n.outputs) != 1:
         return None
     geo = conv_geometry("Convolution", attrs)
@@ -108,7 +157,7 @@ def _conv2d(n: Node, producer: dict):
         return None
     if residual and n.inputs[-1].type.shape != y.type.shape:
         return None
-    return attrs, act, residual, geo, x.type.shape[1], y.type.shape[1]
+    return attrs, act, residual, geo, x.type.shape[1], y_shape[1], y_shape
 
 
 def entry_candidate(n: Node, producer: dict) -> Candidate | None:
@@ -116,39 +165,37 @@ def entry_candidate(n: Node, producer: dict) -> Candidate | None:
     found = _conv2d(n, producer)
     if found is None:
         return None
-    attrs, act, residual, geo, c, f = found
-    if (not residual and 0 < c < BLOCK and f % BLOCK == 0 and f > 0 and geo["num_group"] == 1
+    attrs, act, residual, geo, c, f, _ = found
+    if (n.op.name != "_conv_pool" and not residual and 0 < c < BLOCK and f % BLOCK == 0 and f > 0 and geo["num_group"] == 1
             and geo["dilate"] == (1, 1) and geo["stride"][0] == geo["stride"][1]):
         return Candidate(attrs, act, False)
     return None
 
 
 def candidate(n: Node, producer: dict) -> Candidate | None:
-    """The module docstring's conditions for one node."""
+    """The module docstring's conditions for one convolution node (a `_conv_pool`: its
+    convolution, plain or general, and its pooling as `pool_candidate`'s)."""
     found = _conv2d(n, producer)
     if found is None:
         return None
-    attrs, act, residual, geo, c, f = found
-    if c % BLOCK or f % BLOCK or c == 0 or f == 0:
+    attrs, act, residual, geo, c, f, y_shape = found
+    if c % BLOCK or f % BLOCK or c == 0 or f == 0 or geo["dilate"] != (1, 1):
         return None
-    plain = geo["dilate"] == (1, 1)
-    if not plain:
-        return None
+    kind = "conv"
+    if n.op.name == "_conv_pool":
+        if not _pool_attrs_fit(n.attrs["pool_attrs"]) or geo["num_group"] != 1:
+            return None
+        kind = "conv_pool"
+    macs = float(np.prod(y_shape)) * float(np.prod(n.inputs[1].type.shape[1:]))
     if geo["num_group"] == 1 and geo["kernel"] == (1, 1) and geo["stride"] == (1, 1) and geo["pad"] == (0, 0):
-        return Candidate(attrs, act, False, residual, POINTWISE_SAVING * _macs(n))
+        return Candidate(attrs, act, False, residual, POINTWISE_SAVING * macs, kind)
     if (not residual and geo["num_group"] == c == f and geo["kernel"] == (3, 3) and geo["pad"] == (1, 1)
             and geo["stride"] in ((1, 1), (2, 2))):
-        return Candidate(attrs, act, True, False, DEPTHWISE_SAVING * _macs(n))
+        return Candidate(attrs, act, True, False, DEPTHWISE_SAVING * macs)
     if geo["num_group"] == 1 and geo["stride"][0] == geo["stride"][1]:
-        saving = WINOGRAD_SAVING if _winograd_in_nchw(geo, c, f, n.outputs[0].type.shape) else GENERAL_SAVING
-        return Candidate(attrs, act, False, residual, saving * _macs(n))
+        saving = WINOGRAD_SAVING if _winograd_in_nchw(geo, c, f, y_shape) else GENERAL_SAVING
+        return Candidate(attrs, act, False, residual, saving * macs, kind)
     return None
-
-
-def _macs(n: Node) -> float:
-    """Multiply-adds of a convolution node: output elements x (input channels / groups) x taps."""
-    w, y = n.inputs[1], n.outputs[0]
-    return float(np.prod(y.type.shape)) * float(np.prod(w.type.shape[1:]))
 
 
 def _winograd_in_nchw(geo, c: int, f: int, out_shape) -> bool:
@@ -166,8 +213,7 @@ def chain_pays(chain: list[Node], found: dict, producer: dict, readers: dict, gr
     members = {id(n) for n in chain}
     entering, leaving = set(), set()
     for n in chain:
-        c = found[id(n)]
-        for x in (n.inputs[0], n.inputs[-1]) if c.residual else (n.inputs[0],):
+        for x in layout_inputs(n, found[id(n)]):
             p = producer.get(x)
             if p is None or id(p) not in members:
                 entering.add(x)
@@ -191,7 +237,7 @@ def _chains(g: Graph, found: dict, producer: dict) -> list[list[Node]]:
     for n in g.nodes:
         if id(n) not in found:
             continue
-        for x in (n.inputs[0], n.inputs[-1]) if found[id(n)].residual else (n.inputs[0],):
+        for x in layout_inputs(n, found[id(n)]):
             p = producer.get(x)
             if p is not None and id(p) in found:
                 parent[root(id(n))] = root(id(p))
@@ -212,7 +258,7 @@ def blocked_layout(g: Graph, enabled: bool = True, cost_rule: bool = True) -> tu
         return g, {"blocked_convolutions": 0, "layout_conversions": 0}
     g = g.copy()
     producer = {v: n for n in g.nodes for v in n.outputs}
-    found = {id(n): c for n in g.nodes if (c := candidate(n, producer)) is not None}
+    found = {id(n): c for n in g.nodes if (c := layout_candidate(n, producer)) is not None}
     readers: dict = {}
     for n in g.nodes:
         for v in n.inputs:
@@ -220,7 +266,8 @@ def blocked_layout(g: Graph, enabled: bool = True, cost_rule: bool = True) -> tu
     graph_outputs = set(g.outputs)
     chosen: set[int] = set()
     for chain in _chains(g, found, producer):
-        if len(chain) >= MIN_CHAIN and (not cost_rule or any(found[id(n)].depthwise for n in chain)
+        convs = [n for n in chain if found[id(n)].kind in ("conv", "conv_pool")]
+        if len(convs) >= MIN_CHAIN and (not cost_rule or any(found[id(n)].depthwise for n in convs)
                                         or chain_pays(chain, found, producer, readers, graph_outputs)):
             chosen.update(id(n) for n in chain)
     if not chosen:
@@ -228,12 +275,12 @@ def blocked_layout(g: Graph, enabled: bool = True, cost_rule: bool = True) -> tu
     entries = {}                         # id -> Candidate of the entry convolutions (docstring)
     for n in g.nodes:
         if id(n) in chosen:
-            x = n.inputs[0]
-            p = producer.get(x)
-            if (p is not None and id(p) not in chosen and x not in graph_outputs
-                    and all(id(r) in chosen for r in readers[x])
-                    and (e := entry_candidate(p, producer)) is not None):
-                entries[id(p)] = e
+            for x in layout_inputs(n, found[id(n)]):
+                p = producer.get(x)
+                if (p is not None and id(p) not in chosen and x not in graph_outputs
+                        and all(id(r) in chosen for r in readers[x])
+                        and (e := entry_candidate(p, producer)) is not None):
+                    entries[id(p)] = e
     names = NameSource(g)
     blocked: dict[Value, Value] = {}     # NCHW value -> its blocked twin
     mapping: dict[Value, Value] = {}     # chain outputs read elsewhere -> their NCHW conversion
@@ -250,14 +297,25 @@ def blocked_layout(g: Graph, enabled: bool = True, cost_rule: bool = True) -> tu
             continue
         c = found[id(n)]
         y = n.outputs[0]
-        for x in (n.inputs[0], n.inputs[-1]) if c.residual else (n.inputs[0],):
+        for x in layout_inputs(n, c):
             if x not in blocked:
                 to = make_node(names, "_to_blocked", [x], {}, base=f"{n.name}_to_blocked")
                 nodes.append(to)
                 blocked[x] = to.outputs[0]
                 conversions += 1
-        node = _blocked_node(names, n, c, blocked[n.inputs[0]],
-                             residual=blocked[n.inputs[-1]] if c.residual else None)
+        if c.kind == "pool":
+            node = make_node(names, "_pool_blocked", [blocked[n.inputs[0]]], {"pool_attrs": n.attrs, "members": (n.name,)},
+                             base=f"{n.name}_blocked")
+        elif c.kind == "concat":
+            node = make_node(names, "Concat", [blocked[x] for x in n.inputs], {"dim": 1, "num_args": len(n.inputs)},
+                             base=f"{n.name}_blocked")
+        else:
+            node = _blocked_node(names, n, c, blocked[n.inputs[0]],
+                                 residual=blocked[n.inputs[-1]] if c.residual else None)
+            if c.kind == "conv_pool":
+                nodes.append(node)
+                node = make_node(names, "_pool_blocked", [node.outputs[0]],
+                                 {"pool_attrs": n.attrs["pool_attrs"], "members": (n.name,)}, base=f"{n.name}_pool")
         if node.outputs[0].type.shape != blocked_shape("blocked_layout", y.type.shape):
             raise AssertionError(f"blocked_layout: {n.name}: blocked output {node.outputs[0].type.shape} "
                                  f"does not match {y.type.shape}")
@@ -270,7 +328,8 @@ def blocked_layout(g: Graph, enabled: bool = True, cost_rule: bool = True) -> tu
             conversions += 1
     g.nodes = nodes
     replace_uses(g, mapping)
-    return g, {"blocked_convolutions": len(chosen) + len(entries), "layout_conversions": conversions}
+    moved = sum(found[k].kind in ("conv", "conv_pool") for k in chosen)
+    return g, {"blocked_convolutions": moved + len(entries), "layout_conversions": conversions}
 
 
 def _blocked_node(names: NameSource, n: Node, c: Candidate, data: Value, data_blocked: bool = True,

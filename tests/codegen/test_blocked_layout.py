@@ -418,3 +418,121 @@ def test_nan_follows_relu6_semantics(kernel_path):
     ref = run(g, dict(feeds, **consts)).outputs[0]
     np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
     assert np.isnan(got).any()
+
+
+# ------------------------------------------------------------------------------ pools and concatenations
+
+def _inception_block(xs, pools, seed=0, head=True):
+    """An Inception-style block on x: a 1x1 branch; 1x1 -> 1x7 -> 7x1; the stride-1 `pools`
+    (Pooling attrs, each followed by a 1x1 convolution); their channel concatenation, the
+    strided pools in turn, then (with `head`) a strided 3x3 convolution and a global average
+    pooling. Channels are multiples of 16 except
+    where a test says otherwise. Returns the graph and its constants."""
+    rng = np.random.default_rng(seed)
+    b = GraphBuilder(name="inception")
+    x = b.add_input("x", TensorType(xs, "float32"))
+    consts, k = {}, 0
+
+    def conv(y, c, attrs, relu=True):
+        nonlocal k
+        f = attrs["num_filter"]
+        ws = (f, c) + attrs["kernel"]
+        w, bias = b.add_input(f"w{k}", TensorType(ws, "float32")), b.add_input(f"b{k}", TensorType((f,), "float32"))
+        consts[f"w{k}"] = (rng.standard_normal(ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32)
+        consts[f"b{k}"] = rng.standard_normal(f).astype(np.float32)
+        k += 1
+        y = b.add_node("Convolution", [y, w, bias], attrs)[0]
+        return b.add_node("relu", [y])[0] if relu else y
+
+    c = xs[1]
+    parts = [conv(x, c, _pw(32)),
+             conv(conv(conv(x, c, _pw(48)), 48, _conv(48, (1, 7), 1, (0, 3))), 48, _conv(64, (7, 1), 1, (3, 0)))]
+    same = [a for a in pools if a.get("stride", (1, 1)) == (1, 1)]
+    for attrs in same:
+        p = b.add_node("Pooling", [x], attrs)[0]
+        parts.append(conv(p, c, _pw(16)))
+    y = b.add_node("Concat", parts, {"dim": 1, "num_args": len(parts)})[0]
+    for attrs in pools:   # the strided ones on the concatenation
+        if attrs not in same:
+            y = b.add_node("Pooling", [y], attrs)[0]
+    if head:
+        y = conv(y, 96 + 16 * len(same), _conv(32, 3, 2, 0))
+        y = b.add_node("Pooling", [y], {"kernel": (1, 1), "pool_type": "avg", "global_pool": True})[0]
+    return b.build([y]), consts
+
+
+POOLS = [
+    {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 1), "pool_type": "avg"},
+    {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 1), "pool_type": "avg", "count_include_pad": False},
+    {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": "max", "pooling_convention": "full"},
+    {"kernel": (2, 3), "stride": (1, 2), "pad": (0, 1), "pool_type": "sum"},
+    {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 1), "pool_type": "max"},
+]
+
+
+def test_pools_and_concatenations_join_the_chain():
+    g, consts = _inception_block((1, 64, 17, 17), POOLS[:2], head=False)
+    opt, pm = _optimize(g, consts)
+    ops = _ops(opt)
+    assert ops.count("_to_blocked") == 1 and ops.count("_from_blocked") == 1, ops
+    assert ops.count("_pool_blocked") == 2 and ops.count("Concat") == 1 and ops.count("_conv_blocked") == 6
+    concat = next(n for n in opt.nodes if n.op.name == "Concat")
+    assert concat.outputs[0].type.shape == (1, 8, 17, 17, 16)
+    assert "Pooling" not in ops and "Convolution" not in ops
+
+
+def test_pools_and_concatenations_with_channels_not_multiples_of_16_stay_in_nchw():
+    from symjit.passes.blocked_layout import layout_candidate
+    b = GraphBuilder(name="odd")
+    x = b.add_input("x", TensorType((1, 32, 8, 8), "float32"))
+    r = b.add_input("r", TensorType((1, 24, 8, 8), "float32"))
+    pooled = b.add_node("Pooling", [r], POOLS[0])[0]
+    cat = b.add_node("Concat", [x, pooled], {"dim": 1, "num_args": 2})[0]
+    two = b.add_node("Concat", [x, x], {"dim": 1, "num_args": 2})[0]
+    cat3 = b.add_node("Concat", [x, x], {"dim": 3, "num_args": 2})[0]
+    g = b.build([cat, two, cat3])
+    assert [layout_candidate(n, {}) is not None for n in g.nodes] == [False, False, True, False]
+
+
+@pytest.mark.parametrize("xs,pools", [((1, 32, 17, 17), POOLS), ((8, 48, 9, 8), POOLS[1:3]),
+                                      ((2, 16, 5, 7), POOLS[::2]), ((1, 16, 3, 3), POOLS[4:])])
+def test_inception_blocks_equal_nchw_and_interpreter(xs, pools, kernel_path):
+    g, consts = _inception_block(xs, pools, seed=xs[2])
+    feeds = {"x": np.random.default_rng(xs[3]).standard_normal(xs).astype(np.float32)}
+    blocked_opt, blocked = _compiled(g, consts, True, cost_rule=False)
+    assert "_pool_blocked" in _ops(blocked_opt) and "Pooling" not in _ops(blocked_opt)
+    nchw_opt, nchw = _compiled(g, consts, False)
+    _switch_to(kernel_path)
+    feeds.update(consts)
+    ref = run(g, feeds).outputs[0]
+    tol = dict(rtol=1e-4, atol=1e-5 * max(float(np.abs(ref).max()), 1.0))
+    np.testing.assert_allclose(_run(blocked_opt, blocked, feeds), ref, **tol)
+    np.testing.assert_allclose(_run(nchw_opt, nchw, feeds), ref, **tol)
+    np.testing.assert_allclose(run(blocked_opt, feeds).outputs[0], ref, **tol)
+
+
+@pytest.mark.parametrize("pool", POOLS + [{"kernel": (3, 3), "pool_type": "max", "global_pool": True},
+                                  {"kernel": (3, 3), "stride": (2, 2), "pool_type": "avg", "pooling_convention": "full"}])
+def test_blocked_pooling_equals_pooling(pool, kernel_path):
+    """The pooling kernel between two 1x1 convolutions (the first one's output has a NaN:
+    max skips it unless alone, sums carry it, as in NCHW): windows, divisors, conventions."""
+    rng = np.random.default_rng(5)
+    b = GraphBuilder(name="pool")
+    xs = (2, 32, 11, 10)
+    x = b.add_input("x", TensorType(xs, "float32"))
+    ws = [b.add_input(f"w{i}", TensorType((32, 32, 1, 1), "float32")) for i in range(2)]
+    consts = {f"w{i}": rng.standard_normal((32, 32, 1, 1)).astype(np.float32) * 0.2 for i in range(2)}
+    y = b.add_node("Convolution", [x, ws[0]], dict(_pw(32), no_bias=True))[0]
+    y = b.add_node("Pooling", [y], pool)[0]
+    y = b.add_node("Convolution", [y, ws[1]], dict(_pw(32), no_bias=True))[0]
+    g = b.build([y])
+    opt, cg = _compiled(g, consts, True, cost_rule=False)
+    assert _ops(opt) == ["_to_blocked", "_conv_blocked", "_pool_blocked", "_conv_blocked", "_from_blocked"]
+    _switch_to(kernel_path)
+    feeds = dict(consts, x=rng.standard_normal(xs).astype(np.float32))
+    feeds["x"][1, :, 4, 5] = np.nan
+    ref = run(g, feeds).outputs[0]
+    got = _run(opt, cg, feeds)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    ok = ~np.isnan(ref)
+    np.testing.assert_allclose(got[ok], ref[ok], rtol=1e-4, atol=1e-5 * float(np.abs(ref[ok]).max()))

@@ -15,6 +15,7 @@ from ...ops.blocked import BLOCK
 from ...ops.nn_conv import conv_geometry
 from .graph import register_lowering
 from .lower_gemm import I64, PLANS, NativeCall, add_param, const_value, desc_words, lower_planned, shape_of
+from .lower_pool import pool_struct
 
 #: kinds of symjit_nn_conv_blocked (runtime/nnkernels.h enum symjit_blocked_kind)
 POINTWISE, DEPTHWISE, DIRECT, GENERAL = 0, 1, 2, 3
@@ -127,6 +128,14 @@ def _conv_blocked_call(ctx, attrs, desc, packed, ins, outs):
 plan_conv_blocked.uses_context = True
 
 
+def plan_pool_blocked(attrs, ins, outs):
+    n, cb, h, w, _ = shape_of(ins[0])
+    _, _, oh, ow, _ = shape_of(outs[0])
+    desc = pool_struct(attrs["pool_attrs"], (n, cb * BLOCK, h, w), (n, cb * BLOCK, oh, ow))
+    desc.planes = n * cb
+    return [NativeCall("symjit_nn_pool_blocked", desc_words(desc), [("desc",), ("v", ins[0]), ("v", outs[0])])]
+
+
 def plan_to_blocked(attrs, ins, outs):
     n, c, h, w = shape_of(ins[0])
     desc = desc_words(ReorderDesc(n=n, channels=c, positions=h * w))
@@ -141,6 +150,7 @@ def plan_from_blocked(attrs, ins, outs):
 
 _BLOCKED_PLANS = {
     "_conv_blocked": plan_conv_blocked,
+    "_pool_blocked": plan_pool_blocked,
     "_to_blocked": plan_to_blocked,
     "_from_blocked": plan_from_blocked,
 }
