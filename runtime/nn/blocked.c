@@ -725,18 +725,38 @@ typedef struct {
     float *y;
 } poolb_job;
 
-/* tasks: (plane, output row) */
-NN_CLONES
-static void poolb_task(int64_t begin, int64_t end, void **argv) {
-    const poolb_job *j = (const poolb_job *)argv[0];
-    const symjit_pool_desc *d = j->d;
-    const int64_t H = d->in_size[1], W = d->in_size[2], OH = d->out_size[1], OW = d->out_size[2];
+#ifdef NN_HAVE_AVX512
+/* one output row (as poolb_row_portable) on 16-lane vectors */
+NN_AVX512 static void poolb_row_avx512(const symjit_pool_desc *d, const float *xp, float *yr, int64_t oh) {
+    const int64_t H = d->in_size[1], W = d->in_size[2], OW = d->out_size[2], h0 = win_lo(oh, d->stride[1], d->pad[1]);
+    const int64_t ih0 = imax(h0, 0), ih1 = imin(h0 + d->kernel[1], H);
     const int max = d->type == SYMJIT_POOL_MAX;
-    for (int64_t t = begin; t < end; t++) {
-        const int64_t plane = t / OH, oh = t % OH, h0 = win_lo(oh, d->stride[1], d->pad[1]);
-        const float *restrict xp = j->x + plane * H * W * BLK;
-        float *restrict yr = j->y + (plane * OH + oh) * OW * BLK;
-        for (int64_t ow = 0; ow < OW; ow++) {
+    for (int64_t ow = 0; ow < OW; ow++) {
+        const int64_t w0 = win_lo(ow, d->stride[2], d->pad[2]), iw0 = imax(w0, 0), iw1 = imin(w0 + d->kernel[2], W);
+        __m512 acc = max ? _mm512_set1_ps(-FLT_MAX) : _mm512_setzero_ps();
+        for (int64_t ih = ih0; ih < ih1; ih++) {
+            const float *v = xp + (ih * W + iw0) * BLK;
+            if (max)
+                for (int64_t iw = iw0; iw < iw1; iw++, v += BLK) {
+                    const __m512 x = _mm512_loadu_ps(v);   /* v > acc, or acc NaN: take v */
+                    const __mmask16 m = _mm512_cmp_ps_mask(x, acc, _CMP_GT_OQ) | _mm512_cmp_ps_mask(acc, acc, _CMP_UNORD_Q);
+                    acc = _mm512_mask_mov_ps(acc, m, x);
+                }
+            else
+                for (int64_t iw = iw0; iw < iw1; iw++, v += BLK) acc = _mm512_add_ps(acc, _mm512_loadu_ps(v));
+        }
+        if (d->type == SYMJIT_POOL_AVG) acc = _mm512_div_ps(acc, _mm512_set1_ps(pool_divisor(d, 0, oh, ow)));
+        _mm512_storeu_ps(yr + ow * BLK, acc);
+    }
+}
+#endif
+
+/* one output row oh of a plane: xp the plane's input, yr the row's output */
+NN_CLONES
+static void poolb_row_portable(const symjit_pool_desc *d, const float *restrict xp, float *restrict yr, int64_t oh) {
+    const int64_t H = d->in_size[1], W = d->in_size[2], OW = d->out_size[2], h0 = win_lo(oh, d->stride[1], d->pad[1]);
+    const int max = d->type == SYMJIT_POOL_MAX;
+    for (int64_t ow = 0; ow < OW; ow++) {
             const int64_t w0 = win_lo(ow, d->stride[2], d->pad[2]);
             float acc[BLK];
             for (int l = 0; l < BLK; l++) acc[l] = max ? -FLT_MAX : 0.0f;
@@ -750,7 +770,24 @@ static void poolb_task(int64_t begin, int64_t end, void **argv) {
                 }
             const float div = d->type == SYMJIT_POOL_AVG ? pool_divisor(d, 0, oh, ow) : 1.0f;
             for (int l = 0; l < BLK; l++) yr[ow * BLK + l] = d->type == SYMJIT_POOL_AVG ? acc[l] / div : acc[l];
+    }
+}
+
+/* tasks: (plane, output row) */
+static void poolb_task(int64_t begin, int64_t end, void **argv) {
+    const poolb_job *j = (const poolb_job *)argv[0];
+    const symjit_pool_desc *d = j->d;
+    const int64_t HW = d->in_size[1] * d->in_size[2], OH = d->out_size[1], OW = d->out_size[2];
+    for (int64_t t = begin; t < end; t++) {
+        const float *xp = j->x + (t / OH) * HW * BLK;
+        float *yr = j->y + t * OW * BLK;
+#ifdef NN_HAVE_AVX512
+        if (native_on()) {
+            poolb_row_avx512(d, xp, yr, t % OH);
+            continue;
         }
+#endif
+        poolb_row_portable(d, xp, yr, t % OH);
     }
 }
 

@@ -64,12 +64,14 @@ MIN_CHAIN = 2
 #: with every chain moved, one thread, in graph, on a Zen 5 (benchmarks/bench_blocked_layout.py,
 #: blocked / NCHW time; noisy at load 4): pointwise 768 -> 128-192 at 17x17 0.54-0.60 (~0.026
 #: ns saved per multiply-add), 1x7 0.57-0.67 and 7x1 0.8-1.0, 5x5 0.65-0.85 (~0.012), 3x3
-#: stride 2 0.34-0.62 (~0.028), 3x3 stride 1 where NCHW runs Winograd 0.94-1.1 (a small loss);
-#: depthwise 3x3 0.23-0.40 in mobilenet1.0 (NCHW depthwise runs at a few multiply-adds per ns).
+#: stride 2 0.34-0.62 (~0.028), 3x3 stride 1 where NCHW runs Winograd 0.94-1.43 (a loss of up to
+#: ~0.013 ns: such a convolution stays in NCHW when its loss exceeds converting its input and
+#: output); depthwise 3x3 0.23-0.40 in mobilenet1.0 (NCHW depthwise runs at a few
+#: multiply-adds per ns).
 DEPTHWISE_SAVING = 0.1
 POINTWISE_SAVING = 0.015
 GENERAL_SAVING = 0.01
-WINOGRAD_SAVING = -0.003
+WINOGRAD_SAVING = -0.009
 
 
 @dataclass(frozen=True)
@@ -193,8 +195,10 @@ def candidate(n: Node, producer: dict) -> Candidate | None:
             and geo["stride"] in ((1, 1), (2, 2))):
         return Candidate(attrs, act, True, False, DEPTHWISE_SAVING * macs)
     if geo["num_group"] == 1 and geo["stride"][0] == geo["stride"][1]:
-        saving = WINOGRAD_SAVING if _winograd_in_nchw(geo, c, f, y_shape) else GENERAL_SAVING
-        return Candidate(attrs, act, False, residual, saving * macs, kind)
+        saving = (WINOGRAD_SAVING if _winograd_in_nchw(geo, c, f, y_shape) else GENERAL_SAVING) * macs
+        if saving < 0 and -saving > float(np.prod(n.inputs[0].type.shape)) + float(np.prod(y_shape)):
+            return None   # it loses more in the layout than converting around it costs
+        return Candidate(attrs, act, False, residual, saving, kind)
     return None
 
 
