@@ -103,6 +103,7 @@ typedef struct {
     int64_t N, C, F, H, W, OH, OW, S, V, R;
     int relu;
     int64_t panels, ptiles, pb, pg;   /* pointwise: 16V-filter panels, R-pixel tiles; blocks of each per task */
+    int64_t ni;                       /* pointwise and general: images per task (split_panels) */
     int64_t rb;                       /* depthwise: row blocks per plane; direct: per image */
     int64_t KH, KW, PH, PW;           /* direct: kernel and padding */
 } blocked_job;
@@ -225,11 +226,12 @@ static void pwb_task(int64_t begin, int64_t end, void **argv) {
     const pwb_tile_fn part = native_on() ? pwb_tile_for(j->R, j->V, 0) : NULL;
 #endif
     for (int64_t t = begin; t < end; t++) {
-        const int64_t n = t / per, ib = (t % per) / j->pg, ig = (t % per) % j->pg;
+        const int64_t ib = (t % per) / j->pg, ig = (t % per) % j->pg;
         const int64_t t0 = ib * j->ptiles / j->pb, t1 = (ib + 1) * j->ptiles / j->pb;
         const int64_t q0 = ig * j->panels / j->pg, q1 = (ig + 1) * j->panels / j->pg;
-        const float *x = j->x + n * j->C * P;
-        for (int64_t q = q0; q < q1; q++) {
+        for (int64_t q = q0; q < q1; q++)
+          for (int64_t n = (t / per) * j->ni; n < imin(j->N, (t / per + 1) * j->ni); n++) {
+            const float *x = j->x + n * j->C * P;
             const float *wp = j->wp + q * j->C * pw, *bias = j->bias ? j->bias + q * pw : NULL;
             float *y = j->y + (n * j->F + q * pw) * P;
             const float *res = j->res ? j->res + (n * j->F + q * pw) * P : NULL;
@@ -613,11 +615,12 @@ static void genb_task(int64_t begin, int64_t end, void **argv) {
     const genb_tile_fn tile_fn = native_on() ? genb_tile_for(j->R, j->V) : NULL;
 #endif
     for (int64_t t = begin; t < end; t++) {
-        const int64_t n = t / per, ib = (t % per) / j->pg, ig = (t % per) % j->pg;
+        const int64_t ib = (t % per) / j->pg, ig = (t % per) % j->pg;
         const int64_t t0 = ib * j->ptiles / j->pb, t1 = (ib + 1) * j->ptiles / j->pb;
         const int64_t q0 = ig * j->panels / j->pg, q1 = (ig + 1) * j->panels / j->pg;
-        const float *x = j->x + n * j->C * j->H * j->W;
-        for (int64_t q = q0; q < q1; q++) {
+        for (int64_t q = q0; q < q1; q++)
+          for (int64_t n = (t / per) * j->ni; n < imin(j->N, (t / per + 1) * j->ni); n++) {
+            const float *x = j->x + n * j->C * j->H * j->W;
             const float *wp = j->wp + q * panel, *bias = j->bias ? j->bias + q * pw : NULL;
             float *y = j->y + (n * j->F + q * pw) * OHW;
             const float *res = j->res ? j->res + (n * j->F + q * pw) * OHW : NULL;
@@ -644,7 +647,20 @@ static void split_panels(blocked_job *j, int64_t P, double flops, int64_t thread
     j->R = pwb_rows(j->V, P);
     j->panels = j->F / (16 * j->V);
     j->ptiles = cdiv(P, j->R);
-    const int64_t want = cdiv(tiles_want(flops, threads), j->N);
+    const int64_t total = tiles_want(flops, threads);
+    if (j->N > 1 && j->F > P) {
+        /* the weights outweigh an image's plane (deep layers on small maps, batches): tasks of
+         * panel groups x image groups, images inside the panel loop, so that each panel is
+         * read from memory once per image group instead of once per image. Measured in
+         * Inception v3 batch 8 (2048 -> 320-448 at 8x8, one thread): 1.5-2.0x the NCHW time
+         * with per-image tasks. */
+        j->pb = 1;
+        j->pg = imax(1, imin(j->panels, total));
+        j->ni = cdiv(j->N, imax(1, imin(j->N, cdiv(total, j->pg))));
+        return;
+    }
+    j->ni = 1;
+    const int64_t want = cdiv(total, j->N);
     const double pg = sqrt((double)want * (double)j->F / (double)P);
     j->pg = imax(1, imin(imin(j->panels, want), (int64_t)(pg + 0.5)));
     j->pb = imax(1, imin(j->ptiles, cdiv(want, j->pg)));
@@ -663,7 +679,7 @@ static void genb_run(blocked_job *j, int64_t threads) {
     const int64_t P = j->OH * j->OW;
     split_panels(j, P, 2.0 * (double)j->N * (double)P * (double)j->F * (double)(j->C * j->KH * j->KW), threads);
     void *argv[1] = {j};
-    symjit_parallel_for(genb_task, j->N * j->pb * j->pg, 1, argv);
+    symjit_parallel_for(genb_task, cdiv(j->N, j->ni) * j->pb * j->pg, 1, argv);
 }
 
 NN_API void symjit_nn_conv_blocked(const symjit_conv_blocked_desc *d, const float *x, const float *wp,
@@ -683,7 +699,7 @@ NN_API void symjit_nn_conv_blocked(const symjit_conv_blocked_desc *d, const floa
     if (d->kind == SYMJIT_BLOCKED_POINTWISE && ok_channels && j.V >= 1 && j.V <= 4 && j.F % (16 * j.V) == 0 && j.S == 1) {
         const int64_t P = j.H * j.W;
         split_panels(&j, P, 2.0 * (double)j.N * (double)P * (double)j.C * (double)j.F, threads);
-        symjit_parallel_for(pwb_task, j.N * j.pb * j.pg, 1, argv);
+        symjit_parallel_for(pwb_task, cdiv(j.N, j.ni) * j.pb * j.pg, 1, argv);
         return;
     }
     if (d->kind == SYMJIT_BLOCKED_DIRECT && j.C > 0 && j.F % BLK == 0 && j.F > 0 && j.V >= 1 && j.V <= 4 &&
