@@ -4,8 +4,8 @@
 /* ---------------------------------------------------------------------------------------- */
 /* Channel-blocked layout (NCHW16c): a tensor (N, C, H, W) stored as (N, C/16, H, W, 16), the */
 /* 16 channels of a block at one pixel one vector. passes/blocked_layout.py moves chains of   */
-/* pointwise (1x1) and 3x3 depthwise convolutions into it, with conversions at the chains'   */
-/* ends. There a depthwise output vector is 9 FMAs of aligned channel vectors (no shifted or  */
+/* convolutions (and the poolings and concatenations between them) into it, with conversions */
+/* at the chains' ends. There a depthwise output vector is 9 FMAs of aligned channel vectors (no shifted or  */
 /* masked loads along a row; stride 2 costs what stride 1 does), and a pointwise convolution  */
 /* is tiles of R pixels x 16V filters: per input channel, a broadcast input value times V    */
 /* packed filter vectors. Channel counts are multiples of 16 (the pass guarantees it).        */
