@@ -27,6 +27,8 @@ def symjit_kind(n) -> str:
     attrs = n.attrs.get("inner_attrs", n.attrs.get("conv_attrs", n.attrs))
     if inner in ("Convolution", "_conv_blocked", "_conv_pool"):
         return f"{inner} k{tuple(attrs['kernel'])} s{tuple(attrs.get('stride') or (1, 1))}"
+    if inner == "_pool_blocked":
+        inner, attrs = "Pooling", n.attrs["pool_attrs"]
     if inner == "Pooling":
         return f"Pool {attrs['pool_type']} k{tuple(attrs['kernel'])} s{tuple(attrs.get('stride') or ())}"
     return inner

@@ -181,7 +181,8 @@ typedef struct {
 enum symjit_blocked_kind {
     SYMJIT_BLOCKED_POINTWISE = 0,   /* 1x1, stride 1, no padding: blocked -> blocked */
     SYMJIT_BLOCKED_DEPTHWISE = 1,   /* 3x3, padding 1, channels == filters: blocked -> blocked */
-    SYMJIT_BLOCKED_DIRECT = 2       /* any kernel, one group, no dilation: NCHW -> blocked */
+    SYMJIT_BLOCKED_DIRECT = 2,      /* any kernel, one group, no dilation: NCHW -> blocked */
+    SYMJIT_BLOCKED_GENERAL = 3      /* any kernel, one group, no dilation: blocked -> blocked */
 };
 /* the activations the blocked convolutions apply in their stores (symjit_conv_blocked_desc.relu;
  * ops/fused.py ACT_*): relu and relu6 keep NaN */
@@ -194,15 +195,17 @@ typedef struct {
     int64_t kind;                    /* enum symjit_blocked_kind */
     int64_t n, channels, filters;
     int64_t height, width, out_height, out_width;
-    int64_t stride;                  /* both directions (depthwise 1 or 2, pointwise 1) */
+    int64_t stride;                  /* both directions (depthwise 1 or 2, pointwise 1, others any) */
     int64_t relu;                    /* activation of the stores: enum symjit_blocked_act */
     int64_t vectors;                 /* filter vectors (16 lanes) per packed panel */
-    int64_t kernel_h, kernel_w, pad_h, pad_w;   /* the direct kind's; 0 for the others */
+    int64_t kernel_h, kernel_w, pad_h, pad_w;   /* the direct and general kinds'; 0 for the others */
 } symjit_conv_blocked_desc;
 NN_API void symjit_nn_to_blocked(const symjit_reorder_desc *d, const float *x, float *y);
 NN_API void symjit_nn_from_blocked(const symjit_reorder_desc *d, const float *x, float *y);
 NN_API void symjit_nn_conv_blocked(const symjit_conv_blocked_desc *d, const float *x, const float *wp,
                                    const float *bias, const float *residual, float *y);
+/* 2-D max / avg / sum pooling of blocked x into blocked y; d->planes = n channels / 16 */
+NN_API void symjit_nn_pool_blocked(const symjit_pool_desc *d, const float *x, float *y);
 
 /* ---- pooling ------------------------------------------------------------------------ */
 NN_API void symjit_nn_pool(const symjit_pool_desc *d, const float *x, float *y);

@@ -4,8 +4,8 @@
 /* ---------------------------------------------------------------------------------------- */
 /* Channel-blocked layout (NCHW16c): a tensor (N, C, H, W) stored as (N, C/16, H, W, 16), the */
 /* 16 channels of a block at one pixel one vector. passes/blocked_layout.py moves chains of   */
-/* pointwise (1x1) and 3x3 depthwise convolutions into it, with conversions at the chains'   */
-/* ends. There a depthwise output vector is 9 FMAs of aligned channel vectors (no shifted or  */
+/* convolutions (and the poolings and concatenations between them) into it, with conversions */
+/* at the chains' ends. There a depthwise output vector is 9 FMAs of aligned channel vectors (no shifted or  */
 /* masked loads along a row; stride 2 costs what stride 1 does), and a pointwise convolution  */
 /* is tiles of R pixels x 16V filters: per input channel, a broadcast input value times V    */
 /* packed filter vectors. Channel counts are multiples of 16 (the pass guarantees it).        */
@@ -103,6 +103,7 @@ typedef struct {
     int64_t N, C, F, H, W, OH, OW, S, V, R;
     int relu;
     int64_t panels, ptiles, pb, pg;   /* pointwise: 16V-filter panels, R-pixel tiles; blocks of each per task */
+    int64_t ni;                       /* pointwise and general: images per task (split_panels) */
     int64_t rb;                       /* depthwise: row blocks per plane; direct: per image */
     int64_t KH, KW, PH, PW;           /* direct: kernel and padding */
 } blocked_job;
@@ -225,11 +226,12 @@ static void pwb_task(int64_t begin, int64_t end, void **argv) {
     const pwb_tile_fn part = native_on() ? pwb_tile_for(j->R, j->V, 0) : NULL;
 #endif
     for (int64_t t = begin; t < end; t++) {
-        const int64_t n = t / per, ib = (t % per) / j->pg, ig = (t % per) % j->pg;
+        const int64_t ib = (t % per) / j->pg, ig = (t % per) % j->pg;
         const int64_t t0 = ib * j->ptiles / j->pb, t1 = (ib + 1) * j->ptiles / j->pb;
         const int64_t q0 = ig * j->panels / j->pg, q1 = (ig + 1) * j->panels / j->pg;
-        const float *x = j->x + n * j->C * P;
-        for (int64_t q = q0; q < q1; q++) {
+        for (int64_t q = q0; q < q1; q++)
+          for (int64_t n = (t / per) * j->ni; n < imin(j->N, (t / per + 1) * j->ni); n++) {
+            const float *x = j->x + n * j->C * P;
             const float *wp = j->wp + q * j->C * pw, *bias = j->bias ? j->bias + q * pw : NULL;
             float *y = j->y + (n * j->F + q * pw) * P;
             const float *res = j->res ? j->res + (n * j->F + q * pw) * P : NULL;
@@ -492,6 +494,194 @@ static int64_t pwb_rows(int64_t V, int64_t P) {
     return V == 3 ? 8 : V == 2 ? 12 : 14;
 }
 
+/* General blocked convolution (kind SYMJIT_BLOCKED_GENERAL): x (N, C/16, H, W, 16) -> y (N,
+ * F/16, OH, OW, 16), any kernel, padding and stride (both directions), one group, no dilation;
+ * wp: the weights (F, C, KH, KW) packed as panels [F / 16V][C/16][KH][KW][16][16V]. With
+ * padding, the input is first copied into a zero-bordered one (the caller's scratch), so every
+ * tap of every output pixel lies inside: the output plane then runs in tiles of R pixels
+ * consecutive in the flattened plane (crossing rows: no short tiles at the ends of narrow
+ * rows) x the panel's V filter vectors, each pixel's input offset computed once per tile. Per
+ * input channel block and tap: 16 steps of V weight vectors and R broadcast input values, as
+ * the pointwise tile. residual: as the pointwise kind's. */
+typedef struct {
+    const float *x;
+    float *xp;
+    int64_t H, W, Hp, Wp, PH, PW;
+} pad_job;
+
+/* tasks: rows of the padded planes (N C/16 Hp of them) */
+static void genb_pad_task(int64_t begin, int64_t end, void **argv) {
+    const pad_job *j = (const pad_job *)argv[0];
+    const size_t row = (size_t)(j->Wp * BLK);
+    for (int64_t t = begin; t < end; t++) {
+        const int64_t plane = t / j->Hp, ih = t % j->Hp - j->PH;
+        float *d = j->xp + t * (int64_t)row;
+        if (ih < 0 || ih >= j->H) {
+            memset(d, 0, row * sizeof(float));
+            continue;
+        }
+        memset(d, 0, (size_t)(j->PW * BLK) * sizeof(float));
+        memcpy(d + j->PW * BLK, j->x + (plane * j->H + ih) * j->W * BLK, (size_t)(j->W * BLK) * sizeof(float));
+        memset(d + (j->PW + j->W) * BLK, 0, (size_t)((j->Wp - j->W - j->PW) * BLK) * sizeof(float));
+    }
+}
+
+/* the input offset (floats) of output pixel p's first tap in the (padded) blocked plane */
+static inline int64_t genb_offset(const blocked_job *j, int64_t p) {
+    return ((p / j->OW) * j->W + p % j->OW) * j->S * BLK;
+}
+
+#ifdef NN_HAVE_AVX512
+/* x: the image's (padded) input; wp: the panel; bias: the panel's 16V (or NULL); y, res: the
+ * panel's first output (residual) block at pixel 0; pixels [p0, p0 + nr), nr <= R (rows past
+ * nr recompute pixel p0 and are not stored) */
+#define GENB_TILE(R, V)                                                                                     \
+    NN_AVX512 static void genb_tile_##R##x##V(const blocked_job *j, const float *x, const float *wp,         \
+                                              const float *bias, const float *res, float *y, int64_t p0,     \
+                                              int64_t nr) {                                                  \
+        const int64_t OHW = j->OH * j->OW, HW = j->H * j->W, CB = j->C / BLK, KH = j->KH, KW = j->KW;      \
+        if (CB < 1 || KH < 1 || KW < 1) __builtin_unreachable();   /* sums stay in registers */          \
+        __m512 acc[R][V], b0[V];                                                                           \
+        for (int v = 0; v < V; v++) b0[v] = bias ? _mm512_loadu_ps(bias + 16 * v) : _mm512_setzero_ps();    \
+        for (int r = 0; r < R; r++)                                                                        \
+            for (int v = 0; v < V; v++) acc[r][v] = b0[v];                                                 \
+        int64_t off[R];                                                                                    \
+        for (int r = 0; r < R; r++) off[r] = genb_offset(j, p0 + (r < nr ? r : 0));                        \
+        const float *w = wp;                                                                               \
+        for (int64_t cb = 0; cb < CB; cb++)                                                                \
+            for (int64_t kh = 0; kh < KH; kh++)                                                            \
+                for (int64_t kw = 0; kw < KW; kw++, w += BLK * 16 * V) {                                   \
+                    const float *xt = x + (cb * HW + kh * j->W + kw) * BLK;                                \
+                    for (int ci = 0; ci < BLK; ci++) RV_STEP(R, V, acc, w + ci * 16 * V, xt + ci, off);     \
+                }                                                                                          \
+        for (int v = 0; v < V; v++) {                                                                      \
+            float *yv = y + (v * OHW + p0) * BLK;                                                          \
+            if (res)                                                                                       \
+                for (int r = 0; r < R; r++)                                                                \
+                    if (r < nr) acc[r][v] = _mm512_add_ps(acc[r][v], _mm512_loadu_ps(res + (v * OHW + p0 + r) * BLK)); \
+            for (int r = 0; r < R; r++)                                                                    \
+                if (r < nr) _mm512_storeu_ps(yv + r * BLK, act_ps(acc[r][v], j->relu));                    \
+        }                                                                                                  \
+    }
+GENB_TILE(6, 4)
+GENB_TILE(7, 4)
+GENB_TILE(8, 3)
+GENB_TILE(12, 2)
+GENB_TILE(14, 1)
+
+typedef void (*genb_tile_fn)(const blocked_job *, const float *, const float *, const float *, const float *,
+                             float *, int64_t, int64_t);
+
+static genb_tile_fn genb_tile_for(int64_t R, int64_t V) {
+    switch (V) {
+    case 4: return R == 7 ? genb_tile_7x4 : genb_tile_6x4;
+    case 3: return genb_tile_8x3;
+    case 2: return genb_tile_12x2;
+    default: return genb_tile_14x1;
+    }
+}
+#endif
+
+/* the portable tile (same arguments as GENB_TILE's, any R and V) */
+NN_CLONES
+static void genb_tile_portable(const blocked_job *j, const float *x, const float *wp, const float *bias,
+                               const float *res, float *y, int64_t p0, int64_t nr) {
+    const int64_t pw = 16 * j->V, OHW = j->OH * j->OW, HW = j->H * j->W;
+    float acc[64];
+    for (int64_t p = p0; p < p0 + nr; p++) {
+        const float *xp = x + genb_offset(j, p), *w = wp;
+        for (int64_t i = 0; i < pw; i++) acc[i] = bias ? bias[i] : 0.0f;
+        for (int64_t cb = 0; cb < j->C / BLK; cb++)
+            for (int64_t kh = 0; kh < j->KH; kh++)
+                for (int64_t kw = 0; kw < j->KW; kw++) {
+                    const float *xt = xp + (cb * HW + kh * j->W + kw) * BLK;
+                    for (int ci = 0; ci < BLK; ci++, w += pw)
+                        for (int64_t i = 0; i < pw; i++) acc[i] += xt[ci] * w[i];
+                }
+        for (int64_t v = 0; v < j->V; v++)
+            for (int l = 0; l < BLK; l++) {
+                const int64_t at = (v * OHW + p) * BLK + l;
+                y[at] = act_f(acc[16 * v + l] + (res ? res[at] : 0.0f), j->relu);
+            }
+    }
+}
+
+/* tasks: (image, block of pixel tiles, group of panels), as pwb_task's */
+static void genb_task(int64_t begin, int64_t end, void **argv) {
+    const blocked_job *j = (const blocked_job *)argv[0];
+    const int64_t OHW = j->OH * j->OW, per = j->pb * j->pg, pw = 16 * j->V;
+    const int64_t panel = j->C * j->KH * j->KW * pw;
+#ifdef NN_HAVE_AVX512
+    const genb_tile_fn tile_fn = native_on() ? genb_tile_for(j->R, j->V) : NULL;
+#endif
+    for (int64_t t = begin; t < end; t++) {
+        const int64_t ib = (t % per) / j->pg, ig = (t % per) % j->pg;
+        const int64_t t0 = ib * j->ptiles / j->pb, t1 = (ib + 1) * j->ptiles / j->pb;
+        const int64_t q0 = ig * j->panels / j->pg, q1 = (ig + 1) * j->panels / j->pg;
+        for (int64_t q = q0; q < q1; q++)
+          for (int64_t n = (t / per) * j->ni; n < imin(j->N, (t / per + 1) * j->ni); n++) {
+            const float *x = j->x + n * j->C * j->H * j->W;
+            const float *wp = j->wp + q * panel, *bias = j->bias ? j->bias + q * pw : NULL;
+            float *y = j->y + (n * j->F + q * pw) * OHW;
+            const float *res = j->res ? j->res + (n * j->F + q * pw) * OHW : NULL;
+            for (int64_t tile = t0; tile < t1; tile++) {
+                const int64_t p0 = tile * j->R, nr = imin(j->R, OHW - p0);
+#ifdef NN_HAVE_AVX512
+                if (tile_fn) {
+                    tile_fn(j, x, wp, bias, res, y, p0, nr);
+                    continue;
+                }
+#endif
+                genb_tile_portable(j, x, wp, bias, res, y, p0, nr);
+            }
+        }
+    }
+}
+
+/* pg panel groups x pb pixel blocks of a panel-tiled job (pointwise and general kinds) over
+ * P output pixels per image for `flops` in all: the tasks read C (pg P + pb F) floats of input
+ * and weights in all, least at pg = sqrt(want F / P) (large planes split by pixels, small
+ * ones by filters). Measured in mobilenet1.0, in graph (this split / filters first): 0.82-0.90
+ * on 112x112-28x28 planes with two threads, the whole call 0.93; one thread unchanged. */
+static void split_panels(blocked_job *j, int64_t P, double flops, int64_t threads) {
+    j->R = pwb_rows(j->V, P);
+    j->panels = j->F / (16 * j->V);
+    j->ptiles = cdiv(P, j->R);
+    const int64_t total = tiles_want(flops, threads);
+    if (j->N > 1 && j->F > P) {
+        /* the weights outweigh an image's plane (deep layers on small maps, batches): tasks of
+         * panel groups x image groups, images inside the panel loop, so that each panel is
+         * read from memory once per image group instead of once per image. Measured in
+         * Inception v3 batch 8 (2048 -> 320-448 at 8x8, one thread): 1.5-2.0x the NCHW time
+         * with per-image tasks. */
+        j->pb = 1;
+        j->pg = imax(1, imin(j->panels, total));
+        j->ni = cdiv(j->N, imax(1, imin(j->N, cdiv(total, j->pg))));
+        return;
+    }
+    j->ni = 1;
+    const int64_t want = cdiv(total, j->N);
+    const double pg = sqrt((double)want * (double)j->F / (double)P);
+    j->pg = imax(1, imin(imin(j->panels, want), (int64_t)(pg + 0.5)));
+    j->pb = imax(1, imin(j->ptiles, cdiv(want, j->pg)));
+}
+
+static void genb_run(blocked_job *j, int64_t threads) {
+    const int64_t Hp = j->H + 2 * j->PH, Wp = j->W + 2 * j->PW;
+    if (j->PH > 0 || j->PW > 0) {
+        float *xp = scratch(6, (size_t)(j->N * j->C * Hp * Wp));
+        if (!xp) return;
+        pad_job pj = {j->x, xp, j->H, j->W, Hp, Wp, j->PH, j->PW};
+        void *pargv[1] = {&pj};
+        symjit_parallel_for(genb_pad_task, j->N * (j->C / BLK) * Hp, 16, pargv);
+        j->x = xp, j->H = Hp, j->W = Wp;
+    }
+    const int64_t P = j->OH * j->OW;
+    split_panels(j, P, 2.0 * (double)j->N * (double)P * (double)j->F * (double)(j->C * j->KH * j->KW), threads);
+    void *argv[1] = {j};
+    symjit_parallel_for(genb_task, cdiv(j->N, j->ni) * j->pb * j->pg, 1, argv);
+}
+
 NN_API void symjit_nn_conv_blocked(const symjit_conv_blocked_desc *d, const float *x, const float *wp,
                                    const float *bias, const float *residual, float *y) {
     blocked_job j = {x, wp, bias, NULL, y, d->n, d->channels, d->filters, d->height, d->width, d->out_height,
@@ -499,7 +689,7 @@ NN_API void symjit_nn_conv_blocked(const symjit_conv_blocked_desc *d, const floa
     const int64_t threads = symjit_get_num_threads();
     void *argv[1] = {&j};
     const int ok_channels = j.C % BLK == 0 && j.F % BLK == 0 && j.C > 0 && j.F > 0;
-    if (d->relu < SYMJIT_ACT_NONE || d->relu > SYMJIT_ACT_RELU6 || (residual && d->kind != SYMJIT_BLOCKED_POINTWISE)) {
+    if (d->relu < SYMJIT_ACT_NONE || d->relu > SYMJIT_ACT_RELU6 || (residual && d->kind != SYMJIT_BLOCKED_POINTWISE && d->kind != SYMJIT_BLOCKED_GENERAL)) {
         symjit_set_error(SYMJIT_ERR_INVALID_ARGUMENT,
                          "nnkernels: conv_blocked: unsupported activation %lld or residual for kind %lld",
                          (long long)d->relu, (long long)d->kind);
@@ -508,19 +698,8 @@ NN_API void symjit_nn_conv_blocked(const symjit_conv_blocked_desc *d, const floa
     j.res = residual;
     if (d->kind == SYMJIT_BLOCKED_POINTWISE && ok_channels && j.V >= 1 && j.V <= 4 && j.F % (16 * j.V) == 0 && j.S == 1) {
         const int64_t P = j.H * j.W;
-        j.R = pwb_rows(j.V, P);
-        j.panels = j.F / (16 * j.V);
-        j.ptiles = cdiv(P, j.R);
-        const int64_t want = cdiv(tiles_want(2.0 * (double)j.N * (double)P * (double)j.C * (double)j.F, threads), j.N);
-        /* pg panel groups x pb pixel blocks: the tasks read C (pg P + pb F) floats of input and
-         * weights in all, least at pg = sqrt(want F / P) (large planes split by pixels, small
-         * ones by filters). Measured in mobilenet1.0, in graph (this split / filters first):
-         * 0.82-0.90 on 112x112-28x28 planes with two threads, the whole call 0.93; one thread
-         * unchanged. */
-        const double pg = sqrt((double)want * (double)j.F / (double)P);
-        j.pg = imax(1, imin(imin(j.panels, want), (int64_t)(pg + 0.5)));
-        j.pb = imax(1, imin(j.ptiles, cdiv(want, j.pg)));
-        symjit_parallel_for(pwb_task, j.N * j.pb * j.pg, 1, argv);
+        split_panels(&j, P, 2.0 * (double)j.N * (double)P * (double)j.C * (double)j.F, threads);
+        symjit_parallel_for(pwb_task, cdiv(j.N, j.ni) * j.pb * j.pg, 1, argv);
         return;
     }
     if (d->kind == SYMJIT_BLOCKED_DIRECT && j.C > 0 && j.F % BLK == 0 && j.F > 0 && j.V >= 1 && j.V <= 4 &&
@@ -533,6 +712,13 @@ NN_API void symjit_nn_conv_blocked(const symjit_conv_blocked_desc *d, const floa
         symjit_parallel_for(dirb_task, j.N * j.rb, 1, argv);
         return;
     }
+    if (d->kind == SYMJIT_BLOCKED_GENERAL && ok_channels && j.V >= 1 && j.V <= 4 && j.F % (16 * j.V) == 0 &&
+        j.S >= 1 && d->kernel_h >= 1 && d->kernel_w >= 1 && d->pad_h >= 0 && d->pad_w >= 0 &&
+        (j.OH - 1) * j.S + d->kernel_h <= j.H + 2 * d->pad_h && (j.OW - 1) * j.S + d->kernel_w <= j.W + 2 * d->pad_w) {
+        j.KH = d->kernel_h, j.KW = d->kernel_w, j.PH = d->pad_h, j.PW = d->pad_w;
+        genb_run(&j, threads);
+        return;
+    }
     if (d->kind == SYMJIT_BLOCKED_DEPTHWISE && ok_channels && j.C == j.F && (j.S == 1 || j.S == 2)) {
         const int64_t planes = j.N * (j.C / BLK);
         const int64_t want = tiles_want(18.0 * (double)planes * BLK * (double)(j.OH * j.OW), threads);
@@ -543,4 +729,92 @@ NN_API void symjit_nn_conv_blocked(const symjit_conv_blocked_desc *d, const floa
     symjit_set_error(SYMJIT_ERR_INVALID_ARGUMENT,
                      "nnkernels: conv_blocked: unsupported descriptor (kind %lld, C %lld, F %lld, stride %lld, V %lld)",
                      (long long)d->kind, (long long)j.C, (long long)j.F, (long long)j.S, (long long)j.V);
+}
+
+/* Pooling in the blocked layout: x (N, C/16, H, W, 16) -> y (N, C/16, OH, OW, 16); d as
+ * symjit_nn_pool's with planes = N C / 16, 2-D (in_size[0] == out_size[0] == kernel[0] == 1),
+ * max, avg or sum: per lane the NCHW kernels' windows, divisors and NaN rule (max skips NaN
+ * like numpy's fmax), each output one vector from the window's aligned input vectors. */
+typedef struct {
+    const symjit_pool_desc *d;
+    const float *x;
+    float *y;
+} poolb_job;
+
+#ifdef NN_HAVE_AVX512
+/* one output row (as poolb_row_portable) on 16-lane vectors */
+NN_AVX512 static void poolb_row_avx512(const symjit_pool_desc *d, const float *xp, float *yr, int64_t oh) {
+    const int64_t H = d->in_size[1], W = d->in_size[2], OW = d->out_size[2], h0 = win_lo(oh, d->stride[1], d->pad[1]);
+    const int64_t ih0 = imax(h0, 0), ih1 = imin(h0 + d->kernel[1], H);
+    const int max = d->type == SYMJIT_POOL_MAX;
+    for (int64_t ow = 0; ow < OW; ow++) {
+        const int64_t w0 = win_lo(ow, d->stride[2], d->pad[2]), iw0 = imax(w0, 0), iw1 = imin(w0 + d->kernel[2], W);
+        __m512 acc = max ? _mm512_set1_ps(-FLT_MAX) : _mm512_setzero_ps();
+        for (int64_t ih = ih0; ih < ih1; ih++) {
+            const float *v = xp + (ih * W + iw0) * BLK;
+            if (max)
+                for (int64_t iw = iw0; iw < iw1; iw++, v += BLK) {
+                    const __m512 x = _mm512_loadu_ps(v);   /* v > acc, or acc NaN: take v */
+                    const __mmask16 m = _mm512_cmp_ps_mask(x, acc, _CMP_GT_OQ) | _mm512_cmp_ps_mask(acc, acc, _CMP_UNORD_Q);
+                    acc = _mm512_mask_mov_ps(acc, m, x);
+                }
+            else
+                for (int64_t iw = iw0; iw < iw1; iw++, v += BLK) acc = _mm512_add_ps(acc, _mm512_loadu_ps(v));
+        }
+        if (d->type == SYMJIT_POOL_AVG) acc = _mm512_div_ps(acc, _mm512_set1_ps(pool_divisor(d, 0, oh, ow)));
+        _mm512_storeu_ps(yr + ow * BLK, acc);
+    }
+}
+#endif
+
+/* one output row oh of a plane: xp the plane's input, yr the row's output */
+NN_CLONES
+static void poolb_row_portable(const symjit_pool_desc *d, const float *restrict xp, float *restrict yr, int64_t oh) {
+    const int64_t H = d->in_size[1], W = d->in_size[2], OW = d->out_size[2], h0 = win_lo(oh, d->stride[1], d->pad[1]);
+    const int max = d->type == SYMJIT_POOL_MAX;
+    for (int64_t ow = 0; ow < OW; ow++) {
+            const int64_t w0 = win_lo(ow, d->stride[2], d->pad[2]);
+            float acc[BLK];
+            for (int l = 0; l < BLK; l++) acc[l] = max ? -FLT_MAX : 0.0f;
+            for (int64_t ih = imax(h0, 0); ih < imin(h0 + d->kernel[1], H); ih++)
+                for (int64_t iw = imax(w0, 0); iw < imin(w0 + d->kernel[2], W); iw++) {
+                    const float *restrict v = xp + (ih * W + iw) * BLK;
+                    if (max)
+                        for (int l = 0; l < BLK; l++) acc[l] = (v[l] > acc[l] || acc[l] != acc[l]) ? v[l] : acc[l];
+                    else
+                        for (int l = 0; l < BLK; l++) acc[l] += v[l];
+                }
+            const float div = d->type == SYMJIT_POOL_AVG ? pool_divisor(d, 0, oh, ow) : 1.0f;
+            for (int l = 0; l < BLK; l++) yr[ow * BLK + l] = d->type == SYMJIT_POOL_AVG ? acc[l] / div : acc[l];
+    }
+}
+
+/* tasks: (plane, output row) */
+static void poolb_task(int64_t begin, int64_t end, void **argv) {
+    const poolb_job *j = (const poolb_job *)argv[0];
+    const symjit_pool_desc *d = j->d;
+    const int64_t HW = d->in_size[1] * d->in_size[2], OH = d->out_size[1], OW = d->out_size[2];
+    for (int64_t t = begin; t < end; t++) {
+        const float *xp = j->x + (t / OH) * HW * BLK;
+        float *yr = j->y + t * OW * BLK;
+#ifdef NN_HAVE_AVX512
+        if (native_on()) {
+            poolb_row_avx512(d, xp, yr, t % OH);
+            continue;
+        }
+#endif
+        poolb_row_portable(d, xp, yr, t % OH);
+    }
+}
+
+NN_API void symjit_nn_pool_blocked(const symjit_pool_desc *d, const float *x, float *y) {
+    if (d->in_size[0] != 1 || d->out_size[0] != 1 || d->kernel[0] != 1 || d->type == SYMJIT_POOL_LP) {
+        symjit_set_error(SYMJIT_ERR_INVALID_ARGUMENT, "nnkernels: pool_blocked: 2-D max, avg or sum pooling only");
+        return;
+    }
+    poolb_job job = {d, x, y};
+    void *argv[1] = {&job};
+    const int64_t rows = d->planes * d->out_size[1];
+    const int64_t per_row = imax(1, d->out_size[2] * d->kernel[1] * d->kernel[2] * BLK);
+    symjit_parallel_for(poolb_task, rows, imax(1, 65536 / per_row), argv);
 }

@@ -6,6 +6,8 @@ are contiguous (one vector). C is a multiple of 16.
 
   * `_to_blocked`    — NCHW -> blocked;
   * `_from_blocked`  — blocked -> NCHW;
+  * `_pool_blocked`  — a 2-D max / avg / sum Pooling (attrs `pool_attrs`, the Pooling's
+                       parsed attributes) of blocked data into a blocked output;
   * `_conv_blocked`  — a 2-D convolution (attrs `conv_attrs`, the Convolution's parsed
                        attributes) giving a blocked output, optionally plus a blocked residual
                        (`residual`), optionally relu'd or relu6'd (`relu`: an activation
@@ -22,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import MXNetError
-from .attrs import Bool, Param
+from .attrs import Any_, Bool, Param
 from .fused import ConvolutionRelu
 from .registry import ComputeContext, Op, get_op, register
 
@@ -97,7 +99,7 @@ class ConvBlocked(ConvolutionRelu):
     """to_blocked(act(Convolution(from_blocked(data), weight[, bias]) [+ from_blocked(residual)])),
     ConvolutionRelu's attrs (`relu`: the activation code); with `data_blocked` false the data
     is NCHW (no from_blocked); with `residual` true the last input is a blocked array of the
-    output's shape added before the activation (pointwise convolutions only)."""
+    output's shape added before the activation (pointwise and general convolutions)."""
     params = dict(ConvolutionRelu.params, data_blocked=Param(Bool, True), residual=Param(Bool, False))
     kernel = "conv"
 
@@ -128,3 +130,27 @@ class ConvBlocked(ConvolutionRelu):
         residual = from_blocked(inputs.pop()) if attrs["residual"] else None
         x = from_blocked(inputs[0]) if attrs["data_blocked"] else inputs[0]
         return [to_blocked(self.convolution_relu(attrs, [x] + inputs[1:], ctx, residual))]
+
+
+@register("_pool_blocked")
+class PoolBlocked(Op):
+    """to_blocked(Pooling(from_blocked(data))) with the Pooling's parsed attrs `pool_attrs`."""
+    inputs = ("data",)
+    params = {"pool_attrs": Param(Any_), "members": Param(Any_, ())}
+    hidden = True
+    differentiable = False
+    kernel = "pool"
+
+    def infer_shape(self, attrs, in_shapes):
+        (x,) = in_shapes
+        if x is None:
+            return [None], [None]
+        _, (y,) = get_op("Pooling").infer_shape(attrs["pool_attrs"], [nchw_shape(self.name, x)])
+        return [tuple(x)], [None if y is None else blocked_shape(self.name, y)]
+
+    def infer_type(self, attrs, in_types):
+        return list(in_types), [in_types[0]]
+
+    def compute(self, attrs, inputs, ctx: ComputeContext):
+        y = get_op("Pooling").compute(attrs["pool_attrs"], [from_blocked(inputs[0])], ctx)[0]
+        return [to_blocked(y)]

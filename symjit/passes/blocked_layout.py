@@ -1,17 +1,20 @@
-"""Channel-blocked layout: chains of pointwise and 3x3 depthwise convolutions run in NCHW16c.
+"""Channel-blocked layout: chains of convolutions run in NCHW16c.
 
 Candidates (after epilogue fusion): 2-D channel-first float32 convolutions -- `Convolution`,
 or a `_with_epilogue` of one whose epilogue is exactly relu or relu6 (clip to [0, 6]) of the
 result -- with compile-time constant weights (and bias), input and output channels multiples
-of 16, that are either
-  * pointwise: 1x1, stride 1, no padding, one group; also with an epilogue that adds one
-    array of the output's shape before the optional activation (a residual connection:
-    MobileNetV2's linear bottleneck + x), or
-  * depthwise: 3x3, groups == input channels == output channels, padding 1, stride 1 or 2,
-    dilation 1.
-Candidates joined producer -> consumer (one reads the other's output as its data or as its
-residual) form chains; the residual enters the kernel blocked (converted if no chain member
-produces it); each chain of at least MIN_CHAIN convolutions with a depthwise one among them becomes
+of 16, no dilation, that are either
+  * pointwise: 1x1, stride 1, no padding, one group;
+  * depthwise: 3x3, groups == input channels == output channels, padding 1, stride 1 or 2;
+  * general: one group, any kernel (1x7, 7x1, 5x5, 3x3, strided 1x1 ...), padding and stride
+    (equal in both directions);
+pointwise and general ones also with an epilogue that adds one array of the output's shape
+before the optional activation (a residual connection: MobileNetV2's linear bottleneck + x,
+ResNet's block). Candidates joined producer -> consumer (one reads the other's output as its
+data or as its residual) form chains; the residual enters the kernel blocked (converted if no
+chain member produces it). A chain of at least MIN_CHAIN convolutions moves when it has a
+depthwise one (measured below) or when the cost rule `chain_pays` says its convolutions'
+estimated savings exceed the conversions it adds; it becomes
 `_conv_blocked` nodes (ops/blocked.py) whose data and outputs are blocked, with one
 `_to_blocked` for each value that enters the chain and one `_from_blocked` for each chain
 output that something else reads (another node, or the graph's outputs). A value entering a
@@ -28,8 +31,8 @@ depthwise layers 0.23-0.40 from 56x56 down, 0.97 at 64 channels 112x112 stride 2
 channels 112x112 stride 1; the pointwise layers between them 0.76-0.99 (tiles of pixels x
 filter vectors here, of filters x pixel vectors in NCHW), 1.05-1.07 at 7x7; the stem as an
 entry convolution 0.65 (it also saves the conversion into the layout, 2-4% of the call);
-the whole call 0.89. A lone pointwise convolution, or a chain without a depthwise one, would
-only pay for the conversions.
+the whole call 0.89. A lone pointwise convolution would only pay for the conversions. General
+convolutions (Inception v3, batch 8): see the *_SAVING constants.
 
 Targets: the pass manager runs it only for llvm targets whose kernel library has its AVX-512
 kernels (`Target.kernels`); elsewhere the NCHW paths (the BLAS) are faster, although the
@@ -44,24 +47,77 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..ir.graph import Graph, Node, Value
 from ..ir.target import AVX512_KERNELS, only_for
 from ..ops.blocked import BLOCK, blocked_shape
 from ..ops.nn_conv import conv_geometry
+from ..ops.registry import get_op
 from .rewrite import NameSource, convolution_activation, make_node, replace_uses
 
 #: the fewest convolutions a chain needs to be worth its two layout conversions
 MIN_CHAIN = 2
 
+#: Estimated saving of a convolution in the layout per multiply-add, in units of the time of
+#: converting one element between the layouts (chain_pays: ~1.5 ns). From Inception v3 batch 8
+#: with every chain moved, one thread, in graph, on a Zen 5 (benchmarks/bench_blocked_layout.py,
+#: blocked / NCHW time; noisy at load 4): pointwise 768 -> 128-192 at 17x17 0.54-0.60 (~0.026
+#: ns saved per multiply-add), 1x7 0.57-0.67 and 7x1 0.8-1.0, 5x5 0.65-0.85 (~0.012), 3x3
+#: stride 2 0.34-0.62 (~0.028), 3x3 stride 1 where NCHW runs Winograd 0.94-1.43 (a loss of up to
+#: ~0.013 ns: such a convolution stays in NCHW when its loss exceeds converting its input and
+#: output); depthwise 3x3 0.23-0.40 in mobilenet1.0 (NCHW depthwise runs at a few
+#: multiply-adds per ns).
+DEPTHWISE_SAVING = 0.1
+POINTWISE_SAVING = 0.015
+GENERAL_SAVING = 0.01
+WINOGRAD_SAVING = -0.009
+
 
 @dataclass(frozen=True)
 class Candidate:
     """A convolution the blocked kernels can run: its attrs, activation (ops/fused.py ACT_*),
-    kind, and whether it adds a residual (its node's last input) before the activation."""
-    conv_attrs: dict
+    kind, whether it adds a residual (its node's last input) before the activation, and its
+    estimated saving in the layout (`saving`, in NCHW input elements moved; see `chain_pays`)."""
+    conv_attrs: dict | None
     act: int
     depthwise: bool
     residual: bool = False
+    saving: float = 0.0
+    kind: str = "conv"      # "conv", "conv_pool", or "pool" / "concat" (module docstring; attrs None)
+
+
+def layout_inputs(n: Node, c: Candidate) -> list[Value]:
+    """The inputs of a candidate node that it reads in the blocked layout."""
+    if c.kind == "concat":
+        return list(n.inputs)
+    return [n.inputs[0], n.inputs[-1]] if c.residual else [n.inputs[0]]
+
+
+def _nchw16(v: Value) -> bool:
+    """A known float32 4-D value whose channels are a positive multiple of 16."""
+    t = v.type
+    return t.known and t.dtype == "float32" and len(t.shape) == 4 and t.shape[1] > 0 and t.shape[1] % BLOCK == 0
+
+
+def _pool_attrs_fit(a: dict) -> bool:
+    """A 2-D max / avg / sum pooling in NCHW (the blocked pooling kernel's)."""
+    return (a["layout"] in (None, "NCHW") and a["pool_type"] in ("max", "avg", "sum")
+            and (a["global_pool"] or len(a["kernel"]) == 2))
+
+
+def layout_candidate(n: Node, producer: dict) -> Candidate | None:
+    """A convolution (`candidate`), a 2-D max / avg / sum Pooling in NCHW, or a channel
+    Concat, that can run in the layout (channels multiples of 16, float32)."""
+    if n.op.name == "Pooling" and len(n.outputs) == 1:
+        if _pool_attrs_fit(n.attrs) and _nchw16(n.inputs[0]) and _nchw16(n.outputs[0]):
+            return Candidate(None, 0, False, kind="pool")
+        return None
+    if n.op.name == "Concat" and len(n.outputs) == 1:
+        if n.attrs["dim"] == 1 and all(_nchw16(v) for v in list(n.inputs) + list(n.outputs)):
+            return Candidate(None, 0, False, kind="concat")
+        return None
+    return candidate(n, producer)
 
 
 def _const_input(v: Value, producer: dict) -> bool:
@@ -69,14 +125,28 @@ def _const_input(v: Value, producer: dict) -> bool:
     return n is not None and n.op.name == "_const"
 
 
-def _conv2d(n: Node, producer: dict):
-    """(attrs, activation, residual, geometry, C, F) of a 2-D NCHW float32 convolution with an
-    optional activation (relu, relu6) epilogue, maybe of the result plus a residual, and
-    constant weights (and bias), else None."""
+def _conv_part(n: Node):
+    """(Convolution attrs, activation, residual, convolution output shape) of a convolution
+    node (convolution_activation's), or of the convolution inside a `_conv_pool`, else None."""
+    if n.op.name == "_conv_pool":
+        attrs = n.attrs["conv_attrs"]
+        shapes = [v.type.shape for v in n.inputs]
+        if any(s is None for s in shapes):
+            return None
+        _, (y,) = get_op("Convolution").infer_shape(attrs, shapes)
+        return attrs, int(n.attrs["relu"]), False, tuple(y)
     found = convolution_activation(n)
+    return None if found is None else found + (n.outputs[0].type.shape,)
+
+
+def _conv2d(n: Node, producer: dict):
+    """(attrs, activation, residual, geometry, C, F, convolution output shape) of a 2-D NCHW
+    float32 convolution with an optional activation (relu, relu6) epilogue, maybe of the result
+    plus a residual, and constant weights (and bias), else None."""
+    found = _conv_part(n)
     if found is None:
         return None
-    attrs, act, residual = found
+    attrs, act, residual, y_shape = found
     if len(attrs["kernel"]) != 2 or len(n.outputs) != 1:
         return None
     geo = conv_geometry("Convolution", attrs)
@@ -89,7 +159,7 @@ def _conv2d(n: Node, producer: dict):
         return None
     if residual and n.inputs[-1].type.shape != y.type.shape:
         return None
-    return attrs, act, residual, geo, x.type.shape[1], y.type.shape[1]
+    return attrs, act, residual, geo, x.type.shape[1], y_shape[1], y_shape
 
 
 def entry_candidate(n: Node, producer: dict) -> Candidate | None:
@@ -97,28 +167,65 @@ def entry_candidate(n: Node, producer: dict) -> Candidate | None:
     found = _conv2d(n, producer)
     if found is None:
         return None
-    attrs, act, residual, geo, c, f = found
-    if (not residual and 0 < c < BLOCK and f % BLOCK == 0 and f > 0 and geo["num_group"] == 1
+    attrs, act, residual, geo, c, f, _ = found
+    if (n.op.name != "_conv_pool" and not residual and 0 < c < BLOCK and f % BLOCK == 0 and f > 0 and geo["num_group"] == 1
             and geo["dilate"] == (1, 1) and geo["stride"][0] == geo["stride"][1]):
         return Candidate(attrs, act, False)
     return None
 
 
 def candidate(n: Node, producer: dict) -> Candidate | None:
-    """The module docstring's conditions for one node."""
+    """The module docstring's conditions for one convolution node (a `_conv_pool`: its
+    convolution, plain or general, and its pooling as `pool_candidate`'s)."""
     found = _conv2d(n, producer)
     if found is None:
         return None
-    attrs, act, residual, geo, c, f = found
-    if c % BLOCK or f % BLOCK or c == 0 or f == 0:
+    attrs, act, residual, geo, c, f, y_shape = found
+    if c % BLOCK or f % BLOCK or c == 0 or f == 0 or geo["dilate"] != (1, 1):
         return None
-    plain = geo["dilate"] == (1, 1)
-    if plain and geo["num_group"] == 1 and geo["kernel"] == (1, 1) and geo["stride"] == (1, 1) and geo["pad"] == (0, 0):
-        return Candidate(attrs, act, False, residual)
-    if (not residual and plain and geo["num_group"] == c == f and geo["kernel"] == (3, 3) and geo["pad"] == (1, 1)
+    kind = "conv"
+    if n.op.name == "_conv_pool":
+        if not _pool_attrs_fit(n.attrs["pool_attrs"]) or geo["num_group"] != 1:
+            return None
+        kind = "conv_pool"
+    macs = float(np.prod(y_shape)) * float(np.prod(n.inputs[1].type.shape[1:]))
+    if geo["num_group"] == 1 and geo["kernel"] == (1, 1) and geo["stride"] == (1, 1) and geo["pad"] == (0, 0):
+        return Candidate(attrs, act, False, residual, POINTWISE_SAVING * macs, kind)
+    if (not residual and geo["num_group"] == c == f and geo["kernel"] == (3, 3) and geo["pad"] == (1, 1)
             and geo["stride"] in ((1, 1), (2, 2))):
-        return Candidate(attrs, act, True)
+        return Candidate(attrs, act, True, False, DEPTHWISE_SAVING * macs)
+    if geo["num_group"] == 1 and geo["stride"][0] == geo["stride"][1]:
+        saving = (WINOGRAD_SAVING if _winograd_in_nchw(geo, c, f, y_shape) else GENERAL_SAVING) * macs
+        if saving < 0 and -saving > float(np.prod(n.inputs[0].type.shape)) + float(np.prod(y_shape)):
+            return None   # it loses more in the layout than converting around it costs
+        return Candidate(attrs, act, False, residual, saving, kind)
     return None
+
+
+def _winograd_in_nchw(geo, c: int, f: int, out_shape) -> bool:
+    """Whether the NCHW path runs this convolution with its Winograd kernel (lower_conv)."""
+    from ..codegen.llvm.lower_conv import WINOGRAD, conv_method
+    return conv_method(out_shape[0], c, 1, f, geo["kernel"], geo["stride"], geo["dilate"], out_shape[2:]) == WINOGRAD
+
+
+def chain_pays(chain: list[Node], found: dict, producer: dict, readers: dict, graph_outputs: set) -> bool:
+    """The cost rule: a chain moves into the layout when its convolutions' estimated savings
+    (`Candidate.saving`, in the units of one element converted) exceed the conversions it adds:
+    one per element of each value entering the chain (not produced by a chain member) and of
+    each member output read outside the chain. Values produced by another chosen chain are
+    counted too (a slight overestimate: they may be converted once for both)."""
+    members = {id(n) for n in chain}
+    entering, leaving = set(), set()
+    for n in chain:
+        for x in layout_inputs(n, found[id(n)]):
+            p = producer.get(x)
+            if p is None or id(p) not in members:
+                entering.add(x)
+        y = n.outputs[0]
+        if y in graph_outputs or any(id(r) not in members for r in readers.get(y, [])):
+            leaving.add(y)
+    conversions = sum(float(np.prod(v.type.shape)) for v in entering | leaving)
+    return sum(found[id(n)].saving for n in chain) > conversions
 
 
 def _chains(g: Graph, found: dict, producer: dict) -> list[list[Node]]:
@@ -134,7 +241,7 @@ def _chains(g: Graph, found: dict, producer: dict) -> list[list[Node]]:
     for n in g.nodes:
         if id(n) not in found:
             continue
-        for x in (n.inputs[0], n.inputs[-1]) if found[id(n)].residual else (n.inputs[0],):
+        for x in layout_inputs(n, found[id(n)]):
             p = producer.get(x)
             if p is not None and id(p) in found:
                 parent[root(id(n))] = root(id(p))
@@ -147,33 +254,37 @@ def _chains(g: Graph, found: dict, producer: dict) -> list[list[Node]]:
 
 @only_for(lambda t: t.kind == "llvm" and AVX512_KERNELS in t.kernels,
           "llvm targets whose kernel library has its AVX-512 kernels")
-def blocked_layout(g: Graph, enabled: bool = True) -> tuple[Graph, dict]:
-    """The module docstring's rewrite; stats: `blocked_convolutions`, `layout_conversions`."""
+def blocked_layout(g: Graph, enabled: bool = True, cost_rule: bool = True) -> tuple[Graph, dict]:
+    """The module docstring's rewrite; stats: `blocked_convolutions`, `layout_conversions`.
+    A chain with a depthwise convolution always moves (measured: module docstring); others
+    where `chain_pays`, or every chain when `cost_rule` is false (for tests)."""
     if not enabled:
         return g, {"blocked_convolutions": 0, "layout_conversions": 0}
     g = g.copy()
     producer = {v: n for n in g.nodes for v in n.outputs}
-    found = {id(n): c for n in g.nodes if (c := candidate(n, producer)) is not None}
-    chosen: set[int] = set()
-    for chain in _chains(g, found, producer):
-        if len(chain) >= MIN_CHAIN and any(found[id(n)].depthwise for n in chain):
-            chosen.update(id(n) for n in chain)
-    if not chosen:
-        return g, {"blocked_convolutions": 0, "layout_conversions": 0}
+    found = {id(n): c for n in g.nodes if (c := layout_candidate(n, producer)) is not None}
     readers: dict = {}
     for n in g.nodes:
         for v in n.inputs:
             readers.setdefault(v, []).append(n)
     graph_outputs = set(g.outputs)
+    chosen: set[int] = set()
+    for chain in _chains(g, found, producer):
+        convs = [n for n in chain if found[id(n)].kind in ("conv", "conv_pool")]
+        if len(convs) >= MIN_CHAIN and (not cost_rule or any(found[id(n)].depthwise for n in convs)
+                                        or chain_pays(chain, found, producer, readers, graph_outputs)):
+            chosen.update(id(n) for n in chain)
+    if not chosen:
+        return g, {"blocked_convolutions": 0, "layout_conversions": 0}
     entries = {}                         # id -> Candidate of the entry convolutions (docstring)
     for n in g.nodes:
         if id(n) in chosen:
-            x = n.inputs[0]
-            p = producer.get(x)
-            if (p is not None and id(p) not in chosen and x not in graph_outputs
-                    and all(id(r) in chosen for r in readers[x])
-                    and (e := entry_candidate(p, producer)) is not None):
-                entries[id(p)] = e
+            for x in layout_inputs(n, found[id(n)]):
+                p = producer.get(x)
+                if (p is not None and id(p) not in chosen and x not in graph_outputs
+                        and all(id(r) in chosen for r in readers[x])
+                        and (e := entry_candidate(p, producer)) is not None):
+                    entries[id(p)] = e
     names = NameSource(g)
     blocked: dict[Value, Value] = {}     # NCHW value -> its blocked twin
     mapping: dict[Value, Value] = {}     # chain outputs read elsewhere -> their NCHW conversion
@@ -190,14 +301,25 @@ def blocked_layout(g: Graph, enabled: bool = True) -> tuple[Graph, dict]:
             continue
         c = found[id(n)]
         y = n.outputs[0]
-        for x in (n.inputs[0], n.inputs[-1]) if c.residual else (n.inputs[0],):
+        for x in layout_inputs(n, c):
             if x not in blocked:
                 to = make_node(names, "_to_blocked", [x], {}, base=f"{n.name}_to_blocked")
                 nodes.append(to)
                 blocked[x] = to.outputs[0]
                 conversions += 1
-        node = _blocked_node(names, n, c, blocked[n.inputs[0]],
-                             residual=blocked[n.inputs[-1]] if c.residual else None)
+        if c.kind == "pool":
+            node = make_node(names, "_pool_blocked", [blocked[n.inputs[0]]], {"pool_attrs": n.attrs, "members": (n.name,)},
+                             base=f"{n.name}_blocked")
+        elif c.kind == "concat":
+            node = make_node(names, "Concat", [blocked[x] for x in n.inputs], {"dim": 1, "num_args": len(n.inputs)},
+                             base=f"{n.name}_blocked")
+        else:
+            node = _blocked_node(names, n, c, blocked[n.inputs[0]],
+                                 residual=blocked[n.inputs[-1]] if c.residual else None)
+            if c.kind == "conv_pool":
+                nodes.append(node)
+                node = make_node(names, "_pool_blocked", [node.outputs[0]],
+                                 {"pool_attrs": n.attrs["pool_attrs"], "members": (n.name,)}, base=f"{n.name}_pool")
         if node.outputs[0].type.shape != blocked_shape("blocked_layout", y.type.shape):
             raise AssertionError(f"blocked_layout: {n.name}: blocked output {node.outputs[0].type.shape} "
                                  f"does not match {y.type.shape}")
@@ -210,7 +332,8 @@ def blocked_layout(g: Graph, enabled: bool = True) -> tuple[Graph, dict]:
             conversions += 1
     g.nodes = nodes
     replace_uses(g, mapping)
-    return g, {"blocked_convolutions": len(chosen) + len(entries), "layout_conversions": conversions}
+    moved = sum(found[k].kind in ("conv", "conv_pool") for k in chosen)
+    return g, {"blocked_convolutions": moved + len(entries), "layout_conversions": conversions}
 
 
 def _blocked_node(names: NameSource, n: Node, c: Candidate, data: Value, data_blocked: bool = True,

@@ -86,8 +86,9 @@ def _switch_to(kernel_path):
         set_native_kernels(0)
 
 
-def _optimize(g, consts, enabled=True):
-    pipeline = [(name, (lambda gg: blocked_layout(gg, enabled=enabled)) if name == "blocked_layout" else fn)
+def _optimize(g, consts, enabled=True, cost_rule=True):
+    pipeline = [(name, (lambda gg: blocked_layout(gg, enabled=enabled, cost_rule=cost_rule))
+                 if name == "blocked_layout" else fn)
                 for name, fn in PIPELINES["inference"]]
     opt, pm = compile_graph(g, pipeline, consts)
     return opt, pm
@@ -124,13 +125,29 @@ def test_disabled_or_not_in_use_leaves_the_graph():
     ("depthwise 5x5", (1, 32, 8, 8), [_pw(32), dict(_dw(32), kernel=(5, 5), pad=(2, 2))]),
     ("depthwise stride 3", (1, 32, 9, 9), [_pw(32), _dw(32, 3)]),
     ("dilated depthwise", (1, 32, 8, 8), [_pw(32), dict(_dw(32), dilate=(2, 2), pad=(2, 2))]),
-    ("pointwise with stride 2", (1, 32, 8, 8), [dict(_pw(32), stride=(2, 2)), _dw(32)]),
-    ("3x3 with one group", (1, 32, 8, 8), [_pw(32), {"num_filter": 32, "kernel": (3, 3), "pad": (1, 1)}]),
+    ("3x3 stride 1 that NCHW runs by Winograd", (1, 64, 16, 16), [_conv(64, 3, 1, 1), _conv(64, 3, 1, 1)]),
+    ("dilated 3x3", (1, 32, 8, 8), [_pw(32), dict(_conv(32, 3, 1, 2), dilate=(2, 2))]),
+    ("unequal strides", (1, 32, 8, 8), [_pw(32), dict(_conv(32, 3, 1, 1), stride=(1, 2))]),
+    ("a grouped 3x3", (1, 32, 8, 8), [_pw(32), dict(_conv(32, 3, 1, 1), num_group=2)]),
 ])
 def test_what_stays_in_nchw(why, xs, layers):
     g, consts = _chain(xs, layers)
     opt, _ = _optimize(g, consts)
     assert "_conv_blocked" not in _ops(opt), why
+
+
+def test_a_chain_of_general_convolutions_moves_when_it_pays():
+    """1x1, 1x7, 7x1 and a strided 3x3 (Inception-style) without a depthwise convolution: the
+    cost rule moves the chain at 17x17 with 128 channels, not at 4x4 with 16."""
+    layers = [_pw(128), _conv(128, (1, 7), 1, (0, 3)), _conv(128, (7, 1), 1, (3, 0)), _conv(192, 3, 2, 0)]
+    g, consts = _chain((1, 256, 17, 17), layers, relu=(0, 1, 2, 3))
+    opt, pm = _optimize(g, consts)
+    assert _ops(opt) == ["_to_blocked"] + ["_conv_blocked"] * 4 + ["_from_blocked"]
+    convs = [n for n in opt.nodes if n.op.name == "_conv_blocked"]
+    assert [n.outputs[0].type.shape for n in convs] == [(1, 8, 17, 17, 16)] * 3 + [(1, 12, 8, 8, 16)]
+    small, consts = _chain((1, 16, 4, 4), [_pw(16), _conv(16, (1, 7), 1, (0, 3))])
+    assert "_conv_blocked" not in _ops(_optimize(small, consts)[0])
+    assert "_conv_blocked" in _ops(_optimize(small, consts, cost_rule=False)[0])
 
 
 def test_weights_that_are_inputs_stay_in_nchw():
@@ -222,9 +239,23 @@ CASES = [
     ((1, 16, 33, 35), [_pw(16), _dw(16, 2), _dw(16, 2), _pw(16)], (0, 1, 2), False),
 ]
 
+#: general convolutions from blocked data (any kernel, padding, equal strides; one group):
+#: asymmetric 1x7 / 7x1, 5x5, 3x3 stride 1 and 2 with and without padding, strided 1x1,
+#: kernels larger than the padded plane's one axis (1x1 planes), batch 1 and 8, pixel counts
+#: that cross rows within a tile and are not multiples of the tile heights, every panel width
+GENERAL_CASES = [
+    ((1, 16, 12, 12), [_conv(32, 3, 1, 1), _conv(48, (1, 7), 1, (0, 3)), _conv(16, (7, 1), 1, (3, 0))], (0, 1), True),
+    ((2, 32, 17, 17), [_conv(64, 3, 2, 0), _conv(80, 1, 2, 0), _conv(64, 5, 1, 2)], (0,), True),
+    ((8, 48, 9, 11), [_conv(64, 1), _conv(96, 3, 1, 1), _conv(32, 3, 2, 1)], (0, 1, 2), False),
+    ((1, 16, 1, 1), [_conv(16, 3, 1, 1), _conv(32, 1, 1, 0), _conv(16, (1, 7), 1, (0, 3))], (), True),
+    ((8, 32, 8, 8), [_conv(64, (1, 3), 1, (0, 1)), _conv(48, (3, 1), 2, (1, 0)), _conv(32, 2, 2, 0)], (0, 1), True),
+    ((1, 64, 7, 5), [_conv(16, (7, 1), 1, (3, 0)), _dw(16), _conv(64, (5, 3), 3, (2, 1))], (1,), True),
+    ((7, 64, 5, 5), [_pw(128), _conv(80, 3, 1, 1), _pw(48)], (0, 1), True),   # images grouped per task
+]
 
-def _compiled(g, consts, enabled):
-    opt, _ = _optimize(g, consts, enabled)
+
+def _compiled(g, consts, enabled, cost_rule=True):
+    opt, _ = _optimize(g, consts, enabled, cost_rule)
     cg = compile_planned(opt, g.name)
     assert cg.native, [n.op.name for n in cg.module.python_nodes]
     return opt, cg
@@ -234,14 +265,14 @@ def _run(opt, cg, feeds):
     return cg([np.ascontiguousarray(feeds[name]) for name, _, _ in cg.input_specs])[0]
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_blocked_equals_nchw_and_interpreter(case, kernel_path):
+@pytest.mark.parametrize("case,every_chain", [(c, False) for c in CASES] + [(c, True) for c in GENERAL_CASES])
+def test_blocked_equals_nchw_and_interpreter(case, every_chain, kernel_path):
     xs, layers, relu, bias = case
     g, consts = _chain(xs, layers, relu=relu, bias=bias, seed=len(layers))
     rng = np.random.default_rng(xs[1] + xs[2])
     feeds = {"x": rng.standard_normal(xs).astype(np.float32)}
-    blocked_opt, blocked = _compiled(g, consts, True)
-    assert "_conv_blocked" in _ops(blocked_opt)
+    blocked_opt, blocked = _compiled(g, consts, True, cost_rule=not every_chain)
+    assert _ops(blocked_opt).count("_conv_blocked") == len(layers)
     assert ("_to_blocked" in _ops(blocked_opt)) == (xs[1] % 16 == 0)   # entry convolutions store blocked
     nchw_opt, nchw = _compiled(g, consts, False)
     assert "_conv_blocked" not in _ops(nchw_opt)
@@ -388,3 +419,121 @@ def test_nan_follows_relu6_semantics(kernel_path):
     ref = run(g, dict(feeds, **consts)).outputs[0]
     np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
     assert np.isnan(got).any()
+
+
+# ------------------------------------------------------------------------------ pools and concatenations
+
+def _inception_block(xs, pools, seed=0, head=True):
+    """An Inception-style block on x: a 1x1 branch; 1x1 -> 1x7 -> 7x1; the stride-1 `pools`
+    (Pooling attrs, each followed by a 1x1 convolution); their channel concatenation, the
+    strided pools in turn, then (with `head`) a strided 3x3 convolution and a global average
+    pooling. Channels are multiples of 16 except
+    where a test says otherwise. Returns the graph and its constants."""
+    rng = np.random.default_rng(seed)
+    b = GraphBuilder(name="inception")
+    x = b.add_input("x", TensorType(xs, "float32"))
+    consts, k = {}, 0
+
+    def conv(y, c, attrs, relu=True):
+        nonlocal k
+        f = attrs["num_filter"]
+        ws = (f, c) + attrs["kernel"]
+        w, bias = b.add_input(f"w{k}", TensorType(ws, "float32")), b.add_input(f"b{k}", TensorType((f,), "float32"))
+        consts[f"w{k}"] = (rng.standard_normal(ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32)
+        consts[f"b{k}"] = rng.standard_normal(f).astype(np.float32)
+        k += 1
+        y = b.add_node("Convolution", [y, w, bias], attrs)[0]
+        return b.add_node("relu", [y])[0] if relu else y
+
+    c = xs[1]
+    parts = [conv(x, c, _pw(32)),
+             conv(conv(conv(x, c, _pw(48)), 48, _conv(48, (1, 7), 1, (0, 3))), 48, _conv(64, (7, 1), 1, (3, 0)))]
+    same = [a for a in pools if a.get("stride", (1, 1)) == (1, 1)]
+    for attrs in same:
+        p = b.add_node("Pooling", [x], attrs)[0]
+        parts.append(conv(p, c, _pw(16)))
+    y = b.add_node("Concat", parts, {"dim": 1, "num_args": len(parts)})[0]
+    for attrs in pools:   # the strided ones on the concatenation
+        if attrs not in same:
+            y = b.add_node("Pooling", [y], attrs)[0]
+    if head:
+        y = conv(y, 96 + 16 * len(same), _conv(32, 3, 2, 0))
+        y = b.add_node("Pooling", [y], {"kernel": (1, 1), "pool_type": "avg", "global_pool": True})[0]
+    return b.build([y]), consts
+
+
+POOLS = [
+    {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 1), "pool_type": "avg"},
+    {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 1), "pool_type": "avg", "count_include_pad": False},
+    {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": "max", "pooling_convention": "full"},
+    {"kernel": (2, 3), "stride": (1, 2), "pad": (0, 1), "pool_type": "sum"},
+    {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 1), "pool_type": "max"},
+]
+
+
+def test_pools_and_concatenations_join_the_chain():
+    g, consts = _inception_block((1, 64, 17, 17), POOLS[:2], head=False)
+    opt, pm = _optimize(g, consts)
+    ops = _ops(opt)
+    assert ops.count("_to_blocked") == 1 and ops.count("_from_blocked") == 1, ops
+    assert ops.count("_pool_blocked") == 2 and ops.count("Concat") == 1 and ops.count("_conv_blocked") == 6
+    concat = next(n for n in opt.nodes if n.op.name == "Concat")
+    assert concat.outputs[0].type.shape == (1, 8, 17, 17, 16)
+    assert "Pooling" not in ops and "Convolution" not in ops
+
+
+def test_pools_and_concatenations_with_channels_not_multiples_of_16_stay_in_nchw():
+    from symjit.passes.blocked_layout import layout_candidate
+    b = GraphBuilder(name="odd")
+    x = b.add_input("x", TensorType((1, 32, 8, 8), "float32"))
+    r = b.add_input("r", TensorType((1, 24, 8, 8), "float32"))
+    pooled = b.add_node("Pooling", [r], POOLS[0])[0]
+    cat = b.add_node("Concat", [x, pooled], {"dim": 1, "num_args": 2})[0]
+    two = b.add_node("Concat", [x, x], {"dim": 1, "num_args": 2})[0]
+    cat3 = b.add_node("Concat", [x, x], {"dim": 3, "num_args": 2})[0]
+    g = b.build([cat, two, cat3])
+    assert [layout_candidate(n, {}) is not None for n in g.nodes] == [False, False, True, False]
+
+
+@pytest.mark.parametrize("xs,pools", [((1, 32, 17, 17), POOLS), ((8, 48, 9, 8), POOLS[1:3]),
+                                      ((2, 16, 5, 7), POOLS[::2]), ((1, 16, 3, 3), POOLS[4:])])
+def test_inception_blocks_equal_nchw_and_interpreter(xs, pools, kernel_path):
+    g, consts = _inception_block(xs, pools, seed=xs[2])
+    feeds = {"x": np.random.default_rng(xs[3]).standard_normal(xs).astype(np.float32)}
+    blocked_opt, blocked = _compiled(g, consts, True, cost_rule=False)
+    assert "_pool_blocked" in _ops(blocked_opt) and "Pooling" not in _ops(blocked_opt)
+    nchw_opt, nchw = _compiled(g, consts, False)
+    _switch_to(kernel_path)
+    feeds.update(consts)
+    ref = run(g, feeds).outputs[0]
+    tol = dict(rtol=1e-4, atol=1e-5 * max(float(np.abs(ref).max()), 1.0))
+    np.testing.assert_allclose(_run(blocked_opt, blocked, feeds), ref, **tol)
+    np.testing.assert_allclose(_run(nchw_opt, nchw, feeds), ref, **tol)
+    np.testing.assert_allclose(run(blocked_opt, feeds).outputs[0], ref, **tol)
+
+
+@pytest.mark.parametrize("pool", POOLS + [{"kernel": (3, 3), "pool_type": "max", "global_pool": True},
+                                  {"kernel": (3, 3), "stride": (2, 2), "pool_type": "avg", "pooling_convention": "full"}])
+def test_blocked_pooling_equals_pooling(pool, kernel_path):
+    """The pooling kernel between two 1x1 convolutions (the first one's output has a NaN:
+    max skips it unless alone, sums carry it, as in NCHW): windows, divisors, conventions."""
+    rng = np.random.default_rng(5)
+    b = GraphBuilder(name="pool")
+    xs = (2, 32, 11, 10)
+    x = b.add_input("x", TensorType(xs, "float32"))
+    ws = [b.add_input(f"w{i}", TensorType((32, 32, 1, 1), "float32")) for i in range(2)]
+    consts = {f"w{i}": rng.standard_normal((32, 32, 1, 1)).astype(np.float32) * 0.2 for i in range(2)}
+    y = b.add_node("Convolution", [x, ws[0]], dict(_pw(32), no_bias=True))[0]
+    y = b.add_node("Pooling", [y], pool)[0]
+    y = b.add_node("Convolution", [y, ws[1]], dict(_pw(32), no_bias=True))[0]
+    g = b.build([y])
+    opt, cg = _compiled(g, consts, True, cost_rule=False)
+    assert _ops(opt) == ["_to_blocked", "_conv_blocked", "_pool_blocked", "_conv_blocked", "_from_blocked"]
+    _switch_to(kernel_path)
+    feeds = dict(consts, x=rng.standard_normal(xs).astype(np.float32))
+    feeds["x"][1, :, 4, 5] = np.nan
+    ref = run(g, feeds).outputs[0]
+    got = _run(opt, cg, feeds)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    ok = ~np.isnan(ref)
+    np.testing.assert_allclose(got[ok], ref[ok], rtol=1e-4, atol=1e-5 * float(np.abs(ref[ok]).max()))

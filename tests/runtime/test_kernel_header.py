@@ -157,7 +157,7 @@ def test_conv_methods_and_pool_types_match_the_header():
     assert _enum_values("symjit_gemm_bias", "SYMJIT_BIAS_") == BIAS_MODES
     from symjit.codegen.llvm import lower_blocked as B
     assert _enum_values("symjit_blocked_kind", "SYMJIT_BLOCKED_") == {
-        "pointwise": B.POINTWISE, "depthwise": B.DEPTHWISE, "direct": B.DIRECT}
+        "pointwise": B.POINTWISE, "depthwise": B.DEPTHWISE, "direct": B.DIRECT, "general": B.GENERAL}
 
 
 def test_the_struct_parser_reads_fields():

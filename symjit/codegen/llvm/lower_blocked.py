@@ -3,8 +3,8 @@ runtime/nnkernels.c (`symjit_nn_to_blocked`, `symjit_nn_from_blocked`,
 `symjit_nn_conv_blocked`; see lower_gemm for the mechanism).
 
 `_conv_blocked` needs its weights at compile time: they are packed here for the kernel
-(pointwise and direct: panels [F / 16V][C][KH][KW][16V], V filter vectors per tile; depthwise:
-[C/16][9][16]), and the kernel's descriptor carries V (nnkernels.c documents the layouts)."""
+(pointwise and direct: panels [F / 16V][C][KH][KW][16V], V filter vectors per tile; general:
+[F / 16V][C/16][KH][KW][16][16V]; depthwise: [C/16][9][16]), and the kernel's descriptor carries V (nnkernels.c documents the layouts)."""
 from __future__ import annotations
 
 import ctypes
@@ -15,9 +15,10 @@ from ...ops.blocked import BLOCK
 from ...ops.nn_conv import conv_geometry
 from .graph import register_lowering
 from .lower_gemm import I64, PLANS, NativeCall, add_param, const_value, desc_words, lower_planned, shape_of
+from .lower_pool import pool_struct
 
 #: kinds of symjit_nn_conv_blocked (runtime/nnkernels.h enum symjit_blocked_kind)
-POINTWISE, DEPTHWISE, DIRECT = 0, 1, 2
+POINTWISE, DEPTHWISE, DIRECT, GENERAL = 0, 1, 2, 3
 
 
 class ReorderDesc(ctypes.Structure):
@@ -60,6 +61,19 @@ def pack_panels(w: np.ndarray, v: int) -> np.ndarray:
     return np.ascontiguousarray(w.reshape(f // (16 * v), 16 * v, -1).transpose(0, 2, 1), dtype=np.float32)
 
 
+def pack_general(w: np.ndarray, v: int) -> np.ndarray:
+    """(F, C, KH, KW) weights -> panels [F / 16v][C/16][KH][KW][16][16v] (the general kind's)."""
+    f, c, kh, kw = w.shape
+    w6 = w.reshape(f // (16 * v), 16 * v, c // BLOCK, BLOCK, kh, kw)
+    return np.ascontiguousarray(w6.transpose(0, 2, 4, 5, 3, 1), dtype=np.float32)
+
+
+def is_pointwise(geo) -> bool:
+    """A 1x1, stride-1, unpadded convolution of one group (the pointwise kind)."""
+    return (geo["num_group"] == 1 and tuple(geo["kernel"]) == (1, 1) and tuple(geo["stride"]) == (1, 1)
+            and tuple(geo["pad"]) == (0, 0))
+
+
 def pack_depthwise(w: np.ndarray) -> np.ndarray:
     """(C, 1, 3, 3) weights -> [C/16][9][16]."""
     c = w.shape[0]
@@ -85,9 +99,16 @@ def plan_conv_blocked(attrs, ins, outs, ctx=None):
         return _conv_blocked_call(ctx, attrs, desc, packed, ins, outs)
     n, cb, h, wd, _ = shape_of(ins[0])
     c = cb * BLOCK
-    if geo["num_group"] == 1:
+    (kh, kw), (ph, pw) = geo["kernel"], geo["pad"]
+    if is_pointwise(geo):
         v = panel_vectors(f, h * wd)
         kind, packed = POINTWISE, pack_panels(w, v)
+    elif geo["num_group"] == 1:
+        v = widest_panel(f)
+        desc = ConvBlockedDesc(kind=GENERAL, n=n, channels=c, filters=f, height=h, width=wd, out_height=oh,
+                               out_width=ow, stride=geo["stride"][0], relu=relu, vectors=v, kernel_h=kh,
+                               kernel_w=kw, pad_h=ph, pad_w=pw)
+        return _conv_blocked_call(ctx, attrs, desc, pack_general(w, v), ins, outs)
     else:
         v = 1
         kind, packed = DEPTHWISE, pack_depthwise(w)
@@ -107,6 +128,14 @@ def _conv_blocked_call(ctx, attrs, desc, packed, ins, outs):
 plan_conv_blocked.uses_context = True
 
 
+def plan_pool_blocked(attrs, ins, outs):
+    n, cb, h, w, _ = shape_of(ins[0])
+    _, _, oh, ow, _ = shape_of(outs[0])
+    desc = pool_struct(attrs["pool_attrs"], (n, cb * BLOCK, h, w), (n, cb * BLOCK, oh, ow))
+    desc.planes = n * cb
+    return [NativeCall("symjit_nn_pool_blocked", desc_words(desc), [("desc",), ("v", ins[0]), ("v", outs[0])])]
+
+
 def plan_to_blocked(attrs, ins, outs):
     n, c, h, w = shape_of(ins[0])
     desc = desc_words(ReorderDesc(n=n, channels=c, positions=h * w))
@@ -121,6 +150,7 @@ def plan_from_blocked(attrs, ins, outs):
 
 _BLOCKED_PLANS = {
     "_conv_blocked": plan_conv_blocked,
+    "_pool_blocked": plan_pool_blocked,
     "_to_blocked": plan_to_blocked,
     "_from_blocked": plan_from_blocked,
 }

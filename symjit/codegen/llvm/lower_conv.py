@@ -28,8 +28,9 @@ runs its own register tiles (lower_gemm); elsewhere GEMMs go to the BLAS:
     implicit GEMM per image (rows: the phase planes through a tap table; columns: dy transposed
     into wide rows), images in per-thread chunks summed at the end.
 Layouts stay NCW/NCHW/NCDHW (the frontends' layout; channel-last convolutions run their
-reference), except where passes/blocked_layout.py moves chains of pointwise and 3x3 depthwise
-convolutions into NCHW16c (`_conv_blocked`, lowered in lower_blocked.py). Geometry follows
+reference), except where passes/blocked_layout.py moves chains of convolutions (with the poolings
+and channel concatenations between them) into NCHW16c (`_conv_blocked`, `_pool_blocked`, lowered
+in lower_blocked.py). Geometry follows
 symjit.ops.nn_conv exactly (`conv_geometry`, `deconv_pad_adj`).
 """
 from __future__ import annotations

@@ -126,6 +126,7 @@ C_SIGNATURES = {
     "symjit_nn_embedding_bwd": ["i64"] * 4 + ["ptr"] * 3,
     "symjit_nn_conv_blocked": ["ptr"] * 6,
     "symjit_nn_to_blocked": ["ptr"] * 3,
+    "symjit_nn_pool_blocked": ["ptr"] * 3,
     "symjit_nn_from_blocked": ["ptr"] * 3,
     "symjit_nn_rnn": ["ptr"] * 10,
     "symjit_nn_rnn_bwd": ["ptr"] * 14,
