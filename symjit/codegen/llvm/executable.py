@@ -24,6 +24,7 @@ import numpy as np
 from ..._version import __version__
 from ...base import MXNetError
 from ...ops import rng as global_rng
+from ...passes.manager import gc_paused
 from .. import cache
 from .graph import ENTRY_CFUNCTYPE, GraphModule, lower_graph, run_python_node
 from .jit import CompiledCode, compile_to_object, load_object
@@ -298,6 +299,11 @@ def compile_planned(g, name: str = "graph", is_train: bool | None = None, profil
     `set_profile_by_default` says (off unless a profiler turned it on).
     `target`: the llvm `Target` the code is generated for (None: the host; another CPU's code
     runs here only where this CPU has that CPU's features, and is what AOT libraries embed)."""
+    with gc_paused():
+        return _compile_planned(g, name, is_train, profile, target)
+
+
+def _compile_planned(g, name, is_train, profile, target) -> CompiledGraph:
     stats = CompileStats()
     t0 = time.perf_counter()
     if profile is None:
