@@ -145,35 +145,56 @@ def plan_convolution(attrs, ins, outs, ctx=None):
 plan_convolution.uses_context = True
 
 
+def _conv_pack_fn():
+    fn = kernel_library().symjit_nn_conv_pack
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    fn.restype = ctypes.c_int64
+    return fn
+
+
+def _packing(desc, w) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """(descriptor words, weights, packed size in floats) when the kernel library wants constant
+    weights `w` packed for `desc`, else None (see pack_weights)."""
+    if w is None or w.dtype != np.float32:
+        return None
+    d = np.ascontiguousarray(desc, dtype=np.int64)
+    w = np.ascontiguousarray(w, dtype=np.float32)
+    size = _conv_pack_fn()(d.ctypes.data, w.ctypes.data, None)
+    return (d, w, size) if size > 0 else None
+
+
+def _pack_into(d: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
+    """Pack `w` for descriptor words `d` into `out` (its size from `_packing`); a C call that
+    does not hold the GIL, so packings may run on other threads (LoweringContext.defer)."""
+    _conv_pack_fn()(d.ctypes.data, w.ctypes.data, out.ctypes.data)
+
+
 def pack_weights(desc, w) -> np.ndarray | None:
     """The weights packed for the kernel library's AVX-512 path (nnkernels.c
     `symjit_nn_conv_pack`: e.g. transposed into panels for convolutions with few output
     positions) when `w` is a compile-time constant and the library wants them packed, else None.
     The kernel library decides from the descriptor alone, so the packing made here matches
     what it expects at run time."""
-    if w is None or w.dtype != np.float32:
+    job = _packing(desc, w)
+    if job is None:
         return None
-    lib = kernel_library()
-    fn = lib.symjit_nn_conv_pack
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-    fn.restype = ctypes.c_int64
-    d = np.ascontiguousarray(desc, dtype=np.int64)
-    w = np.ascontiguousarray(w, dtype=np.float32)
-    size = fn(d.ctypes.data, w.ctypes.data, None)
-    if size <= 0:
-        return None
+    d, w, size = job
     out = np.empty(size, np.float32)
-    fn(d.ctypes.data, w.ctypes.data, out.ctypes.data)
+    _pack_into(d, w, out)
     return out
 
 
 def packed_param(ctx, desc, w):
     """A new param holding constant weights `w` packed for descriptor `desc` (pack_weights),
     or None when `w` is not constant or the kernel library wants no packing. The placement
-    records how it was made (Placement.packings), so AOT libraries can pack at load time."""
-    packed = pack_weights(desc, const_value(ctx, w))
-    if packed is None:
+    records how it was made (Placement.packings), so AOT libraries can pack at load time.
+    The packing itself is deferred (`LoweringContext.defer`): it may overlap code generation."""
+    job = _packing(desc, const_value(ctx, w))
+    if job is None:
         return None
+    d, wc, size = job
+    packed = np.empty(size, np.float32)
+    ctx.defer(lambda: _pack_into(d, wc, packed))
     wp = add_param(ctx, "conv_packed", packed)
     source = ctx.placement.where.get(w)
     if source is not None and source[0] == "param":
