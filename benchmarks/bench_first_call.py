@@ -100,6 +100,20 @@ def run_child(tree: str, mode: str, d: Path, name: str, batch: int, threads: int
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def fresh_first_calls(d: Path, name: str, batch: int, threads: int, tree: str | None = None) -> dict:
+    """One fresh-process first call each, in seconds: {"compile", "hybridize"} with an empty
+    model cache, {"compile hit", "hybridize hit"} from the cache they filled, and
+    {"onnxruntime"} when the model has an ONNX file (what bench_zoo.py --fresh-first-call reports)."""
+    tree = tree or str(Path(__file__).resolve().parents[1])
+    out = {}
+    for mode in ("compile", "hybridize"):
+        cold, hit = _cold_and_hit(tree, mode, d, name, batch, threads)
+        out[mode], out[f"{mode} hit"] = cold["wall"], hit["wall"]
+    if (d / f"{name}.onnx").exists():
+        out["onnxruntime"] = run_child(tree, "ort", d, name, batch, threads, "/nonexistent")["wall"]
+    return out
+
+
 def _cold_and_hit(tree, mode, d, name, batch, threads) -> tuple[dict, dict]:
     with tempfile.TemporaryDirectory() as cache:
         os.chmod(cache, 0o700)
