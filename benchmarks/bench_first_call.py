@@ -166,14 +166,18 @@ def main(argv=None) -> int:
                 line = f"  {k:24s} wall {w * 1e3:8.1f} ms  cpu {c * 1e3:8.1f} ms"
                 if "ort" in rows and k != "ort" and k.endswith("cold"):
                     ratio = float(np.median([x["wall"] / o["wall"] for x, o in zip(v, rows["ort"])]))
-                    line += f"   / ort {ratio:5.2f}"
+                    cpu_ratio = float(np.median([x["cpu"] / o["cpu"] for x, o in zip(v, rows["ort"])]))
+                    line += f"   / ort {ratio:5.2f} (cpu {cpu_ratio:4.2f})"
                     geo.setdefault(k, []).append(ratio)
+                    geo.setdefault(f"{k} (cpu)", []).append(cpu_ratio)
                 if k.startswith("ref") is False and "ref" in trees and k.startswith("new"):
                     rk = "ref" + k[3:]
                     if rk in rows:
                         ratio = float(np.median([x["wall"] / y["wall"] for x, y in zip(v, rows[rk])]))
-                        line += f"   new/ref {ratio:5.2f}"
+                        cpu_ratio = float(np.median([x["cpu"] / y["cpu"] for x, y in zip(v, rows[rk])]))
+                        line += f"   new/ref {ratio:5.2f} (cpu {cpu_ratio:4.2f})"
                         geo.setdefault(f"new/ref {k[4:]}", []).append(ratio)
+                        geo.setdefault(f"new/ref cpu {k[4:]}", []).append(cpu_ratio)
                 print(line, flush=True)
             if a.profile:
                 with tempfile.TemporaryDirectory() as cache:
