@@ -86,6 +86,15 @@ def _models(directory: Path) -> list[str]:
     return names
 
 
+def compile_bytecode(tree: str) -> None:
+    """Byte-compile a tree's package into PYCACHE (as installing it does), so that no measured
+    child pays for compiling the modules it imports first."""
+    env = dict(os.environ, PYTHONPYCACHEPREFIX=PYCACHE)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(tree, "symjit")], env=env,
+                   capture_output=True, check=False)
+
+
 def run_child(tree: str, mode: str, d: Path, name: str, batch: int, threads: int, cache: str,
               profile: str | None = None) -> dict:
     env = dict(os.environ, SYMJIT_CACHE_DIR=cache, PYTHONPATH=tree, SYMJIT_NUM_THREADS=str(threads),
@@ -105,6 +114,7 @@ def fresh_first_calls(d: Path, name: str, batch: int, threads: int, tree: str | 
     model cache, {"compile hit", "hybridize hit"} from the cache they filled, and
     {"onnxruntime"} when the model has an ONNX file (what bench_zoo.py --fresh-first-call reports)."""
     tree = tree or str(Path(__file__).resolve().parents[1])
+    compile_bytecode(tree)
     out = {}
     for mode in ("compile", "hybridize"):
         cold, hit = _cold_and_hit(tree, mode, d, name, batch, threads)
@@ -138,6 +148,8 @@ def main(argv=None) -> int:
     trees = {"new": str(here.parents[1])}
     if a.ref:
         trees["ref"] = a.ref
+    for tree in trees.values():
+        compile_bytecode(tree)
     models = [(d, n) for d in a.models if d.is_dir() for n in _models(d) if a.only is None or n in a.only]
     print(f"models: {[n for _, n in models]}; batch {a.batch}; threads {a.threads}; rounds {a.rounds}; "
           f"load average {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
