@@ -33,6 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_zoo import _models  # noqa: E402 - the same model discovery as bench_zoo.py
+
 CHILD = r"""
 import json, os, sys, time
 mode, d, name, batch, threads = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
@@ -75,15 +78,6 @@ print(json.dumps({"wall": t, "cpu": c, "sum": float(np.abs(y).sum())}))
 
 #: bytecode of the children (as an installed package has it), outside the source tree
 PYCACHE = os.path.join(tempfile.gettempdir(), "symjit-bench-first-call-pycache")
-
-
-def _models(directory: Path) -> list[str]:
-    names = []
-    for sym in sorted(directory.glob("*-symbol.json")):
-        name = sym.name[:-len("-symbol.json")]
-        if (directory / f"{name}-0000.params").exists() and (directory / f"{name}-input.npy").exists():
-            names.append(name)
-    return names
 
 
 def compile_bytecode(tree: str) -> None:
