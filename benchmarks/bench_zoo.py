@@ -20,9 +20,13 @@ NAME-output.npy (MXNet's own output), each batch that fits in NAME-input.npy is 
 rows too. First-call times: from
 nothing to the first output (symjit: compile or import + hybridize + first call, with the
 in-process object cache emptied, so each reads the on-disk cache like a new process; ONNX
-Runtime: session creation + first run). A geometric mean of each ratio closes the table.
+Runtime: session creation + first run). That in-process figure reads symjit's on-disk cache
+(a warm model cache); `--fresh-first-call` measures instead in new processes with an EMPTY
+model cache (benchmarks/bench_first_call.py: the acceptance's first call) and reports the cache
+hit of a second new process too. A geometric mean of each ratio closes the table.
 
     python benchmarks/bench_zoo.py [--models DIR ...] [--batch 1 8] [--threads 2] [--repeats 30] [--only NAME ...]
+        [--fresh-first-call]
 """
 from __future__ import annotations
 
@@ -94,7 +98,8 @@ def _ort_first(onnx_path: Path, threads: int, x: np.ndarray):
     return sess, y, time.perf_counter() - t
 
 
-def bench_model(mx, d: Path, name: str, batch: int, threads: int, repeats: int) -> dict | None:
+def bench_model(mx, d: Path, name: str, batch: int, threads: int, repeats: int,
+                fresh_first_call: bool = False) -> dict | None:
     from model_bench_util import LAST_CPU, blocked, ort_session, paired_ratio
     x = _batch_input(np.load(d / f"{name}-input.npy"), batch)
     onnx_path = d / f"{name}.onnx"
@@ -141,6 +146,14 @@ def bench_model(mx, d: Path, name: str, batch: int, threads: int, repeats: int) 
             ratios[f"{k}/onnxruntime"] = paired_ratio(k, "onnxruntime")
         for k in ("compile", "hybridize"):
             ratios[f"first {k}/onnxruntime"] = first[k] / first["onnxruntime"]
+    if fresh_first_call:
+        from bench_first_call import fresh_first_calls
+        fresh = fresh_first_calls(d, name, batch, threads)
+        print("  first call in a new process, empty model cache: "
+              + ", ".join(f"{k} {v * 1e3:.0f} ms" for k, v in fresh.items()))
+        if "onnxruntime" in fresh:
+            for k in ("compile", "hybridize"):
+                ratios[f"fresh first {k}/onnxruntime"] = fresh[k] / fresh["onnxruntime"]
     print("  paired ratios: " + ", ".join(f"{k} {v:.2f}" for k, v in ratios.items()))
     return ratios
 
@@ -153,6 +166,8 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--only", nargs="+", default=None, help="model names to run (default: all)")
+    ap.add_argument("--fresh-first-call", action="store_true",
+                    help="also measure first calls in new processes with an empty model cache")
     a = ap.parse_args(argv)
     dirs = a.models or [_default_models()]
     missing = [d for d in dirs if not d.is_dir()]
@@ -178,7 +193,7 @@ def main(argv=None):
     table: dict = {}
     for d, name in models:
         for b in a.batch:
-            r = bench_model(mx, d, name, b, a.threads, a.repeats)
+            r = bench_model(mx, d, name, b, a.threads, a.repeats, a.fresh_first_call)
             for k, v in (r or {}).items():
                 table.setdefault(k, []).append((f"{name}/{b}", v))
     print("== geometric means over model/batch pairs (worst in brackets)")

@@ -27,6 +27,7 @@ in a CPU build of MXNet.
 """
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 from typing import Mapping, Sequence, Union
@@ -260,10 +261,22 @@ def load(fname) -> list | dict:
             # reject a file that is not an NDArray list before reading all of it
             if len(head) == 8 and struct.unpack("<Q", head)[0] != LIST_MAGIC:
                 return _parse(head, repr(fname))
-            buf = head + f.read()
+            buf = _map_or_read(f, head)
     except OSError as e:
         raise MXNetError(f"load: cannot open {fname!r}: {e.strerror or e}") from None
     return _parse(buf, repr(fname))
+
+
+def _map_or_read(f, head: bytes):
+    """The whole file's bytes (`head` already read from it): a read-only mapping of a regular
+    file (its pages come from the page cache; each array is then copied once, into its own
+    writable array), else the bytes read."""
+    try:
+        if os.fstat(f.fileno()).st_size > len(head):
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):   # not a regular, mappable file (a pipe, a device)
+        pass
+    return head + f.read()
 
 
 def load_frombuffer(buf) -> list | dict:

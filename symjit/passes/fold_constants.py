@@ -55,7 +55,12 @@ def fold_constants(g: Graph, max_bytes: int = 1 << 30) -> tuple[Graph, dict]:
     const_of: dict[Value, np.ndarray] = {}
     new_nodes: list[Node] = []
     folded = 0
+    #: folded outputs -> their constants; applied to each later node as it is visited (nodes
+    #: are in topological order), one pass over the graph instead of one per folded node
+    remap: dict[Value, Value] = {}
     for n in g.nodes:
+        if remap:
+            n.inputs = [remap.get(v, v) for v in n.inputs]
         if n.op.name == "_const":
             const_of[n.outputs[0]] = n.attrs["value"]
             new_nodes.append(n)
@@ -77,13 +82,12 @@ def fold_constants(g: Graph, max_bytes: int = 1 << 30) -> tuple[Graph, dict]:
         if sum(np.asarray(v).nbytes for v in values) > max_bytes:
             new_nodes.append(n)
             continue
-        mapping = {}
         for out, val in zip(n.outputs, values):
             c = make_node(names, "_const", [], {"value": np.asarray(val)}, base=f"{n.name}_folded")
             const_of[c.outputs[0]] = c.attrs["value"]
             new_nodes.append(c)
-            mapping[out] = c.outputs[0]
+            remap[out] = c.outputs[0]
         folded += 1
-        replace_uses(g, mapping)  # later nodes (still in g.nodes) now read the constants
     g.nodes = new_nodes
+    g.outputs = [remap.get(v, v) for v in g.outputs]
     return g, {"nodes_folded": folded}

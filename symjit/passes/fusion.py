@@ -194,7 +194,9 @@ def fuse_elementwise(g: Graph) -> tuple[Graph, dict]:
         done.add(gid)
         members = groups.members[gid]
         member_ids = {id(m) for m in members}
-        external = {v for m in nodes if id(m) not in member_ids for v in m.inputs}
+        # the members' outputs that a node outside the group reads (one look-up per reader)
+        external = {v for m in members for v in m.outputs
+                    if any(id(r) not in member_ids for r in groups.readers.get(v, ()))}
         fused, remap = _group_node(members, order, external, graph_outputs, names)
         if fused is None:  # nothing reads the group: it is dead code
             continue

@@ -14,7 +14,10 @@ Pipelines
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -128,6 +131,10 @@ class PassManager:
 
     def run(self, g: Graph, constants: Mapping | None = None) -> Graph:
         """Run the pipeline; `constants` (input name -> array) are bound first (inference)."""
+        with gc_paused():
+            return self._run(g, constants)
+
+    def _run(self, g: Graph, constants: Mapping | None) -> Graph:
         self.records = []
         self.dumps = {}
         if constants:
@@ -170,6 +177,35 @@ class PassManager:
             lines.append(f"{r.name:20s} {r.nodes_before:5d} -> {r.nodes_after:5d} nodes  "
                          f"{r.seconds * 1e3:7.1f} ms  {st}")
         return "\n".join(lines)
+
+
+_GC_LOCK = threading.Lock()
+_gc_pausers = 0           # compilations inside gc_paused now (any thread)
+_gc_was_enabled = False   # whether the first of them found the collector on
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """Pause Python's cyclic garbage collector while a graph is compiled, then restore it.
+
+    Passes and lowering allocate many small objects (Values, Nodes, dicts) that stay alive
+    until the pass ends, so the collector's periodic full scans find nothing to free and cost
+    a quarter of the compile time of a large graph. Nothing is leaked: cycles made meanwhile are
+    collected at the next collection after the pause. Nested and concurrent pauses count: the
+    collector is turned back on by the last one to leave, and only if it was on before."""
+    global _gc_pausers, _gc_was_enabled
+    with _GC_LOCK:
+        if _gc_pausers == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_pausers += 1
+    try:
+        yield
+    finally:
+        with _GC_LOCK:
+            _gc_pausers -= 1
+            if _gc_pausers == 0 and _gc_was_enabled:
+                gc.enable()
 
 
 def compile_graph(g: Graph, pipeline: str = "inference", constants: Mapping | None = None,

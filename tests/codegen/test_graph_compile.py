@@ -210,3 +210,59 @@ def test_multi_output_kernel_may_write_an_input_in_place():
     kernel.call_range(0, 1000, args)
     np.testing.assert_allclose(a, want[0], rtol=1e-6)
     np.testing.assert_allclose(out1, want[1], rtol=1e-6)
+
+
+def test_run_deferred_runs_every_job_alongside_and_reraises():
+    """Every job runs exactly once, on worker threads and the caller, while `meanwhile` runs;
+    a failing job's exception reaches the caller after all jobs ended."""
+    import threading
+    from symjit.codegen.llvm.graph import run_deferred
+    done, lock = [], threading.Lock()
+
+    def job(i):
+        def run():
+            with lock:
+                done.append(i)
+        return run
+    assert run_deferred([job(i) for i in range(20)], lambda: "code") == "code"
+    assert sorted(done) == list(range(20))
+    assert run_deferred([]) is None
+    done.clear()
+
+    def bad():
+        raise ValueError("pack failed")
+    with pytest.raises(ValueError, match="pack failed"):
+        run_deferred([job(0), bad, job(1)], lambda: None)
+    assert sorted(done) == [0, 1]
+
+
+def test_deferred_weight_packing_equals_packing_at_lowering():
+    """Packed convolution weights filled on other threads while LLVM compiles (compile_planned)
+    are the bytes `pack_weights` makes at once, and `lower_graph` without `defer` packs them
+    before it returns."""
+    from symjit.codegen.llvm.graph import lower_graph
+    from symjit.codegen.llvm.target import compile_target
+    rng = np.random.default_rng(7)
+    b = GraphBuilder()
+    x = b.add_input("x", TensorType((1, 32, 14, 14), "float32"))
+    w = b.add_input("w", TensorType((64, 32, 3, 3), "float32"))
+    w2 = b.add_input("w2", TensorType((64, 64, 1, 1), "float32"))
+    y = b.add_node("Convolution", [x, w], {"kernel": (3, 3), "num_filter": 64, "pad": (1, 1), "no_bias": True})[0]
+    y = b.add_node("Convolution", [y, w2], {"kernel": (1, 1), "num_filter": 64, "no_bias": True})[0]
+    g = b.build([y])
+    consts = {"w": rng.standard_normal((64, 32, 3, 3)).astype(np.float32),
+              "w2": rng.standard_normal((64, 64, 1, 1)).astype(np.float32)}
+    opt, _ = compile_graph(g, "inference", constants=consts, target=compile_target("native"))
+    cg = compile_planned(opt, "deferred_pack")
+    now = lower_graph(opt, "deferred_pack")
+    assert now.deferred == [] and cg.module.deferred == []
+    from symjit import runtime
+    if runtime.native_kernels_in_use():   # the kernel library packs these weights (AVX-512)
+        assert any("conv_packed" in n for n, _ in now.placement.params)
+    assert len(cg.params) == len(now.placement.params)
+    for a, (_, bb) in zip(cg.params, now.placement.params):
+        np.testing.assert_array_equal(a, bb)
+    xv = rng.standard_normal((1, 32, 14, 14)).astype(np.float32)
+    want = run(g, {"x": xv, **consts}).outputs[0]
+    got = cg([xv if n == "x" else consts[n] for n, _, _ in cg.input_specs])[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

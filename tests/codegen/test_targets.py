@@ -120,3 +120,14 @@ def test_symjit_compile_cpu_x86_64_v3_builds_the_kernel_library_for_it(tmp_path)
     (got,) = runtime.load(f"{base}.so")["lenet"](x)
     ref = np.load(model_path("lenet-output.npy"))
     assert np.abs(got - ref).max() <= 1e-4 * max(1.0, float(np.abs(ref).max()))
+
+
+def test_cache_key_names_the_code_generator_options(monkeypatch):
+    """The code generator options are part of the target description, so objects generated
+    under other options never load from the cache."""
+    from symjit.codegen.llvm import target as T
+    with_options = T.host_target().description
+    for on, _ in T.CODEGEN_OPTIONS:
+        assert on in with_options
+    monkeypatch.setattr(T, "CODEGEN_OPTIONS", ())
+    assert T.host_target().description != with_options

@@ -346,3 +346,24 @@ def test_shared_models_bound_hybridize_equals_compile_and_mxnet(name):
     p = net.collect_params()[sorted(k for k in net.collect_params() if k.endswith("weight"))[0]]
     p.data()[:] = p.data() * 0.5
     _close(net(nd.array(x)).asnumpy(), _imperative(net, nd.array(x)))
+
+
+def test_own_bytes_counts_as_may_share_memory_does():
+    """A bound plan's own bytes (its params not sharing memory with the block's buffers),
+    computed over sorted spans, equal the pairwise `np.may_share_memory` count on random
+    overlapping, strided, disjoint and zero-size views."""
+    from symjit.gluon.cached_op import _own_bytes
+    rng = np.random.default_rng(0)
+    base = np.zeros(1000, np.float32)
+
+    def views(k):
+        out = []
+        for _ in range(k):
+            lo, hi = sorted(rng.integers(0, 1000, 2))
+            out.append(base[lo:hi:rng.integers(1, 3)])
+        return out
+    for _ in range(500):
+        others = views(rng.integers(0, 5)) + [np.zeros(3)]
+        arrays = views(rng.integers(0, 5)) + [np.ones(4), base[5:5]]
+        want = sum(p.nbytes for p in arrays if not any(np.may_share_memory(p, f) for f in others))
+        assert _own_bytes(arrays, others) == want

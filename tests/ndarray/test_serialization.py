@@ -202,6 +202,39 @@ def test_loaded_arrays_are_writable_copies():
     np.testing.assert_array_equal(x.asnumpy(), [5, 5, 5])
 
 
+def test_loaded_file_arrays_own_their_memory(tmp_path):
+    """A file is read through a mapping; every loaded array is a writable copy that neither
+    changes when the file is rewritten afterwards nor keeps the mapping alive."""
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    b = np.arange(5, dtype=np.int64)
+    path = tmp_path / "two.params"
+    path.write_bytes(list_file([v2_array(a), v2_array(b)], ["a", "b"]))
+    loaded = mx.nd.load(str(path))
+    path.write_bytes(list_file([v2_array(a * 0), v2_array(b * 0)], ["a", "b"]))
+    os.remove(path)
+    for name, want in (("a", a), ("b", b)):
+        got = loaded[name]._data
+        assert got.flags.owndata and got.flags.writeable and got.flags.aligned
+        np.testing.assert_array_equal(got, want)
+    loaded["a"][:] = 7
+    np.testing.assert_array_equal(loaded["a"].asnumpy(), np.full((3, 4), 7, np.float32))
+
+
+def test_load_from_a_pipe(tmp_path):
+    """A file that cannot be mapped (a FIFO) is read instead."""
+    import threading
+    fifo = tmp_path / "pipe.params"
+    os.mkfifo(fifo)
+    raw = list_file([v2_array(np.arange(6, dtype=np.float32))])
+    writer = threading.Thread(target=lambda: fifo.write_bytes(raw))
+    writer.start()
+    try:
+        (x,) = mx.nd.load(str(fifo))
+    finally:
+        writer.join(timeout=10)
+    np.testing.assert_array_equal(x.asnumpy(), np.arange(6, dtype=np.float32))
+
+
 def test_legacy_v1_layout():
     a = np.arange(6, dtype=np.float64).reshape(3, 2)
     arr = (struct.pack("<Ii", V1, 2) + struct.pack("<2q", 3, 2) + struct.pack("<iii", 1, 0, 1)

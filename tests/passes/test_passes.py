@@ -196,6 +196,32 @@ def test_constant_folding():
         bind_constants(g, {"nope": wv})
 
 
+def test_constant_folding_rewires_every_reader_and_folded_outputs():
+    """Folded values read by several later nodes, by other folded nodes and as graph outputs
+    (directly and twice) all read the new constants; results equal the unfolded graph's."""
+    b = GraphBuilder()
+    x = b.add_input("x", TensorType((3, 3), "float32"))
+    w = b.add_input("w", TensorType((3, 3), "float32"))
+    e = b.add_node("exp", [w])[0]
+    e2 = b.add_node("_mul_scalar", [e], {"scalar": 2.0})[0]           # folded, reads a folded value
+    s = b.add_node("elemwise_add", [e, e2])[0]                        # folded, two folded readers
+    y1 = b.add_node("dot", [x, s])[0]
+    y2 = b.add_node("elemwise_mul", [x, e])[0]
+    g = b.build([y1, e2, y2, e2])
+    wv = np.random.default_rng(3).uniform(-1, 1, (3, 3)).astype(np.float32)
+    xv = np.random.default_rng(4).uniform(-1, 1, (3, 3)).astype(np.float32)
+    folded, stats = fold_constants(bind_constants(g, {"w": wv})[0])
+    assert stats["nodes_folded"] == 3
+    verify(folded)
+    folded, _ = eliminate_dead_code(folded)
+    assert sorted(n.op.name for n in folded.nodes) == ["_const", "_const", "_const", "dot", "elemwise_mul"]
+    assert folded.outputs[1] is folded.outputs[3]
+    want = run(g, {"x": xv, "w": wv}).outputs
+    got = run(folded, {"x": xv, "w": wv}).outputs
+    for a, bv in zip(want, got):
+        np.testing.assert_array_equal(bv, a)
+
+
 def test_shape_only_ops_fold_to_constants_without_touching_values():
     """shape_array/size_array (the `shape_only` trait) fold once shapes are known, whatever
     the input's size: folding never materializes the input."""
@@ -262,3 +288,32 @@ def test_infer_then_pipeline_on_partial_graph():
     opt, _ = compile_graph(g2, "inference")
     assert [n.op.name for n in opt.nodes] == ["_with_epilogue"]
     assert opt.annotations["memory_plan"].arena_bytes == 0
+
+
+def test_gc_paused_restores_the_collector_state():
+    """The collector is off inside (nested pauses too), back on after the last one leaves, and
+    stays off after when it was off before; an exception inside still restores it."""
+    import gc
+    from symjit.passes.manager import gc_paused
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        with gc_paused():
+            assert not gc.isenabled()
+            with gc_paused():
+                assert not gc.isenabled()
+            assert not gc.isenabled()
+        assert gc.isenabled()
+        with pytest.raises(ValueError):
+            with gc_paused():
+                raise ValueError("x")
+        assert gc.isenabled()
+        gc.disable()
+        with gc_paused():
+            pass
+        assert not gc.isenabled()
+        gc.enable()
+        PassManager("inference").run(_chain_graph())
+        assert gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()

@@ -24,8 +24,9 @@ import numpy as np
 from ..._version import __version__
 from ...base import MXNetError
 from ...ops import rng as global_rng
+from ...passes.manager import gc_paused
 from .. import cache
-from .graph import ENTRY_CFUNCTYPE, GraphModule, lower_graph, run_python_node
+from .graph import ENTRY_CFUNCTYPE, GraphModule, lower_graph, run_deferred, run_python_node
 from .jit import CompiledCode, compile_to_object, load_object
 from .profile import NodeTime, read_slots
 from .target import target_description
@@ -298,15 +299,22 @@ def compile_planned(g, name: str = "graph", is_train: bool | None = None, profil
     `set_profile_by_default` says (off unless a profiler turned it on).
     `target`: the llvm `Target` the code is generated for (None: the host; another CPU's code
     runs here only where this CPU has that CPU's features, and is what AOT libraries embed)."""
+    with gc_paused():
+        return _compile_planned(g, name, is_train, profile, target)
+
+
+def _compile_planned(g, name, is_train, profile, target) -> CompiledGraph:
     stats = CompileStats()
     t0 = time.perf_counter()
     if profile is None:
         profile = _profile_by_default and target is None
-    module = lower_graph(g, name, is_train, profile, target=target)
+    module = lower_graph(g, name, is_train, profile, target=target, defer=True)
     stats.lower_s = time.perf_counter() - t0
     stats.python_nodes = list(module.fallbacks)
     _bind_runtime_symbols()
-    code = _object_for(module, stats) if module.segment_names else None
+    # the weights are packed on other threads while LLVM makes (or the cache gives) the code
+    code = run_deferred(module.deferred, lambda: _object_for(module, stats) if module.segment_names else None)
+    module.deferred = []
     cg = CompiledGraph(g, module, code, stats, name)
     cg.target = target
     return cg

@@ -31,6 +31,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -94,6 +95,14 @@ class LoweringContext:
     is_train: bool | None = None
     state_updates: list = field(default_factory=list)   # graph input Values, in slot order
     seed_params: list = field(default_factory=list)     # param slots refreshed with a seed per call
+    #: work that fills parameter arrays (weight packing), run before the code can run: by
+    #: `lower_graph` itself, or by `compile_planned` while LLVM generates the code
+    deferred: list = field(default_factory=list)
+
+    def defer(self, fill: Callable[[], None]) -> None:
+        """Run `fill()` (which writes a parameter array this lowering allocated, from constant
+        data only, and releases the GIL for its work) before the compiled code first runs."""
+        self.deferred.append(fill)
 
     def unique(self, base: str, key: str) -> str:
         """A process-unique symbol name for a kernel determined by `key`."""
@@ -314,18 +323,62 @@ class GraphModule:
     profile_slots: list = field(default_factory=list)
     #: the nodes that run in Python, and why (`Fallback`), in graph order
     fallbacks: list = field(default_factory=list)
+    #: parameter fills still to run (`LoweringContext.defer`; empty unless lowered with
+    #: `defer=True`): the parameters hold no data until `run_deferred(module.deferred)`
+    deferred: list = field(default_factory=list)
+
+
+def run_deferred(jobs: list, meanwhile: Callable | None = None):
+    """Run the independent callables `jobs` on worker threads while this thread runs
+    `meanwhile()`, then help with what is left and wait for all; returns meanwhile's result
+    (None without one). The first exception of a job is raised after every job has ended."""
+    jobs = list(jobs)
+    lock = threading.Lock()
+    errors: list = []
+
+    def work():
+        while True:
+            with lock:
+                if not jobs:
+                    return
+                job = jobs.pop(0)
+            try:
+                job()
+            except BaseException as e:  # noqa: BLE001 - re-raised in the calling thread
+                errors.append(e)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    n_workers = min(len(jobs), max(1, cpus - 1), 4) if jobs else 0
+    workers = [threading.Thread(target=work, name="symjit-pack", daemon=True) for _ in range(n_workers)]
+    for t in workers:
+        t.start()
+    try:
+        result = meanwhile() if meanwhile is not None else None
+    finally:
+        work()
+        for t in workers:
+            t.join()
+    if errors:
+        raise errors[0]
+    return result
 
 
 def lower_graph(g: Graph, name: str = "graph", is_train: bool | None = None,
-                profile: bool = False, strict: bool | None = None, target: Target | None = None) -> GraphModule:
+                profile: bool = False, strict: bool | None = None, target: Target | None = None,
+                defer: bool = False) -> GraphModule:
     """Lower every node (see the module docstring) into one module and a list of steps.
+    `defer`: leave the parameter fills (weight packing) in `module.deferred` for the caller
+    to run (`run_deferred`), e.g. while LLVM compiles; otherwise they are done on return.
     `is_train`: the mode the graph will run in, or None when it is chosen per call.
     `profile`: after each native node's calls, charge the time to the node's counter slot
     (profile.py; slots listed in `GraphModule.profile_slots`).
     `strict`: raise MXNetError when a node would run in Python (None: `SYMJIT_STRICT`).
     `target`: the llvm Target to generate code for (None: the host)."""
     with target_scope(target):
-        return _lower_graph(g, name, is_train, profile, strict)
+        module = _lower_graph(g, name, is_train, profile, strict)
+    if not defer:
+        run_deferred(module.deferred)
+        module.deferred = []
+    return module
 
 
 def _lower_graph(g: Graph, name: str, is_train: bool | None, profile: bool, strict: bool | None) -> GraphModule:
@@ -393,7 +446,7 @@ def _lower_graph(g: Graph, name: str, is_train: bool | None, profile: bool, stri
     steps = [Step(segment=s.segment.name if s.segment is not None else None, node=s.node) for s in steps]
     plan = g.annotations["memory_plan"]
     return GraphModule(ir, steps, placement, int(plan.arena_bytes), names, python_nodes, list(ctx.state_updates),
-                       list(ctx.seed_params), profile_slots, fallbacks)
+                       list(ctx.seed_params), profile_slots, fallbacks, list(ctx.deferred))
 
 
 def strict_lowering() -> bool:

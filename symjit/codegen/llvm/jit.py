@@ -23,7 +23,7 @@ import numpy as np
 
 from ...base import MXNetError
 from .nontemporal import STREAM_SUFFIX, mark_streaming_stores
-from .target import OPT_LEVEL, ensure_initialized, host_target
+from .target import OPT_LEVEL, codegen_options, ensure_initialized, host_target
 
 __all__ = ["parse_and_verify", "optimize", "compile_to_object", "load_object", "compile_ir",
            "optimized_ir", "assembly", "CompiledCode", "KERNEL_CFUNCTYPE", "ElementwiseKernel", "live_engines"]
@@ -115,8 +115,16 @@ def optimized_ir(ir_text: str, target=None) -> str:
 
 def assembly(ir_text: str, target=None) -> str:
     """Assembly of an optimised module for `target` (default: host)."""
+    machine = (target or host_target()).machine
     with _LOCK:
-        return _optimized(ir_text, target, (target or host_target()).machine.emit_assembly)
+        return _optimized(ir_text, target, lambda mod: _emit(machine.emit_assembly, mod))
+
+
+def _emit(emit, mod):
+    """`emit(mod)` (a TargetMachine's emit_object or emit_assembly) with symjit's code
+    generator options (target.codegen_options; caller holds _LOCK)."""
+    with codegen_options():
+        return emit(mod)
 
 
 def compile_to_object(ir_text: str, pic: bool = False, target=None) -> bytes:
@@ -128,7 +136,7 @@ def compile_to_object(ir_text: str, pic: bool = False, target=None) -> bytes:
     t = target or host_target()
     machine = t.pic_machine if pic else t.machine
     with _LOCK:
-        return _optimized(ir_text, target, lambda mod: bytes(machine.emit_object(mod)))
+        return _optimized(ir_text, target, lambda mod: bytes(_emit(machine.emit_object, mod)))
 
 
 class _Engine:

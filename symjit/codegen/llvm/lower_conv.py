@@ -42,7 +42,8 @@ import numpy as np
 from ...ops import nn_conv as C
 from ...ops.registry import get_op
 from .lower_gemm import (I64, PLANS, NativeCall, add_param, const_value, desc_words,
-                         library_packing, lower_planned, native_kernels_available, shape_of)
+                         library_packing, lower_planned, native_kernels_available, packing_job,
+                         run_packing, shape_of)
 from .graph import register_lowering
 from .lower_pool import PoolDesc, pool_struct
 
@@ -157,10 +158,13 @@ def pack_weights(desc, w) -> np.ndarray | None:
 def packed_param(ctx, desc, w):
     """A new param holding constant weights `w` packed for descriptor `desc` (pack_weights),
     or None when `w` is not constant or the kernel library wants no packing. The placement
-    records how it was made (Placement.packings), so AOT libraries can pack at load time."""
-    packed = pack_weights(desc, const_value(ctx, w))
-    if packed is None:
+    records how it was made (Placement.packings), so AOT libraries can pack at load time.
+    The packing itself is deferred (`LoweringContext.defer`): it may overlap code generation."""
+    job = packing_job("symjit_nn_conv_pack", desc, const_value(ctx, w))
+    if job is None:
         return None
+    packed = np.empty(job[3], np.float32)
+    ctx.defer(lambda: run_packing(job, packed))
     wp = add_param(ctx, "conv_packed", packed)
     source = ctx.placement.where.get(w)
     if source is not None and source[0] == "param":

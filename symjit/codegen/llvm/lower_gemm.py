@@ -367,11 +367,12 @@ def gemm_call(batch, m, n, k, ta, tb, sa, sb, sc, bias_mode, A, B, bias, C) -> N
 PACK_CONSTANT_WEIGHTS = True
 
 
-def library_packing(fn_name: str, desc, w) -> np.ndarray | None:
-    """Constant float32 weights `w` packed by the kernel library's `int64_t fn_name(desc, w,
-    out)` (the floats it writes; 0 when it wants no packing for that geometry; out NULL: only
-    the size), or None when it wants none or w is not a float32 constant. The library decides
-    from the descriptor alone, so the packing made here matches what it expects at run time."""
+def packing_job(fn_name: str, desc, w):
+    """(pack function, descriptor words, weights, packed size in floats) when the kernel
+    library's `int64_t fn_name(desc, w, out)` wants constant float32 weights `w` packed for
+    `desc` (it returns the floats it writes, 0 for no packing; out NULL: only the size), else
+    None (also when w is not a float32 constant). The library decides from the descriptor
+    alone, so the packing made here matches what it expects at run time."""
     if w is None or w.dtype != np.float32:
         return None
     fn = getattr(kernel_library(), fn_name)
@@ -380,10 +381,24 @@ def library_packing(fn_name: str, desc, w) -> np.ndarray | None:
     d = np.ascontiguousarray(desc, dtype=np.int64)
     w = np.ascontiguousarray(w, dtype=np.float32)
     size = fn(d.ctypes.data, w.ctypes.data, None)
-    if size <= 0:
-        return None
-    out = np.empty(size, np.float32)
+    return (fn, d, w, size) if size > 0 else None
+
+
+def run_packing(job, out: np.ndarray) -> None:
+    """Pack a `packing_job` into `out` (float32, its size from the job); a C call that does
+    not hold the GIL, so packings may run on other threads (LoweringContext.defer)."""
+    fn, d, w, _size = job
     fn(d.ctypes.data, w.ctypes.data, out.ctypes.data)
+
+
+def library_packing(fn_name: str, desc, w) -> np.ndarray | None:
+    """Constant weights `w` packed now by the kernel library's `fn_name` (`packing_job`), or
+    None when it wants no packing."""
+    job = packing_job(fn_name, desc, w)
+    if job is None:
+        return None
+    out = np.empty(job[3], np.float32)
+    run_packing(job, out)
     return out
 
 
