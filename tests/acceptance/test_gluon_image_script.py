@@ -62,8 +62,11 @@ def _check(tmp_path, per_class, side, batch_size, epochs, lr=2e-3):
 
 
 def test_gluon_resnet18_estimator_script_converges(tmp_path, caplog):
+    # The augmentations draw from Python's `random` inside two DataLoader workers, so which
+    # worker (and random stream) serves a batch depends on timing: five epochs converge in every
+    # order (validation accuracy 0.94-1.0 over repeated runs), three reached only 0.75 under load.
     caplog.set_level(logging.INFO)
-    _check(tmp_path, per_class=16, side=16, batch_size=16, epochs=3)
+    _check(tmp_path, per_class=16, side=16, batch_size=16, epochs=5)
 
 
 @pytest.mark.slow
