@@ -46,6 +46,7 @@ from model_bench_util import numpy_blas_threads
 
 from symjit import runtime
 from symjit.codegen.llvm import lower_conv, lower_gemm
+from symjit.ops import conv_method
 from symjit.codegen.llvm.executable import compile_planned
 from symjit.ir import GraphBuilder, TensorType
 from symjit.passes.manager import compile_graph
@@ -208,7 +209,7 @@ QUICK = [1, 5, 7, 9, 12, 16, 20]
 
 def conv_rows(repeats: int, quick: bool):
     print("\nConvolution + bias + relu, constant weights (batch, C, HxW -> F, kxk / stride, groups)")
-    IM2COL, DW, WINO = lower_conv.IM2COL, lower_conv.DEPTHWISE, lower_conv.WINOGRAD
+    IM2COL, WINO = conv_method.IM2COL, conv_method.WINOGRAD
     for idx, (n, c, hw, f, k, s, g) in enumerate(CONV_SHAPES):
         if quick and idx not in QUICK:
             continue

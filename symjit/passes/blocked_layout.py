@@ -52,6 +52,7 @@ import numpy as np
 from ..ir.graph import Graph, Node, Value
 from ..ir.target import AVX512_KERNELS, only_for
 from ..ops.blocked import BLOCK, blocked_shape
+from ..ops.conv_method import WINOGRAD, forward_conv_method
 from ..ops.nn_conv import conv_geometry
 from ..ops.registry import get_op
 from .rewrite import NameSource, convolution_activation, make_node, replace_uses
@@ -203,9 +204,10 @@ def candidate(n: Node, producer: dict) -> Candidate | None:
 
 
 def _winograd_in_nchw(geo, c: int, f: int, out_shape) -> bool:
-    """Whether the NCHW path runs this convolution with its Winograd kernel (lower_conv)."""
-    from ..codegen.llvm.lower_conv import WINOGRAD, conv_method
-    return conv_method(out_shape[0], c, 1, f, geo["kernel"], geo["stride"], geo["dilate"], out_shape[2:]) == WINOGRAD
+    """Whether the NCHW path runs this convolution with its Winograd kernel (the pass runs only
+    for targets whose kernel library has the AVX-512 tiles)."""
+    return forward_conv_method(out_shape[0], c, 1, f, geo["kernel"], geo["stride"], geo["dilate"], out_shape[2:],
+                               tiles=True) == WINOGRAD
 
 
 def chain_pays(chain: list[Node], found: dict, producer: dict, readers: dict, graph_outputs: set) -> bool:

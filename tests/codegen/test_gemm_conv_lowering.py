@@ -580,7 +580,8 @@ def test_models_compiled_natively_reproduce_mxnet(name):
                                       ((1, 128, 28, 28), 128, (2, 1)), ((2, 64, 11, 12), 80, (1, 1))])
 def test_winograd_convolution(xs, f, pad, kernel_path):
     """Geometries that take the Winograd F(2x2, 3x3) path (odd output sizes clip the last tile)."""
-    from symjit.codegen.llvm.lower_conv import WINOGRAD, conv_method
+    from symjit.codegen.llvm.lower_conv import conv_method
+    from symjit.ops.conv_method import WINOGRAD
     out = _conv_out(xs, (3, 3), (1, 1), pad, (1, 1))
     assert conv_method(xs[0], xs[1], 1, f, (3, 3), (1, 1), (1, 1), out) == WINOGRAD
     ins = [("x", xs), ("w", (f, xs[1], 3, 3)), ("b", (f,))]
@@ -779,7 +780,8 @@ def test_winograd_blocks_do_not_change_the_result(xs, f):
     (symjit_nn_tune TUNE_WBLOCK: shorter blocks) and 1, 2 or 3 threads, and matches the
     interpreter."""
     from symjit import runtime
-    from symjit.codegen.llvm.lower_conv import WINOGRAD, conv_method
+    from symjit.codegen.llvm.lower_conv import conv_method
+    from symjit.ops.conv_method import WINOGRAD
     from symjit.codegen.llvm.lower_gemm import native_kernels_available
     if not native_kernels_available():
         pytest.skip("the fused Winograd needs the AVX-512 tiles")

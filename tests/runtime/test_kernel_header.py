@@ -149,9 +149,10 @@ def test_descriptor_structs_match_the_header():
 
 
 def test_conv_methods_and_pool_types_match_the_header():
-    from symjit.codegen.llvm import lower_conv, lower_pool
+    from symjit.codegen.llvm import lower_pool
+    from symjit.ops import conv_method
     assert _enum_values("symjit_conv_method", "SYMJIT_CONV_") == {
-        "im2col": lower_conv.IM2COL, "depthwise": lower_conv.DEPTHWISE, "winograd": lower_conv.WINOGRAD}
+        "im2col": conv_method.IM2COL, "depthwise": conv_method.DEPTHWISE, "winograd": conv_method.WINOGRAD}
     assert _enum_values("symjit_pool_type", "SYMJIT_POOL_") == lower_pool.POOL_TYPES
     from symjit.codegen.llvm.lower_gemm import BIAS_MODES
     assert _enum_values("symjit_gemm_bias", "SYMJIT_BIAS_") == BIAS_MODES
@@ -167,7 +168,8 @@ def test_the_struct_parser_reads_fields():
 
 
 def test_conv_desc_words_are_the_struct_fields():
-    from symjit.codegen.llvm.lower_conv import WINOGRAD, ConvDesc, conv_desc
+    from symjit.codegen.llvm.lower_conv import ConvDesc, conv_desc
+    from symjit.ops.conv_method import WINOGRAD
     from symjit.codegen.llvm.lower_gemm import desc_c_initializer
     words = conv_desc(2, 16, 1, 32, (9, 10), (3, 3), (7, 8), (1, 1), (1, 1), (0, 0), WINOGRAD)
     assert words == (2, 16, 1, 32, 1, 9, 10, 1, 3, 3, 1, 7, 8, 1, 1, 1, 1, 1, 1, 0, 0, 0, WINOGRAD)
