@@ -7,7 +7,7 @@ ratios to the first variant). Only models whose graphs differ between the varian
 Outputs are compared with the first variant's.
 
     python benchmarks/bench_layout_rule.py --models DIR [DIR ...] [--only NAME ...] [--batch 1 8]
-        [--threads 1 2] [--repeats 40] --variant old=min_chain:2,entry_pool:0 --variant new=
+        [--threads 1 2] [--repeats 40] --variant old=lone:0,entry_pool:0 --variant new=
 """
 from __future__ import annotations
 
