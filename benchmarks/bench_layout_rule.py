@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from model_bench_util import LAST_CPU, blocked, paired_ratio
+from model_bench_util import LAST_CPU, blocked, load_model_graph, paired_ratio
 from symjit import runtime
 
 
@@ -33,26 +33,13 @@ def _variant(spec: str) -> tuple[str, dict]:
 
 
 def _compiled(models: Path, name: str, batch: int, options: dict):
-    import symjit as mx
-    from symjit.codegen.llvm.executable import compile_planned
-    from symjit.codegen.llvm.target import compile_target
+    """(compiled graph, its input arrays, optimized graph) with blocked_layout(**options)."""
     from symjit.passes.blocked_layout import blocked_layout
-    from symjit.passes.infer import infer_types
-    from symjit.passes.manager import PIPELINES, compile_graph
-    from symjit.symbol.lower import lower
-    sym = mx.sym.load(str(models / f"{name}-symbol.json"))
-    params = mx.nd.load(str(models / f"{name}-0000.params"))
-    x = np.load(models / f"{name}-input.npy")
-    x = np.ascontiguousarray(np.concatenate([x] * -(-batch // x.shape[0]))[:batch])
-    g, _ = lower(sym)
-    g, _ = infer_types(g, shapes={"data": x.shape})
-    consts = {k.split(":", 1)[1]: v.asnumpy() for k, v in params.items()}
+    from symjit.passes.manager import PIPELINES
     pipeline = [(n, functools.partial(blocked_layout, **options) if n == "blocked_layout" else fn)
                 for n, fn in PIPELINES["inference"]]
-    opt, _ = compile_graph(g, pipeline, constants=consts, target=compile_target("native"))
-    cg = compile_planned(opt, name)
-    feeds = {"data": x, **consts}
-    return cg, [np.ascontiguousarray(feeds[v.name]) for v in opt.inputs], opt
+    cg, arrays, _, opt = load_model_graph(name, batch, models=models, pipeline=pipeline)
+    return cg, arrays, opt
 
 
 def _signature(opt) -> tuple:
