@@ -232,10 +232,10 @@ def ort_session(onnx_path: Path, threads: int, profile_prefix: str | None = None
     return ort.InferenceSession(str(onnx_path), so, providers=["CPUExecutionProvider"])
 
 
-def load_model_graph(name: str, batch: int, disabled=(), models: Path = MODELS):
+def load_model_graph(name: str, batch: int, disabled=(), models: Path = MODELS, pipeline="inference"):
     """(compiled symjit graph callable, input array, optimized graph) for a model of the
     directory `models` (default the shared models); `disabled`: pass names the inference
-    pipeline skips."""
+    pipeline (or the given `pipeline`, a list of (name, pass)) skips."""
     import symjit as mx
     from symjit.codegen.llvm.executable import compile_planned
     from symjit.codegen.llvm.target import compile_target
@@ -249,7 +249,7 @@ def load_model_graph(name: str, batch: int, disabled=(), models: Path = MODELS):
     g, _ = lower(sym)
     g, _ = infer_types(g, shapes={"data": x.shape})
     consts = {k.split(":", 1)[1]: v.asnumpy() for k, v in params.items()}
-    opt, _ = compile_graph(g, "inference", constants=consts, disabled=set(disabled),
+    opt, _ = compile_graph(g, pipeline, constants=consts, disabled=set(disabled),
                            target=compile_target("native"))
     cg = compile_planned(opt, name)
     feeds = {"data": x, **consts}

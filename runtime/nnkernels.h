@@ -42,6 +42,8 @@ enum {
                          DW_CHANVEC_MAX_OW, or below DW_ROWS_MIN_OW_S1 / _S2 where the 3x3 row
                          kernel applies; -1: none) */
     TUNE_MIN_TASK,    /* fewest flops per block of calls below 2e7 flops (NN_MIN_TASK_FLOPS) */
+    TUNE_BLOCKED_CHUNK, /* weight bytes per input-channel chunk of the general blocked
+                           convolution (BLOCKED_CHUNK_BYTES; -1: whole panels, no chunks) */
     TUNE_COUNT
 };
 /* values of TUNE_CONV: the alternative a convolution takes instead of the built-in choice */

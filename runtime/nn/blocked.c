@@ -106,6 +106,7 @@ typedef struct {
     int64_t ni;                       /* pointwise and general: images per task (split_panels) */
     int64_t rb;                       /* depthwise: row blocks per plane; direct: per image */
     int64_t KH, KW, PH, PW;           /* direct: kernel and padding */
+    int64_t kcb;                      /* general: input channel blocks per weight chunk (genb_chunk) */
 } blocked_job;
 
 /* the activation code `act` (enum symjit_blocked_act) of v; NaN stays NaN */
@@ -534,21 +535,27 @@ static inline int64_t genb_offset(const blocked_job *j, int64_t p) {
 #ifdef NN_HAVE_AVX512
 /* x: the image's (padded) input; wp: the panel; bias: the panel's 16V (or NULL); y, res: the
  * panel's first output (residual) block at pixel 0; pixels [p0, p0 + nr), nr <= R (rows past
- * nr recompute pixel p0 and are not stored) */
+ * nr recompute pixel p0 and are not stored); input channel blocks [cb0, cb1) (a chunk, see
+ * genb_task): the first chunk starts from the bias plus the residual, a later one from the
+ * sums stored in y; the last one stores the activation of the sums, earlier ones the sums. */
 #define GENB_TILE(R, V)                                                                                     \
     NN_AVX512 static void genb_tile_##R##x##V(const blocked_job *j, const float *x, const float *wp,         \
                                               const float *bias, const float *res, float *y, int64_t p0,     \
-                                              int64_t nr) {                                                  \
-        const int64_t OHW = j->OH * j->OW, HW = j->H * j->W, CB = j->C / BLK, KH = j->KH, KW = j->KW;      \
-        if (CB < 1 || KH < 1 || KW < 1) __builtin_unreachable();   /* sums stay in registers */          \
-        __m512 acc[R][V], b0[V];                                                                           \
-        for (int v = 0; v < V; v++) b0[v] = bias ? _mm512_loadu_ps(bias + 16 * v) : _mm512_setzero_ps();    \
-        for (int r = 0; r < R; r++)                                                                        \
-            for (int v = 0; v < V; v++) acc[r][v] = b0[v];                                                 \
+                                              int64_t nr, int64_t cb0, int64_t cb1) {                        \
+        const int64_t OHW = j->OH * j->OW, HW = j->H * j->W, KH = j->KH, KW = j->KW;                        \
+        const int first = cb0 == 0, last = cb1 == j->C / BLK;                                              \
+        if (cb1 <= cb0 || KH < 1 || KW < 1) __builtin_unreachable();   /* sums stay in registers */       \
+        __m512 acc[R][V];                                                                                  \
+        for (int v = 0; v < V; v++) {                                                                      \
+            const __m512 b0 = first && bias ? _mm512_loadu_ps(bias + 16 * v) : _mm512_setzero_ps();         \
+            const float *from = first ? res : y;                                                           \
+            for (int r = 0; r < R; r++)                                                                    \
+                acc[r][v] = from && r < nr ? _mm512_add_ps(b0, _mm512_loadu_ps(from + (v * OHW + p0 + r) * BLK)) : b0; \
+        }                                                                                                  \
         int64_t off[R];                                                                                    \
         for (int r = 0; r < R; r++) off[r] = genb_offset(j, p0 + (r < nr ? r : 0));                        \
-        const float *w = wp;                                                                               \
-        for (int64_t cb = 0; cb < CB; cb++)                                                                \
+        const float *w = wp + cb0 * KH * KW * BLK * 16 * V;                                                \
+        for (int64_t cb = cb0; cb < cb1; cb++)                                                             \
             for (int64_t kh = 0; kh < KH; kh++)                                                            \
                 for (int64_t kw = 0; kw < KW; kw++, w += BLK * 16 * V) {                                   \
                     const float *xt = x + (cb * HW + kh * j->W + kw) * BLK;                                \
@@ -556,11 +563,8 @@ static inline int64_t genb_offset(const blocked_job *j, int64_t p) {
                 }                                                                                          \
         for (int v = 0; v < V; v++) {                                                                      \
             float *yv = y + (v * OHW + p0) * BLK;                                                          \
-            if (res)                                                                                       \
-                for (int r = 0; r < R; r++)                                                                \
-                    if (r < nr) acc[r][v] = _mm512_add_ps(acc[r][v], _mm512_loadu_ps(res + (v * OHW + p0 + r) * BLK)); \
             for (int r = 0; r < R; r++)                                                                    \
-                if (r < nr) _mm512_storeu_ps(yv + r * BLK, act_ps(acc[r][v], j->relu));                    \
+                if (r < nr) _mm512_storeu_ps(yv + r * BLK, last ? act_ps(acc[r][v], j->relu) : acc[r][v]); \
         }                                                                                                  \
     }
 GENB_TILE(6, 4)
@@ -570,7 +574,7 @@ GENB_TILE(12, 2)
 GENB_TILE(14, 1)
 
 typedef void (*genb_tile_fn)(const blocked_job *, const float *, const float *, const float *, const float *,
-                             float *, int64_t, int64_t);
+                             float *, int64_t, int64_t, int64_t, int64_t);
 
 static genb_tile_fn genb_tile_for(int64_t R, int64_t V) {
     switch (V) {
@@ -582,16 +586,22 @@ static genb_tile_fn genb_tile_for(int64_t R, int64_t V) {
 }
 #endif
 
-/* the portable tile (same arguments as GENB_TILE's, any R and V) */
+/* the portable tile (same arguments and chunk rule as GENB_TILE's, any R and V) */
 NN_CLONES
 static void genb_tile_portable(const blocked_job *j, const float *x, const float *wp, const float *bias,
-                               const float *res, float *y, int64_t p0, int64_t nr) {
+                               const float *res, float *y, int64_t p0, int64_t nr, int64_t cb0, int64_t cb1) {
     const int64_t pw = 16 * j->V, OHW = j->OH * j->OW, HW = j->H * j->W;
+    const int first = cb0 == 0, last = cb1 == j->C / BLK;
     float acc[64];
     for (int64_t p = p0; p < p0 + nr; p++) {
-        const float *xp = x + genb_offset(j, p), *w = wp;
-        for (int64_t i = 0; i < pw; i++) acc[i] = bias ? bias[i] : 0.0f;
-        for (int64_t cb = 0; cb < j->C / BLK; cb++)
+        const float *xp = x + genb_offset(j, p), *w = wp + cb0 * j->KH * j->KW * BLK * pw;
+        const float *from = first ? res : y;
+        for (int64_t v = 0; v < j->V; v++)
+            for (int l = 0; l < BLK; l++) {
+                const int64_t at = (v * OHW + p) * BLK + l;
+                acc[16 * v + l] = (first && bias ? bias[16 * v + l] : 0.0f) + (from ? from[at] : 0.0f);
+            }
+        for (int64_t cb = cb0; cb < cb1; cb++)
             for (int64_t kh = 0; kh < j->KH; kh++)
                 for (int64_t kw = 0; kw < j->KW; kw++) {
                     const float *xt = xp + (cb * HW + kh * j->W + kw) * BLK;
@@ -601,15 +611,18 @@ static void genb_tile_portable(const blocked_job *j, const float *x, const float
         for (int64_t v = 0; v < j->V; v++)
             for (int l = 0; l < BLK; l++) {
                 const int64_t at = (v * OHW + p) * BLK + l;
-                y[at] = act_f(acc[16 * v + l] + (res ? res[at] : 0.0f), j->relu);
+                y[at] = last ? act_f(acc[16 * v + l], j->relu) : acc[16 * v + l];
             }
     }
 }
 
-/* tasks: (image, block of pixel tiles, group of panels), as pwb_task's */
+/* tasks: (image group, block of pixel tiles, group of panels), as pwb_task's; per panel the
+ * input channel blocks in chunks of j->kcb (genb_chunk), each chunk over every image and tile
+ * of the task before the next, so that a chunk of the panel's weights is read from memory once
+ * per task and then from cache */
 static void genb_task(int64_t begin, int64_t end, void **argv) {
     const blocked_job *j = (const blocked_job *)argv[0];
-    const int64_t OHW = j->OH * j->OW, per = j->pb * j->pg, pw = 16 * j->V;
+    const int64_t OHW = j->OH * j->OW, per = j->pb * j->pg, pw = 16 * j->V, CB = j->C / BLK;
     const int64_t panel = j->C * j->KH * j->KW * pw;
 #ifdef NN_HAVE_AVX512
     const genb_tile_fn tile_fn = native_on() ? genb_tile_for(j->R, j->V) : NULL;
@@ -619,23 +632,42 @@ static void genb_task(int64_t begin, int64_t end, void **argv) {
         const int64_t t0 = ib * j->ptiles / j->pb, t1 = (ib + 1) * j->ptiles / j->pb;
         const int64_t q0 = ig * j->panels / j->pg, q1 = (ig + 1) * j->panels / j->pg;
         for (int64_t q = q0; q < q1; q++)
-          for (int64_t n = (t / per) * j->ni; n < imin(j->N, (t / per + 1) * j->ni); n++) {
-            const float *x = j->x + n * j->C * j->H * j->W;
-            const float *wp = j->wp + q * panel, *bias = j->bias ? j->bias + q * pw : NULL;
-            float *y = j->y + (n * j->F + q * pw) * OHW;
-            const float *res = j->res ? j->res + (n * j->F + q * pw) * OHW : NULL;
-            for (int64_t tile = t0; tile < t1; tile++) {
+          for (int64_t cb0 = 0; cb0 < CB; cb0 += j->kcb) {
+            const int64_t cb1 = imin(CB, cb0 + j->kcb);
+            for (int64_t n = (t / per) * j->ni; n < imin(j->N, (t / per + 1) * j->ni); n++) {
+              const float *x = j->x + n * j->C * j->H * j->W;
+              const float *wp = j->wp + q * panel, *bias = j->bias ? j->bias + q * pw : NULL;
+              float *y = j->y + (n * j->F + q * pw) * OHW;
+              const float *res = j->res ? j->res + (n * j->F + q * pw) * OHW : NULL;
+              for (int64_t tile = t0; tile < t1; tile++) {
                 const int64_t p0 = tile * j->R, nr = imin(j->R, OHW - p0);
 #ifdef NN_HAVE_AVX512
                 if (tile_fn) {
-                    tile_fn(j, x, wp, bias, res, y, p0, nr);
+                    tile_fn(j, x, wp, bias, res, y, p0, nr, cb0, cb1);
                     continue;
                 }
 #endif
-                genb_tile_portable(j, x, wp, bias, res, y, p0, nr);
+                genb_tile_portable(j, x, wp, bias, res, y, p0, nr, cb0, cb1);
+              }
             }
-        }
+          }
     }
+}
+
+/* Weight bytes of a chunk of a general convolution's panel (genb_chunk): the chunk is read
+ * from memory once per task and from L2 for each further tile and image. */
+#define BLOCKED_CHUNK_BYTES (256 * 1024)
+
+/* input channel blocks per chunk of a panel (genb_task): all of them (one chunk) where the
+ * panel's weights fit BLOCKED_CHUNK_BYTES or a task has one tile of one image (no reuse), else
+ * as many as fit (at least one). Each chunk after the first costs a load and a store of the
+ * tile's sums, against 16 KH KW steps per channel block. */
+static int64_t genb_chunk(const blocked_job *j) {
+    const int64_t CB = j->C / BLK, budget = g_tune[TUNE_BLOCKED_CHUNK] ? g_tune[TUNE_BLOCKED_CHUNK] : BLOCKED_CHUNK_BYTES;
+    const int64_t per_cb = BLK * j->KH * j->KW * 16 * j->V * (int64_t)sizeof(float);
+    const int64_t reuse = cdiv(j->ptiles, j->pb) * j->ni;
+    if (budget < 0 || reuse <= 1 || per_cb * CB <= budget) return CB;
+    return imax(1, budget / per_cb);
 }
 
 /* pg panel groups x pb pixel blocks of a panel-tiled job (pointwise and general kinds) over
@@ -678,6 +710,7 @@ static void genb_run(blocked_job *j, int64_t threads) {
     }
     const int64_t P = j->OH * j->OW;
     split_panels(j, P, 2.0 * (double)j->N * (double)P * (double)j->F * (double)(j->C * j->KH * j->KW), threads);
+    j->kcb = genb_chunk(j);
     void *argv[1] = {j};
     symjit_parallel_for(genb_task, cdiv(j->N, j->ni) * j->pb * j->pg, 1, argv);
 }
@@ -685,7 +718,7 @@ static void genb_run(blocked_job *j, int64_t threads) {
 NN_API void symjit_nn_conv_blocked(const symjit_conv_blocked_desc *d, const float *x, const float *wp,
                                    const float *bias, const float *residual, float *y) {
     blocked_job j = {x, wp, bias, NULL, y, d->n, d->channels, d->filters, d->height, d->width, d->out_height,
-                     d->out_width, d->stride, d->vectors, 0, (int)d->relu, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+                     d->out_width, d->stride, d->vectors, 0, (int)d->relu, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     const int64_t threads = symjit_get_num_threads();
     void *argv[1] = {&j};
     const int ok_channels = j.C % BLK == 0 && j.F % BLK == 0 && j.C > 0 && j.F > 0;

@@ -13,14 +13,16 @@ before the optional activation (a residual connection: MobileNetV2's linear bott
 ResNet's block). Candidates joined producer -> consumer (one reads the other's output as its
 data or as its residual) form chains; the residual enters the kernel blocked (converted if no
 chain member produces it). A chain of at least MIN_CHAIN convolutions moves when it has a
-depthwise one (measured below) or when the cost rule `chain_pays` says its convolutions'
-estimated savings exceed the conversions it adds; it becomes
+depthwise one (measured below); any chain, a lone convolution too, moves when the cost rule
+`chain_pays` says its convolutions' estimated savings exceed the conversions it adds (an entry
+convolution's output costs none); it becomes
 `_conv_blocked` nodes (ops/blocked.py) whose data and outputs are blocked, with one
 `_to_blocked` for each value that enters the chain and one `_from_blocked` for each chain
 output that something else reads (another node, or the graph's outputs). A value entering a
 chain that only the chain reads and that an entry convolution produces (`entry_candidate`:
 fewer than 16 input channels, one group, no dilation, equal strides, constant weights, output
-channels a multiple of 16 -- a network's stem) needs no conversion: that convolution becomes a
+channels a multiple of 16 -- a network's stem; also one followed by a max pooling, `_conv_pool`,
+with ENTRY_POOL_MIN_FILTERS filters or more, its pooling then blocked) needs no conversion: that convolution becomes a
 `_conv_blocked` with NCHW data (`data_blocked` false) that stores the blocked layout directly.
 
 Why: in NCHW a 3x3 depthwise output vector runs along a row, so its taps are shifted, masked,
@@ -57,7 +59,8 @@ from ..ops.nn_conv import conv_geometry
 from ..ops.registry import get_op
 from .rewrite import NameSource, convolution_activation, make_node, replace_uses
 
-#: the fewest convolutions a chain needs to be worth its two layout conversions
+#: the fewest convolutions of a chain with a depthwise one that moves whatever the cost rule
+#: says (a lone convolution moves where the cost rule says it pays)
 MIN_CHAIN = 2
 
 #: Estimated saving of a convolution in the layout per multiply-add, in units of the time of
@@ -69,6 +72,14 @@ MIN_CHAIN = 2
 #: ~0.013 ns: such a convolution stays in NCHW when its loss exceeds converting its input and
 #: output); depthwise 3x3 0.23-0.40 in mobilenet1.0 (NCHW depthwise runs at a few
 #: multiply-adds per ns).
+#: A convolution + max pooling (`_conv_pool`) becomes an entry convolution (its pooling then
+#: blocked) only with at least this many filters: the entry kernel's tiles of one filter vector
+#: do one multiply-add per broadcast input and lose to the fused NCHW kernel. Measured in graph,
+#: one thread, Zen 5 (benchmarks/bench_layout_rule.py, entry + blocked pooling / `_conv_pool` +
+#: conversion): LeNet's 1 -> 16 5x5 + 2x2 pooling at batch 8 0.35 / 0.17 ms; SqueezeNet 1.1's
+#: 3 -> 64 3x3 stride 2 + 3x3 pooling stem, whole call 0.86-0.99.
+ENTRY_POOL_MIN_FILTERS = 32
+
 DEPTHWISE_SAVING = 0.1
 POINTWISE_SAVING = 0.015
 GENERAL_SAVING = 0.01
@@ -163,15 +174,21 @@ def _conv2d(n: Node, producer: dict):
     return attrs, act, residual, geo, x.type.shape[1], y_shape[1], y_shape
 
 
-def entry_candidate(n: Node, producer: dict) -> Candidate | None:
-    """A convolution that can store the blocked layout from NCHW data (module docstring)."""
+def entry_candidate(n: Node, producer: dict, with_pool: bool = True) -> Candidate | None:
+    """A convolution that can store the blocked layout from NCHW data (module docstring), also
+    a `_conv_pool` (its pooling then runs blocked) unless `with_pool` is false."""
     found = _conv2d(n, producer)
     if found is None:
         return None
     attrs, act, residual, geo, c, f, _ = found
-    if (n.op.name != "_conv_pool" and not residual and 0 < c < BLOCK and f % BLOCK == 0 and f > 0 and geo["num_group"] == 1
+    kind = "conv"
+    if n.op.name == "_conv_pool":
+        if not with_pool or not _pool_attrs_fit(n.attrs["pool_attrs"]) or f < ENTRY_POOL_MIN_FILTERS:
+            return None
+        kind = "conv_pool"
+    if (not residual and 0 < c < BLOCK and f % BLOCK == 0 and f > 0 and geo["num_group"] == 1
             and geo["dilate"] == (1, 1) and geo["stride"][0] == geo["stride"][1]):
-        return Candidate(attrs, act, False)
+        return Candidate(attrs, act, False, kind=kind)
     return None
 
 
@@ -210,24 +227,36 @@ def _winograd_in_nchw(geo, c: int, f: int, out_shape) -> bool:
                                tiles=True) == WINOGRAD
 
 
-def chain_pays(chain: list[Node], found: dict, producer: dict, readers: dict, graph_outputs: set) -> bool:
+def chain_pays(chain: list[Node], found: dict, producer: dict, readers: dict, graph_outputs: set,
+               entry_pool: bool = True) -> bool:
     """The cost rule: a chain moves into the layout when its convolutions' estimated savings
     (`Candidate.saving`, in the units of one element converted) exceed the conversions it adds:
     one per element of each value entering the chain (not produced by a chain member) and of
-    each member output read outside the chain. Values produced by another chosen chain are
-    counted too (a slight overestimate: they may be converted once for both)."""
+    each member output read outside the chain, except a value an entry convolution would store
+    blocked (`entry_candidate`; read only by the chain). Values produced by another chosen
+    chain are counted too (a slight overestimate: they may be converted once for both)."""
     members = {id(n) for n in chain}
     entering, leaving = set(), set()
     for n in chain:
         for x in layout_inputs(n, found[id(n)]):
             p = producer.get(x)
-            if p is None or id(p) not in members:
+            if p is None or (id(p) not in members
+                             and not _entry_for(x, p, members, producer, readers, graph_outputs, entry_pool)):
                 entering.add(x)
         y = n.outputs[0]
         if y in graph_outputs or any(id(r) not in members for r in readers.get(y, [])):
             leaving.add(y)
     conversions = sum(float(np.prod(v.type.shape)) for v in entering | leaving)
     return sum(found[id(n)].saving for n in chain) > conversions
+
+
+def _entry_for(x: Value, p: Node, members: set, producer: dict, readers: dict, graph_outputs: set,
+               with_pool: bool = True) -> bool:
+    """Whether x's producer p (outside the chosen nodes `members`) would become an entry
+    convolution storing x blocked: x is no graph output, only chosen nodes read it, and p is
+    an `entry_candidate`."""
+    return (x not in graph_outputs and all(id(r) in members for r in readers[x])
+            and entry_candidate(p, producer, with_pool) is not None)
 
 
 def _chains(g: Graph, found: dict, producer: dict) -> list[list[Node]]:
@@ -256,10 +285,13 @@ def _chains(g: Graph, found: dict, producer: dict) -> list[list[Node]]:
 
 @only_for(lambda t: t.kind == "llvm" and AVX512_KERNELS in t.kernels,
           "llvm targets whose kernel library has its AVX-512 kernels")
-def blocked_layout(g: Graph, enabled: bool = True, cost_rule: bool = True) -> tuple[Graph, dict]:
+def blocked_layout(g: Graph, enabled: bool = True, cost_rule: bool = True, lone: bool = True,
+                   entry_pool: bool = True) -> tuple[Graph, dict]:
     """The module docstring's rewrite; stats: `blocked_convolutions`, `layout_conversions`.
-    A chain with a depthwise convolution always moves (measured: module docstring); others
-    where `chain_pays`, or every chain when `cost_rule` is false (for tests)."""
+    A chain of at least MIN_CHAIN convolutions with a depthwise one always moves (measured:
+    module docstring); others where `chain_pays` (a lone convolution only with `lone`), or every
+    chain when `cost_rule` is false (for tests). `entry_pool` false: no `_conv_pool` entry
+    convolutions (`lone` and `entry_pool` false: the rule before both, benchmarks compare)."""
     if not enabled:
         return g, {"blocked_convolutions": 0, "layout_conversions": 0}
     g = g.copy()
@@ -273,8 +305,10 @@ def blocked_layout(g: Graph, enabled: bool = True, cost_rule: bool = True) -> tu
     chosen: set[int] = set()
     for chain in _chains(g, found, producer):
         convs = [n for n in chain if found[id(n)].kind in ("conv", "conv_pool")]
-        if len(convs) >= MIN_CHAIN and (not cost_rule or any(found[id(n)].depthwise for n in convs)
-                                        or chain_pays(chain, found, producer, readers, graph_outputs)):
+        if not convs or (len(convs) < MIN_CHAIN and not lone):
+            continue
+        if (not cost_rule or (len(convs) >= MIN_CHAIN and any(found[id(n)].depthwise for n in convs))
+                or chain_pays(chain, found, producer, readers, graph_outputs, entry_pool)):
             chosen.update(id(n) for n in chain)
     if not chosen:
         return g, {"blocked_convolutions": 0, "layout_conversions": 0}
@@ -283,10 +317,9 @@ def blocked_layout(g: Graph, enabled: bool = True, cost_rule: bool = True) -> tu
         if id(n) in chosen:
             for x in layout_inputs(n, found[id(n)]):
                 p = producer.get(x)
-                if (p is not None and id(p) not in chosen and x not in graph_outputs
-                        and all(id(r) in chosen for r in readers[x])
-                        and (e := entry_candidate(p, producer)) is not None):
-                    entries[id(p)] = e
+                if p is not None and id(p) not in chosen and _entry_for(x, p, chosen, producer, readers, graph_outputs,
+                                                                          entry_pool):
+                    entries[id(p)] = entry_candidate(p, producer, entry_pool)
     names = NameSource(g)
     blocked: dict[Value, Value] = {}     # NCHW value -> its blocked twin
     mapping: dict[Value, Value] = {}     # chain outputs read elsewhere -> their NCHW conversion
@@ -295,6 +328,9 @@ def blocked_layout(g: Graph, enabled: bool = True, cost_rule: bool = True) -> tu
     for n in g.nodes:
         if id(n) in entries:
             node = _blocked_node(names, n, entries[id(n)], n.inputs[0], data_blocked=False)
+            if entries[id(n)].kind == "conv_pool":
+                nodes.append(node)
+                node = _pool_node(names, n, node.outputs[0])
             nodes.append(node)
             blocked[n.outputs[0]] = node.outputs[0]
             continue
@@ -320,8 +356,7 @@ def blocked_layout(g: Graph, enabled: bool = True, cost_rule: bool = True) -> tu
                                  residual=blocked[n.inputs[-1]] if c.residual else None)
             if c.kind == "conv_pool":
                 nodes.append(node)
-                node = make_node(names, "_pool_blocked", [node.outputs[0]],
-                                 {"pool_attrs": n.attrs["pool_attrs"], "members": (n.name,)}, base=f"{n.name}_pool")
+                node = _pool_node(names, n, node.outputs[0])
         if node.outputs[0].type.shape != blocked_shape("blocked_layout", y.type.shape):
             raise AssertionError(f"blocked_layout: {n.name}: blocked output {node.outputs[0].type.shape} "
                                  f"does not match {y.type.shape}")
@@ -336,6 +371,13 @@ def blocked_layout(g: Graph, enabled: bool = True, cost_rule: bool = True) -> tu
     replace_uses(g, mapping)
     moved = sum(found[k].kind in ("conv", "conv_pool") for k in chosen)
     return g, {"blocked_convolutions": moved + len(entries), "layout_conversions": conversions}
+
+
+def _pool_node(names: NameSource, n: Node, conv_out: Value) -> Node:
+    """The `_pool_blocked` node of a `_conv_pool` n's pooling over its blocked convolution's
+    output `conv_out`."""
+    return make_node(names, "_pool_blocked", [conv_out], {"pool_attrs": n.attrs["pool_attrs"], "members": (n.name,)},
+                     base=f"{n.name}_pool")
 
 
 def _blocked_node(names: NameSource, n: Node, c: Candidate, data: Value, data_blocked: bool = True,

@@ -537,3 +537,118 @@ def test_blocked_pooling_equals_pooling(pool, kernel_path):
     np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
     ok = ~np.isnan(ref)
     np.testing.assert_allclose(got[ok], ref[ok], rtol=1e-4, atol=1e-5 * float(np.abs(ref[ok]).max()))
+
+
+# ------------------------------------------------------------------------------ lone convolutions, entry pools, chunks
+
+def _conv_pool_chain(xs, f0, layers, pool, seed=0):
+    """x -> Convolution(f0 filters, 3x3, padding 1) -> relu -> `pool` (a max pooling: the
+    conv_pool pass fuses the three) -> the Convolutions `layers` with relu. Returns the graph
+    and its constants."""
+    rng = np.random.default_rng(seed)
+    b = GraphBuilder(name="stem")
+    y = b.add_input("x", TensorType(xs, "float32"))
+    consts, c = {}, xs[1]
+    for i, attrs in enumerate([_conv(f0, 3, 1, 1)] + layers):
+        f = attrs["num_filter"]
+        ws = (f, c) + attrs["kernel"]
+        w, bias = b.add_input(f"w{i}", TensorType(ws, "float32")), b.add_input(f"b{i}", TensorType((f,), "float32"))
+        consts[f"w{i}"] = (rng.standard_normal(ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32)
+        consts[f"b{i}"] = rng.standard_normal(f).astype(np.float32)
+        y = b.add_node("relu", [b.add_node("Convolution", [y, w, bias], attrs)[0]])[0]
+        if i == 0:
+            y = b.add_node("Pooling", [y], pool)[0]
+        c = f
+    return b.build([y]), consts
+
+
+MAX_POOL = {"kernel": (2, 2), "stride": (2, 2), "pool_type": "max"}
+
+
+def test_a_convolution_with_max_pooling_is_an_entry_convolution(kernel_path):
+    """A stem convolution + max pooling (`_conv_pool`) with 32+ filters stores the blocked
+    layout and its pooling runs blocked: no conversion into the layout; values as NCHW's."""
+    xs = (2, 3, 20, 18)
+    g, consts = _conv_pool_chain(xs, 32, [_conv(32, 3, 1, 1), _pw(48)], dict(MAX_POOL, kernel=(3, 3), pad=(1, 1)))
+    opt, cg = _compiled(g, consts, True)
+    assert _ops(opt) == ["_conv_blocked", "_pool_blocked", "_conv_blocked", "_conv_blocked", "_from_blocked"]
+    assert opt.nodes[[n.op.name for n in opt.nodes].index("_conv_blocked")].attrs["data_blocked"] is False
+    nchw_opt, nchw = _compiled(g, consts, False)
+    assert "_conv_pool" in _ops(nchw_opt)
+    _switch_to(kernel_path)
+    feeds = dict(consts, x=np.random.default_rng(1).standard_normal(xs).astype(np.float32))
+    ref = run(g, feeds).outputs[0]
+    tol = dict(rtol=1e-4, atol=1e-5 * max(float(np.abs(ref).max()), 1.0))
+    np.testing.assert_allclose(_run(opt, cg, feeds), ref, **tol)
+    np.testing.assert_allclose(_run(nchw_opt, nchw, feeds), ref, **tol)
+
+
+def test_a_convolution_with_max_pooling_and_16_filters_keeps_its_fused_kernel():
+    """(ENTRY_POOL_MIN_FILTERS) a 16-filter `_conv_pool` stays in NCHW; the lone convolution
+    after it moves by the cost rule, its input converted."""
+    g, consts = _conv_pool_chain((8, 1, 28, 28), 16, [_conv(64, 3, 1, 1)], MAX_POOL)
+    opt, _ = _optimize(g, consts)
+    assert _ops(opt) == ["_conv_pool", "_to_blocked", "_conv_blocked", "_from_blocked"]
+
+
+@pytest.mark.parametrize("xs,layers,moves", [
+    ((8, 16, 14, 14), [_conv(64, 3, 1, 1)], True),      # 14.5M multiply-adds for 125K elements converted
+    ((1, 16, 8, 8), [_pw(16)], False),                  # 16K multiply-adds: the conversions cost more
+])
+def test_a_lone_convolution_moves_where_the_cost_rule_says_it_pays(xs, layers, moves):
+    g, consts = _chain(xs, layers, relu=(0,))
+    opt, _ = _optimize(g, consts)
+    assert ("_conv_blocked" in _ops(opt)) == moves
+    lone_off = [(name, (lambda gg: blocked_layout(gg, lone=False)) if name == "blocked_layout" else fn)
+                for name, fn in PIPELINES["inference"]]
+    assert "_conv_blocked" not in _ops(compile_graph(g, lone_off, consts)[0])
+
+
+def _tune(key, value):
+    import ctypes
+    from symjit.codegen.llvm.lower_gemm import TUNE_KEYS, kernel_library
+    fn = kernel_library().symjit_nn_tune
+    fn.argtypes = [ctypes.c_int64, ctypes.c_int64]
+    fn.restype = ctypes.c_int64
+    return fn(TUNE_KEYS[key], value)
+
+
+@pytest.mark.parametrize("xs,layers,residual", [
+    ((1, 96, 7, 7), [_conv(64, 3, 1, 1), _conv(64, 3, 1, 1)], True),
+    ((3, 48, 9, 6), [_conv(32, (1, 5), 1, (0, 2)), _conv(48, (5, 1), 2, (2, 0))], False),
+])
+@pytest.mark.parametrize("chunk", [1, 40000, -1])
+def test_general_convolution_in_weight_chunks_equals_the_reference(xs, layers, residual, chunk, kernel_path):
+    """The general blocked kernel summing input channel blocks in chunks of the panel's weights
+    (the `blocked_chunk` override: 1 byte -> one channel block per chunk, -1 -> none): the
+    residual added once, the activation (relu6 here) applied on the last chunk only."""
+    rng = np.random.default_rng(xs[1])
+    b = GraphBuilder(name="chunks")
+    x = b.add_input("x", TensorType(xs, "float32"))
+    consts, y, c = {}, x, xs[1]
+    for i, attrs in enumerate(layers):
+        ws = (attrs["num_filter"], c) + attrs["kernel"]
+        w = b.add_input(f"w{i}", TensorType(ws, "float32"))
+        consts[f"w{i}"] = (rng.standard_normal(ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32)
+        y = b.add_node("Convolution", [y, w], dict(attrs, no_bias=True))[0]
+        if residual and i == len(layers) - 1:
+            r = b.add_input("r", TensorType(tuple(y.type.shape) if y.type.shape else None, "float32"))
+            y = b.add_node("elemwise_add", [y, r])[0]
+        y = b.add_node("clip", [y], {"a_min": 0.0, "a_max": 6.0})[0]
+        c = attrs["num_filter"]
+    g = b.build([y])
+    opt, cg = _compiled(g, consts, True, cost_rule=False)
+    convs = [n for n in opt.nodes if n.op.name == "_conv_blocked"]
+    assert len(convs) == len(layers) and convs[-1].attrs["residual"] == residual
+    feeds = dict(consts, x=rng.standard_normal(xs).astype(np.float32) * 4)
+    if residual:
+        feeds["r"] = rng.standard_normal(g.outputs[0].type.shape).astype(np.float32) * 3
+    _switch_to(kernel_path)
+    old = _tune("blocked_chunk", chunk)
+    try:
+        got = _run(opt, cg, feeds)
+    finally:
+        _tune("blocked_chunk", old)
+    ref = run(g, feeds).outputs[0]
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5 * max(float(np.abs(ref).max()), 1.0))
+    assert (ref == 6.0).any() and (ref == 0.0).any()
