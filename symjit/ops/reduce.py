@@ -547,7 +547,7 @@ def softmax_reference(x: np.ndarray, axis: int, temperature: float | None = None
         m = np.max(np.where(mask, v, -np.inf), axis=axis, keepdims=True)
         m = np.where(np.isfinite(m), m, 0).astype(dt)
     else:
-        m = np.max(v, axis=axis, keepdims=True)
+        m = np.maximum.reduce(v, axis=axis, keepdims=True)   # np.max without its Python wrapper
     z = v - m
     if temperature is not None and temperature != 1.0:
         z = (z / dt.type(temperature)).astype(dt, copy=False)
@@ -578,8 +578,8 @@ def _sum_as(a: np.ndarray, axis: int, acc: np.dtype) -> np.ndarray:
     where the reduced axis fits numpy's reduction buffer (beyond it the buffered sum would
     add in another order)."""
     if a.dtype == acc or a.shape[axis] > _SUM_BUFFER:
-        return np.sum(a.astype(acc, copy=False), axis=axis, keepdims=True)
-    return np.sum(a, axis=axis, keepdims=True, dtype=acc)
+        return np.add.reduce(a.astype(acc, copy=False), axis=axis, keepdims=True)
+    return np.add.reduce(a, axis=axis, keepdims=True, dtype=acc)   # np.sum's own reduction
 
 
 def _mshadow_softmax(x: np.ndarray, axis: int) -> np.ndarray:
@@ -734,7 +734,7 @@ class _SoftmaxGradBase(Op):
         with np.errstate(all="ignore"):
             if self.log:
                 p = np.exp(y).astype(acc, copy=False)
-                out = dy.astype(acc) - p * np.sum(dy, axis=ax, keepdims=True, dtype=acc)
+                out = dy.astype(acc) - p * np.add.reduce(dy, axis=ax, keepdims=True, dtype=acc)   # np.sum
             else:
                 y64 = y.astype(acc, copy=False)
                 out = y64 * (dy - np.sum(dy * y64, axis=ax, keepdims=True))
