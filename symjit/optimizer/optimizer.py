@@ -310,10 +310,8 @@ class _PendingUpdates:
         self.prepared_cache = prepared_cache
 
     def add(self, prepared) -> None:
-        arrays = prepared.arrays
-        reads = {id(a) for a in arrays}
-        writes = {id(arrays[0])} | {id(a) for a in arrays[2:]}
-        if reads & self.written or writes & self.read:
+        reads, writes = prepared.read_ids, prepared.write_ids
+        if not (reads.isdisjoint(self.written) and writes.isdisjoint(self.read)):
             self.flush()
         self.updates.append(prepared)
         self.read |= reads
@@ -323,7 +321,8 @@ class _PendingUpdates:
         updates, self.updates = self.updates, []
         self.read, self.written = set(), set()
         if updates:
-            fastpath.run_updates(updates)
+            cache = self.prepared_cache
+            fastpath.run_updates(updates, cache.run_plans if cache is not None else None)
 
 
 class _PreparedCache:
@@ -338,6 +337,7 @@ class _PreparedCache:
     def __init__(self):
         self.entries: dict = {}
         self.used: set = set()
+        self.run_plans: dict = {}   # `fastpath.run_updates`' plans of lists of these entries
 
     def get(self, key):
         found = self.entries.get(key)
@@ -352,6 +352,9 @@ class _PreparedCache:
     def prune(self) -> None:
         if len(self.used) != len(self.entries):
             self.entries = {k: v for k, v in self.entries.items() if k in self.used}
+            # a plan holds its updates: keep only plans of kept updates, release the others
+            kept = {id(u) for prepared in self.entries.values() for u in prepared}
+            self.run_plans = {k: p for k, p in self.run_plans.items() if kept.issuperset(k)}
         self.used = set()
 
 
