@@ -22,6 +22,7 @@ case uses MXNet's native kernel: exp in the input dtype, the sum accumulated in 
 """
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -141,7 +142,7 @@ class _ReduceAxes(Op):
 class Sum(_ReduceAxes):
     """Sum of array elements over the given axes."""
     def reduce(self, x, axes):
-        return np.sum(x, axis=axes, dtype=x.dtype)
+        return np.add.reduce(x, axis=axes, dtype=x.dtype)   # np.sum without its Python wrapper
 
     def grad(self, F, attrs, inputs, outputs, ograds):
         return [self._bcast(F, attrs, ograds[0], inputs[0])]
@@ -151,8 +152,8 @@ class Sum(_ReduceAxes):
 class Mean(_ReduceAxes):
     """Mean of array elements over the given axes (integer inputs divide as C integers)."""
     def reduce(self, x, axes):
-        count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
-        total = np.sum(x, axis=axes, dtype=x.dtype)
+        count = math.prod(x.shape[a] for a in axes)
+        total = np.add.reduce(x, axis=axes, dtype=x.dtype)   # np.sum without its Python wrapper
         return _divide_count(total, count)
 
     def grad(self, F, attrs, inputs, outputs, ograds):
