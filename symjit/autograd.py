@@ -191,7 +191,7 @@ def _untaped(x):
     copy = object.__new__(x.__class__)
     for name in _slot_names(x.__class__):
         try:
-            value = getattr(x, name)
+            value = object.__getattribute__(x, name)   # no __getattr__ fallback for unset slots
         except AttributeError:   # an unset slot stays unset
             continue
         object.__setattr__(copy, name, value)
