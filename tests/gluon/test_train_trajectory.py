@@ -50,37 +50,19 @@ def _batch(shape):
     return rs.randn(*shape).astype(np.float32), rs.randint(0, 5, shape[0]).astype(np.float32)
 
 
-def _optimized(build, init):
-    net, shape = build()
-    net.initialize()
-    for p, value in zip(net.collect_params().values(), init):
-        p.set_data(mx.nd.array(value))
-    net.hybridize()
-    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": LR, "momentum": MOMENTUM, "wd": WD})
-    loss_fn = gloss.SoftmaxCrossEntropyLoss()
-    x, y = _batch(shape)
-    data, label = mx.nd.array(x), mx.nd.array(y)
-    losses, weights = [], []
-    for _ in range(STEPS):
-        with autograd.record():
-            loss = loss_fn(net(data), label)
-        loss.backward()
-        trainer.step(shape[0])
-        losses.append(loss.asnumpy())
-        weights.append(_weights(net))
-    return losses, weights
-
-
-def _plain(build, init, monkeypatch):
-    """Op by op; the update in float64 numpy (MXNet's sgd_mom_update, rescale 1/batch)."""
-    monkeypatch.setattr(gloss, "_fused_nll_applies", lambda pred: False)
+def _built(build, init):
+    """(network with the initial values `init`, its parameters, input shape)."""
     net, shape = build()
     net.initialize()
     params = list(net.collect_params().values())
     for p, value in zip(params, init):
         p.set_data(mx.nd.array(value))
-    w64 = [v.astype(np.float64) for v in init]
-    mom = [np.zeros_like(v) for v in w64]
+    return net, params, shape
+
+
+def _train(net, shape, update):
+    """(losses, weights) after each of STEPS steps of the Gluon loop, `update(batch)` after
+    each backward."""
     loss_fn = gloss.SoftmaxCrossEntropyLoss()
     x, y = _batch(shape)
     data, label = mx.nd.array(x), mx.nd.array(y)
@@ -89,16 +71,35 @@ def _plain(build, init, monkeypatch):
         with autograd.record():
             loss = loss_fn(net(data), label)
         loss.backward()
-        for k, p in enumerate(params):
-            if p.grad_req == "null":
-                continue
-            g = p.grad().asnumpy().astype(np.float64) / shape[0]
-            mom[k] = MOMENTUM * mom[k] - LR * (g + WD * w64[k])
-            w64[k] = w64[k] + mom[k]
-            p.set_data(mx.nd.array(w64[k].astype(np.float32)))
+        update(shape[0])
         losses.append(loss.asnumpy())
         weights.append(_weights(net))
     return losses, weights
+
+
+def _optimized(build, init):
+    net, params, shape = _built(build, init)
+    net.hybridize()
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": LR, "momentum": MOMENTUM, "wd": WD})
+    return _train(net, shape, trainer.step)
+
+
+def _plain(build, init, monkeypatch):
+    """Op by op; the update in float64 numpy (MXNet's sgd_mom_update, rescale 1/batch)."""
+    monkeypatch.setattr(gloss, "_fused_nll_applies", lambda pred: False)
+    net, params, shape = _built(build, init)
+    w64 = [v.astype(np.float64) for v in init]
+    mom = [np.zeros_like(v) for v in w64]
+
+    def update(batch):
+        for k, p in enumerate(params):
+            if p.grad_req == "null":
+                continue
+            g = p.grad().asnumpy().astype(np.float64) / batch
+            mom[k] = MOMENTUM * mom[k] - LR * (g + WD * w64[k])
+            w64[k] = w64[k] + mom[k]
+            p.set_data(mx.nd.array(w64[k].astype(np.float32)))
+    return _train(net, shape, update)
 
 
 @pytest.mark.parametrize("build", [_mlp, _cnn], ids=["mlp", "cnn"])
