@@ -397,9 +397,15 @@ def _apply(op_name: str, weight: NDArray, grad: NDArray, states, **attrs) -> Non
 
 def _plain_datas(arrays: list, ctx) -> list | None:
     """The numpy buffers of `arrays` when all are plain NDArrays on `ctx`, else None."""
-    if all(type(a) is NDArray and (a._ctx is ctx or a._ctx == ctx) for a in arrays):
-        return [a._data for a in arrays]
-    return None
+    datas = []
+    for a in arrays:
+        if type(a) is not NDArray:
+            return None
+        c = a._ctx
+        if c is not ctx and (c.device_typeid != ctx.device_typeid or c.device_id != ctx.device_id):
+            return None   # (Context equality, without its method call)
+        datas.append(a._data)
+    return datas
 
 
 def _apply_multi(op_name: str, groups: list, trailing: list, **attrs) -> None:
