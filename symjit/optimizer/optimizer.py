@@ -276,6 +276,16 @@ def _is_sparse(x) -> bool:
     return isinstance(x, BaseSparseNDArray)
 
 
+def _any_sparse(*seqs) -> bool:
+    """Whether any array of the sequences is sparse (a plain loop: called per step on every
+    parameter's weight and gradient)."""
+    for seq in seqs:
+        for a in seq:
+            if isinstance(a, BaseSparseNDArray):
+                return True
+    return False
+
+
 def _dense(x):
     """A dense NDArray holding `x`'s values (`x` itself when it is dense)."""
     return NDArray(x.asnumpy(), x.context) if _is_sparse(x) else x
@@ -531,8 +541,7 @@ class SGD(Optimizer):
         """The update ops for the given parameters: one multi-tensor op per `aggregate_num` of
         them when all are dense and the optimizer has one, else the single op per parameter."""
         multi = self._multi_ops
-        aggregate = multi is not None and len(weights) > 0 and not any(
-            _is_sparse(a) for a in list(weights) + list(grads))
+        aggregate = multi is not None and len(weights) > 0 and not _any_sparse(weights, grads)
         mom = self.momentum > 0
         if aggregate:
             name = ("preloaded_" if preloaded else "") + multi[(mp, mom)]
@@ -571,7 +580,7 @@ class SGD(Optimizer):
                 _is_sparse(weight) or _is_sparse(grad) or any(_is_sparse(s) for s in _state_leaves(state))):
             self._update_sparse(index, weight, grad, state)
             return
-        if isinstance(index, (tuple, list)) and any(_is_sparse(a) for a in list(ws) + list(gs)):
+        if isinstance(index, (tuple, list)) and _any_sparse(ws, gs):
             for i, w, g, st in zip(index, weight, grad, state):
                 self.update_multi_precision(i, w, g, st)
             return
@@ -653,7 +662,7 @@ class AdamW(Optimizer):
     def update_multi_precision(self, index, weight, grad, state) -> None:
         lists = isinstance(index, (tuple, list))
         ws, gs = (weight, grad) if lists else ([weight], [grad])
-        if not ws or any(_is_sparse(a) for a in list(ws) + list(gs)) or (lists and self.aggregate_num <= 0):
+        if not ws or _any_sparse(ws, gs) or (lists and self.aggregate_num <= 0):
             super().update_multi_precision(index, weight, grad, state)
             return
         mp = self.multi_precision and ws[0].dtype == np.float16
@@ -825,7 +834,7 @@ class LAMB(Optimizer):
     def update_multi_precision(self, index, weight, grad, state) -> None:
         ws = weight if isinstance(index, (tuple, list)) else [weight]
         gs = grad if isinstance(index, (tuple, list)) else [grad]
-        if any(_is_sparse(a) for a in list(ws) + list(gs)):   # computed densely, per parameter
+        if _any_sparse(ws, gs):   # computed densely, per parameter
             if isinstance(index, (tuple, list)):
                 for i, w, g, st in zip(index, weight, grad, state):
                     self.update_multi_precision(i, w, g, st)
