@@ -5,7 +5,8 @@ SoftmaxCrossEntropyLoss, `loss.backward()`, `Trainer.step` with SGD momentum, th
 `loss.mean().asscalar()`) on an MLP narrow enough (default 32-16-16-10, batch 64) that its
 native work is a few microseconds: what is measured is the frontend's own cost per step --
 dispatch, autograd tape, eager loss ops, Trainer and optimizer -- which any Gluon loop pays on
-top of its kernels. `--width 512 --inputs 784` gives bench_train.py's MLP instead.
+top of its kernels. `--width 512 --inputs 784` gives bench_train.py's MLP instead; `--depth 80 --width 8` a network of
+162 parameters (per-parameter costs: Trainer, optimizer, autograd).
 
 Each tree (this one, and `--ref TREE` for a before/after pair) runs in its own subprocess, one
 thread, pinned to one CPU, in alternating rounds (order reversed every round); a round times
@@ -14,7 +15,7 @@ and keeps the best of `--windows` windows. Printed: per phase the median over ro
 tree and the median of the rounds' paired ratios (this tree / ref), with the load average.
 
     python benchmarks/bench_step_overhead.py [--ref OLD_TREE] [--rounds 5] [--steps 300]
-                                             [--windows 5] [--width 16] [--inputs 32]
+                                             [--windows 5] [--width 16] [--inputs 32] [--depth 2]
 """
 from __future__ import annotations
 
@@ -34,13 +35,15 @@ import numpy as np
 import symjit as mx
 from symjit import autograd, gluon
 from symjit.gluon import nn
-width, inputs, steps, windows = (int(a) for a in sys.argv[1:5])
+width, inputs, steps, windows, depth = (int(a) for a in sys.argv[1:6])
 mx.runtime.set_num_threads(1)
 rng = np.random.RandomState(0)
 x = rng.rand(64, inputs).astype(np.float32)
 y = rng.randint(0, 10, 64).astype(np.float32)
 net = nn.HybridSequential()
-net.add(nn.Dense(width, activation="relu"), nn.Dense(width, activation="relu"), nn.Dense(10))
+for _ in range(depth):
+    net.add(nn.Dense(width, activation="relu"))
+net.add(nn.Dense(10))
 net.initialize(mx.init.Xavier())
 net.hybridize()
 trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.05, "momentum": 0.9})
@@ -80,7 +83,7 @@ print(json.dumps([v / steps * 1e6 for v in best]))
 def _run(tree: str, args) -> list[float]:
     env = dict(os.environ, PYTHONPATH=tree)
     cmd = ["taskset", "-c", str(args.cpu), sys.executable, "-c", CHILD,
-           str(args.width), str(args.inputs), str(args.steps), str(args.windows)]
+           str(args.width), str(args.inputs), str(args.steps), str(args.windows), str(args.depth)]
     # cwd: not a source tree (`python -c` puts the working directory first on sys.path)
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True, timeout=900, cwd="/")
     lines = out.stdout.strip().splitlines()
@@ -98,6 +101,7 @@ def main() -> None:
     ap.add_argument("--windows", type=int, default=5)
     ap.add_argument("--width", type=int, default=16)
     ap.add_argument("--inputs", type=int, default=32)
+    ap.add_argument("--depth", type=int, default=2, help="hidden Dense layers (2 parameters each)")
     ap.add_argument("--cpu", type=int, default=0, help="CPU the subprocesses are pinned to")
     args = ap.parse_args()
     trees = {"symjit": str(Path(__file__).resolve().parent.parent)}
@@ -110,7 +114,8 @@ def main() -> None:
         for name in order:
             results[name].append(_run(trees[name], args))
     load_after = os.getloadavg()[0]
-    print(f"Gluon step overhead, MLP {args.inputs}-{args.width}-{args.width}-10 batch 64, 1 thread, "
+    layers = f"{args.inputs}-{args.width}x{args.depth}-10"
+    print(f"Gluon step overhead, MLP {layers} batch 64, 1 thread, "
           f"CPU us/step, best of {args.windows} windows of {args.steps} steps, median of {args.rounds} "
           f"rounds (load average before {load_before:.2f}, after {load_after:.2f})")
     header = f"  {'phase':10s}" + "".join(f"{n:>12s}" for n in trees)
