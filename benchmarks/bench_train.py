@@ -184,6 +184,8 @@ prepared updates carry their buffer sets), backward 180 -> 156 (0.86), `mean().a
 44 (eager elementwise expressions memoized per attributes, reductions through the ufuncs),
 forward 61 -> 59. The 784-512-512-10 MLP in this script, same run conditions (`--symjit-worker
 --mxnet ... --symjit-ref <tree before>`, 9 rounds):
+    1 thread  (load 7.5, with the per-parameter Trainer changes too): symjit/jax-jit 0.931 (CPU
+                          4.36 against 4.37 ms), /before 0.867 (CPU 4.86), /torch 0.938, /mxnet 0.486
     1 thread  (load 9.3): symjit/jax-jit 1.033 (CPU 3.21 against 3.95 ms), /before 0.937 (CPU 4.70),
                           /torch 0.778, /mxnet 0.489; an earlier run (load 6.5): /jax-jit 0.995
                           (CPU 3.19 against 3.11), /before 0.929 (3.49), /torch 0.892, /mxnet 0.509
