@@ -173,6 +173,33 @@ the second 0.84-1.0); eager ops ~10% less CPU each.
   kernel ~12% (5 streams over 2.7 MB of parameters: at this machine's ~18 GB/s), Python ~30%
   (a 3-layer MLP of width 8 steps in 0.6 ms CPU: forward call 0.07, loss 0.13, backward 0.18,
   Trainer 0.18, loss.mean().asscalar() 0.06).
+Per-step frontend cost of the ordinary loop (2026-12, the same machine, load average 7-10 from
+other work; `bench_step_overhead.py --ref <tree before>`: a 32-16-16-10 MLP whose kernels take a
+few microseconds, CPU time per phase, 6 alternating rounds): the step's Python 543 -> 444 us
+(paired 0.82); eager loss 128 -> 93 (0.73: the fused loss op gathers and writes its one-hot head
+through flat indices instead of take_along_axis and a scatter-add, maps labels without np.clip
+and np.all's wrappers), Trainer 118 -> 90 (0.77: the optimizer's native call plan -- kernel
+groups, pointer lists, scalar array -- is kept with the Updater's prepared updates and reused;
+prepared updates carry their buffer sets), backward 180 -> 156 (0.86), `mean().asscalar()` 54 ->
+44 (eager elementwise expressions memoized per attributes, reductions through the ufuncs),
+forward 61 -> 59. The 784-512-512-10 MLP in this script, same run conditions (`--symjit-worker
+--mxnet ... --symjit-ref <tree before>`, 9 rounds):
+    1 thread  (load 7.5, with the per-parameter Trainer changes too): symjit/jax-jit 0.931 (CPU
+                          4.36 against 4.37 ms), /before 0.867 (CPU 4.86), /torch 0.938, /mxnet 0.486
+    1 thread  (load 9.3): symjit/jax-jit 1.033 (CPU 3.21 against 3.95 ms), /before 0.937 (CPU 4.70),
+                          /torch 0.778, /mxnet 0.489; an earlier run (load 6.5): /jax-jit 0.995
+                          (CPU 3.19 against 3.11), /before 0.929 (3.49), /torch 0.892, /mxnet 0.509
+    2 threads (load 9.5): symjit/jax-jit 1.267 (CPU 4.23 against 3.91 ms), /before 0.930 (4.57),
+                          /torch 0.576, /mxnet 0.488; the 2-thread CPU is ~1 ms above the 1-thread
+                          one: the pool's workers spin 100 us after each of the step's ~10 parallel
+                          regions. SYMJIT_SPIN_US=0 gave symjit/jax-jit 0.917, 0.936 and 1.101 in
+                          three runs against 1.138, 1.045 and 3.644 with the default (load ~10):
+                          not conclusive under this load, to be measured on an idle machine.
+  The CNN (1 thread, load 7.4-8.4, 5 rounds): symjit/mxnet 0.722 (CPU 42.3 against 52.9 ms),
+  /before 1.03 (kernels unchanged), /torch 0.570. Per node at 2 threads the CNN's kernels take
+  about their 1-thread time under this load (conv1 forward 9.4 against 8.9 ms, its data gradient
+  10.3 against 9.2): with every CPU busy a fork-join region waits for its preempted worker, so
+  2-thread scaling cannot be read on this machine now.
 Next changes, by expected gain:
   1. LSTM: a native fused RNN op (one GEMM for every time step's input projection, one GEMM
      per step for the four gates, gate math fused, the recurrence a compiled loop; the forward

@@ -163,6 +163,23 @@ def _topo_nodes(heads) -> list[Node]:
     return order  # inputs before users
 
 
+_SLOT_NAMES: dict = {}
+
+
+def _slot_names(cls) -> tuple:
+    """The slot names of `cls` and its bases (but `__weakref__`), most derived first; cached."""
+    names = _SLOT_NAMES.get(cls)
+    if names is None:
+        names = []
+        for c in cls.__mro__:
+            slots = getattr(c, "__slots__", ())
+            for name in (slots,) if isinstance(slots, str) else slots:
+                if name != "__weakref__":
+                    names.append(name)
+        names = _SLOT_NAMES[cls] = tuple(names)
+    return names
+
+
 def _untaped(x):
     """`x` as a new object of its class sharing its buffer and attributes but with no tape entry.
 
@@ -172,10 +189,12 @@ def _untaped(x):
     its last array of the step, not at the next cyclic garbage collection (which, a step later,
     made every step's large buffers come from fresh, page-faulting memory)."""
     copy = object.__new__(x.__class__)
-    for cls in x.__class__.__mro__:
-        for name in getattr(cls, "__slots__", ()):
-            if name != "__weakref__" and hasattr(x, name):
-                object.__setattr__(copy, name, getattr(x, name))
+    for name in _slot_names(x.__class__):
+        try:
+            value = object.__getattribute__(x, name)   # no __getattr__ fallback for unset slots
+        except AttributeError:   # an unset slot stays unset
+            continue
+        object.__setattr__(copy, name, value)
     if hasattr(x, "__dict__"):
         copy.__dict__.update(x.__dict__)
     object.__setattr__(copy, "_ag", None)

@@ -1053,7 +1053,11 @@ class HybridBlock(Block):
             ctx = x._ctx
             if all(type(a) in _DENSE_TYPES and (a._ctx is ctx or a._ctx == ctx) for a in args):
                 return self._call_cached_op(x, *args)
-        has_symbol, has_ndarray, ctx_set, first_ctx = _gather_type_ctx_info([x] + list(args))
+        if type(x) in _DENSE_TYPES and all(type(a) in _DENSE_TYPES and a._ctx == x._ctx for a in args):
+            # arrays only, on one context: what `_gather_type_ctx_info` would find, without the walk
+            has_symbol, has_ndarray, ctx_set, first_ctx = False, True, (x._ctx,), x._ctx
+        else:
+            has_symbol, has_ndarray, ctx_set, first_ctx = _gather_type_ctx_info([x] + list(args))
         if has_symbol and has_ndarray:
             raise ParameterValueError("In HybridBlock, we do not support mixed NDArrays and Symbols types "
                                       "for the input. Please check the type of the args.")

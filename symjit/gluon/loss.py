@@ -89,7 +89,7 @@ class SoftmaxCrossEntropyLoss(Loss):
         so the op's result without the class axis is the loss itself."""
         axis, batch_axis = self._axis % pred.ndim, self._batch_axis % pred.ndim
         direct = pred.ndim == 2 and axis != batch_axis and sample_weight is None and self._weight is None
-        loss = _nd._log_softmax_nll(pred, label, axis=self._axis, keepdims=not direct)
+        loss = _nd.invoke("_log_softmax_nll", [pred, label], {"axis": self._axis, "keepdims": not direct})
         if direct:
             return loss
         loss = _apply_weighting(_nd, loss, self._weight, sample_weight)

@@ -338,9 +338,11 @@ class Trainer:
         is_fresh, set_fresh = autograd.is_fresh_grad, autograd.set_fresh_grad
         on_kv = bool(self._kvstore and self._update_on_kvstore)
         for i, param in enumerate(self._params):
-            if param.grad_req == "null":
+            if param._grad_req == "null":
                 continue
-            datas = param._check_and_get(param._data, list)   # any storage type
+            datas = param._data
+            if datas is None:
+                datas = param._check_and_get(datas, list)   # raises: not initialized
             if not ignore_stale_grad:
                 for data in datas:
                     if not is_fresh(data):
@@ -355,7 +357,8 @@ class Trainer:
                 for arr in datas:
                     set_fresh(arr, False)
                 continue
-            for upd, arr, grad in zip(updates, datas, param.list_grad()):
+            grads = param._grad
+            for upd, arr, grad in zip(updates, datas, grads if grads is not None else param.list_grad()):
                 if not ignore_stale_grad or is_fresh(arr):
                     upd.append((i, grad, arr))
                     set_fresh(arr, False)

@@ -232,11 +232,14 @@ class PreparedUpdate:
     """One in-place optimizer update ready for its compiled kernel: `arrays` = [weight, grad,
     states...] (C-contiguous, one dtype and shape; the weight and states are the outputs,
     written in place), `scalars` the values of the kernel's dynamic hyperparameters."""
-    __slots__ = ("address", "dtype", "arrays", "scalars", "n_out", "op_name")
+    __slots__ = ("address", "dtype", "arrays", "scalars", "n_out", "op_name", "read_ids", "write_ids")
 
     def __init__(self, address: int, dtype: np.dtype, arrays: list, scalars: tuple, n_out: int, op_name: str):
         self.address, self.dtype, self.arrays, self.scalars, self.n_out = address, dtype, arrays, scalars, n_out
         self.op_name = op_name
+        # identities of the buffers read (all) and written (weight, states); stable: held here
+        self.read_ids = frozenset(id(a) for a in arrays)
+        self.write_ids = frozenset([id(arrays[0])] + [id(a) for a in arrays[2:]])
 
     def args(self, scalar_ptrs) -> list:
         """The kernel's pointer list: inputs, dynamic scalars, outputs (weight, states)."""
@@ -361,35 +364,68 @@ def prepare_updates_raw(op_name: str, raws: list, arrays_list: list) -> list | N
 _op_observer = None
 
 
-def run_updates(updates: list) -> None:
+class _KernelGroup:
+    """The native call of the prepared updates that share one kernel: their pointer lists and
+    sizes, and the array of their dynamic scalars those lists point into (held here)."""
+    __slots__ = ("address", "op_name", "values", "arg_lists", "sizes")
+
+    def __init__(self, address: int, dtype: np.dtype, group: list):
+        width = len(group[0].scalars)
+        self.address, self.op_name = address, group[0].op_name
+        self.values = np.array([u.scalars for u in group], dtype)
+        base, step = self.values.ctypes.data, dtype.itemsize
+        self.arg_lists = [u.args(range(base + i * width * step, base + (i + 1) * width * step, step))
+                          for i, u in enumerate(group)]
+        self.sizes = [u.arrays[0].size for u in group]
+
+
+class _RunPlan:
+    """`run_updates`' kernel groups for one list of prepared updates. It holds the updates, so
+    the identities keying it (`_RUN_PLANS`) cannot be reused while it lives; a PreparedUpdate
+    never changes (its arrays and scalars are fixed), so neither does its plan."""
+    __slots__ = ("updates", "groups")
+
+    def __init__(self, updates: list):
+        self.updates = list(updates)
+        by_kernel: dict = {}
+        for u in updates:
+            by_kernel.setdefault((u.address, u.dtype), []).append(u)
+        self.groups = [_KernelGroup(address, dtype, group) for (address, dtype), group in by_kernel.items()]
+
+
+#: how many plans a `run_updates` plan cache keeps (an optimizer runs the same lists every step)
+MAX_RUN_PLANS = 8
+
+
+def _run_plan(updates: list, plans: dict | None) -> _RunPlan:
+    if plans is None:
+        return _RunPlan(updates)
+    key = tuple(map(id, updates))
+    plan = plans.get(key)
+    if plan is None:
+        if len(plans) >= MAX_RUN_PLANS:
+            plans.clear()
+        plan = plans[key] = _RunPlan(updates)
+    return plan
+
+
+def run_updates(updates: list, plans: dict | None = None) -> None:
     """Run prepared updates: those sharing a kernel in one multi-tensor `parallel_for` (all
     their elements split over the pool together, one native call); the updates must touch
-    pairwise distinct weights and states (each is applied exactly once)."""
+    pairwise distinct weights and states (each is applied exactly once). `plans`: a dict the
+    caller keeps (and clears when it drops updates it prepared) where the grouping and
+    pointer lists of a list of updates (`_RunPlan`) are kept for the next run of the same list."""
     from .. import runtime
-    groups: dict = {}
-    for u in updates:
-        key = (u.address, u.dtype)
-        group = groups.get(key)
-        if group is None:
-            groups[key] = [u]
-        else:
-            group.append(u)
-    for (address, dtype), group in groups.items():
-        width = len(group[0].scalars)
-        values = np.array([u.scalars for u in group], dtype)
-        base, step = values.ctypes.data, dtype.itemsize
-        arg_lists = [u.args(range(base + i * width * step, base + (i + 1) * width * step, step))
-                     for i, u in enumerate(group)]
+    for g in _run_plan(updates, plans).groups:
         observer = _op_observer
         if observer is not None:
             token = observer.enter()
-        if len(group) == 1:
-            code = runtime._runtime.parallel_for(address, group[0].arrays[0].size, GRAIN, arg_lists[0])
+        if len(g.sizes) == 1:
+            code = runtime._runtime.parallel_for(g.address, g.sizes[0], GRAIN, g.arg_lists[0])
         else:
-            code = runtime._runtime.parallel_for_multi(address, GRAIN, [u.arrays[0].size for u in group], arg_lists)
-        del values  # kept alive until here: the kernels read the scalars by pointer
+            code = runtime._runtime.parallel_for_multi(g.address, GRAIN, g.sizes, g.arg_lists)
         if observer is not None:
-            observer.leave(group[0].op_name, token)
+            observer.leave(g.op_name, token)
         if code != 0:
             runtime.raise_last_error("optimizer update kernel", code)
 

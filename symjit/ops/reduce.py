@@ -22,6 +22,7 @@ case uses MXNet's native kernel: exp in the input dtype, the sum accumulated in 
 """
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -141,7 +142,7 @@ class _ReduceAxes(Op):
 class Sum(_ReduceAxes):
     """Sum of array elements over the given axes."""
     def reduce(self, x, axes):
-        return np.sum(x, axis=axes, dtype=x.dtype)
+        return np.add.reduce(x, axis=axes, dtype=x.dtype)   # np.sum without its Python wrapper
 
     def grad(self, F, attrs, inputs, outputs, ograds):
         return [self._bcast(F, attrs, ograds[0], inputs[0])]
@@ -151,8 +152,8 @@ class Sum(_ReduceAxes):
 class Mean(_ReduceAxes):
     """Mean of array elements over the given axes (integer inputs divide as C integers)."""
     def reduce(self, x, axes):
-        count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
-        total = np.sum(x, axis=axes, dtype=x.dtype)
+        count = math.prod(x.shape[a] for a in axes)
+        total = np.add.reduce(x, axis=axes, dtype=x.dtype)   # np.sum without its Python wrapper
         return _divide_count(total, count)
 
     def grad(self, F, attrs, inputs, outputs, ograds):
@@ -547,7 +548,7 @@ def softmax_reference(x: np.ndarray, axis: int, temperature: float | None = None
         m = np.max(np.where(mask, v, -np.inf), axis=axis, keepdims=True)
         m = np.where(np.isfinite(m), m, 0).astype(dt)
     else:
-        m = np.max(v, axis=axis, keepdims=True)
+        m = np.maximum.reduce(v, axis=axis, keepdims=True)   # np.max without its Python wrapper
     z = v - m
     if temperature is not None and temperature != 1.0:
         z = (z / dt.type(temperature)).astype(dt, copy=False)
@@ -578,8 +579,8 @@ def _sum_as(a: np.ndarray, axis: int, acc: np.dtype) -> np.ndarray:
     where the reduced axis fits numpy's reduction buffer (beyond it the buffered sum would
     add in another order)."""
     if a.dtype == acc or a.shape[axis] > _SUM_BUFFER:
-        return np.sum(a.astype(acc, copy=False), axis=axis, keepdims=True)
-    return np.sum(a, axis=axis, keepdims=True, dtype=acc)
+        return np.add.reduce(a.astype(acc, copy=False), axis=axis, keepdims=True)
+    return np.add.reduce(a, axis=axis, keepdims=True, dtype=acc)   # np.sum's own reduction
 
 
 def _mshadow_softmax(x: np.ndarray, axis: int) -> np.ndarray:
@@ -734,7 +735,7 @@ class _SoftmaxGradBase(Op):
         with np.errstate(all="ignore"):
             if self.log:
                 p = np.exp(y).astype(acc, copy=False)
-                out = dy.astype(acc) - p * np.sum(dy, axis=ax, keepdims=True, dtype=acc)
+                out = dy.astype(acc) - p * np.add.reduce(dy, axis=ax, keepdims=True, dtype=acc)   # np.sum
             else:
                 y64 = y.astype(acc, copy=False)
                 out = y64 * (dy - np.sum(dy * y64, axis=ax, keepdims=True))

@@ -194,9 +194,10 @@ class Op:
         """Parse raw attributes (Python values or MXNet strings) into canonical values.
 
         Results are memoized per op for hashable raw attributes (keyed by key, value type and
-        value, so 1, 1.0 and True stay distinct); callers get a fresh dict each time."""
+        value, floats by their bits, so 1, 1.0 and True, and 0.0 and -0.0, stay distinct);
+        callers get a fresh dict each time."""
         try:
-            key = tuple((k, type(v), v) for k, v in raw.items())
+            key = tuple((k, S._value_key(v)) for k, v in raw.items())   # floats by their bits
             cached = _PARSED.get((self.name, key))
         except TypeError:            # unhashable values (lists, arrays): parse every time
             return parse_attrs(self.name, self.params, raw, FRONTEND_ATTRS)
@@ -519,6 +520,22 @@ class Elementwise(Op):
         """The expression over `Input(0..n-1)`, ending in the output dtype's cast if any."""
         return self.expr(attrs, *[S.Input(i) for i in range(len(self.input_names(attrs)))])
 
+    def _eager_expr(self, attrs: Mapping) -> S.Expr:
+        """`full_expr(attrs)`, memoized per op for attributes of plain scalar values (floats
+        keyed by their bits, so 0.0 and -0.0 stay distinct); expressions are immutable."""
+        key = _expr_memo_key(attrs)
+        if key is None:
+            return self.full_expr(attrs)
+        memo = self.__dict__.get("_expr_memo")
+        if memo is None:
+            memo = self._expr_memo = {}
+        found = memo.get(key)
+        if found is None:
+            if len(memo) >= _EXPR_MEMO_MAX:
+                memo.clear()
+            found = memo[key] = self.full_expr(attrs)
+        return found
+
     def compute(self, attrs, inputs, ctx):
         dtype = inputs[0].dtype
         if self.broadcast:
@@ -529,14 +546,43 @@ class Elementwise(Op):
                     raise MXNetError(f"{self.name}: shape mismatch for input "
                                      f"{self.input_names(attrs)[i]!r}: expected "
                                      f"{inputs[0].shape}, got {x.shape}")
-        out = S.evaluate(self.full_expr(attrs), inputs, dtype)
-        od = np.dtype(self.out_dtype(attrs, dtype.name))
+        out = S.evaluate(self._eager_expr(attrs), inputs, dtype)
+        od = np.dtype(self.out_dtype(attrs, _dtype_name(dtype)))
         if out.dtype != od:
             out = out.astype(od)
         if self.broadcast and out.shape != out_shape:
             out = np.broadcast_to(out, out_shape)
         return [fresh_array(out, inputs)]
 
+
+
+#: memoized eager expressions per elementwise op (attributes such as scalars vary: bounded)
+_EXPR_MEMO_MAX = 256
+_PLAIN_ATTR_TYPES = (bool, int, str, type(None))
+
+
+def _expr_memo_key(attrs: Mapping) -> tuple | None:
+    """A key equal only for attributes that build the same expression, or None."""
+    key = []
+    for k, v in attrs.items():
+        if type(v) is float:
+            key.append((k, S._value_key(v)))
+        elif type(v) in _PLAIN_ATTR_TYPES:
+            key.append((k, type(v), v))
+        else:
+            return None
+    return tuple(key)
+
+
+_DTYPE_NAMES: dict = {}
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    """`dtype.name` (a Python-level property in numpy), cached per dtype."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = dtype.name
+    return name
 
 
 class LikeInput(Op):

@@ -84,9 +84,9 @@ def _fresh(a: np.ndarray) -> np.ndarray:
 def _as_index(op: str, idx: np.ndarray) -> np.ndarray:
     """Index values as int64, truncating floats toward zero (MXNet's static_cast)."""
     if idx.dtype.kind == "f":
-        if not np.all(np.isfinite(idx)):
+        if not np.isfinite(idx).all():
             raise _err(op, "indices must be finite")
-        return np.trunc(idx).astype(np.int64)
+        return idx.astype(np.int64)   # the C cast truncates finite values toward zero
     return idx.astype(np.int64)
 
 
@@ -1243,7 +1243,8 @@ def _take_indices(op: str, idx: np.ndarray, n: int, mode: str) -> np.ndarray:
         raise _err(op, "cannot index into an axis of size 0")
     if mode == "wrap":
         return np.mod(j, n)
-    return np.clip(j, 0, n - 1)
+    # np.clip(j, 0, n - 1) in place (j is a fresh int64 array), without its Python wrapper
+    return np.maximum(np.minimum(j, n - 1, out=j), 0, out=j)
 
 
 def _take_shape(op: str, attrs, a: tuple, idx: tuple) -> tuple:

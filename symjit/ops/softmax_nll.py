@@ -10,6 +10,8 @@ with registered ops, so they differentiate again (create_graph).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..base import MXNetError
@@ -32,17 +34,29 @@ def _label_shape(name: str, attrs, data: tuple, label) -> tuple:
     return merge_shape(name, "input 'label'", reduced, label)
 
 
+def _flat_positions(shape: tuple, ax: int, j: np.ndarray) -> np.ndarray:
+    """Flat indices into a C-contiguous array of `shape` of the positions `j` (shaped like
+    `shape` with 1 at `ax`, values in [0, shape[ax])) picks: one per position of the other
+    axes, in their C order, hence all distinct."""
+    c, pre, post = shape[ax], math.prod(shape[:ax]), math.prod(shape[ax + 1:])
+    rows = np.arange(pre, dtype=np.int64) * (c * post)
+    if post == 1:
+        return j.reshape(-1) + rows
+    return (rows[:, None] + j.reshape(pre, post) * post + np.arange(post, dtype=np.int64)).reshape(-1)
+
+
 def _one_hot_head(name: str, attrs, g: np.ndarray, label: np.ndarray, shape: tuple) -> np.ndarray:
     """The log-softmax's head gradient of the loss: zeros of `shape` with -g at the picked
-    positions (what `negative`'s and `_backward_pick`'s gradients produce)."""
+    positions (what `negative`'s and `_backward_pick`'s gradients produce: a scatter-add of -g
+    into zeros; the positions are distinct, so each is 0 + (-g), written directly)."""
     ax, j = _pick_positions(name, attrs, shape, label)
     kept = j.shape
-    if g.size != int(np.prod(kept)):
+    if g.size != math.prod(kept):
         raise MXNetError(f"{name}: shape mismatch for input 'ograd': expected {kept}, got {g.shape}")
     dy = np.zeros(shape, g.dtype)
-    grids = list(np.indices(kept, sparse=True))
-    grids[ax] = j
-    np.add.at(dy, tuple(grids), np.negative(g.reshape(kept)))
+    v = np.negative(g.reshape(-1))
+    v += 0   # 0 + (-g) as the scatter-add computes it: -0.0 becomes +0.0
+    dy.reshape(-1)[_flat_positions(shape, ax, j)] = v
     return dy
 
 
@@ -77,8 +91,8 @@ class LogSoftmaxNLL(Op):
         x, label = inputs
         ax, j = _pick_positions(self.name, attrs, x.shape, label)
         _, out_shape, _ = _pick_shapes(self.name, attrs, x.shape)
-        y = softmax_reference(x, ax, log=True)
-        return [np.ascontiguousarray(np.negative(np.take_along_axis(y, j, axis=ax)).reshape(out_shape)), y]
+        y = softmax_reference(x, ax, log=True)   # C-contiguous
+        return [np.negative(y.reshape(-1)[_flat_positions(y.shape, ax, j)]).reshape(out_shape), y]
 
     def grad(self, F, attrs, inputs, outputs, ograds):
         # ograds may hold None for an unused output (grad_takes_missing_ograds)

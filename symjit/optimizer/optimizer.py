@@ -276,6 +276,16 @@ def _is_sparse(x) -> bool:
     return isinstance(x, BaseSparseNDArray)
 
 
+def _any_sparse(*seqs) -> bool:
+    """Whether any array of the sequences is sparse (a plain loop: called per step on every
+    parameter's weight and gradient)."""
+    for seq in seqs:
+        for a in seq:
+            if isinstance(a, BaseSparseNDArray):
+                return True
+    return False
+
+
 def _dense(x):
     """A dense NDArray holding `x`'s values (`x` itself when it is dense)."""
     return NDArray(x.asnumpy(), x.context) if _is_sparse(x) else x
@@ -310,10 +320,8 @@ class _PendingUpdates:
         self.prepared_cache = prepared_cache
 
     def add(self, prepared) -> None:
-        arrays = prepared.arrays
-        reads = {id(a) for a in arrays}
-        writes = {id(arrays[0])} | {id(a) for a in arrays[2:]}
-        if reads & self.written or writes & self.read:
+        reads, writes = prepared.read_ids, prepared.write_ids
+        if not (reads.isdisjoint(self.written) and writes.isdisjoint(self.read)):
             self.flush()
         self.updates.append(prepared)
         self.read |= reads
@@ -323,7 +331,8 @@ class _PendingUpdates:
         updates, self.updates = self.updates, []
         self.read, self.written = set(), set()
         if updates:
-            fastpath.run_updates(updates)
+            cache = self.prepared_cache
+            fastpath.run_updates(updates, cache.run_plans if cache is not None else None)
 
 
 class _PreparedCache:
@@ -338,6 +347,7 @@ class _PreparedCache:
     def __init__(self):
         self.entries: dict = {}
         self.used: set = set()
+        self.run_plans: dict = {}   # `fastpath.run_updates`' plans of lists of these entries
 
     def get(self, key):
         found = self.entries.get(key)
@@ -352,6 +362,9 @@ class _PreparedCache:
     def prune(self) -> None:
         if len(self.used) != len(self.entries):
             self.entries = {k: v for k, v in self.entries.items() if k in self.used}
+            # a plan holds its updates: keep only plans of kept updates, release the others
+            kept = {id(u) for prepared in self.entries.values() for u in prepared}
+            self.run_plans = {k: p for k, p in self.run_plans.items() if kept.issuperset(k)}
         self.used = set()
 
 
@@ -394,9 +407,15 @@ def _apply(op_name: str, weight: NDArray, grad: NDArray, states, **attrs) -> Non
 
 def _plain_datas(arrays: list, ctx) -> list | None:
     """The numpy buffers of `arrays` when all are plain NDArrays on `ctx`, else None."""
-    if all(type(a) is NDArray and (a._ctx is ctx or a._ctx == ctx) for a in arrays):
-        return [a._data for a in arrays]
-    return None
+    datas = []
+    for a in arrays:
+        if type(a) is not NDArray:
+            return None
+        c = a._ctx
+        if c is not ctx and (c.device_typeid != ctx.device_typeid or c.device_id != ctx.device_id):
+            return None   # (Context equality, without its method call)
+        datas.append(a._data)
+    return datas
 
 
 def _apply_multi(op_name: str, groups: list, trailing: list, **attrs) -> None:
@@ -522,8 +541,7 @@ class SGD(Optimizer):
         """The update ops for the given parameters: one multi-tensor op per `aggregate_num` of
         them when all are dense and the optimizer has one, else the single op per parameter."""
         multi = self._multi_ops
-        aggregate = multi is not None and len(weights) > 0 and not any(
-            _is_sparse(a) for a in list(weights) + list(grads))
+        aggregate = multi is not None and len(weights) > 0 and not _any_sparse(weights, grads)
         mom = self.momentum > 0
         if aggregate:
             name = ("preloaded_" if preloaded else "") + multi[(mp, mom)]
@@ -562,7 +580,7 @@ class SGD(Optimizer):
                 _is_sparse(weight) or _is_sparse(grad) or any(_is_sparse(s) for s in _state_leaves(state))):
             self._update_sparse(index, weight, grad, state)
             return
-        if isinstance(index, (tuple, list)) and any(_is_sparse(a) for a in list(ws) + list(gs)):
+        if isinstance(index, (tuple, list)) and _any_sparse(ws, gs):
             for i, w, g, st in zip(index, weight, grad, state):
                 self.update_multi_precision(i, w, g, st)
             return
@@ -644,7 +662,7 @@ class AdamW(Optimizer):
     def update_multi_precision(self, index, weight, grad, state) -> None:
         lists = isinstance(index, (tuple, list))
         ws, gs = (weight, grad) if lists else ([weight], [grad])
-        if not ws or any(_is_sparse(a) for a in list(ws) + list(gs)) or (lists and self.aggregate_num <= 0):
+        if not ws or _any_sparse(ws, gs) or (lists and self.aggregate_num <= 0):
             super().update_multi_precision(index, weight, grad, state)
             return
         mp = self.multi_precision and ws[0].dtype == np.float16
@@ -816,7 +834,7 @@ class LAMB(Optimizer):
     def update_multi_precision(self, index, weight, grad, state) -> None:
         ws = weight if isinstance(index, (tuple, list)) else [weight]
         gs = grad if isinstance(index, (tuple, list)) else [grad]
-        if any(_is_sparse(a) for a in list(ws) + list(gs)):   # computed densely, per parameter
+        if _any_sparse(ws, gs):   # computed densely, per parameter
             if isinstance(index, (tuple, list)):
                 for i, w, g, st in zip(index, weight, grad, state):
                     self.update_multi_precision(i, w, g, st)

@@ -64,6 +64,32 @@ def test_fused_equals_separate_ops_bitwise(monkeypatch, shape, axis, batch_axis,
     np.testing.assert_array_equal(fused[1], plain[1])
 
 
+@pytest.mark.parametrize("shape,axis,batch_axis", LAYOUTS[:4])
+def test_signed_zero_head_gradients_bitwise(monkeypatch, shape, axis, batch_axis):
+    """Head gradients holding +0.0, -0.0 and other values: the fused gradient's one-hot head
+    (written directly, no scatter-add) keeps the separate ops' signs of zero."""
+    pred = (RS.randn(*shape) * 4).astype(np.float32)
+    label = _labels(shape, axis)
+    results, head = [], None
+    for fused in (True, False):
+        monkeypatch.setattr(gloss, "_fused_nll_applies", lambda p, f=fused: f)
+        x = mx.nd.array(pred)
+        x.attach_grad()
+        with autograd.record():
+            loss = gloss.SoftmaxCrossEntropyLoss(axis=axis, batch_axis=batch_axis)(x, mx.nd.array(label))
+        if head is None:
+            head = RS.choice(np.array([0.0, -0.0, 1.5, -2.0], np.float32), size=loss.shape)
+        loss.backward(mx.nd.array(head))
+        results.append(x.grad.asnumpy())
+    np.testing.assert_array_equal(results[0], results[1])
+    assert (np.signbit(results[0]) == np.signbit(results[1])).all()
+
+
+def test_non_finite_label_is_an_error():
+    with pytest.raises(MXNetError, match="finite"):
+        mx.nd._log_softmax_nll(mx.nd.ones((4, 3)), mx.nd.array([0, np.nan, 1, 2]))
+
+
 def test_fused_matches_numpy_formula(monkeypatch):
     pred = RS.randn(16, 9).astype(np.float64) * 3
     label = _labels((16, 9), -1)

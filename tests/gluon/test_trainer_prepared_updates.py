@@ -185,3 +185,35 @@ def test_float16_multi_precision_steps():
         ref.step(xs, lr, 0.0, 0.9, 0.5)
         for k, w in _weights(params).items():
             np.testing.assert_allclose(w, ref.w[k].astype(np.float16), rtol=2e-3, atol=2e-3, err_msg=k)
+
+
+def test_run_plan_reused_and_released_with_its_buffers():
+    """The native call plan of a step's prepared updates (`fastpath.run_updates`' plans) is
+    built once and reused while the same updates run; when a parameter's buffers are replaced,
+    the plan goes with the pruned updates, so the old buffers are not kept alive by it."""
+    import gc
+    import weakref
+    params = _params()
+    tr = gluon.Trainer(params, "sgd", {"learning_rate": 0.1, "momentum": 0.9})
+    ref = Ref(_weights(params))
+    plans = []
+    for i in range(3):
+        xs = _inputs(i)
+        _backward(params, xs)
+        tr.step(2)
+        ref.step(xs, 0.1, 0.0, 0.9, 0.5)
+        plans.append(dict(_cache_of(tr).run_plans))
+    _check(params, ref)
+    assert len(plans[0]) == 1 and plans[0] == plans[1] == plans[2]
+    old = weakref.ref(params["b"].data()._data)
+    params["b"].initialize(mx.init.Constant(-0.5), force_reinit=True)
+    ref.w["b"] = _weights(params)["b"]
+    del plans
+    xs = _inputs(3)
+    _backward(params, xs)
+    tr.step(2)
+    ref.step(xs, 0.1, 0.0, 0.9, 0.5)
+    _check(params, ref)
+    gc.collect()
+    assert old() is None
+    assert len(_cache_of(tr).run_plans) == 1
