@@ -112,8 +112,12 @@ class _Compiler:
         def bind(constants: dict) -> CompiledGraph:
             """The inference variant with `constants` (graph input name -> array) bound, through
             the passes `symjit.compile` runs for this host (its target-specific ones too)."""
-            opt, _ = compile_graph(graph.copy(), "inference", constants=constants, target=compile_target("native"))
-            return compile_planned(opt, graph.name, False)
+            target = compile_target("native")
+
+            def build() -> CompiledGraph:
+                opt, _ = compile_graph(graph.copy(), "inference", constants=constants, target=target)
+                return compile_planned(opt, graph.name, False)
+            return cached_plan(graph, constants, target, build)
 
         fast.orders = {}
         fast.keep_alive = []
@@ -133,3 +137,24 @@ class _Compiler:
         opt, _ = compile_graph(g, "training" if is_train else "inference", target=compile_target("native"))
         cg = compile_planned(opt, graph.name, is_train)
         return cg, n_out, [v.name for v in keep]
+
+
+def cached_plan(graph: Graph, constants: dict, target, build) -> CompiledGraph:
+    """`build()` (the bound inference plan of `graph` with `constants`), through the plan
+    cache (codegen/plan_cache.py): loaded when a previous process stored it, stored after
+    building otherwise."""
+    from .. import plan_cache
+    if not plan_cache.enabled():
+        return build()
+    try:
+        graph_text = plan_cache.graph_fingerprint(graph)
+    except plan_cache.Uncacheable:
+        return build()
+    key = plan_cache.plan_key("bind", graph_text, constants, name=graph.name, is_train=False,
+                              target=plan_cache.target_text(target))
+    found = plan_cache.load(key, build)
+    if found is not None:
+        return found[0]
+    cg = build()
+    plan_cache.store(key, cg)
+    return cg
