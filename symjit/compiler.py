@@ -90,7 +90,7 @@ def _param_views(params: Mapping | None) -> dict:
         if k.startswith(("arg:", "aux:")):
             k = k[4:]
         data = getattr(v, "_data", None)
-        if type(v).asnumpy is NDArray.asnumpy and isinstance(data, np.ndarray):
+        if getattr(type(v), "asnumpy", None) is NDArray.asnumpy and isinstance(data, np.ndarray):
             out[k] = data
         else:
             out[k] = _as_numpy(v)
