@@ -314,16 +314,19 @@ def test_hybridize_bound_plans_use_the_cache(cdir, loads, tmp_path):
     sym, params = _model()
     want = _fresh(sym, params)
     y1 = _hybrid(sym, params, tmp_path)(mx.nd.array(X)).asnumpy()
+    assert loads and not any(loads)
+    n = len(loads)
     net = _hybrid(sym, params, tmp_path)
     y2 = net(mx.nd.array(X)).asnumpy()
-    assert loads == [False, True]
+    assert loads[n:] == [True]           # found before the graph is even built
     np.testing.assert_array_equal(y1, want)
     np.testing.assert_array_equal(y2, want)
     # one weight changed by one ulp: its bound plan misses the cache
     changed = _changed_weight(params)
     want = _fresh(sym, changed)
+    n = len(loads)
     y3 = _hybrid(sym, changed, tmp_path)(mx.nd.array(X)).asnumpy()
-    assert loads[-1] is False
+    assert loads[n:] and not any(loads[n:])
     np.testing.assert_array_equal(y3, want)
     # changed in place: the block's bound plan goes stale (a plan with the parameters as
     # inputs may serve a while: the same values, rounded by other kernels)
