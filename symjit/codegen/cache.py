@@ -22,6 +22,12 @@ written by this user through `put`:
     so a concurrent reader sees no entry or a complete one;
   * failures are misses: a truncated, forged, foreign, oversized or unreadable entry is
     never returned; `get` reports a miss and the caller recompiles and overwrites it.
+
+Blobs (`put_blob`, `map_blob`): large data (the constants of cached plans, codegen/plan_cache.py)
+stored beside the entries under the same trust and atomicity rules but without a MAC (hashing
+hundreds of megabytes with SHA-256 would cost more than the cache saves): their users keep a
+fingerprint of the content in an authenticated entry and check it after mapping. They are
+bounded in total (`trim_blobs`, least recently used first).
 """
 from __future__ import annotations
 
@@ -37,8 +43,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-__all__ = ["cache_dir", "get", "put", "make_key", "put_blob", "map_blob", "MAX_ENTRY_BYTES", "MAX_BLOB_BYTES",
-           "KEY_NAME"]
+__all__ = ["cache_dir", "get", "put", "make_key", "put_blob", "map_blob", "touch_blob", "trim_blobs",
+           "MAX_ENTRY_BYTES", "MAX_BLOB_BYTES", "KEY_NAME"]
 
 _MAGIC = b"SJOBJ\x00"
 _FORMAT = 2
@@ -344,3 +350,48 @@ def map_blob(name: str, size: int):
     except _Untrusted as e:
         _warn_once(cache_dir(), str(e))
         return None
+
+
+def touch_blob(name: str) -> None:
+    """Mark blob `name` as used now (its modification time orders `trim_blobs`)."""
+    try:
+        with _open_dir(create=False) as dfd:
+            if dfd is not None:
+                os.utime(_blob_name(name), dir_fd=dfd, follow_symlinks=False)
+    except (OSError, _Untrusted, ValueError, NotImplementedError):
+        pass
+
+
+def trim_blobs(limit: int, keep: str | None = None) -> int:
+    """Remove the least recently used blobs (oldest modification time first) until those left
+    take at most `limit` bytes, never blob `keep`; returns the bytes removed. A reader that
+    mapped a removed blob keeps its mapping; one that had not yet opened it sees a miss."""
+    removed = 0
+    try:
+        with _open_dir(create=False) as dfd:
+            if dfd is None:
+                return 0
+            blobs = []
+            with os.scandir(dfd) as it:
+                for e in it:
+                    if e.name.endswith(".blob") and not e.name.startswith("."):
+                        try:
+                            st = e.stat(follow_symlinks=False)
+                        except OSError:
+                            continue
+                        blobs.append((st.st_mtime_ns, st.st_size, e.name))
+            total = sum(size for _, size, _ in blobs)
+            for _, size, name in sorted(blobs):
+                if total <= limit:
+                    break
+                if keep is not None and name == _blob_name(keep):
+                    continue
+                try:
+                    os.unlink(name, dir_fd=dfd)
+                except OSError:
+                    continue
+                total -= size
+                removed += size
+    except (OSError, _Untrusted):
+        pass
+    return removed

@@ -55,7 +55,7 @@ from .llvm.jit import load_object
 from .llvm.target import is_host
 
 __all__ = ["plan_key", "symbol_fingerprint", "graph_fingerprint", "params_fingerprint", "code_stamp",
-           "load", "store", "enabled", "cacheable", "target_text", "CachedGraph", "Uncacheable", "FORMAT"]
+           "load", "store", "flush", "blob_limit", "enabled", "cacheable", "target_text", "CachedGraph", "Uncacheable", "FORMAT"]
 
 #: the format of the entries this module writes; others are misses
 FORMAT = 1
@@ -285,12 +285,46 @@ def fingerprints(buffers: list) -> list[str]:
     return out
 
 
-def store(key: str | None, cg, extra: dict | None = None) -> bool:
+def blob_limit() -> int:
+    """The bytes the cached plans' constant blobs may take together (`SYMJIT_PLAN_CACHE_BYTES`,
+    default 4 GiB); storing a plan removes the least recently used blobs beyond it."""
+    try:
+        return max(0, int(os.environ.get("SYMJIT_PLAN_CACHE_BYTES", 4 << 30)))
+    except ValueError:
+        return 4 << 30
+
+
+_WRITERS: list = []
+_WRITERS_LOCK = threading.Lock()
+
+
+def store(key: str | None, cg, extra: dict | None = None, wait: bool = False) -> bool:
     """Store CompiledGraph `cg` under `key` (with `extra`, JSON data the caller gets back from
-    `load`); False when it was not (no key, not cacheable, cache off or unwritable).
-    Parameters the code never reads (sources of packed copies) are stored as empty arrays."""
+    `load`); False when it will not be (no key, not cacheable, cache off). The files are
+    written by a background thread (the process waits for it at exit; `wait=True`: written
+    before returning, and the result says whether they were). Parameters the code never reads
+    (sources of packed copies) are stored as empty arrays."""
     if key is None or not enabled() or not cacheable(cg):
         return False
+    if wait:
+        return _write(key, cg, extra)
+    t = threading.Thread(target=_write, args=(key, cg, extra), name="symjit-plan-store")
+    with _WRITERS_LOCK:
+        _WRITERS[:] = [w for w in _WRITERS if w.is_alive()]
+        _WRITERS.append(t)
+    t.start()
+    return True
+
+
+def flush() -> None:
+    """Wait for the plans being stored in the background."""
+    with _WRITERS_LOCK:
+        writers = list(_WRITERS)
+    for t in writers:
+        t.join()
+
+
+def _write(key: str, cg, extra: dict | None) -> bool:
     try:
         used = used_params(cg)
         arrays = [np.ascontiguousarray(a).view(np.uint8).reshape(-1) for a in cg.params]
@@ -314,10 +348,12 @@ def store(key: str | None, cg, extra: dict | None = None) -> bool:
                   "workspace": int(cg.module.workspace_size), "params": layout, "blob": blob,
                   "blob_size": offset, "extra": extra or {}}
         text = json.dumps(header).encode()
-        if blob is not None and not cache.put_blob(blob, parts):
-            return False
+        if blob is not None:
+            if not cache.put_blob(blob, parts):
+                return False
+            cache.trim_blobs(blob_limit(), keep=blob)
         return cache.put(key, _HEAD.pack(_MAGIC, FORMAT, len(text)) + text + cg.code.object_bytes)
-    except (OSError, ValueError, TypeError):
+    except Exception:  # noqa: BLE001 - a plan that cannot be stored is compiled again next time
         return False
 
 
@@ -345,6 +381,8 @@ def _map_params(header: dict) -> list | None:
     buf = cache.map_blob(header["blob"], size) if size else None
     if size and buf is None:
         return None
+    if size:
+        cache.touch_blob(header["blob"])
     whole = np.frombuffer(buf, dtype=np.uint8) if size else np.zeros(0, np.uint8)
     arrays, views, expected = [], [], []
     for name, dtype, shape, offset, nbytes, fp in layout:
@@ -371,6 +409,7 @@ def load(key: str | None, rebuild: Callable[[], object]):
     carry (see the module docstring)."""
     if key is None or not enabled():
         return None
+    flush()   # a plan this process is still storing is found complete
     try:
         found = _read_entry(key)
         if found is None:

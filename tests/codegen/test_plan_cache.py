@@ -57,6 +57,7 @@ def cdir(tmp_path, monkeypatch):
 
 def _compile(sym, params, **kw):
     m = mx.compile(sym, shapes={"data": SHAPE}, params=params, **kw)
+    plan_cache.flush()      # the files are written (in the background) before the test looks
     return m, m(data=X)[0]
 
 
@@ -180,6 +181,7 @@ def test_any_change_misses(cdir, change):
         kw["disabled"] = ("fusion",)
     x = X[:shape[0]]
     m = mx.compile(sym, shapes={"data": shape}, params=params, **kw)
+    plan_cache.flush()
     assert m.compiled.stats.cache != "plan"
     want = mx.compile(sym, shapes={"data": shape}, params=params, cache=False, **kw)(data=x)[0]
     np.testing.assert_array_equal(m(data=x)[0], want)
@@ -333,3 +335,21 @@ def test_hybridize_bound_plans_use_the_cache(cdir, loads, tmp_path):
     net.collect_params()["c1_weight"].set_data(changed["arg:c1_weight"])
     for _ in range(4):
         np.testing.assert_allclose(net(mx.nd.array(X)).asnumpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_blobs_are_bounded(cdir, monkeypatch):
+    """Storing a plan removes the least recently used blobs beyond SYMJIT_PLAN_CACHE_BYTES."""
+    sym, params = _model()
+    _compile(sym, params)
+    (first,) = _blobs(cdir)
+    monkeypatch.setenv("SYMJIT_PLAN_CACHE_BYTES", str(first.stat().st_size + 100))
+    changed = _changed_weight(params)
+    _, want = _compile(sym, changed)
+    (second,) = _blobs(cdir)
+    assert second != first
+    m, y = _compile(sym, params)          # its blob went: compiled again, correct
+    assert m.compiled.stats.cache != "plan"
+    np.testing.assert_array_equal(y, _fresh(sym, params))
+    _, y = _compile(sym, changed)         # the older blob went this time: one left
+    np.testing.assert_array_equal(y, want)
+    assert len(_blobs(cdir)) == 1
