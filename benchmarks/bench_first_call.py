@@ -104,7 +104,9 @@ def run_child(tree: str, mode: str, d: Path, name: str, batch: int, threads: int
     env.pop("PYTHONDONTWRITEBYTECODE", None)   # an installed package has its bytecode compiled
     if profile:
         env["FIRST_CALL_PROFILE"] = profile
-    out = subprocess.run([sys.executable, "-c", CHILD, mode, str(d), name, str(batch), str(threads)],
+    # -P: the working directory is not put on sys.path (run from inside a source tree, it would
+    # shadow `tree` and every child would import that tree's symjit)
+    out = subprocess.run([sys.executable, "-P", "-c", CHILD, mode, str(d), name, str(batch), str(threads)],
                          env=env, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"{mode} {name}: {out.stderr[-2000:]}")

@@ -43,6 +43,7 @@ import os
 import re
 import struct
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -127,7 +128,10 @@ def symbol_fingerprint(sym) -> str:
     for n in nodes:
         op = n.op.name if n.op is not None else "null"
         ins = ",".join(f"{index[id(c)]}:{k}" for c, k in n.inputs)
-        h.update(f"{op}|{n.name}|{canonical(n.attrs)}|{ins}\n".encode())
+        attrs = n.attrs
+        text = (repr(sorted(attrs.items())) if all(type(k) is str and type(v) is str for k, v in attrs.items())
+                else canonical(attrs))   # attribute strings (the usual case): their repr is canonical
+        h.update(f"{op}|{n.name}|{text}|{ins}\n".encode())
     h.update(("out:" + ",".join(f"{index[id(n)]}:{k}" for n, k in heads)).encode())
     return h.hexdigest()
 
@@ -298,6 +302,32 @@ _WRITERS: list = []
 _WRITERS_LOCK = threading.Lock()
 
 
+@dataclass
+class _Plan:
+    """What is stored of a CompiledGraph (no reference to its code, which may then be freed
+    while the plan is written): the parameter arrays the code reads (None: an unread slot)
+    and their fingerprints, taken when the plan was made: a buffer written after that (a
+    constant that aliases a parameter the user then changed) is stored with a fingerprint it
+    does not match, so loading it is a miss, never a plan with other weights."""
+    name: str
+    segment: str
+    input_specs: list
+    output_specs: list
+    workspace: int
+    params: list          # (name, dtype string, array or None)
+    fingerprints: list    # of the arrays that are not None, in order
+    object_bytes: bytes
+
+
+def _plan_of(cg) -> _Plan:
+    used = used_params(cg)
+    params = [(name, np.dtype(a.dtype).str, np.ascontiguousarray(a) if used is None or i in used else None)
+              for i, ((name, _), a) in enumerate(zip(cg.module.placement.params, cg.params))]
+    fps = fingerprints([a.view(np.uint8).reshape(-1) for _, _, a in params if a is not None])
+    return _Plan(cg.name, cg.module.segment_names[0], _spec_json(cg.input_specs), _spec_json(cg.output_specs),
+                 int(cg.module.workspace_size), params, fps, cg.code.object_bytes)
+
+
 def store(key: str | None, cg, extra: dict | None = None, wait: bool = False) -> bool:
     """Store CompiledGraph `cg` under `key` (with `extra`, JSON data the caller gets back from
     `load`); False when it will not be (no key, not cacheable, cache off). The files are
@@ -306,9 +336,13 @@ def store(key: str | None, cg, extra: dict | None = None, wait: bool = False) ->
     (sources of packed copies) are stored as empty arrays."""
     if key is None or not enabled() or not cacheable(cg):
         return False
+    try:
+        plan = _plan_of(cg)
+    except Exception:  # noqa: BLE001 - a plan that cannot be described is not stored
+        return False
     if wait:
-        return _write(key, cg, extra)
-    t = threading.Thread(target=_write, args=(key, cg, extra), name="symjit-plan-store")
+        return _write(key, plan, extra)
+    t = threading.Thread(target=_write, args=(key, plan, extra), name="symjit-plan-store")
     with _WRITERS_LOCK:
         _WRITERS[:] = [w for w in _WRITERS if w.is_alive()]
         _WRITERS.append(t)
@@ -324,35 +358,33 @@ def flush() -> None:
         t.join()
 
 
-def _write(key: str, cg, extra: dict | None) -> bool:
+def _write(key: str, plan: _Plan, extra: dict | None) -> bool:
     try:
-        used = used_params(cg)
-        arrays = [np.ascontiguousarray(a).view(np.uint8).reshape(-1) for a in cg.params]
-        kept = [i for i in range(len(arrays)) if used is None or i in used]
-        fps = dict(zip(kept, fingerprints([arrays[i] for i in kept])))
+        raws = iter([a.view(np.uint8).reshape(-1) for _, _, a in plan.params if a is not None])
+        fps = iter(plan.fingerprints)
         parts, layout, offset = [], [], 0
-        for i, ((name, _), a) in enumerate(zip(cg.module.placement.params, cg.params)):
-            if i not in fps:
-                layout.append([name, a.dtype.str, None, 0, 0, ""])
+        for name, dtype, a in plan.params:
+            if a is None:
+                layout.append([name, dtype, None, 0, 0, ""])
                 continue
+            raw = next(raws)
             pad = (-offset) % _ALIGN
             if pad:
                 parts.append(bytes(pad))
                 offset += pad
-            layout.append([name, a.dtype.str, list(a.shape), offset, int(arrays[i].nbytes), fps[i]])
-            parts.append(arrays[i])
-            offset += int(arrays[i].nbytes)
+            layout.append([name, dtype, list(a.shape), offset, int(raw.nbytes), next(fps)])
+            parts.append(raw)
+            offset += int(raw.nbytes)
         blob = f"{key}-{hashlib.sha256(repr(layout).encode()).hexdigest()[:16]}" if offset else None
-        header = {"format": FORMAT, "key": key, "name": cg.name, "segment": cg.module.segment_names[0],
-                  "inputs": _spec_json(cg.input_specs), "outputs": _spec_json(cg.output_specs),
-                  "workspace": int(cg.module.workspace_size), "params": layout, "blob": blob,
-                  "blob_size": offset, "extra": extra or {}}
+        header = {"format": FORMAT, "key": key, "name": plan.name, "segment": plan.segment,
+                  "inputs": plan.input_specs, "outputs": plan.output_specs, "workspace": plan.workspace,
+                  "params": layout, "blob": blob, "blob_size": offset, "extra": extra or {}}
         text = json.dumps(header).encode()
         if blob is not None:
             if not cache.put_blob(blob, parts):
                 return False
             cache.trim_blobs(blob_limit(), keep=blob)
-        return cache.put(key, _HEAD.pack(_MAGIC, FORMAT, len(text)) + text + cg.code.object_bytes)
+        return cache.put(key, _HEAD.pack(_MAGIC, FORMAT, len(text)) + text + plan.object_bytes)
     except Exception:  # noqa: BLE001 - a plan that cannot be stored is compiled again next time
         return False
 

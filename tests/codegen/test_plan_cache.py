@@ -5,6 +5,7 @@ and stores again, never a crash or a wrong result; concurrent writers are safe; 
 hybridize path (bound-parameter plans) uses it too."""
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import subprocess
@@ -353,3 +354,23 @@ def test_blobs_are_bounded(cdir, monkeypatch):
     _, y = _compile(sym, changed)         # the older blob went this time: one left
     np.testing.assert_array_equal(y, want)
     assert len(_blobs(cdir)) == 1
+
+
+def test_constant_written_while_stored_is_never_loaded(cdir, monkeypatch):
+    """A constant that aliases a buffer written after the plan was made (and before the
+    background writer copied it) is stored under a fingerprint it does not match: a miss."""
+    from symjit.codegen import cache
+    sym, params = _model()
+    m, _ = _compile(sym, params, cache=False)
+    cg = m.compiled
+    victim = max(cg.params, key=lambda a: a.size)
+    original = cache.put_blob
+
+    def write_then_store(name, parts):
+        # written after store() took the plan (through memory: the plan's arrays are read-only)
+        ctypes.memmove(victim.ctypes.data, np.full(1, 1234.5, victim.dtype).tobytes(), victim.itemsize)
+        return original(name, parts)
+    monkeypatch.setattr(cache, "put_blob", write_then_store)
+    assert plan_cache.store("ab" * 32, cg)
+    plan_cache.flush()
+    assert _blobs(cdir) and plan_cache.load("ab" * 32, lambda: None) is None
