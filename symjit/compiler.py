@@ -203,8 +203,11 @@ def _cached_model(src, shapes, dtypes, default_params, params, disabled, name, t
     views = dict(default_params)
     views.update(_param_views(params))
     try:
-        graph_text = (plan_cache.graph_fingerprint(src) if isinstance(src, Graph)
-                      else plan_cache.symbol_fingerprint(src))
+        if isinstance(src, Graph):
+            graph_text = plan_cache.graph_fingerprint(src)
+        else:
+            from .symbol.fingerprint import symbol_fingerprint
+            graph_text = symbol_fingerprint(src)
     except plan_cache.Uncacheable:
         return None, None
     how = {"shapes": {k: [int(d) for d in v] for k, v in (shapes or {}).items()},

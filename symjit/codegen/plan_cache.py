@@ -9,9 +9,9 @@ signature, workspace size and the final constant buffers (folded and packed weig
 hit is: read one authenticated entry, map the constants, check them, load the object.
 
 Key (`plan_key`): the sha256 of everything that determines the plan —
-  * the graph: the Symbol's nodes (op, name, attribute strings, inputs; `symbol_fingerprint`)
-    or an IR graph's nodes with parsed attributes and typed values (`graph_fingerprint`), the
-    input shapes and dtypes;
+  * the graph: the Symbol's nodes (op, name, attribute strings, inputs;
+    `symbol.fingerprint.symbol_fingerprint`) or an IR graph's nodes with parsed attributes and
+    typed values (`graph_fingerprint`), the input shapes and dtypes;
   * the VALUES of the bound parameters: names, dtypes, shapes and a 128-bit fingerprint of
     their bytes (runtime `fingerprint`, near memory speed), so a changed weight misses;
   * how it is compiled: the entry point (compile or bound plan), pipeline, disabled passes,
@@ -51,11 +51,11 @@ import numpy as np
 
 from .._version import __version__
 from . import cache
-from .llvm.executable import CompileStats, CompiledGraph, _bind_runtime_symbols
+from .llvm.executable import CompileStats, CompiledGraph, bind_runtime_symbols
 from .llvm.jit import load_object
 from .llvm.target import is_host
 
-__all__ = ["plan_key", "symbol_fingerprint", "graph_fingerprint", "params_fingerprint", "code_stamp",
+__all__ = ["plan_key", "graph_fingerprint", "params_fingerprint", "code_stamp",
            "load", "store", "flush", "blob_limit", "enabled", "cacheable", "target_text", "CachedGraph", "Uncacheable", "FORMAT"]
 
 #: the format of the entries this module writes; others are misses
@@ -83,8 +83,8 @@ def enabled() -> bool:
 
 def fingerprint(buf) -> str:
     """32 hex digits: the runtime's 128-bit fingerprint of a contiguous buffer."""
-    from .. import _runtime
-    return _runtime.fingerprint(buf).hex()
+    from ..runtime import fingerprint as runtime_fingerprint
+    return runtime_fingerprint(buf).hex()
 
 
 def _array_text(a: np.ndarray) -> str:
@@ -115,25 +115,6 @@ def canonical(x) -> str:
 
 def _type_text(t) -> str:
     return f"{t.shape!r}/{t.dtype}/{t.device}"
-
-
-def symbol_fingerprint(sym) -> str:
-    """sha256 of a Symbol's graph: every node reachable from its outputs (op, name, attribute
-    strings, inputs by position) and the outputs."""
-    from ..symbol.symbol import topo_nodes
-    heads = sym._outputs
-    nodes = topo_nodes(heads)
-    index = {id(n): i for i, n in enumerate(nodes)}
-    h = hashlib.sha256(b"symbol\0")
-    for n in nodes:
-        op = n.op.name if n.op is not None else "null"
-        ins = ",".join(f"{index[id(c)]}:{k}" for c, k in n.inputs)
-        attrs = n.attrs
-        text = (repr(sorted(attrs.items())) if all(type(k) is str and type(v) is str for k, v in attrs.items())
-                else canonical(attrs))   # attribute strings (the usual case): their repr is canonical
-        h.update(f"{op}|{n.name}|{text}|{ins}\n".encode())
-    h.update(("out:" + ",".join(f"{index[id(n)]}:{k}" for n, k in heads)).encode())
-    return h.hexdigest()
 
 
 def graph_fingerprint(g) -> str:
@@ -451,7 +432,7 @@ def load(key: str | None, rebuild: Callable[[], object]):
         if params is None:
             return None
         from .llvm.lower_gemm import bind_native_kernels_once
-        _bind_runtime_symbols()
+        bind_runtime_symbols()
         bind_native_kernels_once()
         code = load_object(obj, [header["segment"]])
         return CachedGraph(header, code, params, rebuild), header.get("extra") or {}

@@ -107,6 +107,7 @@ class CachedOp:
         self._cache: OrderedDict = OrderedDict()
         self._inlined: bool | None = None      # inlined_when_recorded, computed once
         self._node_form = None                 # symbolic_form's _CachedOp node, made on first use
+        self._fingerprint = None               # the symbol's plan-cache text ("": none), made on first use
 
     @property
     def num_compiled(self) -> int:
@@ -321,8 +322,19 @@ class CachedOp:
         from ..native import backend_choice
         if backend_choice() == "interp":
             return None
+        from ..codegen import plan_cache
         from ..codegen.llvm.backend import symbol_plan_key
-        return symbol_plan_key(self._sym, [(n, a.shape, a.dtype) for n, a in zip(self.input_names, arrays)],
+        from ..symbol.fingerprint import symbol_fingerprint
+        if not plan_cache.enabled():
+            return None
+        if self._fingerprint is None:
+            try:
+                self._fingerprint = symbol_fingerprint(self._sym)
+            except plan_cache.Uncacheable:
+                self._fingerprint = ""
+        if not self._fingerprint:
+            return None
+        return symbol_plan_key(self._fingerprint, [(n, a.shape, a.dtype) for n, a in zip(self.input_names, arrays)],
                                str(ctx), constants)
 
     def _make_runner(self, entry: _Entry, arrays: list):

@@ -162,21 +162,18 @@ def cached_plan(graph: Graph, constants: dict, target, build, key: str | None = 
     return cg
 
 
-def symbol_plan_key(sym, inputs: list, device: str, constants: dict) -> str | None:
-    """The plan-cache key of the bound inference plan of Symbol `sym` for inputs
-    `(name, shape, dtype)` (every graph input, in order) on `device`, with `constants` bound on
-    this host: what `bind(constants, plan_key=...)` stores under, found again without building
-    the graph (None: the cache is off or the symbol has no canonical text)."""
+def symbol_plan_key(symbol_text: str, inputs: list, device: str, constants: dict) -> str | None:
+    """The plan-cache key of the bound inference plan of a Symbol (`symbol_text`: its
+    `symbol.fingerprint.symbol_fingerprint`) for inputs `(name, shape, dtype)` (every graph
+    input, in order) on `device`, with `constants` bound on this host: what
+    `bind(constants, plan_key=...)` stores under, found again without building the graph
+    (None: the plan cache is off)."""
     from .. import plan_cache
     if not plan_cache.enabled():
         return None
-    try:
-        text = plan_cache.symbol_fingerprint(sym)
-    except plan_cache.Uncacheable:
-        return None
     signature = [[str(n), [int(d) for d in s], np.dtype(dt).str] for n, s, dt in inputs]
-    return plan_cache.plan_key("bind-symbol", text, constants, inputs=signature, device=device, is_train=False,
-                               target=plan_cache.target_text(compile_target("native")))
+    return plan_cache.plan_key("bind-symbol", symbol_text, constants, inputs=signature, device=device,
+                               is_train=False, target=plan_cache.target_text(compile_target("native")))
 
 
 def load_plan(key: str | None, rebuild) -> CompiledGraph | None:
