@@ -33,7 +33,9 @@ native graphs without per-call seeds, state outputs or profiling are stored.
 
 A plan loaded from the cache is a `CachedGraph`: it runs like the `CompiledGraph` it was
 made from (one native Entry call), and anything else asked of it (the optimized graph, the
-lowered module's IR) rebuilds the plan the ordinary way on first use (`rebuild`).
+lowered module's IR and placement) rebuilds the plan the ordinary way on first use
+(`CachedGraph.rebuilt`; an ahead-of-time build starts from that). Its `params` hold empty
+arrays for the parameters its code never reads (the sources of packed copies).
 """
 from __future__ import annotations
 
@@ -460,18 +462,14 @@ class _Rebuilt:
         return getattr(obj, name)
 
 
-class _Placement(_Rebuilt):
-    def __init__(self, owner, params):
-        super().__init__(owner, ("module", "placement"))
-        self.params = params
-
-
 class _Module(_Rebuilt):
-    def __init__(self, owner, header, params):
+    """What running a cached plan needs of its lowered module; the rest (`ir`, `placement`,
+    ...) from the module rebuilt on first use."""
+
+    def __init__(self, owner, header):
         super().__init__(owner, ("module",))
         self.segment_names = [header["segment"]]
         self.workspace_size = int(header["workspace"])
-        self.placement = _Placement(owner, params)
         self.seed_params = []
         self.state_updates = []
         self.profile_slots = []
@@ -495,7 +493,7 @@ class CachedGraph(CompiledGraph):
         self.output_specs = _spec_tuple(header["outputs"])
         self.state_specs = []
         self.params = [a for _, a in params]
-        self.module = _Module(self, header, params)
+        self.module = _Module(self, header)
         self.native = True
         self._segments = {}
         self._lock = threading.Lock()

@@ -98,6 +98,7 @@ def test_hit_equals_fresh_compile_in_process(cdir):
     # what a cached plan does not carry is rebuilt on demand
     assert "BatchNorm" not in {n.op.name for n in m2.graph.nodes}
     assert m2.report() and m2.compiled.module.ir.startswith(m1.compiled.module.ir[:20])
+    assert [n for n, _ in m2.compiled.module.placement.params] == [n for n, _ in m1.compiled.module.placement.params]
 
 
 CHILD = r"""
