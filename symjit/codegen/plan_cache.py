@@ -314,8 +314,8 @@ def _plan_of(cg) -> _Plan:
 def store(key: str | None, cg, extra: dict | None = None, wait: bool = False) -> bool:
     """Store CompiledGraph `cg` under `key` (with `extra`, JSON data the caller gets back from
     `load`); False when it will not be (no key, not cacheable, cache off). The files are
-    written by a background thread (the process waits for it at exit; `wait=True`: written
-    before returning, and the result says whether they were). Parameters the code never reads
+    written by a background thread at the lowest priority (the process waits for it at exit;
+    `wait=True`: written before returning, and the result says whether they were). Parameters the code never reads
     (sources of packed copies) are stored as empty arrays."""
     if key is None or not enabled() or not cacheable(cg):
         return False
@@ -325,7 +325,7 @@ def store(key: str | None, cg, extra: dict | None = None, wait: bool = False) ->
         return False
     if wait:
         return _write(key, plan, extra)
-    t = threading.Thread(target=_write, args=(key, plan, extra), name="symjit-plan-store")
+    t = threading.Thread(target=_write, args=(key, plan, extra, True), name="symjit-plan-store")
     with _WRITERS_LOCK:
         _WRITERS[:] = [w for w in _WRITERS if w.is_alive()]
         _WRITERS.append(t)
@@ -341,7 +341,18 @@ def flush() -> None:
         t.join()
 
 
-def _write(key: str, plan: _Plan, extra: dict | None) -> bool:
+def _background_priority() -> None:
+    """Lower the calling thread's scheduling priority (Linux: nice +5 for this thread alone),
+    so a background store leaves the CPUs to the compiled code's first calls."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 5)
+    except (AttributeError, OSError):
+        pass
+
+
+def _write(key: str, plan: _Plan, extra: dict | None, background: bool = False) -> bool:
+    if background:
+        _background_priority()
     try:
         raws = iter([a.view(np.uint8).reshape(-1) for _, _, a in plan.params if a is not None])
         fps = iter(plan.fingerprints)
