@@ -375,3 +375,16 @@ def test_constant_written_while_stored_is_never_loaded(cdir, monkeypatch):
     assert plan_cache.store("ab" * 32, cg)
     plan_cache.flush()
     assert _blobs(cdir) and plan_cache.load("ab" * 32, lambda: None) is None
+
+
+def test_used_params_reads_only_entry_loads():
+    """Unread parameter slots are found only when every use of the table is a slot load."""
+    from types import SimpleNamespace
+
+    def cg(ir):
+        return SimpleNamespace(module=SimpleNamespace(ir=ir, segment_names=["s0"]))
+    entry = ("define i32 @s0(ptr %inputs, ptr %outputs, ptr %params, ptr %ws) {\n"
+             "  %t1 = getelementptr inbounds ptr, ptr %params, i64 3\n"
+             "  %t2 = getelementptr inbounds ptr, ptr %params, i64 0\n}")
+    assert plan_cache.used_params(cg(entry)) == {0, 3}
+    assert plan_cache.used_params(cg(entry + "\n  call void @f(ptr %params)")) is None
