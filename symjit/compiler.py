@@ -212,7 +212,8 @@ def _cached_model(src, shapes, dtypes, default_params, params, disabled, name, t
         return None, None
     how = {"shapes": {k: [int(d) for d in v] for k, v in (shapes or {}).items()},
            "dtypes": {k: np.dtype(v).str for k, v in (dtypes or {}).items()},
-           "disabled": sorted(disabled), "name": name, "target": plan_cache.target_text(target)}
+           "disabled": sorted(disabled), "name": name, "target": plan_cache.target_text(target),
+           "np_modes": _np_modes()}
     key = plan_cache.plan_key("compile", graph_text, views, **how)
     state: dict = {}
 
@@ -232,6 +233,12 @@ def _cached_model(src, shapes, dtypes, default_params, params, disabled, name, t
     except (KeyError, TypeError):
         return key, None
     return key, _CachedModel(compiled, names, bound, rebuild)
+
+
+def _np_modes() -> tuple:
+    """The NumPy-semantics switches that change how a Symbol becomes a graph (part of plan keys)."""
+    from .util import is_np_array, is_np_shape
+    return (bool(is_np_shape()), bool(is_np_array()))
 
 
 class _CachedModel(CompiledModel):

@@ -334,8 +334,9 @@ class CachedOp:
                 self._fingerprint = ""
         if not self._fingerprint:
             return None
+        from ..util import is_np_array, is_np_shape
         return symbol_plan_key(self._fingerprint, [(n, a.shape, a.dtype) for n, a in zip(self.input_names, arrays)],
-                               str(ctx), constants)
+                               str(ctx), constants, np_modes=(bool(is_np_shape()), bool(is_np_array())))
 
     def _make_runner(self, entry: _Entry, arrays: list):
         fast = getattr(entry.fn, "fast", None)

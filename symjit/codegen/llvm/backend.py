@@ -162,18 +162,19 @@ def cached_plan(graph: Graph, constants: dict, target, build, key: str | None = 
     return cg
 
 
-def symbol_plan_key(symbol_text: str, inputs: list, device: str, constants: dict) -> str | None:
+def symbol_plan_key(symbol_text: str, inputs: list, device: str, constants: dict, **how) -> str | None:
     """The plan-cache key of the bound inference plan of a Symbol (`symbol_text`: its
     `symbol.fingerprint.symbol_fingerprint`) for inputs `(name, shape, dtype)` (every graph
     input, in order) on `device`, with `constants` bound on this host: what
     `bind(constants, plan_key=...)` stores under, found again without building the graph
-    (None: the plan cache is off)."""
+    (None: the plan cache is off). `how`: anything else that changes how the Symbol becomes
+    a graph (canonical values)."""
     from .. import plan_cache
     if not plan_cache.enabled():
         return None
     signature = [[str(n), [int(d) for d in s], np.dtype(dt).str] for n, s, dt in inputs]
     return plan_cache.plan_key("bind-symbol", symbol_text, constants, inputs=signature, device=device,
-                               is_train=False, target=plan_cache.target_text(compile_target("native")))
+                               is_train=False, target=plan_cache.target_text(compile_target("native")), **how)
 
 
 def load_plan(key: str | None, rebuild) -> CompiledGraph | None:
