@@ -40,7 +40,7 @@ print(f"{t1 - t0:.4f} {cg.stats.cache} {cg.stats.llvm_s:.4f} {t_import:.4f}")
 
 def run_child(cache_dir: str) -> tuple[float, str, float, float]:
     env = dict(os.environ, SYMJIT_CACHE_DIR=cache_dir)
-    out = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-P", "-c", CHILD], env=env, capture_output=True, text=True, check=True)
     t, where, llvm_s, t_import = out.stdout.split()
     return float(t), where, float(llvm_s), float(t_import)
 

@@ -9,10 +9,14 @@ the clock covers everything from the model files on disk to the first output arr
   * compile    `mx.compile(mx.sym.load(json), shapes, params=mx.nd.load(params))` + first call
   * hybridize  `SymbolBlock.imports(json, ["data"], params)`, `hybridize()`, `net(x).asnumpy()`
   * ort        `InferenceSession(model.onnx)` + first `run`
-symjit's model cache (the on-disk object cache, SYMJIT_CACHE_DIR) is EMPTY for the "cold"
-columns (a fresh temporary directory per measurement: nothing of this model compiled before;
-the runtime's kernel library is the built extension, warm) and holds this model's objects
-for the "hit" columns (a second fresh process after the cold one, same directory).
+symjit's model cache (the on-disk object and plan caches, SYMJIT_CACHE_DIR) is EMPTY for the
+"cold" columns (a fresh temporary directory per measurement: nothing of this model compiled
+before; the runtime's kernel library is the built extension, warm) and holds what the cold
+run stored for the "hit" columns (a second fresh process after the cold one, same directory).
+Hit rows also show the time reading the model files (`files`: sym.load + nd.load, or
+SymbolBlock.imports + hybridize) and, for compile, the `mx.compile` call alone (`compile`,
+wall and CPU); the rest is the first call. The geometric-mean table gives the compile
+step's milliseconds.
 Rounds alternate the runtimes' order; each figure is the median over rounds, the ratio the
 median of the rounds' paired ratios. `--ref TREE` also runs another built symjit tree (a
 before/after pair in the same run). Per-stage CPU/wall breakdowns: `--profile` prints cProfile's
@@ -61,18 +65,24 @@ else:
         import cProfile; pr = cProfile.Profile(); pr.enable()
     c0, t0 = time.process_time(), time.perf_counter()
     if mode == "compile":
-        model = mx.compile(mx.sym.load(prefix + "-symbol.json"), shapes={"data": x.shape},
-                           params=mx.nd.load(prefix + "-0000.params"))
+        sym, params = mx.sym.load(prefix + "-symbol.json"), mx.nd.load(prefix + "-0000.params")
+        t_load, c_load = time.perf_counter(), time.process_time()
+        model = mx.compile(sym, shapes={"data": x.shape}, params=params)
+        t_ready, c_ready = time.perf_counter(), time.process_time()
         y = model(data=x)[0]
     else:
         net = mx.gluon.SymbolBlock.imports(prefix + "-symbol.json", ["data"], prefix + "-0000.params")
         net.hybridize()
+        t_load = time.perf_counter()
         y = net(mx.nd.array(x)).asnumpy()
+        t_ready = c_load = c_ready = None
     if prof:
         pr.disable(); pr.dump_stats(prof)
 t = time.perf_counter() - t0
 c = time.process_time() - c0
-print(json.dumps({"wall": t, "cpu": c, "sum": float(np.abs(y).sum())}))
+parts = {} if mode == "ort" else {"load": t_load - t0, "compile": None if t_ready is None else t_ready - t_load,
+                                  "compile_cpu": None if t_ready is None else c_ready - c_load}
+print(json.dumps({"wall": t, "cpu": c, "sum": float(np.abs(y).sum()), **parts}))
 """
 
 
@@ -96,7 +106,9 @@ def run_child(tree: str, mode: str, d: Path, name: str, batch: int, threads: int
     env.pop("PYTHONDONTWRITEBYTECODE", None)   # an installed package has its bytecode compiled
     if profile:
         env["FIRST_CALL_PROFILE"] = profile
-    out = subprocess.run([sys.executable, "-c", CHILD, mode, str(d), name, str(batch), str(threads)],
+    # -P: the working directory is not put on sys.path (run from inside a source tree, it would
+    # shadow `tree` and every child would import that tree's symjit)
+    out = subprocess.run([sys.executable, "-P", "-c", CHILD, mode, str(d), name, str(batch), str(threads)],
                          env=env, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"{mode} {name}: {out.stderr[-2000:]}")
@@ -170,6 +182,16 @@ def main(argv=None) -> int:
                 w = np.median([x["wall"] for x in v])
                 c = np.median([x["cpu"] for x in v])
                 line = f"  {k:24s} wall {w * 1e3:8.1f} ms  cpu {c * 1e3:8.1f} ms"
+                if k.endswith("hit"):
+                    load = np.median([x["load"] for x in v])
+                    comp = [x["compile"] for x in v if x.get("compile") is not None]
+                    comp_cpu = [x["compile_cpu"] for x in v if x.get("compile_cpu") is not None]
+                    line += f"  (files {load * 1e3:.1f} ms" + (
+                        f", compile {np.median(comp) * 1e3:.1f} ms cpu {np.median(comp_cpu) * 1e3:.1f})"
+                        if comp else ")")
+                    if comp:
+                        geo.setdefault(f"{k} compile step (ms)", []).append(float(np.median(comp)) * 1e3)
+                        geo.setdefault(f"{k} compile step cpu (ms)", []).append(float(np.median(comp_cpu)) * 1e3)
                 if "ort" in rows and k != "ort" and k.endswith("cold"):
                     ratio = float(np.median([x["wall"] / o["wall"] for x, o in zip(v, rows["ort"])]))
                     cpu_ratio = float(np.median([x["cpu"] / o["cpu"] for x, o in zip(v, rows["ort"])]))

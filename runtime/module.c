@@ -961,6 +961,26 @@ static PyObject *mod_last_error(PyObject *m, PyObject *unused) {
     return Py_BuildValue("(is)", (int)symjit_last_error_code(), symjit_last_error());
 }
 
+static PyObject *mod_fingerprint(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+    Py_buffer view;
+    unsigned long long seed = 0;
+    uint64_t out[2];
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "fingerprint(buffer, seed=0) takes 1 or 2 arguments");
+        return NULL;
+    }
+    if (nargs == 2) {
+        seed = PyLong_AsUnsignedLongLongMask(args[1]);
+        if (seed == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+    }
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    symjit_fingerprint(view.buf, (int64_t)view.len, (uint64_t)seed, out);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyBytes_FromStringAndSize((const char *)out, sizeof out);
+}
+
 static PyObject *mod_clear_error(PyObject *m, PyObject *unused) {
     symjit_clear_error();
     Py_RETURN_NONE;
@@ -1315,6 +1335,9 @@ static PyMethodDef module_methods[] = {
     {"arena_alloc", mod_arena_alloc, METH_O, "arena_alloc(size) -> address of a 64-byte-aligned block."},
     {"arena_free", mod_arena_free, METH_O, "arena_free(address): free a block from arena_alloc."},
     {"last_error", mod_last_error, METH_NOARGS, "last_error() -> (code, message) of this thread."},
+    {"fingerprint", (PyCFunction)(void (*)(void))mod_fingerprint, METH_FASTCALL,
+     "fingerprint(buffer, seed=0) -> 16 bytes: a fast non-cryptographic 128-bit fingerprint of a contiguous\n"
+     "buffer (detects accidental change, not forgery); releases the GIL while hashing."},
     {"clear_error", mod_clear_error, METH_NOARGS, "clear_error(): reset this thread's last error."},
     {"set_error_class", mod_set_error_class, METH_O, "set_error_class(cls): the exception class raised."},
     {"describe_graphs", mod_describe_graphs, METH_O,

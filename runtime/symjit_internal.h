@@ -25,6 +25,9 @@ int64_t symjit_profile_now_ns(void);
  * previous mode. */
 int32_t symjit_set_dynamic(int32_t mode);
 
+/* A 128-bit non-cryptographic fingerprint of n bytes (fingerprint.c). */
+void symjit_fingerprint(const void *data, int64_t n, uint64_t seed, uint64_t out[2]);
+
 /* Test kernels and a test entry compiled into the runtime, exposed to Python for the tests. */
 void symjit__test_kernel_count(int64_t begin, int64_t end, void **args);
 void symjit__test_kernel_nested(int64_t begin, int64_t end, void **args);

@@ -233,9 +233,11 @@ def _compile_model(args, name: str, report, profile: bool = False):
     net, params, digest = load_model(args.symbol, args.params)
     shapes, dtypes = _shapes(net, params, args.input)
     report("optimizing")
+    # cache=False: an ahead-of-time build embeds the whole lowered module (a cached plan
+    # carries only what running it in this process needs)
     model = sj_compile(net, shapes=shapes, params=params, dtypes=dtypes, name=name,
                        disabled=OPT_DISABLED[getattr(args, "opt", 3)], profile=profile,
-                       target=getattr(args, "cpu", "native"))
+                       target=getattr(args, "cpu", "native"), cache=False)
     return model, digest
 
 

@@ -41,33 +41,60 @@ def _strip(params: Mapping | None) -> dict:
     return out
 
 
-def _to_graph(obj, shapes, dtypes) -> tuple[Graph, dict]:
-    """(typed graph, default params) for a Symbol, a HybridBlock or a Graph."""
-    params: dict = {}
+def _source(obj, shapes) -> tuple[object, dict]:
+    """(Symbol or Graph, default params) for a Symbol, a HybridBlock (traced with symbolic
+    inputs named by `shapes`; its parameters' values are the defaults) or a Graph."""
     if isinstance(obj, Graph):
-        g = obj
-    else:
-        from .symbol import Symbol
-        sym = obj
-        if not isinstance(obj, Symbol):
-            get_graph = getattr(obj, "_get_graph", None)
-            if get_graph is None:
-                raise MXNetError(f"compile: expected a Symbol, a HybridBlock or a Graph, got {type(obj).__name__}")
-            names = sorted(shapes or {})
-            if not names:
-                raise MXNetError("compile: a block needs `shapes` for its inputs (e.g. {'data': (1, 784)})")
-            from . import symbol as _sym
-            _, sym = get_graph(*[_sym.var(n) for n in names])
-            params = {p.name: p.data().asnumpy() for p in obj.collect_params().values()
-                      if p._data is not None}
+        return obj, {}
+    from .symbol import Symbol
+    if isinstance(obj, Symbol):
+        return obj, {}
+    get_graph = getattr(obj, "_get_graph", None)
+    if get_graph is None:
+        raise MXNetError(f"compile: expected a Symbol, a HybridBlock or a Graph, got {type(obj).__name__}")
+    names = sorted(shapes or {})
+    if not names:
+        raise MXNetError("compile: a block needs `shapes` for its inputs (e.g. {'data': (1, 784)})")
+    from . import symbol as _sym
+    _, sym = get_graph(*[_sym.var(n) for n in names])
+    params = {p.name: p.data().asnumpy() for p in obj.collect_params().values() if p._data is not None}
+    return sym, params
+
+
+def _typed_graph(src, shapes, dtypes) -> Graph:
+    """The typed IR graph of a Symbol or Graph (`_source`) for these input shapes and dtypes."""
+    g = src
+    if not isinstance(src, Graph):
         from .symbol.lower import lower
-        g, _ = lower(sym)
+        g, _ = lower(src)
     g, _ = infer_types(g, shapes={k: tuple(v) for k, v in (shapes or {}).items()},
                        dtypes=dict(dtypes or {}))
     defaults = {v.name: "float32" for v in g.inputs if v.type.dtype is None}
     if defaults:
         g, _ = infer_types(g, dtypes=defaults)
-    return g, params
+    return g
+
+
+def _to_graph(obj, shapes, dtypes) -> tuple[Graph, dict]:
+    """(typed graph, default params) for a Symbol, a HybridBlock or a Graph."""
+    src, params = _source(obj, shapes)
+    return _typed_graph(src, shapes, dtypes), params
+
+
+def _param_views(params: Mapping | None) -> dict:
+    """The params by bare name (`arg:`/`aux:` stripped) as numpy arrays, without copying the
+    data of NDArrays (for keys and for bound inputs the compiled code does not read)."""
+    from .ndarray.ndarray import NDArray
+    out = {}
+    for k, v in (params or {}).items():
+        if k.startswith(("arg:", "aux:")):
+            k = k[4:]
+        data = getattr(v, "_data", None)
+        if getattr(type(v), "asnumpy", None) is NDArray.asnumpy and isinstance(data, np.ndarray):
+            out[k] = data
+        else:
+            out[k] = _as_numpy(v)
+    return out
 
 
 @dataclass
@@ -129,25 +156,108 @@ def llvm_target(target: Target | str | None) -> Target:
 
 def compile(obj, shapes: Mapping | None = None, params: Mapping | None = None, dtypes: Mapping | None = None,
             pipeline: str = "inference", disabled=(), name: str = "model", profile: bool = False,
-            target: Target | str | None = None) -> CompiledModel:
+            target: Target | str | None = None, cache: bool = True) -> CompiledModel:
     """Compile a Symbol, HybridBlock or Graph for a CPU (see the module docstring).
     `profile`: time every native node inside the compiled code (`CompiledModel.profile()`).
     `target`: the CPU the code is for (`llvm_target`; default the host). Code for another CPU
-    runs here only where this CPU has its features; it is what `symjit compile --cpu` embeds."""
-    from .codegen.llvm.executable import compile_planned
+    runs here only where this CPU has its features; it is what `symjit compile --cpu` embeds.
+    `cache`: reuse the finished plan a previous compile of the same graph, shapes, parameter
+    values and options stored on disk (codegen/plan_cache.py; inference on the host, native
+    graphs), and store it after compiling; False always compiles."""
     target = llvm_target(target)
-    g, default_params = _to_graph(obj, shapes, dtypes)
+    src, default_params = _source(obj, shapes)
+    key = None
+    if cache and not profile and pipeline == "inference":
+        key, hit = _cached_model(src, shapes, dtypes, default_params, params, disabled, name, target)
+        if hit is not None:
+            return hit
+    g = _typed_graph(src, shapes, dtypes)
+    opt, compiled, pm, consts = _compile_typed(g, default_params, params, pipeline, disabled, name, profile, target)
+    bound = consts if pipeline == "inference" else {}
+    names = [n for n, _, _ in compiled.input_specs if n not in bound]
+    model = CompiledModel(opt, compiled, pm, names)
+    model._bound = {k: np.ascontiguousarray(v) for k, v in bound.items()}
+    if key is not None:
+        from .codegen import plan_cache
+        plan_cache.store(key, compiled, {"input_names": names, "bound": sorted(bound)})
+    return model
+
+
+def _compile_typed(g, default_params, params, pipeline, disabled, name, profile, target):
+    """(optimized graph, CompiledGraph, PassManager, bound constants) of a typed graph."""
+    from .codegen.llvm.executable import compile_planned
     consts = dict(default_params)
     consts.update(_strip(params))
     consts = {k: v for k, v in consts.items() if k in {i.name for i in g.inputs}}
     pm = PassManager(pipeline, disabled=set(disabled), target=target)
     opt = pm.run(g, consts if pipeline == "inference" else None)
     compiled = compile_planned(opt, name, profile=profile, target=target)
-    bound = consts if pipeline == "inference" else {}
-    names = [n for n, _, _ in compiled.input_specs if n not in bound]
-    model = CompiledModel(opt, compiled, pm, names)
-    model._bound = {k: np.ascontiguousarray(v) for k, v in bound.items()}
-    return model
+    return opt, compiled, pm, consts
+
+
+def _cached_model(src, shapes, dtypes, default_params, params, disabled, name, target):
+    """(plan cache key or None, the CompiledModel from the plan cache or None)."""
+    from .codegen import plan_cache
+    if not plan_cache.enabled():
+        return None, None
+    views = dict(default_params)
+    views.update(_param_views(params))
+    try:
+        if isinstance(src, Graph):
+            graph_text = plan_cache.graph_fingerprint(src)
+        else:
+            from .symbol.fingerprint import symbol_fingerprint
+            graph_text = symbol_fingerprint(src)
+    except plan_cache.Uncacheable:
+        return None, None
+    how = {"shapes": {k: [int(d) for d in v] for k, v in (shapes or {}).items()},
+           "dtypes": {k: np.dtype(v).str for k, v in (dtypes or {}).items()},
+           "disabled": sorted(disabled), "name": name, "target": plan_cache.target_text(target),
+           "np_modes": _np_modes()}
+    key = plan_cache.plan_key("compile", graph_text, views, **how)
+    state: dict = {}
+
+    def rebuild():
+        """The ordinary compile of this model (for what a cached plan does not carry)."""
+        if not state:
+            g = _typed_graph(src, shapes, dtypes)
+            state["built"] = _compile_typed(g, default_params, params, "inference", disabled, name, False, target)
+        return state["built"]
+    found = plan_cache.load(key, lambda: rebuild()[1])
+    if found is None:
+        return key, None
+    compiled, extra = found
+    try:
+        names = [str(n) for n in extra["input_names"]]
+        bound = {k: np.ascontiguousarray(views[k]) for k in extra["bound"]}
+    except (KeyError, TypeError):
+        return key, None
+    return key, _CachedModel(compiled, names, bound, rebuild)
+
+
+def _np_modes() -> tuple:
+    """The NumPy-semantics switches that change how a Symbol becomes a graph (part of plan keys)."""
+    from .util import is_np_array, is_np_shape
+    return (bool(is_np_shape()), bool(is_np_array()))
+
+
+class _CachedModel(CompiledModel):
+    """A CompiledModel whose plan came from the plan cache: `graph` and `manager` (the
+    optimized graph and pass report) are made by compiling the model again on first use."""
+
+    def __init__(self, compiled, input_names, bound, rebuild):
+        self.compiled = compiled
+        self.input_names = input_names
+        self._bound = bound
+        self._rebuild = rebuild
+
+    @property
+    def graph(self):
+        return self._rebuild()[0]
+
+    @property
+    def manager(self):
+        return self._rebuild()[2]
 
 
 @dataclass

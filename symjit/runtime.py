@@ -91,7 +91,7 @@ if os.environ.get("SYMJIT_RETAIN_FREED_MEMORY", "1").strip() != "0":
 
 __all__ = ["Entry", "Library", "retain_freed_memory", "ABI_VERSION", "ALIGNMENT", "num_threads", "set_num_threads", "threads",
            "symbols", "make_entry", "use_aligned_numpy_allocator", "parallel_for", "parallel_for_multi", "last_error", "arena_alloc", "arena_free", "load",
-           "native_kernels_in_use", "native_library", "set_call_hook"]
+           "native_kernels_in_use", "native_library", "set_call_hook", "fingerprint"]
 
 #: The graph-call hook (`set_call_hook`); None when unset. Graphs that run partly in Python
 #: (`CompiledGraph` with reference steps) read it to report their calls the way Entries do.
@@ -165,6 +165,13 @@ def native_library() -> ctypes.CDLL:
 
 _NATIVE_IN_USE = native_library().symjit_nn_native_in_use
 _NATIVE_IN_USE.restype = ctypes.c_int64
+
+
+def fingerprint(buffer, seed: int = 0) -> bytes:
+    """16 bytes: a fast non-cryptographic 128-bit fingerprint of a contiguous buffer (any
+    one-word change, a different length or seed changes it; runtime/fingerprint.c). It detects
+    accidental change, not forgery."""
+    return _runtime.fingerprint(buffer, seed)
 
 
 def native_kernels_in_use() -> bool:

@@ -473,6 +473,9 @@ def build_library(compiled, out_base: str, name: str = "model", graph_hash: str 
     other graph inputs stay inputs of the library."""
     from .llvm.target import is_host, machine_for
     step = progress or (lambda _msg, notice=False: None)
+    rebuilt = getattr(compiled, "rebuilt", None)   # a plan from the plan cache (codegen/plan_cache.py)
+    if rebuilt is not None:                         # carries no module to embed: compile it
+        compiled = rebuilt()
     if not compiled.native:
         raise MXNetError("AOT: the graph is not fully native; ops without a native lowering: "
                          + ", ".join(non_native_ops(compiled)))

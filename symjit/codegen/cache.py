@@ -22,6 +22,12 @@ written by this user through `put`:
     so a concurrent reader sees no entry or a complete one;
   * failures are misses: a truncated, forged, foreign, oversized or unreadable entry is
     never returned; `get` reports a miss and the caller recompiles and overwrites it.
+
+Blobs (`put_blob`, `map_blob`): large data (the constants of cached plans, codegen/plan_cache.py)
+stored beside the entries under the same trust and atomicity rules but without a MAC (hashing
+hundreds of megabytes with SHA-256 would cost more than the cache saves): their users keep a
+fingerprint of the content in an authenticated entry and check it after mapping. They are
+bounded in total (`trim_blobs`, least recently used first).
 """
 from __future__ import annotations
 
@@ -37,7 +43,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-__all__ = ["cache_dir", "get", "put", "make_key", "MAX_ENTRY_BYTES", "KEY_NAME"]
+__all__ = ["cache_dir", "get", "put", "make_key", "put_blob", "map_blob", "touch_blob", "trim_blobs",
+           "MAX_ENTRY_BYTES", "MAX_BLOB_BYTES", "KEY_NAME"]
 
 _MAGIC = b"SJOBJ\x00"
 _FORMAT = 2
@@ -47,6 +54,8 @@ _SECRET_SIZE = 32
 
 #: entries (header + payload + MAC) larger than this are never read or written
 MAX_ENTRY_BYTES = 64 << 20
+#: data blobs (`put_blob`: not authenticated here, their users check their content) larger than this
+MAX_BLOB_BYTES = 16 << 30
 #: the per-user secret's file name inside the cache directory
 KEY_NAME = "hmac-sha256.key"
 
@@ -164,18 +173,19 @@ def _read_regular(dfd: int, name: str, limit: int, private: bool = False) -> byt
         os.close(fd)
 
 
-def _write_atomic(dfd: int, name: str, data: bytes, replace: bool = True) -> bool:
-    """Write `data` to `name` in the directory through a 0600 temporary file and a rename
-    (`replace=False`: a no-clobber link, so an existing file wins). Returns whether `name`
-    now holds `data`."""
+def _write_atomic(dfd: int, name: str, data, replace: bool = True) -> bool:
+    """Write `data` (bytes, or a list of buffers written one after another) to `name` in the
+    directory through a 0600 temporary file and a rename (`replace=False`: a no-clobber link,
+    so an existing file wins). Returns whether `name` now holds `data`."""
     tmp = f".tmp-{secrets.token_hex(8)}-{name}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
     try:
         try:
             os.fchmod(fd, 0o600)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            for part in (data if isinstance(data, list) else [data]):
+                view = memoryview(part).cast("B")
+                while view:
+                    view = view[os.write(fd, view):]
         finally:
             os.close(fd)
         if replace:
@@ -264,3 +274,124 @@ def put(key: str, payload: bytes) -> bool:
         return False
     except OSError:
         return False
+
+
+def _blob_name(name: str) -> str:
+    if (not isinstance(name, str) or not 1 <= len(name) <= 128
+            or any(c not in "0123456789abcdef-" for c in name)):
+        raise ValueError(f"invalid blob name {name!r}")
+    return f"{name}.blob"
+
+
+def put_blob(name: str, parts: list) -> bool:
+    """Store the buffers `parts`, one after another, as blob `name` (hex digits and dashes)
+    atomically. Blobs are data, not code, and carry no MAC: whoever stores one keeps a check of
+    its content in an authenticated entry (`put`) and verifies it after `map_blob`. Returns
+    False when it was not stored (cache off, untrusted or unwritable, or too large)."""
+    fname = _blob_name(name)
+    if not _enabled() or sum(memoryview(p).nbytes for p in parts) > MAX_BLOB_BYTES:
+        return False
+    try:
+        with _open_dir(create=True) as dfd:
+            return _write_atomic(dfd, fname, list(parts))
+    except _Untrusted as e:
+        _warn_once(cache_dir(), str(e))
+        return False
+    except OSError:
+        return False
+
+
+#: madvise(MADV_POPULATE_READ) (Linux 5.14): map every page of the file now, without copying
+_MADV_POPULATE_READ = 22
+
+
+def _read_ahead(m) -> None:
+    """Fault a private file mapping's pages in now (read-only: pages stay shared with the page
+    cache until written), else ask the kernel to read ahead."""
+    import mmap
+    for advice in (_MADV_POPULATE_READ, getattr(mmap, "MADV_WILLNEED", None)):
+        if advice is None:
+            continue
+        try:
+            m.madvise(advice)
+            return
+        except (OSError, ValueError):
+            continue
+
+
+def map_blob(name: str, size: int):
+    """Blob `name` mapped copy-on-write (an `mmap`: writes stay private to this process; its
+    pages are faulted in, `_read_ahead`), or None when it is missing, not exactly `size` bytes, or not a regular
+    file owned by the user and not writable by others (the same rules as entries). The caller
+    verifies the content. The mapping stays valid when the file is replaced or removed."""
+    import mmap
+    fname = _blob_name(name)
+    if not _enabled() or not 0 < size <= MAX_BLOB_BYTES:
+        return None
+    try:
+        with _open_dir(create=False) as dfd:
+            if dfd is None:
+                return None
+            try:
+                fd = os.open(fname, _O_READ, dir_fd=dfd)
+            except OSError:
+                return None
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode) or _private_problem(st) is not None or st.st_size != size:
+                    return None
+                m = mmap.mmap(fd, size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+                _read_ahead(m)
+                return m
+            except (OSError, ValueError):
+                return None
+            finally:
+                os.close(fd)
+    except _Untrusted as e:
+        _warn_once(cache_dir(), str(e))
+        return None
+
+
+def touch_blob(name: str) -> None:
+    """Mark blob `name` as used now (its modification time orders `trim_blobs`)."""
+    try:
+        with _open_dir(create=False) as dfd:
+            if dfd is not None:
+                os.utime(_blob_name(name), dir_fd=dfd, follow_symlinks=False)
+    except (OSError, _Untrusted, ValueError, NotImplementedError):
+        pass
+
+
+def trim_blobs(limit: int, keep: str | None = None) -> int:
+    """Remove the least recently used blobs (oldest modification time first) until those left
+    take at most `limit` bytes, never blob `keep`; returns the bytes removed. A reader that
+    mapped a removed blob keeps its mapping; one that had not yet opened it sees a miss."""
+    removed = 0
+    try:
+        with _open_dir(create=False) as dfd:
+            if dfd is None:
+                return 0
+            blobs = []
+            with os.scandir(dfd) as it:
+                for e in it:
+                    if e.name.endswith(".blob") and not e.name.startswith("."):
+                        try:
+                            st = e.stat(follow_symlinks=False)
+                        except OSError:
+                            continue
+                        blobs.append((st.st_mtime_ns, st.st_size, e.name))
+            total = sum(size for _, size, _ in blobs)
+            for _, size, name in sorted(blobs):
+                if total <= limit:
+                    break
+                if keep is not None and name == _blob_name(keep):
+                    continue
+                try:
+                    os.unlink(name, dir_fd=dfd)
+                except OSError:
+                    continue
+                total -= size
+                removed += size
+    except (OSError, _Untrusted):
+        pass
+    return removed

@@ -107,6 +107,7 @@ class CachedOp:
         self._cache: OrderedDict = OrderedDict()
         self._inlined: bool | None = None      # inlined_when_recorded, computed once
         self._node_form = None                 # symbolic_form's _CachedOp node, made on first use
+        self._fingerprint = None               # the symbol's plan-cache text ("": none), made on first use
 
     @property
     def num_compiled(self) -> int:
@@ -297,15 +298,45 @@ class CachedOp:
         for its `const_bytes` and drops it when the bound values change."""
         args, aux = list(args), list(aux)
         ctx = args[0].context if args else (aux[0].context if aux else None)
+        arrays = [a._data for a in args + aux]
+        fixed = [arrays[i] for i in sorted(set(bound))]
+        constants = {self.input_names[i]: arrays[i] for i in sorted(set(bound))}
+        key = self._bound_plan_key(arrays, ctx, constants)
+        if key is not None:   # a plan a previous process stored: no graph to build
+            from ..codegen.llvm.backend import load_plan
+            cg = load_plan(key, lambda: self._entry_for(args, aux, ctx, False).fn.bind(constants, cache=False))
+            if cg is not None:
+                run, names = _runner_of(cg, len(cg.output_specs))
+                return BoundRunner(run, names, _own_bytes(cg.params, fixed))
         entry = self._entry_for(args, aux, ctx, False)
         bind = getattr(entry.fn, "bind", None)
         if bind is None:
             return None
-        arrays = [a._data for a in args + aux]
-        fixed = [arrays[i] for i in sorted(set(bound))]
-        cg = bind({self.input_names[i]: arrays[i] for i in sorted(set(bound))})
+        cg = bind(constants) if key is None else bind(constants, plan_key=key)
         run, names = _runner_of(cg, len(entry.graph.outputs))
         return BoundRunner(run, names, _own_bytes(cg.params, fixed))
+
+    def _bound_plan_key(self, arrays: list, ctx, constants: dict) -> str | None:
+        """The plan-cache key of this symbol's bound plan for these input arrays (None: the
+        backend is not the native one, or the plan cache cannot be used)."""
+        from ..native import backend_choice
+        if backend_choice() == "interp":
+            return None
+        from ..codegen import plan_cache
+        from ..codegen.llvm.backend import symbol_plan_key
+        from ..symbol.fingerprint import symbol_fingerprint
+        if not plan_cache.enabled():
+            return None
+        if self._fingerprint is None:
+            try:
+                self._fingerprint = symbol_fingerprint(self._sym)
+            except plan_cache.Uncacheable:
+                self._fingerprint = ""
+        if not self._fingerprint:
+            return None
+        from ..util import is_np_array, is_np_shape
+        return symbol_plan_key(self._fingerprint, [(n, a.shape, a.dtype) for n, a in zip(self.input_names, arrays)],
+                               str(ctx), constants, np_modes=(bool(is_np_shape()), bool(is_np_array())))
 
     def _make_runner(self, entry: _Entry, arrays: list):
         fast = getattr(entry.fn, "fast", None)

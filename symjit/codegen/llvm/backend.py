@@ -24,7 +24,7 @@ from ...passes.manager import compile_graph
 from .executable import CompiledGraph, compile_planned
 from .target import compile_target
 
-__all__ = ["compile_for_executor"]
+__all__ = ["compile_for_executor", "cached_plan", "symbol_plan_key", "load_plan"]
 
 _UNSEEN = object()
 
@@ -109,11 +109,16 @@ class _Compiler:
                 return None
             return cg
 
-        def bind(constants: dict) -> CompiledGraph:
+        def bind(constants: dict, plan_key: str | None = None, cache: bool = True) -> CompiledGraph:
             """The inference variant with `constants` (graph input name -> array) bound, through
-            the passes `symjit.compile` runs for this host (its target-specific ones too)."""
-            opt, _ = compile_graph(graph.copy(), "inference", constants=constants, target=compile_target("native"))
-            return compile_planned(opt, graph.name, False)
+            the passes `symjit.compile` runs for this host (its target-specific ones too), and
+            the plan cache (under `plan_key`, default a key of the graph; `cache=False`: compile)."""
+            target = compile_target("native")
+
+            def build() -> CompiledGraph:
+                opt, _ = compile_graph(graph.copy(), "inference", constants=constants, target=target)
+                return compile_planned(opt, graph.name, False)
+            return cached_plan(graph, constants, target, build, plan_key) if cache else build()
 
         fast.orders = {}
         fast.keep_alive = []
@@ -133,3 +138,47 @@ class _Compiler:
         opt, _ = compile_graph(g, "training" if is_train else "inference", target=compile_target("native"))
         cg = compile_planned(opt, graph.name, is_train)
         return cg, n_out, [v.name for v in keep]
+
+
+def cached_plan(graph: Graph, constants: dict, target, build, key: str | None = None) -> CompiledGraph:
+    """`build()` (the bound inference plan of `graph` with `constants`), through the plan
+    cache (codegen/plan_cache.py) under `key` (default: a key of the graph, the constants and
+    the target): loaded when a previous process stored it, stored after building otherwise."""
+    from .. import plan_cache
+    if not plan_cache.enabled():
+        return build()
+    if key is None:
+        try:
+            graph_text = plan_cache.graph_fingerprint(graph)
+        except plan_cache.Uncacheable:
+            return build()
+        key = plan_cache.plan_key("bind", graph_text, constants, name=graph.name, is_train=False,
+                                  target=plan_cache.target_text(target))
+    found = plan_cache.load(key, build)
+    if found is not None:
+        return found[0]
+    cg = build()
+    plan_cache.store(key, cg)
+    return cg
+
+
+def symbol_plan_key(symbol_text: str, inputs: list, device: str, constants: dict, **how) -> str | None:
+    """The plan-cache key of the bound inference plan of a Symbol (`symbol_text`: its
+    `symbol.fingerprint.symbol_fingerprint`) for inputs `(name, shape, dtype)` (every graph
+    input, in order) on `device`, with `constants` bound on this host: what
+    `bind(constants, plan_key=...)` stores under, found again without building the graph
+    (None: the plan cache is off). `how`: anything else that changes how the Symbol becomes
+    a graph (canonical values)."""
+    from .. import plan_cache
+    if not plan_cache.enabled():
+        return None
+    signature = [[str(n), [int(d) for d in s], np.dtype(dt).str] for n, s, dt in inputs]
+    return plan_cache.plan_key("bind-symbol", symbol_text, constants, inputs=signature, device=device,
+                               is_train=False, target=plan_cache.target_text(compile_target("native")), **how)
+
+
+def load_plan(key: str | None, rebuild) -> CompiledGraph | None:
+    """The plan stored under `key`, or None (see `plan_cache.load`)."""
+    from .. import plan_cache
+    found = plan_cache.load(key, rebuild)
+    return None if found is None else found[0]

@@ -31,13 +31,13 @@ from .jit import CompiledCode, compile_to_object, load_object
 from .profile import NodeTime, read_slots
 from .target import target_description
 
-__all__ = ["CompiledGraph", "compile_planned", "CompileStats", "set_profile_by_default", "node_times_of", "NodeCounters"]
+__all__ = ["CompiledGraph", "compile_planned", "bind_runtime_symbols", "CompileStats", "set_profile_by_default", "node_times_of", "NodeCounters"]
 
 _BOUND = threading.Lock()
 _bound_symbols = False
 
 
-def _bind_runtime_symbols() -> None:
+def bind_runtime_symbols() -> None:
     """Make the runtime's C functions visible to generated code (once per process)."""
     global _bound_symbols
     with _BOUND:
@@ -311,7 +311,7 @@ def _compile_planned(g, name, is_train, profile, target) -> CompiledGraph:
     module = lower_graph(g, name, is_train, profile, target=target, defer=True)
     stats.lower_s = time.perf_counter() - t0
     stats.python_nodes = list(module.fallbacks)
-    _bind_runtime_symbols()
+    bind_runtime_symbols()
     # the weights are packed on other threads while LLVM makes (or the cache gives) the code
     code = run_deferred(module.deferred, lambda: _object_for(module, stats) if module.segment_names else None)
     module.deferred = []
