@@ -165,6 +165,8 @@ class ModuleBuilder:
         self.intrinsics: set[str] = set()
         self.metadata: list[str] = []
         self.symbols: list[str] = []
+        #: shape-generic nest kernels already in the module (`emit_elementwise`)
+        self.generic_kernels: set[str] = set()
 
     def math_function(self, op: str, ty: str) -> str:
         if (op, ty) not in self.math_ops:
@@ -475,23 +477,70 @@ def _streams_outputs(spec: ElementwiseSpec, shape: Sequence[int]) -> bool:
 
 
 def emit_elementwise(mb: ModuleBuilder, spec: ElementwiseSpec, name: str | None = None) -> str:
-    """Add the kernel for `spec` to module `mb`; returns its symbol name."""
+    """Add the kernel for `spec` to module `mb`; returns its symbol name.
+
+    A loop nest whose rows are long (`generic_nest`) is a small function `name` that calls the
+    module's shape-generic kernel for the spec's code with a constant table of its extents and
+    strides: every shape with the same expressions, dtypes, rank and innermost-stride pattern
+    (say, every per-channel scale-shift-relu of a network) shares one compiled loop nest."""
     name = name or kernel_name(spec)
     shape, strides = simplify_index_space(spec.out_shape, spec.in_shapes)
     if _streams_outputs(spec, shape):
         _emit_kernel(mb, spec, name + STREAM_SUFFIX, shape, strides, "stream")
         _emit_kernel(mb, spec, name, shape, strides, "dispatch")
+    elif generic_nest(shape):
+        generic = generic_kernel_name(spec, strides)
+        if generic not in mb.generic_kernels:
+            mb.generic_kernels.add(generic)
+            _emit_kernel(mb, spec, generic, shape, strides, "generic")
+        _emit_generic_caller(mb, name, generic, shape, strides)
     else:
         _emit_kernel(mb, spec, name, shape, strides, "plain")
     mb.symbols.append(name)
     return name
 
 
+#: rows (innermost extent of a simplified loop nest) at least this long run the shape-generic
+#: kernel: its per-row index arithmetic divides by extents read at run time instead of
+#: constants, which costs little against a row of this length (benchmarks/bench_ew_generic.py)
+GENERIC_MIN_ROW = 8
+
+
+def generic_nest(shape: Sequence[int]) -> bool:
+    """Whether a simplified index space runs the shape-generic loop nest."""
+    return len(shape) >= 2 and shape[-1] >= GENERIC_MIN_ROW
+
+
+def generic_kernel_name(spec: ElementwiseSpec, strides) -> str:
+    """The symbol of the shape-generic nest computing `spec`: it depends on the expressions,
+    dtypes, the rank and which inputs are contiguous along the innermost dim, not on sizes."""
+    key = "|".join([";".join(S.to_text(e) for e in spec.exprs), ",".join(spec.in_dtypes), spec.compute_dtype,
+                    ",".join(spec.out_dtypes), f"gnest:{len(strides[0]) if strides else 0}:"
+                    + ",".join(str(st[-1]) for st in strides)])
+    return f"sj_ewg_{hashlib.sha1(key.encode()).hexdigest()[:20]}"
+
+
+def generic_table(shape: Sequence[int], strides) -> list[int]:
+    """The table a shape-generic nest reads: the extents of the simplified dims, then each
+    input's element strides along the outer dims (all but the innermost)."""
+    return list(shape) + [s for st in strides for s in st[:-1]]
+
+
+def _emit_generic_caller(mb: ModuleBuilder, name: str, generic: str, shape, strides) -> None:
+    table = generic_table(shape, strides)
+    mb.functions.append(
+        f"@{name}.dims = private unnamed_addr constant [{len(table)} x i64] "
+        f"[{', '.join(f'i64 {int(x)}' for x in table)}], align 8\n"
+        f"define void @{name}(i64 %begin, i64 %end, ptr %args) #1 {{\nentry:\n"
+        f"  tail call void @{generic}(i64 %begin, i64 %end, ptr %args, ptr @{name}.dims)\n  ret void\n}}\n")
+
+
 def _emit_kernel(mb: ModuleBuilder, spec: ElementwiseSpec, name: str, shape, strides, mode: str) -> None:
     """Add function `name` computing `spec` over [begin, end). `mode`: "plain"; "stream", the
     internal copy whose stores nontemporal.py makes non-temporal (ends with an sfence);
     "dispatch", which calls the stream copy when every output is 64-byte aligned at `begin` and
-    runs its own plain loop otherwise (only for the flat loop)."""
+    runs its own plain loop otherwise (only for the flat loop); "generic", a loop nest reading
+    its extents and outer strides from the table `%dims` (`generic_table`), an extra argument."""
     n_in, n_out = len(spec.in_dtypes), len(spec.exprs)
     b = FnBuilder("k")
     L = b.raw
@@ -501,6 +550,12 @@ def _emit_kernel(mb: ModuleBuilder, spec: ElementwiseSpec, name: str, shape, str
         gp = b.ins("ptr", f"getelementptr inbounds ptr, ptr %args, i64 {i}")
         ptrs.append(b.ins("ptr", f"load ptr, ptr {gp.ref}, align 8"))
     in_ptrs, out_ptrs = ptrs[:n_in], ptrs[n_in:]
+    if mode == "generic":     # extents and outer strides come from the table, loaded once
+        nd = len(shape)
+        tab = [b.ins("i64", f"load i64, ptr {b.ins('ptr', f'getelementptr inbounds i64, ptr %dims, i64 {t}').ref}, "
+                            "align 8") for t in range(len(generic_table(shape, strides)))]
+        shape = tab[:nd]
+        strides = [tab[nd + k * (nd - 1):nd + (k + 1) * (nd - 1)] + [st[-1]] for k, st in enumerate(strides)]
     group = mb.md("", distinct=True)
     # interleave two vector iterations: the transcendental functions' dependency chains of
     # consecutive iterations then overlap (benchmarks/bench_ew.py)
@@ -556,7 +611,7 @@ def _emit_kernel(mb: ModuleBuilder, spec: ElementwiseSpec, name: str, shape, str
         L("  %more = icmp slt i64 %i.next, %end")
         L(f"  br i1 %more, label %loop, label %exit, !llvm.loop {loop_md}")
     else:
-        inner = shape[-1]
+        inner = _lit(shape[-1])
         L(f"  br i1 {nonempty.ref}, label %pre, label %exit")
         L("pre:")
         r0 = b.ins("i64", f"udiv i64 %begin, {inner}")
@@ -572,16 +627,16 @@ def _emit_kernel(mb: ModuleBuilder, spec: ElementwiseSpec, name: str, shape, str
         # per-dimension indices of this row (outer dims only), then each input's row pointer
         idxs, rem = [], r
         for d in reversed(range(len(shape) - 1)):
-            q = b.ins("i64", f"urem i64 {rem.ref}, {shape[d]}")
+            q = b.ins("i64", f"urem i64 {rem.ref}, {_lit(shape[d])}")
             idxs.append(q)
-            rem = b.ins("i64", f"udiv i64 {rem.ref}, {shape[d]}")
+            rem = b.ins("i64", f"udiv i64 {rem.ref}, {_lit(shape[d])}")
         idxs.reverse()
         row_ptrs, hoisted = [], {}
         for k in range(n_in):
             off = None
             for d in range(len(shape) - 1):
-                if strides[k][d]:
-                    t = b.ins("i64", f"mul nsw i64 {idxs[d].ref}, {strides[k][d]}")
+                if strides[k][d]:     # a table entry (a Val) is always multiplied
+                    t = b.ins("i64", f"mul nsw i64 {idxs[d].ref}, {_lit(strides[k][d])}")
                     off = t if off is None else b.ins("i64", f"add nsw i64 {off.ref}, {t.ref}")
             ty = _lty(spec.in_dtypes[k])
             p = in_ptrs[k] if off is None else \
@@ -600,7 +655,7 @@ def _emit_kernel(mb: ModuleBuilder, spec: ElementwiseSpec, name: str, shape, str
         L(f"  br i1 %jmore, label %inner, label %rowend, !llvm.loop {loop_md}")
         L("rowend:")
         L(f"  %r.next = add nsw i64 {r.ref}, 1")
-        L(f"  %rmore = icmp slt i64 {left.ref}, {inner + 1}")
+        L(f"  %rmore = icmp sle i64 {left.ref}, {inner}")
         L("  br i1 %rmore, label %exit, label %row")
     L("exit:")
     if mode == "stream":    # non-temporal stores are weakly ordered: drain them before returning
@@ -608,9 +663,15 @@ def _emit_kernel(mb: ModuleBuilder, spec: ElementwiseSpec, name: str, shape, str
         b.used_intrinsics.add("llvm.x86.sse.sfence")
     L("  ret void")
     mb.intrinsics |= b.used_intrinsics
-    head = f"define internal void @{name}" if mode == "stream" else f"define void @{name}"
-    mb.functions.append(f"{head}(i64 %begin, i64 %end, ptr %args) #{3 if mode == 'stream' else 1} {{\n"
+    head = f"define internal void @{name}" if mode in ("stream", "generic") else f"define void @{name}"
+    params = "i64 %begin, i64 %end, ptr %args" + (", ptr %dims" if mode == "generic" else "")
+    mb.functions.append(f"{head}({params}) #{3 if mode in ('stream', 'generic') else 1} {{\n"
                         + "\n".join(b.lines) + "\n}\n")
+
+
+def _lit(x) -> str:
+    """An i64 operand: a table entry loaded at run time (a Val) or a constant."""
+    return x.ref if isinstance(x, Val) else str(int(x))
 
 
 def elementwise_module(spec: ElementwiseSpec, name: str | None = None, target=None) -> tuple[str, str]:
