@@ -139,8 +139,9 @@ def test_short_rows_keep_the_specialised_nest():
 
 
 def test_graph_with_batchnorm_relu_of_several_widths_matches_numpy():
-    """A compiled graph whose BatchNorm+relu layers have different channel counts (one shared
-    nest in its module) computes what numpy computes."""
+    """A compiled graph whose BatchNorm+relu layers have different channel counts computes what
+    numpy computes; its module holds at most one elementwise nest (the layers' shared one, when
+    they are not all fused into the convolutions) and no per-shape kernel."""
     rng = np.random.default_rng(11)
     data = mx.sym.Variable("data")
     h, params, ref = data, {}, None
@@ -159,5 +160,33 @@ def test_graph_with_batchnorm_relu_of_several_widths_matches_numpy():
         y = (y - mu[:, None, None]) / np.sqrt(var[:, None, None] + 1e-5) * g[:, None, None] + be[:, None, None]
         ref = np.maximum(y, 0)
     model = mx.compile(h, {"data": x.shape}, params=params)
+    ir = model.compiled.module.ir
+    nests = re.findall(r"^define internal void @(sj_ewg_\w+)", ir, re.M)
+    assert len(nests) <= 1 and not re.findall(r"^define void @sj_ew_", ir, re.M)
     out, = model(data=x)
     np.testing.assert_allclose(out, ref, rtol=2e-4, atol=2e-4)
+
+
+def test_graph_of_per_channel_ops_of_several_shapes_shares_one_nest():
+    """relu(x * s + b) on three inputs of different channel counts and row lengths, with
+    per-channel s and b: three parallel calls of ONE nest, each with its own table."""
+    rng = np.random.default_rng(12)
+    shapes = [(2, 8, 40), (4, 24, 33), (3, 5, 100)]     # one rank (3) after simplification
+    outs, feeds, want = [], {}, []
+    for i, shp in enumerate(shapes):
+        x = mx.sym.Variable(f"x{i}")
+        s, b = mx.sym.Variable(f"s{i}"), mx.sym.Variable(f"b{i}")
+        outs.append(mx.sym.relu(mx.sym.broadcast_add(mx.sym.broadcast_mul(x, s), b)))
+        xv = rng.standard_normal(shp).astype(np.float32)
+        sv = rng.standard_normal((1, shp[1], 1)).astype(np.float32)
+        bv = rng.standard_normal((1, shp[1], 1)).astype(np.float32)
+        feeds.update({f"x{i}": xv, f"s{i}": sv, f"b{i}": bv})
+        want.append(np.maximum(xv * sv + bv, 0))
+    model = mx.compile(mx.sym.Group(outs), {k: v.shape for k, v in feeds.items()})
+    ir = model.compiled.module.ir
+    assert len(re.findall(r"^define internal void @sj_ewg_", ir, re.M)) == 1
+    assert len(re.findall(r"^@sj_dims_\w+ = private", ir, re.M)) == 3
+    assert not re.findall(r"^define void @sj_ew_", ir, re.M)
+    got = model(**feeds)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)

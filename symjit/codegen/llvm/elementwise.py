@@ -37,7 +37,7 @@ from .nontemporal import STREAM_MIN_BYTES, STREAM_SUFFIX
 from .target import current_machine, host_target, target_feature_set
 from .vecmath import FnBuilder, Val, fabs, select
 
-__all__ = ["ElementwiseSpec", "ModuleBuilder", "emit_elementwise", "elementwise_module", "kernel_name", "code_key",
+__all__ = ["ElementwiseSpec", "ModuleBuilder", "emit_elementwise", "emit_elementwise_call", "elementwise_module", "kernel_name", "code_key",
            "SUPPORTED_DTYPES", "simplify_index_space"]
 
 #: dtype name -> (LLVM type, kind): f float, s signed, u unsigned, b bool (i8 holding 0/1)
@@ -165,8 +165,8 @@ class ModuleBuilder:
         self.intrinsics: set[str] = set()
         self.metadata: list[str] = []
         self.symbols: list[str] = []
-        #: shape-generic nest kernels already in the module (`emit_elementwise`)
-        self.generic_kernels: set[str] = set()
+        #: shape-generic nests and their extent tables already in the module (`emit_elementwise_call`)
+        self.generic_parts: set[str] = set()
 
     def math_function(self, op: str, ty: str) -> str:
         if (op, ty) not in self.math_ops:
@@ -477,27 +477,61 @@ def _streams_outputs(spec: ElementwiseSpec, shape: Sequence[int]) -> bool:
 
 
 def emit_elementwise(mb: ModuleBuilder, spec: ElementwiseSpec, name: str | None = None) -> str:
-    """Add the kernel for `spec` to module `mb`; returns its symbol name.
-
-    A loop nest whose rows are long (`generic_nest`) is a small function `name` that calls the
-    module's shape-generic kernel for the spec's code with a constant table of its extents and
-    strides: every shape with the same expressions, dtypes, rank and innermost-stride pattern
-    (say, every per-channel scale-shift-relu of a network) shares one compiled loop nest."""
+    """Add the kernel for `spec` to module `mb`; returns its symbol name, a function with the
+    kernel signature. For a loop nest with long rows (`generic_nest`) it is a small function
+    that calls the module's shape-generic nest with the table of the spec's extents
+    (`emit_elementwise_call` passes the table itself, with no such function)."""
     name = name or kernel_name(spec)
     shape, strides = simplify_index_space(spec.out_shape, spec.in_shapes)
     if _streams_outputs(spec, shape):
         _emit_kernel(mb, spec, name + STREAM_SUFFIX, shape, strides, "stream")
         _emit_kernel(mb, spec, name, shape, strides, "dispatch")
     elif generic_nest(shape):
-        generic = generic_kernel_name(spec, strides)
-        if generic not in mb.generic_kernels:
-            mb.generic_kernels.add(generic)
-            _emit_kernel(mb, spec, generic, shape, strides, "generic")
-        _emit_generic_caller(mb, name, generic, shape, strides)
+        generic, table = _generic_parts(mb, spec, shape, strides)
+        n = len(spec.in_dtypes) + len(spec.exprs)
+        copy = "".join(f"  %p{i} = getelementptr inbounds ptr, ptr %args, i64 {i}\n  %a{i} = load ptr, ptr %p{i}\n"
+                       f"  %q{i} = getelementptr inbounds [{n + 1} x ptr], ptr %t, i64 0, i64 {i}\n"
+                       f"  store ptr %a{i}, ptr %q{i}\n" for i in range(n))
+        mb.functions.append(
+            f"define void @{name}(i64 %begin, i64 %end, ptr %args) #1 {{\nentry:\n"
+            f"  %t = alloca [{n + 1} x ptr], align 8\n{copy}"
+            f"  %qt = getelementptr inbounds [{n + 1} x ptr], ptr %t, i64 0, i64 {n}\n  store ptr @{table}, ptr %qt\n"
+            f"  call void @{generic}(i64 %begin, i64 %end, ptr %t)\n  ret void\n}}\n")
     else:
         _emit_kernel(mb, spec, name, shape, strides, "plain")
     mb.symbols.append(name)
     return name
+
+
+def emit_elementwise_call(mb: ModuleBuilder, spec: ElementwiseSpec) -> tuple[str, str | None]:
+    """Add what a parallel call of the kernel for `spec` needs to module `mb`: returns (kernel
+    symbol, None), or for a shape-generic nest (the module's nest for the spec's code, the
+    name of the module constant holding its extents and strides), which the caller passes
+    after the outputs in the kernel's argument array. Every shape of one pattern (say, every
+    per-channel scale-shift-relu of a network) then shares one compiled nest."""
+    shape, strides = simplify_index_space(spec.out_shape, spec.in_shapes)
+    if not _streams_outputs(spec, shape) and generic_nest(shape):
+        return _generic_parts(mb, spec, shape, strides)
+    name = kernel_name(spec)
+    if name not in mb.symbols:
+        emit_elementwise(mb, spec, name)
+    return name, None
+
+
+def _generic_parts(mb: ModuleBuilder, spec: ElementwiseSpec, shape, strides) -> tuple[str, str]:
+    """(the module's shape-generic nest for `spec`, the module constant of its table), each
+    added once."""
+    generic = generic_kernel_name(spec, strides)
+    if generic not in mb.generic_parts:
+        mb.generic_parts.add(generic)
+        _emit_kernel(mb, spec, generic, shape, strides, "generic")
+    values = generic_table(shape, strides)
+    table = f"sj_dims_{hashlib.sha1(repr(values).encode()).hexdigest()[:16]}"
+    if table not in mb.generic_parts:
+        mb.generic_parts.add(table)
+        mb.functions.append(f"@{table} = private unnamed_addr constant [{len(values)} x i64] "
+                            f"[{', '.join(f'i64 {int(x)}' for x in values)}], align 8\n")
+    return generic, table
 
 
 #: rows (innermost extent of a simplified loop nest) at least this long run the shape-generic
@@ -521,18 +555,10 @@ def generic_kernel_name(spec: ElementwiseSpec, strides) -> str:
 
 
 def generic_table(shape: Sequence[int], strides) -> list[int]:
-    """The table a shape-generic nest reads: the extents of the simplified dims, then each
-    input's element strides along the outer dims (all but the innermost)."""
+    """The table a shape-generic nest reads (its pointer follows the outputs in the argument
+    array): the extents of the simplified dims, then each input's element strides along the
+    outer dims (all but the innermost)."""
     return list(shape) + [s for st in strides for s in st[:-1]]
-
-
-def _emit_generic_caller(mb: ModuleBuilder, name: str, generic: str, shape, strides) -> None:
-    table = generic_table(shape, strides)
-    mb.functions.append(
-        f"@{name}.dims = private unnamed_addr constant [{len(table)} x i64] "
-        f"[{', '.join(f'i64 {int(x)}' for x in table)}], align 8\n"
-        f"define void @{name}(i64 %begin, i64 %end, ptr %args) #1 {{\nentry:\n"
-        f"  tail call void @{generic}(i64 %begin, i64 %end, ptr %args, ptr @{name}.dims)\n  ret void\n}}\n")
 
 
 def _emit_kernel(mb: ModuleBuilder, spec: ElementwiseSpec, name: str, shape, strides, mode: str) -> None:
@@ -540,7 +566,8 @@ def _emit_kernel(mb: ModuleBuilder, spec: ElementwiseSpec, name: str, shape, str
     internal copy whose stores nontemporal.py makes non-temporal (ends with an sfence);
     "dispatch", which calls the stream copy when every output is 64-byte aligned at `begin` and
     runs its own plain loop otherwise (only for the flat loop); "generic", a loop nest reading
-    its extents and outer strides from the table `%dims` (`generic_table`), an extra argument."""
+    its extents and outer strides from the table (`generic_table`) whose pointer follows the
+    outputs' in `args`."""
     n_in, n_out = len(spec.in_dtypes), len(spec.exprs)
     b = FnBuilder("k")
     L = b.raw
@@ -552,7 +579,9 @@ def _emit_kernel(mb: ModuleBuilder, spec: ElementwiseSpec, name: str, shape, str
     in_ptrs, out_ptrs = ptrs[:n_in], ptrs[n_in:]
     if mode == "generic":     # extents and outer strides come from the table, loaded once
         nd = len(shape)
-        tab = [b.ins("i64", f"load i64, ptr {b.ins('ptr', f'getelementptr inbounds i64, ptr %dims, i64 {t}').ref}, "
+        gp = b.ins("ptr", f"getelementptr inbounds ptr, ptr %args, i64 {n_in + n_out}")
+        dims = b.ins("ptr", f"load ptr, ptr {gp.ref}, align 8")
+        tab = [b.ins("i64", f"load i64, ptr {b.ins('ptr', f'getelementptr inbounds i64, ptr {dims.ref}, i64 {t}').ref}, "
                             "align 8") for t in range(len(generic_table(shape, strides)))]
         shape = tab[:nd]
         strides = [tab[nd + k * (nd - 1):nd + (k + 1) * (nd - 1)] + [st[-1]] for k, st in enumerate(strides)]
@@ -664,8 +693,7 @@ def _emit_kernel(mb: ModuleBuilder, spec: ElementwiseSpec, name: str, shape, str
     L("  ret void")
     mb.intrinsics |= b.used_intrinsics
     head = f"define internal void @{name}" if mode in ("stream", "generic") else f"define void @{name}"
-    params = "i64 %begin, i64 %end, ptr %args" + (", ptr %dims" if mode == "generic" else "")
-    mb.functions.append(f"{head}({params}) #{3 if mode in ('stream', 'generic') else 1} {{\n"
+    mb.functions.append(f"{head}(i64 %begin, i64 %end, ptr %args) #{3 if mode == 'stream' else 1} {{\n"
                         + "\n".join(b.lines) + "\n}\n")
 
 

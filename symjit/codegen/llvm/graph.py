@@ -57,11 +57,19 @@ ENTRY_CFUNCTYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_voi
 
 @dataclass
 class ParallelCall:
-    """`symjit_parallel_for(kernel, n, grain, args)` with args = the values' data pointers."""
+    """`symjit_parallel_for(kernel, n, grain, args)` with args = the values' data pointers (a
+    `ModuleConstant` passes the address of that constant of the module)."""
     kernel: str
     n: int
     grain: int
     args: list
+
+
+@dataclass(frozen=True)
+class ModuleConstant:
+    """A constant global of the module under construction, passed by address (e.g. the table
+    of extents of a shape-generic elementwise nest)."""
+    name: str
 
 
 @dataclass
@@ -241,7 +249,7 @@ class _SegmentEmitter:
             L(f"  call void @llvm.memcpy.p0.p0.i64(ptr {self.ptr(call.dst)}, ptr {self.ptr(call.src)}, "
               f"i64 {call.nbytes}, i1 false)")
         elif isinstance(call, ParallelCall):
-            ptrs = [self.ptr(v) for v in call.args]
+            ptrs = [f"@{v.name}" if isinstance(v, ModuleConstant) else self.ptr(v) for v in call.args]
             arr = self.tmp()
             L(f"  {arr} = alloca [{max(len(ptrs), 1)} x ptr], align 8")
             for k, p in enumerate(ptrs):

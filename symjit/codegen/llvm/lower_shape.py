@@ -31,7 +31,7 @@ import numpy as np
 
 from ...ops import scalar as S
 from ...ops.registry import ComputeContext
-from .elementwise import SUPPORTED_DTYPES, ElementwiseSpec, emit_elementwise, kernel_name
+from .elementwise import SUPPORTED_DTYPES, ElementwiseSpec
 from .graph import TABLE, LoweringContext, ParallelCall, register_lowering
 from .lower_loops import GRAIN, KernelWriter, int_type_of_size, llvm_type, row_strides
 
@@ -410,10 +410,8 @@ def lower_slice_assign(node, ctx: LoweringContext):
 # ---- elementwise-shaped ops: `where`, `_backward_mean` -----------------------------------
 
 def _ew_call(ctx, spec: ElementwiseSpec, args) -> list:
-    name = kernel_name(spec)
-    if name not in ctx.mb.symbols:
-        emit_elementwise(ctx.mb, spec, name)
-    return [ParallelCall(name, int(np.prod(spec.out_shape, dtype=np.int64)), GRAIN, list(args))]
+    from .lower_basic import elementwise_call
+    return [elementwise_call(ctx, spec, args)]
 
 
 def _ew_dtypes_ok(*values) -> bool:
