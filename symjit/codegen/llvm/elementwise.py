@@ -165,8 +165,20 @@ class ModuleBuilder:
         self.intrinsics: set[str] = set()
         self.metadata: list[str] = []
         self.symbols: list[str] = []
-        #: shape-generic nests and their extent tables already in the module (`emit_elementwise_call`)
+        #: shape-generic kernels and constant tables already in the module (`emit_elementwise_call`,
+        #: `i64_table`)
         self.generic_parts: set[str] = set()
+
+    def i64_table(self, values: Sequence[int]) -> str:
+        """The name of a private constant i64 array of the module holding `values` (added once
+        per distinct contents), e.g. the extents a shape-generic kernel reads."""
+        values = [int(x) for x in values]
+        name = f"sj_dims_{hashlib.sha1(repr(values).encode()).hexdigest()[:16]}"
+        if name not in self.generic_parts:
+            self.generic_parts.add(name)
+            self.functions.append(f"@{name} = private unnamed_addr constant [{len(values)} x i64] "
+                                  f"[{', '.join(f'i64 {x}' for x in values)}], align 8\n")
+        return name
 
     def math_function(self, op: str, ty: str) -> str:
         if (op, ty) not in self.math_ops:
@@ -525,13 +537,7 @@ def _generic_parts(mb: ModuleBuilder, spec: ElementwiseSpec, shape, strides) -> 
     if generic not in mb.generic_parts:
         mb.generic_parts.add(generic)
         _emit_kernel(mb, spec, generic, shape, strides, "generic")
-    values = generic_table(shape, strides)
-    table = f"sj_dims_{hashlib.sha1(repr(values).encode()).hexdigest()[:16]}"
-    if table not in mb.generic_parts:
-        mb.generic_parts.add(table)
-        mb.functions.append(f"@{table} = private unnamed_addr constant [{len(values)} x i64] "
-                            f"[{', '.join(f'i64 {int(x)}' for x in values)}], align 8\n")
-    return generic, table
+    return generic, mb.i64_table(generic_table(shape, strides))
 
 
 #: rows (innermost extent of a simplified loop nest) at least this long run the shape-generic
