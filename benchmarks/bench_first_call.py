@@ -96,8 +96,10 @@ def run_child(tree: str, mode: str, d: Path, name: str, batch: int, threads: int
     env.pop("PYTHONDONTWRITEBYTECODE", None)   # an installed package has its bytecode compiled
     if profile:
         env["FIRST_CALL_PROFILE"] = profile
-    out = subprocess.run([sys.executable, "-c", CHILD, mode, str(d), name, str(batch), str(threads)],
-                         env=env, capture_output=True, text=True)
+    # run in the tree: `python -c` puts the working directory first on sys.path, ahead of
+    # PYTHONPATH, so started from another tree the child would import that tree's package
+    out = subprocess.run([sys.executable, "-c", CHILD, mode, str(Path(d).resolve()), name, str(batch), str(threads)],
+                         env=env, capture_output=True, text=True, cwd=tree)
     if out.returncode != 0:
         raise RuntimeError(f"{mode} {name}: {out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
