@@ -10,12 +10,21 @@ the ratio generic/specialised the median of paired block ratios. The compile col
 time of LLVM for a module of K shapes of one pattern (K specialised nests against one generic
 nest + K callers).
 
+With `--models DIR ...`: every model of those directories (bench_zoo.py's discovery) is
+compiled twice in this process, with the shape-generic kernels (elementwise nests and row
+copies) and without (`elementwise.GENERIC_MIN_ROW` raised), and both run on the same input in
+alternating blocks (model_bench_util.blocked): run time per call, the paired ratio
+generic/specialised, CPU per call, and the largest difference between the two outputs.
+
     python benchmarks/bench_ew_generic.py [--repeats 15] [--modules 20]
+    python benchmarks/bench_ew_generic.py --models DIR ... [--only NAME ...] [--batch 1 8] [--threads 1]
 """
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -56,11 +65,59 @@ def per_call(kernel, args, n, calls: int) -> float:
     return (time.perf_counter() - t) / calls
 
 
+def compile_model(d: Path, name: str, batch: int, generic: bool):
+    """(compiled model, input) of a model directory's NAME, with or without generic kernels."""
+    import symjit as mx
+    from bench_zoo import _batch_input
+    x = _batch_input(np.load(d / f"{name}-input.npy"), batch)
+    saved = elementwise.GENERIC_MIN_ROW
+    elementwise.GENERIC_MIN_ROW = saved if generic else 1 << 60
+    try:
+        model = mx.compile(mx.sym.load(str(d / f"{name}-symbol.json")), {"data": x.shape},
+                           params=mx.nd.load(str(d / f"{name}-0000.params")))
+    finally:
+        elementwise.GENERIC_MIN_ROW = saved
+    return model, x
+
+
+def bench_models(a) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_zoo import _models
+    from model_bench_util import LAST_CPU, LAST_PAIRED, blocked
+    from symjit import runtime
+    runtime.set_num_threads(a.threads)
+    print(f"threads {a.threads}; {'model':16s} batch  specialised ms  generic ms  gen/spec (paired)  cpu gen/spec"
+          "  max |diff|")
+    ratios = []
+    for d in a.models:
+        for name in _models(d):
+            if a.only and name not in a.only:
+                continue
+            for batch in a.batch:
+                spec_model, x = compile_model(d, name, batch, False)
+                gen_model, _ = compile_model(d, name, batch, True)
+                diff = float(np.max(np.abs(gen_model(data=x)[0] - spec_model(data=x)[0])))
+                t = blocked({"specialised": lambda: spec_model(data=x), "generic": lambda: gen_model(data=x)},
+                            a.repeats, rounds=4)
+                ratio = 1.0 / LAST_PAIRED["generic"]
+                ratios.append(ratio)
+                print(f"  {name:16s} {batch:5d}  {t['specialised'] * 1e3:14.2f}  {t['generic'] * 1e3:10.2f}  "
+                      f"{ratio:17.3f}  {LAST_CPU['generic'] / LAST_CPU['specialised']:12.3f}  {diff:10.3g}")
+    print(f"geomean generic/specialised: {float(np.exp(np.mean(np.log(ratios)))):.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--modules", type=int, default=20, help="shapes per module in the compile columns")
+    ap.add_argument("--models", type=Path, nargs="+", default=None)
+    ap.add_argument("--only", nargs="+", default=None)
+    ap.add_argument("--batch", type=int, nargs="+", default=[1, 8])
+    ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args()
+    if a.models:
+        bench_models(a)
+        return
     rng = np.random.default_rng(0)
     print(f"{'pattern':18s} {'shape':16s} {'specialised us':>15s} {'generic us':>11s} {'gen/spec':>9s}")
     ratios = []

@@ -546,9 +546,15 @@ def _generic_parts(mb: ModuleBuilder, spec: ElementwiseSpec, shape, strides) -> 
 GENERIC_MIN_ROW = 8
 
 
+def generic_row(n: int) -> bool:
+    """Whether rows of `n` elements are long enough for a shape-generic kernel (nests here,
+    row copies in lower_shape.copy_call)."""
+    return n >= GENERIC_MIN_ROW
+
+
 def generic_nest(shape: Sequence[int]) -> bool:
     """Whether a simplified index space runs the shape-generic loop nest."""
-    return len(shape) >= 2 and shape[-1] >= GENERIC_MIN_ROW
+    return len(shape) >= 2 and generic_row(shape[-1])
 
 
 def generic_kernel_name(spec: ElementwiseSpec, strides) -> str:

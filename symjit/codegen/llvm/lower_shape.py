@@ -31,7 +31,7 @@ import numpy as np
 
 from ...ops import scalar as S
 from ...ops.registry import ComputeContext
-from .elementwise import GENERIC_MIN_ROW, SUPPORTED_DTYPES, ElementwiseSpec
+from .elementwise import SUPPORTED_DTYPES, ElementwiseSpec, generic_row
 from .graph import TABLE, LoweringContext, ModuleConstant, ParallelCall, register_lowering
 from .lower_loops import GRAIN, KernelWriter, int_type_of_size, llvm_type, row_strides
 
@@ -86,7 +86,7 @@ def copy_call(ctx: LoweringContext, src, dst, shape, src_strides, dst_strides,
         return tiled
     inner, rows_shape = dims[-1], [n for n, _, _ in dims[:-1]]
     rows = int(np.prod(rows_shape, dtype=np.int64))
-    if rows_shape and inner[0] >= GENERIC_MIN_ROW:
+    if rows_shape and generic_row(inner[0]):
         name = _generic_copy_kernel(ctx, ity, len(dims), inner[1] == 1, inner[2] == 1)
         table = ctx.mb.i64_table([n for n, _, _ in dims] + [s for _, s, _ in dims] + [d for _, _, d in dims]
                                  + [src_offset, dst_offset])
