@@ -11,10 +11,12 @@ time of LLVM for a module of K shapes of one pattern (K specialised nests agains
 nest + K callers).
 
 With `--models DIR ...`: every model of those directories (bench_zoo.py's discovery) is
-compiled twice in this process, with the shape-generic kernels (elementwise nests and row
-copies) and without (`elementwise.GENERIC_MIN_ROW` raised), and both run on the same input in
-alternating blocks (model_bench_util.blocked): run time per call, the paired ratio
-generic/specialised, CPU per call, and the largest difference between the two outputs.
+compiled twice in this process: with what saves code generation time (the shape-generic
+kernels: elementwise nests and row copies; segments compiled unoptimized,
+graph.SEGMENTS_UNOPTIMIZED) and without (`elementwise.GENERIC_MIN_ROW` raised, segments
+optimized), and both run on the same input in alternating blocks (model_bench_util.blocked):
+run time per call, the paired ratio generic/specialised, CPU per call, the LLVM CPU time of
+each module and the largest difference between the two outputs.
 
     python benchmarks/bench_ew_generic.py [--repeats 15] [--modules 20]
     python benchmarks/bench_ew_generic.py --models DIR ... [--only NAME ...] [--batch 1 8] [--threads 1]
@@ -70,14 +72,26 @@ def compile_model(d: Path, name: str, batch: int, generic: bool):
     import symjit as mx
     from bench_zoo import _batch_input
     x = _batch_input(np.load(d / f"{name}-input.npy"), batch)
-    saved = elementwise.GENERIC_MIN_ROW
-    elementwise.GENERIC_MIN_ROW = saved if generic else 1 << 60
+    from symjit.codegen.llvm import graph
+    saved = elementwise.GENERIC_MIN_ROW, graph.SEGMENTS_UNOPTIMIZED
+    elementwise.GENERIC_MIN_ROW = saved[0] if generic else 1 << 60
+    graph.SEGMENTS_UNOPTIMIZED = generic
     try:
         model = mx.compile(mx.sym.load(str(d / f"{name}-symbol.json")), {"data": x.shape},
                            params=mx.nd.load(str(d / f"{name}-0000.params")))
     finally:
-        elementwise.GENERIC_MIN_ROW = saved
+        elementwise.GENERIC_MIN_ROW, graph.SEGMENTS_UNOPTIMIZED = saved
     return model, x
+
+
+def llvm_cpu(model) -> float:
+    """CPU seconds LLVM takes for the model's module (best of two)."""
+    best = float("inf")
+    for _ in range(2):
+        t = time.process_time()
+        compile_to_object(model.compiled.module.ir)
+        best = min(best, time.process_time() - t)
+    return best
 
 
 def bench_models(a) -> None:
@@ -87,7 +101,7 @@ def bench_models(a) -> None:
     from symjit import runtime
     runtime.set_num_threads(a.threads)
     print(f"threads {a.threads}; {'model':16s} batch  specialised ms  generic ms  gen/spec (paired)  cpu gen/spec"
-          "  max |diff|")
+          "  max |diff|  LLVM ms spec -> gen")
     ratios = []
     for d in a.models:
         for name in _models(d):
@@ -102,7 +116,8 @@ def bench_models(a) -> None:
                 ratio = 1.0 / LAST_PAIRED["generic"]
                 ratios.append(ratio)
                 print(f"  {name:16s} {batch:5d}  {t['specialised'] * 1e3:14.2f}  {t['generic'] * 1e3:10.2f}  "
-                      f"{ratio:17.3f}  {LAST_CPU['generic'] / LAST_CPU['specialised']:12.3f}  {diff:10.3g}")
+                      f"{ratio:17.3f}  {LAST_CPU['generic'] / LAST_CPU['specialised']:12.3f}  {diff:10.3g}  "
+                      f"{llvm_cpu(spec_model) * 1e3:7.0f} -> {llvm_cpu(gen_model) * 1e3:.0f}")
     print(f"geomean generic/specialised: {float(np.exp(np.mean(np.log(ratios)))):.3f}")
 
 

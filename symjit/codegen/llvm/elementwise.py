@@ -216,7 +216,8 @@ class ModuleBuilder:
         parts += [f"attributes #0 = {{ alwaysinline nounwind {attrs} }}",
                   f"attributes #1 = {{ nounwind {attrs} }}",
                   f"attributes #2 = {{ nounwind {attrs} }}",
-                  f"attributes #3 = {{ noinline nounwind {attrs} }}"]
+                  f"attributes #3 = {{ noinline nounwind {attrs} }}",
+                  f"attributes #4 = {{ noinline optnone nounwind {attrs} }}"]
         parts += self.metadata
         return "\n".join(parts) + "\n"
 

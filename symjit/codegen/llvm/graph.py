@@ -211,6 +211,14 @@ def _nbytes(v: Value) -> int:
     return int(np.prod(v.type.shape, dtype=np.int64)) * np.dtype(v.type.dtype).itemsize
 
 
+#: segments are compiled without optimisation (`optnone`; the always-inline library-call
+#: wrappers are still inlined): a segment is a straight line of calls whose own instructions
+#: cost nanoseconds per graph call, while optimising and selecting instructions for it took
+#: half of LLVM's time for a 120-layer network (benchmarks/bench_ew_generic.py --models
+#: measures run time with it off)
+SEGMENTS_UNOPTIMIZED = True
+
+
 class _SegmentEmitter:
     """Builds the body of one segment function (entry ABI)."""
 
@@ -293,7 +301,8 @@ class _SegmentEmitter:
     def render(self) -> str:
         body = "\n".join(self.lines)
         start = "  call void @symjit_profile_start()\n" if self.profiled else ""
-        return (f"define i32 @{self.name}(ptr %inputs, ptr %outputs, ptr %params, ptr %ws) #1 {{\n"
+        attr = 4 if SEGMENTS_UNOPTIMIZED else 1
+        return (f"define i32 @{self.name}(ptr %inputs, ptr %outputs, ptr %params, ptr %ws) #{attr} {{\n"
                 f"entry:\n  call void @symjit_clear_error()\n{start}{body}\n  ret i32 0\n}}\n")
 
 
