@@ -37,7 +37,7 @@ from .nontemporal import STREAM_MIN_BYTES, STREAM_SUFFIX
 from .target import current_machine, host_target, target_feature_set
 from .vecmath import FnBuilder, Val, fabs, select
 
-__all__ = ["ElementwiseSpec", "ModuleBuilder", "emit_elementwise", "elementwise_module", "kernel_name", "code_key",
+__all__ = ["ElementwiseSpec", "ModuleBuilder", "emit_elementwise", "emit_elementwise_call", "elementwise_module", "kernel_name", "code_key",
            "SUPPORTED_DTYPES", "simplify_index_space"]
 
 #: dtype name -> (LLVM type, kind): f float, s signed, u unsigned, b bool (i8 holding 0/1)
@@ -165,6 +165,20 @@ class ModuleBuilder:
         self.intrinsics: set[str] = set()
         self.metadata: list[str] = []
         self.symbols: list[str] = []
+        #: shape-generic kernels and constant tables already in the module (`emit_elementwise_call`,
+        #: `i64_table`)
+        self.generic_parts: set[str] = set()
+
+    def i64_table(self, values: Sequence[int]) -> str:
+        """The name of a private constant i64 array of the module holding `values` (added once
+        per distinct contents), e.g. the extents a shape-generic kernel reads."""
+        values = [int(x) for x in values]
+        name = f"sj_dims_{hashlib.sha1(repr(values).encode()).hexdigest()[:16]}"
+        if name not in self.generic_parts:
+            self.generic_parts.add(name)
+            self.functions.append(f"@{name} = private unnamed_addr constant [{len(values)} x i64] "
+                                  f"[{', '.join(f'i64 {x}' for x in values)}], align 8\n")
+        return name
 
     def math_function(self, op: str, ty: str) -> str:
         if (op, ty) not in self.math_ops:
@@ -202,7 +216,8 @@ class ModuleBuilder:
         parts += [f"attributes #0 = {{ alwaysinline nounwind {attrs} }}",
                   f"attributes #1 = {{ nounwind {attrs} }}",
                   f"attributes #2 = {{ nounwind {attrs} }}",
-                  f"attributes #3 = {{ noinline nounwind {attrs} }}"]
+                  f"attributes #3 = {{ noinline nounwind {attrs} }}",
+                  f"attributes #4 = {{ noinline optnone nounwind {attrs} }}"]
         parts += self.metadata
         return "\n".join(parts) + "\n"
 
@@ -475,23 +490,97 @@ def _streams_outputs(spec: ElementwiseSpec, shape: Sequence[int]) -> bool:
 
 
 def emit_elementwise(mb: ModuleBuilder, spec: ElementwiseSpec, name: str | None = None) -> str:
-    """Add the kernel for `spec` to module `mb`; returns its symbol name."""
+    """Add the kernel for `spec` to module `mb`; returns its symbol name, a function with the
+    kernel signature. For a loop nest with long rows (`generic_nest`) it is a small function
+    that calls the module's shape-generic nest with the table of the spec's extents
+    (`emit_elementwise_call` passes the table itself, with no such function)."""
     name = name or kernel_name(spec)
     shape, strides = simplify_index_space(spec.out_shape, spec.in_shapes)
     if _streams_outputs(spec, shape):
         _emit_kernel(mb, spec, name + STREAM_SUFFIX, shape, strides, "stream")
         _emit_kernel(mb, spec, name, shape, strides, "dispatch")
+    elif generic_nest(shape):
+        generic, table = _generic_parts(mb, spec, shape, strides)
+        n = len(spec.in_dtypes) + len(spec.exprs)
+        copy = "".join(f"  %p{i} = getelementptr inbounds ptr, ptr %args, i64 {i}\n  %a{i} = load ptr, ptr %p{i}\n"
+                       f"  %q{i} = getelementptr inbounds [{n + 1} x ptr], ptr %t, i64 0, i64 {i}\n"
+                       f"  store ptr %a{i}, ptr %q{i}\n" for i in range(n))
+        mb.functions.append(
+            f"define void @{name}(i64 %begin, i64 %end, ptr %args) #1 {{\nentry:\n"
+            f"  %t = alloca [{n + 1} x ptr], align 8\n{copy}"
+            f"  %qt = getelementptr inbounds [{n + 1} x ptr], ptr %t, i64 0, i64 {n}\n  store ptr @{table}, ptr %qt\n"
+            f"  call void @{generic}(i64 %begin, i64 %end, ptr %t)\n  ret void\n}}\n")
     else:
         _emit_kernel(mb, spec, name, shape, strides, "plain")
     mb.symbols.append(name)
     return name
 
 
+def emit_elementwise_call(mb: ModuleBuilder, spec: ElementwiseSpec) -> tuple[str, str | None]:
+    """Add what a parallel call of the kernel for `spec` needs to module `mb`: returns (kernel
+    symbol, None), or for a shape-generic nest (the module's nest for the spec's code, the
+    name of the module constant holding its extents and strides), which the caller passes
+    after the outputs in the kernel's argument array. Every shape of one pattern (say, every
+    per-channel scale-shift-relu of a network) then shares one compiled nest."""
+    shape, strides = simplify_index_space(spec.out_shape, spec.in_shapes)
+    if not _streams_outputs(spec, shape) and generic_nest(shape):
+        return _generic_parts(mb, spec, shape, strides)
+    name = kernel_name(spec)
+    if name not in mb.symbols:
+        emit_elementwise(mb, spec, name)
+    return name, None
+
+
+def _generic_parts(mb: ModuleBuilder, spec: ElementwiseSpec, shape, strides) -> tuple[str, str]:
+    """(the module's shape-generic nest for `spec`, the module constant of its table), each
+    added once."""
+    generic = generic_kernel_name(spec, strides)
+    if generic not in mb.generic_parts:
+        mb.generic_parts.add(generic)
+        _emit_kernel(mb, spec, generic, shape, strides, "generic")
+    return generic, mb.i64_table(generic_table(shape, strides))
+
+
+#: rows (innermost extent of a simplified loop nest) at least this long run the shape-generic
+#: kernel: its per-row index arithmetic divides by extents read at run time instead of
+#: constants, which costs little against a row of this length (benchmarks/bench_ew_generic.py)
+GENERIC_MIN_ROW = 8
+
+
+def generic_row(n: int) -> bool:
+    """Whether rows of `n` elements are long enough for a shape-generic kernel (nests here,
+    row copies in lower_shape.copy_call)."""
+    return n >= GENERIC_MIN_ROW
+
+
+def generic_nest(shape: Sequence[int]) -> bool:
+    """Whether a simplified index space runs the shape-generic loop nest."""
+    return len(shape) >= 2 and generic_row(shape[-1])
+
+
+def generic_kernel_name(spec: ElementwiseSpec, strides) -> str:
+    """The symbol of the shape-generic nest computing `spec`: it depends on the expressions,
+    dtypes, the rank and which inputs are contiguous along the innermost dim, not on sizes."""
+    key = "|".join([";".join(S.to_text(e) for e in spec.exprs), ",".join(spec.in_dtypes), spec.compute_dtype,
+                    ",".join(spec.out_dtypes), f"gnest:{len(strides[0]) if strides else 0}:"
+                    + ",".join(str(st[-1]) for st in strides)])
+    return f"sj_ewg_{hashlib.sha1(key.encode()).hexdigest()[:20]}"
+
+
+def generic_table(shape: Sequence[int], strides) -> list[int]:
+    """The table a shape-generic nest reads (its pointer follows the outputs in the argument
+    array): the extents of the simplified dims, then each input's element strides along the
+    outer dims (all but the innermost)."""
+    return list(shape) + [s for st in strides for s in st[:-1]]
+
+
 def _emit_kernel(mb: ModuleBuilder, spec: ElementwiseSpec, name: str, shape, strides, mode: str) -> None:
     """Add function `name` computing `spec` over [begin, end). `mode`: "plain"; "stream", the
     internal copy whose stores nontemporal.py makes non-temporal (ends with an sfence);
     "dispatch", which calls the stream copy when every output is 64-byte aligned at `begin` and
-    runs its own plain loop otherwise (only for the flat loop)."""
+    runs its own plain loop otherwise (only for the flat loop); "generic", a loop nest reading
+    its extents and outer strides from the table (`generic_table`) whose pointer follows the
+    outputs' in `args`."""
     n_in, n_out = len(spec.in_dtypes), len(spec.exprs)
     b = FnBuilder("k")
     L = b.raw
@@ -501,6 +590,14 @@ def _emit_kernel(mb: ModuleBuilder, spec: ElementwiseSpec, name: str, shape, str
         gp = b.ins("ptr", f"getelementptr inbounds ptr, ptr %args, i64 {i}")
         ptrs.append(b.ins("ptr", f"load ptr, ptr {gp.ref}, align 8"))
     in_ptrs, out_ptrs = ptrs[:n_in], ptrs[n_in:]
+    if mode == "generic":     # extents and outer strides come from the table, loaded once
+        nd = len(shape)
+        gp = b.ins("ptr", f"getelementptr inbounds ptr, ptr %args, i64 {n_in + n_out}")
+        dims = b.ins("ptr", f"load ptr, ptr {gp.ref}, align 8")
+        tab = [b.ins("i64", f"load i64, ptr {b.ins('ptr', f'getelementptr inbounds i64, ptr {dims.ref}, i64 {t}').ref}, "
+                            "align 8") for t in range(len(generic_table(shape, strides)))]
+        shape = tab[:nd]
+        strides = [tab[nd + k * (nd - 1):nd + (k + 1) * (nd - 1)] + [st[-1]] for k, st in enumerate(strides)]
     group = mb.md("", distinct=True)
     # interleave two vector iterations: the transcendental functions' dependency chains of
     # consecutive iterations then overlap (benchmarks/bench_ew.py)
@@ -556,7 +653,7 @@ def _emit_kernel(mb: ModuleBuilder, spec: ElementwiseSpec, name: str, shape, str
         L("  %more = icmp slt i64 %i.next, %end")
         L(f"  br i1 %more, label %loop, label %exit, !llvm.loop {loop_md}")
     else:
-        inner = shape[-1]
+        inner = _lit(shape[-1])
         L(f"  br i1 {nonempty.ref}, label %pre, label %exit")
         L("pre:")
         r0 = b.ins("i64", f"udiv i64 %begin, {inner}")
@@ -572,16 +669,16 @@ def _emit_kernel(mb: ModuleBuilder, spec: ElementwiseSpec, name: str, shape, str
         # per-dimension indices of this row (outer dims only), then each input's row pointer
         idxs, rem = [], r
         for d in reversed(range(len(shape) - 1)):
-            q = b.ins("i64", f"urem i64 {rem.ref}, {shape[d]}")
+            q = b.ins("i64", f"urem i64 {rem.ref}, {_lit(shape[d])}")
             idxs.append(q)
-            rem = b.ins("i64", f"udiv i64 {rem.ref}, {shape[d]}")
+            rem = b.ins("i64", f"udiv i64 {rem.ref}, {_lit(shape[d])}")
         idxs.reverse()
         row_ptrs, hoisted = [], {}
         for k in range(n_in):
             off = None
             for d in range(len(shape) - 1):
-                if strides[k][d]:
-                    t = b.ins("i64", f"mul nsw i64 {idxs[d].ref}, {strides[k][d]}")
+                if strides[k][d]:     # a table entry (a Val) is always multiplied
+                    t = b.ins("i64", f"mul nsw i64 {idxs[d].ref}, {_lit(strides[k][d])}")
                     off = t if off is None else b.ins("i64", f"add nsw i64 {off.ref}, {t.ref}")
             ty = _lty(spec.in_dtypes[k])
             p = in_ptrs[k] if off is None else \
@@ -600,7 +697,7 @@ def _emit_kernel(mb: ModuleBuilder, spec: ElementwiseSpec, name: str, shape, str
         L(f"  br i1 %jmore, label %inner, label %rowend, !llvm.loop {loop_md}")
         L("rowend:")
         L(f"  %r.next = add nsw i64 {r.ref}, 1")
-        L(f"  %rmore = icmp slt i64 {left.ref}, {inner + 1}")
+        L(f"  %rmore = icmp sle i64 {left.ref}, {inner}")
         L("  br i1 %rmore, label %exit, label %row")
     L("exit:")
     if mode == "stream":    # non-temporal stores are weakly ordered: drain them before returning
@@ -608,9 +705,14 @@ def _emit_kernel(mb: ModuleBuilder, spec: ElementwiseSpec, name: str, shape, str
         b.used_intrinsics.add("llvm.x86.sse.sfence")
     L("  ret void")
     mb.intrinsics |= b.used_intrinsics
-    head = f"define internal void @{name}" if mode == "stream" else f"define void @{name}"
+    head = f"define internal void @{name}" if mode in ("stream", "generic") else f"define void @{name}"
     mb.functions.append(f"{head}(i64 %begin, i64 %end, ptr %args) #{3 if mode == 'stream' else 1} {{\n"
                         + "\n".join(b.lines) + "\n}\n")
+
+
+def _lit(x) -> str:
+    """An i64 operand: a table entry loaded at run time (a Val) or a constant."""
+    return x.ref if isinstance(x, Val) else str(int(x))
 
 
 def elementwise_module(spec: ElementwiseSpec, name: str | None = None, target=None) -> tuple[str, str]:

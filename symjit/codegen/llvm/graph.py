@@ -57,11 +57,19 @@ ENTRY_CFUNCTYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_voi
 
 @dataclass
 class ParallelCall:
-    """`symjit_parallel_for(kernel, n, grain, args)` with args = the values' data pointers."""
+    """`symjit_parallel_for(kernel, n, grain, args)` with args = the values' data pointers (a
+    `ModuleConstant` passes the address of that constant of the module)."""
     kernel: str
     n: int
     grain: int
     args: list
+
+
+@dataclass(frozen=True)
+class ModuleConstant:
+    """A constant global of the module under construction, passed by address (e.g. the table
+    of extents of a shape-generic elementwise nest)."""
+    name: str
 
 
 @dataclass
@@ -203,6 +211,14 @@ def _nbytes(v: Value) -> int:
     return int(np.prod(v.type.shape, dtype=np.int64)) * np.dtype(v.type.dtype).itemsize
 
 
+#: segments are compiled without optimisation (`optnone`; the always-inline library-call
+#: wrappers are still inlined): a segment is a straight line of calls whose own instructions
+#: cost nanoseconds per graph call, while optimising and selecting instructions for it took
+#: half of LLVM's time for a 120-layer network (benchmarks/bench_ew_generic.py --models
+#: measures run time with it off)
+SEGMENTS_UNOPTIMIZED = True
+
+
 class _SegmentEmitter:
     """Builds the body of one segment function (entry ABI)."""
 
@@ -241,7 +257,7 @@ class _SegmentEmitter:
             L(f"  call void @llvm.memcpy.p0.p0.i64(ptr {self.ptr(call.dst)}, ptr {self.ptr(call.src)}, "
               f"i64 {call.nbytes}, i1 false)")
         elif isinstance(call, ParallelCall):
-            ptrs = [self.ptr(v) for v in call.args]
+            ptrs = [f"@{v.name}" if isinstance(v, ModuleConstant) else self.ptr(v) for v in call.args]
             arr = self.tmp()
             L(f"  {arr} = alloca [{max(len(ptrs), 1)} x ptr], align 8")
             for k, p in enumerate(ptrs):
@@ -285,7 +301,8 @@ class _SegmentEmitter:
     def render(self) -> str:
         body = "\n".join(self.lines)
         start = "  call void @symjit_profile_start()\n" if self.profiled else ""
-        return (f"define i32 @{self.name}(ptr %inputs, ptr %outputs, ptr %params, ptr %ws) #1 {{\n"
+        attr = 4 if SEGMENTS_UNOPTIMIZED else 1
+        return (f"define i32 @{self.name}(ptr %inputs, ptr %outputs, ptr %params, ptr %ws) #{attr} {{\n"
                 f"entry:\n  call void @symjit_clear_error()\n{start}{body}\n  ret i32 0\n}}\n")
 
 

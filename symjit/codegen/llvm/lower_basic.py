@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops.registry import Elementwise
-from .elementwise import SUPPORTED_DTYPES, ElementwiseSpec, emit_elementwise, kernel_name
-from .graph import TABLE, LoweringContext, MemcpyCall, ParallelCall, register_lowering
+from .elementwise import SUPPORTED_DTYPES, ElementwiseSpec, emit_elementwise_call
+from .graph import TABLE, LoweringContext, MemcpyCall, ModuleConstant, ParallelCall, register_lowering
 from .lower_loops import GRAIN
 
 
@@ -51,10 +51,16 @@ def lower_elementwise(node, ctx: LoweringContext):
     spec = elementwise_spec(node)
     if spec is None:
         return None
-    name = kernel_name(spec)
-    if name not in ctx.mb.symbols:
-        emit_elementwise(ctx.mb, spec, name)
-    return [ParallelCall(name, _size(node.outputs[0]), GRAIN, list(node.inputs) + list(node.outputs))]
+    return [elementwise_call(ctx, spec, list(node.inputs) + list(node.outputs))]
+
+
+def elementwise_call(ctx: LoweringContext, spec: ElementwiseSpec, values) -> ParallelCall:
+    """The parallel call of the kernel for `spec` on `values` (its inputs, then its outputs),
+    the kernel added to the module once (a shape-generic nest gets its table of extents after
+    the outputs: `elementwise.emit_elementwise_call`)."""
+    kernel, table = emit_elementwise_call(ctx.mb, spec)
+    args = list(values) + ([ModuleConstant(table)] if table is not None else [])
+    return ParallelCall(kernel, int(np.prod(spec.out_shape, dtype=np.int64)), GRAIN, args)
 
 
 @TABLE.register_trait("reshape_only")

@@ -56,16 +56,18 @@ def panel_vectors(filters: int, pixels: int) -> int:
 
 
 def pack_panels(w: np.ndarray, v: int) -> np.ndarray:
-    """(F, C, KH, KW) weights -> panels [F / 16v][C][KH][KW][16v] (pointwise: [F / 16v][C][16v])."""
+    """(F, C, KH, KW) weights -> panels [F / 16v][C][KH][KW][16v] (pointwise: [F / 16v][C][16v]),
+    as a strided view of `w` (`_conv_blocked_call` copies it into the packed parameter)."""
     f = w.shape[0]
-    return np.ascontiguousarray(w.reshape(f // (16 * v), 16 * v, -1).transpose(0, 2, 1), dtype=np.float32)
+    return w.reshape(f // (16 * v), 16 * v, -1).transpose(0, 2, 1)
 
 
 def pack_general(w: np.ndarray, v: int) -> np.ndarray:
-    """(F, C, KH, KW) weights -> panels [F / 16v][C/16][KH][KW][16][16v] (the general kind's)."""
+    """(F, C, KH, KW) weights -> panels [F / 16v][C/16][KH][KW][16][16v] (the general kind's),
+    as a strided view of `w`."""
     f, c, kh, kw = w.shape
     w6 = w.reshape(f // (16 * v), 16 * v, c // BLOCK, BLOCK, kh, kw)
-    return np.ascontiguousarray(w6.transpose(0, 2, 4, 5, 3, 1), dtype=np.float32)
+    return w6.transpose(0, 2, 4, 5, 3, 1)
 
 
 def is_pointwise(geo) -> bool:
@@ -75,9 +77,9 @@ def is_pointwise(geo) -> bool:
 
 
 def pack_depthwise(w: np.ndarray) -> np.ndarray:
-    """(C, 1, 3, 3) weights -> [C/16][9][16]."""
+    """(C, 1, 3, 3) weights -> [C/16][9][16], as a strided view of `w`."""
     c = w.shape[0]
-    return np.ascontiguousarray(w.reshape(c // BLOCK, BLOCK, 9).transpose(0, 2, 1), dtype=np.float32)
+    return w.reshape(c // BLOCK, BLOCK, 9).transpose(0, 2, 1)
 
 
 def plan_conv_blocked(attrs, ins, outs, ctx=None):
@@ -118,7 +120,10 @@ def plan_conv_blocked(attrs, ins, outs, ctx=None):
 
 
 def _conv_blocked_call(ctx, attrs, desc, packed, ins, outs):
-    wp = add_param(ctx, "conv_blocked", packed)
+    """The kernel call; `packed` is a view of the constant weights in the kernel's order, copied
+    into a new parameter by a deferred fill (`LoweringContext.defer`: numpy's copy releases
+    the GIL, so it overlaps code generation)."""
+    wp = add_param(ctx, "conv_blocked", _deferred_copy(ctx, packed))
     bias = ("null",) if attrs["conv_attrs"]["no_bias"] else ("v", ins[2])
     residual = ("v", ins[-1]) if attrs.get("residual") else ("null",)
     return [NativeCall("symjit_nn_conv_blocked", desc_words(desc),
@@ -126,6 +131,15 @@ def _conv_blocked_call(ctx, attrs, desc, packed, ins, outs):
 
 
 plan_conv_blocked.uses_context = True
+
+
+def _deferred_copy(ctx, view: np.ndarray) -> np.ndarray:
+    """A new C-contiguous float32 array that will hold `view` once the context's deferred
+    fills have run (the copy goes through a writable alias: `add_param` freezes the array)."""
+    out = np.empty(view.shape, np.float32)
+    alias = out.view()
+    ctx.defer(lambda: np.copyto(alias, view, casting="unsafe"))
+    return out
 
 
 def plan_pool_blocked(attrs, ins, outs):

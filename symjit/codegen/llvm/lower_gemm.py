@@ -19,14 +19,15 @@ packed parameters (`add_param`), e.g. convolution weights in the layout the tile
 
 A lowered node becomes one `DirectCall` to a small generated wrapper function:
 
-    define void @sj_nn_<hash>(ptr v0, ptr v1, ...)   ; the node's buffers
+    define internal void @sj_nn_<hash>(ptr v0, ptr v1, ...)   ; the node's buffers
         call void @symjit_nn_<kernel>(ptr @<descriptor>, ..., ptr @<epilogue>, ptr %epi_args)
 
-where the descriptor is a module constant of int64 geometry (layout documented in
-nnkernels.c) and the epilogue, for `_with_epilogue` nodes, is a generated elementwise kernel
-(`elementwise.emit_elementwise`) that the C kernel runs on each output block as soon as the
-block is complete, in place on the output buffer (Input(0) of the expressions is the inner
-op's result, Input(k >= 1) the extra inputs, broadcast as usual).
+always inlined into the segment that calls it (as a function of its own it would cost LLVM
+about a millisecond of code generation), where the descriptor is a module constant of int64
+geometry (layout documented in nnkernels.c) and the epilogue, for `_with_epilogue` nodes, is a
+generated elementwise kernel (`elementwise.emit_elementwise`) that the C kernel runs on each
+output block as soon as the block is complete, in place on the output buffer (Input(0) of the
+expressions is the inner op's result, Input(k >= 1) the extra inputs, broadcast as usual).
 
 Only float32 is lowered natively; other dtypes return None (the node runs its reference).
 """
@@ -306,7 +307,7 @@ def emit_native(ctx: LoweringContext, calls: list, epilogue=None) -> list:
             lines.append(f"  call void @{c.fn}({', '.join(parts)})")
         params = ", ".join(f"ptr %v{i}" for i in range(len(values)))
         ctx.mb.functions.extend(consts)
-        ctx.mb.functions.append(f"define void @{name}({params}) #1 {{\nentry:\n" + "\n".join(lines)
+        ctx.mb.functions.append(f"define internal void @{name}({params}) #0 {{\nentry:\n" + "\n".join(lines)
                                 + "\n  ret void\n}\n")
         ctx.mb.symbols.append(name)
     return [DirectCall(name, list(values))]

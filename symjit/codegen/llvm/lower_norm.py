@@ -694,7 +694,8 @@ def _emit_softmax_output_backward(ctx, name, P, K, Q, dts, factor, alpha, use_ig
 def _prob_target_grad(ctx, node, scale: float):
     """(p - label) * grad_scale [* dy]: an elementwise kernel."""
     from ...ops import scalar as S
-    from .elementwise import ElementwiseSpec, emit_elementwise, kernel_name
+    from .elementwise import ElementwiseSpec
+    from .lower_basic import elementwise_call
     dy, out, label = node.inputs
     res = node.outputs[0]
     expr = (S.Input(1) - S.Input(2)) * S.Const(scale)
@@ -703,10 +704,7 @@ def _prob_target_grad(ctx, node, scale: float):
     shape = tuple(out.type.shape)
     spec = ElementwiseSpec((expr,), (_dt(dy), _dt(out), _dt(label)), (shape, shape, shape), _dt(out),
                            (_dt(res),), shape)
-    name = kernel_name(spec)
-    if name not in ctx.mb.symbols:
-        emit_elementwise(ctx.mb, spec, name)
-    return [ParallelCall(name, int(np.prod(shape, dtype=np.int64)), GRAIN, [dy, out, label, res])]
+    return [elementwise_call(ctx, spec, [dy, out, label, res])]
 
 
 # --------------------------------------------------------------------------------------
@@ -714,13 +712,11 @@ def _prob_target_grad(ctx, node, scale: float):
 # --------------------------------------------------------------------------------------
 
 def _ew(ctx, expr, inputs, in_shapes, compute: str, out) -> list:
-    from .elementwise import ElementwiseSpec, emit_elementwise, kernel_name
+    from .elementwise import ElementwiseSpec
+    from .lower_basic import elementwise_call
     shape = tuple(out.type.shape)
     spec = ElementwiseSpec((expr,), tuple(_dt(v) for v in inputs), tuple(in_shapes), compute, (_dt(out),), shape)
-    name = kernel_name(spec)
-    if name not in ctx.mb.symbols:
-        emit_elementwise(ctx.mb, spec, name)
-    return [ParallelCall(name, int(np.prod(shape, dtype=np.int64)), GRAIN, list(inputs) + [out])]
+    return [elementwise_call(ctx, spec, list(inputs) + [out])]
 
 
 @register_lowering("LinearRegressionOutput", "MAERegressionOutput", "LogisticRegressionOutput", "MakeLoss")

@@ -31,8 +31,8 @@ import numpy as np
 
 from ...ops import scalar as S
 from ...ops.registry import ComputeContext
-from .elementwise import SUPPORTED_DTYPES, ElementwiseSpec, emit_elementwise, kernel_name
-from .graph import TABLE, LoweringContext, ParallelCall, register_lowering
+from .elementwise import SUPPORTED_DTYPES, ElementwiseSpec, generic_row
+from .graph import TABLE, LoweringContext, ModuleConstant, ParallelCall, register_lowering
 from .lower_loops import GRAIN, KernelWriter, int_type_of_size, llvm_type, row_strides
 
 __all__ = ["copy_call", "fill_call", "fit_affine", "merge_copy_dims", "PROBE_LIMIT"]
@@ -86,6 +86,11 @@ def copy_call(ctx: LoweringContext, src, dst, shape, src_strides, dst_strides,
         return tiled
     inner, rows_shape = dims[-1], [n for n, _, _ in dims[:-1]]
     rows = int(np.prod(rows_shape, dtype=np.int64))
+    if rows_shape and generic_row(inner[0]):
+        name = _generic_copy_kernel(ctx, ity, len(dims), inner[1] == 1, inner[2] == 1)
+        table = ctx.mb.i64_table([n for n, _, _ in dims] + [s for _, s, _ in dims] + [d for _, _, d in dims]
+                                 + [src_offset, dst_offset])
+        return ParallelCall(name, rows, max(1, GRAIN // inner[0]), [src, dst, ModuleConstant(table)])
     key = f"copy|{ity}|{dims}|{src_offset}|{dst_offset}"
     name = ctx.unique("sj_copy", key)
     if name not in ctx.mb.symbols:
@@ -101,6 +106,34 @@ def copy_call(ctx: LoweringContext, src, dst, shape, src_strides, dst_strides,
                 kw.store(ity, v, dp, do + j * di if di != 1 else do + j)
         kw.finish()
     return ParallelCall(name, rows, max(1, GRAIN // max(inner[0], 1)), [src, dst])
+
+
+def _generic_copy_kernel(ctx: LoweringContext, ity: str, rank: int, src_unit: bool, dst_unit: bool) -> str:
+    """The module's row-copy kernel for copies of `rank` merged dims (at least 2) of `ity`
+    elements, whose innermost source / destination strides are 1 when `src_unit` / `dst_unit`:
+    it reads the extents, strides and offsets from the table after its two data pointers
+    (n[rank], src strides[rank], dst strides[rank], src offset, dst offset), so every copy of
+    one pattern (each part of every channel concatenation, say) shares one compiled loop."""
+    name = ctx.unique("sj_copyg", f"copyg|{ity}|{rank}|{src_unit}|{dst_unit}")
+    if name in ctx.mb.symbols:
+        return name
+    kw = KernelWriter(ctx.mb, name, 3)
+    sp, dp, tp = kw.args
+    t = [kw.load("i64", tp, k) for k in range(3 * rank + 2)]
+    n, st_s, st_d = t[:rank], t[rank:2 * rank], t[2 * rank:3 * rank]
+    with kw.loop(kw.begin, kw.end) as r:
+        idx, rem = [], r
+        for d in reversed(range(1, rank - 1)):
+            idx.append(kw.b.ins("i64", f"urem i64 {rem.ref}, {n[d].ref}"))
+            rem = kw.b.ins("i64", f"udiv i64 {rem.ref}, {n[d].ref}")
+        idx = [rem] + idx[::-1]
+        so, do = t[3 * rank], t[3 * rank + 1]
+        for i, a, b in zip(idx, st_s, st_d):
+            so, do = so + i * a, do + i * b
+        with kw.loop(0, n[-1]) as j:
+            v = kw.load(ity, sp, so + j if src_unit else so + j * st_s[-1])
+            kw.store(ity, v, dp, do + j if dst_unit else do + j * st_d[-1])
+    return kw.finish()
 
 
 #: edge of the square tiles of a transposing copy (elements)
@@ -410,10 +443,8 @@ def lower_slice_assign(node, ctx: LoweringContext):
 # ---- elementwise-shaped ops: `where`, `_backward_mean` -----------------------------------
 
 def _ew_call(ctx, spec: ElementwiseSpec, args) -> list:
-    name = kernel_name(spec)
-    if name not in ctx.mb.symbols:
-        emit_elementwise(ctx.mb, spec, name)
-    return [ParallelCall(name, int(np.prod(spec.out_shape, dtype=np.int64)), GRAIN, list(args))]
+    from .lower_basic import elementwise_call
+    return [elementwise_call(ctx, spec, args)]
 
 
 def _ew_dtypes_ok(*values) -> bool:
