@@ -46,6 +46,7 @@ import numpy as np
 
 from .._version import __version__
 from ..base import MXNetError
+from .plan_cache import used_params
 
 __all__ = ["build_library", "runtime_dir", "DTYPE_CODES", "cpu_feature_checks", "AotResult", "non_native_ops",
            "check_output_dir", "write_files_atomically", "signature_macros",
@@ -219,14 +220,16 @@ __attribute__((constructor)) static void sj_bind_blas(void) {
 
 def _descriptor_source(name: str, segment: str, inputs: list, outputs: list, params: list, arg_map: list,
                        n_consts: int, offsets: list, blob_path: str, workspace: int,
-                       checks: list[str], blas: bool = False, packings: dict | None = None) -> str:
+                       checks: list[str], blas: bool = False, packings: dict | None = None,
+                       unread: frozenset = frozenset()) -> str:
     """The generated C file: blob, CPU check, load-time packing, entry wrapper and the
     descriptor table.
 
     `arg_map[i]` says where the compiled code's input i comes from: ('input', k), ('param', k) or
     ('null', 0) for a bound input the optimized code no longer reads. `offsets[k]` is param k's
     place in the blob, or None for a param in `packings` ({k: (source param, descriptor,
-    floats)}): the kernel library packs it from its source when the library is first used."""
+    floats)}): the kernel library packs it from its source when the library is first used, or
+    in `unread` (a constant the code never reads, e.g. weights it reads only packed): NULL."""
     packings = packings or {}
     L = ['#include <stdio.h>', '#include <string.h>', '#include "symjit_runtime.h"', "",
          "/* the embedded parameters: one 64-byte-aligned blob */",
@@ -235,8 +238,9 @@ def _descriptor_source(name: str, segment: str, inputs: list, outputs: list, par
          'extern const unsigned char sj_param_blob[] __attribute__((visibility("hidden")));', "",
          f"extern int32_t {segment}(void **inputs, void **outputs, void **params, void *workspace);", ""]
     L += _tensor_table("sj_inputs", inputs) + _tensor_table("sj_outputs", outputs) + _tensor_table("sj_params", params)
-    data = ",\n".join("    0  /* packed when loaded */" if off is None else f"    sj_param_blob + {off}"
-                      for off in offsets) or "    0"
+    data = ",\n".join(f"    sj_param_blob + {off}" if off is not None
+                      else "    0  /* not read by the code */" if k in unread else "    0  /* packed when loaded */"
+                      for k, off in enumerate(offsets)) or "    0"
     L += [f"static const void *{'' if packings else 'const '}sj_param_data[] = {{\n{data}\n}};", ""]
     L += _packing_source(name, packings)
     # CPU check
@@ -507,6 +511,15 @@ def build_library(compiled, out_base: str, name: str = "model", graph_hash: str 
     # their embedded source: the file holds each weight once (not its packed copy as well)
     packings = {n_bound + k: (n_bound + src, desc, int(arrays[n_bound + k].size))
                 for k, (src, desc) in getattr(module.placement, "packings", {}).items()}
+    # constants the code never reads (weights it reads only in a packed copy, e.g. the blocked
+    # layout's panels) are not embedded either, unless a load-time packing reads them
+    read = used_params(compiled)
+    sources = {src for src, _desc, _floats in packings.values()}
+    unread = frozenset() if read is None else frozenset(
+        n_bound + k for k in range(n_consts) if k not in read and n_bound + k not in packings
+        and n_bound + k not in sources)
+    # the library's table gives them no elements (a loader then makes no view of a NULL address)
+    params = [(p, (0,), d) if k in unread else (p, s, d) for k, (p, s, d) in enumerate(params)]
     outputs = list(compiled.output_specs)
     spec = compiled.target                 # None: the host
     target = machine_for(spec)
@@ -520,15 +533,16 @@ def build_library(compiled, out_base: str, name: str = "model", graph_hash: str 
     with tempfile.TemporaryDirectory(prefix="symjit-aot-") as tmp:
         step("generating machine code")
         Path(tmp, "graph.o").write_bytes(_pic_object(module.ir, target))
-        blob, blob_offsets = _layout_blob([a for k, a in enumerate(arrays) if k not in packings])
+        embedded = [k not in packings and k not in unread for k in range(len(arrays))]
+        blob, blob_offsets = _layout_blob([a for k, a in enumerate(arrays) if embedded[k]])
         spots = iter(blob_offsets)
-        offsets = [None if k in packings else next(spots) for k in range(len(arrays))]
+        offsets = [next(spots) if embedded[k] else None for k in range(len(arrays))]
         blob_path = os.path.join(tmp, "params.bin")
         Path(blob_path).write_bytes(blob)
         uses_nn = "@symjit_nn_" in module.ir
         desc = _descriptor_source(name, module.segment_names[0], inputs, outputs, params, arg_map, n_consts,
                                   offsets, blob_path, module.workspace_size, checks, blas=uses_nn,
-                                  packings=packings)
+                                  packings=packings, unread=unread)
         Path(tmp, "graphs.c").write_text(desc)
         Path(tmp, "exports.map").write_text("{ global: symjit_*; local: *; };\n")
         sources = [str(rt / s) for s in _RUNTIME_SOURCES]
@@ -552,7 +566,8 @@ def build_library(compiled, out_base: str, name: str = "model", graph_hash: str 
             "inputs": [{"name": n, "shape": list(s), "dtype": np.dtype(d).name} for n, s, d in inputs],
             "outputs": [{"name": n, "shape": list(s), "dtype": np.dtype(d).name} for n, s, d in outputs],
             "params": {"count": len(params), "embedded": True,
-                       "bytes": int(sum(a.nbytes for k, a in enumerate(arrays) if k not in packings)),
+                       "bytes": int(sum(a.nbytes for k, a in enumerate(arrays) if embedded[k])),
+                       "unread": {"count": len(unread), "bytes": int(sum(arrays[k].nbytes for k in unread))},
                        "packed_when_loaded": {"count": len(packings),
                                               "bytes": int(sum(arrays[k].nbytes for k in packings))}},
             "workspace_bytes": int(module.workspace_size),
