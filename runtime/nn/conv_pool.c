@@ -165,9 +165,12 @@ static int conv_pool_fast(conv_pool_job *job) {
     cj->koff = implicit_tap_offsets(cj);
     if (!cj->koff) return 1;   /* out of memory: recorded, nothing to fall back to */
     cj->serial = atomic_fetch_add(&g_call_serial, 1) + 1;
+    cj->wt = implicit_weights_by_columns(cj);
     void *argv[1] = {job};
     const int64_t tasks = g->N * job->tp * job->tm;
     symjit_parallel_for(conv_pool_task, tasks, tasks_grain(tasks, want, threads), argv);
+    free(cj->wt);
+    cj->wt = NULL;
     return 1;
 #else
     (void)job;
