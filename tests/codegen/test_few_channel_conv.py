@@ -4,9 +4,10 @@ and max pooling (the fused `_conv_pool` node), against the interpreter's numpy r
 Their implicit GEMM has only C x KH x KW (9..147) steps per tile, so the tiles' weight layout
 matters: the kernel library reads the weights by columns (one broadcast pointer, constant
 offsets on whole tiles: implicit_weights_by_columns, MM_TILE_KLOOP) unless the tuning override
-`weight_rows` keeps them by rows. Every geometry runs both ways and must give the same values
-bit for bit (the same products summed in the same order), both within the convolution tolerance
-of the reference (rtol 1e-4, atol 1e-5 x the output's scale). Geometries are drawn at random
+`weight_rows` keeps them by rows; a fused 2x2 stride-2 max pooling reads the convolution rows
+directly (conv_pool_rows_2w) unless `pool_rows_tmp` sends it through the general rows pass.
+Every geometry runs each way and must give the same values bit for bit (the same products summed
+in the same order, the same maxima), all within the convolution tolerance of the reference (rtol 1e-4, atol 1e-5 x the output's scale). Geometries are drawn at random
 (seeded): kernel 3/5/7, stride 1/2, padding 0..k//2, batch 1/8, 1-3 channels, filter counts that
 are and are not multiples of the tile rows.
 """
@@ -65,7 +66,7 @@ def _net(xs, f, k, s, p, relu, pool):
 
 @pytest.mark.parametrize("case", _geometries(14), ids=lambda c: f"x{c[0]}f{c[1]}k{c[2]}s{c[3]}p{c[4]}"
                          f"{'r' if c[5] else ''}{'pool' if c[6] else ''}")
-def test_few_channel_conv_matches_reference_with_either_weight_layout(case):
+def test_few_channel_conv_matches_reference_on_every_path(case):
     xs, f, k, s, p, relu, pool = case
     g = _net(xs, f, k, s, p, relu, pool)
     rng = np.random.default_rng(sum(xs) + f)
@@ -76,13 +77,14 @@ def test_few_channel_conv_matches_reference_with_either_weight_layout(case):
     arrays = [np.ascontiguousarray(feeds[v.name]) for v in opt.inputs]
     got = {}
     try:
-        for layout in ("columns", "rows"):
-            _tune(TUNE_CONV_VALUES["weight_rows"] if layout == "rows" else 0)
-            got[layout] = np.array(cg(arrays)[0])
+        for setting in ("default", "weight_rows", "pool_rows_tmp"):
+            _tune(TUNE_CONV_VALUES.get(setting, 0))
+            got[setting] = np.array(cg(arrays)[0])
     finally:
         _tune(0)
-    np.testing.assert_array_equal(got["columns"], got["rows"])
+    np.testing.assert_array_equal(got["default"], got["weight_rows"])
+    np.testing.assert_array_equal(got["default"], got["pool_rows_tmp"])
     ref = run(g, feeds).outputs[0]
-    assert got["columns"].shape == ref.shape
+    assert got["default"].shape == ref.shape
     scale = max(float(np.abs(ref).max()), 1.0)
-    np.testing.assert_allclose(got["columns"], ref, rtol=1e-4, atol=1e-5 * scale)
+    np.testing.assert_allclose(got["default"], ref, rtol=1e-4, atol=1e-5 * scale)
