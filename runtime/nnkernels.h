@@ -56,8 +56,12 @@ enum symjit_tune_conv {
     TUNE_CONV_NO_WNAT = 6,              /* no fused Winograd on the tiles */
     TUNE_CONV_POOL_UNFUSED = 7,         /* symjit_nn_conv_pool as the whole convolution, then
                                            the pooling */
-    TUNE_CONV_DW_PERMUTE_ROWS = 13      /* the permute-based row kernel (dw3x3_rows_core) for
+    TUNE_CONV_DW_PERMUTE_ROWS = 13,     /* the permute-based row kernel (dw3x3_rows_core) for
                                            stride-1 3x3 depthwise planes */
+    TUNE_CONV_WEIGHT_ROWS = 14,         /* the implicit GEMM tiles read the weights by rows (one
+                                           pointer per filter) rather than by columns */
+    TUNE_CONV_POOL_ROWS_TMP = 15        /* symjit_nn_conv_pool's 2-wide stride-2 windows through
+                                           the general rows pass (conv_pool_rows) */
 };
 /* values of TUNE_PREFETCH: the software prefetch switched off */
 enum symjit_tune_prefetch {

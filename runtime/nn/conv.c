@@ -123,6 +123,7 @@ typedef struct {
     const int64_t *koff;
     int64_t phase_used;   /* bit a * sw + b: some tap reads phase plane (a, b) */
     int fv_how;           /* conv_fvec: FV_INPUT, FV_IM2COL or FV_PLANES */
+    float *wt;            /* implicit GEMM: the weights by columns (implicit_weights_by_columns), or NULL */
 } conv_job;
 
 static int is_pointwise(const geo_t *g) {

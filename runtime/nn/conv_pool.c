@@ -74,6 +74,40 @@ NN_AVX512 static void conv_pool_rows(const symjit_pool_desc *pd, const float *sr
     }
 }
 
+/* conv_pool_rows for windows two columns wide at stride 2 without column padding (LeNet's and
+ * VGG's 2x2/2 pooling; any vertical window): each pooled row's 16 outputs at a time from two
+ * vectors of each of its convolution rows (columns past OW read as -FLT_MAX), their rows' maxima,
+ * then the even and odd columns: no pass through `tmp`. The same maxima in the same order as
+ * conv_pool_rows (vertical, then column 2 pw, then 2 pw + 1), so the same values, NaN included. */
+NN_AVX512 static void conv_pool_rows_2w(const symjit_pool_desc *pd, const float *src, int64_t cr0, int64_t nr,
+                                        int64_t ph0, int64_t ph1, float *out) {
+    const int64_t OH = pd->in_size[1], OW = pd->in_size[2], POW = pd->out_size[2], KH = pd->kernel[1],
+                  sh = pd->stride[1], ph_ = pd->pad[1];
+    const __m512 lowest = _mm512_set1_ps(-FLT_MAX);
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    for (int64_t ph = ph0; ph < ph1; ph++) {
+        const int64_t r0 = imax(ph * sh - ph_, imax(cr0, 0)), r1 = imin(ph * sh - ph_ + KH, imin(cr0 + nr, OH));
+        float *y = out + ph * POW;
+        for (int64_t pw = 0; pw < POW; pw += 16) {
+            const int64_t c0 = 2 * pw;   /* conv columns [c0, c0 + 32) */
+            const __mmask16 m = POW - pw >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (POW - pw)) - 1u);
+            const __mmask16 mlo = OW - c0 >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (OW - c0)) - 1u);
+            const __mmask16 mhi = OW - c0 >= 32 ? (__mmask16)0xFFFF
+                                  : OW - c0 <= 16 ? (__mmask16)0 : (__mmask16)((1u << (OW - c0 - 16)) - 1u);
+            __m512 lo = lowest, hi = lowest;
+            for (int64_t r = r0; r < r1; r++) {
+                const float *row = src + (r - cr0) * OW + c0;
+                lo = _mm512_max_ps(_mm512_mask_loadu_ps(lowest, mlo, row), lo);
+                hi = _mm512_max_ps(_mm512_mask_loadu_ps(lowest, mhi, row + 16), hi);
+            }
+            __m512 acc = _mm512_max_ps(_mm512_permutex2var_ps(lo, even, hi), lowest);
+            acc = _mm512_max_ps(_mm512_permutex2var_ps(lo, odd, hi), acc);
+            _mm512_mask_storeu_ps(y + pw, m, acc);
+        }
+    }
+}
+
 static void conv_pool_task(int64_t begin, int64_t end, void **argv) {
     conv_pool_job *job = (conv_pool_job *)argv[0];
     conv_job *cj = &job->cj;
@@ -107,9 +141,13 @@ static void conv_pool_task(int64_t begin, int64_t end, void **argv) {
             p.relu = job->relu;
             mm_run(&p, cj->shape);
         }
-        for (int64_t r = 0; r < mc; r++)
-            conv_pool_rows(pd, rows + r * job->RBc * OW, cr0, cr1 - cr0, ph0, ph1, tmp, TW,
-                           cj->y + (n * g->F + f0 + r) * POH * POW);
+        const int two_wide = pd->kernel[2] == 2 && pd->stride[2] == 2 && pd->pad[2] == 0 &&
+                             g_tune[TUNE_CONV] != TUNE_CONV_POOL_ROWS_TMP;
+        for (int64_t r = 0; r < mc; r++) {
+            float *y = cj->y + (n * g->F + f0 + r) * POH * POW;
+            if (two_wide) conv_pool_rows_2w(pd, rows + r * job->RBc * OW, cr0, cr1 - cr0, ph0, ph1, y);
+            else conv_pool_rows(pd, rows + r * job->RBc * OW, cr0, cr1 - cr0, ph0, ph1, tmp, TW, y);
+        }
     }
 }
 #endif
@@ -165,9 +203,12 @@ static int conv_pool_fast(conv_pool_job *job) {
     cj->koff = implicit_tap_offsets(cj);
     if (!cj->koff) return 1;   /* out of memory: recorded, nothing to fall back to */
     cj->serial = atomic_fetch_add(&g_call_serial, 1) + 1;
+    cj->wt = implicit_weights_by_columns(cj);
     void *argv[1] = {job};
     const int64_t tasks = g->N * job->tp * job->tm;
     symjit_parallel_for(conv_pool_task, tasks, tasks_grain(tasks, want, threads), argv);
+    free(cj->wt);
+    cj->wt = NULL;
     return 1;
 #else
     (void)job;

@@ -247,6 +247,23 @@ NN_AVX512 static inline __attribute__((always_inline)) void tr16x16(__m512 *r) {
     for (int i = 0; i < 16; i++) r[i] = t[i];
 }
 
+/* The k loop of MM_TILE (its locals in scope). FULL: a whole tile of rows of A by columns, at
+ * constant offsets from one pointer (R rows through the `off` table keep R offsets live,
+ * which spill with 8 rows) */
+#define MM_TILE_KLOOP(R, V, AROWS, BTAB, FULL) \
+    for (int64_t k = 0; k < K; k++) {                                                                  \
+        if (pf) _mm_prefetch(pf + k * pf_step, _MM_HINT_T1);                                           \
+        const float *bk = BTAB ? bp + koff[k] : bp + k * bsk;                                          \
+        const float *ak = AROWS == 2 ? a + aoff[k] : a;                                                \
+        __m512 bv[V];                                                                                  \
+        for (int v = 0; v < V; v++) bv[v] = _mm512_loadu_ps(bk + 16 * v);                              \
+        for (int r = 0; r < R; r++) {                                                                  \
+            __m512 av = _mm512_set1_ps(AROWS & 1 ? ap[AROWS & 1 ? r : 0][k] : ak[FULL ? r : off[r]]);  \
+            for (int v = 0; v < V; v++) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);             \
+        }                                                                                              \
+        if (AROWS == 0) a += ask;                                                                      \
+    }
+
 /* one R x 16V tile at rows [r0, r0 + R), columns [j0, j0 + 16V) (j0 a multiple of 16V) */
 #define MM_TILE(R, V, AROWS, BTAB)                                                                    \
     NN_AVX512 static void mm_tile_##R##x##V##_##AROWS##BTAB(const mm_t *p, int64_t r0, int64_t j0) {  \
@@ -268,18 +285,8 @@ NN_AVX512 static inline __attribute__((always_inline)) void tr16x16(__m512 *r) {
                 ap[r] = p->a + (AROWS == 3 ? p->arow[r0 + off[r]] : (r0 + off[r]) * p->asr);          \
         const char *pf = p->pf;                                                                       \
         const int64_t pf_step = p->pf_step;                                                           \
-        for (int64_t k = 0; k < K; k++) {                                                             \
-            if (pf) _mm_prefetch(pf + k * pf_step, _MM_HINT_T1);                                      \
-            const float *bk = BTAB ? bp + koff[k] : bp + k * bsk;                                    \
-            const float *ak = AROWS == 2 ? a + aoff[k] : a;                                           \
-            __m512 bv[V];                                                                             \
-            for (int v = 0; v < V; v++) bv[v] = _mm512_loadu_ps(bk + 16 * v);                         \
-            for (int r = 0; r < R; r++) {                                                             \
-                __m512 av = _mm512_set1_ps(AROWS & 1 ? ap[AROWS & 1 ? r : 0][k] : ak[off[r]]);        \
-                for (int v = 0; v < V; v++) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);       \
-            }                                                                                         \
-            if (AROWS == 0) a += ask;                                                                 \
-        }                                                                                             \
+        if (AROWS == 0 && nr == R) MM_TILE_KLOOP(R, V, AROWS, BTAB, 1)                               \
+        else MM_TILE_KLOOP(R, V, AROWS, BTAB, 0)                                                      \
         if (p->csj == 1 && !p->bias_j && p->wide_w == 0 && nr == R && nc == 16 * V && !p->accumulate) { \
             /* a whole tile of plain rows: straight stores */                                     \
             for (int r = 0; r < R; r++) {                                                             \

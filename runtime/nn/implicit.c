@@ -158,6 +158,23 @@ static void implicit_block_planes(const conv_job *job, int64_t n, int64_t gi, in
         }
 }
 
+/* The weights w (F, Cg KK) by columns for the implicit GEMM tiles: tap k of filter f at
+ * wt[k F + f]. The tiles then broadcast every filter's weight through one pointer; by rows they
+ * keep one pointer per tile row live, which spills with 8 rows and slows the tile loop (K is
+ * only Cg KK, e.g. 25 for a one-channel 5x5 stem: benchmarks/bench_few_channel_conv.py).
+ * malloc'd (the caller frees it), or NULL where the tuning override keeps the rows or the
+ * allocation fails: the tiles read the weights by rows then. */
+static float *implicit_weights_by_columns(const conv_job *job) {
+    const geo_t *g = &job->g;
+    const int64_t Kd = g->Cg * g->KK;
+    if (g_tune[TUNE_CONV] == TUNE_CONV_WEIGHT_ROWS) return NULL;
+    float *wt = (float *)malloc((size_t)(Kd * g->F) * sizeof(float));
+    if (!wt) return NULL;
+    for (int64_t f = 0; f < g->F; f++)
+        for (int64_t k = 0; k < Kd; k++) wt[k * g->F + f] = job->w[f * Kd + k];
+    return wt;
+}
+
 /* The implicit GEMM of filters [f0, f0 + mc) over a block's phase planes (buf): every field
  * but where C goes (c, csr, q0), its columns and the prefetch choices. */
 static mm_t implicit_tiles(const conv_job *job, const float *buf, int64_t f0, int64_t mc) {
@@ -169,9 +186,15 @@ static mm_t implicit_tiles(const conv_job *job, const float *buf, int64_t f0, in
     p.koff = job->koff;
     p.bsp = mm_panel(job->shape);
     p.padded = 1;
-    p.a = job->w + f0 * p.K;
-    p.ask = 1;
-    p.asr = p.K;
+    if (job->wt) {
+        p.a = job->wt + f0;
+        p.ask = g->F;
+        p.asr = 1;
+    } else {
+        p.a = job->w + f0 * p.K;
+        p.ask = 1;
+        p.asr = p.K;
+    }
     p.csj = 1;
     p.wide_w = job->Wp;
     p.valid_w = g->out[2];
@@ -247,7 +270,10 @@ static int conv_implicit(conv_job *job) {
     job->koff = implicit_tap_offsets(job);
     if (!job->koff) return 0;
     job->serial = atomic_fetch_add(&g_call_serial, 1) + 1;
+    job->wt = implicit_weights_by_columns(job);
     void *argv[1] = {job};
     symjit_parallel_for(conv_implicit_task, outer * tp * tm, tasks_grain(outer * tp * tm, want, threads), argv);
+    free(job->wt);
+    job->wt = NULL;
     return 1;
 }
