@@ -118,8 +118,7 @@ def main(argv=None) -> int:
         x = np.load(Path(d, f"{name}-input.npy"))
         params_file = str(Path(d, f"{name}-0000.params"))
         g, _ = compiler._to_graph(mx.sym.load(str(Path(d, f"{name}-symbol.json"))), {"data": x.shape}, None)
-        inputs_names = {v.name for v in g.inputs}
-        consts = {k: v for k, v in compiler._strip(mx.nd.load(params_file)).items() if k in inputs_names}
+        consts = compiler._bound_constants(g, {}, mx.nd.load(params_file))
         target = compiler.llvm_target(None)
         pm = PassManager("inference", target=target)
         opt = pm.run(g, consts)

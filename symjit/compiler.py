@@ -32,13 +32,22 @@ def _as_numpy(a) -> np.ndarray:
     return a.asnumpy() if hasattr(a, "asnumpy") else real_array(a, "compile")
 
 
-def _strip(params: Mapping | None) -> dict:
-    out = {}
+def _bare(name: str) -> str:
+    """A parameter name without MXNet's `arg:`/`aux:` prefix."""
+    return name[4:] if name.startswith(("arg:", "aux:")) else name
+
+
+def _bound_constants(g: Graph, default_params: Mapping, params: Mapping | None) -> dict:
+    """The constants to bind into `g`: `default_params` overridden by `params` (prefixes
+    stripped), as numpy copies, keeping only names that are inputs of `g` (others are
+    neither converted nor copied)."""
+    inputs = {i.name for i in g.inputs}
+    consts = {k: v for k, v in default_params.items() if k in inputs}
     for k, v in (params or {}).items():
-        if k.startswith(("arg:", "aux:")):
-            k = k[4:]
-        out[k] = _as_numpy(v)
-    return out
+        k = _bare(k)
+        if k in inputs:
+            consts[k] = _as_numpy(v)
+    return consts
 
 
 def _source(obj, shapes) -> tuple[object, dict]:
@@ -87,8 +96,7 @@ def _param_views(params: Mapping | None) -> dict:
     from .ndarray.ndarray import NDArray
     out = {}
     for k, v in (params or {}).items():
-        if k.startswith(("arg:", "aux:")):
-            k = k[4:]
+        k = _bare(k)
         data = getattr(v, "_data", None)
         if getattr(type(v), "asnumpy", None) is NDArray.asnumpy and isinstance(data, np.ndarray):
             out[k] = data
@@ -186,9 +194,7 @@ def compile(obj, shapes: Mapping | None = None, params: Mapping | None = None, d
 def _compile_typed(g, default_params, params, pipeline, disabled, name, profile, target):
     """(optimized graph, CompiledGraph, PassManager, bound constants) of a typed graph."""
     from .codegen.llvm.executable import compile_planned
-    consts = dict(default_params)
-    consts.update(_strip(params))
-    consts = {k: v for k, v in consts.items() if k in {i.name for i in g.inputs}}
+    consts = _bound_constants(g, default_params, params)
     pm = PassManager(pipeline, disabled=set(disabled), target=target)
     opt = pm.run(g, consts if pipeline == "inference" else None)
     compiled = compile_planned(opt, name, profile=profile, target=target)
@@ -293,9 +299,7 @@ def inspect(obj, shapes: Mapping | None = None, params: Mapping | None = None, d
     (lowered to LLVM IR, not compiled)."""
     from .codegen.llvm.graph import lower_graph
     g, default_params = _to_graph(obj, shapes, dtypes)
-    consts = dict(default_params)
-    consts.update(_strip(params))
-    consts = {k: v for k, v in consts.items() if k in {i.name for i in g.inputs}}
+    consts = _bound_constants(g, default_params, params)
     pm = PassManager(pipeline, target=llvm_target(None))
     opt = pm.run(g, consts or None)
     groups = [(n.name, n.op.name, list(n.attrs.get("members", ()))) for n in opt.nodes

@@ -257,10 +257,10 @@ def print_summary(symbol, shape: Mapping | None = None, line_length: int = 120,
 
 def _optimized_graph(symbol, shape: Mapping, dtype: Mapping | None, params: Mapping | None):
     """The graph after the inference pipeline (params bound as constants)."""
-    from .compiler import _strip, _to_graph, llvm_target
+    from .compiler import _bound_constants, _to_graph, llvm_target
     from .passes.manager import PassManager
     g, _ = _to_graph(symbol, shape, {k: np.dtype(v).name for k, v in (dtype or {}).items()})
-    consts = {k: v for k, v in _strip(params).items() if k in {i.name for i in g.inputs}}
+    consts = _bound_constants(g, {}, params)
     return PassManager("inference", target=llvm_target(None)).run(g, consts or None)
 
 

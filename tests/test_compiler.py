@@ -43,3 +43,36 @@ def test_inspect_reports_groups_and_memory():
     assert "fusion groups (1)" in text and "memory plan:" in text and "_fused_elemwise" in text
     with pytest.raises(MXNetError, match="expected a Symbol"):
         mx.inspect(42)
+
+
+class _Unconvertible:
+    """A parameter value that fails loudly if anything tries to read it."""
+
+    def asnumpy(self):
+        raise AssertionError("a parameter the graph does not use was converted")
+
+
+def test_bound_constants_keep_graph_inputs_only_as_copies():
+    from symjit.compiler import _bound_constants, _to_graph
+    w, x = mx.sym.var("w"), mx.sym.var("x")
+    g, _ = _to_graph(x * w + mx.sym.var("b"), {"x": (3,), "w": (3,), "b": (3,)}, None)
+    w_nd = mx.nd.array(np.arange(3, dtype=np.float32))
+    consts = _bound_constants(g, {"b": np.ones(3, np.float32), "unused": np.zeros(2)},
+                              {"arg:w": w_nd, "aux:b": mx.nd.array(np.full(3, 2, np.float32)),
+                               "arg:extra": _Unconvertible()})
+    assert sorted(consts) == ["b", "w"]
+    np.testing.assert_array_equal(consts["b"], np.full(3, 2, np.float32))   # params override defaults
+    w_nd[:] = 7   # bound constants are copies: later writes to the NDArray do not reach them
+    np.testing.assert_array_equal(consts["w"], np.arange(3, dtype=np.float32))
+
+
+def test_compile_ignores_params_the_graph_does_not_use():
+    x, w = mx.sym.var("x"), mx.sym.var("w")
+    wv = np.linspace(-1, 1, 4, dtype=np.float32)
+    params = {"arg:w": mx.nd.array(wv), "arg:not_in_graph": _Unconvertible()}
+    model = mx.compile(x * w, shapes={"x": (4,)}, params=params, cache=False)
+    assert model.input_names == ["x"]
+    xv = np.arange(4, dtype=np.float32)
+    np.testing.assert_array_equal(model(x=xv)[0], xv * wv)
+    params["arg:w"][:] = 0   # the model keeps the values it was compiled with
+    np.testing.assert_array_equal(model(x=xv)[0], xv * wv)

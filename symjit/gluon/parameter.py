@@ -286,8 +286,9 @@ class Parameter:
                 _run_initializer(self.name, init, default_init, data)
             self._init_impl(data, ctx)
 
-    def _init_impl(self, data, ctx_list):
-        """Set the value on every context of `ctx_list` from `data` (copied)."""
+    def _init_impl(self, data, ctx_list, owned=False):
+        """Set the value on every context of `ctx_list` from `data` (copied; with `owned`, data
+        that nothing else references, the first context may take `data` itself)."""
         self._ctx_list = list(ctx_list)
         self._ctx_map = [[], []]
         for i, ctx in enumerate(self._ctx_list):
@@ -295,7 +296,8 @@ class Parameter:
             while len(dev_list) <= ctx.device_id:
                 dev_list.append(None)
             dev_list[ctx.device_id] = i
-        self._data = _np_mode([_copy_to(data, c).tostype(self._stype) for c in self._ctx_list])
+        self._data = _np_mode([_own_or_copy(data, c, owned and i == 0).tostype(self._stype)
+                               for i, c in enumerate(self._ctx_list)])
         self._init_grad()
 
     def _init_grad(self):
@@ -318,8 +320,10 @@ class Parameter:
             return total
         return _copy_to(block[0], cpu())
 
-    def _load_init(self, data, ctx, cast_dtype=False, dtype_source="current"):
-        """Initialize (or overwrite) the value from a loaded array, checking shape and dtype."""
+    def _load_init(self, data, ctx, cast_dtype=False, dtype_source="current", owned=False):
+        """Initialize (or overwrite) the value from a loaded array, checking shape and dtype.
+        `owned`: nothing else references `data` (read from a file here), so a first
+        initialization may take it as the value instead of copying it."""
         if cast_dtype and dtype_source not in ("current", "saved"):
             raise ParameterAssertionError(f"dtype_source must be 'current' or 'saved', got {dtype_source!r}")
         if self.shape:
@@ -353,7 +357,7 @@ class Parameter:
                 ctx = self._deferred_init[1]
             elif ctx is None:
                 ctx = [cpu()]
-            self._init_impl(data, ctx)
+            self._init_impl(data, ctx, owned)
         else:
             if ctx is not None and set(ctx) != set(self.list_ctx()):
                 raise ParameterAssertionError(
@@ -494,6 +498,15 @@ def _np_mode(arrays: list) -> list:
         return arrays
     from ..numpy_extension._op import as_np
     return [as_np(a) for a in arrays]
+
+
+def _own_or_copy(data, ctx: Context, owned: bool) -> NDArray:
+    """`data` itself when the caller hands it over (`owned`) and it is a plain dense NDArray on
+    `ctx` owning its writable buffer, else `_copy_to(data, ctx)`."""
+    if owned and type(data) is NDArray and data.context == ctx and data._data.flags.owndata \
+            and data._data.flags.writeable and data._ag is None:
+        return data
+    return _copy_to(data, ctx)
 
 
 def _copy_to(data, ctx: Context) -> NDArray:
@@ -714,12 +727,18 @@ class ParameterDict:
                     raise ParameterAssertionError(
                         f"restore_prefix is '{restore_prefix}' but Parameters name '{name}' does not "
                         f"start with '{restore_prefix}'")
-        loaded = nd.load(filename)
-        self.load_dict(loaded, ctx, allow_missing, ignore_extra, restore_prefix, filename, cast_dtype,
-                       dtype_source)
+        loaded = nd.load(filename)   # arrays nothing else references: parameters may take them
+        self._load_arrays(loaded, ctx, allow_missing, ignore_extra, restore_prefix, filename, cast_dtype,
+                          dtype_source, owned=True)
 
     def load_dict(self, param_dict, ctx=None, allow_missing=False, ignore_extra=False, restore_prefix="",
                   filename=None, cast_dtype=False, dtype_source="current"):
+        self._load_arrays(param_dict, ctx, allow_missing, ignore_extra, restore_prefix, filename, cast_dtype,
+                          dtype_source, owned=False)
+
+    def _load_arrays(self, param_dict, ctx, allow_missing, ignore_extra, restore_prefix, filename,
+                     cast_dtype, dtype_source, owned):
+        """`load_dict`; `owned`: the arrays are this call's own (copied values may be taken)."""
         lprefix = len(restore_prefix)
         if isinstance(param_dict, dict):
             loaded = [(k[4:] if k.startswith(("arg:", "aux:")) else k, v) for k, v in param_dict.items()]
@@ -743,7 +762,8 @@ class ParameterDict:
                         "ignore_extra to True to ignore. Please make sure source and target networks "
                         "have the same prefix.")
                 continue
-            self[name]._load_init(arg_dict[name], ctx, cast_dtype=cast_dtype, dtype_source=dtype_source)
+            self[name]._load_init(arg_dict[name], ctx, cast_dtype=cast_dtype, dtype_source=dtype_source,
+                                  owned=owned)
 
     def _select(self, select):
         pattern = re.compile(select)

@@ -682,7 +682,10 @@ def zeros(shape, ctx: Context | None = None, dtype=None, stype=None, out=None, *
     if stype not in (None, "default"):
         from .sparse import zeros as sparse_zeros
         return sparse_zeros(stype, shape, ctx, dtype)
-    return _filled(_known_shape("zeros", shape), 0, ctx, dtype, out)
+    shape = _known_shape("zeros", shape)
+    if out is None:   # calloc'd: large zero arrays take no page until written (unused gradients)
+        return NDArray(np.zeros(shape, dtype=canonical_dtype(dtype)), _check_ctx(ctx))
+    return _filled(shape, 0, ctx, dtype, out)
 
 
 def ones(shape, ctx: Context | None = None, dtype=None, out=None, **kwargs) -> NDArray:

@@ -79,6 +79,8 @@ def shape_known(shape) -> bool:
 
 def merge_shape(op: str, what: str, a, b):
     """Unify two partial shapes; raises MXNetError naming the op on a conflict."""
+    if type(a) is tuple and a == b:   # the common case: both known and equal
+        return a
     if a is None:
         return None if b is None else tuple(b)
     if b is None:
@@ -100,6 +102,17 @@ MAX_TENSOR_ELEMENTS = 2 ** 31 - 1
 MAX_NDIM = 32
 
 
+def _plain_size(dims: tuple) -> int:
+    """The element count of `dims` (0 dims count as 1) when every dim is a non-negative Python
+    int (not a bool), else MAX_TENSOR_ELEMENTS + 1 (so that `check_shape` runs its full checks)."""
+    size = 1
+    for d in dims:
+        if type(d) is not int or d < 0:
+            return MAX_TENSOR_ELEMENTS + 1
+        size *= d or 1
+    return size
+
+
 def check_shape(op: str, what: str, shape):
     """`shape` as a tuple of non-negative ints (None stays None), or MXNetError naming the op.
 
@@ -107,6 +120,8 @@ def check_shape(op: str, what: str, shape):
     dims, more than MAX_TENSOR_ELEMENTS elements (unknown 0 dims count as 1)."""
     if shape is None:
         return None
+    if type(shape) is tuple and len(shape) <= MAX_NDIM and _plain_size(shape) <= MAX_TENSOR_ELEMENTS:
+        return shape   # the common case: already a tuple of non-negative Python ints
     try:
         dims = tuple(shape)
     except TypeError:

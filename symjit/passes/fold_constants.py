@@ -9,7 +9,7 @@ from ..base import MXNetError
 from ..ir.builder import describe_node
 from ..ir.graph import Graph, Node, Value
 from ..ops.registry import ComputeContext
-from .rewrite import NameSource, make_node, replace_uses
+from .rewrite import NameSource, const_node, replace_uses
 
 
 def _shape_stand_ins(values) -> list[np.ndarray]:
@@ -36,7 +36,7 @@ def bind_constants(g: Graph, constants: Mapping[str, np.ndarray]) -> tuple[Graph
         if v.type.shape is not None and tuple(v.type.shape) != arr.shape and all(v.type.shape):
             raise MXNetError(f"bind_constants: input {name!r} has shape {v.type.shape}, "
                              f"the constant has {arr.shape}")
-        node = make_node(names, "_const", [], {"value": arr}, base=f"const_{name}")
+        node = const_node(names, arr, base=f"const_{name}")
         new_nodes.append(node)
         mapping[v] = node.outputs[0]
     g.nodes = new_nodes + g.nodes
@@ -83,7 +83,7 @@ def fold_constants(g: Graph, max_bytes: int = 1 << 30) -> tuple[Graph, dict]:
             new_nodes.append(n)
             continue
         for out, val in zip(n.outputs, values):
-            c = make_node(names, "_const", [], {"value": np.asarray(val)}, base=f"{n.name}_folded")
+            c = const_node(names, np.asarray(val), base=f"{n.name}_folded")
             const_of[c.outputs[0]] = c.attrs["value"]
             new_nodes.append(c)
             remap[out] = c.outputs[0]

@@ -8,12 +8,12 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from ..ir.builder import infer_node_types
-from ..ir.graph import Graph, Node, Value
+from ..ir.graph import Graph, Node, TensorType, Value
 from ..ops import scalar as S
 from ..ops.fused import ACT_NONE, activation_of, is_relu_epilogue, residual_epilogue
-from ..ops.registry import get_op
+from ..ops.registry import check_shape, get_op
 
-__all__ = ["replace_uses", "make_node", "NameSource", "use_counts", "attrs_key", "convolution_relu",
+__all__ = ["replace_uses", "make_node", "const_node", "NameSource", "use_counts", "attrs_key", "convolution_relu",
            "convolution_activation"]
 
 
@@ -51,6 +51,18 @@ def make_node(names: NameSource, op_name: str, inputs: Sequence[Value], attrs: M
     n_out = op.num_outputs(parsed)
     outs = [Value(node_name if n_out == 1 else names(f"{node_name}:{i}"), t) for i, t in enumerate(out_types)]
     return Node(node_name, op, parsed, list(inputs), outs)
+
+
+def const_node(names: NameSource, value, base: str) -> Node:
+    """The `_const` node holding `value` that `make_node(names, "_const", [], {"value": value},
+    base)` builds, typed straight from the parsed array (its shape and dtype are the op's whole
+    inference) instead of through the general per-node inference."""
+    op = get_op("_const")
+    parsed = op.parse({"value": value})
+    node_name = names(base)
+    arr = parsed["value"]
+    out = TensorType(check_shape(op.name, "output 0", tuple(int(d) for d in arr.shape)), arr.dtype.name)
+    return Node(node_name, op, parsed, [], [Value(node_name, out)])
 
 
 def convolution_relu(n: Node) -> tuple[dict, bool] | None:

@@ -259,3 +259,46 @@ def test_initialize_warns_once_per_parameter_without_force():
         warnings.simplefilter("always")
         pd.initialize()
     assert any("already initialized" in str(x.message) for x in w)
+
+
+def _saved_dense(tmp_path):
+    net = gluon.nn.Dense(3, in_units=4, prefix="dense0_")
+    net.initialize()
+    path = str(tmp_path / "dense.params")
+    net.collect_params().save(path)
+    return path, {k: v.data().asnumpy() for k, v in net.collect_params().items()}
+
+
+def test_loading_a_file_gives_each_parameter_its_own_writable_array(tmp_path):
+    path, saved = _saved_dense(tmp_path)
+    nets = []
+    for _ in range(2):
+        net = gluon.nn.Dense(3, in_units=4, prefix="dense0_")
+        net.collect_params().load(path, mx.cpu())
+        nets.append(net)
+    a, b = (n.collect_params()["dense0_weight"] for n in nets)
+    np.testing.assert_array_equal(a.data().asnumpy(), saved["dense0_weight"])
+    assert a.data()._data.flags.owndata and a.data()._data.flags.writeable
+    assert not np.shares_memory(a.data()._data, b.data()._data)
+    a.set_data(mx.nd.zeros((3, 4)))
+    np.testing.assert_array_equal(b.data().asnumpy(), saved["dense0_weight"])
+    assert a.grad().shape == (3, 4) and not a.grad().asnumpy().any()
+
+
+def test_loading_a_file_on_two_contexts_gives_separate_copies(tmp_path):
+    path, saved = _saved_dense(tmp_path)
+    net = gluon.nn.Dense(3, in_units=4, prefix="dense0_")
+    net.collect_params().load(path, [mx.cpu(0), mx.cpu(1)])
+    w0, w1 = net.collect_params()["dense0_weight"].list_data()
+    assert not np.shares_memory(w0._data, w1._data)
+    np.testing.assert_array_equal(w1.asnumpy(), saved["dense0_weight"])
+
+
+def test_load_dict_copies_the_callers_arrays():
+    net = gluon.nn.Dense(3, in_units=4, prefix="dense0_")
+    given = {"dense0_weight": mx.nd.ones((3, 4)), "dense0_bias": mx.nd.zeros((3,))}
+    net.collect_params().load_dict(given, mx.cpu())
+    w = net.collect_params()["dense0_weight"].data()
+    assert not np.shares_memory(w._data, given["dense0_weight"]._data)
+    given["dense0_weight"][:] = 5
+    np.testing.assert_array_equal(w.asnumpy(), np.ones((3, 4), np.float32))

@@ -163,3 +163,19 @@ def test_reshape_shares_memory_and_copy_does_not():
     c = x.copy()
     c[:] = 0
     assert x.asnumpy()[0] == 42
+
+
+@pytest.mark.parametrize("dtype", [None, "float32", "float16", "float64", "int32", "int8", "uint8", "bool"])
+def test_zeros_are_owned_writable_zeros_of_the_dtype(dtype):
+    a = mx.nd.zeros((3, 1 << 16), dtype=dtype)   # large enough to come from fresh pages
+    want = np.dtype("float32" if dtype is None else dtype)
+    assert a.dtype == want and a.shape == (3, 1 << 16) and a.context == mx.cpu()
+    assert a._data.flags.owndata and a._data.flags.writeable and a._data.flags.c_contiguous
+    assert not a.asnumpy().any()
+    a[1] = 1
+    b = mx.nd.zeros((3, 1 << 16), dtype=dtype)   # a fresh array, not sharing a's memory
+    assert a.asnumpy()[1].all() and not b.asnumpy().any()
+    out = mx.nd.ones((2, 2), dtype=dtype)
+    assert mx.nd.zeros((2, 2), dtype=dtype, out=out) is out and not out.asnumpy().any()
+    with pytest.raises(mx.base.MXNetError, match="not fully known"):
+        mx.nd.zeros((2, 0), dtype=dtype)

@@ -10,7 +10,7 @@ import symjit as mx
 from symjit.base import MXNetError
 from symjit.ops.attrs import MAX_COUNT
 from symjit.ops.registry import (MAX_TENSOR_ELEMENTS, OPS, check_shape, forward_shapes, get_op,
-                                 list_ops)
+                                 list_ops, merge_shape)
 
 
 def _bind(sym, **shapes):
@@ -76,6 +76,35 @@ def test_check_shape_refuses_what_no_kernel_can_take():
         check_shape("op", "x", (1,) * 33)
     with pytest.raises(MXNetError, match="tuple of ints"):
         check_shape("op", "x", (2.5, 1))
+
+
+@pytest.mark.parametrize("shape", [(True, 2), (np.bool_(True), 2), (1.0, 2), (2, "3"),
+                                   (MAX_TENSOR_ELEMENTS + 1,), (2 ** 16, 2 ** 16, 0), (0, -3)])
+def test_check_shape_tuple_fast_path_refuses_the_same(shape):
+    """Plain tuples take a quick path; bools, floats, strings, negative or too many elements
+    are still refused."""
+    with pytest.raises(MXNetError):
+        check_shape("op", "x", shape)
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (3, 0, 4), (MAX_TENSOR_ELEMENTS,), (1,) * 32,
+                                   [2, 3], (np.int64(2), 3), (np.int32(0), np.uint8(7))])
+def test_check_shape_returns_plain_int_tuples(shape):
+    got = check_shape("op", "x", shape)
+    assert type(got) is tuple and got == tuple(int(d) for d in shape)
+    assert all(type(d) is int for d in got)
+
+
+def test_merge_shape_of_equal_and_partial_shapes():
+    assert merge_shape("op", "x", (2, 3), (2, 3)) == (2, 3)
+    assert merge_shape("op", "x", (2, 0), [2, 5]) == (2, 5)
+    assert merge_shape("op", "x", (0, 3), (2, 3)) == (2, 3)
+    assert merge_shape("op", "x", None, [4]) == (4,)
+    assert merge_shape("op", "x", [4], None) == (4,)
+    with pytest.raises(MXNetError, match="shape mismatch"):
+        merge_shape("op", "x", (2, 3), (2, 4))
+    with pytest.raises(MXNetError, match="shape mismatch"):
+        merge_shape("op", "x", (2, 3), (2, 3, 1))
 
 
 def test_infer_shape_checked_validates_arity_and_outputs():
