@@ -410,14 +410,18 @@ static int64_t mm_panel(int shape) { return 16 * MM_SHAPES[shape].V; }
  * a worker costs: waking or stealing it from a spinning worker, and waiting at the join for a
  * worker that another process preempted), else NN_BLOCKS_PER_THREAD per thread, so that a
  * thread slowed down leaves its remaining blocks to the others.
- * benchmarks/bench_small_models.py --section threads measures the threshold (2 threads on a
- * shared 2-core machine, load ~5: LeNet batch 1, whose 3x3 layer is 2.3 Mflop, 196 us wall at
- * 1e6, 89 us at 4e6; batch 8 within noise). */
+ * benchmarks/bench_small_models.py --section threads and bench_kernel_tune.py --key min_task
+ * measure the threshold. It is a trade-off between an idle and a loaded machine: on an idle
+ * 2-core Zen 5 (load ~1, 2 threads, paired whole calls, 1e6 against 4e6) SqueezeNet 1.1 batch 1
+ * 0.57-0.91, LeNet batch 8 0.66, MobileNetV2 batch 1 0.97, DenseNet-121 batch 1 0.98, Inception
+ * v3 batch 1 1.03, LeNet batch 1 1.05-1.14 (34 -> 36-38 us); on the same machine shared with
+ * other work (load ~5) LeNet batch 1 took 196 us at 1e6 against 89 us at 4e6, a preempted
+ * worker stalling each small parallel region. The default favours the idle machine. */
 #ifndef NN_BLOCKS_PER_THREAD
 #define NN_BLOCKS_PER_THREAD 4
 #endif
 #ifndef NN_MIN_TASK_FLOPS
-#define NN_MIN_TASK_FLOPS 4e6
+#define NN_MIN_TASK_FLOPS 1e6
 #endif
 static int64_t tiles_want(double flops, int64_t threads) {
     int64_t per = g_tune[TUNE_BLOCKS] > 0 ? g_tune[TUNE_BLOCKS] : NN_BLOCKS_PER_THREAD;
