@@ -15,6 +15,7 @@ backward unless `retain_graph=True`, and using a freed graph raises MXNetError.
 from __future__ import annotations
 
 import threading
+import weakref
 from contextlib import contextmanager
 
 import numpy as np
@@ -89,17 +90,44 @@ def predict_mode():
 # --------------------------------------------------------------------------------------------
 
 class Node:
-    """One recorded op application (or a variable, when `op` is None)."""
-    __slots__ = ("op", "attrs", "inputs", "outputs", "backward_fn", "freed", "variable", "__weakref__")
+    """One recorded op application (or a variable, when `op` is None).
+
+    Invariant: a node never holds a strong reference to an array whose `_ag` entry points back
+    at it, so the tape has no reference cycles and an array (with its gradient buffer, and the
+    activations its node keeps) is freed when the program drops it, as with MXNet's reference
+    counting, not at the next cyclic garbage collection. `outputs` are therefore buffer-sharing
+    copies without a tape entry (see `attach_outputs`), and a variable node refers to its
+    variable weakly."""
+    __slots__ = ("op", "attrs", "inputs", "outputs", "backward_fn", "freed", "_variables", "__weakref__")
 
     def __init__(self, op, attrs, inputs, outputs, backward_fn=None, variable=None):
         self.op = op
         self.attrs = attrs
         self.inputs = inputs            # list of NDArray (as read by the op)
-        self.outputs = outputs          # list of NDArray (as written by the op)
+        self.outputs = outputs          # list of NDArray (as written by the op), untaped copies
         self.backward_fn = backward_fn  # custom Function backward, else op.grad
         self.freed = False
-        self.variable = variable        # the NDArray whose .grad receives the gradient
+        self._variables = () if variable is None else (weakref.ref(variable),)
+
+    @property
+    def variable(self):
+        """The NDArray whose .grad receives the gradient: the variable, or a view of it sharing
+        its gradient buffer (`share_entry`) while the variable itself is gone; None for op nodes,
+        and once the program has dropped them all (no one can read the gradient then)."""
+        for ref in self._variables:
+            v = ref()
+            if v is not None:
+                return v
+        return None
+
+
+def share_entry(src, view) -> None:
+    """Give `view` (another array object over `src`'s memory) `src`'s gradient buffer and tape
+    entry; a variable's gradient then reaches whichever of the two the program still holds."""
+    view._grad, view._grad_req, view._ag = src._grad, src._grad_req, src._ag
+    ag = src._ag
+    if ag is not None and ag.node._variables:
+        ag.node._variables += (weakref.ref(view),)
 
 
 class Entry:
@@ -126,7 +154,7 @@ def mark_variables(variables, gradients, grad_reqs="write") -> None:
             raise MXNetError(f"mark_variables: gradient shape {g.shape} does not match variable {v.shape}")
         v._grad = g
         v._grad_req = req
-        v._ag = Entry(Node(None, None, [], [v], variable=v), 0)
+        v._ag = Entry(Node(None, None, [], [], variable=v), 0)
 
 
 def _needs_grad(x) -> bool:
@@ -139,7 +167,13 @@ def record_op(op, attrs, inputs, outputs) -> None:
         return
     if not op.differentiable:
         return
-    node = Node(op, attrs, list(inputs), list(outputs))
+    attach_outputs(Node(op, attrs, list(inputs), None), outputs)
+
+
+def attach_outputs(node: Node, outputs) -> None:
+    """Make `outputs` the recorded results of `node`: each gets a tape entry, and the node
+    keeps untaped copies sharing their buffers (no reference cycle; see `Node`)."""
+    node.outputs = [_untaped(o) for o in outputs]
     for i, o in enumerate(outputs):
         o._ag = Entry(node, i)
 
@@ -180,6 +214,16 @@ def _slot_names(cls) -> tuple:
     return names
 
 
+_PLAIN: dict = {}
+
+
+def _is_plain(cls) -> bool:
+    """True when `cls` objects carry exactly NDArray's slots and no `__dict__`."""
+    from .ndarray import NDArray
+    return (issubclass(cls, NDArray) and _slot_names(cls) == _slot_names(NDArray)
+            and all("__slots__" in c.__dict__ for c in cls.__mro__ if c is not object))
+
+
 def _untaped(x):
     """`x` as a new object of its class sharing its buffer and attributes but with no tape entry.
 
@@ -188,8 +232,16 @@ def _untaped(x):
     and what the backward kept: activations, workspaces) are released as soon as the caller drops
     its last array of the step, not at the next cyclic garbage collection (which, a step later,
     made every step's large buffers come from fresh, page-faulting memory)."""
-    copy = object.__new__(x.__class__)
-    for name in _slot_names(x.__class__):
+    cls = x.__class__
+    copy = object.__new__(cls)
+    plain = _PLAIN.get(cls)
+    if plain is None:
+        plain = _PLAIN[cls] = _is_plain(cls)
+    if plain:   # exactly NDArray's slots, all set by its __init__: copied directly (the common case)
+        copy._data, copy._ctx, copy._grad = x._data, x._ctx, x._grad
+        copy._grad_req, copy._fresh_grad, copy._ag = x._grad_req, x._fresh_grad, None
+        return copy
+    for name in _slot_names(cls):
         try:
             value = object.__getattribute__(x, name)   # no __getattr__ fallback for unset slots
         except AttributeError:   # an unset slot stays unset
@@ -198,6 +250,14 @@ def _untaped(x):
     if hasattr(x, "__dict__"):
         copy.__dict__.update(x.__dict__)
     object.__setattr__(copy, "_ag", None)
+    return copy
+
+
+def _taped(x, node: Node, index: int):
+    """A buffer-sharing copy of `x` recorded as output `index` of `node` (a temporary: the node
+    does not hold it, so no cycle)."""
+    copy = _untaped(x)
+    copy._ag = Entry(node, index)
     return copy
 
 
@@ -285,7 +345,10 @@ def _compute_grads(heads, head_grads, variables, retain_graph: bool, create_grap
                 dests = direct.get(id(node))
                 in_grads = node.backward_fn(ograds) if dests is None else node.backward_fn(ograds, out=dests)
             else:
-                in_grads = node.op.grad(F, node.attrs, node.inputs, node.outputs, ograds)
+                outs = node.outputs
+                if create_graph:   # the gradient graph differentiates through the outputs too
+                    outs = [_taped(o, node, i) for i, o in enumerate(outs)]
+                in_grads = node.op.grad(F, node.attrs, node.inputs, outs, ograds)
             for x, g in zip(node.inputs, in_grads):
                 if g is not None and x._ag is not None:
                     accumulate(x._ag, g)
@@ -293,7 +356,6 @@ def _compute_grads(heads, head_grads, variables, retain_graph: bool, create_grap
         for node in order:
             if node.op is not None or node.backward_fn is not None:
                 node.freed = True
-                node.outputs = [_untaped(o) for o in node.outputs]
     return {key[0]: g for key, g in grads.items()}
 
 
@@ -395,9 +457,7 @@ class Function:
                     raise MXNetError(f"{type(self).__name__}.backward returned {len(res)} gradients "
                                      f"for {len(arrays)} inputs")
                 return res
-            node = Node(None, None, arrays, outs, backward_fn=backward_fn)
-            for i, o in enumerate(outs):
-                o._ag = Entry(node, i)
+            attach_outputs(Node(None, None, arrays, None, backward_fn=backward_fn), outs)
         return outputs
 
     def forward(self, *inputs):

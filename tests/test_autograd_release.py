@@ -129,3 +129,64 @@ def test_freed_graph_semantics_unchanged():
         v = (z * w).sum()
     v.backward()
     np.testing.assert_allclose(w.grad.asnumpy(), np.exp([1.0, 2.0, 3.0]), rtol=1e-6)
+
+
+def test_variable_and_gradient_freed_without_gc(no_gc):
+    """A variable (attach_grad) and its gradient buffer are freed when the program drops them,
+    after a backward or without one (the tape holds a variable weakly)."""
+    for run_backward in (True, False):
+        x = mx.nd.ones((4, 5))
+        x.attach_grad()
+        with autograd.record():
+            y = (x * 3).sum()
+        if run_backward:
+            y.backward()
+            np.testing.assert_allclose(x.grad.asnumpy(), 3.0)
+        x_ref, g_ref = weakref.ref(x), weakref.ref(x.grad)
+        del x, y
+        assert x_ref() is None and g_ref() is None
+
+
+def test_recorded_graph_without_backward_freed_without_gc(no_gc):
+    """Recording without ever calling backward leaves no cycle: the outputs and the arrays their
+    nodes keep go when the program drops the outputs."""
+    x = mx.nd.ones((3, 3))
+    x.attach_grad()
+    with autograd.record():
+        h = mx.nd.exp(x)
+        y = h * 2
+    refs = [weakref.ref(y), weakref.ref(h)]
+    del h, y
+    assert all(r() is None for r in refs)
+
+
+def test_gradient_reaches_a_view_holding_the_variable(no_gc):
+    """A numpy-interface view shares the variable's gradient and entry: with the original array
+    dropped, a backward through the view still writes the shared gradient."""
+    x = mx.nd.array(np.array([1.0, 2.0], np.float32))
+    x.attach_grad()
+    v = x.as_np_ndarray()
+    del x
+    with autograd.record():
+        y = (v * v).sum()
+    y.backward()
+    np.testing.assert_allclose(v.grad.asnumpy(), [2.0, 4.0])
+
+
+def test_hybridized_block_and_plans_freed_without_gc(no_gc):
+    """A hybridized block that ran forward and backward (its compiled plans and their arenas)
+    is released by reference counting when the program drops it."""
+    net = nn.HybridSequential()
+    with net.name_scope():
+        net.add(nn.Dense(8, activation="relu"), nn.Dense(2))
+    net.initialize()
+    net.hybridize()
+    x = mx.nd.ones((4, 6))
+    x.attach_grad()
+    with autograd.record():
+        y = net(x)
+    y.backward()
+    net(x)                                   # the inference plan too
+    refs = [weakref.ref(net), weakref.ref(net._cached_op)]
+    del net, y
+    assert all(r() is None for r in refs)

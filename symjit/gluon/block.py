@@ -73,10 +73,14 @@ class _BlockScope:
     _current = threading.local()
 
     def __init__(self, block):
-        self._block = block
+        self._block_ref = weakref.ref(block)   # weak: a block owns its scope (no reference cycle)
         self._counter: dict[str, int] = {}
         self._old_scope = None
         self._name_scope = None
+
+    @property
+    def _block(self):
+        return self._block_ref()
 
     @staticmethod
     def create(prefix, params, hint):

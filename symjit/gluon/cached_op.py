@@ -425,9 +425,8 @@ class CachedOp:
         accepts_out = getattr(bwd.fn, "accepts_out", False)
         backward_fn.accepts_out = True
         backward_fn.symbolic_form = lambda: self.symbolic_form() + (list(all_inputs),)  # see symbol/tape.py
-        node = autograd.Node(None, None, list(inputs), list(outputs), backward_fn=backward_fn)
-        for i, o in enumerate(outputs):
-            o._ag = autograd.Entry(node, i)
+        autograd.attach_outputs(autograd.Node(None, None, list(inputs), None, backward_fn=backward_fn),
+                                outputs)
 
 
 @dataclass

@@ -17,6 +17,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as _np
 
+from ..autograd import share_entry
 from ..base import MXNetError, canonical_dtype
 from ..context import Context
 from ..ndarray.ndarray import NDArray, _check_ctx, _shape, invoke as _nd_invoke
@@ -462,7 +463,7 @@ def _reduce_attrs(axis, dtype, keepdims, initial) -> dict:
 def _view(x: NDArray, cls: type) -> NDArray:
     """A `cls` object over x's memory, sharing its gradient buffer and autograd entry."""
     v = cls(x._data, x._ctx)
-    v._grad, v._grad_req, v._ag = x._grad, x._grad_req, x._ag
+    share_entry(x, v)
     return v
 
 

@@ -77,13 +77,20 @@ class _Compiler:
             aux_updates = {aux_by_name[v.name]: a for v, a in updates.items() if v.name in aux_by_name}
             kept = {v: outs[n_out + i] for i, v in enumerate(keep)}
             return RunResult(outs[:n_out], aux_updates, kept)
+        # state of `fast` in its closure, not as attributes of it: a function holding itself
+        # is a reference cycle, which kept every compiled plan (and its arena) alive until the
+        # next cyclic garbage collection
+        fast_state: dict = {"cg": None}
+        orders: dict = {}
+        keep_alive: list = []
+
         def fast(arrays: list, out: list, names: list) -> bool:
             """Inference without kept values: `arrays` are the graph inputs in `names` order,
             `out` the output arrays written in place. One native call when the graph is native."""
-            cg = fast.cg
+            cg = fast_state["cg"]
             if cg is None:
-                cg = fast.cg = variant(False, [])[0]
-            order = fast.orders.get(id(names), _UNSEEN)
+                cg = fast_state["cg"] = variant(False, [])[0]
+            order = orders.get(id(names), _UNSEEN)
             if order is _UNSEEN:
                 spec_names = [n for n, _, _ in cg.input_specs]
                 if sorted(spec_names) != sorted(names):
@@ -91,8 +98,8 @@ class _Compiler:
                 pos = {n: i for i, n in enumerate(names)}
                 order = [pos[n] for n in spec_names]
                 order = None if order == list(range(len(order))) else order  # None: same order
-                fast.orders[id(names)] = order
-                fast.keep_alive.append(names)  # keeps id(names) unique while cached
+                orders[id(names)] = order
+                keep_alive.append(names)  # keeps id(names) unique while cached
             ins = arrays if order is None else [arrays[i] for i in order]
             if cg.entry is not None:
                 cg.entry(*ins, out=out)
@@ -120,9 +127,6 @@ class _Compiler:
                 return compile_planned(opt, graph.name, False)
             return cached_plan(graph, constants, target, build, plan_key) if cache else build()
 
-        fast.orders = {}
-        fast.keep_alive = []
-        fast.cg = None
         fn.native_variant = native_variant
         fn.variants = variants
         fn.accepts_out = True
