@@ -50,6 +50,35 @@ def _bound_constants(g: Graph, default_params: Mapping, params: Mapping | None) 
     return consts
 
 
+def _input_names(src) -> set:
+    """The input names of a Symbol or Graph (its arguments and auxiliary states)."""
+    if isinstance(src, Graph):
+        return {v.name for v in src.inputs}
+    return set(src.list_arguments()) | set(src.list_auxiliary_states())
+
+
+def _with_param_shapes(src, shapes: Mapping | None, default_params: Mapping, params: Mapping | None) -> dict:
+    """`shapes` plus the shape of every input of `src` it does not name but a parameter gives
+    (MXNet's binding reads a parameter's shape from its array): inference cannot always work
+    them out backwards (a broadcast operand)."""
+    inputs = _input_names(src)
+    out = {k: tuple(np.shape(v)) for k, v in default_params.items() if k in inputs}
+    for k, v in (params or {}).items():
+        k = _bare(k)
+        if k in inputs:
+            out[k] = tuple(v.shape) if hasattr(v, "shape") else tuple(np.shape(_as_numpy(v)))
+    out.update({k: tuple(v) for k, v in (shapes or {}).items()})
+    return out
+
+
+def _check_known_shapes(g: Graph, what: str) -> None:
+    """Raise a clear error naming the inputs whose shapes are still unknown after inference."""
+    unknown = [v.name for v in g.inputs if not v.type.known]
+    if unknown:
+        raise MXNetError(f"{what}: the shapes of input(s) {unknown} cannot be inferred; give them in "
+                         f"shapes= (or their values in params=)")
+
+
 def _source(obj, shapes) -> tuple[object, dict]:
     """(Symbol or Graph, default params) for a Symbol, a HybridBlock (traced with symbolic
     inputs named by `shapes`; its parameters' values are the defaults) or a Graph."""
@@ -174,12 +203,14 @@ def compile(obj, shapes: Mapping | None = None, params: Mapping | None = None, d
     graphs), and store it after compiling; False always compiles."""
     target = llvm_target(target)
     src, default_params = _source(obj, shapes)
+    shapes = _with_param_shapes(src, shapes, default_params, params)
     key = None
     if cache and not profile and pipeline == "inference":
         key, hit = _cached_model(src, shapes, dtypes, default_params, params, disabled, name, target)
         if hit is not None:
             return hit
     g = _typed_graph(src, shapes, dtypes)
+    _check_known_shapes(g, "compile")
     opt, compiled, pm, consts = _compile_typed(g, default_params, params, pipeline, disabled, name, profile, target)
     bound = consts if pipeline == "inference" else {}
     names = [n for n, _, _ in compiled.input_specs if n not in bound]
@@ -298,7 +329,8 @@ def inspect(obj, shapes: Mapping | None = None, params: Mapping | None = None, d
     """Run the pass pipeline and report it, with the nodes the llvm target would run in Python
     (lowered to LLVM IR, not compiled)."""
     from .codegen.llvm.graph import lower_graph
-    g, default_params = _to_graph(obj, shapes, dtypes)
+    src, default_params = _source(obj, shapes)
+    g = _typed_graph(src, _with_param_shapes(src, shapes, default_params, params), dtypes)
     consts = _bound_constants(g, default_params, params)
     pm = PassManager(pipeline, target=llvm_target(None))
     opt = pm.run(g, consts or None)

@@ -76,3 +76,21 @@ def test_compile_ignores_params_the_graph_does_not_use():
     np.testing.assert_array_equal(model(x=xv)[0], xv * wv)
     params["arg:w"][:] = 0   # the model keeps the values it was compiled with
     np.testing.assert_array_equal(model(x=xv)[0], xv * wv)
+
+
+def test_compile_takes_parameter_shapes_from_params():
+    """A broadcast operand's shape cannot be inferred from the data's: compile reads it from the
+    parameter's array, as MXNet's binding does."""
+    x, s, b = mx.sym.var("x"), mx.sym.var("s"), mx.sym.var("b")
+    y = mx.sym.relu(mx.sym.broadcast_add(mx.sym.broadcast_mul(x, s), b))
+    rng = np.random.default_rng(0)
+    sv, bv = rng.standard_normal((1, 3, 1, 1)).astype(np.float32), rng.standard_normal((1, 3, 1, 1)).astype(np.float32)
+    xv = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    model = mx.compile(y, shapes={"x": xv.shape}, params={"arg:s": mx.nd.array(sv), "b": bv}, cache=False)
+    np.testing.assert_allclose(model(x=xv)[0], np.maximum(xv * sv + bv, 0), rtol=1e-6)
+
+
+def test_compile_names_inputs_whose_shape_cannot_be_inferred():
+    x, s = mx.sym.var("x"), mx.sym.var("s")
+    with pytest.raises(MXNetError, match=r"compile: the shapes of input\(s\) \['s'\] cannot be inferred"):
+        mx.compile(mx.sym.broadcast_mul(x, s), shapes={"x": (2, 3)}, cache=False)

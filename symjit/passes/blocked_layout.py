@@ -36,6 +36,14 @@ entry convolution 0.65 (it also saves the conversion into the layout, 2-4% of th
 the whole call 0.89. A lone pointwise convolution would only pay for the conversions. General
 convolutions (Inception v3, batch 8): see the *_SAVING constants.
 
+Elementwise nodes (a fused group or a registry op) whose output is such a value and whose other
+inputs are of its shape or constants broadcasting against it (per channel: a pre-activation
+BatchNorm's scale and shift, DenseNet's; per pixel; scalars) join chains too, their constants
+rearranged (`blocked_constant`): a DenseNet block then stays in the layout from its entry to its
+exit instead of converting around every BatchNorm + relu (DenseNet-121, whole call, in one
+process, 2 threads, Zen 5: 0.91 at batch 1, 0.90 at batch 8; benchmarks/bench_blocked_layout.py
+style A/B). Such a node saves nothing itself; the cost rule counts only the conversions.
+
 Targets: the pass manager runs it only for llvm targets whose kernel library has its AVX-512
 kernels (`Target.kernels`); elsewhere the NCHW paths (the BLAS) are faster, although the
 blocked kernels have portable loops too, and the CUDA target has no blocked kernels at all.
@@ -56,8 +64,8 @@ from ..ir.target import AVX512_KERNELS, only_for
 from ..ops.blocked import BLOCK, blocked_shape
 from ..ops.conv_method import WINOGRAD, forward_conv_method
 from ..ops.nn_conv import conv_geometry
-from ..ops.registry import get_op
-from .rewrite import NameSource, convolution_activation, make_node, replace_uses
+from ..ops.registry import Elementwise, get_op
+from .rewrite import NameSource, const_node, convolution_activation, make_node, replace_uses
 
 #: the fewest convolutions of a chain with a depthwise one that moves whatever the cost rule
 #: says (a lone convolution moves where the cost rule says it pays)
@@ -103,6 +111,8 @@ def layout_inputs(n: Node, c: Candidate) -> list[Value]:
     """The inputs of a candidate node that it reads in the blocked layout."""
     if c.kind == "concat":
         return list(n.inputs)
+    if c.kind == "eltwise":   # the inputs of the output's shape (the others are constants)
+        return [v for v in n.inputs if v.type.shape == n.outputs[0].type.shape]
     return [n.inputs[0], n.inputs[-1]] if c.residual else [n.inputs[0]]
 
 
@@ -129,7 +139,45 @@ def layout_candidate(n: Node, producer: dict) -> Candidate | None:
         if n.attrs["dim"] == 1 and all(_nchw16(v) for v in list(n.inputs) + list(n.outputs)):
             return Candidate(None, 0, False, kind="concat")
         return None
+    if _elementwise(n):
+        return Candidate(None, 0, False, kind="eltwise") if _eltwise_fits(n, producer) else None
     return candidate(n, producer)
+
+
+def _elementwise(n: Node) -> bool:
+    return n.op.name == "_fused_elemwise" or isinstance(n.op, Elementwise)
+
+
+def _eltwise_fits(n: Node, producer: dict) -> bool:
+    """An elementwise node (a fused group or a registry op) with one float32 NCHW output whose
+    channels are a multiple of 16, each input either of the output's shape or a constant that
+    broadcasts against it (per channel: BatchNorm's scale and shift; per pixel; a scalar)."""
+    if len(n.outputs) != 1 or not _nchw16(n.outputs[0]):
+        return False
+    y = n.outputs[0].type.shape
+    for v in n.inputs:
+        t = v.type
+        if not t.known or t.dtype != "float32":
+            return False
+        if t.shape == y:
+            continue
+        if not _const_input(v, producer) or len(t.shape) > 4:
+            return False
+        padded = (1,) * (4 - len(t.shape)) + tuple(t.shape)
+        if any(d not in (1, full) for d, full in zip(padded, y)):
+            return False
+    return True
+
+
+def blocked_constant(value: np.ndarray) -> np.ndarray:
+    """A constant that broadcasts against an NCHW value (rank <= 4), rearranged to broadcast
+    the same way against its NCHW16c twin: (a, C, h, w) -> (a, C/16, h, w, 16), and
+    (a, 1, h, w) -> (a, 1, h, w, 1)."""
+    a, c, h, w = (1,) * (4 - value.ndim) + value.shape
+    v = value.reshape(a, c, h, w)
+    if c == 1:
+        return np.ascontiguousarray(v.reshape(a, 1, h, w, 1))
+    return np.ascontiguousarray(v.reshape(a, c // BLOCK, BLOCK, h, w).transpose(0, 1, 3, 4, 2))
 
 
 def _const_input(v: Value, producer: dict) -> bool:
@@ -286,17 +334,19 @@ def _chains(g: Graph, found: dict, producer: dict) -> list[list[Node]]:
 @only_for(lambda t: t.kind == "llvm" and AVX512_KERNELS in t.kernels,
           "llvm targets whose kernel library has its AVX-512 kernels")
 def blocked_layout(g: Graph, enabled: bool = True, cost_rule: bool = True, lone: bool = True,
-                   entry_pool: bool = True) -> tuple[Graph, dict]:
+                   entry_pool: bool = True, eltwise: bool = True) -> tuple[Graph, dict]:
     """The module docstring's rewrite; stats: `blocked_convolutions`, `layout_conversions`.
     A chain of at least MIN_CHAIN convolutions with a depthwise one always moves (measured:
     module docstring); others where `chain_pays` (a lone convolution only with `lone`), or every
     chain when `cost_rule` is false (for tests). `entry_pool` false: no `_conv_pool` entry
-    convolutions (`lone` and `entry_pool` false: the rule before both, benchmarks compare)."""
+    convolutions (`lone` and `entry_pool` false: the rule before both, benchmarks compare);
+    `eltwise` false: elementwise nodes stay in NCHW (the rule before them, benchmarks compare)."""
     if not enabled:
         return g, {"blocked_convolutions": 0, "layout_conversions": 0}
     g = g.copy()
     producer = {v: n for n in g.nodes for v in n.outputs}
-    found = {id(n): c for n in g.nodes if (c := layout_candidate(n, producer)) is not None}
+    found = {id(n): c for n in g.nodes if (c := layout_candidate(n, producer)) is not None
+             and (eltwise or c.kind != "eltwise")}
     readers: dict = {}
     for n in g.nodes:
         for v in n.inputs:
@@ -351,6 +401,16 @@ def blocked_layout(g: Graph, enabled: bool = True, cost_rule: bool = True, lone:
         elif c.kind == "concat":
             node = make_node(names, "Concat", [blocked[x] for x in n.inputs], {"dim": 1, "num_args": len(n.inputs)},
                              base=f"{n.name}_blocked")
+        elif c.kind == "eltwise":
+            inputs = []
+            for x in n.inputs:
+                if x.type.shape == y.type.shape:   # a layout input (converted above)
+                    inputs.append(blocked[x])
+                    continue
+                const = const_node(names, blocked_constant(producer[x].attrs["value"]), f"{x.name}_blocked")
+                nodes.append(const)
+                inputs.append(const.outputs[0])
+            node = make_node(names, n.op.name, inputs, n.attrs, base=f"{n.name}_blocked")
         else:
             node = _blocked_node(names, n, c, blocked[n.inputs[0]],
                                  residual=blocked[n.inputs[-1]] if c.residual else None)

@@ -652,3 +652,99 @@ def test_general_convolution_in_weight_chunks_equals_the_reference(xs, layers, r
     ref = run(g, feeds).outputs[0]
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5 * max(float(np.abs(ref).max()), 1.0))
     assert (ref == 6.0).any() and (ref == 0.0).any()
+
+
+# ------------------------------------------------------------------------------ elementwise nodes
+
+def _dense_block(xs, layers=2, growth=16, pixel_const=False, seed=0):
+    """A DenseNet-style block on x: `layers` times BatchNorm -> relu -> 1x1 convolution (32
+    filters) -> BatchNorm -> relu -> 3x3 convolution (`growth` filters), each layer's output
+    concatenated to its input; then BatchNorm -> relu (pre-activation: the BatchNorms stay
+    per-channel scale-and-shift nodes between the convolutions). `pixel_const`: the block's
+    input is first multiplied by a constant per-pixel map (1, 1, H, W) and a scalar is added."""
+    rng = np.random.default_rng(seed)
+    b = GraphBuilder(name="dense")
+    x = b.add_input("x", TensorType(xs, "float32"))
+    consts, k = {}, 0
+
+    def const(shape, scale=1.0, offset=0.0):
+        nonlocal k
+        name = f"c{k}"
+        k += 1
+        consts[name] = (offset + scale * rng.standard_normal(shape)).astype(np.float32)
+        return b.add_input(name, TensorType(shape, "float32"))
+
+    def bn_relu(y, c):
+        gamma, beta, mean = const((c,), 0.2, 1.0), const((c,), 0.3), const((c,), 0.2)
+        var = const((c,), 0.1, 1.0)
+        consts[f"c{k - 1}"] = np.abs(consts[f"c{k - 1}"]) + 0.5
+        y = b.add_node("BatchNorm", [y, gamma, beta, mean, var], {"fix_gamma": False, "eps": 1e-5})[0]
+        return b.add_node("relu", [y])[0]
+
+    def conv(y, c, attrs):
+        ws = (attrs["num_filter"], c) + attrs["kernel"]
+        w = const(ws, 1.0 / np.sqrt(np.prod(ws[1:])))
+        return b.add_node("Convolution", [y, w], dict(attrs, no_bias=True))[0]
+
+    c = xs[1]
+    if pixel_const:
+        x = b.add_node("broadcast_mul", [x, const((1, 1) + xs[2:], 0.5, 1.0)])[0]
+        x = b.add_node("broadcast_add", [x, const((1,), 1.0)])[0]
+    y = x
+    for _ in range(layers):
+        h = conv(bn_relu(y, c), c, _pw(32))
+        h = conv(bn_relu(h, 32), 32, _conv(growth, 3, 1, 1))
+        y = b.add_node("Concat", [y, h], {"dim": 1, "num_args": 2})[0]
+        c += growth
+    return b.build([bn_relu(y, c)]), consts
+
+
+def test_dense_block_scale_shift_relu_stays_in_the_blocked_layout():
+    """The pre-activation BatchNorm + relu nodes join the chain with per-channel constants
+    rearranged: one conversion in, one out, whatever the number of layers."""
+    g, consts = _dense_block((1, 32, 9, 9), layers=3)
+    opt, _ = _optimize(g, consts)
+    ops = _ops(opt)
+    assert ops.count("_to_blocked") == 1 and ops.count("_from_blocked") == 1, ops
+    assert ops.count("_conv_blocked") == 6
+    ew = [n for n in opt.nodes if n.op.name == "_fused_elemwise"]
+    # the BatchNorms after the 1x1 convolutions fold into them; those on the concatenations stay
+    assert len(ew) == 4 and all(len(n.outputs[0].type.shape) == 5 for n in ew)
+
+
+@pytest.mark.parametrize("xs,layers,pixel_const", [((1, 32, 9, 9), 2, False), ((2, 16, 7, 11), 3, True),
+                                                   ((8, 48, 5, 5), 1, True), ((1, 16, 1, 1), 2, False)])
+def test_dense_blocks_blocked_equal_nchw_and_interpreter(xs, layers, pixel_const, kernel_path):
+    g, consts = _dense_block(xs, layers, pixel_const=pixel_const, seed=xs[2])
+    feeds = {"x": np.random.default_rng(xs[3]).standard_normal(xs).astype(np.float32)}
+    blocked_opt, blocked = _compiled(g, consts, True, cost_rule=False)
+    assert any(n.op.name == "_fused_elemwise" and len(n.outputs[0].type.shape) == 5 for n in blocked_opt.nodes)
+    nchw_opt, nchw = _compiled(g, consts, False)
+    _switch_to(kernel_path)
+    feeds.update(consts)
+    ref = run(g, feeds).outputs[0]
+    tol = dict(rtol=1e-4, atol=1e-5 * max(float(np.abs(ref).max()), 1.0))
+    np.testing.assert_allclose(_run(blocked_opt, blocked, feeds), ref, **tol)
+    np.testing.assert_allclose(_run(nchw_opt, nchw, feeds), ref, **tol)
+    np.testing.assert_allclose(run(blocked_opt, feeds).outputs[0], ref, **tol)
+
+
+def test_elementwise_with_a_broadcast_input_that_is_not_constant_stays_in_nchw():
+    from symjit.passes.blocked_layout import layout_candidate
+    b = GraphBuilder(name="ew")
+    x = b.add_input("x", TensorType((1, 32, 4, 4), "float32"))
+    s = b.add_input("s", TensorType((1, 32, 1, 1), "float32"))
+    y = b.add_node("broadcast_mul", [x, s])[0]
+    z = b.add_node("relu", [x])[0]
+    g = b.build([y, z])
+    assert [layout_candidate(n, {}) is not None for n in g.nodes] == [False, True]
+
+
+@pytest.mark.parametrize("shape", [(1, 32, 1, 1), (32, 1, 1), (1, 1, 5, 6), (2, 48, 5, 1), (1,), ()])
+def test_blocked_constants_broadcast_like_the_nchw_ones(shape):
+    """x * c in NCHW, converted to NCHW16c, equals blocked(x) * blocked_constant(c)."""
+    from symjit.passes.blocked_layout import blocked_constant
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 48 if 48 in shape else 32, 5, 6) if shape != (2, 48, 5, 1) else (2, 48, 5, 1))
+    c = rng.standard_normal(shape)
+    np.testing.assert_array_equal(to_blocked(x * c), to_blocked(x) * blocked_constant(c))

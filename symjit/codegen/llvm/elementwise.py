@@ -658,21 +658,25 @@ def _emit_kernel(mb: ModuleBuilder, spec: ElementwiseSpec, name: str, shape, str
         L("pre:")
         r0 = b.ins("i64", f"udiv i64 %begin, {inner}")
         j0 = b.ins("i64", f"urem i64 %begin, {inner}")
+        # per-dimension indices of the first row (outer dims only), by division once; later
+        # rows step them like an odometer (rowend): no division per row, which cost more than
+        # a short row's work (NCHW16c rows of 16 against per-channel constants; 7x7 maps)
+        idx0, rem = [], r0
+        for d in reversed(range(len(shape) - 1)):
+            q = b.ins("i64", f"urem i64 {rem.ref}, {_lit(shape[d])}")
+            idx0.append(q)
+            rem = b.ins("i64", f"udiv i64 {rem.ref}, {_lit(shape[d])}")
+        idx0.reverse()
         L("  br label %row")
         L("row:")
         r = b.ins("i64", f"phi i64 [ {r0.ref}, %pre ], [ %r.next, %rowend ]")
         js = b.ins("i64", f"phi i64 [ {j0.ref}, %pre ], [ 0, %rowend ]")
+        idxs = [b.ins("i64", f"phi i64 [ {idx0[d].ref}, %pre ], [ %ix{d}.next, %rowend ]")
+                for d in range(len(shape) - 1)]
         base = b.ins("i64", f"mul nsw i64 {r.ref}, {inner}")
         left = b.ins("i64", f"sub nsw i64 %end, {base.ref}")
         jc = b.ins("i1", f"icmp slt i64 {left.ref}, {inner}")
         je = b.ins("i64", f"select i1 {jc.ref}, i64 {left.ref}, i64 {inner}")
-        # per-dimension indices of this row (outer dims only), then each input's row pointer
-        idxs, rem = [], r
-        for d in reversed(range(len(shape) - 1)):
-            q = b.ins("i64", f"urem i64 {rem.ref}, {_lit(shape[d])}")
-            idxs.append(q)
-            rem = b.ins("i64", f"udiv i64 {rem.ref}, {_lit(shape[d])}")
-        idxs.reverse()
         row_ptrs, hoisted = [], {}
         for k in range(n_in):
             off = None
@@ -697,6 +701,12 @@ def _emit_kernel(mb: ModuleBuilder, spec: ElementwiseSpec, name: str, shape, str
         L(f"  br i1 %jmore, label %inner, label %rowend, !llvm.loop {loop_md}")
         L("rowend:")
         L(f"  %r.next = add nsw i64 {r.ref}, 1")
+        carry = "1"    # the next row's indices: add one to the last outer index, carrying
+        for d in reversed(range(len(shape) - 1)):
+            t = b.ins("i64", f"add nuw i64 {idxs[d].ref}, {carry}")
+            wrap = b.ins("i1", f"icmp eq i64 {t.ref}, {_lit(shape[d])}")
+            L(f"  %ix{d}.next = select i1 {wrap.ref}, i64 0, i64 {t.ref}")
+            carry = b.ins("i64", f"zext i1 {wrap.ref} to i64").ref
         L(f"  %rmore = icmp sle i64 {left.ref}, {inner}")
         L("  br i1 %rmore, label %exit, label %row")
     L("exit:")
