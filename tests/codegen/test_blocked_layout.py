@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from symjit.base import MXNetError
 from symjit.codegen.llvm.executable import compile_planned
@@ -748,3 +750,64 @@ def test_blocked_constants_broadcast_like_the_nchw_ones(shape):
     x = rng.standard_normal((2, 48 if 48 in shape else 32, 5, 6) if shape != (2, 48, 5, 1) else (2, 48, 5, 1))
     c = rng.standard_normal(shape)
     np.testing.assert_array_equal(to_blocked(x * c), to_blocked(x) * blocked_constant(c))
+
+
+#: elementwise steps a random chain draws from: (op, constant shape kind or None, attrs)
+EW_STEPS = [("broadcast_mul", "channel", {}), ("broadcast_add", "channel", {}), ("broadcast_add", "pixel", {}),
+            ("broadcast_mul", "scalar", {}), ("relu", None, {}), ("tanh", None, {}), ("sigmoid", None, {}),
+            ("clip", None, {"a_min": -0.5, "a_max": 0.75}), ("broadcast_maximum", "channel", {})]
+
+
+def _elementwise_node(nd) -> bool:
+    from symjit.ops.registry import Elementwise
+    return nd.op.name == "_fused_elemwise" or isinstance(nd.op, Elementwise)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_random_elementwise_chains_between_convolutions_equal_the_interpreter(data):
+    """Random elementwise chains (per-channel, per-pixel and scalar constants, activations)
+    between blocked convolutions, also read by a second branch: the compiled blocked graph, the
+    NCHW one and the interpreter on the original graph agree (convolution tolerance)."""
+    n = data.draw(st.sampled_from([1, 2]))
+    c = 16 * data.draw(st.integers(1, 3))
+    h, w = data.draw(st.integers(1, 7)), data.draw(st.integers(1, 7))
+    steps = data.draw(st.lists(st.sampled_from(EW_STEPS), min_size=1, max_size=4))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    b = GraphBuilder(name="ew_chain")
+    x = b.add_input("x", TensorType((n, c, h, w), "float32"))
+    consts = {}
+
+    def const(shape, scale=1.0):
+        name = f"k{len(consts)}"
+        consts[name] = (scale * rng.standard_normal(shape)).astype(np.float32)
+        return b.add_input(name, TensorType(shape, "float32"))
+
+    def conv(y, cin, f, k):
+        return b.add_node("Convolution", [y, const((f, cin, k, k), 1 / np.sqrt(cin * k * k)), const((f,))],
+                          {"num_filter": f, "kernel": (k, k), "pad": (k // 2, k // 2)})[0]
+
+    # after a concatenation (as DenseNet's BatchNorms), not a convolution, whose epilogue would
+    # take the chain in
+    y = b.add_node("Concat", [conv(x, c, 16, 1), conv(x, c, c - 16, 3) if c > 16 else x],
+                   {"dim": 1, "num_args": 2})[0]
+    cy = 16 + (c - 16 if c > 16 else c)
+    for op, kind, attrs in steps:
+        if kind is None:
+            y = b.add_node(op, [y], attrs)[0]
+        else:
+            shape = {"channel": (1, cy, 1, 1), "pixel": (1, 1, h, w), "scalar": (1,)}[kind]
+            y = b.add_node(op, [y, const(shape)], attrs)[0]
+    out = conv(y, cy, 16, 3)
+    side = conv(y, cy, 16, 1)
+    g = b.build([out, side])
+    feeds = {"x": rng.standard_normal((n, c, h, w)).astype(np.float32), **consts}
+    blocked_opt, blocked = _compiled(g, consts, True, cost_rule=False)
+    nchw_opt, nchw = _compiled(g, consts, False)
+    # every elementwise node left between the convolutions runs blocked
+    assert not any(_elementwise_node(nd) and len(nd.outputs[0].type.shape) == 4 for nd in blocked_opt.nodes)
+    refs = run(g, feeds).outputs
+    arrays = lambda cg: [np.ascontiguousarray(feeds[name]) for name, _, _ in cg.input_specs]
+    for cg in (blocked, nchw):
+        for got, ref in zip(cg(arrays(cg)), refs):
+            np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5 * max(float(np.abs(ref).max()), 1.0))
