@@ -86,6 +86,10 @@ NN_API int64_t symjit_nn_tune(int64_t key, int64_t value);
 NN_API int64_t symjit_nn_native_available(void);
 NN_API int64_t symjit_nn_native_in_use(void);
 NN_API int64_t symjit_nn_set_native(int64_t mode);
+/* whether the multiply-accumulate kernels flush denormals (x86 DAZ/FTZ per task; nn/common.c):
+ * 1 on, 0 off, -1 the environment's choice (SYMJIT_FLUSH_DENORMALS=1: on; default off); returns the
+ * previous setting (-1: not decided yet) */
+NN_API int64_t symjit_nn_set_flush_denormals(int64_t on);
 
 /* ---- epilogue ----------------------------------------------------------------------- */
 /* relu in place over floats [begin, end) of args[0] (a symjit_kernel_fn) */

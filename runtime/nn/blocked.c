@@ -220,6 +220,7 @@ static void pwb_tile_portable(const float *x, int64_t P, int64_t CB, const float
 /* tasks: (image, block of pixel tiles, group of panels); panels outer within a task, so a
  * panel's weights stay in cache while the task's pixel tiles pass */
 static void pwb_task(int64_t begin, int64_t end, void **argv) {
+    NN_FLUSH_DENORMALS;
     const blocked_job *j = (const blocked_job *)argv[0];
     const int64_t P = j->H * j->W, CB = j->C / BLK, per = j->pb * j->pg, pw = 16 * j->V;
 #ifdef NN_HAVE_AVX512
@@ -330,6 +331,7 @@ static void dwb_rows_portable(const float *x, int64_t H, int64_t W, const float 
 
 /* tasks: (image and channel block, block of output rows) */
 static void dwb_task(int64_t begin, int64_t end, void **argv) {
+    NN_FLUSH_DENORMALS;
     const blocked_job *j = (const blocked_job *)argv[0];
     const int64_t CB = j->C / BLK, OH = j->OH;
 #ifdef NN_HAVE_AVX512
@@ -453,6 +455,7 @@ static void interior(int64_t n, int64_t K, int64_t S, int64_t pad, int64_t On, i
 
 /* tasks: (image, block of output rows); per row every panel, its interior in tiles */
 static void dirb_task(int64_t begin, int64_t end, void **argv) {
+    NN_FLUSH_DENORMALS;
     const blocked_job *j = (const blocked_job *)argv[0];
     const int64_t OH = j->OH, OW = j->OW, pw = 16 * j->V, panels = j->F / pw;
     int64_t rlo, rhi, clo, chi;
@@ -621,6 +624,7 @@ static void genb_tile_portable(const blocked_job *j, const float *x, const float
  * of the task before the next, so that a chunk of the panel's weights is read from memory once
  * per task and then from cache */
 static void genb_task(int64_t begin, int64_t end, void **argv) {
+    NN_FLUSH_DENORMALS;
     const blocked_job *j = (const blocked_job *)argv[0];
     const int64_t OHW = j->OH * j->OW, per = j->pb * j->pg, pw = 16 * j->V, CB = j->C / BLK;
     const int64_t panel = j->C * j->KH * j->KW * pw;

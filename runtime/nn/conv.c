@@ -134,6 +134,7 @@ static int is_pointwise(const geo_t *g) {
 
 /* one task: image n, group gi, filter block [m0, m0+mb), column block [p0, p0+pb) */
 static void conv_gemm_task(int64_t begin, int64_t end, void **argv) {
+    NN_FLUSH_DENORMALS;
     conv_job *job = (conv_job *)argv[0];
     const geo_t *g = &job->g;
     int64_t pb = job->pb, mb = job->mb;
@@ -183,6 +184,7 @@ static __thread int64_t t_cols_serial = -1, t_cols_tag = -1;
 static __thread const float *t_cols_ptr;
 
 static void conv_native_task(int64_t begin, int64_t end, void **argv) {
+    NN_FLUSH_DENORMALS;
     conv_job *job = (conv_job *)argv[0];
     const geo_t *g = &job->g;
     const int64_t pb = job->pb, mb = job->mb;
@@ -312,6 +314,7 @@ static int64_t conv_fvec_group_floats(const geo_t *g, int shape) {
 }
 
 static void conv_fvec_task(int64_t begin, int64_t end, void **argv) {
+    NN_FLUSH_DENORMALS;
     conv_job *job = (conv_job *)argv[0];
     const geo_t *g = &job->g;
     const int64_t mb = job->mb, tm = cdiv(g->Fg, mb), Kd = g->Cg * g->KK, PW = mm_panel(job->shape);

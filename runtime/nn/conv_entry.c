@@ -54,6 +54,7 @@ static int64_t channel_block(const geo_t *g, int64_t outer, int64_t per_channel)
 /* Same descriptor; here `out` is dy's spatial size and `in` dx's. Task: (n, group, channel block
  * [c0, c0 + mb) within the group) -- distinct tasks write distinct dx channels. */
 static void conv_bwd_data_task(int64_t begin, int64_t end, void **argv) {
+    NN_FLUSH_DENORMALS;
     conv_job *job = (conv_job *)argv[0];
     const geo_t *g = &job->g;
     int64_t cb = job->mb;
@@ -141,6 +142,7 @@ NN_API void symjit_nn_conv_bwd_data(const symjit_conv_desc *d, const float *dy, 
 /* ---------------------------------------------------------------------------------------- */
 
 static void conv_bwd_weight_task(int64_t begin, int64_t end, void **argv) {
+    NN_FLUSH_DENORMALS;
     conv_job *job = (conv_job *)argv[0];
     const geo_t *g = &job->g;
     int64_t cb = job->mb;
@@ -198,6 +200,7 @@ NN_AVX512 static void dy_wide_transpose(const float *dy, int64_t Fg, int64_t P, 
 }
 
 static void wgrad_task(int64_t begin, int64_t end, void **argv) {
+    NN_FLUSH_DENORMALS;
     wgrad_job *job = (wgrad_job *)argv[0];
     const conv_job *cj = &job->cj;
     const geo_t *g = &cj->g;

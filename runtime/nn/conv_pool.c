@@ -109,6 +109,7 @@ NN_AVX512 static void conv_pool_rows_2w(const symjit_pool_desc *pd, const float 
 }
 
 static void conv_pool_task(int64_t begin, int64_t end, void **argv) {
+    NN_FLUSH_DENORMALS;
     conv_pool_job *job = (conv_pool_job *)argv[0];
     conv_job *cj = &job->cj;
     const geo_t *g = &cj->g;

@@ -496,6 +496,7 @@ NN_AVX512 static void copy_stride2_avx512(const float *s, int64_t n, float *d) {
 #define DW_ROWS_MIN_OW_S2 14
 NN_CLONES
 static void conv_depthwise_wide_task(int64_t begin, int64_t end, void **argv) {
+    NN_FLUSH_DENORMALS;
     conv_job *job = (conv_job *)argv[0];
     const geo_t *g = &job->g;
     const int64_t OH = g->out[1], OW = g->out[2], KH = g->k[1], KW = g->k[2];
@@ -635,6 +636,7 @@ static int conv_depthwise_wide(conv_job *job) {
  * the row loops, 3-tap rows fused. Padded size: (Hp, Wp) covering every window. */
 NN_CLONES
 static void conv_depthwise_padded_task(int64_t begin, int64_t end, void **argv) {
+    NN_FLUSH_DENORMALS;
     conv_job *job = (conv_job *)argv[0];
     const geo_t *g = &job->g;
     const int64_t OH = g->out[1], OW = g->out[2], H = g->in[1], W = g->in[2];
@@ -690,6 +692,7 @@ static void conv_depthwise_padded_task(int64_t begin, int64_t end, void **argv) 
 
 NN_CLONES
 static void conv_depthwise_task(int64_t begin, int64_t end, void **argv) {
+    NN_FLUSH_DENORMALS;
     conv_job *job = (conv_job *)argv[0];
     const geo_t *g = &job->g;
     const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2], D = g->in[0], H = g->in[1], W = g->in[2];

@@ -773,6 +773,7 @@ static void run_epilogue_rows(symjit_kernel_fn epi, void **args, int64_t base, i
 }
 
 static void gemm_task(int64_t begin, int64_t end, void **argv) {
+    NN_FLUSH_DENORMALS;
     gemm_job *job = (gemm_job *)argv[0];
     const symjit_gemm_desc *d = job->d;
     int64_t M = d->m, N = d->n, K = d->k, ta = d->trans_a, tb = d->trans_b, mb = job->mb, nb = job->nb;
@@ -847,6 +848,7 @@ static int64_t ngemm_kcap(const mm_t *p, int64_t R) {
 }
 
 static void ngemm_task(int64_t begin, int64_t end, void **argv) {
+    NN_FLUSH_DENORMALS;
     ngemm_job *job = (ngemm_job *)argv[0];
     const symjit_gemm_desc *d = job->d;
     const int64_t M = d->m, N = d->n, K = d->k, ta = d->trans_a, tb = d->trans_b;

@@ -45,6 +45,7 @@ typedef struct {
 } gemm_packed_job;
 
 static void gemm_packed_task(int64_t begin, int64_t end, void **argv) {
+    NN_FLUSH_DENORMALS;
     const gemm_packed_job *job = (const gemm_packed_job *)argv[0];
     const symjit_gemm_desc *d = job->d;
     const int64_t M = d->m, N = d->n, K = d->k, PW = mm_panel(job->shape), R = MM_SHAPES[job->shape].R;

@@ -204,6 +204,7 @@ static mm_t implicit_tiles(const conv_job *job, const float *buf, int64_t f0, in
 }
 
 static void conv_implicit_task(int64_t begin, int64_t end, void **argv) {
+    NN_FLUSH_DENORMALS;
     conv_job *job = (conv_job *)argv[0];
     const geo_t *g = &job->g;
     const int64_t RB = job->pb, mb = job->mb, Wq = job->Wp, OH = g->out[1], OW = g->out[2];

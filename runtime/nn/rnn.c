@@ -285,6 +285,7 @@ static void rnn_fwd_units(const rnn_job *j, int64_t k, int64_t t, int64_t j0, in
 }
 
 static void rnn_fwd_step_task(int64_t begin, int64_t end, void **argv) {
+    NN_FLUSH_DENORMALS;
     rnn_job *j = (rnn_job *)argv[0];
     const int64_t H = j->d->hidden, N = j->d->batch;
     for (int64_t task = begin; task < end; task++) {
@@ -548,6 +549,7 @@ static void rnn_bwd_incoming(const rnn_job *j, int64_t k, int64_t b, int64_t j0,
 }
 
 static void rnn_bwd_step_task(int64_t begin, int64_t end, void **argv) {
+    NN_FLUSH_DENORMALS;
     rnn_job *j = (rnn_job *)argv[0];
     const symjit_rnn_desc *d = j->d;
     const int64_t H = d->hidden, N = d->batch, T = d->seq, DH = d->dirs * H;

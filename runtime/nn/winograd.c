@@ -21,6 +21,7 @@ static void wino_weight_task(int64_t begin, int64_t end, void **argv) {
 
 NN_CLONES
 static void wino_input_task(int64_t begin, int64_t end, void **argv) {
+    NN_FLUSH_DENORMALS;
     wino_job *wj = (wino_job *)argv[0];
     const geo_t *g = &wj->job->g;
     const int64_t C = g->C, H = g->in[1], W = g->in[2], ph = g->p[1], pw = g->p[2];
@@ -55,6 +56,7 @@ static void wino_input_task(int64_t begin, int64_t end, void **argv) {
 }
 
 static void wino_gemm_task(int64_t begin, int64_t end, void **argv) {
+    NN_FLUSH_DENORMALS;
     wino_job *wj = (wino_job *)argv[0];
     const geo_t *g = &wj->job->g;
     const int64_t F = g->F, C = g->C, Tt = wj->Tt, nb = wj->nb, tn = cdiv(Tt, nb);
@@ -67,6 +69,7 @@ static void wino_gemm_task(int64_t begin, int64_t end, void **argv) {
 
 NN_CLONES
 static void wino_output_task(int64_t begin, int64_t end, void **argv) {
+    NN_FLUSH_DENORMALS;
     wino_job *wj = (wino_job *)argv[0];
     conv_job *job = wj->job;
     const geo_t *g = &job->g;
@@ -291,6 +294,7 @@ NN_AVX512 static void wnat_output(const wnat_job *wj, int64_t n, int64_t q0, int
 #endif
 
 static void wnat_task(int64_t begin, int64_t end, void **argv) {
+    NN_FLUSH_DENORMALS;
 #ifdef NN_HAVE_AVX512
     wnat_job *wj = (wnat_job *)argv[0];
     conv_job *job = wj->job;
