@@ -227,11 +227,11 @@ def _is_plain(cls) -> bool:
 def _untaped(x):
     """`x` as a new object of its class sharing its buffer and attributes but with no tape entry.
 
-    A node holds its outputs and each output's entry holds its node: freeing a graph swaps the
-    outputs for such copies, so that reference cycle is broken and the graph's arrays (outputs,
-    and what the backward kept: activations, workspaces) are released as soon as the caller drops
-    its last array of the step, not at the next cyclic garbage collection (which, a step later,
-    made every step's large buffers come from fresh, page-faulting memory)."""
+    A node keeps such copies of its outputs (`attach_outputs`): a node holding its outputs while
+    each output's entry holds the node was a reference cycle, so a step's arrays (outputs, and
+    what the backward kept: activations, workspaces) lived until the next cyclic garbage
+    collection instead of going when the caller drops its last array of the step (which, a step
+    later, made every step's large buffers come from fresh, page-faulting memory)."""
     cls = x.__class__
     copy = object.__new__(cls)
     plain = _PLAIN.get(cls)
