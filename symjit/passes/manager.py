@@ -7,8 +7,8 @@ skip passes by name (API: `disabled=`; environment: `SYMJIT_DISABLE_PASSES=cse,f
 
 Pipelines
   inference: bind constants -> infer -> inference rewrites -> simplify -> fold constants ->
-             CSE -> DCE -> fusion -> convolution + max pooling -> blocked layout -> in-place ->
-             memory plan
+             CSE -> DCE -> fusion -> convolution + max pooling -> channel padding -> blocked layout ->
+             in-place -> memory plan
   training:  infer -> simplify (BlockGrad kept) -> CSE -> DCE -> fusion -> BatchNorm + relu -> in-place ->
              memory plan (the autodiff pass builds the backward graph before this pipeline)
 """
@@ -29,6 +29,7 @@ from ..ir.printer import format_graph
 from ..ir.target import Target, applies_to
 from ..ir.verify import verify
 from .blocked_layout import blocked_layout
+from .channel_pad import pad_channels
 from .conv_pool import fuse_conv_pool
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
@@ -62,6 +63,7 @@ PIPELINES: dict[str, list[tuple[str, Pass]]] = {
         ("dce", eliminate_dead_code),
         ("fusion", fuse),
         ("conv_pool", fuse_conv_pool),
+        ("channel_pad", pad_channels),
         ("blocked_layout", blocked_layout),
         ("inplace", plan_inplace),
         ("concat_in_place", plan_concat_in_place),
@@ -115,6 +117,8 @@ class PassManager:
         requested = set(self.disabled)
         env = os.environ.get("SYMJIT_DISABLE_PASSES", "")
         self.disabled = requested | {p.strip() for p in env.split(",") if p.strip()}
+        if "blocked_layout" in self.disabled:   # padding channels only serves the blocked layout
+            self.disabled.add("channel_pad")
         dump_env = os.environ.get("SYMJIT_DUMP_PASSES", "")
         self.dump = set(self.dump) | {p.strip() for p in dump_env.split(",") if p.strip()}
         self.debug = self.debug or os.environ.get("SYMJIT_DEBUG", "") not in ("", "0")

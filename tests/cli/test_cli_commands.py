@@ -189,8 +189,8 @@ def test_inspect_dump_passes_json_keeps_stdout_clean(capsys):
     rc, out, _ = _run(capsys, ["inspect", *MLP, "--input", "data:8x784", "--dump-passes", "--json"])
     data = json.loads(out)   # nothing but the JSON document on stdout
     assert rc == 0
-    assert list(data["ir_after_pass"])[-5:] == ["conv_pool", "blocked_layout", "inplace", "concat_in_place",
-                                                     "memory_plan"]
+    assert list(data["ir_after_pass"])[-6:] == ["conv_pool", "channel_pad", "blocked_layout", "inplace",
+                                                     "concat_in_place", "memory_plan"]
     assert data["ir_after_pass"]["infer"].startswith("graph ")
     import os
     assert "SYMJIT_DUMP_PASSES" not in os.environ
