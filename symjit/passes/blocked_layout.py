@@ -65,7 +65,7 @@ from ..ops.blocked import BLOCK, blocked_shape
 from ..ops.conv_method import WINOGRAD, forward_conv_method
 from ..ops.nn_conv import conv_geometry
 from ..ops.registry import Elementwise, get_op
-from .rewrite import NameSource, const_node, convolution_activation, make_node, replace_uses
+from .rewrite import NameSource, const_node, convolution_activation, is_constant, make_node, replace_uses
 
 #: the fewest convolutions of a chain with a depthwise one that moves whatever the cost rule
 #: says (a lone convolution moves where the cost rule says it pays)
@@ -161,7 +161,7 @@ def _eltwise_fits(n: Node, producer: dict) -> bool:
             return False
         if t.shape == y:
             continue
-        if not _const_input(v, producer) or len(t.shape) > 4:
+        if not is_constant(v, producer) or len(t.shape) > 4:
             return False
         padded = (1,) * (4 - len(t.shape)) + tuple(t.shape)
         if any(d not in (1, full) for d, full in zip(padded, y)):
@@ -178,11 +178,6 @@ def blocked_constant(value: np.ndarray) -> np.ndarray:
     if c == 1:
         return np.ascontiguousarray(v.reshape(a, 1, h, w, 1))
     return np.ascontiguousarray(v.reshape(a, c // BLOCK, BLOCK, h, w).transpose(0, 1, 3, 4, 2))
-
-
-def _const_input(v: Value, producer: dict) -> bool:
-    n = producer.get(v)
-    return n is not None and n.op.name == "_const"
 
 
 def _conv_part(n: Node):
@@ -215,7 +210,7 @@ def _conv2d(n: Node, producer: dict):
     x, y = n.inputs[0], n.outputs[0]
     if not all(v.type.known and v.type.dtype == "float32" and len(v.type.shape) == 4 for v in (x, y)):
         return None
-    if not all(_const_input(v, producer) for v in n.inputs[1:len(n.inputs) - residual]):
+    if not all(is_constant(v, producer) for v in n.inputs[1:len(n.inputs) - residual]):
         return None
     if residual and n.inputs[-1].type.shape != y.type.shape:
         return None

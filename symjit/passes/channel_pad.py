@@ -32,7 +32,7 @@ import numpy as np
 from ..ir.graph import Graph, Node, Value
 from ..ir.target import AVX512_KERNELS, only_for
 from ..ops.blocked import BLOCK
-from .rewrite import NameSource, const_node, convolution_activation, make_node
+from .rewrite import NameSource, const_node, convolution_activation, is_constant, make_node
 
 #: the largest growth of a value's channels that padding accepts (24 -> 32: 1.33; 8 -> 16 is 2)
 MAX_GROWTH = 1.5
@@ -40,11 +40,6 @@ MAX_GROWTH = 1.5
 
 def padded_channels(c: int) -> int:
     return -(-c // BLOCK) * BLOCK
-
-
-def _const_value(v: Value, producer: dict):
-    n = producer.get(v)
-    return n.attrs["value"] if n is not None and n.op.name == "_const" else None
 
 
 def _conv_info(n: Node, producer: dict):
@@ -60,7 +55,7 @@ def _conv_info(n: Node, producer: dict):
     if not all(v.type.known and v.type.dtype == "float32" and len(v.type.shape) == 4 for v in (x, y)):
         return None
     params = n.inputs[1:len(n.inputs) - residual]
-    if any(_const_value(v, producer) is None for v in params):
+    if not all(is_constant(v, producer) for v in params):
         return None
     groups = int(attrs.get("num_group", 1))
     c, f = x.type.shape[1], y.type.shape[1]
@@ -109,21 +104,17 @@ def pad_channels(g: Graph, enabled: bool = True) -> tuple[Graph, dict]:
     """The module docstring's rewrite; stats: `padded_values`, `slices`."""
     if not enabled:
         return g, {"padded_values": 0, "slices": 0}
-    producer = {v: n for n in g.nodes for v in n.outputs}
-    info = {id(n): found for n in g.nodes if (found := _conv_info(n, producer)) is not None}
-    chosen = _chosen_values(g, producer, info)
-    if not chosen:
+    if not any(_candidate(v) for n in g.nodes for v in n.outputs):
         return g, {"padded_values": 0, "slices": 0}
-    g = g.copy()     # fresh Nodes and Values: the choice is made again on them
+    g = g.copy()
     producer = {v: n for n in g.nodes for v in n.outputs}
     info = {id(n): found for n in g.nodes if (found := _conv_info(n, producer)) is not None}
     chosen = _chosen_values(g, producer, info)
     names = NameSource(g)
     padded: dict[Value, Value] = {}     # original value -> its padded twin (more channels)
+    sliced: dict[Value, Value] = {}     # original value -> its padded twin's first channels
     renamed: dict[Value, Value] = {}    # original value -> a rewritten node's output (same shape)
     nodes: list[Node] = []
-
-    sliced: dict[Value, Value] = {}     # original value -> its padded twin's first channels
 
     def read(v: Value) -> Value:
         """v as seen by a reader that needs its original channels (one slice per value)."""
@@ -138,15 +129,18 @@ def pad_channels(g: Graph, enabled: bool = True) -> tuple[Graph, dict]:
 
     for n in g.nodes:
         found = info.get(id(n))
-        y = n.outputs[0] if n.outputs else None
-        x = n.inputs[0] if n.inputs else None
-        out_pad = found is not None and y in chosen
-        data_pad = found is not None and x in padded and (out_pad or not found[2])
-        if not out_pad and not data_pad:
+        if found is None:
             n.inputs = [read(v) for v in n.inputs]
             nodes.append(n)
             continue
         attrs, residual, depthwise = found
+        x, y = n.inputs[0], n.outputs[0]
+        out_pad = y in chosen
+        data_pad = x in padded and (out_pad or not depthwise)   # a depthwise one pads both or neither
+        if not out_pad and not data_pad:
+            n.inputs = [read(v) for v in n.inputs]
+            nodes.append(n)
+            continue
         f = padded_channels(y.type.shape[1]) if out_pad else y.type.shape[1]
         c = padded[x].type.shape[1] if data_pad else x.type.shape[1]
         params = list(n.inputs[1:len(n.inputs) - residual])

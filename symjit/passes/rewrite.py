@@ -13,7 +13,7 @@ from ..ops import scalar as S
 from ..ops.fused import ACT_NONE, activation_of, is_relu_epilogue, residual_epilogue
 from ..ops.registry import check_shape, get_op
 
-__all__ = ["replace_uses", "make_node", "const_node", "NameSource", "use_counts", "attrs_key", "convolution_relu",
+__all__ = ["replace_uses", "make_node", "const_node", "is_constant", "NameSource", "use_counts", "attrs_key", "convolution_relu",
            "convolution_activation"]
 
 
@@ -63,6 +63,12 @@ def const_node(names: NameSource, value, base: str) -> Node:
     arr = parsed["value"]
     out = TensorType(check_shape(op.name, "output 0", tuple(int(d) for d in arr.shape)), arr.dtype.name)
     return Node(node_name, op, parsed, [], [Value(node_name, out)])
+
+
+def is_constant(v: Value, producer: Mapping) -> bool:
+    """Whether `v` is the output of a `_const` node (`producer`: Value -> the node making it)."""
+    n = producer.get(v)
+    return n is not None and n.op.name == "_const"
 
 
 def convolution_relu(n: Node) -> tuple[dict, bool] | None:

@@ -267,6 +267,17 @@ def _run(opt, cg, feeds):
     return cg([np.ascontiguousarray(feeds[name]) for name, _, _ in cg.input_specs])[0]
 
 
+def _assert_match_reference(g, feeds, compiled, interpreted=()):
+    """The output of each compiled (opt, cg), and the interpreter's on each graph of
+    `interpreted`, equal the interpreter on the original `g` within the convolution tolerance."""
+    ref = run(g, feeds).outputs[0]
+    tol = dict(rtol=1e-4, atol=1e-5 * max(float(np.abs(ref).max()), 1.0))
+    for opt, cg in compiled:
+        np.testing.assert_allclose(_run(opt, cg, feeds), ref, **tol)
+    for opt in interpreted:
+        np.testing.assert_allclose(run(opt, feeds).outputs[0], ref, **tol)
+
+
 @pytest.mark.parametrize("case,every_chain", [(c, False) for c in CASES] + [(c, True) for c in GENERAL_CASES])
 def test_blocked_equals_nchw_and_interpreter(case, every_chain, kernel_path):
     xs, layers, relu, bias = case
@@ -404,10 +415,7 @@ def test_inverted_residuals_blocked_equal_nchw_and_interpreter(case, kernel_path
     nchw_opt, nchw = _compiled(g, consts, False)
     _switch_to(kernel_path)
     feeds.update(consts)
-    ref = run(g, feeds).outputs[0]
-    tol = dict(rtol=1e-4, atol=1e-5 * max(float(np.abs(ref).max()), 1.0))
-    np.testing.assert_allclose(_run(blocked_opt, blocked, feeds), ref, **tol)
-    np.testing.assert_allclose(_run(nchw_opt, nchw, feeds), ref, **tol)
+    _assert_match_reference(g, feeds, [(blocked_opt, blocked), (nchw_opt, nchw)])
 
 
 def test_nan_follows_relu6_semantics(kernel_path):
@@ -507,11 +515,7 @@ def test_inception_blocks_equal_nchw_and_interpreter(xs, pools, kernel_path):
     nchw_opt, nchw = _compiled(g, consts, False)
     _switch_to(kernel_path)
     feeds.update(consts)
-    ref = run(g, feeds).outputs[0]
-    tol = dict(rtol=1e-4, atol=1e-5 * max(float(np.abs(ref).max()), 1.0))
-    np.testing.assert_allclose(_run(blocked_opt, blocked, feeds), ref, **tol)
-    np.testing.assert_allclose(_run(nchw_opt, nchw, feeds), ref, **tol)
-    np.testing.assert_allclose(run(blocked_opt, feeds).outputs[0], ref, **tol)
+    _assert_match_reference(g, feeds, [(blocked_opt, blocked), (nchw_opt, nchw)], [blocked_opt])
 
 
 @pytest.mark.parametrize("pool", POOLS + [{"kernel": (3, 3), "pool_type": "max", "global_pool": True},
@@ -724,11 +728,7 @@ def test_dense_blocks_blocked_equal_nchw_and_interpreter(xs, layers, pixel_const
     nchw_opt, nchw = _compiled(g, consts, False)
     _switch_to(kernel_path)
     feeds.update(consts)
-    ref = run(g, feeds).outputs[0]
-    tol = dict(rtol=1e-4, atol=1e-5 * max(float(np.abs(ref).max()), 1.0))
-    np.testing.assert_allclose(_run(blocked_opt, blocked, feeds), ref, **tol)
-    np.testing.assert_allclose(_run(nchw_opt, nchw, feeds), ref, **tol)
-    np.testing.assert_allclose(run(blocked_opt, feeds).outputs[0], ref, **tol)
+    _assert_match_reference(g, feeds, [(blocked_opt, blocked), (nchw_opt, nchw)], [blocked_opt])
 
 
 def test_elementwise_with_a_broadcast_input_that_is_not_constant_stays_in_nchw():

@@ -19,6 +19,7 @@ from symjit.codegen.llvm.executable import compile_planned
 from symjit.codegen.llvm.target import compile_target
 from symjit.ir import GraphBuilder, TensorType, run
 from symjit.passes.channel_pad import pad_channels
+from symjit.passes.infer import infer_types
 from symjit.passes.manager import PIPELINES, compile_graph
 from symjit.runtime import native_kernels_in_use
 
@@ -95,7 +96,6 @@ def test_what_is_not_padded():
     inputs stay as they are."""
     for c in (8, 32):
         g, consts = _inverted_residual_net((1, 16, 5, 5), c=c, expand=2)
-        from symjit.passes.infer import infer_types
         g, _ = infer_types(g)
         out, stats = pad_channels(g)
         assert stats["padded_values"] == 0 and out is g

@@ -80,16 +80,17 @@ class _Compiler:
         # state of `fast` in its closure, not as attributes of it: a function holding itself
         # is a reference cycle, which kept every compiled plan (and its arena) alive until the
         # next cyclic garbage collection
-        fast_state: dict = {"cg": None}
+        fast_cg = None
         orders: dict = {}
         keep_alive: list = []
 
         def fast(arrays: list, out: list, names: list) -> bool:
             """Inference without kept values: `arrays` are the graph inputs in `names` order,
             `out` the output arrays written in place. One native call when the graph is native."""
-            cg = fast_state["cg"]
-            if cg is None:
-                cg = fast_state["cg"] = variant(False, [])[0]
+            nonlocal fast_cg
+            if fast_cg is None:
+                fast_cg = variant(False, [])[0]
+            cg = fast_cg
             order = orders.get(id(names), _UNSEEN)
             if order is _UNSEEN:
                 spec_names = [n for n, _, _ in cg.input_specs]

@@ -542,8 +542,8 @@ def _generic_parts(mb: ModuleBuilder, spec: ElementwiseSpec, shape, strides) -> 
 
 
 #: rows (innermost extent of a simplified loop nest) at least this long run the shape-generic
-#: kernel: its per-row index arithmetic divides by extents read at run time instead of
-#: constants, which costs little against a row of this length (benchmarks/bench_ew_generic.py)
+#: kernel: its per-row index steps compare with extents read at run time instead of constants,
+#: which costs little against a row of this length (benchmarks/bench_ew_generic.py)
 GENERIC_MIN_ROW = 8
 
 
