@@ -268,6 +268,36 @@ def test_dynamic_mode_environment(value, mode):
         assert only_caller == 1
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2,
+                    reason="workers are kept off the caller's CPU on Linux with 2 or more CPUs")
+def test_sleeping_workers_are_woken_off_the_callers_cpu():
+    """Workers asleep when a job opens get masks without the caller's CPU (and every other CPU
+    the process may use), so the scheduler cannot wake them beside the caller; they still join."""
+    code = """
+        import os, threading, time
+        import numpy as np
+        k = _runtime.test_symbols()["kernel_count"]
+        allowed = sorted(os.sched_getaffinity(0))
+        _runtime.set_num_threads(2)
+        c = np.zeros(64, np.int32); ids = np.zeros(64, np.int64)
+        _runtime.parallel_for(k, 64, 1, [c, ids, np.array([200], np.int64)])   # starts the worker
+        me = threading.get_native_id()
+        for cpu in (allowed[0], allowed[-1]):   # the caller on one CPU, then on another
+            os.sched_setaffinity(0, {cpu})
+            time.sleep(0.05)                    # SYMJIT_SPIN_US=0: the worker sleeps
+            c[:] = 0; ids[:] = 0
+            _runtime.parallel_for(k, 64, 1, [c, ids, np.array([2000], np.int64)])
+            workers = [int(t) for t in os.listdir("/proc/self/task") if int(t) != me
+                       and int(t) in set(ids.tolist())]
+            masks = [sorted(os.sched_getaffinity(t)) for t in workers]
+            print(cpu, int((c == 1).all()), len(workers), int(masks == [[x for x in allowed if x != cpu]] * len(workers)))
+    """
+    lines = run_python(code, {"SYMJIT_SPIN_US": "0"}).split("\n")
+    for line in filter(None, lines):
+        cpu, covered, workers, masks_ok = map(int, line.split())
+        assert covered == 1 and workers == 1 and masks_ok == 1, line
+
+
 def test_concurrent_calls_from_python_threads():
     runtime.set_num_threads(3)
     n, rounds, errors = 20011, 25, []
