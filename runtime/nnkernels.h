@@ -44,6 +44,8 @@ enum {
     TUNE_MIN_TASK,    /* fewest flops per block of calls below 2e7 flops (NN_MIN_TASK_FLOPS) */
     TUNE_BLOCKED_CHUNK, /* weight bytes per input-channel chunk of the general blocked
                            convolution (BLOCKED_CHUNK_BYTES; -1: whole panels, no chunks) */
+    TUNE_BLOCKED_SPLIT, /* 1: the blocked convolutions' tasks split as before equal panel
+                           groups and whole rounds of tasks (split_panels) */
     TUNE_COUNT
 };
 /* values of TUNE_CONV: the alternative a convolution takes instead of the built-in choice */

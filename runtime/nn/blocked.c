@@ -674,16 +674,30 @@ static int64_t genb_chunk(const blocked_job *j) {
     return imax(1, budget / per_cb);
 }
 
+/* the divisor of n nearest to x (the larger one on a tie), at least 1 */
+static int64_t divisor_near(int64_t n, double x) {
+    int64_t best = 1;
+    for (int64_t d = 1; d <= n; d++)
+        if (n % d == 0 && fabs((double)d - x) <= fabs((double)best - x)) best = d;
+    return best;
+}
+
 /* pg panel groups x pb pixel blocks of a panel-tiled job (pointwise and general kinds) over
  * P output pixels per image for `flops` in all: the tasks read C (pg P + pb F) floats of input
  * and weights in all, least at pg = sqrt(want F / P) (large planes split by pixels, small
  * ones by filters). Measured in mobilenet1.0, in graph (this split / filters first): 0.82-0.90
- * on 112x112-28x28 planes with two threads, the whole call 0.93; one thread unchanged. */
+ * on 112x112-28x28 planes with two threads, the whole call 0.93; one thread unchanged.
+ * Panel groups are equal (pg divides the panels) and the tasks come in whole rounds of
+ * `threads` where the pixel blocks allow: 192 filters in 3 panels of 64 had been cut into
+ * groups of 1 and 2 panels, so half the tasks took twice as long. Measured on a 2-vCPU Xeon,
+ * four 192 -> 192 1x7 convolutions at 17x17, batch 1, whole call paired: 3 x 4 tasks 0.87 of
+ * 2 x 4 (unequal) ones. TUNE_BLOCKED_SPLIT = 1 restores the earlier split. */
 static void split_panels(blocked_job *j, int64_t P, double flops, int64_t threads) {
     j->R = pwb_rows(j->V, P);
     j->panels = j->F / (16 * j->V);
     j->ptiles = cdiv(P, j->R);
     const int64_t total = tiles_want(flops, threads);
+    const int even = g_tune[TUNE_BLOCKED_SPLIT] != 1;
     if (j->N > 1 && j->F > P) {
         /* the weights outweigh an image's plane (deep layers on small maps, batches): tasks of
          * panel groups x image groups, images inside the panel loop, so that each panel is
@@ -692,6 +706,7 @@ static void split_panels(blocked_job *j, int64_t P, double flops, int64_t thread
          * with per-image tasks. */
         j->pb = 1;
         j->pg = imax(1, imin(j->panels, total));
+        if (even) j->pg = divisor_near(j->panels, (double)j->pg);
         j->ni = cdiv(j->N, imax(1, imin(j->N, cdiv(total, j->pg))));
         return;
     }
@@ -699,7 +714,10 @@ static void split_panels(blocked_job *j, int64_t P, double flops, int64_t thread
     const int64_t want = cdiv(total, j->N);
     const double pg = sqrt((double)want * (double)j->F / (double)P);
     j->pg = imax(1, imin(imin(j->panels, want), (int64_t)(pg + 0.5)));
+    if (even) j->pg = divisor_near(j->panels, (double)j->pg);
     j->pb = imax(1, imin(j->ptiles, cdiv(want, j->pg)));
+    if (even && threads > 1 && total > 1)   /* whole rounds: N pg pb a multiple of the threads */
+        while ((j->N * j->pg * j->pb) % threads != 0 && j->pb < j->ptiles) j->pb++;
 }
 
 static void genb_run(blocked_job *j, int64_t threads) {

@@ -660,6 +660,38 @@ def test_general_convolution_in_weight_chunks_equals_the_reference(xs, layers, r
     assert (ref == 6.0).any() and (ref == 0.0).any()
 
 
+@pytest.mark.parametrize("xs,layers", [
+    ((1, 192, 17, 17), [_conv(192, (1, 7), 1, (0, 3)), _conv(192, (7, 1), 1, (3, 0))]),   # 3 panels of 64
+    ((2, 192, 7, 7), [_pw(192), _pw(176)]),   # weights outweigh the plane: panel groups x image groups
+])
+@pytest.mark.parametrize("split", [0, 1])
+def test_task_splits_equal_the_reference(xs, layers, split, kernel_path):
+    """The blocked kernels' task splits (split_panels: equal panel groups in whole rounds, or the
+    earlier split under the `blocked_split` override) cover every output once."""
+    rng = np.random.default_rng(xs[1] + split)
+    b = GraphBuilder(name="splits")
+    x = b.add_input("x", TensorType(xs, "float32"))
+    consts, y, c = {}, x, xs[1]
+    for i, attrs in enumerate(layers):
+        ws = (attrs["num_filter"], c) + attrs["kernel"]
+        w = b.add_input(f"w{i}", TensorType(ws, "float32"))
+        consts[f"w{i}"] = (rng.standard_normal(ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32)
+        y = b.add_node("relu", [b.add_node("Convolution", [y, w], dict(attrs, no_bias=True))[0]])[0]
+        c = attrs["num_filter"]
+    g = b.build([y])
+    opt, cg = _compiled(g, consts, True, cost_rule=False)
+    assert sum(n.op.name == "_conv_blocked" for n in opt.nodes) == len(layers)
+    feeds = dict(consts, x=rng.standard_normal(xs).astype(np.float32))
+    _switch_to(kernel_path)
+    old = _tune("blocked_split", split)
+    try:
+        got = _run(opt, cg, feeds)
+    finally:
+        _tune("blocked_split", old)
+    ref = run(g, feeds).outputs[0]
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5 * max(float(np.abs(ref).max()), 1.0))
+
+
 # ------------------------------------------------------------------------------ elementwise nodes
 
 def _dense_block(xs, layers=2, growth=16, pixel_const=False, seed=0):
