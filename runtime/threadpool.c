@@ -139,10 +139,9 @@ static struct {
     _Atomic uint32_t sleepers;  /* workers asleep (or about to be) on wake_seq */
     _Atomic int32_t shutdown;   /* workers exit when set */
     _Alignas(64) int64_t spin_ns;
-#ifdef __linux__
-    cpu_set_t allowed;          /* the CPUs the workers may run on (the starting thread's mask) */
-    int allowed_ok;             /* `allowed` was read */
     int excluded_cpu;           /* the CPU left out of the workers' masks (-1: none) */
+#ifdef __linux__
+    cpu_set_t start_mask;       /* the affinity mask the workers started with (inherited) */
 #endif
     job_t job;
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -323,17 +322,23 @@ static uint64_t wait_for_job(uint32_t last_gen) {
     }
 }
 
-/* Before waking sleeping workers (caller, under the lock): leave the caller's CPU out of their
- * masks, so that the scheduler wakes them on other CPUs (see the header). Only when some worker
- * sleeps and the caller's CPU is not the one already left out: a syscall per worker then. */
+/* Before waking sleeping workers (caller, under the lock): give them the caller's affinity mask
+ * without the caller's CPU (a caller pinned to that CPU alone: the workers' starting mask
+ * without it), so that the scheduler wakes them on other CPUs (see the header). Only when some
+ * worker sleeps and the caller's CPU is not the one already left out: then a syscall per
+ * worker. */
 static void keep_sleepers_off(void) {
 #ifdef __linux__
-    if (!pool.allowed_ok || atomic_load(&pool.sleepers) == 0) return;
+    if (atomic_load(&pool.sleepers) == 0) return;
     const int cpu = sched_getcpu();
-    if (cpu < 0 || cpu == pool.excluded_cpu) return;
-    cpu_set_t mask = pool.allowed;
+    cpu_set_t mask;
+    if (cpu < 0 || cpu == pool.excluded_cpu || sched_getaffinity(0, sizeof mask, &mask) != 0) return;
     CPU_CLR(cpu, &mask);
-    if (CPU_COUNT(&mask) == 0) return;
+    if (CPU_COUNT(&mask) == 0) {
+        mask = pool.start_mask;
+        CPU_CLR(cpu, &mask);
+        if (CPU_COUNT(&mask) == 0) return;
+    }
     for (int32_t i = 0; i < pool.nworkers; i++) pthread_setaffinity_np(pool.workers[i], sizeof mask, &mask);
     pool.excluded_cpu = cpu;
 #endif
@@ -386,9 +391,9 @@ static void start_workers_locked(int32_t threads) {
     int32_t wanted = threads - 1;
     uint32_t gen = GEN(atomic_load(&pool.state));
     pool.started_for = threads;
-#ifdef __linux__
-    pool.allowed_ok = sched_getaffinity(0, sizeof pool.allowed, &pool.allowed) == 0 && CPU_COUNT(&pool.allowed) > 1;
     pool.excluded_cpu = -1;
+#ifdef __linux__
+    if (sched_getaffinity(0, sizeof pool.start_mask, &pool.start_mask) != 0) CPU_ZERO(&pool.start_mask);
 #endif
     if (wanted <= 0) return;
     pool.workers = calloc((size_t)wanted, sizeof(pthread_t));

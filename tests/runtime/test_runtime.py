@@ -271,8 +271,9 @@ def test_dynamic_mode_environment(value, mode):
 @pytest.mark.skipif(not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2,
                     reason="workers are kept off the caller's CPU on Linux with 2 or more CPUs")
 def test_sleeping_workers_are_woken_off_the_callers_cpu():
-    """Workers asleep when a job opens get masks without the caller's CPU (and every other CPU
-    the process may use), so the scheduler cannot wake them beside the caller; they still join."""
+    """Workers asleep when a job opens get masks without the caller's CPU, so the scheduler
+    cannot wake them beside the caller; they still join. The caller here is pinned to one CPU,
+    so the masks are the workers' starting mask (every CPU the process may use) without it."""
     code = """
         import os, threading, time
         import numpy as np
