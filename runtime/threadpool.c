@@ -21,7 +21,7 @@
  *     2-vCPU VM (Xeon), four 1x7 convolutions in bursts of 8 calls after a 0.2 s pause: the
  *     worker joined 17-31 of 80 jobs (200-290 us after they opened), 3.6-4.3 ms a call; with
  *     its mask kept off the caller's CPU it joins 76-78 (4-9 us after), 2.6-2.8 ms a call,
- *     as in a tight loop.
+ *     as in a tight loop. SYMJIT_WAKE_AWAY=0 turns it off (benchmarks/bench_pool_wake.py).
  *   - Job lifetime is guarded by one 64-bit word `state` = generation << 32 | active workers.
  *     An odd generation is an open job that workers may join (CAS, so joining and checking the
  *     generation are one step); the caller closes it (generation + 1, even) when all chunks are
@@ -140,6 +140,7 @@ static struct {
     _Atomic int32_t shutdown;   /* workers exit when set */
     _Alignas(64) int64_t spin_ns;
     int excluded_cpu;           /* the CPU left out of the workers' masks (-1: none) */
+    int wake_away;              /* keep_sleepers_off on (SYMJIT_WAKE_AWAY=0: off) */
 #ifdef __linux__
     cpu_set_t start_mask;       /* the affinity mask the workers started with (inherited) */
 #endif
@@ -329,7 +330,7 @@ static uint64_t wait_for_job(uint32_t last_gen) {
  * worker. */
 static void keep_sleepers_off(void) {
 #ifdef __linux__
-    if (atomic_load(&pool.sleepers) == 0) return;
+    if (!pool.wake_away || atomic_load(&pool.sleepers) == 0) return;
     const int cpu = sched_getcpu();
     cpu_set_t mask;
     if (cpu < 0 || cpu == pool.excluded_cpu || sched_getaffinity(0, sizeof mask, &mask) != 0) return;
@@ -437,6 +438,8 @@ static void pool_init(void) {
         if (errno != 0 || end == text || *end != '\0' || us < 0 || us > 10000000L) us = -1;
     }
     pool.spin_ns = us >= 0 ? (int64_t)us * 1000 : DEFAULT_SPIN_NS;
+    text = getenv("SYMJIT_WAKE_AWAY"); /* "0": workers may wake on the caller's CPU (measurements) */
+    pool.wake_away = !(text != NULL && strcmp(text, "0") == 0);
     text = getenv("SYMJIT_DYNAMIC"); /* "1": by load; "always": every job on the caller; else off */
     if (text != NULL && strcmp(text, "1") == 0) atomic_store(&dynamic_mode, DYNAMIC_BY_LOAD);
     if (text != NULL && strcmp(text, "always") == 0) atomic_store(&dynamic_mode, DYNAMIC_ALWAYS);

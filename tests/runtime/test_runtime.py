@@ -270,10 +270,12 @@ def test_dynamic_mode_environment(value, mode):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2,
                     reason="workers are kept off the caller's CPU on Linux with 2 or more CPUs")
-def test_sleeping_workers_are_woken_off_the_callers_cpu():
+@pytest.mark.parametrize("wake_away", ["", "0"])
+def test_sleeping_workers_are_woken_off_the_callers_cpu(wake_away):
     """Workers asleep when a job opens get masks without the caller's CPU, so the scheduler
     cannot wake them beside the caller; they still join. The caller here is pinned to one CPU,
-    so the masks are the workers' starting mask (every CPU the process may use) without it."""
+    so the masks are the workers' starting mask (every CPU the process may use) without it.
+    SYMJIT_WAKE_AWAY=0 leaves the masks alone."""
     code = """
         import os, threading, time
         import numpy as np
@@ -291,9 +293,10 @@ def test_sleeping_workers_are_woken_off_the_callers_cpu():
             workers = [int(t) for t in os.listdir("/proc/self/task") if int(t) != me
                        and int(t) in set(ids.tolist())]
             masks = [sorted(os.sched_getaffinity(t)) for t in workers]
-            print(cpu, int((c == 1).all()), len(workers), int(masks == [[x for x in allowed if x != cpu]] * len(workers)))
+            want = allowed if os.environ.get("SYMJIT_WAKE_AWAY") == "0" else [x for x in allowed if x != cpu]
+            print(cpu, int((c == 1).all()), len(workers), int(masks == [want] * len(workers)))
     """
-    lines = run_python(code, {"SYMJIT_SPIN_US": "0"}).split("\n")
+    lines = run_python(code, {"SYMJIT_SPIN_US": "0", "SYMJIT_WAKE_AWAY": wake_away}).split("\n")
     for line in filter(None, lines):
         cpu, covered, workers, masks_ok = map(int, line.split())
         assert covered == 1 and workers == 1 and masks_ok == 1, line
