@@ -58,21 +58,20 @@ def chain_weights(spec, layers: int) -> dict:
     return ws
 
 
-def out_plane(spec, layers: int) -> tuple[int, int]:
+def out_planes(spec, layers: int) -> list[tuple[int, int]]:
+    """Each layer's output plane (height, width)."""
     n, c, f, h, w, k, s, p = spec
+    planes = []
     for _ in range(layers):
         h, w = (h + 2 * p[0] - k[0]) // s + 1, (w + 2 * p[1] - k[1]) // s + 1
-    return h, w
+        planes.append((h, w))
+    return planes
 
 
 def chain_flops(spec, layers: int) -> float:
     n, c, f, h, w, k, s, p = spec
-    total, ch = 0.0, c
-    for _ in range(layers):
-        h, w = (h + 2 * p[0] - k[0]) // s + 1, (w + 2 * p[1] - k[1]) // s + 1
-        total += 2.0 * n * h * w * f * ch * k[0] * k[1]
-        ch = f
-    return total
+    return sum(2.0 * n * oh * ow * f * (c if i == 0 else f) * k[0] * k[1]
+               for i, (oh, ow) in enumerate(out_planes(spec, layers)))
 
 
 def symjit_chain(spec, ws: dict, layers: int):
@@ -100,7 +99,7 @@ def onnx_chain(spec, ws: dict, layers: int, path: str) -> bool:
                                    pads=[p[0], p[1], p[0], p[1]]),
                   helper.make_node("Relu", [f"c{i}"], [f"r{i}"])]
         cur = f"r{i}"
-    oh, ow = out_plane(spec, layers)
+    oh, ow = out_planes(spec, layers)[-1]
     graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, c, h, w])],
                               [helper.make_tensor_value_info(cur, TensorProto.FLOAT, [n, f, oh, ow])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])

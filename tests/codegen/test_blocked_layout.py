@@ -619,6 +619,17 @@ def _tune(key, value):
     return fn(TUNE_KEYS[key], value)
 
 
+def _run_tuned(opt, cg, feeds, kernel_path, key, value):
+    """`_run` on `kernel_path` with the kernel library's tuning override `key` set to `value`
+    (restored afterwards)."""
+    _switch_to(kernel_path)
+    old = _tune(key, value)
+    try:
+        return _run(opt, cg, feeds)
+    finally:
+        _tune(key, old)
+
+
 @pytest.mark.parametrize("xs,layers,residual", [
     ((1, 96, 7, 7), [_conv(64, 3, 1, 1), _conv(64, 3, 1, 1)], True),
     ((3, 48, 9, 6), [_conv(32, (1, 5), 1, (0, 2)), _conv(48, (5, 1), 2, (2, 0))], False),
@@ -649,12 +660,7 @@ def test_general_convolution_in_weight_chunks_equals_the_reference(xs, layers, r
     feeds = dict(consts, x=rng.standard_normal(xs).astype(np.float32) * 4)
     if residual:
         feeds["r"] = rng.standard_normal(g.outputs[0].type.shape).astype(np.float32) * 3
-    _switch_to(kernel_path)
-    old = _tune("blocked_chunk", chunk)
-    try:
-        got = _run(opt, cg, feeds)
-    finally:
-        _tune("blocked_chunk", old)
+    got = _run_tuned(opt, cg, feeds, kernel_path, "blocked_chunk", chunk)
     ref = run(g, feeds).outputs[0]
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5 * max(float(np.abs(ref).max()), 1.0))
     assert (ref == 6.0).any() and (ref == 0.0).any()
@@ -682,12 +688,7 @@ def test_task_splits_equal_the_reference(xs, layers, split, kernel_path):
     opt, cg = _compiled(g, consts, True, cost_rule=False)
     assert sum(n.op.name == "_conv_blocked" for n in opt.nodes) == len(layers)
     feeds = dict(consts, x=rng.standard_normal(xs).astype(np.float32))
-    _switch_to(kernel_path)
-    old = _tune("blocked_split", split)
-    try:
-        got = _run(opt, cg, feeds)
-    finally:
-        _tune("blocked_split", old)
+    got = _run_tuned(opt, cg, feeds, kernel_path, "blocked_split", split)
     ref = run(g, feeds).outputs[0]
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5 * max(float(np.abs(ref).max()), 1.0))
 
