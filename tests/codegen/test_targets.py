@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -133,3 +134,34 @@ def test_cache_key_names_the_code_generator_options(monkeypatch):
         assert on in with_options
     monkeypatch.setattr(T, "CODEGEN_OPTIONS", ())
     assert T.host_target().description != with_options
+
+
+def test_segments_compile_with_fast_instruction_selection():
+    """JIT objects use position-independent code with the small code model: under LLVM's
+    default JIT code model (large) x86's fast instruction selector gives up at every call, and
+    the segment functions (optnone, one call per node) paid for the full selector. Checked in
+    a child process (LLVM's options are process-wide): LLVM reports no fallback for any
+    segment of a graph with library calls and generated kernels, and the code model is part
+    of the target description (cache key)."""
+    from symjit.codegen.llvm import target as T
+    assert f"{T.JIT_RELOC}/{T.JIT_CODE_MODEL}" in T.host_target().description
+    child = r"""
+import llvmlite.binding as llvm, numpy as np, symjit as mx
+from symjit.codegen.llvm.target import ensure_initialized
+ensure_initialized()
+llvm.set_option("symjit", "-fast-isel-report-on-fallback")
+x = mx.sym.Variable("x")
+h = mx.sym.Activation(mx.sym.Convolution(x, kernel=(3, 3), num_filter=8, pad=(1, 1), name="c"), act_type="relu")
+y = mx.sym.FullyConnected(mx.sym.sigmoid(h), num_hidden=5, name="fc")
+rng = np.random.default_rng(0)
+params = {"c_weight": rng.standard_normal((8, 3, 3, 3)).astype("f"), "c_bias": np.zeros(8, "f"),
+          "fc_weight": rng.standard_normal((5, 8 * 36)).astype("f"), "fc_bias": np.zeros(5, "f")}
+m = mx.compile(y, {"x": (1, 3, 6, 6)}, params=params, cache=False)
+out, = m(x=rng.standard_normal((1, 3, 6, 6)).astype("f"))
+assert out.shape == (1, 5)
+print("segments", ",".join(m.compiled.module.segment_names))
+"""
+    res = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "segments sj_model" in res.stdout
+    assert not re.findall(r"fallback path for sj_model\w*", res.stderr), res.stderr[-2000:]

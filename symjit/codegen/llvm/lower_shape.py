@@ -81,6 +81,9 @@ def copy_call(ctx: LoweringContext, src, dst, shape, src_strides, dst_strides,
     dims = merge_copy_dims(shape, src_strides, dst_strides) or [(1, 0, 0)]
     if any(n == 0 for n, _, _ in dims):
         return None
+    if len(dims) == 1 and dims[0][1] == 1 and dims[0][2] == 1:
+        size = _itemsize(src)
+        return _contiguous_copy(ctx, src, dst, dims[0][0] * size, src_offset * size, dst_offset * size)
     tiled = _tiled_copy(ctx, ity, dims, src, dst, src_offset, dst_offset)
     if tiled is not None:
         return tiled
@@ -108,6 +111,29 @@ def copy_call(ctx: LoweringContext, src, dst, shape, src_strides, dst_strides,
     return ParallelCall(name, rows, max(1, GRAIN // max(inner[0], 1)), [src, dst])
 
 
+#: bytes of a contiguous copy per parallel task, at least
+COPY_GRAIN_BYTES = 1 << 18
+
+
+def _contiguous_copy(ctx: LoweringContext, src, dst, nbytes: int, src_offset: int, dst_offset: int) -> ParallelCall:
+    """A copy of `nbytes` contiguous bytes from byte `src_offset` of src to byte `dst_offset` of
+    dst (a channel block of a concatenation at batch 1, a whole buffer...): the module's one
+    memcpy kernel, over ranges of bytes split between threads, reading both offsets from a
+    table. One shared kernel, not one per copy: LLVM spent 3-5 ms on each specialised copy loop
+    (DenseNet-121: 37 ms for 8 of them), where the C library's memcpy is as fast."""
+    name = ctx.unique("sj_memcpy", "memcpy")
+    if name not in ctx.mb.symbols:
+        kw = KernelWriter(ctx.mb, name, 3)
+        sp, dp, tp = kw.args
+        so, do = kw.load("i64", tp, 0) + kw.begin, kw.load("i64", tp, 1) + kw.begin
+        n = kw.end - kw.begin
+        s_at, d_at = kw.gep("i8", sp, so), kw.gep("i8", dp, do)
+        kw.b.raw(f"  call void @llvm.memcpy.p0.p0.i64(ptr {d_at.ref}, ptr {s_at.ref}, i64 {n.ref}, i1 false)")
+        kw.finish()
+    table = ctx.mb.i64_table([src_offset, dst_offset])
+    return ParallelCall(name, nbytes, COPY_GRAIN_BYTES, [src, dst, ModuleConstant(table)])
+
+
 def _generic_copy_kernel(ctx: LoweringContext, ity: str, rank: int, src_unit: bool, dst_unit: bool) -> str:
     """The module's row-copy kernel for copies of `rank` merged dims (at least 2) of `ity`
     elements, whose innermost source / destination strides are 1 when `src_unit` / `dst_unit`:
@@ -130,9 +156,15 @@ def _generic_copy_kernel(ctx: LoweringContext, ity: str, rank: int, src_unit: bo
         so, do = t[3 * rank], t[3 * rank + 1]
         for i, a, b in zip(idx, st_s, st_d):
             so, do = so + i * a, do + i * b
-        with kw.loop(0, n[-1]) as j:
-            v = kw.load(ity, sp, so + j if src_unit else so + j * st_s[-1])
-            kw.store(ity, v, dp, do + j if dst_unit else do + j * st_d[-1])
+        if src_unit and dst_unit:      # contiguous rows: the C library's memcpy
+            size = int(ity[1:]) // 8
+            s_at, d_at = kw.gep(ity, sp, so), kw.gep(ity, dp, do)
+            kw.b.raw(f"  call void @llvm.memcpy.p0.p0.i64(ptr {d_at.ref}, ptr {s_at.ref}, "
+                     f"i64 {(n[-1] * size).ref}, i1 false)")
+        else:
+            with kw.loop(0, n[-1]) as j:
+                v = kw.load(ity, sp, so + j if src_unit else so + j * st_s[-1])
+                kw.store(ity, v, dp, do + j if dst_unit else do + j * st_d[-1])
     return kw.finish()
 
 
