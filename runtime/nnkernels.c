@@ -42,6 +42,7 @@
 #include "symjit_runtime.h"
 #include "nn/common.c"
 #include "nn/gemm.c"
+#include "nn/epilogue.c"
 #include "nn/gemm_packed.c"
 #include "nn/conv.c"
 #include "nn/implicit.c"

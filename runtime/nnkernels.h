@@ -96,6 +96,9 @@ NN_API int64_t symjit_nn_set_flush_denormals(int64_t on);
 /* ---- epilogue ----------------------------------------------------------------------- */
 /* relu in place over floats [begin, end) of args[0] (a symjit_kernel_fn) */
 NN_API void symjit_nn_epi_relu(int64_t begin, int64_t end, void **args);
+/* sigmoid and tanh likewise (nn/epilogue.c; symjit's own float32 exp and tanh) */
+NN_API void symjit_nn_epi_sigmoid(int64_t begin, int64_t end, void **args);
+NN_API void symjit_nn_epi_tanh(int64_t begin, int64_t end, void **args);
 
 /* ---- GEMM --------------------------------------------------------------------------- */
 /* where symjit_nn_gemm's bias goes (symjit_gemm_desc.bias_mode) */

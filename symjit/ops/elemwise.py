@@ -297,6 +297,12 @@ _ACT = {
 }
 
 
+def activation_expr(act_type: str, x: S.Expr) -> S.Expr:
+    """The expression of `Activation(act_type=act_type)` applied to x (relu, sigmoid, tanh,
+    softrelu or softsign), as the registry defines it."""
+    return _ACT[act_type](x)
+
+
 @register("hard_sigmoid")
 class HardSigmoid(Elementwise):
     """y = max(0, min(1, alpha * x + beta))."""

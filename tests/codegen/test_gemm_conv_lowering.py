@@ -863,6 +863,44 @@ def test_relu_epilogue_of_a_dense_layer(m, k, h):
 def test_other_epilogues_stay_generated():
     rng = np.random.default_rng(6)
     g = _graph("FullyConnected", [("x", (64, 300)), ("w", (200, 300)), ("b", (200,))],
-               {"num_hidden": 200}, post=("sigmoid",))
+               {"num_hidden": 200}, post=("softsign",))
     cg, arrays = _compile_with_constant_weights(g, _feeds(g, rng))
-    assert "@symjit_nn_epi_relu" not in cg.module.ir and "@sj_epi" in cg.module.ir
+    assert "@symjit_nn_epi_" not in cg.module.ir and "@sj_epi" in cg.module.ir
+
+
+# ------------------------------------------------------- sigmoid and tanh epilogues of the library
+
+@pytest.mark.parametrize("act", ["sigmoid", "tanh"])
+@pytest.mark.parametrize("op, ins, attrs", [
+    ("FullyConnected", [("x", (64, 300)), ("w", (200, 300)), ("b", (200,))], {"num_hidden": 200}),
+    ("FullyConnected", [("x", (3, 13000)), ("w", (40, 13000)), ("b", (40,))], {"num_hidden": 40}),
+    ("Convolution", [("x", (2, 16, 23, 23)), ("w", (24, 16, 3, 3)), ("b", (24,))],
+     _conv_attrs(24, (3, 3), (2, 2), (1, 1), (1, 1), 1, False)),
+])
+def test_sigmoid_and_tanh_epilogues_come_from_the_library(act, op, ins, attrs, monkeypatch):
+    """An epilogue that is exactly sigmoid or tanh of the result calls the kernel library's
+    function (runtime/nn/epilogue.c): no kernel is generated for it. It computes symjit's own
+    float32 exp / tanh step for step, so it matches the generated kernel (bit for bit on FMA
+    machines; 2 ulp allowed) and the reference like it; NaN, +-inf and values far beyond the
+    saturation points included."""
+    from symjit.codegen.llvm import lower_gemm
+    rng = np.random.default_rng(7)
+    g = _graph(op, ins, attrs, post=(act,))
+    feeds = _feeds(g, rng)
+    feeds["w"] = feeds["w"] * 6.0                      # results spread past the saturation points
+    feeds["x"].reshape(-1)[:4] = [np.nan, np.inf, -np.inf, 1e30]
+    cg, arrays = _compile_with_constant_weights(g, feeds)
+    assert f"@symjit_nn_epi_{act}" in cg.module.ir and "@sj_epi" not in cg.module.ir
+    got = cg(arrays)[0]
+    monkeypatch.setattr(lower_gemm, "LIBRARY_EPILOGUES", {})
+    generated, arrays = _compile_with_constant_weights(g, feeds)
+    assert "@sj_epi" in generated.module.ir
+    gen = generated(arrays)[0]
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(gen))
+    finite = got[~np.isnan(got)]
+    assert np.isnan(got).any() and np.isin(finite, [-1.0, 0.0, 1.0]).any()   # NaN and saturation seen
+    np.testing.assert_array_max_ulp(got[~np.isnan(got)], gen[~np.isnan(gen)], maxulp=2)
+    want = run(g, feeds).outputs[0]
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=1e-5, atol=1e-6)

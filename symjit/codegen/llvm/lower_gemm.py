@@ -40,6 +40,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...ops import scalar as S
+from ...ops.elemwise import activation_expr
 from ...ops.fused import relu_of_result
 from ...ops.registry import get_op
 from ...ir.target import AVX512_KERNELS
@@ -61,6 +63,10 @@ SMALL_GEMM = 32768
 #: the kernel library's ReLU epilogue (nnkernels.c symjit_nn_epi_relu): kernels that know it
 #: apply it in their stores instead of a second pass over the output
 RELU_EPILOGUE = "symjit_nn_epi_relu"
+
+#: the kernel library's other activation epilogues (runtime/nn/epilogue.c), by the registry
+#: activation they compute on the result in place: no kernel is generated for these
+LIBRARY_EPILOGUES = {"sigmoid": "symjit_nn_epi_sigmoid", "tanh": "symjit_nn_epi_tanh"}
 
 #: the C type of every field of the kernel library's descriptor structs (nnkernels.h)
 I64 = ctypes.c_int64
@@ -114,6 +120,7 @@ TUNE_PREFETCH_VALUES = {"weights": 1, "dw_rows": 2, "kblock": 3, "planes": 4, "a
 #: C signature of each kernel-library function, as LLVM parameter types
 C_SIGNATURES = {
     RELU_EPILOGUE: ["i64", "i64", "ptr"],
+    **{fn: ["i64", "i64", "ptr"] for fn in LIBRARY_EPILOGUES.values()},
     "symjit_nn_gemm": ["ptr"] * 7,
     "symjit_nn_gemm_packed": ["ptr"] * 8,
     "symjit_nn_conv": ["ptr"] * 7,
@@ -233,10 +240,18 @@ def epilogue_spec(node):
     return spec, [outs[0]] + extras + [outs[j] for j in order]
 
 
-def _is_relu_epilogue(spec) -> bool:
-    """Whether an epilogue is exactly relu of the result in place (float32, one output, no
-    other inputs): then the library's RELU_EPILOGUE replaces the generated kernel."""
-    return len(spec.in_dtypes) == 1 and spec.out_dtypes == ("float32",) and spec.exprs == (relu_of_result(),)
+def library_epilogue(spec) -> str | None:
+    """The kernel library's function for an epilogue that is exactly relu, sigmoid or tanh of
+    the result in place (float32, one output, no other inputs; the registry's expressions of
+    those activations), else None (a kernel is generated)."""
+    if len(spec.in_dtypes) != 1 or spec.out_dtypes != ("float32",):
+        return None
+    if spec.exprs == (relu_of_result(),):
+        return RELU_EPILOGUE
+    for act, fn in LIBRARY_EPILOGUES.items():
+        if spec.exprs == (activation_expr(act, S.Input(0)),):
+            return fn
+    return None
 
 
 def _declare(ctx: LoweringContext, fn: str) -> None:
@@ -262,9 +277,9 @@ def emit_native(ctx: LoweringContext, calls: list, epilogue=None) -> list:
     epi_name, epi_slots = None, []
     if epilogue is not None:
         spec, epi_values = epilogue
-        if _is_relu_epilogue(spec):
-            epi_name = RELU_EPILOGUE
-            _declare(ctx, RELU_EPILOGUE)
+        epi_name = library_epilogue(spec)
+        if epi_name is not None:
+            _declare(ctx, epi_name)
         else:
             epi_name = kernel_name(spec, "sj_epi")
             if epi_name not in ctx.mb.symbols:
