@@ -45,7 +45,9 @@ enum {
     TUNE_BLOCKED_CHUNK, /* weight bytes per input-channel chunk of the general blocked
                            convolution (BLOCKED_CHUNK_BYTES; -1: whole panels, no chunks) */
     TUNE_BLOCKED_SPLIT, /* 1: the blocked convolutions' tasks split as before equal panel
-                           groups and whole rounds of tasks (split_panels) */
+                           groups and whole rounds of tasks (split_panels); 2: panel groups x
+                           image groups wherever the filters outnumber a plane's pixels, also
+                           when the weights fit L2 */
     TUNE_COUNT
 };
 /* values of TUNE_CONV: the alternative a convolution takes instead of the built-in choice */

@@ -668,12 +668,14 @@ def test_general_convolution_in_weight_chunks_equals_the_reference(xs, layers, r
 
 @pytest.mark.parametrize("xs,layers", [
     ((1, 192, 17, 17), [_conv(192, (1, 7), 1, (0, 3)), _conv(192, (7, 1), 1, (3, 0))]),   # 3 panels of 64
-    ((2, 192, 7, 7), [_pw(192), _pw(176)]),   # weights outweigh the plane: panel groups x image groups
+    ((2, 192, 7, 7), [_pw(192), _pw(176)]),   # F > P, weights in L2: per-image tasks (2: image groups)
+    ((2, 1024, 7, 7), [_pw(384)]),            # F > P, 1.5 MB of weights: panel groups x image groups
 ])
-@pytest.mark.parametrize("split", [0, 1])
+@pytest.mark.parametrize("split", [0, 1, 2])
 def test_task_splits_equal_the_reference(xs, layers, split, kernel_path):
-    """The blocked kernels' task splits (split_panels: equal panel groups in whole rounds, or the
-    earlier split under the `blocked_split` override) cover every output once."""
+    """The blocked kernels' task splits (split_panels: equal panel groups in whole rounds; under
+    the `blocked_split` override 1 the earlier split, 2 panel groups x image groups wherever the
+    filters outnumber a plane's pixels, whatever the weights' size) cover every output once."""
     rng = np.random.default_rng(xs[1] + split)
     b = GraphBuilder(name="splits")
     x = b.add_input("x", TensorType(xs, "float32"))
