@@ -48,6 +48,9 @@ enum {
                            groups and whole rounds of tasks (split_panels); 2: panel groups x
                            image groups wherever the filters outnumber a plane's pixels, also
                            when the weights fit L2 */
+    TUNE_BLOCKED_PAD_COPY, /* 1: the general blocked convolution copies a padded input into a
+                              zero-bordered plane first (as the portable path does) instead of
+                              the AVX-512 edge tiles */
     TUNE_COUNT
 };
 /* values of TUNE_CONV: the alternative a convolution takes instead of the built-in choice */

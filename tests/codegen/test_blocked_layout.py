@@ -667,6 +667,37 @@ def test_general_convolution_in_weight_chunks_equals_the_reference(xs, layers, r
 
 
 @pytest.mark.parametrize("xs,layers", [
+    ((2, 32, 17, 17), [_conv(32, (1, 7), 1, (0, 3)), _conv(48, (7, 1), 1, (3, 0))]),   # tiles cross rows
+    ((1, 48, 11, 9), [_conv(64, 5, 1, 2), _conv(32, 3, 2, 1)]),                       # 5x5; stride 2
+    ((1, 16, 4, 3), [_conv(64, 3, 1, 2), _conv(16, (3, 1), 1, (1, 0))]),             # every pixel an edge
+    ((2, 64, 8, 8), [_conv(384, 3, 1, 1)]),                                            # many filters on a small plane
+])
+@pytest.mark.parametrize("pad_copy", [0, 1])
+def test_padded_general_convolution_edge_tiles_equal_the_reference(xs, layers, pad_copy, kernel_path):
+    """Padded general blocked convolutions without a padded copy of the input (AVX-512: interior
+    tiles read the input directly, edge tiles read zeros for taps outside it) and with one
+    (the `blocked_pad_copy` override, and the portable path): padding wider than the kernel
+    reach, tiles that cross rows, strides, planes where no pixel is interior."""
+    rng = np.random.default_rng(xs[1] + pad_copy)
+    b = GraphBuilder(name="edges")
+    x = b.add_input("x", TensorType(xs, "float32"))
+    consts, y, c = {}, x, xs[1]
+    for i, attrs in enumerate(layers):
+        ws = (attrs["num_filter"], c) + attrs["kernel"]
+        w = b.add_input(f"w{i}", TensorType(ws, "float32"))
+        consts[f"w{i}"] = (rng.standard_normal(ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32)
+        y = b.add_node("relu", [b.add_node("Convolution", [y, w], dict(attrs, no_bias=True))[0]])[0]
+        c = attrs["num_filter"]
+    g = b.build([y])
+    opt, cg = _compiled(g, consts, True, cost_rule=False)
+    assert sum(n.op.name == "_conv_blocked" for n in opt.nodes) == len(layers)
+    feeds = dict(consts, x=rng.standard_normal(xs).astype(np.float32) + 0.5)
+    got = _run_tuned(opt, cg, feeds, kernel_path, "blocked_pad_copy", pad_copy)
+    ref = run(g, feeds).outputs[0]
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5 * max(float(np.abs(ref).max()), 1.0))
+
+
+@pytest.mark.parametrize("xs,layers", [
     ((1, 192, 17, 17), [_conv(192, (1, 7), 1, (0, 3)), _conv(192, (7, 1), 1, (3, 0))]),   # 3 panels of 64
     ((2, 192, 7, 7), [_pw(192), _pw(176)]),   # F > P, weights in L2: per-image tasks (2: image groups)
     ((2, 1024, 7, 7), [_pw(384)]),            # F > P, 1.5 MB of weights: panel groups x image groups
