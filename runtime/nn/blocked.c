@@ -902,11 +902,34 @@ typedef struct {
 } poolb_job;
 
 #ifdef NN_HAVE_AVX512
+/* widest input row whose column sums poolb_row_avx512 keeps on the stack (vectors) */
+#define POOLB_COLSUM_MAX 512
+
 /* one output row (as poolb_row_portable) on 16-lane vectors */
 NN_AVX512 static void poolb_row_avx512(const symjit_pool_desc *d, const float *xp, float *yr, int64_t oh) {
     const int64_t H = d->in_size[1], W = d->in_size[2], OW = d->out_size[2], h0 = win_lo(oh, d->stride[1], d->pad[1]);
     const int64_t ih0 = imax(h0, 0), ih1 = imin(h0 + d->kernel[1], H);
     const int max = d->type == SYMJIT_POOL_MAX;
+    if (!max && W <= POOLB_COLSUM_MAX && d->kernel[1] > 1) {
+        /* avg and sum, separably: the window rows' sum per input column once (independent
+         * adds), then each output the sum of its window's columns; each input vector is read
+         * once per output row instead of once per window that covers it */
+        __m512 cs[POOLB_COLSUM_MAX];
+        for (int64_t iw = 0; iw < W; iw++) {
+            const float *v = xp + (ih0 * W + iw) * BLK;
+            __m512 a = ih1 > ih0 ? _mm512_loadu_ps(v) : _mm512_setzero_ps();
+            for (int64_t ih = ih0 + 1; ih < ih1; ih++) a = _mm512_add_ps(a, _mm512_loadu_ps(v + (ih - ih0) * W * BLK));
+            cs[iw] = a;
+        }
+        for (int64_t ow = 0; ow < OW; ow++) {
+            const int64_t w0 = win_lo(ow, d->stride[2], d->pad[2]), iw0 = imax(w0, 0), iw1 = imin(w0 + d->kernel[2], W);
+            __m512 acc = _mm512_setzero_ps();
+            for (int64_t iw = iw0; iw < iw1; iw++) acc = _mm512_add_ps(acc, cs[iw]);
+            if (d->type == SYMJIT_POOL_AVG) acc = _mm512_div_ps(acc, _mm512_set1_ps(pool_divisor(d, 0, oh, ow)));
+            _mm512_storeu_ps(yr + ow * BLK, acc);
+        }
+        return;
+    }
     for (int64_t ow = 0; ow < OW; ow++) {
         const int64_t w0 = win_lo(ow, d->stride[2], d->pad[2]), iw0 = imax(w0, 0), iw1 = imin(w0 + d->kernel[2], W);
         __m512 acc = max ? _mm512_set1_ps(-FLT_MAX) : _mm512_setzero_ps();
