@@ -509,12 +509,14 @@ static int64_t pwb_rows(int64_t V, int64_t P) {
  * offset computed once per tile. Per input channel block and tap: 16 steps of V weight vectors
  * and R broadcast input values, as the pointwise tile. Padding: the AVX-512 path reads the
  * input as it is; tiles whose pixels all have every tap inside (genb_interior) run GENB_TILE,
- * the others GENB_EDGE_TILE, which reads a zero block for taps outside. The portable path (and
+ * the others GENB_EDGE_TILE, which reads a zero block for taps outside and skips a tap that is
+ * outside for every pixel of the tile (as the padded copy's zeros, except that a NaN or
+ * infinite weight times padding is not NaN there). The portable path (and
  * the `blocked_pad_copy` override) first copies the input into a zero-bordered plane (the
  * caller's scratch), so every tap of every pixel lies inside. Without the copy, 2-vCPU Xeon,
- * paired whole calls: Inception v3 batch 1 0.986, DenseNet-121 batch 8 0.977, ResNet-18 and
- * SqueezeNet batch 1 0.986; layers: Inception's 3x3 stem at 147x147 0.93, 5x5 at 35x35 0.95,
- * 1x7 / 7x1 at 17x17 0.96-1.02. residual: as the pointwise kind's. */
+ * paired whole calls: Inception v3 batch 1 0.96, batch 8 0.97, DenseNet-121 batch 1 0.94;
+ * against ONNX Runtime (bench_conv_chains), four 7x1 192 -> 192 at 17x17, batch 8: 1.24 -> 1.06
+ * of its time, 3x3 448 -> 448 at 8x8 1.26-1.33 -> 1.09-1.15. residual: as the pointwise kind's. */
 typedef struct {
     const float *x;
     float *xp;
@@ -622,15 +624,24 @@ static const float genb_zeros[BLK] __attribute__((aligned(64)));
             ih0[r] = (p / j->OW) * j->S - j->PH, iw0[r] = (p % j->OW) * j->S - j->PW;                       \
             o0[r] = ih0[r] * j->W + iw0[r];                                                                 \
         }                                                                                                   \
-        const float *w = wp + cb0 * KH * KW * BLK * 16 * V;                                                 \
-        for (int64_t cb = cb0; cb < cb1; cb++)                                                              \
-            for (int64_t kh = 0; kh < KH; kh++)                                                             \
-                for (int64_t kw = 0; kw < KW; kw++, w += BLK * 16 * V) {                                    \
-                    const float *xr[R], *xc = x + cb * HW * BLK;                                            \
-                    for (int r = 0; r < R; r++) {   /* branch-free: which taps are outside is not predictable */\
-                        const int in = ((uint64_t)(ih0[r] + kh) < H) & ((uint64_t)(iw0[r] + kw) < W);       \
-                        xr[r] = in ? xc + (o0[r] + kh * j->W + kw) * BLK : genb_zeros;                      \
-                    }                                                                                       \
+        const int64_t step = KH * KW * BLK * 16 * V;   /* weights from one channel block to the next */     \
+        for (int64_t kh = 0; kh < KH; kh++)                                                                 \
+            for (int64_t kw = 0; kw < KW; kw++) {                                                           \
+                /* per tap, each row's input at channel block cb0 and its step per block, or the            \
+                 * zero block and no step where the tap lies outside (branch-free: which taps are           \
+                 * outside is not predictable); channel blocks inside, so the test is once per tap */       \
+                const float *xr[R];                                                                         \
+                int64_t inc[R];                                                                             \
+                int any = 0;                                                                                \
+                for (int r = 0; r < R; r++) {                                                               \
+                    const int in = ((uint64_t)(ih0[r] + kh) < H) & ((uint64_t)(iw0[r] + kw) < W);           \
+                    xr[r] = in ? x + (cb0 * HW + o0[r] + kh * j->W + kw) * BLK : genb_zeros;                \
+                    inc[r] = in ? HW * BLK : 0;                                                             \
+                    any |= in;                                                                              \
+                }                                                                                           \
+                if (!any) continue;   /* outside for every pixel: the tap adds nothing */                   \
+                const float *w = wp + (cb0 * KH * KW + kh * KW + kw) * BLK * 16 * V;                        \
+                for (int64_t cb = cb0; cb < cb1; cb++, w += step) {                                         \
                     for (int ci = 0; ci < BLK; ci++) {                                                      \
                         __m512 b_[V];                                                                       \
                         for (int v = 0; v < V; v++) b_[v] = _mm512_loadu_ps(w + ci * 16 * V + 16 * v);      \
@@ -639,13 +650,16 @@ static const float genb_zeros[BLK] __attribute__((aligned(64)));
                             for (int v = 0; v < V; v++) acc[r][v] = _mm512_fmadd_ps(a_, b_[v], acc[r][v]);  \
                         }                                                                                   \
                     }                                                                                       \
+                    for (int r = 0; r < R; r++) xr[r] += inc[r];                                            \
                 }                                                                                           \
+            }                                                                                               \
         for (int v = 0; v < V; v++) {                                                                       \
             float *yv = y + (v * OHW + p0) * BLK;                                                           \
             for (int r = 0; r < R; r++)                                                                     \
                 if (r < nr) _mm512_storeu_ps(yv + r * BLK, last ? act_ps(acc[r][v], j->relu) : acc[r][v]);  \
         }                                                                                                   \
     }
+
 GENB_EDGE_TILE(6, 4)
 GENB_EDGE_TILE(7, 4)
 GENB_EDGE_TILE(8, 3)
