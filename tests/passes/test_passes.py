@@ -317,3 +317,50 @@ def test_gc_paused_restores_the_collector_state():
         assert gc.isenabled()
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def _group_edges(groups):
+    """(succ, pred) of the fusion groups recomputed from their members, by brute force."""
+    succ = {g: set() for g in groups.members}
+    pred = {g: set() for g in groups.members}
+    for g, members in groups.members.items():
+        for m in members:
+            for v in m.outputs:
+                for r in groups.readers.get(v, ()):
+                    h = groups.group[id(r)]
+                    if h != g:
+                        succ[g].add(h)
+                        pred[h].add(g)
+    return succ, pred
+
+
+@settings(max_examples=60, deadline=None)
+@given(random_graph(max_nodes=20), st.integers(0, 2 ** 31))
+def test_fusion_groups_keep_their_edges_exact_and_acyclic(g, seed):
+    """fusion._Groups maintains each group's successor and predecessor sets through merges
+    instead of rescanning members: after every merge along a producer -> consumer edge that
+    the cycle test allows, both equal a recomputation from the members, and the graph of
+    groups has no cycle (a topological order of it exists)."""
+    from symjit.passes.fusion import _Groups
+    rng = np.random.default_rng(seed)
+    groups = _Groups(list(g.nodes))
+    producer = {v: n for n in g.nodes for v in n.outputs}
+    edges = [(producer[v], n) for n in g.nodes for v in n.inputs if v in producer]
+    for k in rng.permutation(len(edges)):
+        p, n = edges[k]
+        src, dst = groups.group[id(p)], groups.group[id(n)]
+        if src == dst or groups.would_cycle(src, dst) or groups.would_cycle(dst, src):
+            continue
+        groups.merge(src, dst)
+        assert (groups.succ, groups.pred) == _group_edges(groups)
+        indegree = {h: len(ps) for h, ps in groups.pred.items()}
+        ready = [h for h, d in indegree.items() if d == 0]
+        seen = 0
+        while ready:
+            h = ready.pop()
+            seen += 1
+            for s in groups.succ[h]:
+                indegree[s] -= 1
+                if indegree[s] == 0:
+                    ready.append(s)
+        assert seen == len(groups.members)
