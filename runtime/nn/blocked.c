@@ -127,17 +127,20 @@ NN_AVX512 static inline __m512 act_ps(__m512 v, int act) {
     return act == SYMJIT_ACT_RELU6 ? _mm512_min_ps(_mm512_set1_ps(6.0f), v) : v;
 }
 
-/* one step of a tile of R rows x V filter vectors (the blocked pointwise and direct tiles):
- * acc[r][v] += x[off[r]] * w[16 v, 16 v + 16) */
-#define RV_STEP(R, V, acc, w, x, off)                                                                       \
-    do {                                                                                                   \
-        __m512 b_[V];                                                                                      \
-        for (int v_ = 0; v_ < V; v_++) b_[v_] = _mm512_loadu_ps((w) + 16 * v_);                            \
-        for (int r_ = 0; r_ < R; r_++) {                                                                   \
-            const __m512 a_ = _mm512_set1_ps((x)[(off)[r_]]);                                              \
+/* one step of a tile of R rows x V filter vectors (the blocked pointwise, direct and general
+ * tiles): acc[r][v] += AT * w[16 v, 16 v + 16), AT an expression of the row r_ (the input value
+ * row r_ broadcasts) */
+#define RV_STEP_AT(R, V, acc, w, AT)                                                                        \
+    do {                                                                                                    \
+        __m512 b_[V];                                                                                       \
+        for (int v_ = 0; v_ < V; v_++) b_[v_] = _mm512_loadu_ps((w) + 16 * v_);                             \
+        for (int r_ = 0; r_ < R; r_++) {                                                                    \
+            const __m512 a_ = _mm512_set1_ps(AT);                                                           \
             for (int v_ = 0; v_ < V; v_++) (acc)[r_][v_] = _mm512_fmadd_ps(a_, b_[v_], (acc)[r_][v_]);      \
-        }                                                                                                  \
+        }                                                                                                   \
     } while (0)
+/* the step with row r's input at x[off[r]] */
+#define RV_STEP(R, V, acc, w, x, off) RV_STEP_AT(R, V, acc, w, (x)[(off)[r_]])
 
 /* pointwise tile: pixels [p0, p0 + R) x the panel's 16V filters. x: the image's input at
  * channel block 0, pixel 0; wp: the panel; bias: the panel's 16V (or NULL); y: the panel's
@@ -561,34 +564,43 @@ static inline int genb_interior(const blocked_job *j, int64_t p0, int64_t n) {
  * nr recompute pixel p0 and are not stored); input channel blocks [cb0, cb1) (a chunk, see
  * genb_task): the first chunk starts from the bias plus the residual, a later one from the
  * sums stored in y; the last one stores the activation of the sums, earlier ones the sums. */
-#define GENB_TILE(R, V)                                                                                     \
-    NN_AVX512 static void genb_tile_##R##x##V(const blocked_job *j, const float *x, const float *wp,         \
-                                              const float *bias, const float *res, float *y, int64_t p0,     \
-                                              int64_t nr, int64_t cb0, int64_t cb1) {                        \
+/* The general tiles' common parts (GENB_TILE, GENB_EDGE_TILE; the tile's arguments in scope):
+ * the sums acc[R][V] started from the bias plus the residual (first chunk) or from the sums
+ * stored in y (later chunks), and the stores of the last chunk's activation, or of the sums. */
+#define GENB_SUMS_START(R, V)                                                                               \
         const int64_t OHW = j->OH * j->OW, HW = j->H * j->W, KH = j->KH, KW = j->KW;                        \
-        const int first = cb0 == 0, last = cb1 == j->C / BLK;                                              \
-        if (cb1 <= cb0 || KH < 1 || KW < 1) __builtin_unreachable();   /* sums stay in registers */       \
-        __m512 acc[R][V];                                                                                  \
-        for (int v = 0; v < V; v++) {                                                                      \
+        const int first = cb0 == 0, last = cb1 == j->C / BLK;                                               \
+        if (cb1 <= cb0 || KH < 1 || KW < 1) __builtin_unreachable();   /* sums stay in registers */         \
+        __m512 acc[R][V];                                                                                   \
+        for (int v = 0; v < V; v++) {                                                                       \
             const __m512 b0 = first && bias ? _mm512_loadu_ps(bias + 16 * v) : _mm512_setzero_ps();         \
-            const float *from = first ? res : y;                                                           \
-            for (int r = 0; r < R; r++)                                                                    \
-                acc[r][v] = from && r < nr ? _mm512_add_ps(b0, _mm512_loadu_ps(from + (v * OHW + p0 + r) * BLK)) : b0; \
-        }                                                                                                  \
-        int64_t off[R];                                                                                    \
-        for (int r = 0; r < R; r++) off[r] = genb_offset(j, p0 + (r < nr ? r : 0));                        \
-        const float *w = wp + cb0 * KH * KW * BLK * 16 * V;                                                \
-        for (int64_t cb = cb0; cb < cb1; cb++)                                                             \
-            for (int64_t kh = 0; kh < KH; kh++)                                                            \
-                for (int64_t kw = 0; kw < KW; kw++, w += BLK * 16 * V) {                                   \
-                    const float *xt = x + (cb * HW + kh * j->W + kw) * BLK;                                \
+            const float *from = first ? res : y;                                                            \
+            for (int r = 0; r < R; r++)                                                                     \
+                acc[r][v] = from && r < nr ? _mm512_add_ps(b0, _mm512_loadu_ps(from + (v * OHW + p0 + r) * BLK)) : b0;\
+        }
+
+#define GENB_SUMS_STORE(R, V)                                                                               \
+        for (int v = 0; v < V; v++) {                                                                       \
+            float *yv = y + (v * OHW + p0) * BLK;                                                           \
+            for (int r = 0; r < R; r++)                                                                     \
+                if (r < nr) _mm512_storeu_ps(yv + r * BLK, last ? act_ps(acc[r][v], j->relu) : acc[r][v]);  \
+        }
+
+#define GENB_TILE(R, V)                                                                                     \
+    NN_AVX512 static void genb_tile_##R##x##V(const blocked_job *j, const float *x, const float *wp,        \
+                                              const float *bias, const float *res, float *y, int64_t p0,    \
+                                              int64_t nr, int64_t cb0, int64_t cb1) {                       \
+        GENB_SUMS_START(R, V);                                                                              \
+        int64_t off[R];                                                                                     \
+        for (int r = 0; r < R; r++) off[r] = genb_offset(j, p0 + (r < nr ? r : 0));                         \
+        const float *w = wp + cb0 * KH * KW * BLK * 16 * V;                                                 \
+        for (int64_t cb = cb0; cb < cb1; cb++)                                                              \
+            for (int64_t kh = 0; kh < KH; kh++)                                                             \
+                for (int64_t kw = 0; kw < KW; kw++, w += BLK * 16 * V) {                                    \
+                    const float *xt = x + (cb * HW + kh * j->W + kw) * BLK;                                 \
                     for (int ci = 0; ci < BLK; ci++) RV_STEP(R, V, acc, w + ci * 16 * V, xt + ci, off);     \
-                }                                                                                          \
-        for (int v = 0; v < V; v++) {                                                                      \
-            float *yv = y + (v * OHW + p0) * BLK;                                                          \
-            for (int r = 0; r < R; r++)                                                                    \
-                if (r < nr) _mm512_storeu_ps(yv + r * BLK, last ? act_ps(acc[r][v], j->relu) : acc[r][v]); \
-        }                                                                                                  \
+                }                                                                                           \
+        GENB_SUMS_STORE(R, V);                                                                              \
     }
 GENB_TILE(6, 4)
 GENB_TILE(7, 4)
@@ -607,16 +619,7 @@ static const float genb_zeros[BLK] __attribute__((aligned(64)));
     NN_AVX512 static void genb_edge_tile_##R##x##V(const blocked_job *j, const float *x, const float *wp,   \
                                                    const float *bias, const float *res, float *y, int64_t p0,\
                                                    int64_t nr, int64_t cb0, int64_t cb1) {                  \
-        const int64_t OHW = j->OH * j->OW, HW = j->H * j->W, KH = j->KH, KW = j->KW;                        \
-        const int first = cb0 == 0, last = cb1 == j->C / BLK;                                               \
-        if (cb1 <= cb0 || KH < 1 || KW < 1) __builtin_unreachable();                                        \
-        __m512 acc[R][V];                                                                                   \
-        for (int v = 0; v < V; v++) {                                                                       \
-            const __m512 b0 = first && bias ? _mm512_loadu_ps(bias + 16 * v) : _mm512_setzero_ps();         \
-            const float *from = first ? res : y;                                                            \
-            for (int r = 0; r < R; r++)                                                                     \
-                acc[r][v] = from && r < nr ? _mm512_add_ps(b0, _mm512_loadu_ps(from + (v * OHW + p0 + r) * BLK)) : b0;\
-        }                                                                                                   \
+        GENB_SUMS_START(R, V);                                                                              \
         const uint64_t H = (uint64_t)j->H, W = (uint64_t)j->W;                                              \
         int64_t ih0[R], iw0[R], o0[R];   /* each row's first tap: input row, column, pixel offset */        \
         for (int r = 0; r < R; r++) {                                                                       \
@@ -642,24 +645,12 @@ static const float genb_zeros[BLK] __attribute__((aligned(64)));
                 if (!any) continue;   /* outside for every pixel: the tap adds nothing */                   \
                 const float *w = wp + (cb0 * KH * KW + kh * KW + kw) * BLK * 16 * V;                        \
                 for (int64_t cb = cb0; cb < cb1; cb++, w += step) {                                         \
-                    for (int ci = 0; ci < BLK; ci++) {                                                      \
-                        __m512 b_[V];                                                                       \
-                        for (int v = 0; v < V; v++) b_[v] = _mm512_loadu_ps(w + ci * 16 * V + 16 * v);      \
-                        for (int r = 0; r < R; r++) {                                                       \
-                            const __m512 a_ = _mm512_set1_ps(xr[r][ci]);                                    \
-                            for (int v = 0; v < V; v++) acc[r][v] = _mm512_fmadd_ps(a_, b_[v], acc[r][v]);  \
-                        }                                                                                   \
-                    }                                                                                       \
+                    for (int ci = 0; ci < BLK; ci++) RV_STEP_AT(R, V, acc, w + ci * 16 * V, xr[r_][ci]);    \
                     for (int r = 0; r < R; r++) xr[r] += inc[r];                                            \
                 }                                                                                           \
             }                                                                                               \
-        for (int v = 0; v < V; v++) {                                                                       \
-            float *yv = y + (v * OHW + p0) * BLK;                                                           \
-            for (int r = 0; r < R; r++)                                                                     \
-                if (r < nr) _mm512_storeu_ps(yv + r * BLK, last ? act_ps(acc[r][v], j->relu) : acc[r][v]);  \
-        }                                                                                                   \
+        GENB_SUMS_STORE(R, V);                                                                              \
     }
-
 GENB_EDGE_TILE(6, 4)
 GENB_EDGE_TILE(7, 4)
 GENB_EDGE_TILE(8, 3)
@@ -669,21 +660,15 @@ GENB_EDGE_TILE(14, 1)
 typedef void (*genb_tile_fn)(const blocked_job *, const float *, const float *, const float *, const float *,
                              float *, int64_t, int64_t, int64_t, int64_t);
 
-static genb_tile_fn genb_tile_for(int64_t R, int64_t V) {
+/* the tile for R rows x V vectors: the interior one, or the edge one (`edge`) */
+static genb_tile_fn genb_tile_for(int64_t R, int64_t V, int edge) {
     switch (V) {
-    case 4: return R == 7 ? genb_tile_7x4 : genb_tile_6x4;
-    case 3: return genb_tile_8x3;
-    case 2: return genb_tile_12x2;
-    default: return genb_tile_14x1;
-    }
-}
-
-static genb_tile_fn genb_edge_tile_for(int64_t R, int64_t V) {
-    switch (V) {
-    case 4: return R == 7 ? genb_edge_tile_7x4 : genb_edge_tile_6x4;
-    case 3: return genb_edge_tile_8x3;
-    case 2: return genb_edge_tile_12x2;
-    default: return genb_edge_tile_14x1;
+    case 4:
+        if (R == 7) return edge ? genb_edge_tile_7x4 : genb_tile_7x4;
+        return edge ? genb_edge_tile_6x4 : genb_tile_6x4;
+    case 3: return edge ? genb_edge_tile_8x3 : genb_tile_8x3;
+    case 2: return edge ? genb_edge_tile_12x2 : genb_tile_12x2;
+    default: return edge ? genb_edge_tile_14x1 : genb_tile_14x1;
     }
 }
 #endif
@@ -728,8 +713,8 @@ static void genb_task(int64_t begin, int64_t end, void **argv) {
     const int64_t OHW = j->OH * j->OW, per = j->pb * j->pg, pw = 16 * j->V, CB = j->C / BLK;
     const int64_t panel = j->C * j->KH * j->KW * pw;
 #ifdef NN_HAVE_AVX512
-    const genb_tile_fn tile_fn = native_on() ? genb_tile_for(j->R, j->V) : NULL;
-    const genb_tile_fn edge_fn = tile_fn && j->unpadded ? genb_edge_tile_for(j->R, j->V) : NULL;
+    const genb_tile_fn tile_fn = native_on() ? genb_tile_for(j->R, j->V, 0) : NULL;
+    const genb_tile_fn edge_fn = tile_fn && j->unpadded ? genb_tile_for(j->R, j->V, 1) : NULL;
 #endif
     for (int64_t t = begin; t < end; t++) {
         const int64_t ib = (t % per) / j->pg, ig = (t % per) % j->pg;

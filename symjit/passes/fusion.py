@@ -107,9 +107,6 @@ class _Groups:
                         self.succ[i].add(j)
                         self.pred[j].add(i)
 
-    def successors(self, gid: int) -> set[int]:
-        return self.succ[gid]
-
     def would_cycle(self, src: int, dst: int) -> bool:
         """True if some path src -> (other groups) -> dst exists: merging would close a loop."""
         frontier = deque(g for g in self.succ[src] if g != dst)

@@ -666,6 +666,29 @@ def test_general_convolution_in_weight_chunks_equals_the_reference(xs, layers, r
     assert (ref == 6.0).any() and (ref == 0.0).any()
 
 
+def _check_relu_chain_tuned(xs, layers, kernel_path, key, value, seed, shift=0.0):
+    """A chain of convolution + relu `layers` on input shape `xs` (He-scaled random weights
+    bound as constants; input standard normal plus `shift`), every convolution blocked: its
+    output on `kernel_path` under the tuning override `key` = `value` equals the interpreter's."""
+    rng = np.random.default_rng(seed)
+    b = GraphBuilder(name="tuned_chain")
+    x = b.add_input("x", TensorType(xs, "float32"))
+    consts, y, c = {}, x, xs[1]
+    for i, attrs in enumerate(layers):
+        ws = (attrs["num_filter"], c) + attrs["kernel"]
+        w = b.add_input(f"w{i}", TensorType(ws, "float32"))
+        consts[f"w{i}"] = (rng.standard_normal(ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32)
+        y = b.add_node("relu", [b.add_node("Convolution", [y, w], dict(attrs, no_bias=True))[0]])[0]
+        c = attrs["num_filter"]
+    g = b.build([y])
+    opt, cg = _compiled(g, consts, True, cost_rule=False)
+    assert sum(n.op.name == "_conv_blocked" for n in opt.nodes) == len(layers)
+    feeds = dict(consts, x=rng.standard_normal(xs).astype(np.float32) + shift)
+    got = _run_tuned(opt, cg, feeds, kernel_path, key, value)
+    ref = run(g, feeds).outputs[0]
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5 * max(float(np.abs(ref).max()), 1.0))
+
+
 @pytest.mark.parametrize("xs,layers", [
     ((2, 32, 17, 17), [_conv(32, (1, 7), 1, (0, 3)), _conv(48, (7, 1), 1, (3, 0))]),   # tiles cross rows
     ((1, 48, 11, 9), [_conv(64, 5, 1, 2), _conv(32, 3, 2, 1)]),                       # 5x5; stride 2
@@ -678,23 +701,7 @@ def test_padded_general_convolution_edge_tiles_equal_the_reference(xs, layers, p
     tiles read the input directly, edge tiles read zeros for taps outside it) and with one
     (the `blocked_pad_copy` override, and the portable path): padding wider than the kernel
     reach, tiles that cross rows, strides, planes where no pixel is interior."""
-    rng = np.random.default_rng(xs[1] + pad_copy)
-    b = GraphBuilder(name="edges")
-    x = b.add_input("x", TensorType(xs, "float32"))
-    consts, y, c = {}, x, xs[1]
-    for i, attrs in enumerate(layers):
-        ws = (attrs["num_filter"], c) + attrs["kernel"]
-        w = b.add_input(f"w{i}", TensorType(ws, "float32"))
-        consts[f"w{i}"] = (rng.standard_normal(ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32)
-        y = b.add_node("relu", [b.add_node("Convolution", [y, w], dict(attrs, no_bias=True))[0]])[0]
-        c = attrs["num_filter"]
-    g = b.build([y])
-    opt, cg = _compiled(g, consts, True, cost_rule=False)
-    assert sum(n.op.name == "_conv_blocked" for n in opt.nodes) == len(layers)
-    feeds = dict(consts, x=rng.standard_normal(xs).astype(np.float32) + 0.5)
-    got = _run_tuned(opt, cg, feeds, kernel_path, "blocked_pad_copy", pad_copy)
-    ref = run(g, feeds).outputs[0]
-    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5 * max(float(np.abs(ref).max()), 1.0))
+    _check_relu_chain_tuned(xs, layers, kernel_path, "blocked_pad_copy", pad_copy, seed=xs[1] + pad_copy, shift=0.5)
 
 
 @pytest.mark.parametrize("xs,layers", [
@@ -707,23 +714,7 @@ def test_task_splits_equal_the_reference(xs, layers, split, kernel_path):
     """The blocked kernels' task splits (split_panels: equal panel groups in whole rounds; under
     the `blocked_split` override 1 the earlier split, 2 panel groups x image groups wherever the
     filters outnumber a plane's pixels, whatever the weights' size) cover every output once."""
-    rng = np.random.default_rng(xs[1] + split)
-    b = GraphBuilder(name="splits")
-    x = b.add_input("x", TensorType(xs, "float32"))
-    consts, y, c = {}, x, xs[1]
-    for i, attrs in enumerate(layers):
-        ws = (attrs["num_filter"], c) + attrs["kernel"]
-        w = b.add_input(f"w{i}", TensorType(ws, "float32"))
-        consts[f"w{i}"] = (rng.standard_normal(ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32)
-        y = b.add_node("relu", [b.add_node("Convolution", [y, w], dict(attrs, no_bias=True))[0]])[0]
-        c = attrs["num_filter"]
-    g = b.build([y])
-    opt, cg = _compiled(g, consts, True, cost_rule=False)
-    assert sum(n.op.name == "_conv_blocked" for n in opt.nodes) == len(layers)
-    feeds = dict(consts, x=rng.standard_normal(xs).astype(np.float32))
-    got = _run_tuned(opt, cg, feeds, kernel_path, "blocked_split", split)
-    ref = run(g, feeds).outputs[0]
-    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5 * max(float(np.abs(ref).max()), 1.0))
+    _check_relu_chain_tuned(xs, layers, kernel_path, "blocked_split", split, seed=xs[1] + split)
 
 
 # ------------------------------------------------------------------------------ elementwise nodes

@@ -15,6 +15,18 @@ def _compile(sym, feeds):
     return mx.compile(sym, {k: v.shape for k, v in feeds.items()}, dtypes={k: v.dtype for k, v in feeds.items()})
 
 
+def _check_concat_copies_with_one_kernel(feeds, kernel):
+    """The channel concatenation of `feeds` is exact, and its module defines one `kernel`
+    (every part's copy shares it) and no specialised `sj_copy_` loop."""
+    sym = mx.sym.Concat(*[mx.sym.Variable(k) for k in feeds], dim=1, num_args=len(feeds))
+    model = _compile(sym, feeds)
+    ir = model.compiled.module.ir
+    assert len(re.findall(rf"^define void @{kernel}_", ir, re.M)) == 1
+    assert not re.findall(r"^define void @sj_copy_", ir, re.M)
+    out, = model(**feeds)
+    np.testing.assert_array_equal(out, np.concatenate(list(feeds.values()), axis=1))
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_channel_concat_of_random_parts_matches_numpy(seed):
     rng = np.random.default_rng(seed)
@@ -32,13 +44,7 @@ def test_channel_concat_of_random_parts_matches_numpy(seed):
 def test_concat_parts_share_one_copy_kernel():
     rng = np.random.default_rng(1)
     feeds = {f"x{i}": rng.standard_normal((4, c, 6, 6)).astype(np.float32) for i, c in enumerate([3, 16, 40])}
-    sym = mx.sym.Concat(*[mx.sym.Variable(k) for k in feeds], dim=1, num_args=3)
-    model = _compile(sym, feeds)
-    ir = model.compiled.module.ir
-    assert len(re.findall(r"^define void @sj_copyg_", ir, re.M)) == 1
-    assert not re.findall(r"^define void @sj_copy_", ir, re.M)
-    out, = model(**feeds)
-    np.testing.assert_array_equal(out, np.concatenate(list(feeds.values()), axis=1))
+    _check_concat_copies_with_one_kernel(feeds, "sj_copyg")
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -67,13 +73,7 @@ def test_contiguous_copies_share_one_memcpy_kernel(dtype):
     element size."""
     rng = np.random.default_rng(3)
     feeds = {f"x{i}": (rng.standard_normal((1, c, 50, 60)) * 50).astype(dtype) for i, c in enumerate([1, 100, 3, 2])}
-    sym = mx.sym.Concat(*[mx.sym.Variable(k) for k in feeds], dim=1, num_args=len(feeds))
-    model = _compile(sym, feeds)
-    ir = model.compiled.module.ir
-    assert len(re.findall(r"^define void @sj_memcpy_", ir, re.M)) == 1
-    assert not re.findall(r"^define void @sj_copy_", ir, re.M)
-    out, = model(**feeds)
-    np.testing.assert_array_equal(out, np.concatenate(list(feeds.values()), axis=1))
+    _check_concat_copies_with_one_kernel(feeds, "sj_memcpy")
 
 
 @pytest.mark.parametrize("begin,end", [(1, 2), (3, 17), (0, 40)])

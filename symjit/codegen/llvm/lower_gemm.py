@@ -42,7 +42,6 @@ import numpy as np
 
 from ...ops import scalar as S
 from ...ops.elemwise import activation_expr
-from ...ops.fused import relu_of_result
 from ...ops.registry import get_op
 from ...ir.target import AVX512_KERNELS
 from ...runtime import native_library
@@ -64,9 +63,10 @@ SMALL_GEMM = 32768
 #: apply it in their stores instead of a second pass over the output
 RELU_EPILOGUE = "symjit_nn_epi_relu"
 
-#: the kernel library's other activation epilogues (runtime/nn/epilogue.c), by the registry
-#: activation they compute on the result in place: no kernel is generated for these
-LIBRARY_EPILOGUES = {"sigmoid": "symjit_nn_epi_sigmoid", "tanh": "symjit_nn_epi_tanh"}
+#: the kernel library's activation epilogues (ReLU in gemm.c, the others runtime/nn/epilogue.c),
+#: by the registry activation (`Activation` act_type) they compute on the result in place: no
+#: kernel is generated for these
+LIBRARY_EPILOGUES = {"relu": RELU_EPILOGUE, "sigmoid": "symjit_nn_epi_sigmoid", "tanh": "symjit_nn_epi_tanh"}
 
 #: the C type of every field of the kernel library's descriptor structs (nnkernels.h)
 I64 = ctypes.c_int64
@@ -119,7 +119,6 @@ TUNE_PREFETCH_VALUES = {"weights": 1, "dw_rows": 2, "kblock": 3, "planes": 4, "a
 
 #: C signature of each kernel-library function, as LLVM parameter types
 C_SIGNATURES = {
-    RELU_EPILOGUE: ["i64", "i64", "ptr"],
     **{fn: ["i64", "i64", "ptr"] for fn in LIBRARY_EPILOGUES.values()},
     "symjit_nn_gemm": ["ptr"] * 7,
     "symjit_nn_gemm_packed": ["ptr"] * 8,
@@ -246,8 +245,6 @@ def library_epilogue(spec) -> str | None:
     those activations), else None (a kernel is generated)."""
     if len(spec.in_dtypes) != 1 or spec.out_dtypes != ("float32",):
         return None
-    if spec.exprs == (relu_of_result(),):
-        return RELU_EPILOGUE
     for act, fn in LIBRARY_EPILOGUES.items():
         if spec.exprs == (activation_expr(act, S.Input(0)),):
             return fn

@@ -140,6 +140,12 @@ class KernelWriter:
         v = self.as_val(v, ty)
         self.b.raw(f"  store {ty} {v.ref}, ptr {p.ref}")
 
+    def memcpy(self, dst: Val, src: Val, nbytes) -> None:
+        """Copy `nbytes` bytes from `src` to `dst` (pointers; the regions do not overlap) with
+        the C library's memcpy (llvm.memcpy, which every module declares)."""
+        n = self.i64(nbytes)
+        self.b.raw(f"  call void @llvm.memcpy.p0.p0.i64(ptr {dst.ref}, ptr {src.ref}, i64 {n.ref}, i1 false)")
+
     # ---- control flow ---------------------------------------------------------------
     @contextlib.contextmanager
     def loop(self, lo, hi, interleave: int | None = None):

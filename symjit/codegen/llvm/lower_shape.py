@@ -126,9 +126,7 @@ def _contiguous_copy(ctx: LoweringContext, src, dst, nbytes: int, src_offset: in
         kw = KernelWriter(ctx.mb, name, 3)
         sp, dp, tp = kw.args
         so, do = kw.load("i64", tp, 0) + kw.begin, kw.load("i64", tp, 1) + kw.begin
-        n = kw.end - kw.begin
-        s_at, d_at = kw.gep("i8", sp, so), kw.gep("i8", dp, do)
-        kw.b.raw(f"  call void @llvm.memcpy.p0.p0.i64(ptr {d_at.ref}, ptr {s_at.ref}, i64 {n.ref}, i1 false)")
+        kw.memcpy(kw.gep("i8", dp, do), kw.gep("i8", sp, so), kw.end - kw.begin)
         kw.finish()
     table = ctx.mb.i64_table([src_offset, dst_offset])
     return ParallelCall(name, nbytes, COPY_GRAIN_BYTES, [src, dst, ModuleConstant(table)])
@@ -157,10 +155,7 @@ def _generic_copy_kernel(ctx: LoweringContext, ity: str, rank: int, src_unit: bo
         for i, a, b in zip(idx, st_s, st_d):
             so, do = so + i * a, do + i * b
         if src_unit and dst_unit:      # contiguous rows: the C library's memcpy
-            size = int(ity[1:]) // 8
-            s_at, d_at = kw.gep(ity, sp, so), kw.gep(ity, dp, do)
-            kw.b.raw(f"  call void @llvm.memcpy.p0.p0.i64(ptr {d_at.ref}, ptr {s_at.ref}, "
-                     f"i64 {(n[-1] * size).ref}, i1 false)")
+            kw.memcpy(kw.gep(ity, dp, do), kw.gep(ity, sp, so), n[-1] * (int(ity[1:]) // 8))
         else:
             with kw.loop(0, n[-1]) as j:
                 v = kw.load(ity, sp, so + j if src_unit else so + j * st_s[-1])

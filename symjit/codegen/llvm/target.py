@@ -35,7 +35,7 @@ OPT_LEVEL = 3
 CODEGEN_OPTIONS = (("-disable-lsr", "-disable-lsr=false"),)
 
 #: relocation model and code model of JIT-compiled objects: position-independent code with the
-#: small code model, as in any shared library. Calls to the runtime go through stubs and its
+#: small code model, as in any shared library. Calls to the runtime go through jump slots and its
 #: addresses through a GOT, both made by the loader (RuntimeDyld), and the object's own code and
 #: data are one allocation, so 32-bit PC-relative references reach. LLVM's default JIT code model
 #: (large) makes x86 fast instruction selection give up at every call, so the optnone segment
