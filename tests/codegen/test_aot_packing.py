@@ -24,6 +24,18 @@ needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="needs the syst
 CODE_BYTES = 2 << 20
 
 
+@pytest.fixture
+def jit_blas(monkeypatch):
+    """The AOT library binds the BLAS the JIT uses, so that their outputs can be compared bit for
+    bit: on a host without the AVX-512 tiles the portable path runs GEMMs through scipy's
+    OpenBLAS in the JIT, while a library uses its built-in loops unless SYMJIT_BLAS names one
+    (the two sum in different orders)."""
+    from symjit.codegen.blas import openblas_library
+    path = openblas_library()
+    if not runtime.native_kernels_in_use() and path:
+        monkeypatch.setenv("SYMJIT_BLAS", path)
+
+
 def _two_convs():
     """64 -> 256 channels 3x3 at 14x14 (Winograd), max pool, 256 -> 256 3x3 at 7x7 (filter-vector
     panels): 2.9 MB of weights, 3.5 MB more once packed."""
@@ -41,7 +53,7 @@ def _two_convs():
 
 
 @needs_cc
-def test_packed_weights_are_not_embedded_twice(tmp_path):
+def test_packed_weights_are_not_embedded_twice(tmp_path, jit_blas):
     """The NCHW kernels' packings (the blocked layout, which packs in Python, is off)."""
     net, params = _two_convs()
     model = mx.compile(net, shapes={"data": (1, 64, 14, 14)}, params=params, disabled=("blocked_layout",))
@@ -61,7 +73,7 @@ def test_packed_weights_are_not_embedded_twice(tmp_path):
 
 
 @needs_cc
-def test_weights_read_only_packed_are_not_embedded(tmp_path):
+def test_weights_read_only_packed_are_not_embedded(tmp_path, jit_blas):
     """Constants the code never reads (weights it reads only in a packed copy, e.g. the
     blocked layout's panels, packed at compile time) are left out of the library."""
     net, params = _two_convs()

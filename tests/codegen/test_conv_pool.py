@@ -3,8 +3,11 @@ nnkernels.c symjit_nn_conv_pool).
 
 The pass: which graphs fuse and which must not. The kernel: every geometry is compiled with
 and without the pass and run on the same data; the fused result must equal the separate
-convolution and pooling bit for bit (the same tiles sum each output in the same order; the
-pooling is exact), and both equal the interpreter within the convolution tolerance (rtol 1e-4,
+convolution and pooling bit for bit where the kernel library's own tiles compute the
+convolutions (the same tiles sum each output in the same order; the pooling is exact) -- on the
+portable path a BLAS does, and the blocks it gets (one image at a time in the fallback, column
+blocks of the whole batch when separate) may sum in different orders, so there the two agree to
+1e-6 of the output's scale -- and both equal the interpreter within the convolution tolerance (rtol 1e-4,
 atol 1e-5 x the output's scale). Each geometry runs on the kernel library's fused blocks (the
 default on AVX-512), its fallback (the whole convolution, then the pooling: tune value 7) and
 the portable path.
@@ -17,6 +20,7 @@ import numpy as np
 import pytest
 
 from symjit.codegen.llvm.executable import compile_planned
+from symjit.runtime import native_kernels_in_use
 from symjit.codegen.llvm.lower_gemm import TUNE_CONV_VALUES, TUNE_KEYS
 from symjit.ir import GraphBuilder, TensorType, run
 from symjit.passes.conv_pool import fuse_conv_pool
@@ -166,7 +170,10 @@ def test_fused_equals_separate_and_interpreter(case, no_bias, conv_pool_path):
     sep_opt, separate = _compiled(g, disabled=("conv_pool",))
     assert "Pooling" in _ops(sep_opt)
     got, want = _run(fused_opt, fused, feeds), _run(sep_opt, separate, feeds)
-    np.testing.assert_array_equal(got, want)
+    if conv_pool_path != "portable" and native_kernels_in_use():
+        np.testing.assert_array_equal(got, want)
+    else:   # GEMMs on a BLAS (module docstring)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-6 * max(float(np.abs(want).max()), 1.0))
     ref = run(g, feeds).outputs[0]
     assert got.shape == ref.shape
     scale = max(float(np.abs(ref[np.isfinite(ref)]).max()), 1.0)

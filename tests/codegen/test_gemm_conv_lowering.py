@@ -576,14 +576,20 @@ def test_models_compiled_natively_reproduce_mxnet(name):
     assert np.abs(got - ref).max() <= 1e-4 * np.abs(ref).max()
 
 
-@pytest.mark.parametrize("xs,f,pad", [((1, 128, 29, 27), 129, (1, 1)), ((16, 131, 14, 13), 128, (0, 0)),
-                                      ((1, 128, 28, 28), 128, (2, 1)), ((2, 64, 11, 12), 80, (1, 1))])
-def test_winograd_convolution(xs, f, pad, kernel_path):
-    """Geometries that take the Winograd F(2x2, 3x3) path (odd output sizes clip the last tile)."""
+@pytest.mark.parametrize("xs,f,pad,tiles_only", [((1, 128, 29, 27), 129, (1, 1), False),
+                                                 ((16, 131, 14, 13), 128, (0, 0), False),
+                                                 ((1, 128, 28, 28), 128, (2, 1), False),
+                                                 ((2, 64, 11, 12), 80, (1, 1), True)])
+def test_winograd_convolution(xs, f, pad, tiles_only, kernel_path):
+    """Geometries that take the Winograd F(2x2, 3x3) path (odd output sizes clip the last tile);
+    `tiles_only`: Winograd where the kernel library runs its AVX-512 tiles, im2col on the
+    portable path of a host without them (too few channels and tiles for the BLAS version)."""
     from symjit.codegen.llvm.lower_conv import conv_method
-    from symjit.ops.conv_method import WINOGRAD
+    from symjit.codegen.llvm.lower_gemm import native_kernels_available
+    from symjit.ops.conv_method import IM2COL, WINOGRAD
     out = _conv_out(xs, (3, 3), (1, 1), pad, (1, 1))
-    assert conv_method(xs[0], xs[1], 1, f, (3, 3), (1, 1), (1, 1), out) == WINOGRAD
+    want = WINOGRAD if native_kernels_available() or not tiles_only else IM2COL
+    assert conv_method(xs[0], xs[1], 1, f, (3, 3), (1, 1), (1, 1), out) == want
     ins = [("x", xs), ("w", (f, xs[1], 3, 3)), ("b", (f,))]
     _check(_graph("Convolution", ins, _conv_attrs(f, (3, 3), (1, 1), pad, (1, 1), 1, False), post=("relu",)),
            expect_ops={"_with_epilogue"})
@@ -903,4 +909,7 @@ def test_sigmoid_and_tanh_epilogues_come_from_the_library(act, op, ins, attrs, m
     want = run(g, feeds).outputs[0]
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     ok = ~np.isnan(want)
-    np.testing.assert_allclose(got[ok], want[ok], rtol=1e-5, atol=1e-6)
+    # the reference sums its products in another order (numpy's GEMM; the portable path's is a
+    # BLAS's): pre-activations of ~100 from 300 products of ~6 differ by up to ~1e-4, which
+    # sigmoid (slope <= 1/4) and tanh (slope <= 1, but ~0 that far out) pass on as below
+    np.testing.assert_allclose(got[ok], want[ok], rtol=1e-5, atol=3e-5)
