@@ -24,7 +24,7 @@ NN_API void symjit_nn_conv_packed(const symjit_conv_desc *d, const float *x, con
     } else {
         /* column blocks keep the im2col block (K x pb) within ~512 KiB of L2 */
         int64_t Kd = g->Cg * g->KK;
-        split2(g->Fg, g->P, Kd, g->N * g->G, imax(64, CONV_COLUMN_FLOATS / imax(Kd, 1)), &job.mb, &job.pb);
+        split_blas(g->Fg, g->P, Kd, g->N * g->G, imax(64, CONV_COLUMN_FLOATS / imax(Kd, 1)), &job.mb, &job.pb);
         int64_t tasks = g->N * g->G * cdiv(g->Fg, job.mb) * cdiv(g->P, job.pb);
         symjit_parallel_for(conv_gemm_task, tasks, 1, argv);
     }
