@@ -141,6 +141,7 @@ static void conv_gemm_task(int64_t begin, int64_t end, void **argv) {
     int64_t tp = cdiv(g->P, pb), tm = cdiv(g->Fg, mb);
     int64_t Kd = g->Cg * g->KK;
     int pw = is_pointwise(g);
+    const int tiles = !pw && !native_on() && pt_gemm_suits(g->Fg, g->P);
     for (int64_t t = begin; t < end; t++) {
         int64_t n = t / (g->G * tm * tp), r = t % (g->G * tm * tp);
         int64_t gi = r / (tm * tp);
@@ -168,7 +169,10 @@ static void conv_gemm_task(int64_t begin, int64_t end, void **argv) {
                 for (int64_t j = 0; j < pc; j++) Y[i * g->P + j] = job->bias[f0 + i];
             beta = 1.0f;
         }
-        gemm_rm(0, 0, mc, pc, Kd, job->w + f0 * Kd, Kd, B, ldb, beta, Y, g->P);
+        if (tiles)   /* chosen for the whole convolution: every block sums the same way */
+            pt_gemm(mc, pc, Kd, job->w + f0 * Kd, Kd, B, ldb, beta, Y, g->P);
+        else
+            gemm_rm(0, 0, mc, pc, Kd, job->w + f0 * Kd, Kd, B, ldb, beta, Y, g->P);
         run_epilogue_rows(job->epi, job->epi_args, (n * g->F + f0) * g->P + p0, mc, g->P, pc);
     }
 }

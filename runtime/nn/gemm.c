@@ -94,6 +94,94 @@ static void gemm_nt_dots(int64_t M, int64_t N, int64_t K, const float *A, int64_
     }
 }
 
+/* C (M x N) = A B + beta C (beta 0 or 1) with A row-major (M x K, lda: a convolution's weights)
+ * and B row-major (K x N, ldb: its im2col columns) on the portable path: PT_R x 16 register
+ * tiles (two 8-lane vectors per row: 12 accumulators of the 16 AVX2 registers), A broadcast
+ * straight from its rows (no packing: a BLAS packs both operands on every call), B read 16
+ * columns per k. Loops: K blocks of PT_KC, then row tiles (their PT_R x PT_KC of A stay in L1),
+ * then 16-column strips of B (the K block of B stays in L2: conv_gemm_task's column blocks
+ * hold ~512 KiB whole); a partial last strip is copied, zero-padded, once per K block (no read
+ * past N; its unused lanes are the work pt_gemm_suits bounds).
+ * Each C(m, n) is C's value (beta = 1) or 0, plus per K block the products in k order: the same
+ * float whatever rows and columns the call covered, so a call's result does not depend on how
+ * it is cut into blocks. */
+#define PT_R 6
+#define PT_KC 256
+#define BC8(s) ({ const float s_ = (s); (nn_v8f){s_, s_, s_, s_, s_, s_, s_, s_}; })
+#define ST8(p, v) do { const nn_v8f w_ = (v); memcpy((p), &w_, sizeof w_); } while (0)
+
+/* Whether pt_gemm takes the blocks of an im2col convolution (M filters per group, N output
+ * positions) rather than the BLAS: a whole tile of rows and a strip of columns, and at most 1/8
+ * of the strips' lanes past N (blocks are cut at multiples of 16 columns: only the last has a
+ * partial strip). Decided for the whole convolution, so that no output's sum depends on its
+ * block. Measured on
+ * a Zen 3 (AVX2) host, 2 threads, whole layers (pt_gemm / BLAS time, paired, 2-3 runs): 3x3
+ * 64 -> 64 at 56x56 0.74-0.81 (batch 1), 0.80-0.85 (batch 8); 128 at 28x28 0.92-0.95; 256 at
+ * 14x14 0.93-0.95; 7x7/2 stem 3 -> 64 0.79-0.90; 3x3/2 3 -> 32 0.80-0.89; 5x5 48 -> 64 at 35x35
+ * 0.79-0.96; LeNet's 5x5 20 -> 50 0.77. Left to the BLAS: 3x3 512 at 7x7 (49 columns, 15 lanes
+ * of 64 unused) 1.06-1.21, and the 1x1 convolutions, which read their input in place rather
+ * than a just-written column buffer: 0.83-0.90 for 32 -> 64 at 112x112 but 0.99-1.30 with
+ * 128 or more channels. */
+static int pt_gemm_suits(int64_t M, int64_t N) {
+    return M >= PT_R && N >= 16 && (cdiv(N, 16) * 16 - N) * 8 <= N;
+}
+
+NN_CLONES
+static void pt_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+                    float beta, float *C, int64_t ldc) {
+    float edge[PT_KC * 16] __attribute__((aligned(64)));
+    const int64_t N16 = N / 16 * 16;
+    for (int64_t k0 = 0; k0 < K; k0 += PT_KC) {
+        const int64_t kc = imin(PT_KC, K - k0);
+        const int add = k0 > 0 || beta != 0.0f;
+        if (N16 < N)
+            for (int64_t k = 0; k < kc; k++)
+                for (int64_t l = 0; l < 16; l++)
+                    edge[k * 16 + l] = N16 + l < N ? B[(k0 + k) * ldb + N16 + l] : 0.0f;
+        for (int64_t r0 = 0; r0 < M; r0 += PT_R) {
+            const int64_t nr = imin(PT_R, M - r0);
+            /* rows past the edge compute a copy of the last one and are not stored */
+            const float *a0 = A + r0 * lda + k0, *a1 = A + (r0 + imin(1, nr - 1)) * lda + k0,
+                        *a2 = A + (r0 + imin(2, nr - 1)) * lda + k0, *a3 = A + (r0 + imin(3, nr - 1)) * lda + k0,
+                        *a4 = A + (r0 + imin(4, nr - 1)) * lda + k0, *a5 = A + (r0 + nr - 1) * lda + k0;
+            for (int64_t j0 = 0; j0 < N; j0 += 16) {
+                const int64_t nc = imin(16, N - j0);
+                const float *bk = nc == 16 ? B + k0 * ldb + j0 : edge;
+                const int64_t bstep = nc == 16 ? ldb : 16;
+                nn_v8f c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0},
+                       c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
+                for (int64_t k = 0; k < kc; k++, bk += bstep) {
+                    const nn_v8f b0 = LD8(bk), b1 = LD8(bk + 8);
+                    nn_v8f x = BC8(a0[k]);
+                    c00 += x * b0; c01 += x * b1;
+                    x = BC8(a1[k]);
+                    c10 += x * b0; c11 += x * b1;
+                    x = BC8(a2[k]);
+                    c20 += x * b0; c21 += x * b1;
+                    x = BC8(a3[k]);
+                    c30 += x * b0; c31 += x * b1;
+                    x = BC8(a4[k]);
+                    c40 += x * b0; c41 += x * b1;
+                    x = BC8(a5[k]);
+                    c50 += x * b0; c51 += x * b1;
+                }
+                const nn_v8f acc[PT_R][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+                for (int64_t i = 0; i < nr; i++) {
+                    float *cr = C + (r0 + i) * ldc + j0;
+                    if (nc == 16) {
+                        ST8(cr, add ? acc[i][0] + LD8(cr) : acc[i][0]);
+                        ST8(cr + 8, add ? acc[i][1] + LD8(cr + 8) : acc[i][1]);
+                    } else {
+                        float t[16];
+                        memcpy(t, acc[i], sizeof t);
+                        for (int64_t l = 0; l < nc; l++) cr[l] = add ? cr[l] + t[l] : t[l];
+                    }
+                }
+            }
+        }
+    }
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Native AVX-512 GEMM tiles (x86-64 hosts with AVX-512F/BW/DQ/VL)                          */
 /* ---------------------------------------------------------------------------------------- */

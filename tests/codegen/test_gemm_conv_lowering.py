@@ -913,3 +913,41 @@ def test_sigmoid_and_tanh_epilogues_come_from_the_library(act, op, ins, attrs, m
     # BLAS's): pre-activations of ~100 from 300 products of ~6 differ by up to ~1e-4, which
     # sigmoid (slope <= 1/4) and tanh (slope <= 1, but ~0 that far out) pass on as below
     np.testing.assert_allclose(got[ok], want[ok], rtol=1e-5, atol=3e-5)
+
+
+# ------------------------------------------------------- portable register tiles (nn/gemm.c pt_gemm)
+
+@pytest.mark.parametrize("xs,f,k,s,p", [
+    ((1, 40, 15, 13), 23, (3, 3), (1, 1), (1, 1)),    # K = 360: two K blocks; 23 filters: a partial row tile
+    ((2, 3, 33, 35), 64, (7, 7), (2, 2), (3, 3)),     # a stem: K = 147, 17x18 positions
+    ((1, 20, 12, 12), 50, (5, 5), (1, 1), (0, 0)),    # LeNet's second layer: 64 positions, whole strips
+])
+def test_portable_im2col_convolution_does_not_depend_on_its_blocks(xs, f, k, s, p):
+    """On the portable path an im2col convolution's GEMMs run on the library's register tiles
+    (pt_gemm) where few of their lanes would be wasted: every output sums its products one fixed
+    way, so one block or one per thread gives the same floats, and both equal the interpreter
+    within the convolution tolerance."""
+    import ctypes
+    from symjit import runtime
+    from symjit.codegen.llvm.lower_gemm import TUNE_KEYS, kernel_library, set_native_kernels
+    tune = kernel_library().symjit_nn_tune
+    tune.argtypes = [ctypes.c_int64, ctypes.c_int64]
+    tune.restype = ctypes.c_int64
+    g = _graph("Convolution", [("x", xs), ("w", (f, xs[1]) + k), ("b", (f,))],
+               _conv_attrs(f, k, s, p, (1, 1), 1, False), post=("relu",))
+    feeds = _feeds(g, np.random.default_rng(11))
+    old_threads = runtime.set_num_threads(2)
+    set_native_kernels(0)
+    try:
+        cg, arrays = _compile_with_constant_weights(g, feeds)
+        outs = []
+        for min_task in (10**12, 1):
+            tune(TUNE_KEYS["min_task"], min_task)
+            outs.append(np.array(cg(arrays)[0]))
+    finally:
+        tune(TUNE_KEYS["min_task"], 0)
+        set_native_kernels(-1)
+        runtime.set_num_threads(old_threads)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    want = run(g, feeds).outputs[0]
+    np.testing.assert_allclose(outs[0], want, rtol=1e-4, atol=1e-5 * max(float(np.abs(want).max()), 1.0))
