@@ -51,6 +51,8 @@ enum {
     TUNE_BLOCKED_PAD_COPY, /* 1: the general blocked convolution copies a padded input into a
                               zero-bordered plane first (as the portable path does) instead of
                               the AVX-512 edge tiles */
+    TUNE_PORTABLE_BLAS, /* 1: the portable path's GEMMs all go to the BLAS (no pt_gemm tiles
+                           for im2col convolutions, no gemm_nt_dots for dense layers of few rows) */
     TUNE_COUNT
 };
 /* values of TUNE_CONV: the alternative a convolution takes instead of the built-in choice */

@@ -123,7 +123,7 @@ static void gemm_nt_dots(int64_t M, int64_t N, int64_t K, const float *A, int64_
  * than a just-written column buffer: 0.83-0.90 for 32 -> 64 at 112x112 but 0.99-1.30 with
  * 128 or more channels. */
 static int pt_gemm_suits(int64_t M, int64_t N) {
-    return M >= PT_R && N >= 16 && (cdiv(N, 16) * 16 - N) * 8 <= N;
+    return M >= PT_R && N >= 16 && (cdiv(N, 16) * 16 - N) * 8 <= N && g_tune[TUNE_PORTABLE_BLAS] != 1;
 }
 
 NN_CLONES
@@ -863,7 +863,7 @@ static void gemm_rm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float
         native_gemm(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    if (!ta && tb && M <= GEMM_DOTS_MAX_ROWS && K >= 8) {
+    if (!ta && tb && M <= GEMM_DOTS_MAX_ROWS && K >= 8 && g_tune[TUNE_PORTABLE_BLAS] != 1) {
         gemm_nt_dots(M, N, K, A, lda, B, ldb, beta, C, ldc);
         return;
     }

@@ -944,10 +944,14 @@ def test_portable_im2col_convolution_does_not_depend_on_its_blocks(xs, f, k, s, 
         for min_task in (10**12, 1):
             tune(TUNE_KEYS["min_task"], min_task)
             outs.append(np.array(cg(arrays)[0]))
+        tune(TUNE_KEYS["portable_blas"], 1)    # the same convolution on the BLAS (the override)
+        blas = np.array(cg(arrays)[0])
     finally:
         tune(TUNE_KEYS["min_task"], 0)
+        tune(TUNE_KEYS["portable_blas"], 0)
         set_native_kernels(-1)
         runtime.set_num_threads(old_threads)
     np.testing.assert_array_equal(outs[0], outs[1])
     want = run(g, feeds).outputs[0]
-    np.testing.assert_allclose(outs[0], want, rtol=1e-4, atol=1e-5 * max(float(np.abs(want).max()), 1.0))
+    for got in (outs[0], blas):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * max(float(np.abs(want).max()), 1.0))

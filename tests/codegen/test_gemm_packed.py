@@ -196,10 +196,15 @@ def test_portable_dense_layers_of_few_rows_are_dot_products(m, k, n):
             tune(TUNE_KEYS["min_task"], min_task)
             got = model(data=x)
             outs.append(np.asarray(got[0] if isinstance(got, (list, tuple)) else got))
+        tune(TUNE_KEYS["portable_blas"], 1)    # the same layer on the BLAS (the override)
+        got = model(data=x)
+        blas = np.asarray(got[0] if isinstance(got, (list, tuple)) else got)
     finally:
         tune(TUNE_KEYS["min_task"], 0)
+        tune(TUNE_KEYS["portable_blas"], 0)
         set_native_kernels(-1)
         runtime.set_num_threads(old_threads)
     np.testing.assert_array_equal(outs[0], outs[1])
+    _close(blas, ref)
     # float32 sums of k products against the float64 reference
     np.testing.assert_allclose(outs[0], ref, rtol=1e-5, atol=1e-5 * np.sqrt(k) * max(float(np.abs(ref).max()), 1.0) / 10)
