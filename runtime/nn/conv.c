@@ -294,6 +294,114 @@ static int conv_fvec_how(const geo_t *g) {
     return FV_IM2COL;
 }
 
+/* Portable path (hosts without AVX-512), 1x1 stride-1 convolutions of one image: filter-vector
+ * tiles on weights packed at compile time (symjit_nn_conv_pack: per group, panels of 16
+ * filters, w[panel][c][16], the last zero-padded). A tile is 16 filters (two 8-lane vectors)
+ * x PWF_R output positions broadcast from the input rows (x[c][p]): 12 accumulators. The BLAS
+ * orientation puts the positions in the vectors, which a 7x7 or 14x14 plane fills badly, and
+ * packs the weights, the large operand there, on every call.
+ * Task: group, panel, chunk of PWF_CHUNK positions; its partial sums, 16 per position, stay in
+ * `part` (L1) across channel blocks of PWF_KC. Each output sums its channels in order, one FMA
+ * each, then adds the bias: the same float however the call is cut into tasks. */
+#define PWF_R 6
+#define PWF_KC 128
+#define PWF_CHUNK 96
+
+/* Which 1x1 layers take it (from the geometry alone, at packing time and at run time alike):
+ * one image, and at least PWF_MIN_CHANNELS input channels per group (long dot products, against
+ * which the tile's transposed stores are cheap) or at most PWF_MAX_FILTERS filters (a BLAS
+ * packs the whole input block for few rows of work). Measured on a Zen 3 (AVX2) host, 2
+ * threads, single layers at batch 1 (tiles / BLAS, paired): 512 -> 512 at 14x14 0.70-0.74;
+ * 1024 -> 1024 at 7x7 0.91-0.93; 960 -> 160 at 7x7 0.56-0.76; 576 -> 96 at 14x14 0.71; 192 ->
+ * 64 at 35x35 0.84-0.90; 64 -> 16 at 55x55 0.45-0.54; 32 -> 64 at 112x112 0.82-0.95. Left to
+ * the BLAS: batch 8 (512 -> 512 at 14x14 0.95-1.17, 96 -> 576 1.19-1.20; MobileNet 1.0 whole
+ * 1.22), fewer than 32 channels (24 -> 144 at 56x56 1.35-1.50, SqueezeNet's 16 -> 64 at 55x55
+ * 1.15), 160 -> 960 at 7x7 0.97-1.11. Whole models at batch 1 (bench_kernel_tune.py --key conv
+ * --value 4, BLAS / tiles, paired in one process): MobileNetV2 1.14-1.30, Inception v3 1.09,
+ * DenseNet-121 1.05, MobileNet 1.0 1.04. */
+#define PWF_MIN_CHANNELS 192
+#define PWF_MAX_FILTERS 64
+
+static int pw_fvec_ok(const geo_t *g) {
+    return !cpu_has_avx512() && is_pointwise(g) && g->N == 1 && g->in[0] == 1 && g->Fg >= 16 && g->Cg >= 32 &&
+           (g->Cg >= PWF_MIN_CHANNELS || g->Fg <= PWF_MAX_FILTERS) && g_tune[TUNE_CONV] != TUNE_CONV_NO_FVEC;
+}
+
+NN_CLONES
+static void pw_fvec_task(int64_t begin, int64_t end, void **argv) {
+    NN_FLUSH_DENORMALS;
+    conv_job *job = (conv_job *)argv[0];
+    const geo_t *g = &job->g;
+    const int64_t P = g->P, Cg = g->Cg, np = cdiv(g->Fg, 16), nch = cdiv(P, PWF_CHUNK);
+    float part[PWF_CHUNK * 16] __attribute__((aligned(64)));
+    for (int64_t t = begin; t < end; t++) {
+        const int64_t n = t / (g->G * np * nch), r = t % (g->G * np * nch);
+        const int64_t gi = r / (np * nch), pn = (r / nch) % np, ch = r % nch;
+        const int64_t p0 = ch * PWF_CHUNK, pc = imin(PWF_CHUNK, P - p0);
+        const int64_t f0 = gi * g->Fg + pn * 16, nf = imin(16, g->Fg - pn * 16);
+        const float *wpan = job->wp + gi * np * 16 * Cg + pn * 16 * Cg;
+        const float *xg = job->x + (n * g->C + gi * Cg) * P + p0;
+        for (int64_t c0 = 0; c0 < Cg; c0 += PWF_KC) {
+            const int64_t kc = imin(PWF_KC, Cg - c0);
+            for (int64_t q = 0; q < pc; q += PWF_R) {
+                const int64_t nr = imin(PWF_R, pc - q);
+                /* positions past the chunk compute a copy of its last one and are not kept */
+                const float *x0 = xg + c0 * P + q, *x1 = x0 + imin(1, nr - 1), *x2 = x0 + imin(2, nr - 1),
+                            *x3 = x0 + imin(3, nr - 1), *x4 = x0 + imin(4, nr - 1), *x5 = x0 + nr - 1;
+                float *pp = part + q * 16;
+                nn_v8f c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0},
+                       c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
+                if (c0 > 0) {   /* the previous channel blocks' sums */
+                    c00 = LD8(pp); c01 = LD8(pp + 8);
+                    if (nr > 1) { c10 = LD8(pp + 16); c11 = LD8(pp + 24); }
+                    if (nr > 2) { c20 = LD8(pp + 32); c21 = LD8(pp + 40); }
+                    if (nr > 3) { c30 = LD8(pp + 48); c31 = LD8(pp + 56); }
+                    if (nr > 4) { c40 = LD8(pp + 64); c41 = LD8(pp + 72); }
+                    if (nr > 5) { c50 = LD8(pp + 80); c51 = LD8(pp + 88); }
+                }
+                const float *wk = wpan + c0 * 16;
+                for (int64_t k = 0; k < kc; k++, wk += 16) {
+                    const int64_t o = k * P;
+                    const nn_v8f w0 = LD8(wk), w1 = LD8(wk + 8);
+                    nn_v8f v = BC8(x0[o]);
+                    c00 += v * w0; c01 += v * w1;
+                    v = BC8(x1[o]);
+                    c10 += v * w0; c11 += v * w1;
+                    v = BC8(x2[o]);
+                    c20 += v * w0; c21 += v * w1;
+                    v = BC8(x3[o]);
+                    c30 += v * w0; c31 += v * w1;
+                    v = BC8(x4[o]);
+                    c40 += v * w0; c41 += v * w1;
+                    v = BC8(x5[o]);
+                    c50 += v * w0; c51 += v * w1;
+                }
+                ST8(pp, c00); ST8(pp + 8, c01);
+                if (nr > 1) { ST8(pp + 16, c10); ST8(pp + 24, c11); }
+                if (nr > 2) { ST8(pp + 32, c20); ST8(pp + 40, c21); }
+                if (nr > 3) { ST8(pp + 48, c30); ST8(pp + 56, c31); }
+                if (nr > 4) { ST8(pp + 64, c40); ST8(pp + 72, c41); }
+                if (nr > 5) { ST8(pp + 80, c50); ST8(pp + 88, c51); }
+            }
+        }
+        float *y = job->y + (n * g->F + f0) * P + p0;
+        for (int64_t l = 0; l < nf; l++) {   /* transposed stores: filter rows of positions */
+            const float b = job->bias ? job->bias[f0 + l] : 0.0f;
+            for (int64_t q = 0; q < pc; q++) y[l * P + q] = part[q * 16 + l] + b;
+        }
+        run_epilogue_rows(job->epi, job->epi_args, (n * g->F + f0) * P + p0, nf, P, pc);
+    }
+}
+
+static void conv_pw_fvec(conv_job *job) {
+    const geo_t *g = &job->g;
+    void *argv[1] = {job};
+    const int64_t tasks = g->N * g->G * cdiv(g->Fg, 16) * cdiv(g->P, PWF_CHUNK);
+    const double flops = 2.0 * (double)g->N * (double)g->F * (double)g->P * (double)g->Cg;
+    const int64_t threads = symjit_get_num_threads();
+    symjit_parallel_for(pw_fvec_task, tasks, tasks_grain(tasks, tiles_want(flops, threads), threads), argv);
+}
+
 static int conv_fvec_shape(const geo_t *g) {
     if (!cpu_has_avx512() || g->Fg < 16) return -1;
     int64_t cols_n = g->P;
@@ -454,6 +562,12 @@ NN_API int64_t symjit_nn_conv_pack(const symjit_conv_desc *d, const float *w, fl
         return n;
     }
     if (d->method != SYMJIT_CONV_IM2COL) return 0;
+    if (pw_fvec_ok(&g)) {   /* the portable filter-vector tiles: panels of 16 filters */
+        const int64_t per = cdiv(g.Fg, 16) * 16 * g.Cg;
+        if (out)
+            for (int64_t gi = 0; gi < g.G; gi++) mm_pack_panels(w + gi * g.Fg * g.Cg, g.Cg, 1, g.Fg, g.Cg, 16, out + gi * per);
+        return g.G * per;
+    }
     int shape = conv_fvec_shape(&g);
     if (shape < 0) return 0;
     const int64_t PW = mm_panel(shape), Kd = g.Cg * g.KK, per = conv_fvec_group_floats(&g, shape);

@@ -21,6 +21,8 @@ NN_API void symjit_nn_conv_packed(const symjit_conv_desc *d, const float *x, con
         int fv = job.wp && d->method == SYMJIT_CONV_IM2COL ? conv_fvec_shape(g) : -1;
         if (fv >= 0 && g_tune[TUNE_CONV] != TUNE_CONV_NO_FVEC) conv_fvec(&job, fv);
         else if (!(g_tune[TUNE_CONV] != TUNE_CONV_NO_IMPLICIT && implicit_ok(g) && conv_implicit(&job))) conv_native(&job);
+    } else if (job.wp && d->method == SYMJIT_CONV_IM2COL && pw_fvec_ok(g)) {
+        conv_pw_fvec(&job);   /* weights packed for it (symjit_nn_conv_pack) */
     } else {
         /* column blocks keep the im2col block (K x pb) within ~512 KiB of L2 */
         int64_t Kd = g->Cg * g->KK;

@@ -955,3 +955,55 @@ def test_portable_im2col_convolution_does_not_depend_on_its_blocks(xs, f, k, s, 
     want = run(g, feeds).outputs[0]
     for got in (outs[0], blas):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * max(float(np.abs(want).max()), 1.0))
+
+
+def _host_has_avx512() -> bool:
+    """Whether this CPU runs the kernel library's AVX-512 paths (symjit_nn_native_available)."""
+    from symjit.codegen.llvm.lower_gemm import kernel_library
+    fn = kernel_library().symjit_nn_native_available
+    fn.restype = ctypes.c_int64
+    return bool(fn())
+
+
+@pytest.mark.skipif(_host_has_avx512(), reason="the portable 1x1 tiles run on hosts without AVX-512 "
+                    "(there the AVX-512 filter-vector tiles take these layers)")
+@pytest.mark.parametrize("xs,f", [((1, 256, 13, 13), 48),    # SqueezeNet's squeeze layer: one channel block
+                                  ((1, 64, 55, 55), 16),     # few filters, chunks of 96 positions
+                                  ((1, 200, 7, 7), 40),      # a partial panel of filters; 49 positions
+                                  ((1, 512, 14, 14), 100)])  # four channel blocks, 6 x 16 + 4 filters
+def test_portable_pointwise_tiles_on_packed_weights(xs, f):
+    """Batch-1 1x1 convolutions with many input channels or few filters run on the portable
+    filter-vector tiles (nn/conv.c pw_fvec_task) on weights packed at compile time: the
+    library packs them (symjit_nn_conv_pack), every task split gives the same floats, and the
+    result equals the interpreter's and the BLAS path's (tune conv=no_fvec) within the
+    convolution tolerance."""
+    import ctypes
+    from symjit import runtime
+    from symjit.codegen.llvm.lower_conv import conv_desc
+    from symjit.codegen.llvm.lower_gemm import TUNE_CONV_VALUES, TUNE_KEYS, kernel_library, packing_job
+    desc = conv_desc(xs[0], xs[1], 1, f, xs[2:], (1, 1), xs[2:], (1, 1), (1, 1), (0, 0))
+    assert packing_job("symjit_nn_conv_pack", desc, np.ones((f, xs[1], 1, 1), np.float32)) is not None
+    tune = kernel_library().symjit_nn_tune
+    tune.argtypes = [ctypes.c_int64, ctypes.c_int64]
+    tune.restype = ctypes.c_int64
+    g = _graph("Convolution", [("x", xs), ("w", (f, xs[1], 1, 1)), ("b", (f,))],
+               _conv_attrs(f, (1, 1), (1, 1), (0, 0), (1, 1), 1, False), post=("relu",))
+    feeds = _feeds(g, np.random.default_rng(12))
+    old_threads = runtime.set_num_threads(2)
+    try:
+        cg, arrays = _compile_with_constant_weights(g, feeds)
+        assert "@symjit_nn_conv_packed" in cg.module.ir
+        outs = []
+        for min_task in (10**12, 1):
+            tune(TUNE_KEYS["min_task"], min_task)
+            outs.append(np.array(cg(arrays)[0]))
+        tune(TUNE_KEYS["conv"], TUNE_CONV_VALUES["no_fvec"])   # the same layer on the BLAS
+        blas = np.array(cg(arrays)[0])
+    finally:
+        tune(TUNE_KEYS["min_task"], 0)
+        tune(TUNE_KEYS["conv"], 0)
+        runtime.set_num_threads(old_threads)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    want = run(g, feeds).outputs[0]
+    for got in (outs[0], blas):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * max(float(np.abs(want).max()), 1.0))
