@@ -297,15 +297,15 @@ static int conv_fvec_how(const geo_t *g) {
 /* Portable path (hosts without AVX-512), 1x1 stride-1 convolutions of one image: filter-vector
  * tiles on weights packed at compile time (symjit_nn_conv_pack: per group, panels of 16
  * filters, w[panel][c][16], the last zero-padded). A tile is 16 filters (two 8-lane vectors)
- * x PWF_R output positions broadcast from the input rows (x[c][p]): 12 accumulators. The BLAS
+ * x PT_R output positions broadcast from the input rows (x[c][p]): 12 accumulators. The BLAS
  * orientation puts the positions in the vectors, which a 7x7 or 14x14 plane fills badly, and
  * packs the weights, the large operand there, on every call.
  * Task: group, panel, chunk of PWF_CHUNK positions; its partial sums, 16 per position, stay in
  * `part` (L1) across channel blocks of PWF_KC. Each output sums its channels in order, one FMA
  * each, then adds the bias: the same float however the call is cut into tasks. */
-#define PWF_R 6
 #define PWF_KC 128
 #define PWF_CHUNK 96
+_Static_assert(PWF_CHUNK % PT_R == 0, "a position chunk holds whole tiles (pw_fvec_task stores them whole)");
 
 /* Which 1x1 layers take it (from the geometry alone, at packing time and at run time alike):
  * one image, and at least PWF_MIN_CHANNELS input channels per group (long dot products, against
@@ -343,45 +343,20 @@ static void pw_fvec_task(int64_t begin, int64_t end, void **argv) {
         const float *xg = job->x + (n * g->C + gi * Cg) * P + p0;
         for (int64_t c0 = 0; c0 < Cg; c0 += PWF_KC) {
             const int64_t kc = imin(PWF_KC, Cg - c0);
-            for (int64_t q = 0; q < pc; q += PWF_R) {
-                const int64_t nr = imin(PWF_R, pc - q);
-                /* positions past the chunk compute a copy of its last one and are not kept */
+            for (int64_t q = 0; q < pc; q += PT_R) {
+                const int64_t nr = imin(PT_R, pc - q);
+                /* positions past the chunk compute a copy of its last one, kept in `part` but never stored */
                 const float *x0 = xg + c0 * P + q, *x1 = x0 + imin(1, nr - 1), *x2 = x0 + imin(2, nr - 1),
                             *x3 = x0 + imin(3, nr - 1), *x4 = x0 + imin(4, nr - 1), *x5 = x0 + nr - 1;
                 float *pp = part + q * 16;
-                nn_v8f c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0},
-                       c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
-                if (c0 > 0) {   /* the previous channel blocks' sums */
-                    c00 = LD8(pp); c01 = LD8(pp + 8);
-                    if (nr > 1) { c10 = LD8(pp + 16); c11 = LD8(pp + 24); }
-                    if (nr > 2) { c20 = LD8(pp + 32); c21 = LD8(pp + 40); }
-                    if (nr > 3) { c30 = LD8(pp + 48); c31 = LD8(pp + 56); }
-                    if (nr > 4) { c40 = LD8(pp + 64); c41 = LD8(pp + 72); }
-                    if (nr > 5) { c50 = LD8(pp + 80); c51 = LD8(pp + 88); }
-                }
+                PT_TILE_SUMS;
+                if (c0 > 0) PT_TILE_LOAD(pp);   /* the previous channel blocks' sums */
                 const float *wk = wpan + c0 * 16;
                 for (int64_t k = 0; k < kc; k++, wk += 16) {
                     const int64_t o = k * P;
-                    const nn_v8f w0 = LD8(wk), w1 = LD8(wk + 8);
-                    nn_v8f v = BC8(x0[o]);
-                    c00 += v * w0; c01 += v * w1;
-                    v = BC8(x1[o]);
-                    c10 += v * w0; c11 += v * w1;
-                    v = BC8(x2[o]);
-                    c20 += v * w0; c21 += v * w1;
-                    v = BC8(x3[o]);
-                    c30 += v * w0; c31 += v * w1;
-                    v = BC8(x4[o]);
-                    c40 += v * w0; c41 += v * w1;
-                    v = BC8(x5[o]);
-                    c50 += v * w0; c51 += v * w1;
+                    PT_TILE_STEP(x0[o], x1[o], x2[o], x3[o], x4[o], x5[o], LD8(wk), LD8(wk + 8));
                 }
-                ST8(pp, c00); ST8(pp + 8, c01);
-                if (nr > 1) { ST8(pp + 16, c10); ST8(pp + 24, c11); }
-                if (nr > 2) { ST8(pp + 32, c20); ST8(pp + 40, c21); }
-                if (nr > 3) { ST8(pp + 48, c30); ST8(pp + 56, c31); }
-                if (nr > 4) { ST8(pp + 64, c40); ST8(pp + 72, c41); }
-                if (nr > 5) { ST8(pp + 80, c50); ST8(pp + 88, c51); }
+                PT_TILE_STORE(pp);   /* whole tiles: a chunk is a whole number of them */
             }
         }
         float *y = job->y + (n * g->F + f0) * P + p0;

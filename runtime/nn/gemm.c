@@ -109,6 +109,30 @@ static void gemm_nt_dots(int64_t M, int64_t N, int64_t K, const float *A, int64_
 #define PT_KC 256
 #define BC8(s) ({ const float s_ = (s); (nn_v8f){s_, s_, s_, s_, s_, s_, s_, s_}; })
 #define ST8(p, v) do { const nn_v8f w_ = (v); memcpy((p), &w_, sizeof w_); } while (0)
+/* The sums of a PT_R x 16 tile in registers, c<row><half> (rows 0-5, two 8-lane halves), shared
+ * by pt_gemm and the portable 1x1 tiles (conv.c pw_fvec_task): declared zero, one k step
+ * (row r's broadcast value s<r> times the step's 16 columns v0, v1), and moved to or from 16
+ * floats per row at p (rows 16 floats apart). */
+#define PT_TILE_SUMS nn_v8f c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0}, \
+                            c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0}
+#define PT_TILE_STEP(s0, s1, s2, s3, s4, s5, v0, v1) do {                       \
+        nn_v8f x_ = BC8(s0); c00 += x_ * (v0); c01 += x_ * (v1);             \
+        x_ = BC8(s1); c10 += x_ * (v0); c11 += x_ * (v1);                    \
+        x_ = BC8(s2); c20 += x_ * (v0); c21 += x_ * (v1);                    \
+        x_ = BC8(s3); c30 += x_ * (v0); c31 += x_ * (v1);                    \
+        x_ = BC8(s4); c40 += x_ * (v0); c41 += x_ * (v1);                    \
+        x_ = BC8(s5); c50 += x_ * (v0); c51 += x_ * (v1);                    \
+    } while (0)
+#define PT_TILE_STORE(p) do {                                                  \
+        ST8((p), c00); ST8((p) + 8, c01); ST8((p) + 16, c10); ST8((p) + 24, c11); \
+        ST8((p) + 32, c20); ST8((p) + 40, c21); ST8((p) + 48, c30); ST8((p) + 56, c31); \
+        ST8((p) + 64, c40); ST8((p) + 72, c41); ST8((p) + 80, c50); ST8((p) + 88, c51); \
+    } while (0)
+#define PT_TILE_LOAD(p) do {                                                   \
+        c00 = LD8(p); c01 = LD8((p) + 8); c10 = LD8((p) + 16); c11 = LD8((p) + 24); \
+        c20 = LD8((p) + 32); c21 = LD8((p) + 40); c30 = LD8((p) + 48); c31 = LD8((p) + 56); \
+        c40 = LD8((p) + 64); c41 = LD8((p) + 72); c50 = LD8((p) + 80); c51 = LD8((p) + 88); \
+    } while (0)
 
 /* Whether pt_gemm takes the blocks of an im2col convolution (M filters per group, N output
  * positions) rather than the BLAS: a whole tile of rows and a strip of columns, and at most 1/8
@@ -148,33 +172,21 @@ static void pt_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda
                 const int64_t nc = imin(16, N - j0);
                 const float *bk = nc == 16 ? B + k0 * ldb + j0 : edge;
                 const int64_t bstep = nc == 16 ? ldb : 16;
-                nn_v8f c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0},
-                       c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
+                PT_TILE_SUMS;
                 for (int64_t k = 0; k < kc; k++, bk += bstep) {
                     const nn_v8f b0 = LD8(bk), b1 = LD8(bk + 8);
-                    nn_v8f x = BC8(a0[k]);
-                    c00 += x * b0; c01 += x * b1;
-                    x = BC8(a1[k]);
-                    c10 += x * b0; c11 += x * b1;
-                    x = BC8(a2[k]);
-                    c20 += x * b0; c21 += x * b1;
-                    x = BC8(a3[k]);
-                    c30 += x * b0; c31 += x * b1;
-                    x = BC8(a4[k]);
-                    c40 += x * b0; c41 += x * b1;
-                    x = BC8(a5[k]);
-                    c50 += x * b0; c51 += x * b1;
+                    PT_TILE_STEP(a0[k], a1[k], a2[k], a3[k], a4[k], a5[k], b0, b1);
                 }
-                const nn_v8f acc[PT_R][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+                float t[PT_R * 16] __attribute__((aligned(32)));
+                PT_TILE_STORE(t);
                 for (int64_t i = 0; i < nr; i++) {
                     float *cr = C + (r0 + i) * ldc + j0;
+                    const float *ti = t + i * 16;
                     if (nc == 16) {
-                        ST8(cr, add ? acc[i][0] + LD8(cr) : acc[i][0]);
-                        ST8(cr + 8, add ? acc[i][1] + LD8(cr + 8) : acc[i][1]);
+                        ST8(cr, add ? LD8(ti) + LD8(cr) : LD8(ti));
+                        ST8(cr + 8, add ? LD8(ti + 8) + LD8(cr + 8) : LD8(ti + 8));
                     } else {
-                        float t[16];
-                        memcpy(t, acc[i], sizeof t);
-                        for (int64_t l = 0; l < nc; l++) cr[l] = add ? cr[l] + t[l] : t[l];
+                        for (int64_t l = 0; l < nc; l++) cr[l] = add ? cr[l] + ti[l] : ti[l];
                     }
                 }
             }

@@ -53,3 +53,21 @@ def assert_close(got, want, rtol=1e-5, atol=1e-6):
         np.testing.assert_array_equal(got, want)
     else:
         np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def over_task_splits(call) -> list:
+    """call()'s result with the library's calls cut into one block (min_task 1e12) and into one
+    block per thread (min_task 1, two threads): what a kernel whose sums do not depend on the
+    blocks gives bit for bit the same."""
+    from symjit import runtime
+    from symjit.codegen.llvm.lower_gemm import kernel_tune
+    old_threads = runtime.set_num_threads(2)
+    outs = []
+    try:
+        for min_task in (10**12, 1):
+            kernel_tune("min_task", min_task)
+            outs.append(np.array(call()))
+    finally:
+        kernel_tune("min_task", 0)
+        runtime.set_num_threads(old_threads)
+    return outs

@@ -20,6 +20,7 @@ from symjit.codegen.llvm.lower_gemm import TUNE_CONV_VALUES, TUNE_KEYS
 from symjit.ir import GraphBuilder, TensorType, run
 from symjit.passes.manager import compile_graph
 
+from lowering_util import over_task_splits
 from shared_data import model_path
 
 
@@ -927,30 +928,19 @@ def test_portable_im2col_convolution_does_not_depend_on_its_blocks(xs, f, k, s, 
     (pt_gemm) where few of their lanes would be wasted: every output sums its products one fixed
     way, so one block or one per thread gives the same floats, and both equal the interpreter
     within the convolution tolerance."""
-    import ctypes
-    from symjit import runtime
-    from symjit.codegen.llvm.lower_gemm import TUNE_KEYS, kernel_library, set_native_kernels
-    tune = kernel_library().symjit_nn_tune
-    tune.argtypes = [ctypes.c_int64, ctypes.c_int64]
-    tune.restype = ctypes.c_int64
+    from symjit.codegen.llvm.lower_gemm import kernel_tune, set_native_kernels
     g = _graph("Convolution", [("x", xs), ("w", (f, xs[1]) + k), ("b", (f,))],
                _conv_attrs(f, k, s, p, (1, 1), 1, False), post=("relu",))
     feeds = _feeds(g, np.random.default_rng(11))
-    old_threads = runtime.set_num_threads(2)
     set_native_kernels(0)
     try:
         cg, arrays = _compile_with_constant_weights(g, feeds)
-        outs = []
-        for min_task in (10**12, 1):
-            tune(TUNE_KEYS["min_task"], min_task)
-            outs.append(np.array(cg(arrays)[0]))
-        tune(TUNE_KEYS["portable_blas"], 1)    # the same convolution on the BLAS (the override)
+        outs = over_task_splits(lambda: cg(arrays)[0])
+        kernel_tune("portable_blas", 1)    # the same convolution on the BLAS (the override)
         blas = np.array(cg(arrays)[0])
     finally:
-        tune(TUNE_KEYS["min_task"], 0)
-        tune(TUNE_KEYS["portable_blas"], 0)
+        kernel_tune("portable_blas", 0)
         set_native_kernels(-1)
-        runtime.set_num_threads(old_threads)
     np.testing.assert_array_equal(outs[0], outs[1])
     want = run(g, feeds).outputs[0]
     for got in (outs[0], blas):
@@ -977,32 +967,21 @@ def test_portable_pointwise_tiles_on_packed_weights(xs, f):
     library packs them (symjit_nn_conv_pack), every task split gives the same floats, and the
     result equals the interpreter's and the BLAS path's (tune conv=no_fvec) within the
     convolution tolerance."""
-    import ctypes
-    from symjit import runtime
     from symjit.codegen.llvm.lower_conv import conv_desc
-    from symjit.codegen.llvm.lower_gemm import TUNE_CONV_VALUES, TUNE_KEYS, kernel_library, packing_job
+    from symjit.codegen.llvm.lower_gemm import kernel_tune, packing_job
     desc = conv_desc(xs[0], xs[1], 1, f, xs[2:], (1, 1), xs[2:], (1, 1), (1, 1), (0, 0))
     assert packing_job("symjit_nn_conv_pack", desc, np.ones((f, xs[1], 1, 1), np.float32)) is not None
-    tune = kernel_library().symjit_nn_tune
-    tune.argtypes = [ctypes.c_int64, ctypes.c_int64]
-    tune.restype = ctypes.c_int64
     g = _graph("Convolution", [("x", xs), ("w", (f, xs[1], 1, 1)), ("b", (f,))],
                _conv_attrs(f, (1, 1), (1, 1), (0, 0), (1, 1), 1, False), post=("relu",))
     feeds = _feeds(g, np.random.default_rng(12))
-    old_threads = runtime.set_num_threads(2)
+    cg, arrays = _compile_with_constant_weights(g, feeds)
+    assert "@symjit_nn_conv_packed" in cg.module.ir
+    outs = over_task_splits(lambda: cg(arrays)[0])
     try:
-        cg, arrays = _compile_with_constant_weights(g, feeds)
-        assert "@symjit_nn_conv_packed" in cg.module.ir
-        outs = []
-        for min_task in (10**12, 1):
-            tune(TUNE_KEYS["min_task"], min_task)
-            outs.append(np.array(cg(arrays)[0]))
-        tune(TUNE_KEYS["conv"], TUNE_CONV_VALUES["no_fvec"])   # the same layer on the BLAS
+        kernel_tune("conv", TUNE_CONV_VALUES["no_fvec"])   # the same layer on the BLAS
         blas = np.array(cg(arrays)[0])
     finally:
-        tune(TUNE_KEYS["min_task"], 0)
-        tune(TUNE_KEYS["conv"], 0)
-        runtime.set_num_threads(old_threads)
+        kernel_tune("conv", 0)
     np.testing.assert_array_equal(outs[0], outs[1])
     want = run(g, feeds).outputs[0]
     for got in (outs[0], blas):

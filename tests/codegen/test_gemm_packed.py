@@ -13,9 +13,16 @@ import pytest
 
 import symjit
 import symjit as mx
-from symjit.codegen.llvm.lower_gemm import native_kernels_available, set_native_kernels
+from symjit.codegen.llvm.lower_gemm import kernel_tune, native_kernels_available, set_native_kernels
+
+from lowering_util import over_task_splits
 
 ROWS = [1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 17, 24, 31, 32, 33, 40]
+
+
+def _first(got) -> np.ndarray:
+    """A model call's (only) output as an array."""
+    return np.asarray(got[0] if isinstance(got, (list, tuple)) else got)
 
 
 def _packed_params(model) -> list[str]:
@@ -23,7 +30,7 @@ def _packed_params(model) -> list[str]:
 
 
 def _close(got, want):
-    got = np.asarray(got[0] if isinstance(got, (list, tuple)) else got)
+    got = _first(got)
     scale = max(float(np.abs(want).max()), 1.0)
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * scale)
@@ -77,7 +84,7 @@ def test_relu_keeps_nan_and_inf_rows():
     x[5, 1] = np.inf
     with np.errstate(invalid="ignore"):
         got = model(data=x)
-    got = np.asarray(got[0] if isinstance(got, (list, tuple)) else got)
+    got = _first(got)
     assert np.isnan(got[3]).all()
     assert np.isin(got[5], [0.0, np.inf]).all() and np.isinf(got[5]).any()
     keep = [i for i in range(9) if i not in (3, 5)]
@@ -116,24 +123,9 @@ def test_block_threshold_changes_who_computes_not_the_result():
     blocks of whole tiles: one block or one per thread gives the same floats. On a host without
     the AVX-512 tiles a BLAS computes each block, and how it sums a block's products may depend
     on the block's size: there the two agree to rounding."""
-    import ctypes
-    from symjit import runtime
-    from symjit.codegen.llvm.lower_gemm import TUNE_KEYS, kernel_library
-    tune = kernel_library().symjit_nn_tune
-    tune.argtypes = [ctypes.c_int64, ctypes.c_int64]
-    tune.restype = ctypes.c_int64
     rng = np.random.default_rng(4)
     model, x, ref = _dense(rng, 24, 300, 200, True, "relu")
-    old_threads = runtime.set_num_threads(2)
-    try:
-        outs = []
-        for min_task in (10**12, 1):
-            tune(TUNE_KEYS["min_task"], min_task)
-            got = model(data=x)
-            outs.append(np.asarray(got[0] if isinstance(got, (list, tuple)) else got))
-    finally:
-        tune(TUNE_KEYS["min_task"], 0)
-        runtime.set_num_threads(old_threads)
+    outs = over_task_splits(lambda: _first(model(data=x)))
     if native_kernels_available():
         np.testing.assert_array_equal(outs[0], outs[1])
     else:   # the same products, summed in another order: an ulp or so of the output's scale
@@ -180,30 +172,16 @@ def test_portable_dense_layers_of_few_rows_are_dot_products(m, k, n):
     call: k tails past the last 8-lane vector, row and column counts that are no multiple of the
     2 x 4 tile included. Each output is summed one fixed way, so cutting the call into one block
     or one per thread gives the same floats on every host."""
-    import ctypes
-    from symjit import runtime
-    from symjit.codegen.llvm.lower_gemm import TUNE_KEYS, kernel_library
-    tune = kernel_library().symjit_nn_tune
-    tune.argtypes = [ctypes.c_int64, ctypes.c_int64]
-    tune.restype = ctypes.c_int64
     rng = np.random.default_rng(m * 1000 + n)
     model, x, ref = _dense(rng, m, k, n, True, "relu")
-    old_threads = runtime.set_num_threads(2)
     set_native_kernels(0)
     try:
-        outs = []
-        for min_task in (10**12, 1):
-            tune(TUNE_KEYS["min_task"], min_task)
-            got = model(data=x)
-            outs.append(np.asarray(got[0] if isinstance(got, (list, tuple)) else got))
-        tune(TUNE_KEYS["portable_blas"], 1)    # the same layer on the BLAS (the override)
-        got = model(data=x)
-        blas = np.asarray(got[0] if isinstance(got, (list, tuple)) else got)
+        outs = over_task_splits(lambda: _first(model(data=x)))
+        kernel_tune("portable_blas", 1)    # the same layer on the BLAS (the override)
+        blas = _first(model(data=x))
     finally:
-        tune(TUNE_KEYS["min_task"], 0)
-        tune(TUNE_KEYS["portable_blas"], 0)
+        kernel_tune("portable_blas", 0)
         set_native_kernels(-1)
-        runtime.set_num_threads(old_threads)
     np.testing.assert_array_equal(outs[0], outs[1])
     _close(blas, ref)
     # float32 sums of k products against the float64 reference

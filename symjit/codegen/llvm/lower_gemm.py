@@ -199,6 +199,21 @@ def kernel_library():
     return native_library()
 
 
+@functools.lru_cache(maxsize=None)
+def _tune_function():
+    fn = kernel_library().symjit_nn_tune
+    fn.argtypes = [ctypes.c_int64, ctypes.c_int64]
+    fn.restype = ctypes.c_int64
+    return fn
+
+
+def kernel_tune(key: str, value: int) -> int:
+    """Set the kernel library's override `key` (TUNE_KEYS; values such as TUNE_CONV_VALUES) for
+    this process, read by the kernels at run time; 0 restores the built-in choice. Returns the
+    previous value. For benchmarks and tests that compare the library's choices."""
+    return int(_tune_function()(TUNE_KEYS[key], int(value)))
+
+
 def is_f32(*values) -> bool:
     return all(v.type.known and np.dtype(v.type.dtype) == np.float32 for v in values)
 
