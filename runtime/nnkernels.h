@@ -69,8 +69,15 @@ enum symjit_tune_conv {
                                            stride-1 3x3 depthwise planes */
     TUNE_CONV_WEIGHT_ROWS = 14,         /* the implicit GEMM tiles read the weights by rows (one
                                            pointer per filter) rather than by columns */
-    TUNE_CONV_POOL_ROWS_TMP = 15        /* symjit_nn_conv_pool's 2-wide stride-2 windows through
+    TUNE_CONV_POOL_ROWS_TMP = 15,       /* symjit_nn_conv_pool's 2-wide stride-2 windows through
                                            the general rows pass (conv_pool_rows) */
+    TUNE_CONV_DW_WIDE_ACC = 16,         /* the portable path's depthwise planes as tap-by-tap
+                                           passes over a wide-row accumulator (not dw_plane_pt) */
+    TUNE_CONV_PW_BLAS = 17,             /* the portable path's 1x1 layers on the BLAS in im2col's
+                                           blocks (not pt_gemm on packed strips) */
+    TUNE_CONV_TILES_SPLIT_M = 18        /* the portable path's convolutions on pt_gemm in the
+                                           BLAS's blocks (split_blas: filters first where they
+                                           outnumber the positions) */
 };
 /* values of TUNE_PREFETCH: the software prefetch switched off */
 enum symjit_tune_prefetch {

@@ -124,6 +124,8 @@ typedef struct {
     int64_t phase_used;   /* bit a * sw + b: some tap reads phase plane (a, b) */
     int fv_how;           /* conv_fvec: FV_INPUT, FV_IM2COL or FV_PLANES */
     float *wt;            /* implicit GEMM: the weights by columns (implicit_weights_by_columns), or NULL */
+    int tiles;            /* portable path: the GEMMs of conv_gemm_task on pt_gemm (pt_gemm_suits, decided
+                             once per call so that every block sums the same way), else the BLAS */
 } conv_job;
 
 static int is_pointwise(const geo_t *g) {
@@ -133,6 +135,7 @@ static int is_pointwise(const geo_t *g) {
 }
 
 /* one task: image n, group gi, filter block [m0, m0+mb), column block [p0, p0+pb) */
+NN_CLONES
 static void conv_gemm_task(int64_t begin, int64_t end, void **argv) {
     NN_FLUSH_DENORMALS;
     conv_job *job = (conv_job *)argv[0];
@@ -141,7 +144,7 @@ static void conv_gemm_task(int64_t begin, int64_t end, void **argv) {
     int64_t tp = cdiv(g->P, pb), tm = cdiv(g->Fg, mb);
     int64_t Kd = g->Cg * g->KK;
     int pw = is_pointwise(g);
-    const int tiles = !pw && !native_on() && pt_gemm_suits(g->Fg, g->P);
+    const int tiles = job->tiles;
     for (int64_t t = begin; t < end; t++) {
         int64_t n = t / (g->G * tm * tp), r = t % (g->G * tm * tp);
         int64_t gi = r / (tm * tp);
@@ -163,16 +166,21 @@ static void conv_gemm_task(int64_t begin, int64_t end, void **argv) {
         }
         int64_t f0 = gi * g->Fg + m0;
         float *Y = job->y + (n * g->F + f0) * g->P + p0;
-        float beta = 0.0f;
-        if (job->bias) {
-            for (int64_t i = 0; i < mc; i++)
-                for (int64_t j = 0; j < pc; j++) Y[i * g->P + j] = job->bias[f0 + i];
-            beta = 1.0f;
-        }
-        if (tiles)   /* chosen for the whole convolution: every block sums the same way */
-            pt_gemm(mc, pc, Kd, job->w + f0 * Kd, Kd, B, ldb, beta, Y, g->P);
-        else
+        if (tiles) {
+            /* a 1x1 layer's B is its input in place, rows P apart: packed per K block into
+             * contiguous strips (each read by every row tile of the block) */
+            float *bpack = pw ? scratch(0, (size_t)(imin(Kd, PT_KC) * pc)) : NULL;
+            if (pw && !bpack) return;
+            pt_gemm(mc, pc, Kd, job->w + f0 * Kd, Kd, B, ldb, 0.0f, Y, g->P, job->bias ? job->bias + f0 : NULL, bpack);
+        } else {
+            float beta = 0.0f;
+            if (job->bias) {
+                for (int64_t i = 0; i < mc; i++)
+                    for (int64_t j = 0; j < pc; j++) Y[i * g->P + j] = job->bias[f0 + i];
+                beta = 1.0f;
+            }
             gemm_rm(0, 0, mc, pc, Kd, job->w + f0 * Kd, Kd, B, ldb, beta, Y, g->P);
+        }
         run_epilogue_rows(job->epi, job->epi_args, (n * g->F + f0) * g->P + p0, mc, g->P, pc);
     }
 }
@@ -360,9 +368,20 @@ static void pw_fvec_task(int64_t begin, int64_t end, void **argv) {
             }
         }
         float *y = job->y + (n * g->F + f0) * P + p0;
-        for (int64_t l = 0; l < nf; l++) {   /* transposed stores: filter rows of positions */
-            const float b = job->bias ? job->bias[f0 + l] : 0.0f;
-            for (int64_t q = 0; q < pc; q++) y[l * P + q] = part[q * 16 + l] + b;
+        /* transposed stores (filter rows of positions): 8 x 8 blocks in registers, the last
+         * positions of a partial chunk one by one */
+        const int64_t pc8 = pc / 8 * 8;
+        for (int64_t l0 = 0; l0 < nf; l0 += 8) {
+            float bl[8];
+            for (int l = 0; l < 8; l++) bl[l] = job->bias && l0 + l < nf ? job->bias[f0 + l0 + l] : 0.0f;
+            for (int64_t q0 = 0; q0 < pc8; q0 += 8) {
+                nn_v8f r[8];
+                for (int j = 0; j < 8; j++) r[j] = LD8(part + (q0 + j) * 16 + l0);
+                transpose8x8_v8(r);
+                for (int l = 0; l < 8 && l0 + l < nf; l++) ST8(y + (l0 + l) * P + q0, r[l] + BC8(bl[l]));
+            }
+            for (int64_t l = 0; l < 8 && l0 + l < nf; l++)
+                for (int64_t q = pc8; q < pc; q++) y[(l0 + l) * P + q] = part[q * 16 + l0 + l] + bl[l];
         }
         run_epilogue_rows(job->epi, job->epi_args, (n * g->F + f0) * P + p0, nf, P, pc);
     }

@@ -24,9 +24,19 @@ NN_API void symjit_nn_conv_packed(const symjit_conv_desc *d, const float *x, con
     } else if (job.wp && d->method == SYMJIT_CONV_IM2COL && pw_fvec_ok(g)) {
         conv_pw_fvec(&job);   /* weights packed for it (symjit_nn_conv_pack) */
     } else {
-        /* column blocks keep the im2col block (K x pb) within ~512 KiB of L2 */
-        int64_t Kd = g->Cg * g->KK;
-        split_blas(g->Fg, g->P, Kd, g->N * g->G, imax(64, CONV_COLUMN_FLOATS / imax(Kd, 1)), &job.mb, &job.pb);
+        const int64_t Kd = g->Cg * g->KK;
+        job.tiles = pt_gemm_suits(g->Fg, g->P) && !(is_pointwise(g) && g_tune[TUNE_CONV] == TUNE_CONV_PW_BLAS);
+        /* column blocks keep the im2col block (K x pb) within ~512 KiB of L2; a 1x1 layer's on
+         * the tiles, its output block (filters x pb) within PW_TILES_OUT_FLOATS (pt_gemm adds the
+         * bias, and the epilogue that follows reads the block from L2) */
+        const int64_t cap = job.tiles && is_pointwise(g) ? imax(16, PW_TILES_OUT_FLOATS / imax(g->Fg, 1))
+                                                         : imax(64, CONV_COLUMN_FLOATS / imax(Kd, 1));
+        if (job.tiles && g_tune[TUNE_CONV] != TUNE_CONV_TILES_SPLIT_M)
+            /* blocks of columns first: every filter block of a column block would repeat its
+             * im2col (or its packed strips), and the tiles read the weights unpacked */
+            split2(g->Fg, g->P, Kd, g->N * g->G, cap, &job.mb, &job.pb);
+        else
+            split_blas(g->Fg, g->P, Kd, g->N * g->G, cap, &job.mb, &job.pb);
         int64_t tasks = g->N * g->G * cdiv(g->Fg, job.mb) * cdiv(g->P, job.pb);
         symjit_parallel_for(conv_gemm_task, tasks, 1, argv);
     }

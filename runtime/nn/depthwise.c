@@ -483,6 +483,52 @@ NN_AVX512 static void copy_stride2_avx512(const float *s, int64_t n, float *d) {
 }
 #endif
 
+/* Portable counterpart of dw_plane_avx512 (hosts without AVX-512): one depthwise output plane
+ * from its padded phase planes (tap t reads src + toff[t] + oh Wq + ow), in 8-column output
+ * vectors (GCC vectors: one AVX2 register in the x86-64-v3 clone), DW_PT_GROUP of them at a
+ * time in row-major order, each summing its KK taps in a register (independent chains for both
+ * FMA pipes), with no pass over an accumulator in memory and no copy of the valid columns.
+ * A row's last vector is stored whole: its lanes past the row fall on the next row's first
+ * columns, which a later vector (higher in the row-major order) stores afterwards; only lanes
+ * past the plane's end are never written (partial store). Reads past a row's end land in the
+ * next row or the planes' slack. Each output is summed in one fixed order (bias, then the taps
+ * in order), whatever the group or the task split. */
+#define DW_PT_GROUP 8
+NN_CLONES
+static void dw_plane_pt(const float *src, const int64_t *toff, const float *wt, int64_t KK, float b0, int64_t OH,
+                        int64_t OW, int64_t Wq, float *y) {
+    const int64_t per_row = cdiv(OW, 8), total = OH * per_row, P = OH * OW;
+    for (int64_t i0 = 0; i0 < total; i0 += DW_PT_GROUP) {
+        const int64_t cnt = imin(DW_PT_GROUP, total - i0);
+        const float *base[DW_PT_GROUP];
+        int64_t dst[DW_PT_GROUP];
+        _Pragma("GCC unroll 8")
+        for (int u = 0; u < DW_PT_GROUP; u++) {   /* past cnt: repeats the last vector (not stored) */
+            const int64_t i = i0 + imin(u, cnt - 1), oh = i / per_row, v = i - oh * per_row;
+            base[u] = src + oh * Wq + 8 * v;
+            dst[u] = oh * OW + 8 * v;
+        }
+        nn_v8f a[DW_PT_GROUP];
+        _Pragma("GCC unroll 8")
+        for (int u = 0; u < DW_PT_GROUP; u++) a[u] = BC8(b0);
+        for (int64_t t = 0; t < KK; t++) {
+            const nn_v8f w = BC8(wt[t]);
+            const int64_t o = toff[t];
+            _Pragma("GCC unroll 8")
+            for (int u = 0; u < DW_PT_GROUP; u++) a[u] += w * LD8(base[u] + o);
+        }
+        for (int u = 0; u < cnt; u++) {   /* ascending: a row's overhang is overwritten later */
+            if (dst[u] + 8 <= P) {
+                ST8(y + dst[u], a[u]);
+            } else {
+                float lanes[8];
+                memcpy(lanes, &a[u], sizeof lanes);
+                memcpy(y + dst[u], lanes, (size_t)(P - dst[u]) * sizeof(float));
+            }
+        }
+    }
+}
+
 #define DW_BLOCK 2048   /* wide outputs accumulated at a time (L1) */
 #ifndef DW_CHANVEC_MAX_OW
 #define DW_CHANVEC_MAX_OW 32   /* depthwise output rows up to this width vectorize along channels */
@@ -564,6 +610,12 @@ static void conv_depthwise_wide_task(int64_t begin, int64_t end, void **argv) {
     if (!planes) return;
     float *acc = planes + S * Hq * Wq + slack;
     memset(planes + S * Hq * Wq, 0, (size_t)slack * sizeof(float));
+    /* the taps' offsets into the phase planes (dw_plane_pt; geometry only, once per task) */
+    int64_t toff[64];
+    const int tap_rows = KK <= 64 && (native_on() || g_tune[TUNE_CONV] != TUNE_CONV_DW_WIDE_ACC);
+    for (int64_t kh = 0; KK <= 64 && kh < KH; kh++)
+        for (int64_t kw = 0; kw < KW; kw++)
+            toff[kh * KW + kw] = ((kh * dh % sh) * sw + kw * dw % sw) * Hq * Wq + (kh * dh / sh) * Wq + kw * dw / sw;
     int64_t last_c = -1;
     for (int64_t t = begin; t < end; t++) {
         int64_t n = t / g->F, f = t % g->F, c = f / g->Fg;
@@ -580,14 +632,14 @@ static void conv_depthwise_wide_task(int64_t begin, int64_t end, void **argv) {
         float *yp = job->y + (n * g->F + f) * g->P;
 #ifdef NN_HAVE_AVX512
         if (native_on() && KK <= 64) {
-            int64_t toff[64];
-            for (int64_t kh = 0; kh < KH; kh++)
-                for (int64_t kw = 0; kw < KW; kw++)
-                    toff[kh * KW + kw] = ((kh * dh % sh) * sw + kw * dw % sw) * Hq * Wq + (kh * dh / sh) * Wq + kw * dw / sw;
             dw_plane_avx512(planes, toff, wf, KK, b0, OH, OW, Wq, yp);
             continue;
         }
 #endif
+        if (tap_rows) {
+            dw_plane_pt(planes, toff, wf, KK, b0, OH, OW, Wq, yp);
+            continue;
+        }
         for (int64_t q0 = 0; q0 < Q; q0 += DW_BLOCK) {
             const int64_t qn = imin(DW_BLOCK, Q - q0);
             for (int64_t q = 0; q < qn; q++) acc[q] = b0;

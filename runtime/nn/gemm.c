@@ -94,19 +94,47 @@ static void gemm_nt_dots(int64_t M, int64_t N, int64_t K, const float *A, int64_
     }
 }
 
-/* C (M x N) = A B + beta C (beta 0 or 1) with A row-major (M x K, lda: a convolution's weights)
- * and B row-major (K x N, ldb: its im2col columns) on the portable path: PT_R x 16 register
- * tiles (two 8-lane vectors per row: 12 accumulators of the 16 AVX2 registers), A broadcast
- * straight from its rows (no packing: a BLAS packs both operands on every call), B read 16
- * columns per k. Loops: K blocks of PT_KC, then row tiles (their PT_R x PT_KC of A stay in L1),
- * then 16-column strips of B (the K block of B stays in L2: conv_gemm_task's column blocks
- * hold ~512 KiB whole); a partial last strip is copied, zero-padded, once per K block (no read
- * past N; its unused lanes are the work pt_gemm_suits bounds).
- * Each C(m, n) is C's value (beta = 1) or 0, plus per K block the products in k order: the same
- * float whatever rows and columns the call covered, so a call's result does not depend on how
- * it is cut into blocks. */
+/* C (M x N) = A B [+ bias] + beta C (beta 0 or 1) with A row-major (M x K, lda: a convolution's
+ * weights) and B row-major (K x N, ldb: its im2col columns, or a 1x1 layer's input in place) on
+ * the portable path: PT_R x 16 register tiles (two 8-lane vectors per row: 12 accumulators of
+ * the 16 AVX2 registers), A broadcast straight from its rows (no packing: a BLAS packs both
+ * operands on every call), B read 16 columns per k. Loops: K blocks of PT_KC, then row tiles
+ * (their PT_R x PT_KC of A stay in L1), then 16-column strips of B (the K block of B stays in
+ * L2: conv_gemm_task's column blocks hold ~512 KiB whole); a partial last strip is copied,
+ * zero-padded, once per K block (no read past N; its unused lanes are the work pt_gemm_suits
+ * bounds). With `bpack` (PT_KC x N floats, or NULL) the K block's whole strips are first copied
+ * into it, each kc x 16 contiguous: for a B whose rows lie far apart (a 1x1 layer's input
+ * planes), whose strips would touch a page per k.
+ * Each C(m, n) is C's value (beta = 1) or 0, plus per K block the products in k order (the
+ * first block's sum plus bias[m] when `bias` is given): the same float whatever rows and
+ * columns the call covered, so a call's result does not depend on how it is cut into blocks. */
 #define PT_R 6
 #define PT_KC 256
+/* Output block of a 1x1 layer on pt_gemm (conv_gemm_task; floats): filters x columns in L2, so
+ * the epilogue that follows each block reads it from there. Measured on a Zen 3 (AVX2), 2
+ * threads, single layers, tiles in blocks of this size / the BLAS in the blocks of im2col
+ * (paired per call): batch 1 16 -> 96 at 112x112 0.72, 24 -> 144 at 56x56 0.83, 32 -> 192 at
+ * 28x28 0.83, 128 -> 128 at 56x56 0.86; batch 8 0.72-1.02 (12 layers, 16 to 512 channels). */
+#define PW_TILES_OUT_FLOATS 32768
+/* r[i] <- column i of the 8 x 8 matrix whose rows are r[0..7] (GCC vectors: unpacks, then
+ * pair shuffles, then 128-bit halves, as an AVX2 8 x 8 transpose) */
+static inline __attribute__((always_inline)) void transpose8x8_v8(nn_v8f r[8]) {
+    nn_v8f t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    }
+    for (int h = 0; h < 8; h += 4)
+        for (int j = 0; j < 2; j++) {
+            u[h + 2 * j] = __builtin_shufflevector(t[h + j], t[h + 2 + j], 0, 1, 8, 9, 4, 5, 12, 13);
+            u[h + 2 * j + 1] = __builtin_shufflevector(t[h + j], t[h + 2 + j], 2, 3, 10, 11, 6, 7, 14, 15);
+        }
+    for (int i = 0; i < 4; i++) {
+        r[i] = __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        r[i + 4] = __builtin_shufflevector(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    }
+}
+
 #define BC8(s) ({ const float s_ = (s); (nn_v8f){s_, s_, s_, s_, s_, s_, s_, s_}; })
 #define ST8(p, v) do { const nn_v8f w_ = (v); memcpy((p), &w_, sizeof w_); } while (0)
 /* The sums of a PT_R x 16 tile in registers, c<row><half> (rows 0-5, two 8-lane halves), shared
@@ -143,21 +171,31 @@ static void gemm_nt_dots(int64_t M, int64_t N, int64_t K, const float *A, int64_
  * 64 -> 64 at 56x56 0.74-0.81 (batch 1), 0.80-0.85 (batch 8); 128 at 28x28 0.92-0.95; 256 at
  * 14x14 0.93-0.95; 7x7/2 stem 3 -> 64 0.79-0.90; 3x3/2 3 -> 32 0.80-0.89; 5x5 48 -> 64 at 35x35
  * 0.79-0.96; LeNet's 5x5 20 -> 50 0.77. Left to the BLAS: 3x3 512 at 7x7 (49 columns, 15 lanes
- * of 64 unused) 1.06-1.21, and the 1x1 convolutions, which read their input in place rather
- * than a just-written column buffer: 0.83-0.90 for 32 -> 64 at 112x112 but 0.99-1.30 with
- * 128 or more channels. */
+ * of 64 unused) 1.06-1.21. The 1x1 convolutions take it too, with packed strips and output
+ * blocks of PW_TILES_OUT_FLOATS (without them: 0.99-1.30 of the BLAS with 128 or more
+ * channels). */
 static int pt_gemm_suits(int64_t M, int64_t N) {
     return M >= PT_R && N >= 16 && (cdiv(N, 16) * 16 - N) * 8 <= N && g_tune[TUNE_PORTABLE_BLAS] != 1;
 }
 
 NN_CLONES
 static void pt_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
-                    float beta, float *C, int64_t ldc) {
+                    float beta, float *C, int64_t ldc, const float *bias, float *bpack) {
     float edge[PT_KC * 16] __attribute__((aligned(64)));
     const int64_t N16 = N / 16 * 16;
     for (int64_t k0 = 0; k0 < K; k0 += PT_KC) {
         const int64_t kc = imin(PT_KC, K - k0);
         const int add = k0 > 0 || beta != 0.0f;
+        if (bpack) {   /* the K block's whole strips, each kc x 16 contiguous */
+            for (int64_t j0 = 0; j0 < N16; j0 += 16) {
+                float *dst = bpack + j0 * kc;
+                const float *src = B + k0 * ldb + j0;
+                for (int64_t k = 0; k < kc; k++) {
+                    ST8(dst + k * 16, LD8(src + k * ldb));
+                    ST8(dst + k * 16 + 8, LD8(src + k * ldb + 8));
+                }
+            }
+        }
         if (N16 < N)
             for (int64_t k = 0; k < kc; k++)
                 for (int64_t l = 0; l < 16; l++)
@@ -170,8 +208,8 @@ static void pt_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda
                         *a4 = A + (r0 + imin(4, nr - 1)) * lda + k0, *a5 = A + (r0 + nr - 1) * lda + k0;
             for (int64_t j0 = 0; j0 < N; j0 += 16) {
                 const int64_t nc = imin(16, N - j0);
-                const float *bk = nc == 16 ? B + k0 * ldb + j0 : edge;
-                const int64_t bstep = nc == 16 ? ldb : 16;
+                const float *bk = nc < 16 ? edge : bpack ? bpack + j0 * kc : B + k0 * ldb + j0;
+                const int64_t bstep = nc == 16 && !bpack ? ldb : 16;
                 PT_TILE_SUMS;
                 for (int64_t k = 0; k < kc; k++, bk += bstep) {
                     const nn_v8f b0 = LD8(bk), b1 = LD8(bk + 8);
@@ -182,11 +220,12 @@ static void pt_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda
                 for (int64_t i = 0; i < nr; i++) {
                     float *cr = C + (r0 + i) * ldc + j0;
                     const float *ti = t + i * 16;
+                    const float bi = bias && k0 == 0 ? bias[r0 + i] : 0.0f;   /* sum + bias, once */
                     if (nc == 16) {
-                        ST8(cr, add ? LD8(ti) + LD8(cr) : LD8(ti));
-                        ST8(cr + 8, add ? LD8(ti + 8) + LD8(cr + 8) : LD8(ti + 8));
+                        ST8(cr, (add ? LD8(ti) + LD8(cr) : LD8(ti)) + BC8(bi));
+                        ST8(cr + 8, (add ? LD8(ti + 8) + LD8(cr + 8) : LD8(ti + 8)) + BC8(bi));
                     } else {
-                        for (int64_t l = 0; l < nc; l++) cr[l] = add ? cr[l] + ti[l] : ti[l];
+                        for (int64_t l = 0; l < nc; l++) cr[l] = (add ? cr[l] + ti[l] : ti[l]) + bi;
                     }
                 }
             }

@@ -44,6 +44,10 @@ static void pad_phase_rows(const geo_t *g, const float *x, int64_t a, int64_t b,
         } else if (sw == 2 && native_on()) {
             copy_stride2_avx512(src, hi - lo, row + lo);
 #endif
+        } else if (sw == 2) {   /* a constant stride: vectorized (even lanes of two loads) */
+            const int64_t n = hi - lo;
+            float *restrict out = row + lo;
+            for (int64_t j = 0; j < n; j++) out[j] = src[2 * j];
         } else {
             for (int64_t j = lo; j < hi; j++) row[j] = src[(j - lo) * sw];
         }

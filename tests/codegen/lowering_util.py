@@ -71,3 +71,13 @@ def over_task_splits(call) -> list:
         kernel_tune("min_task", 0)
         runtime.set_num_threads(old_threads)
     return outs
+
+
+def host_has_avx512() -> bool:
+    """Whether this CPU runs the kernel library's AVX-512 paths (symjit_nn_native_available);
+    the portable kernels (GCC vectors, AVX2 in their x86-64-v3 clones) run where it does not."""
+    import ctypes
+    from symjit.codegen.llvm.lower_gemm import kernel_library
+    fn = kernel_library().symjit_nn_native_available
+    fn.restype = ctypes.c_int64
+    return bool(fn())

@@ -20,7 +20,7 @@ from symjit.codegen.llvm.lower_gemm import TUNE_CONV_VALUES, TUNE_KEYS
 from symjit.ir import GraphBuilder, TensorType, run
 from symjit.passes.manager import compile_graph
 
-from lowering_util import over_task_splits
+from lowering_util import host_has_avx512, over_task_splits
 from shared_data import model_path
 
 
@@ -947,15 +947,7 @@ def test_portable_im2col_convolution_does_not_depend_on_its_blocks(xs, f, k, s, 
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * max(float(np.abs(want).max()), 1.0))
 
 
-def _host_has_avx512() -> bool:
-    """Whether this CPU runs the kernel library's AVX-512 paths (symjit_nn_native_available)."""
-    from symjit.codegen.llvm.lower_gemm import kernel_library
-    fn = kernel_library().symjit_nn_native_available
-    fn.restype = ctypes.c_int64
-    return bool(fn())
-
-
-@pytest.mark.skipif(_host_has_avx512(), reason="the portable 1x1 tiles run on hosts without AVX-512 "
+@pytest.mark.skipif(host_has_avx512(), reason="the portable 1x1 tiles run on hosts without AVX-512 "
                     "(there the AVX-512 filter-vector tiles take these layers)")
 @pytest.mark.parametrize("xs,f", [((1, 256, 13, 13), 48),    # SqueezeNet's squeeze layer: one channel block
                                   ((1, 64, 55, 55), 16),     # few filters, chunks of 96 positions
@@ -979,6 +971,76 @@ def test_portable_pointwise_tiles_on_packed_weights(xs, f):
     outs = over_task_splits(lambda: cg(arrays)[0])
     try:
         kernel_tune("conv", TUNE_CONV_VALUES["no_fvec"])   # the same layer on the BLAS
+        blas = np.array(cg(arrays)[0])
+    finally:
+        kernel_tune("conv", 0)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    want = run(g, feeds).outputs[0]
+    for got in (outs[0], blas):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * max(float(np.abs(want).max()), 1.0))
+
+
+#: depthwise planes on the portable path (nn/depthwise.c dw_plane_pt: 8-column output vectors
+#: in registers over padded phase planes): rows of one vector with its overhang onto the next
+#: rows (7 and 3 wide), tails, strides 1-3 and unequal ones, dilation, a channel multiplier, two
+#: images, and 81 taps (more than its offset table holds: the tap-by-tap accumulator passes)
+DW_PORTABLE_CASES = [
+    # (data shape, kernel, stride, pad, dilate, multiplier)
+    ((1, 5, 20, 21), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((2, 3, 17, 33), (3, 3), (2, 2), (1, 1), (1, 1), 1),
+    ((1, 4, 9, 7), (3, 3), (1, 1), (1, 1), (1, 1), 2),
+    ((1, 3, 4, 3), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((1, 2, 23, 25), (5, 5), (3, 3), (2, 2), (1, 1), 1),
+    ((1, 2, 19, 19), (3, 3), (1, 1), (2, 2), (2, 2), 1),
+    ((1, 3, 12, 30), (3, 5), (1, 2), (1, 2), (1, 1), 1),
+    ((1, 2, 21, 22), (9, 9), (1, 1), (4, 4), (1, 1), 1),
+]
+
+
+@pytest.mark.skipif(host_has_avx512(), reason="the portable depthwise planes run on hosts without AVX-512 "
+                    "(there the AVX-512 row and channel-vector kernels take these layers)")
+@pytest.mark.parametrize("case", DW_PORTABLE_CASES)
+def test_portable_depthwise_planes(case):
+    """Each output sums the bias, then its taps in order, one FMA each, as the tap-by-tap passes
+    over a wide accumulator that dw_plane_pt replaced (tune conv=dw_wide_acc): bit for bit the
+    same floats, and the interpreter's within the convolution tolerance; a row's overhang never
+    reaches the next plane (the planes' outputs are checked whole)."""
+    from symjit.codegen.llvm.lower_gemm import kernel_tune
+    xs, k, s, p, d, mult = case
+    c = xs[1]
+    g = _graph("Convolution", [("x", xs), ("w", (c * mult, 1) + k), ("b", (c * mult,))],
+               _conv_attrs(c * mult, k, s, p, d, c, False), post=("relu",))
+    feeds = _feeds(g, np.random.default_rng(21))
+    cg, arrays = _compile_with_constant_weights(g, feeds)
+    rows = np.array(cg(arrays)[0])
+    try:
+        kernel_tune("conv", TUNE_CONV_VALUES["dw_wide_acc"])
+        wide = np.array(cg(arrays)[0])
+    finally:
+        kernel_tune("conv", 0)
+    np.testing.assert_array_equal(rows, wide)
+    want = run(g, feeds).outputs[0]
+    np.testing.assert_allclose(rows, want, rtol=1e-4, atol=1e-5 * max(float(np.abs(want).max()), 1.0))
+
+
+@pytest.mark.skipif(host_has_avx512(), reason="the portable GEMM tiles run on hosts without AVX-512")
+@pytest.mark.parametrize("xs,f", [((2, 24, 15, 15), 36),     # 225 positions: a partial strip per block
+                                  ((1, 16, 40, 40), 50),     # few channels at batch 1; 8 tiles + 2 rows
+                                  ((2, 300, 8, 8), 20),      # two K blocks of pt_gemm (PT_KC 256)
+                                  ((3, 8, 17, 16), 13)])
+def test_portable_pointwise_tiles_on_packed_strips(xs, f):
+    """1x1 convolutions that the filter-vector tiles do not take run on pt_gemm over strips of
+    the input packed per K block, in output blocks of PW_TILES_OUT_FLOATS, the bias added in
+    the tiles' stores: every task split gives the same floats, which equal the BLAS path's
+    (tune conv=pw_blas) and the interpreter's within the convolution tolerance."""
+    from symjit.codegen.llvm.lower_gemm import kernel_tune
+    g = _graph("Convolution", [("x", xs), ("w", (f, xs[1], 1, 1)), ("b", (f,))],
+               _conv_attrs(f, (1, 1), (1, 1), (0, 0), (1, 1), 1, False), post=("relu",))
+    feeds = _feeds(g, np.random.default_rng(22))
+    cg, arrays = _compile_with_constant_weights(g, feeds)
+    outs = over_task_splits(lambda: cg(arrays)[0])
+    try:
+        kernel_tune("conv", TUNE_CONV_VALUES["pw_blas"])
         blas = np.array(cg(arrays)[0])
     finally:
         kernel_tune("conv", 0)

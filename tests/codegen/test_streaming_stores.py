@@ -1,7 +1,8 @@
 """Streaming (non-temporal) stores of large elementwise outputs (codegen/llvm/nontemporal.py):
 the IR rewrite touches only the vector stores of `.stream` copies; compiled kernels with large
 outputs contain non-temporal stores and compute the same values whether the output is aligned
-(streaming copy) or not (plain loop), over any sub-range; small kernels are unchanged."""
+(streaming copy) or not (plain loop), over any sub-range; calls on short ranges (a
+convolution's epilogue, row by row) take the plain loop; small kernels are unchanged."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,7 +11,8 @@ import pytest
 import symjit as mx
 from symjit.codegen.llvm import ElementwiseSpec, compile_elementwise, jit
 from symjit.codegen.llvm.elementwise import elementwise_module
-from symjit.codegen.llvm.nontemporal import STREAM_MIN_BYTES, STREAM_SUFFIX, mark_streaming_stores
+from symjit.codegen.llvm.nontemporal import (STREAM_MIN_BYTES, STREAM_MIN_CALL_BYTES, STREAM_SUFFIX,
+                                             mark_streaming_stores)
 from symjit.ops import scalar as S
 
 IR = """define internal void @k.stream(i64 %begin, i64 %end, ptr %args) #3 {
@@ -62,9 +64,22 @@ def test_large_kernels_stream_and_small_ones_do_not():
     assert "movnt" not in small and "sfence" not in small
 
 
+def test_short_calls_take_the_plain_loop():
+    """The exported kernel streams only calls that write at least STREAM_MIN_CALL_BYTES of each
+    output: its dispatch compares the call's length with that many elements."""
+    x = S.Input(0)
+    ir = elementwise_module(_spec([x * 2.0 + 1.0], ["float32"], BIG))[0]
+    exported = ir[ir.index("define void @"):]
+    exported = exported[:exported.index("\n}")]
+    assert "sub i64 %end, %begin" in exported
+    assert "icmp sge i64 %" in exported and f", {STREAM_MIN_CALL_BYTES // 4}\n" in exported
+    assert f"{STREAM_SUFFIX}(i64 %begin, i64 %end, ptr %args)" in exported
+
+
 def _ranges(n):
-    """Sub-ranges whose starts are, and are not, multiples of 16 elements."""
-    return [(0, n), (0, 1_000_003), (1_000_003, n), (16 * 5000, n - 3)]
+    """Sub-ranges whose starts are, and are not, multiples of 16 elements, and short ranges at
+    aligned starts (the plain loop on an aligned output)."""
+    return [(0, n), (0, 1_000_003), (1_000_003, n), (16 * 5000, n - 3), (0, 64), (16 * 7, 16 * 7 + 100)]
 
 
 @pytest.mark.parametrize("offset_elems", [0, 1])
@@ -73,8 +88,9 @@ def test_streamed_results_equal_numpy_aligned_or_not(offset_elems):
     kernel = compile_elementwise(_spec([x * 2.0 + 1.0], ["float32"], BIG))
     a = np.random.default_rng(0).standard_normal(BIG).astype(np.float32)
     want = a * 2 + 1                   # exact in float32 (x * 2 is exact), with or without FMA
-    buf = np.full(BIG + 16, np.nan, np.float32)
-    out = buf[offset_elems:offset_elems + BIG]
+    buf = np.full(BIG + 32, np.nan, np.float32)
+    first = (-buf.__array_interface__["data"][0] % 64) // 4 + offset_elems   # 64-byte aligned + offset
+    out = buf[first:first + BIG]
     assert (out.__array_interface__["data"][0] % 64 == 0) == (offset_elems == 0)
     args = kernel.pack_args([a], [out])
     for begin, end in _ranges(BIG):

@@ -33,7 +33,7 @@ import numpy as np
 from ...base import MXNetError
 from ...ops import scalar as S
 from . import vecmath as V
-from .nontemporal import STREAM_MIN_BYTES, STREAM_SUFFIX
+from .nontemporal import STREAM_MIN_BYTES, STREAM_MIN_CALL_BYTES, STREAM_SUFFIX
 from .target import current_machine, host_target, target_feature_set
 from .vecmath import FnBuilder, Val, fabs, select
 
@@ -630,11 +630,13 @@ def _emit_kernel(mb: ModuleBuilder, spec: ElementwiseSpec, name: str, shape, str
         # one flat loop: every input is contiguous (stride 1) or a scalar (stride 0)
         start = "entry"
         if mode == "dispatch":
+            count = b.ins("i64", "sub i64 %end, %begin")
             aligned = None
             for j in range(n_out):
+                width = _BITS[_lty(spec.out_dtypes[j])] // 8
                 addr = b.ins("i64", f"ptrtoint ptr {out_ptrs[j].ref} to i64")
-                first = addr + b.ins("i64", f"mul i64 %begin, {_BITS[_lty(spec.out_dtypes[j])] // 8}")
-                ok = (first & 63).eq(0)
+                first = addr + b.ins("i64", f"mul i64 %begin, {width}")
+                ok = (first & 63).eq(0) & (count >= -(-STREAM_MIN_CALL_BYTES // width))
                 aligned = ok if aligned is None else aligned & ok
             L(f"  br i1 {aligned.ref}, label %stream, label %plain")
             L("stream:")

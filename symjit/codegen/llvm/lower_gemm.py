@@ -113,7 +113,8 @@ TUNE_KEYS = {"kc": 0, "shape": 1, "conv": 2, "wblock": 3, "blocks": 4, "prefetch
 #: takes instead of the built-in choice
 TUNE_CONV_VALUES = {"no_implicit": 1, "portable_depthwise": 3, "no_fvec": 4, "force_fvec": 5, "no_wnat": 6,
                     "pool_unfused": 7, "dw_permute_rows": 13, "weight_rows": 14,
-                    "pool_rows_tmp": 15}
+                    "pool_rows_tmp": 15, "dw_wide_acc": 16,
+                    "pw_blas": 17, "tiles_split_m": 18}
 #: values of the "prefetch" key (nnkernels.h enum symjit_tune_prefetch): the prefetch switched off
 TUNE_PREFETCH_VALUES = {"weights": 1, "dw_rows": 2, "kblock": 3, "planes": 4, "a_rows": 5, "dw_out": 7,
                         "gemm_out": 8, "wino_out": 9, "blocked_out": 10}

@@ -6,7 +6,8 @@ of data. Non-temporal stores write the line without reading it. LLVM's loop vect
 them for stores it can prove aligned to the vector size, which a scalar loop body never is, so:
 
   * the emitter (elementwise.py) writes a large contiguous kernel twice: the exported kernel
-    checks at run time that every output starts on a 64-byte boundary at `begin` and then calls
+    checks at run time that every output starts on a 64-byte boundary at `begin` and that the
+    call writes at least STREAM_MIN_CALL_BYTES of each, and then calls
     `<kernel>` + STREAM_SUFFIX (a noinline copy of the same loop ending in an sfence), otherwise
     it runs its own loop with ordinary stores;
   * after LLVM's optimisation pipeline, `mark_streaming_stores` rewrites every vector store of
@@ -23,13 +24,19 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["STREAM_SUFFIX", "STREAM_MIN_BYTES", "mark_streaming_stores"]
+__all__ = ["STREAM_SUFFIX", "STREAM_MIN_BYTES", "STREAM_MIN_CALL_BYTES", "mark_streaming_stores"]
 
 #: name suffix of the kernel copies whose vector stores become non-temporal
 STREAM_SUFFIX = ".stream"
 #: outputs of at least this many bytes in all stream (half the L3 of the machines measured: an
 #: output this large is evicted before the next kernel reads it anyway)
 STREAM_MIN_BYTES = 8 << 20
+#: ... and of those, only calls that write at least this many bytes of each output: the kernel
+#: library calls a convolution's epilogue block by block, row by row, on rows it has just written
+#: (in cache), where the sfence that ends each streaming call would stall every few hundred
+#: bytes (measured on a Zen 3: a 1x1 convolution with a clip epilogue spent 41% of its time
+#: there, called on rows of 64 floats)
+STREAM_MIN_CALL_BYTES = 64 << 10
 
 _DEFINE = re.compile(r'^define\b[^@]*@"?([-\w.$]+)"?\(')
 _STORE = re.compile(r"^(\s*store <(\d+) x (float|double|i8|i16|i32|i64)> [^,]+, ptr [^,]+), align \d+(.*)$")
