@@ -53,8 +53,11 @@ enum {
                               the AVX-512 edge tiles */
     TUNE_PORTABLE_BLAS, /* 1: the portable path's GEMMs all go to the BLAS (no pt_gemm tiles
                            for im2col convolutions, no gemm_nt_dots for dense layers of few rows) */
+    TUNE_POOL,        /* 1 (general loops): the portable path's 2-D max and stride-1 average
+                         pooling on the general loops (pool_fwd_task), not the separable passes */
     TUNE_COUNT
 };
+#define TUNE_POOL_GENERAL 1
 /* values of TUNE_CONV: the alternative a convolution takes instead of the built-in choice */
 enum symjit_tune_conv {
     TUNE_CONV_NO_IMPLICIT = 1,          /* im2col tiles instead of the implicit GEMM */

@@ -351,6 +351,121 @@ static void pool_sum2d_s1_task(int64_t begin, int64_t end, void **argv) {
     }
 }
 
+/* 2-D max pooling on the portable path (hosts without AVX-512): separable, as pool_sum2d_s1_task,
+ * on each plane copied into a scratch plane P of Hp x Wp padded with -FLT_MAX (the padding, and
+ * the rows and columns of ceil-mode windows past the input): the horizontal window maxima of P
+ * over the whole flat plane (one contiguous loop per tap), then per output row the vertical
+ * maxima of its window's rows, then every sw-th of them. Maxima start at -FLT_MAX and take
+ * `v > m ? v : m` (maxps), so NaN inputs are skipped and a window over padding only gives
+ * -FLT_MAX, as pool_fwd_task; a maximum does not depend on the order it is taken in. */
+static inline int pool_is_max2d(const symjit_pool_desc *d) {
+    const int64_t *in = d->in_size, *out = d->out_size, *k = d->kernel, *p = d->pad;
+    return d->type == SYMJIT_POOL_MAX && in[0] == 1 && out[0] == 1 && k[0] == 1 && p[0] == 0;
+}
+
+NN_CLONES
+static void pool_max2d_pt_task(int64_t begin, int64_t end, void **argv) {
+    pool_job *job = (pool_job *)argv[0];
+    const symjit_pool_desc *d = job->d;
+    const int64_t H = d->in_size[1], W = d->in_size[2], OH = d->out_size[1], OW = d->out_size[2],
+                  KH = d->kernel[1], KW = d->kernel[2], sh = d->stride[1], sw = d->stride[2], ph = d->pad[1],
+                  pw = d->pad[2];
+    const int64_t Hp = (OH - 1) * sh + KH, Wp = (OW - 1) * sw + KW, np_ = Hp * Wp, nh = np_ - (KW - 1),
+                  nr = (OW - 1) * sw + 1;
+    const int64_t c0 = imin(pw, Wp), c1 = imax(c0, imin(pw + W, Wp));   /* the input's columns in P */
+    float *buf = scratch(0, (size_t)(np_ + np_ + nr));
+    if (!buf) return;
+    float *restrict P = buf, *restrict hs = P + np_, *restrict vr = hs + np_;
+    for (int64_t t = begin; t < end; t++) {
+        const float *xp = job->x + t * H * W;
+        float *yp = job->out + t * OH * OW;
+        for (int64_t r = 0; r < Hp; r++) {
+            const int64_t ih = r - ph;
+            float *restrict pr = P + r * Wp;
+            const int64_t a = ih < 0 || ih >= H ? Wp : c0, b = ih < 0 || ih >= H ? Wp : c1;
+            for (int64_t j = 0; j < a; j++) pr[j] = -FLT_MAX;
+            if (b > a) memcpy(pr + a, xp + ih * W + (a - pw), (size_t)(b - a) * sizeof(float));
+            for (int64_t j = b; j < Wp; j++) pr[j] = -FLT_MAX;
+        }
+        for (int64_t i = 0; i < nh; i++) hs[i] = -FLT_MAX;
+        for (int64_t kw = 0; kw < KW; kw++)
+            for (int64_t i = 0; i < nh; i++) hs[i] = P[i + kw] > hs[i] ? P[i + kw] : hs[i];
+        for (int64_t oh = 0; oh < OH; oh++) {
+            for (int64_t j = 0; j < nr; j++) vr[j] = -FLT_MAX;
+            for (int64_t kh = 0; kh < KH; kh++) {
+                const float *restrict hr = hs + (oh * sh + kh) * Wp;
+                for (int64_t j = 0; j < nr; j++) vr[j] = hr[j] > vr[j] ? hr[j] : vr[j];
+            }
+            float *restrict yr = yp + oh * OW;
+            if (sw == 1) memcpy(yr, vr, (size_t)OW * sizeof(float));
+            else if (sw == 2) for (int64_t ow = 0; ow < OW; ow++) yr[ow] = vr[2 * ow];
+            else for (int64_t ow = 0; ow < OW; ow++) yr[ow] = vr[ow * sw];
+        }
+    }
+}
+
+/* 2-D average / sum pooling with equal strides s on the portable path: each plane copied into a
+ * zero-padded scratch plane P (Hp x Wp, rows past it zero), and each tap (kh, kw) in row-major
+ * order one strided pass over the whole plane: output (oh, ow) reads P at s (oh Wp + ow) +
+ * kh Wp + kw, so its sums run over the flat index oh Wp + ow (the columns ow >= OW are computed
+ * and dropped). Each output sums its window's taps in the order pool_fwd_task does, from 0,
+ * the padding adding zeros, and avg divides by the same float: the same result. */
+static inline int pool_is_avg2d(const symjit_pool_desc *d) {
+    const int64_t *in = d->in_size, *out = d->out_size, *k = d->kernel, *s = d->stride, *p = d->pad;
+    return (d->type == SYMJIT_POOL_AVG || d->type == SYMJIT_POOL_SUM) && in[0] == 1 && out[0] == 1 && k[0] == 1 &&
+           p[0] == 0 && s[1] == s[2] && k[1] * k[2] <= 64;
+}
+
+NN_CLONES
+static void pool_avg2d_pt_task(int64_t begin, int64_t end, void **argv) {
+    pool_job *job = (pool_job *)argv[0];
+    const symjit_pool_desc *d = job->d;
+    const int64_t H = d->in_size[1], W = d->in_size[2], OH = d->out_size[1], OW = d->out_size[2],
+                  KH = d->kernel[1], KW = d->kernel[2], st = d->stride[1], ph = d->pad[1], pw = d->pad[2];
+    const int64_t Wp = (OW - 1) * st + KW, Hp = imax((OH - 1) * st + KH, 1), nq = OH * Wp;
+    const int64_t np_ = imax(Hp * Wp, st * nq + KH * Wp + KW);   /* + the dropped columns' reads */
+    const int64_t c0 = imin(pw, Wp), c1 = imax(c0, imin(pw + W, Wp));
+    float *buf = scratch(0, (size_t)(np_ + nq + OW + OH));
+    if (!buf) return;
+    float *restrict P = buf, *restrict acc = P + np_, *div_w = acc + nq, *div_h = div_w + OW;
+    for (int64_t ow = 0; ow < OW; ow++) div_w[ow] = pool_dim_size(d, 2, ow);
+    for (int64_t oh = 0; oh < OH; oh++) div_h[oh] = 1.0f * pool_dim_size(d, 0, 0) * pool_dim_size(d, 1, oh);
+    memset(P + Hp * Wp, 0, (size_t)(np_ - Hp * Wp) * sizeof(float));
+    for (int64_t t = begin; t < end; t++) {
+        const float *xp = job->x + t * H * W;
+        float *yp = job->out + t * OH * OW;
+        for (int64_t r = 0; r < Hp; r++) {
+            const int64_t ih = r - ph;
+            float *restrict pr = P + r * Wp;
+            if (ih < 0 || ih >= H || c1 <= c0) {
+                memset(pr, 0, (size_t)Wp * sizeof(float));
+                continue;
+            }
+            memset(pr, 0, (size_t)c0 * sizeof(float));
+            memcpy(pr + c0, xp + ih * W + (c0 - pw), (size_t)(c1 - c0) * sizeof(float));
+            memset(pr + c1, 0, (size_t)(Wp - c1) * sizeof(float));
+        }
+        for (int64_t q = 0; q < nq; q++) acc[q] = 0.0f;
+        for (int64_t kh = 0; kh < KH; kh++)
+            for (int64_t kw = 0; kw < KW; kw++) {
+                const float *restrict src = P + kh * Wp + kw;
+                if (st == 1) for (int64_t q = 0; q < nq; q++) acc[q] += src[q];
+                else if (st == 2) for (int64_t q = 0; q < nq; q++) acc[q] += src[2 * q];
+                else for (int64_t q = 0; q < nq; q++) acc[q] += src[st * q];
+            }
+        for (int64_t oh = 0; oh < OH; oh++) {
+            float *restrict yr = yp + oh * OW;
+            const float *restrict ar = acc + oh * Wp;
+            if (d->type == SYMJIT_POOL_AVG) {
+                const float dh = div_h[oh];
+                for (int64_t ow = 0; ow < OW; ow++) yr[ow] = ar[ow] / (dh * div_w[ow]);
+            } else {
+                memcpy(yr, ar, (size_t)OW * sizeof(float));
+            }
+        }
+    }
+}
+
 NN_API void symjit_nn_pool(const symjit_pool_desc *d, const float *x, float *y) {
     pool_job job = {d, x, NULL, NULL, y};
     void *argv[1] = {&job};
@@ -365,8 +480,14 @@ NN_API void symjit_nn_pool(const symjit_pool_desc *d, const float *x, float *y) 
     } else if (native_on() && pool_is_2x2_inside(d)) {
         symjit_parallel_for(pool_2x2_task, d->planes, imax(1, 65536 / imax(in[1] * in[2], 1)), argv);   /* ~5 us a chunk */
 #endif
-    } else if (native_on() && pool_is_sum2d_s1(d)) {
+    } else if ((native_on() || g_tune[TUNE_POOL] != TUNE_POOL_GENERAL) && pool_is_sum2d_s1(d)) {
         symjit_parallel_for(pool_sum2d_s1_task, d->planes, imax(1, 65536 / imax(in[1] * in[2] * (k[1] + k[2]), 1)), argv);
+    } else if (!native_on() && g_tune[TUNE_POOL] != TUNE_POOL_GENERAL && pool_is_avg2d(d)) {
+        const int64_t plane = ((out[1] - 1) * s[1] + k[1]) * ((out[2] - 1) * s[2] + k[2]) * (1 + k[1] * k[2] / 4);
+        symjit_parallel_for(pool_avg2d_pt_task, d->planes, imax(1, 16384 / imax(plane, 1)), argv);
+    } else if (!native_on() && g_tune[TUNE_POOL] != TUNE_POOL_GENERAL && pool_is_max2d(d)) {
+        const int64_t plane = ((out[1] - 1) * s[1] + k[1]) * ((out[2] - 1) * s[2] + k[2]);
+        symjit_parallel_for(pool_max2d_pt_task, d->planes, imax(1, 16384 / imax(plane, 1)), argv);
     } else if (native_on() && d->type == SYMJIT_POOL_MAX && in[0] == 1 && out[0] == 1 && k[0] == 1 &&
                k[1] * k[2] <= 64 && s[1] * s[2] <= 16) {
         int64_t plane = (out[1] + (k[1] - 1) / s[1]) * (out[2] + (k[2] - 1) / s[2]) * s[1] * s[2];

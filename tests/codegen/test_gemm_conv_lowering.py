@@ -410,6 +410,45 @@ def test_stride1_avg_pooling_nan_stays_in_its_windows(include_pad, kernel_path):
     _check(g, ints={"x": lambda rng, s: np.where(rng.random(s) < 0.05, np.nan, rng.standard_normal(s))})
 
 
+#: 2-D windows the portable path pools plane by plane (nn/pool.c pool_max2d_pt_task: separable
+#: maxima over a -FLT_MAX padded plane; pool_avg2d_pt_task: each tap one strided pass over a
+#: zero-padded plane): strides 1-3, padding, ceil-mode windows past the input, windows over
+#: padding only, unequal strides (max), planes of one output row or column
+PORTABLE_POOL_CASES = [
+    ((2, 3, 9, 9), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1)}),
+    ((1, 4, 10, 7), {"kernel": (2, 3), "stride": (2, 2), "pooling_convention": "full"}),
+    ((2, 2, 11, 11), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "count_include_pad": False}),
+    ((1, 2, 4, 4), {"kernel": (3, 3), "stride": (3, 3), "pad": (2, 2)}),
+    ((1, 3, 13, 16), {"kernel": (2, 2), "stride": (2, 2)}),
+    ((1, 2, 12, 30), {"kernel": (3, 5), "stride": (3, 3), "pad": (1, 2), "pooling_convention": "full"}),
+    ((1, 2, 3, 17), {"kernel": (3, 3), "stride": (2, 2)}),
+]
+
+
+@pytest.mark.skipif(host_has_avx512(), reason="the portable plane pools run on hosts without AVX-512")
+@pytest.mark.parametrize("case", PORTABLE_POOL_CASES + [((1, 3, 14, 15), {"kernel": (3, 2), "stride": (2, 1)})])
+@pytest.mark.parametrize("ptype", ["max", "avg", "sum"])
+def test_portable_plane_pooling_equals_the_general_loops(case, ptype):
+    """Max and equal-stride avg / sum pooling on their plane passes give exactly the floats of
+    the general window loops (tune pool=1: each window's taps summed in the same order, a
+    maximum in any order), NaN inputs skipped by max; and the interpreter's within _check's
+    tolerance."""
+    from symjit.codegen.llvm.lower_gemm import kernel_tune
+    xs, attrs = case
+    g = _graph("Pooling", [("x", xs)], dict(attrs, pool_type=ptype))
+    cg = _check(g)
+    x = np.random.default_rng(31).standard_normal(xs).astype(np.float32)
+    if ptype == "max":
+        x[np.random.default_rng(32).random(xs) < 0.1] = np.nan
+    planes = np.array(cg([x])[0])
+    try:
+        kernel_tune("pool", 1)
+        general = np.array(cg([x])[0])
+    finally:
+        kernel_tune("pool", 0)
+    np.testing.assert_array_equal(planes, general)
+
+
 @pytest.mark.parametrize("p", [1, 2, 3])
 def test_lp_pooling(p):
     _check(_graph("Pooling", [("x", (2, 3, 7, 7))], {"kernel": (3, 3), "stride": (2, 2), "pool_type": "lp",

@@ -108,7 +108,7 @@ def desc_c_initializer(desc: ctypes.Structure) -> str:
 #: symjit_nn_tune keys (runtime/nnkernels.h), for the benchmarks that measure the library's choices
 TUNE_KEYS = {"kc": 0, "shape": 1, "conv": 2, "wblock": 3, "blocks": 4, "prefetch": 5, "chanvec_ow": 6,
              "min_task": 7, "blocked_chunk": 8, "blocked_split": 9, "blocked_pad_copy": 10,
-             "portable_blas": 11}
+             "portable_blas": 11, "pool": 12}
 #: values of the "conv" key (nnkernels.h enum symjit_tune_conv): the alternative a convolution
 #: takes instead of the built-in choice
 TUNE_CONV_VALUES = {"no_implicit": 1, "portable_depthwise": 3, "no_fvec": 4, "force_fvec": 5, "no_wnat": 6,
