@@ -25,7 +25,8 @@ NN_API void symjit_nn_conv_packed(const symjit_conv_desc *d, const float *x, con
         conv_pw_fvec(&job);   /* weights packed for it (symjit_nn_conv_pack) */
     } else {
         const int64_t Kd = g->Cg * g->KK;
-        job.tiles = pt_gemm_suits(g->Fg, g->P) && !(is_pointwise(g) && g_tune[TUNE_CONV] == TUNE_CONV_PW_BLAS);
+        job.tiles = pt_gemm_suits(g->Fg, g->P) &&
+                    !(is_pointwise(g) && (Kd > PT_KC || g_tune[TUNE_CONV] == TUNE_CONV_PW_BLAS));
         /* column blocks keep the im2col block (K x pb) within ~512 KiB of L2; a 1x1 layer's on
          * the tiles, its output block (filters x pb) within PW_TILES_OUT_FLOATS (pt_gemm adds the
          * bias, and the epilogue that follows reads the block from L2) */

@@ -114,7 +114,9 @@ static void gemm_nt_dots(int64_t M, int64_t N, int64_t K, const float *A, int64_
  * the epilogue that follows each block reads it from there. Measured on a Zen 3 (AVX2), 2
  * threads, single layers, tiles in blocks of this size / the BLAS in the blocks of im2col
  * (paired per call): batch 1 16 -> 96 at 112x112 0.72, 24 -> 144 at 56x56 0.83, 32 -> 192 at
- * 28x28 0.83, 128 -> 128 at 56x56 0.86; batch 8 0.72-1.02 (12 layers, 16 to 512 channels). */
+ * 28x28 0.83, 128 -> 128 at 56x56 0.86; batch 8 0.72-1.02 (12 layers, 16 to 512 channels).
+ * 1x1 layers with more than PT_KC input channels stay on the BLAS: MobileNet 1.0's 512 and
+ * 1024 at batch 8 measured 0.94-1.00 (BLAS / tiles), its layers of 32-256 channels 1.03-1.47. */
 #define PW_TILES_OUT_FLOATS 32768
 /* r[i] <- column i of the 8 x 8 matrix whose rows are r[0..7] (GCC vectors: unpacks, then
  * pair shuffles, then 128-bit halves, as an AVX2 8 x 8 transpose) */
@@ -171,9 +173,9 @@ static inline __attribute__((always_inline)) void transpose8x8_v8(nn_v8f r[8]) {
  * 64 -> 64 at 56x56 0.74-0.81 (batch 1), 0.80-0.85 (batch 8); 128 at 28x28 0.92-0.95; 256 at
  * 14x14 0.93-0.95; 7x7/2 stem 3 -> 64 0.79-0.90; 3x3/2 3 -> 32 0.80-0.89; 5x5 48 -> 64 at 35x35
  * 0.79-0.96; LeNet's 5x5 20 -> 50 0.77. Left to the BLAS: 3x3 512 at 7x7 (49 columns, 15 lanes
- * of 64 unused) 1.06-1.21. The 1x1 convolutions take it too, with packed strips and output
- * blocks of PW_TILES_OUT_FLOATS (without them: 0.99-1.30 of the BLAS with 128 or more
- * channels). */
+ * of 64 unused) 1.06-1.21. The 1x1 convolutions of at most PT_KC channels take it too, with
+ * packed strips and output blocks of PW_TILES_OUT_FLOATS (without them: 0.99-1.30 of the BLAS
+ * with 128 or more channels). */
 static int pt_gemm_suits(int64_t M, int64_t N) {
     return M >= PT_R && N >= 16 && (cdiv(N, 16) * 16 - N) * 8 <= N && g_tune[TUNE_PORTABLE_BLAS] != 1;
 }

@@ -1065,7 +1065,7 @@ def test_portable_depthwise_planes(case):
 @pytest.mark.skipif(host_has_avx512(), reason="the portable GEMM tiles run on hosts without AVX-512")
 @pytest.mark.parametrize("xs,f", [((2, 24, 15, 15), 36),     # 225 positions: a partial strip per block
                                   ((1, 16, 40, 40), 50),     # few channels at batch 1; 8 tiles + 2 rows
-                                  ((2, 300, 8, 8), 20),      # two K blocks of pt_gemm (PT_KC 256)
+                                  ((2, 256, 8, 8), 20),      # PT_KC channels: the most the tiles take
                                   ((3, 8, 17, 16), 13)])
 def test_portable_pointwise_tiles_on_packed_strips(xs, f):
     """1x1 convolutions that the filter-vector tiles do not take run on pt_gemm over strips of
