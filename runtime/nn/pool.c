@@ -304,6 +304,40 @@ static float pool_window_size(int64_t o, int64_t in, int64_t k, int64_t p, int64
     return (float)(include_pad ? en - st : imin(en, in) - imax(st, 0));
 }
 
+/* Plane x (H x W) copied into P (Hp x Wp) at row offset ph and column offset pw, everything
+ * else `fill`: the padded planes of the plane-pass pools (0 for sums, -FLT_MAX for maxima). */
+static inline __attribute__((always_inline)) void pool_padded_plane(const float *x, int64_t H, int64_t W, int64_t ph,
+                                                                    int64_t pw, int64_t Hp, int64_t Wp, float fill,
+                                                                    float *P) {
+    const int64_t c0 = imin(pw, Wp), c1 = imax(c0, imin(pw + W, Wp));   /* the input's columns in P */
+    for (int64_t r = 0; r < Hp; r++) {
+        const int64_t ih = r - ph, inside = ih >= 0 && ih < H;
+        const int64_t a = inside ? c0 : Wp, b = inside ? c1 : Wp;
+        float *restrict pr = P + r * Wp;
+        for (int64_t j = 0; j < a; j++) pr[j] = fill;
+        if (b > a) memcpy(pr + a, x + ih * W + (a - pw), (size_t)(b - a) * sizeof(float));
+        for (int64_t j = b; j < Wp; j++) pr[j] = fill;
+    }
+}
+
+/* Output rows of a plane-pass sum pooling from its window sums (rows `ld` floats apart): avg
+ * divides each by div_h[oh] * div_w[ow], sum copies them. */
+static inline __attribute__((always_inline)) void pool_store_sums(const symjit_pool_desc *d, const float *sums,
+                                                                  int64_t ld, const float *div_h, const float *div_w,
+                                                                  float *y) {
+    const int64_t OH = d->out_size[1], OW = d->out_size[2];
+    for (int64_t oh = 0; oh < OH; oh++) {
+        float *restrict yr = y + oh * OW;
+        const float *restrict sr = sums + oh * ld;
+        if (d->type == SYMJIT_POOL_AVG) {
+            const float dh = div_h[oh];
+            for (int64_t ow = 0; ow < OW; ow++) yr[ow] = sr[ow] / (dh * div_w[ow]);
+        } else {
+            memcpy(yr, sr, (size_t)OW * sizeof(float));
+        }
+    }
+}
+
 NN_CLONES
 static void pool_sum2d_s1_task(int64_t begin, int64_t end, void **argv) {
     pool_job *job = (pool_job *)argv[0];
@@ -311,8 +345,6 @@ static void pool_sum2d_s1_task(int64_t begin, int64_t end, void **argv) {
     const int64_t H = d->in_size[1], W = d->in_size[2], OH = d->out_size[1], OW = d->out_size[2],
                   KH = d->kernel[1], KW = d->kernel[2], ph = d->pad[1], pw = d->pad[2];
     const int64_t Hp = OH + KH - 1, Wp = OW + KW - 1, np_ = Hp * Wp, nh = np_ - (KW - 1), nv = imax((OH - 1) * Wp + OW, 0);
-    /* inside P's row, the input's columns [c0, c1) (input column c - pw) */
-    const int64_t c0 = imin(pw, Wp), c1 = imin(pw + W, Wp);
     float *buf = scratch(0, (size_t)(np_ + np_ + nv + OH + OW));
     if (!buf) return;
     float *restrict P = buf, *restrict hs = P + np_, *restrict vs = hs + np_, *div_h = vs + nv, *div_w = div_h + OH;
@@ -321,33 +353,14 @@ static void pool_sum2d_s1_task(int64_t begin, int64_t end, void **argv) {
     for (int64_t t = begin; t < end; t++) {
         const float *xp = job->x + t * H * W;
         float *yp = job->out + t * OH * OW;
-        for (int64_t r = 0; r < Hp; r++) {
-            const int64_t ih = r - ph;
-            float *pr = P + r * Wp;
-            if (ih < 0 || ih >= H || c1 <= c0) {
-                memset(pr, 0, (size_t)Wp * sizeof(float));
-                continue;
-            }
-            memset(pr, 0, (size_t)c0 * sizeof(float));
-            memcpy(pr + c0, xp + ih * W, (size_t)(c1 - c0) * sizeof(float));
-            memset(pr + c1, 0, (size_t)(Wp - c1) * sizeof(float));
-        }
+        pool_padded_plane(xp, H, W, ph, pw, Hp, Wp, 0.0f, P);
         for (int64_t i = 0; i < nh; i++) hs[i] = P[i];
         for (int64_t kw = 1; kw < KW; kw++)
             for (int64_t i = 0; i < nh; i++) hs[i] += P[i + kw];
         for (int64_t i = 0; i < nv; i++) vs[i] = hs[i];
         for (int64_t kh = 1; kh < KH; kh++)
             for (int64_t i = 0; i < nv; i++) vs[i] += hs[i + kh * Wp];
-        for (int64_t oh = 0; oh < OH; oh++) {
-            float *restrict yr = yp + oh * OW;
-            const float *restrict vr = vs + oh * Wp;
-            if (d->type == SYMJIT_POOL_AVG) {
-                const float dh = div_h[oh];
-                for (int64_t ow = 0; ow < OW; ow++) yr[ow] = vr[ow] / (dh * div_w[ow]);
-            } else {
-                memcpy(yr, vr, (size_t)OW * sizeof(float));
-            }
-        }
+        pool_store_sums(d, vs, Wp, div_h, div_w, yp);
     }
 }
 
@@ -372,21 +385,13 @@ static void pool_max2d_pt_task(int64_t begin, int64_t end, void **argv) {
                   pw = d->pad[2];
     const int64_t Hp = (OH - 1) * sh + KH, Wp = (OW - 1) * sw + KW, np_ = Hp * Wp, nh = np_ - (KW - 1),
                   nr = (OW - 1) * sw + 1;
-    const int64_t c0 = imin(pw, Wp), c1 = imax(c0, imin(pw + W, Wp));   /* the input's columns in P */
     float *buf = scratch(0, (size_t)(np_ + np_ + nr));
     if (!buf) return;
     float *restrict P = buf, *restrict hs = P + np_, *restrict vr = hs + np_;
     for (int64_t t = begin; t < end; t++) {
         const float *xp = job->x + t * H * W;
         float *yp = job->out + t * OH * OW;
-        for (int64_t r = 0; r < Hp; r++) {
-            const int64_t ih = r - ph;
-            float *restrict pr = P + r * Wp;
-            const int64_t a = ih < 0 || ih >= H ? Wp : c0, b = ih < 0 || ih >= H ? Wp : c1;
-            for (int64_t j = 0; j < a; j++) pr[j] = -FLT_MAX;
-            if (b > a) memcpy(pr + a, xp + ih * W + (a - pw), (size_t)(b - a) * sizeof(float));
-            for (int64_t j = b; j < Wp; j++) pr[j] = -FLT_MAX;
-        }
+        pool_padded_plane(xp, H, W, ph, pw, Hp, Wp, -FLT_MAX, P);
         for (int64_t i = 0; i < nh; i++) hs[i] = -FLT_MAX;
         for (int64_t kw = 0; kw < KW; kw++)
             for (int64_t i = 0; i < nh; i++) hs[i] = P[i + kw] > hs[i] ? P[i + kw] : hs[i];
@@ -424,7 +429,6 @@ static void pool_avg2d_pt_task(int64_t begin, int64_t end, void **argv) {
                   KH = d->kernel[1], KW = d->kernel[2], st = d->stride[1], ph = d->pad[1], pw = d->pad[2];
     const int64_t Wp = (OW - 1) * st + KW, Hp = imax((OH - 1) * st + KH, 1), nq = OH * Wp;
     const int64_t np_ = imax(Hp * Wp, st * nq + KH * Wp + KW);   /* + the dropped columns' reads */
-    const int64_t c0 = imin(pw, Wp), c1 = imax(c0, imin(pw + W, Wp));
     float *buf = scratch(0, (size_t)(np_ + nq + OW + OH));
     if (!buf) return;
     float *restrict P = buf, *restrict acc = P + np_, *div_w = acc + nq, *div_h = div_w + OW;
@@ -434,17 +438,7 @@ static void pool_avg2d_pt_task(int64_t begin, int64_t end, void **argv) {
     for (int64_t t = begin; t < end; t++) {
         const float *xp = job->x + t * H * W;
         float *yp = job->out + t * OH * OW;
-        for (int64_t r = 0; r < Hp; r++) {
-            const int64_t ih = r - ph;
-            float *restrict pr = P + r * Wp;
-            if (ih < 0 || ih >= H || c1 <= c0) {
-                memset(pr, 0, (size_t)Wp * sizeof(float));
-                continue;
-            }
-            memset(pr, 0, (size_t)c0 * sizeof(float));
-            memcpy(pr + c0, xp + ih * W + (c0 - pw), (size_t)(c1 - c0) * sizeof(float));
-            memset(pr + c1, 0, (size_t)(Wp - c1) * sizeof(float));
-        }
+        pool_padded_plane(xp, H, W, ph, pw, Hp, Wp, 0.0f, P);
         for (int64_t q = 0; q < nq; q++) acc[q] = 0.0f;
         for (int64_t kh = 0; kh < KH; kh++)
             for (int64_t kw = 0; kw < KW; kw++) {
@@ -453,16 +447,7 @@ static void pool_avg2d_pt_task(int64_t begin, int64_t end, void **argv) {
                 else if (st == 2) for (int64_t q = 0; q < nq; q++) acc[q] += src[2 * q];
                 else for (int64_t q = 0; q < nq; q++) acc[q] += src[st * q];
             }
-        for (int64_t oh = 0; oh < OH; oh++) {
-            float *restrict yr = yp + oh * OW;
-            const float *restrict ar = acc + oh * Wp;
-            if (d->type == SYMJIT_POOL_AVG) {
-                const float dh = div_h[oh];
-                for (int64_t ow = 0; ow < OW; ow++) yr[ow] = ar[ow] / (dh * div_w[ow]);
-            } else {
-                memcpy(yr, ar, (size_t)OW * sizeof(float));
-            }
-        }
+        pool_store_sums(d, acc, Wp, div_h, div_w, yp);
     }
 }
 

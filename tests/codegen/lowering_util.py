@@ -73,6 +73,17 @@ def over_task_splits(call) -> list:
     return outs
 
 
+def under_tune(key: str, value: int, call) -> np.ndarray:
+    """call()'s result with the kernel library's override `key` set to `value` (lower_gemm
+    TUNE_KEYS / TUNE_CONV_VALUES: the alternative path a test compares with), restored after."""
+    from symjit.codegen.llvm.lower_gemm import kernel_tune
+    kernel_tune(key, value)
+    try:
+        return np.array(call())
+    finally:
+        kernel_tune(key, 0)
+
+
 def host_has_avx512() -> bool:
     """Whether this CPU runs the kernel library's AVX-512 paths (symjit_nn_native_available);
     the portable kernels (GCC vectors, AVX2 in their x86-64-v3 clones) run where it does not."""

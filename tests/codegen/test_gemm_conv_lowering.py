@@ -20,7 +20,7 @@ from symjit.codegen.llvm.lower_gemm import TUNE_CONV_VALUES, TUNE_KEYS
 from symjit.ir import GraphBuilder, TensorType, run
 from symjit.passes.manager import compile_graph
 
-from lowering_util import host_has_avx512, over_task_splits
+from lowering_util import host_has_avx512, over_task_splits, under_tune
 from shared_data import model_path
 
 
@@ -433,7 +433,6 @@ def test_portable_plane_pooling_equals_the_general_loops(case, ptype):
     the general window loops (tune pool=1: each window's taps summed in the same order, a
     maximum in any order), NaN inputs skipped by max; and the interpreter's within _check's
     tolerance."""
-    from symjit.codegen.llvm.lower_gemm import kernel_tune
     xs, attrs = case
     g = _graph("Pooling", [("x", xs)], dict(attrs, pool_type=ptype))
     cg = _check(g)
@@ -441,12 +440,7 @@ def test_portable_plane_pooling_equals_the_general_loops(case, ptype):
     if ptype == "max":
         x[np.random.default_rng(32).random(xs) < 0.1] = np.nan
     planes = np.array(cg([x])[0])
-    try:
-        kernel_tune("pool", 1)
-        general = np.array(cg([x])[0])
-    finally:
-        kernel_tune("pool", 0)
-    np.testing.assert_array_equal(planes, general)
+    np.testing.assert_array_equal(planes, under_tune("pool", 1, lambda: cg([x])[0]))
 
 
 @pytest.mark.parametrize("p", [1, 2, 3])
@@ -876,6 +870,11 @@ def _compile_with_constant_weights(g, feeds):
     return compile_planned(opt, g.name), [np.ascontiguousarray(feeds[v.name]) for v in opt.inputs]
 
 
+def _assert_conv_close(got, want):
+    """The convolution tolerance of this file: rtol 1e-4, atol 1e-5 x the output's scale."""
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * max(float(np.abs(want).max()), 1.0))
+
+
 @pytest.mark.parametrize("case", RELU_CASES)
 def test_relu_epilogue_applied_in_the_stores(case):
     xs, f, k, s, p, grp = case
@@ -967,7 +966,7 @@ def test_portable_im2col_convolution_does_not_depend_on_its_blocks(xs, f, k, s, 
     (pt_gemm) where few of their lanes would be wasted: every output sums its products one fixed
     way, so one block or one per thread gives the same floats, and both equal the interpreter
     within the convolution tolerance."""
-    from symjit.codegen.llvm.lower_gemm import kernel_tune, set_native_kernels
+    from symjit.codegen.llvm.lower_gemm import set_native_kernels
     g = _graph("Convolution", [("x", xs), ("w", (f, xs[1]) + k), ("b", (f,))],
                _conv_attrs(f, k, s, p, (1, 1), 1, False), post=("relu",))
     feeds = _feeds(g, np.random.default_rng(11))
@@ -975,15 +974,13 @@ def test_portable_im2col_convolution_does_not_depend_on_its_blocks(xs, f, k, s, 
     try:
         cg, arrays = _compile_with_constant_weights(g, feeds)
         outs = over_task_splits(lambda: cg(arrays)[0])
-        kernel_tune("portable_blas", 1)    # the same convolution on the BLAS (the override)
-        blas = np.array(cg(arrays)[0])
+        blas = under_tune("portable_blas", 1, lambda: cg(arrays)[0])   # the same convolution on the BLAS
     finally:
-        kernel_tune("portable_blas", 0)
         set_native_kernels(-1)
     np.testing.assert_array_equal(outs[0], outs[1])
     want = run(g, feeds).outputs[0]
     for got in (outs[0], blas):
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * max(float(np.abs(want).max()), 1.0))
+        _assert_conv_close(got, want)
 
 
 @pytest.mark.skipif(host_has_avx512(), reason="the portable 1x1 tiles run on hosts without AVX-512 "
@@ -999,7 +996,7 @@ def test_portable_pointwise_tiles_on_packed_weights(xs, f):
     result equals the interpreter's and the BLAS path's (tune conv=no_fvec) within the
     convolution tolerance."""
     from symjit.codegen.llvm.lower_conv import conv_desc
-    from symjit.codegen.llvm.lower_gemm import kernel_tune, packing_job
+    from symjit.codegen.llvm.lower_gemm import packing_job
     desc = conv_desc(xs[0], xs[1], 1, f, xs[2:], (1, 1), xs[2:], (1, 1), (1, 1), (0, 0))
     assert packing_job("symjit_nn_conv_pack", desc, np.ones((f, xs[1], 1, 1), np.float32)) is not None
     g = _graph("Convolution", [("x", xs), ("w", (f, xs[1], 1, 1)), ("b", (f,))],
@@ -1008,15 +1005,11 @@ def test_portable_pointwise_tiles_on_packed_weights(xs, f):
     cg, arrays = _compile_with_constant_weights(g, feeds)
     assert "@symjit_nn_conv_packed" in cg.module.ir
     outs = over_task_splits(lambda: cg(arrays)[0])
-    try:
-        kernel_tune("conv", TUNE_CONV_VALUES["no_fvec"])   # the same layer on the BLAS
-        blas = np.array(cg(arrays)[0])
-    finally:
-        kernel_tune("conv", 0)
+    blas = under_tune("conv", TUNE_CONV_VALUES["no_fvec"], lambda: cg(arrays)[0])   # the same layer on the BLAS
     np.testing.assert_array_equal(outs[0], outs[1])
     want = run(g, feeds).outputs[0]
     for got in (outs[0], blas):
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * max(float(np.abs(want).max()), 1.0))
+        _assert_conv_close(got, want)
 
 
 #: depthwise planes on the portable path (nn/depthwise.c dw_plane_pt: 8-column output vectors
@@ -1044,7 +1037,6 @@ def test_portable_depthwise_planes(case):
     over a wide accumulator that dw_plane_pt replaced (tune conv=dw_wide_acc): bit for bit the
     same floats, and the interpreter's within the convolution tolerance; a row's overhang never
     reaches the next plane (the planes' outputs are checked whole)."""
-    from symjit.codegen.llvm.lower_gemm import kernel_tune
     xs, k, s, p, d, mult = case
     c = xs[1]
     g = _graph("Convolution", [("x", xs), ("w", (c * mult, 1) + k), ("b", (c * mult,))],
@@ -1052,14 +1044,9 @@ def test_portable_depthwise_planes(case):
     feeds = _feeds(g, np.random.default_rng(21))
     cg, arrays = _compile_with_constant_weights(g, feeds)
     rows = np.array(cg(arrays)[0])
-    try:
-        kernel_tune("conv", TUNE_CONV_VALUES["dw_wide_acc"])
-        wide = np.array(cg(arrays)[0])
-    finally:
-        kernel_tune("conv", 0)
+    wide = under_tune("conv", TUNE_CONV_VALUES["dw_wide_acc"], lambda: cg(arrays)[0])
     np.testing.assert_array_equal(rows, wide)
-    want = run(g, feeds).outputs[0]
-    np.testing.assert_allclose(rows, want, rtol=1e-4, atol=1e-5 * max(float(np.abs(want).max()), 1.0))
+    _assert_conv_close(rows, run(g, feeds).outputs[0])
 
 
 @pytest.mark.skipif(host_has_avx512(), reason="the portable GEMM tiles run on hosts without AVX-512")
@@ -1072,18 +1059,13 @@ def test_portable_pointwise_tiles_on_packed_strips(xs, f):
     the input packed per K block, in output blocks of PW_TILES_OUT_FLOATS, the bias added in
     the tiles' stores: every task split gives the same floats, which equal the BLAS path's
     (tune conv=pw_blas) and the interpreter's within the convolution tolerance."""
-    from symjit.codegen.llvm.lower_gemm import kernel_tune
     g = _graph("Convolution", [("x", xs), ("w", (f, xs[1], 1, 1)), ("b", (f,))],
                _conv_attrs(f, (1, 1), (1, 1), (0, 0), (1, 1), 1, False), post=("relu",))
     feeds = _feeds(g, np.random.default_rng(22))
     cg, arrays = _compile_with_constant_weights(g, feeds)
     outs = over_task_splits(lambda: cg(arrays)[0])
-    try:
-        kernel_tune("conv", TUNE_CONV_VALUES["pw_blas"])
-        blas = np.array(cg(arrays)[0])
-    finally:
-        kernel_tune("conv", 0)
+    blas = under_tune("conv", TUNE_CONV_VALUES["pw_blas"], lambda: cg(arrays)[0])
     np.testing.assert_array_equal(outs[0], outs[1])
     want = run(g, feeds).outputs[0]
     for got in (outs[0], blas):
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * max(float(np.abs(want).max()), 1.0))
+        _assert_conv_close(got, want)
